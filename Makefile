@@ -1,0 +1,58 @@
+# The two commands a newcomer needs (see README.md):
+#   make demo   set everything up, start 2 local nginx, run plans/quickstart.yaml on 2 local agents
+#   make test   set everything up and run every test
+# Both work on a fresh Debian 12 machine (as root, or with the Debian packages below installed).
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+ENGINE := agent/engine/target/release/loadfleet-engine
+DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk
+PYTHON ?= python3
+
+.PHONY: setup system-deps python-deps engine demo test test-python test-engine clean
+
+setup: system-deps python-deps engine
+
+# Debian packages the lab and the builds need; installs only what is missing.
+system-deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "please install as root: apt-get install $$missing" >&2; exit 1; fi; \
+	  echo "installing Debian packages: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@command -v cargo >/dev/null || { echo "Rust (cargo) is needed: https://rustup.rs" >&2; exit 1; }
+
+$(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest
+	touch $@
+
+python-deps: $(VENV)/.installed
+
+$(ENGINE): agent/engine/Cargo.toml agent/engine/build.rs $(wildcard agent/engine/src/*.rs) proto/loadfleet/v1/*.proto
+	cargo build --release --quiet --manifest-path agent/engine/Cargo.toml
+	touch $@
+
+# The engine goes beside the agent in the venv, where loadfleet-agent finds it on PATH.
+engine: $(ENGINE) python-deps
+	install -m 755 $(ENGINE) $(BIN)/loadfleet-engine
+
+demo: setup
+	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
+	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2
+
+test: setup test-engine test-python
+
+test-engine:
+	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml
+
+test-python:
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
+
+clean:
+	rm -rf $(VENV) build agent/engine/target proto/python/loadfleet/v1

@@ -1,0 +1,155 @@
+"""One job on this agent: its engines, and the merge of their intervals.
+
+The agent's share is split over its engines (one per core) exactly. Each engine
+reports every interval; an interval is merged and sent up as soon as every engine
+still alive has reported it, so the controller gets one report per interval per agent.
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Callable
+
+from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
+from loadfleet.wire.stats import merge_reports
+
+from .engine import EngineProcess
+from .errors import EngineError
+
+log = logging.getLogger(__name__)
+
+
+class Outcome(enum.Enum):
+    FINISHED = agent_pb2.JOB_STATE_FINISHED
+    FAILED = agent_pb2.JOB_STATE_FAILED
+    STOPPED = agent_pb2.JOB_STATE_STOPPED
+
+
+def split_evenly(total: int, parts: int) -> list[int]:
+    """`total` in `parts` whole shares differing by at most one, summing to `total`."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def engine_specs(spec: job_pb2.JobSpec, n_engines: int) -> list[job_pb2.JobSpec]:
+    """The job split over engines; engines that would get no load are left out."""
+    clients = spec.load.closed.clients
+    specs = []
+    for share in split_evenly(clients, max(1, min(n_engines, clients))):
+        engine_spec = job_pb2.JobSpec()
+        engine_spec.CopyFrom(spec)
+        engine_spec.load.closed.clients = share
+        specs.append(engine_spec)
+    return specs
+
+
+class JobRunner:
+    """Runs one job; `send` queues a message for the controller (never blocks)."""
+
+    def __init__(self, spec: job_pb2.JobSpec, engine_program: str, n_engines: int,
+                 send: Callable[[agent_pb2.AgentMessage], None]):
+        self.spec = spec
+        self._program = engine_program
+        self._n_engines = n_engines
+        self._send = send
+        self._engines: list[EngineProcess] = []
+        self._live: set[int] = set()
+        self._pending: dict[int, dict[int, stats_pb2.IntervalReport]] = {}
+        self._stopping = False
+        self._killed = False
+        self._failures: list[str] = []
+
+    @property
+    def job_id(self) -> str:
+        return self.spec.job_id
+
+    @property
+    def pids(self) -> list[int]:
+        return [e.pid for e in self._engines if e.returncode is None]
+
+    async def run(self) -> Outcome:
+        try:
+            await self._start_engines()
+        except EngineError as exc:
+            self.kill()
+            return self._report_state(Outcome.FAILED, str(exc))
+        self._report_state_raw(agent_pb2.JOB_STATE_READY, f"{len(self._engines)} engine(s) ready")
+        await asyncio.gather(*(self._follow(i, e) for i, e in enumerate(self._engines)))
+        self._flush_all()
+        if self._killed:
+            return self._report_state(Outcome.STOPPED, "stopped at once (lease expired or agent stopping)")
+        if self._failures and len(self._failures) == len(self._engines):
+            return self._report_state(Outcome.FAILED, "; ".join(self._failures))
+        if self._stopping:
+            return self._report_state(Outcome.STOPPED, "stopped by the controller")
+        return self._report_state(Outcome.FINISHED, "; ".join(self._failures))
+
+    async def stop(self) -> None:
+        """Graceful stop: engines finish in-flight requests and report the partial interval."""
+        self._stopping = True
+        await asyncio.gather(*(e.stop() for e in self._engines))
+
+    def kill(self) -> None:
+        """Stops all load now (no final interval)."""
+        self._killed = True
+        for engine in self._engines:
+            engine.kill()
+
+    async def _start_engines(self) -> None:
+        for engine_spec in engine_specs(self.spec, self._n_engines):
+            engine = await EngineProcess.spawn(self._program)
+            self._engines.append(engine)
+            self._live.add(len(self._engines) - 1)
+            await engine.start(engine_spec)
+
+    async def _follow(self, index: int, engine: EngineProcess) -> None:
+        finished = False
+        failure = None
+        try:
+            while (event := await engine.next_event()) is not None:
+                kind = event.WhichOneof("event")
+                if kind == "interval":
+                    self._collect(index, event.interval)
+                elif kind == "finished":
+                    finished = True
+                elif kind == "failed":
+                    failure = event.failed.message
+        except EngineError as exc:
+            failure = str(exc)
+            engine.kill()
+        code = await engine.wait()
+        if failure is None and not finished and not self._killed:
+            failure = f"exited with status {code}: {engine.stderr_tail()}"
+        if failure:
+            self._failures.append(f"engine {engine.pid}: {failure}")
+        self._live.discard(index)
+        self._flush_complete()
+
+    def _collect(self, index: int, report: stats_pb2.IntervalReport) -> None:
+        self._pending.setdefault(report.interval_start_ms, {})[index] = report
+        self._flush_complete()
+
+    def _flush_complete(self) -> None:
+        """Sends, oldest first, every interval that all live engines have reported."""
+        for start in sorted(self._pending):
+            if not self._live <= self._pending[start].keys():
+                break
+            self._emit(self._pending.pop(start))
+
+    def _flush_all(self) -> None:
+        for start in sorted(self._pending):
+            self._emit(self._pending.pop(start))
+
+    def _emit(self, reports: dict[int, stats_pb2.IntervalReport]) -> None:
+        merged = merge_reports(reports.values())
+        self._send(agent_pb2.AgentMessage(interval=agent_pb2.AgentInterval(job_id=self.job_id, report=merged)))
+
+    def _report_state(self, outcome: Outcome, message: str) -> Outcome:
+        self._report_state_raw(outcome.value, message)
+        return outcome
+
+    def _report_state_raw(self, state: int, message: str) -> None:
+        log.info("job %s: %s %s", self.job_id, agent_pb2.JobState.Name(state), message)
+        self._send(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
+            job_id=self.job_id, state=state, message=message)))

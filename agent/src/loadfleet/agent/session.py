@@ -1,0 +1,178 @@
+"""The agent's life: dial the controller, keep the session alive, run what it assigns.
+
+The agent always dials out and redials with backoff when the session breaks. A job
+keeps running across a short break (its reports wait in the outbox) but only while
+the lease lasts: when the controller has been silent for the whole lease, every
+engine is killed at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+
+import grpc
+
+from loadfleet.v1 import agent_pb2, agent_pb2_grpc
+
+from . import __version__
+from .health import HealthMonitor
+from .job import JobRunner
+from .lease import Lease
+from .outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HEARTBEAT_MS = 1000
+DEFAULT_LEASE_MS = 3000
+BACKOFF_FIRST_S = 0.25
+BACKOFF_MAX_S = 5.0
+WATCHDOG_PERIOD_S = 0.1
+CONNECT_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    controller: str
+    agent_id: str
+    engine_program: str
+    cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+class Agent:
+    def __init__(self, config: AgentConfig):
+        self.config = config
+        self._outbox = Outbox()
+        self._lease = Lease()
+        self._health = HealthMonitor()
+        self._job: JobRunner | None = None
+        self._job_task: asyncio.Task | None = None
+        self._heartbeat_ms = DEFAULT_HEARTBEAT_MS
+        self._lease_ms = DEFAULT_LEASE_MS
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Runs until `stop` is set; then kills any load and returns."""
+        watchdog = asyncio.create_task(self._watch_lease(), name="lease-watchdog")
+        sessions = asyncio.create_task(self._dial_forever(), name="sessions")
+        try:
+            await stop.wait()
+        finally:
+            for task in (sessions, watchdog):
+                task.cancel()
+            await asyncio.gather(sessions, watchdog, return_exceptions=True)
+            await self._end_job_now()
+
+    async def _dial_forever(self) -> None:
+        backoff_s = BACKOFF_FIRST_S
+        while True:
+            started = time.monotonic()
+            try:
+                await self._session()
+                reason = "the controller ended the session"
+            except grpc.aio.AioRpcError as exc:
+                reason = f"{exc.code().name}: {exc.details()}"
+            except (TimeoutError, ConnectionError) as exc:
+                reason = str(exc) or type(exc).__name__
+            if time.monotonic() - started > BACKOFF_MAX_S:
+                backoff_s = BACKOFF_FIRST_S  # the session was up a while: redial quickly
+            log.warning("controller %s unreachable (%s); retrying in %.2f s",
+                        self.config.controller, reason, backoff_s)
+            await asyncio.sleep(backoff_s)
+            backoff_s = min(BACKOFF_MAX_S, backoff_s * 2)
+
+    async def _session(self) -> None:
+        async with grpc.aio.insecure_channel(self.config.controller) as channel:
+            try:
+                await asyncio.wait_for(channel.channel_ready(), CONNECT_TIMEOUT_S)
+            except TimeoutError:
+                raise TimeoutError(f"no connection within {CONNECT_TIMEOUT_S:g} s") from None
+            call = agent_pb2_grpc.AgentServiceStub(channel).Connect()
+            await call.write(agent_pb2.AgentMessage(hello=self._hello()))
+            welcome = await call.read()
+            if welcome is grpc.aio.EOF or not welcome.HasField("welcome"):
+                raise ConnectionError("the controller did not welcome this agent")
+            self._heartbeat_ms = welcome.welcome.heartbeat_ms or DEFAULT_HEARTBEAT_MS
+            self._lease_ms = welcome.welcome.lease_ms or self._lease_ms
+            self._lease.renew(self._lease_ms)
+            log.info("connected to %s as %s", self.config.controller, self.config.agent_id)
+            self._outbox.drop_heartbeats()
+            tasks = [asyncio.create_task(self._write(call), name="session-writer"),
+                     asyncio.create_task(self._heartbeat(), name="heartbeat")]
+            try:
+                await self._read(call)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _hello(self) -> agent_pb2.Hello:
+        return agent_pb2.Hello(
+            agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
+            version=__version__, capabilities=["engine"], labels=dict(self.config.labels))
+
+    async def _read(self, call) -> None:
+        while (message := await call.read()) is not grpc.aio.EOF:
+            if message.HasField("lease"):
+                self._lease_ms = message.lease.lease_ms or self._lease_ms
+            self._lease.renew(self._lease_ms)
+            kind = message.WhichOneof("body")
+            if kind == "assignment":
+                self._start_job(message.assignment.spec)
+            elif kind == "stop":
+                if self._job and self._job.job_id == message.stop.job_id:
+                    await self._job.stop()
+            elif kind != "lease":
+                log.warning("ignoring an unexpected %s from the controller", kind)
+
+    async def _write(self, call) -> None:
+        while True:
+            message = await self._outbox.peek()
+            await call.write(message)
+            self._outbox.done()
+
+    async def _heartbeat(self) -> None:
+        period_s = self._heartbeat_ms / 1000
+        expected = time.monotonic() + period_s
+        while True:
+            await asyncio.sleep(max(0.0, expected - time.monotonic()))
+            lag_ms = max(0.0, (time.monotonic() - expected) * 1000)
+            expected += period_s
+            h = self._health.sample(self._job.pids if self._job else [], lag_ms)
+            self._outbox.put(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat(
+                sent_at_ms=int(time.time() * 1000),
+                health=agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
+                                        loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct))))
+
+    def _start_job(self, spec) -> None:
+        if self._job is not None:
+            self._outbox.put(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
+                job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED,
+                message=f"agent is busy with job {self._job.job_id}")))
+            return
+        self._job = JobRunner(spec, self.config.engine_program, self.config.cores, self._outbox.put)
+        self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")
+
+    async def _run_job(self, job: JobRunner) -> None:
+        try:
+            await job.run()
+        finally:
+            self._job = None
+
+    async def _watch_lease(self) -> None:
+        while True:
+            await asyncio.sleep(WATCHDOG_PERIOD_S)
+            if self._job is not None and self._lease.expired():
+                log.warning("lease expired: no word from the controller; stopping all load")
+                self._job.kill()
+
+    async def _end_job_now(self) -> None:
+        if self._job is not None:
+            self._job.kill()
+        if self._job_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._job_task

@@ -1,0 +1,3 @@
+"""loadfleet controller: plans, scheduling, exact aggregation, run directories and the CLI."""
+
+__version__ = "0.1.0"

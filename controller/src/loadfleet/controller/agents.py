@@ -1,0 +1,148 @@
+"""The registry of connected agents: identities, heartbeats, leases, loss.
+
+An agent is lost when its session ends or when it has been silent for more than
+`LOST_AFTER_HEARTBEATS` heartbeat periods. Lost agents stay listed (state LOST) so
+that `loadfleet agents` shows them; an agent that reconnects with the same id joins
+again.
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+DEFAULT_HEARTBEAT_MS = 1000
+DEFAULT_LEASE_MS = 3000
+LOST_AFTER_HEARTBEATS = 3
+
+
+class AgentState(enum.Enum):
+    IDLE = "idle"
+    BUSY = "busy"
+    LOST = "lost"
+
+
+@dataclass(frozen=True)
+class AgentIdentity:
+    agent_id: str
+    hostname: str
+    cores: int
+    version: str = ""
+    capabilities: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Health:
+    cpu_pct: float = 0.0
+    engine_cpu_pct: float = 0.0
+    rss_mb: float = 0.0
+    loop_lag_ms: float = 0.0
+    mem_used_pct: float = 0.0
+
+
+class AgentLink(Protocol):
+    """The controller's end of one agent session. Methods queue and never block."""
+
+    def assign(self, assignment) -> None: ...
+
+    def stop_job(self, job_id: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class AgentRecord:
+    identity: AgentIdentity
+    link: AgentLink | None
+    last_seen_s: float
+    state: AgentState = AgentState.IDLE
+    health: Health = field(default_factory=Health)
+    last_seen_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    @property
+    def agent_id(self) -> str:
+        return self.identity.agent_id
+
+
+class AgentRegistry:
+    def __init__(
+        self,
+        *,
+        heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
+        clock: Callable[[], float] = time.monotonic,
+        on_joined: Callable[[AgentRecord], None] = lambda record: None,
+        on_lost: Callable[[AgentRecord, str], None] = lambda record, reason: None,
+    ):
+        self.heartbeat_ms = heartbeat_ms
+        self._clock = clock
+        self._on_joined = on_joined
+        self._on_lost = on_lost
+        self._agents: dict[str, AgentRecord] = {}
+        self._changed = asyncio.Event()
+
+    def join(self, identity: AgentIdentity, link: AgentLink) -> AgentRecord:
+        previous = self._agents.get(identity.agent_id)
+        if previous and previous.state is not AgentState.LOST and previous.link:
+            # Same id from a new session: the old session is dead or an impostor.
+            previous.link.close()
+        record = AgentRecord(identity=identity, link=link, last_seen_s=self._clock())
+        self._agents[identity.agent_id] = record
+        self._on_joined(record)
+        self._notify()
+        return record
+
+    def seen(self, agent_id: str, health: Health | None = None) -> None:
+        record = self._agents.get(agent_id)
+        if record is None or record.state is AgentState.LOST:
+            return
+        record.last_seen_s = self._clock()
+        record.last_seen_ms = int(time.time() * 1000)
+        if health is not None:
+            record.health = health
+
+    def lose(self, agent_id: str, reason: str, link: AgentLink | None = None) -> None:
+        """Marks an agent lost (once). With `link`, only if that session is still current."""
+        record = self._agents.get(agent_id)
+        if record is None or record.state is AgentState.LOST:
+            return
+        if link is not None and record.link is not link:
+            return
+        record.state = AgentState.LOST
+        record.link = None
+        self._on_lost(record, reason)
+        self._notify()
+
+    def check_silent(self) -> None:
+        limit_s = LOST_AFTER_HEARTBEATS * self.heartbeat_ms / 1000
+        now = self._clock()
+        for record in list(self._agents.values()):
+            silent_s = now - record.last_seen_s
+            if record.state is not AgentState.LOST and silent_s > limit_s:
+                if record.link:
+                    record.link.close()
+                self.lose(record.agent_id, f"silent for {silent_s:.1f} s")
+
+    def get(self, agent_id: str) -> AgentRecord | None:
+        return self._agents.get(agent_id)
+
+    def all(self) -> list[AgentRecord]:
+        return sorted(self._agents.values(), key=lambda r: r.agent_id)
+
+    def idle(self, labels: Callable[[dict[str, str]], bool] = lambda labels: True) -> list[AgentRecord]:
+        return [r for r in self.all()
+                if r.state is AgentState.IDLE and labels(dict(r.identity.labels))]
+
+    async def wait_changed(self, timeout_s: float) -> None:
+        """Returns when an agent joined or was lost, or after `timeout_s`."""
+        self._changed.clear()
+        try:
+            await asyncio.wait_for(self._changed.wait(), timeout_s)
+        except TimeoutError:
+            pass
+
+    def _notify(self) -> None:
+        self._changed.set()

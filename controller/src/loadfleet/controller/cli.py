@@ -1,0 +1,183 @@
+"""The `loadfleet` command: a thin shell over the controller and its client."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from google.protobuf import json_format
+
+from loadfleet.v1 import run_pb2
+from loadfleet.wire import DEFAULT_CONTROLLER
+
+from . import __version__, console
+from .client import RunClient
+from .core import DEFAULT_RUNS_DIR, Controller
+from .errors import EXIT_OK, EXIT_RUN_FAILED, LoadfleetError, PlanError, UsageError
+from .local import local_cluster
+from .plan import load_plan, plan_schema
+from .rpc.server import ControllerServer
+
+CONTROLLER_ENV = "LOADFLEET_CONTROLLER"
+
+# A run that ended in one of these states exits 1.
+_FAILED_STATES = (run_pb2.RUN_STATE_FAILED,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loadfleet", description="Distributed HTTP load testing: controller and CLI.",
+        epilog="Exit codes: 0 done, 1 run failed or controller unreachable, 2 bad input.")
+    parser.add_argument("--version", action="version", version=f"loadfleet {__version__}")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    default_controller = os.environ.get(CONTROLLER_ENV, DEFAULT_CONTROLLER)
+
+    p = sub.add_parser("controller", help="serve the controller (agents and the CLI connect to it)")
+    p.add_argument("--listen", default=DEFAULT_CONTROLLER, metavar="HOST:PORT",
+                   help=f"address to serve on (default {DEFAULT_CONTROLLER})")
+    p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where run directories go (default ./runs)")
+
+    p = sub.add_parser("run", help="run a plan and print live figures and a summary",
+                       description="Run a plan on a controller's agents (--controller), or on N agents "
+                                   "started on this machine (--local N).",
+                       epilog="example: loadfleet run plans/quickstart.yaml --local 2")
+    p.add_argument("plan", type=Path, help="plan file (YAML)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--controller", default=default_controller, metavar="HOST:PORT",
+                       help=f"controller to use (default ${CONTROLLER_ENV} or {DEFAULT_CONTROLLER})")
+    where.add_argument("--local", type=int, metavar="N", help="start a controller and N agents here")
+    p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="with --local: where run directories go")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+
+    p = sub.add_parser("validate", help="check a plan and list every problem")
+    p.add_argument("plan", type=Path)
+
+    p = sub.add_parser("schema", help="print the plan's JSON Schema")
+
+    for name, text in (("agents", "list the controller's agents"), ("runs", "list the controller's runs")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
+        p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(_dispatch(args))
+    except KeyboardInterrupt:
+        print("loadfleet: interrupted", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    except LoadfleetError as exc:
+        print(f"loadfleet: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+async def _dispatch(args) -> int:
+    if args.command == "controller":
+        return await serve_controller(args.listen, args.runs_dir)
+    if args.command == "run":
+        return await run_plan(args)
+    if args.command == "validate":
+        plan = load_plan(args.plan)
+        print(f"{args.plan}: ok ({len(plan.targets)} targets, {len(plan.requests)} requests, "
+              f"{plan.load.clients} clients, {plan.duration_s:g} s)")
+        return EXIT_OK
+    if args.command == "schema":
+        print(json.dumps(plan_schema(), indent=2))
+        return EXIT_OK
+    async with RunClient(args.controller) as client:
+        if args.command == "agents":
+            agents = await client.list_agents()
+            _print_listing(agents, console.agents_table, args.json)
+        else:
+            runs = await client.list_runs()
+            _print_listing(runs, console.runs_table, args.json)
+    return EXIT_OK
+
+
+def _print_listing(items, table, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([json_format.MessageToDict(i) for i in items], indent=2))
+    else:
+        print(table(items))
+
+
+async def serve_controller(listen: str, runs_dir: Path) -> int:
+    try:
+        server = ControllerServer(Controller(runs_dir=runs_dir), listen)
+    except (OSError, RuntimeError) as exc:
+        raise UsageError(f"cannot listen on {listen}: {exc}") from exc
+    await server.start()
+    print(f"loadfleet controller listening on {server.address}; runs go to {runs_dir}/", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+    return EXIT_OK
+
+
+async def run_plan(args) -> int:
+    plan = load_plan(args.plan)  # problems are reported before anything starts
+    if args.local is not None:
+        async with local_cluster(args.local, args.runs_dir) as address:
+            return await _run_on(address, plan.to_yaml(), args.json)
+    return await _run_on(args.controller, plan.to_yaml(), args.json)
+
+
+async def _run_on(address: str, plan_yaml: str, as_json: bool) -> int:
+    progress = sys.stderr if as_json else sys.stdout
+    async with RunClient(address) as client:
+        started = await client.start_run(plan_yaml)
+        print(f"run {started.run_id} started on {address}", file=progress, flush=True)
+        summary = None
+        stopping = _stop_on_interrupt(client, started.run_id)
+        try:
+            print(console.PROGRESS_HEADER, file=progress, flush=True)
+            async for update in client.watch(started.run_id):
+                kind = update.WhichOneof("update")
+                if kind == "interval":
+                    print(console.progress_line(update.interval), file=progress, flush=True)
+                elif kind == "event":
+                    print(console.event_line(update.event), file=progress, flush=True)
+                else:
+                    summary = update.finished
+        finally:
+            stopping()
+    if summary is None:
+        raise LoadfleetError("the controller ended the run without a summary")
+    if as_json:
+        print(json_format.MessageToJson(summary, always_print_fields_with_no_presence=True))
+    else:
+        print(console.summary_table(summary))
+    return EXIT_RUN_FAILED if summary.state in _FAILED_STATES else EXIT_OK
+
+
+def _stop_on_interrupt(client: RunClient, run_id: str):
+    """The first Ctrl-C asks the controller to stop the run (results are still written)."""
+    loop = asyncio.get_running_loop()
+
+    def request_stop() -> None:
+        print("\nloadfleet: stopping the run (Ctrl-C again to quit at once)", file=sys.stderr)
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.create_task(client.stop_run(run_id))
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, request_stop)
+    return lambda: loop.remove_signal_handler(signal.SIGINT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The CLI's side of RunService. gRPC errors become controller errors here, and only here."""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+
+from loadfleet.v1 import run_pb2, run_pb2_grpc
+
+from .errors import ControllerUnreachable, Problem, PlanError, RunFailed, RunNotFound
+from .rpc.status import PLAN_PROBLEMS_KEY
+
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+
+
+class RunClient:
+    def __init__(self, address: str, *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S):
+        self.address = address
+        self._connect_timeout_s = connect_timeout_s
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: run_pb2_grpc.RunServiceStub | None = None
+
+    async def __aenter__(self) -> RunClient:
+        self._channel = grpc.aio.insecure_channel(self.address)
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), self._connect_timeout_s)
+        except TimeoutError:
+            await self._channel.close()
+            raise ControllerUnreachable(
+                f"cannot reach the controller at {self.address} "
+                f"(no connection within {self._connect_timeout_s:g} s)") from None
+        self._stub = run_pb2_grpc.RunServiceStub(self._channel)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._channel:
+            await self._channel.close()
+
+    async def start_run(self, plan_yaml: str) -> run_pb2.StartRunResponse:
+        return await self._call(self._stub.StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml)))
+
+    async def watch(self, run_id: str) -> AsyncIterator[run_pb2.RunUpdate]:
+        try:
+            async for update in self._stub.WatchRun(run_pb2.WatchRunRequest(run_id=run_id)):
+                yield update
+        except grpc.aio.AioRpcError as exc:
+            raise _translate(exc, self.address) from exc
+
+    async def stop_run(self, run_id: str) -> None:
+        await self._call(self._stub.StopRun(run_pb2.StopRunRequest(run_id=run_id)))
+
+    async def list_agents(self) -> list[run_pb2.AgentInfo]:
+        return list((await self._call(self._stub.ListAgents(run_pb2.ListAgentsRequest()))).agents)
+
+    async def list_runs(self) -> list[run_pb2.RunInfo]:
+        return list((await self._call(self._stub.ListRuns(run_pb2.ListRunsRequest()))).runs)
+
+    async def _call(self, call):
+        try:
+            return await call
+        except grpc.aio.AioRpcError as exc:
+            raise _translate(exc, self.address) from exc
+
+
+def _translate(exc: grpc.aio.AioRpcError, address: str) -> Exception:
+    code = exc.code()
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        for key, value in exc.trailing_metadata() or ():
+            if key == PLAN_PROBLEMS_KEY:
+                problems = run_pb2.PlanProblems.FromString(value).problems
+                return PlanError([Problem(p.path, p.message) for p in problems])
+        return PlanError([Problem("", exc.details() or "invalid")])
+    if code == grpc.StatusCode.NOT_FOUND:
+        return RunNotFound(exc.details())
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return ControllerUnreachable(f"lost the controller at {address}: {exc.details()}")
+    return RunFailed(f"controller error {code.name}: {exc.details()}")

@@ -1,0 +1,69 @@
+"""What a person sees: one progress line per interval, events, and the summary table."""
+from __future__ import annotations
+
+import time
+
+from loadfleet.v1 import run_pb2
+
+PROGRESS_HEADER = f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  {'errors':>7}"
+
+
+def progress_line(s: run_pb2.IntervalSummary) -> str:
+    clock = time.strftime("%H:%M:%S", time.localtime(s.interval_start_ms / 1000))
+    revised = "  (revised: a late report arrived)" if s.revised else ""
+    return (f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.mb_per_s:>8.2f}  {s.p50_ms:>8.2f}  "
+            f"{s.p99_ms:>8.2f}  {s.errors:>7}{revised}")
+
+
+def event_line(e: run_pb2.RunEvent) -> str:
+    kind = run_pb2.EventKind.Name(e.kind).removeprefix("EVENT_KIND_").lower()
+    return f"-- {kind}: {e.text}"
+
+
+_COLUMNS = (("requests", 10), ("req/s", 10), ("MB/s", 8), ("err %", 6), ("mean", 8), ("p50", 8),
+            ("p90", 8), ("p99", 8), ("max", 8))
+
+
+def summary_table(s: run_pb2.RunSummary) -> str:
+    state = run_pb2.RunState.Name(s.state).removeprefix("RUN_STATE_").lower()
+    lines = [f"run {s.run_id} {state}" + (f": {s.message}" if s.message else "")
+             + f" — {s.duration_s:.1f} s measured, results in {s.run_dir}"]
+    name_width = max([len("total")] + [len(t.name) + 2 for t in (*s.targets, *s.requests, *s.agents)])
+    header = f"{'':<{name_width}}" + "".join(f"  {title:>{w}}" for title, w in _COLUMNS) + "   (latency in ms)"
+    lines.append(header)
+    lines.append(_row("total", s.total, name_width))
+    for title, group in (("targets", s.targets), ("requests", s.requests), ("agents", s.agents)):
+        if len(group) > 1 or title == "agents":
+            lines.append(title)
+            lines.extend(_row("  " + t.name, t, name_width) for t in group)
+    return "\n".join(lines)
+
+
+def _row(name: str, t: run_pb2.Totals, width: int) -> str:
+    lat = t.latency
+    values = (f"{t.requests}", f"{t.rps:.1f}", f"{t.mb_per_s:.2f}", f"{t.error_pct:.2f}",
+              f"{lat.mean_ms:.2f}", f"{lat.p50_ms:.2f}", f"{lat.p90_ms:.2f}", f"{lat.p99_ms:.2f}",
+              f"{lat.max_ms:.2f}")
+    return f"{name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _COLUMNS))
+
+
+def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
+    if not agents:
+        return "no agents connected"
+    lines = [f"{'agent':<24} {'state':<6} {'host':<16} {'cores':>5} {'cpu %':>6} {'rss MB':>7}  labels"]
+    for a in agents:
+        state = run_pb2.AgentState.Name(a.state).removeprefix("AGENT_STATE_").lower()
+        labels = ",".join(f"{k}={v}" for k, v in sorted(a.labels.items()))
+        lines.append(f"{a.agent_id:<24} {state:<6} {a.hostname:<16} {a.cores:>5} "
+                     f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f}  {labels}")
+    return "\n".join(lines)
+
+
+def runs_table(runs: list[run_pb2.RunInfo]) -> str:
+    if not runs:
+        return "no runs on this controller"
+    lines = [f"{'run':<22} {'state':<9} {'plan':<20} {'requests':>10}  directory"]
+    for r in runs:
+        state = run_pb2.RunState.Name(r.state).removeprefix("RUN_STATE_").lower()
+        lines.append(f"{r.run_id:<22} {state:<9} {r.plan_name:<20} {r.requests:>10}  {r.run_dir}")
+    return "\n".join(lines)

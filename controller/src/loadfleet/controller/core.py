@@ -1,0 +1,98 @@
+"""The controller's state: the agent registry and the runs, and the tasks that keep
+them moving. The RPC servicers are thin adapters over this object."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from pathlib import Path
+
+from .agents import AgentRecord, AgentRegistry, DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS
+from .errors import RunNotFound
+from .jobs import JobReport, JobState
+from .plan import parse_plan
+from .run import Run
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RUNS_DIR = Path("runs")
+MONITOR_PERIOD_S = 0.25
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+class Controller:
+    def __init__(self, *, runs_dir: Path = DEFAULT_RUNS_DIR, heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
+                 lease_ms: int = DEFAULT_LEASE_MS):
+        self.runs_dir = runs_dir
+        self.heartbeat_ms = heartbeat_ms
+        self.lease_ms = lease_ms
+        self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost)
+        self._runs: dict[str, Run] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._monitor: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        self._monitor = asyncio.create_task(self._watch_agents(), name="agent-monitor")
+
+    async def close(self) -> None:
+        """Stops running runs and background tasks; safe to call twice."""
+        for run in self._runs.values():
+            run.stop()
+        tasks = [t for t in (self._monitor, *self._tasks) if t]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._monitor = None
+        self._tasks.clear()
+
+    # ---- runs --------------------------------------------------------------------
+
+    def start_run(self, plan_yaml: str) -> Run:
+        """Validates the plan (PlanError lists every problem) and starts the run."""
+        plan = parse_plan(plan_yaml)
+        run_id = new_run_id()
+        run = Run(run_id, plan, self.runs_dir / run_id, self.registry)
+        self._runs[run_id] = run
+        task = asyncio.create_task(run.execute(), name=f"run-{run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return run
+
+    def get_run(self, run_id: str) -> Run:
+        try:
+            return self._runs[run_id]
+        except KeyError:
+            raise RunNotFound(f"no run {run_id!r} on this controller") from None
+
+    def runs(self) -> list[Run]:
+        return sorted(self._runs.values(), key=lambda r: r.started_ms)
+
+    # ---- from agents -------------------------------------------------------------
+
+    def on_report(self, report: JobReport) -> None:
+        run = self._runs.get(report.job_id)
+        if run:
+            run.on_report(report)
+
+    def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
+        run = self._runs.get(job_id)
+        if run:
+            run.on_job_state(agent_id, state, message)
+
+    def _joined(self, record: AgentRecord) -> None:
+        log.info("agent %s joined (%s, %d cores)", record.agent_id, record.identity.hostname,
+                 record.identity.cores)
+
+    def _lost(self, record: AgentRecord, reason: str) -> None:
+        log.warning("agent %s lost: %s", record.agent_id, reason)
+        for run in self._runs.values():
+            run.on_agent_lost(record.agent_id, reason)
+
+    async def _watch_agents(self) -> None:
+        while True:
+            self.registry.check_silent()
+            await asyncio.sleep(MONITOR_PERIOD_S)

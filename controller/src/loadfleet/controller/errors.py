@@ -1,0 +1,65 @@
+"""Errors of the controller and the CLI.
+
+    LoadfleetError            base; carries the process exit code
+    ├── PlanError             the plan is invalid; `problems` lists every one (exit 2)
+    ├── UsageError            bad command-line input (exit 2)
+    ├── NotEnoughAgents       too few matching agents connected in time (exit 1)
+    ├── ControllerUnreachable the CLI cannot reach the controller (exit 1)
+    ├── RunNotFound           no run with that id (exit 2)
+    └── RunFailed             the run ended without results (exit 1)
+
+Foreign errors (gRPC, OS, YAML) are translated into these where they cross into our
+code; `exit_code` is the single mapping from errors to CLI exit codes, and
+`rpc/status.py` the single mapping to gRPC status codes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a plan: where (e.g. `targets[1].weight`) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<plan>'}: {self.message}"
+
+
+class LoadfleetError(Exception):
+    exit_code = EXIT_RUN_FAILED
+
+
+class PlanError(LoadfleetError):
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__(f"the plan has {len(self.problems)} problem(s):\n"
+                         + "\n".join(f"  {p}" for p in self.problems))
+
+
+class UsageError(LoadfleetError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class NotEnoughAgents(LoadfleetError):
+    pass
+
+
+class ControllerUnreachable(LoadfleetError):
+    pass
+
+
+class RunNotFound(LoadfleetError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class RunFailed(LoadfleetError):
+    pass

@@ -1,0 +1,23 @@
+"""Run events: what happened during a run besides measurements (annotations)."""
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+
+
+class EventKind(enum.Enum):
+    RUN_STARTED = "run_started"
+    RUN_FINISHED = "run_finished"
+    RUN_STOPPED = "run_stopped"
+    AGENT_JOINED = "agent_joined"
+    AGENT_LOST = "agent_lost"
+    JOB_FAILED = "job_failed"
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    text: str
+    agent_id: str = ""
+    at_ms: int = field(default_factory=lambda: int(time.time() * 1000))

@@ -1,0 +1,41 @@
+"""What the controller asks of one agent, and what the agent says back about it."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .plan import Plan
+
+
+class JobState(enum.Enum):
+    READY = "ready"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+    @property
+    def ended(self) -> bool:
+        return self in (JobState.FINISHED, JobState.FAILED, JobState.STOPPED)
+
+
+@dataclass(frozen=True)
+class JobAssignment:
+    """One agent's share of a run: the plan with its own number of clients."""
+
+    job_id: str
+    plan: Plan
+    clients: int
+    start_at_ms: int
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """One interval of one job from one agent, already decoded (see convert.py)."""
+
+    job_id: str
+    agent_id: str
+    interval_start_ms: int
+    rows: list
+    final: bool
+    error_samples: tuple[str, ...] = ()

@@ -1,0 +1,82 @@
+"""`loadfleet run --local N`: an in-process controller and N agent processes on this
+machine, so that one command runs a plan with nothing else started by hand.
+
+The agents are the real `loadfleet-agent` program talking real gRPC to the
+in-process controller, the same path as a distributed run.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from .agents import AgentState
+from .core import Controller
+from .errors import NotEnoughAgents, UsageError
+from .rpc.server import ControllerServer
+
+AGENT_START_TIMEOUT_S = 30.0
+AGENT_STOP_TIMEOUT_S = 5.0
+
+
+def agent_program() -> str:
+    path = shutil.which("loadfleet-agent")
+    if path is None:
+        raise UsageError("--local needs the loadfleet-agent program on PATH (pip install ./agent)")
+    return path
+
+
+@contextlib.asynccontextmanager
+async def local_cluster(n_agents: int, runs_dir: Path) -> AsyncIterator[str]:
+    """Starts the controller and the agents; yields the controller address."""
+    if n_agents < 1:
+        raise UsageError("--local needs at least 1 agent")
+    program = agent_program()
+    server = ControllerServer(Controller(runs_dir=runs_dir), "127.0.0.1:0")
+    await server.start()
+    cores = max(1, (os.cpu_count() or 1) // n_agents)
+    agents: list[subprocess.Popen] = []
+    try:
+        for i in range(n_agents):
+            agents.append(subprocess.Popen(
+                [program, "--controller", server.address, "--id", f"local-{i + 1}",
+                 "--cores", str(cores), "--log-level", "warning"],
+                stdin=subprocess.DEVNULL, start_new_session=True))
+        await _wait_for_agents(server.controller, agents, n_agents)
+        yield server.address
+    finally:
+        await asyncio.to_thread(_stop_agents, agents)
+        await server.stop()
+
+
+async def _wait_for_agents(controller: Controller, agents: list[subprocess.Popen], n: int) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + AGENT_START_TIMEOUT_S
+    while True:
+        idle = [r for r in controller.registry.all() if r.state is AgentState.IDLE]
+        if len(idle) >= n:
+            return
+        dead = [p for p in agents if p.poll() is not None]
+        if dead:
+            raise NotEnoughAgents(f"local agent exited with status {dead[0].returncode} before connecting")
+        if loop.time() > deadline:
+            raise NotEnoughAgents(f"only {len(idle)} of {n} local agents connected "
+                                  f"within {AGENT_START_TIMEOUT_S:g} s")
+        await controller.registry.wait_changed(0.2)
+
+
+def _stop_agents(agents: list[subprocess.Popen]) -> None:
+    for proc in agents:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in agents:
+        try:
+            proc.wait(AGENT_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -1,0 +1,261 @@
+"""Plans: YAML text -> a validated, frozen `Plan`.
+
+Validation reports every problem at once, each with its path in the plan
+(`targets[1].weight`), and never changes anything. Structure is checked against the
+published JSON Schema (`plan.schema.json`, copied to docs/), meaning (URLs, weights,
+the manifest) by the checks below. A workload manifest is read here, on the machine
+that has the file, and turned into explicit requests, so a resolved plan is
+self-contained and can be sent to a remote controller.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import jsonschema
+import yaml
+
+from .errors import PlanError, Problem
+
+DEFAULT_INTERVAL_MS = 1000
+DEFAULT_CONNECT_TIMEOUT_MS = 3000
+DEFAULT_REQUEST_TIMEOUT_MS = 10000
+DEFAULT_AGENT_WAIT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class Request:
+    name: str
+    path: str
+    method: str = "GET"
+    weight: int = 1
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class ClosedLoad:
+    clients: int
+    think_time_ms: int = 0
+
+
+@dataclass(frozen=True)
+class AgentSelection:
+    count: int | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    wait_s: float = DEFAULT_AGENT_WAIT_S
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.labels)
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    duration_s: float
+    targets: tuple[Target, ...]
+    requests: tuple[Request, ...]
+    load: ClosedLoad
+    keep_alive: bool = True
+    interval_ms: int = DEFAULT_INTERVAL_MS
+    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
+    agents: AgentSelection = field(default_factory=AgentSelection)
+
+    def to_yaml(self) -> str:
+        """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
+        doc = {
+            "name": self.name,
+            "duration_s": self.duration_s,
+            "interval_ms": self.interval_ms,
+            "targets": [asdict(t) for t in self.targets],
+            "workload": {
+                "keep_alive": self.keep_alive,
+                "requests": [_request_doc(r) for r in self.requests],
+            },
+            "load": {"model": "closed", **asdict(self.load)},
+            "timeouts": {"connect_ms": self.connect_timeout_ms, "request_ms": self.request_timeout_ms},
+            "agents": _agents_doc(self.agents),
+        }
+        return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _request_doc(r: Request) -> dict:
+    doc = {"name": r.name, "method": r.method, "path": r.path, "weight": r.weight}
+    if r.headers:
+        doc["headers"] = dict(r.headers)
+    if r.body:
+        doc["body"] = r.body
+    return doc
+
+
+def _agents_doc(a: AgentSelection) -> dict:
+    doc: dict = {"wait_s": a.wait_s}
+    if a.count is not None:
+        doc["count"] = a.count
+    if a.labels:
+        doc["labels"] = dict(a.labels)
+    return doc
+
+
+@cache
+def plan_schema() -> dict:
+    text = resources.files(__package__).joinpath("plan.schema.json").read_text()
+    return json.loads(text)
+
+
+def load_plan(path: Path) -> Plan:
+    """Reads and validates a plan file; relative manifest paths are relative to it."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PlanError([Problem("", f"cannot read {path}: {exc.strerror}")]) from exc
+    return parse_plan(text, base_dir=path.parent, default_name=path.stem)
+
+
+def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "plan") -> Plan:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise PlanError([Problem("", f"not valid YAML {where}: {getattr(exc, 'problem', exc)}")]) from exc
+    if not isinstance(doc, dict):
+        raise PlanError([Problem("", "a plan must be a YAML mapping")])
+    problems = _schema_problems(doc)
+    if problems:
+        raise PlanError(problems)
+    problems, requests = _meaning_problems(doc, base_dir)
+    if problems:
+        raise PlanError(problems)
+    return _build(doc, requests, default_name)
+
+
+def _schema_problems(doc: dict) -> list[Problem]:
+    validator = jsonschema.Draft202012Validator(plan_schema())
+    problems = [Problem(_path(e.absolute_path), e.message) for e in validator.iter_errors(doc)]
+    return sorted(problems, key=lambda p: p.path)
+
+
+def _path(parts) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], list[Request]]:
+    problems: list[Problem] = []
+    for i, target in enumerate(doc["targets"]):
+        problem = _url_problem(target["url"])
+        if problem:
+            problems.append(Problem(f"targets[{i}].url", problem))
+    if not any(t.get("weight", 1) > 0 for t in doc["targets"]):
+        problems.append(Problem("targets", "at least one target needs a weight above 0"))
+
+    workload = doc["workload"]
+    requests = [_request(r) for r in workload.get("requests", [])]
+    if "manifest" in workload:
+        try:
+            requests += read_manifest(_resolve(workload["manifest"], base_dir))
+        except ValueError as exc:
+            problems.append(Problem("workload.manifest", str(exc)))
+    elif "requests" not in workload:
+        problems.append(Problem("workload", "give 'requests' or a 'manifest'"))
+    if requests and not any(r.weight > 0 for r in requests):
+        problems.append(Problem("workload", "at least one request needs a weight above 0"))
+
+    load = doc["load"]
+    if load["model"] == "closed" and "clients" not in load:
+        problems.append(Problem("load.clients", "the closed model needs 'clients'"))
+    return problems, requests
+
+
+def _url_problem(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"'{url}' must start with http:// or https://"
+    if not parts.hostname:
+        return f"'{url}' has no host"
+    try:
+        parts.port
+    except ValueError:
+        return f"'{url}' has an invalid port"
+    if parts.path not in ("", "/") or parts.query:
+        return f"'{url}' must be a base URL without a path (paths belong to workload.requests)"
+    return None
+
+
+def _resolve(path: str, base_dir: Path | None) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() or base_dir is None else base_dir / p
+
+
+def _request(doc: dict) -> Request:
+    return Request(
+        name=doc.get("name", doc["path"]),
+        path=doc["path"],
+        method=doc.get("method", "GET"),
+        weight=doc.get("weight", 1),
+        headers=tuple(sorted(doc.get("headers", {}).items())),
+        body=doc.get("body", ""),
+    )
+
+
+# Manifest weights are percentages with decimals; requests carry integer weights.
+MANIFEST_WEIGHT_SCALE = 1000
+
+
+def read_manifest(path: Path) -> list[Request]:
+    """Turns a workload tree manifest into requests named by size class.
+
+    Format (written by loadfleet.targets): {"files": [{"path": "/class0/f.html",
+    "class": "class0", "weight": 1.25, "bytes": 812, ...}, ...]}.
+    """
+    try:
+        doc = json.loads(path.read_text())
+        files = doc["files"]
+        requests = [
+            Request(name=f["class"], path=f["path"],
+                    weight=max(1, round(float(f["weight"]) * MANIFEST_WEIGHT_SCALE)))
+            for f in files
+        ]
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not a workload manifest ({exc!r})") from exc
+    if not requests:
+        raise ValueError(f"{path} lists no files")
+    return requests
+
+
+def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
+    load = doc["load"]
+    timeouts = doc.get("timeouts", {})
+    agents = doc.get("agents", {})
+    return Plan(
+        name=doc.get("name", default_name),
+        duration_s=float(doc["duration_s"]),
+        interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
+        targets=tuple(Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1)) for t in doc["targets"]),
+        requests=tuple(requests),
+        keep_alive=doc["workload"].get("keep_alive", True),
+        load=ClosedLoad(clients=load["clients"], think_time_ms=load.get("think_time_ms", 0)),
+        connect_timeout_ms=timeouts.get("connect_ms", DEFAULT_CONNECT_TIMEOUT_MS),
+        request_timeout_ms=timeouts.get("request_ms", DEFAULT_REQUEST_TIMEOUT_MS),
+        agents=AgentSelection(
+            count=agents.get("count"),
+            labels=tuple(sorted(agents.get("labels", {}).items())),
+            wait_s=float(agents.get("wait_s", DEFAULT_AGENT_WAIT_S)),
+        ),
+    )

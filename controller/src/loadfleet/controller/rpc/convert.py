@@ -1,0 +1,179 @@
+"""Protobuf <-> controller dataclasses. The only module of the controller that reads
+or builds protobuf messages besides the servicers' plumbing."""
+from __future__ import annotations
+
+from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
+from loadfleet.wire.stats import StatsRow
+
+from ..agents import AgentIdentity, AgentRecord, AgentState, Health
+from ..errors import Problem
+from ..events import Event, EventKind
+from ..figures import Figures, Latency
+from ..jobs import JobAssignment, JobReport, JobState
+from ..run import IntervalUpdate, Run, RunState
+from ..summary import NamedFigures, RunSummary
+
+
+def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
+    return AgentIdentity(
+        agent_id=hello.agent_id,
+        hostname=hello.hostname,
+        cores=max(1, hello.cores),
+        version=hello.version,
+        capabilities=tuple(hello.capabilities),
+        labels=tuple(sorted(hello.labels.items())),
+    )
+
+
+def health_from_proto(pb: agent_pb2.Health) -> Health:
+    return Health(cpu_pct=pb.cpu_pct, engine_cpu_pct=pb.engine_cpu_pct, rss_mb=pb.rss_mb,
+                  loop_lag_ms=pb.loop_lag_ms, mem_used_pct=pb.mem_used_pct)
+
+
+def health_to_proto(h: Health) -> agent_pb2.Health:
+    return agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
+                            loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct)
+
+
+def report_from_proto(agent_id: str, pb: agent_pb2.AgentInterval) -> JobReport:
+    report = pb.report
+    return JobReport(
+        job_id=pb.job_id,
+        agent_id=agent_id,
+        interval_start_ms=report.interval_start_ms,
+        rows=[StatsRow.from_proto(s) for s in report.stats],
+        final=report.final,
+        error_samples=tuple(f"{s.target} {s.request}: {s.message}" for s in report.error_samples),
+    )
+
+
+_JOB_STATES = {
+    agent_pb2.JOB_STATE_READY: JobState.READY,
+    agent_pb2.JOB_STATE_RUNNING: JobState.RUNNING,
+    agent_pb2.JOB_STATE_FINISHED: JobState.FINISHED,
+    agent_pb2.JOB_STATE_FAILED: JobState.FAILED,
+    agent_pb2.JOB_STATE_STOPPED: JobState.STOPPED,
+}
+
+
+def job_state_from_proto(state: int) -> JobState | None:
+    return _JOB_STATES.get(state)
+
+
+def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
+    plan = a.plan
+    spec = job_pb2.JobSpec(
+        job_id=a.job_id,
+        targets=[job_pb2.Target(url=t.url, weight=t.weight) for t in plan.targets],
+        requests=[
+            job_pb2.RequestSpec(
+                name=r.name, method=r.method, path=r.path, weight=r.weight,
+                headers=[job_pb2.Header(name=k, value=v) for k, v in r.headers],
+                body=r.body.encode(),
+            )
+            for r in plan.requests
+        ],
+        keep_alive=plan.keep_alive,
+        connect_timeout_ms=plan.connect_timeout_ms,
+        request_timeout_ms=plan.request_timeout_ms,
+        load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=a.clients,
+                                                          think_time_ms=plan.load.think_time_ms)),
+        start_at_ms=a.start_at_ms,
+        duration_ms=int(plan.duration_s * 1000),
+        interval_ms=plan.interval_ms,
+    )
+    return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(spec=spec))
+
+
+def problems_to_proto(problems: list[Problem]) -> run_pb2.PlanProblems:
+    return run_pb2.PlanProblems(problems=[run_pb2.PlanProblem(path=p.path, message=p.message)
+                                          for p in problems])
+
+
+_EVENT_KINDS = {
+    EventKind.RUN_STARTED: run_pb2.EVENT_KIND_RUN_STARTED,
+    EventKind.RUN_FINISHED: run_pb2.EVENT_KIND_RUN_FINISHED,
+    EventKind.RUN_STOPPED: run_pb2.EVENT_KIND_RUN_STOPPED,
+    EventKind.AGENT_JOINED: run_pb2.EVENT_KIND_AGENT_JOINED,
+    EventKind.AGENT_LOST: run_pb2.EVENT_KIND_AGENT_LOST,
+    EventKind.JOB_FAILED: run_pb2.EVENT_KIND_JOB_FAILED,
+}
+
+_RUN_STATES = {
+    RunState.STARTING: run_pb2.RUN_STATE_STARTING,
+    RunState.RUNNING: run_pb2.RUN_STATE_RUNNING,
+    RunState.FINISHED: run_pb2.RUN_STATE_FINISHED,
+    RunState.STOPPED: run_pb2.RUN_STATE_STOPPED,
+    RunState.FAILED: run_pb2.RUN_STATE_FAILED,
+}
+
+_AGENT_STATES = {
+    AgentState.IDLE: run_pb2.AGENT_STATE_IDLE,
+    AgentState.BUSY: run_pb2.AGENT_STATE_BUSY,
+    AgentState.LOST: run_pb2.AGENT_STATE_LOST,
+}
+
+
+def event_to_proto(e: Event) -> run_pb2.RunEvent:
+    return run_pb2.RunEvent(at_ms=e.at_ms, kind=_EVENT_KINDS[e.kind], agent_id=e.agent_id, text=e.text)
+
+
+def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
+    f = u.figures
+    return run_pb2.IntervalSummary(
+        interval_start_ms=u.interval_start_ms, agents=u.agents, requests=f.requests,
+        errors=f.failed, rps=f.rps, mb_per_s=f.mb_per_s, p50_ms=f.latency.p50_ms,
+        p99_ms=f.latency.p99_ms, revised=u.revised,
+    )
+
+
+def _latency_to_proto(lat: Latency) -> run_pb2.Latency:
+    return run_pb2.Latency(**vars(lat))
+
+
+def _totals_to_proto(n: NamedFigures) -> run_pb2.Totals:
+    f: Figures = n.figures
+    return run_pb2.Totals(name=n.name, requests=f.requests, ok=f.ok, errors=f.failed, rps=f.rps,
+                          mb_per_s=f.mb_per_s, error_pct=f.error_pct,
+                          latency=_latency_to_proto(f.latency))
+
+
+def summary_to_proto(s: RunSummary) -> run_pb2.RunSummary:
+    return run_pb2.RunSummary(
+        run_id=s.run_id,
+        state=_RUN_STATES[RunState(s.state)],
+        message=s.message,
+        run_dir=s.run_dir,
+        duration_s=s.duration_s,
+        total=_totals_to_proto(s.total),
+        targets=[_totals_to_proto(t) for t in s.targets],
+        requests=[_totals_to_proto(r) for r in s.requests],
+        agents=[_totals_to_proto(a) for a in s.agents],
+    )
+
+
+def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
+    i = r.identity
+    return run_pb2.AgentInfo(
+        agent_id=i.agent_id, hostname=i.hostname, cores=i.cores, version=i.version,
+        labels=dict(i.labels), state=_AGENT_STATES[r.state], last_seen_ms=r.last_seen_ms,
+        health=health_to_proto(r.health),
+    )
+
+
+def run_to_proto(run: Run) -> run_pb2.RunInfo:
+    return run_pb2.RunInfo(
+        run_id=run.run_id, plan_name=run.plan.name, state=_RUN_STATES[run.state],
+        started_ms=run.started_ms, finished_ms=run.finished_ms, requests=run.total_requests,
+        run_dir=str(run.run_dir),
+    )
+
+
+def update_to_proto(update) -> run_pb2.RunUpdate:
+    if isinstance(update, IntervalUpdate):
+        return run_pb2.RunUpdate(interval=interval_to_proto(update))
+    if isinstance(update, Event):
+        return run_pb2.RunUpdate(event=event_to_proto(update))
+    return run_pb2.RunUpdate(finished=summary_to_proto(update))
+
+

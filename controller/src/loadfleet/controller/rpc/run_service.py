@@ -1,0 +1,47 @@
+"""RunService: start, watch, stop and list runs; list agents."""
+from __future__ import annotations
+
+import grpc
+
+from loadfleet.v1 import run_pb2, run_pb2_grpc
+
+from ..core import Controller
+from ..errors import LoadfleetError, PlanError
+from . import convert
+from .status import PLAN_PROBLEMS_KEY, status_code
+
+
+class RunServicer(run_pb2_grpc.RunServiceServicer):
+    def __init__(self, controller: Controller):
+        self._controller = controller
+
+    async def StartRun(self, request: run_pb2.StartRunRequest, context: grpc.aio.ServicerContext):
+        try:
+            run = self._controller.start_run(request.plan_yaml)
+        except PlanError as exc:
+            problems = convert.problems_to_proto(exc.problems).SerializeToString()
+            await context.abort(status_code(exc), str(exc), trailing_metadata=((PLAN_PROBLEMS_KEY, problems),))
+        return run_pb2.StartRunResponse(run_id=run.run_id, run_dir=str(run.run_dir))
+
+    async def WatchRun(self, request: run_pb2.WatchRunRequest, context: grpc.aio.ServicerContext):
+        run = await self._get_run(request.run_id, context)
+        queue = run.subscribe()
+        while (update := await queue.get()) is not None:
+            yield convert.update_to_proto(update)
+
+    async def StopRun(self, request: run_pb2.StopRunRequest, context: grpc.aio.ServicerContext):
+        run = await self._get_run(request.run_id, context)
+        run.stop()
+        return run_pb2.StopRunResponse()
+
+    async def ListAgents(self, request, context):
+        return run_pb2.ListAgentsResponse(agents=[convert.agent_to_proto(r) for r in self._controller.registry.all()])
+
+    async def ListRuns(self, request, context):
+        return run_pb2.ListRunsResponse(runs=[convert.run_to_proto(r) for r in self._controller.runs()])
+
+    async def _get_run(self, run_id: str, context: grpc.aio.ServicerContext):
+        try:
+            return self._controller.get_run(run_id)
+        except LoadfleetError as exc:
+            await context.abort(status_code(exc), str(exc))

@@ -1,0 +1,44 @@
+"""The controller's gRPC server: both services on one port."""
+from __future__ import annotations
+
+import grpc
+
+from loadfleet.v1 import agent_pb2_grpc, run_pb2_grpc
+
+from ..core import Controller
+from .agent_service import AgentServicer
+from .run_service import RunServicer
+
+# Seconds that in-flight RPCs get to finish when the server stops.
+SHUTDOWN_GRACE_S = 2.0
+
+
+class ControllerServer:
+    """Serves a Controller on `listen` ("host:port"; port 0 picks a free one)."""
+
+    def __init__(self, controller: Controller, listen: str):
+        self.controller = controller
+        self._server = grpc.aio.server()
+        agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(controller), self._server)
+        run_pb2_grpc.add_RunServiceServicer_to_server(RunServicer(controller), self._server)
+        host = listen.rsplit(":", 1)[0]
+        self.port = self._server.add_insecure_port(listen)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {listen}")
+        self.address = f"{host}:{self.port}"
+        self._stopped = False
+
+    async def start(self) -> None:
+        await self.controller.start()
+        await self._server.start()
+
+    async def wait(self) -> None:
+        await self._server.wait_for_termination()
+
+    async def stop(self) -> None:
+        """Stops runs, then the server; safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        await self.controller.close()
+        await self._server.stop(SHUTDOWN_GRACE_S)

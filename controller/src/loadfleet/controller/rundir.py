@@ -1,0 +1,83 @@
+"""The run directory `runs/<run-id>/`: plan.yaml, summary.json, intervals.csv.
+
+intervals.csv has one row per interval per scope: `cluster` rows merge all agents,
+`agent` rows are one agent's; within a scope there is a row per (target, request) and
+a `*`,`*` row for the whole interval. Files are written to a temporary name and
+renamed, so a reader never sees half a file.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+from .aggregate import TOTAL, RunAggregator
+from .figures import PERCENTILES, figures_of
+from .summary import RunSummary
+from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name, merge_rows
+
+INTERVAL_COLUMNS = (
+    ["interval_start_ms", "scope", "agent", "target", "request", "requests", "ok", "failed",
+     "status_1xx", "status_2xx", "status_3xx", "status_4xx", "status_5xx"]
+    + [f"err_{error_kind_name(k)}" for k in ERROR_KINDS]
+    + ["bytes_in", "bytes_out", "conns_opened", "conns_closed", "active_conns", "rps", "mb_per_s",
+       "mean_ms", "stddev_ms", "min_ms"]
+    + [f"{name}_ms" for name, _ in PERCENTILES]
+    + ["max_ms"]
+)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_plan(run_dir: Path, plan_yaml: str) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(run_dir / "plan.yaml", plan_yaml)
+
+
+def write_results(run_dir: Path, summary: RunSummary, aggregator: RunAggregator, interval_ms: int) -> None:
+    write_atomic(run_dir / "summary.json", json.dumps(summary.to_json(), indent=2) + "\n")
+    write_atomic(run_dir / "intervals.csv", intervals_csv(aggregator, interval_ms))
+
+
+def intervals_csv(aggregator: RunAggregator, interval_ms: int) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(INTERVAL_COLUMNS)
+    seconds = interval_ms / 1000
+    for start in aggregator.intervals():
+        for scope, agent, rows in _scopes(aggregator, start):
+            merged = merge_rows(rows)
+            total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL), StatsRow(TOTAL, TOTAL))
+            for row in [*(merged[k] for k in sorted(merged)), total]:
+                writer.writerow(_csv_row(start, scope, agent, row, seconds))
+    return out.getvalue()
+
+
+def _scopes(aggregator: RunAggregator, start: int):
+    all_rows = []
+    per_agent = []
+    for agent in aggregator.agents_in(start):
+        rows = aggregator.agent_rows(start, agent)
+        all_rows.extend(rows)
+        per_agent.append(("agent", agent, rows))
+    return [("cluster", "", all_rows), *per_agent]
+
+
+def _csv_row(start: int, scope: str, agent: str, row: StatsRow, seconds: float) -> list:
+    f = figures_of(row, seconds)
+    lat = f.latency
+    return [
+        start, scope, agent, row.target, row.request, row.requests, row.ok, row.failed, *row.status,
+        *(row.errors.get(k, 0) for k in ERROR_KINDS),
+        row.bytes_in, row.bytes_out, row.connections_opened, row.connections_closed,
+        row.active_connections, round(f.rps, 3), round(f.mb_per_s, 6),
+        round(lat.mean_ms, 3), round(lat.stddev_ms, 3), round(lat.min_ms, 3),
+        *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
+        round(lat.max_ms, 3),
+    ]

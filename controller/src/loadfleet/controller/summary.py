@@ -1,0 +1,71 @@
+"""The end-of-run summary: totals for the run, each target, request and agent."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from loadfleet.wire.stats import StatsRow
+
+from .aggregate import TOTAL, RunAggregator
+from .events import Event
+from .figures import Figures, errors_by_name, figures_of
+
+
+@dataclass(frozen=True)
+class NamedFigures:
+    name: str
+    figures: Figures
+    errors: dict[str, int]
+    status: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    plan_name: str
+    state: str
+    message: str
+    run_dir: str
+    started_ms: int
+    duration_s: float
+    total: NamedFigures
+    targets: tuple[NamedFigures, ...]
+    requests: tuple[NamedFigures, ...]
+    agents: tuple[NamedFigures, ...]
+    events: tuple[Event, ...]
+
+    def to_json(self) -> dict:
+        doc = asdict(self)
+        doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
+        return doc
+
+
+def _named(name: str, row, seconds: float) -> NamedFigures:
+    status = dict(zip(("1xx", "2xx", "3xx", "4xx", "5xx"), row.status))
+    return NamedFigures(name=name, figures=figures_of(row, seconds), errors=errors_by_name(row), status=status)
+
+
+def summarize(*, run_id: str, plan_name: str, state: str, message: str, run_dir: str,
+              started_ms: int, duration_s: float, aggregator: RunAggregator,
+              agent_ids: list[str], events: list[Event]) -> RunSummary:
+    total = aggregator.run_total(target=TOTAL, request=TOTAL)
+    by_target = aggregator.run_total(request=TOTAL)
+    by_request = aggregator.run_total(target=TOTAL)
+    return RunSummary(
+        run_id=run_id,
+        plan_name=plan_name,
+        state=state,
+        message=message,
+        run_dir=run_dir,
+        started_ms=started_ms,
+        duration_s=duration_s,
+        total=_named(TOTAL, total[(TOTAL, TOTAL)], duration_s) if total else _named(TOTAL, StatsRow(TOTAL, TOTAL), duration_s),
+        targets=tuple(_named(t, row, duration_s) for (t, _), row in sorted(by_target.items())),
+        requests=tuple(_named(r, row, duration_s) for (_, r), row in sorted(by_request.items())),
+        agents=tuple(
+            _named(agent, row, duration_s)
+            for agent in agent_ids
+            for row in aggregator.run_total(target=TOTAL, request=TOTAL, agent_id=agent).values()
+        ),
+        events=tuple(events),
+    )
+
