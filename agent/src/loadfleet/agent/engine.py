@@ -55,11 +55,13 @@ class EngineProcess:
         try:
             event = await asyncio.wait_for(engine.next_event(), READY_TIMEOUT_S)
         except (TimeoutError, EngineError) as exc:
+            event, problem = None, str(exc) or "timeout"
+        else:
+            problem = "" if event is not None and event.WhichOneof("event") == "ready" else "no ready event"
+        if problem:
             engine.kill()
-            raise EngineError(f"{program} did not report ready: {exc or 'timeout'}") from exc
-        if event is None or event.WhichOneof("event") != "ready":
-            engine.kill()
-            raise EngineError(f"{program} did not report ready; stderr: {engine.stderr_tail()}")
+            await engine.wait()
+            raise EngineError(f"{program} did not report ready ({problem}); stderr: {engine.stderr_tail()}")
         return engine
 
     @property

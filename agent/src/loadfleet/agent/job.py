@@ -73,6 +73,7 @@ class JobRunner:
             await self._start_engines()
         except EngineError as exc:
             self.kill()
+            await asyncio.gather(*(e.wait() for e in self._engines))
             return self._report_state(Outcome.FAILED, str(exc))
         self._report_state_raw(agent_pb2.JOB_STATE_READY, f"{len(self._engines)} engine(s) ready")
         await asyncio.gather(*(self._follow(i, e) for i, e in enumerate(self._engines)))

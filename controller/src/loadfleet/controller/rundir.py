@@ -1,12 +1,16 @@
-"""The run directory `runs/<run-id>/`: plan.yaml, summary.json, intervals.csv.
+"""The run directory `runs/<run-id>/`: plan.yaml, summary.json, intervals.csv,
+latency.hlog.
 
 intervals.csv has one row per interval per scope: `cluster` rows merge all agents,
 `agent` rows are one agent's; within a scope there is a row per (target, request) and
-a `*`,`*` row for the whole interval. Files are written to a temporary name and
+a `*`,`*` row for the whole interval. latency.hlog holds the same intervals' latency
+histograms (microseconds) in the standard HdrHistogram log format, tagged `cluster` or
+`agent:<id>`, so that any percentile can be recomputed or merged later. Files are written to a temporary name and
 renamed, so a reader never sees half a file.
 """
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -16,7 +20,7 @@ from pathlib import Path
 from .aggregate import TOTAL, RunAggregator
 from .figures import PERCENTILES, figures_of
 from .summary import RunSummary
-from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name, merge_rows
+from loadfleet.wire.stats import ERROR_KINDS, StatsRow, encode_histogram, error_kind_name, merge_rows
 
 INTERVAL_COLUMNS = (
     ["interval_start_ms", "scope", "agent", "target", "request", "requests", "ok", "failed",
@@ -43,6 +47,7 @@ def write_plan(run_dir: Path, plan_yaml: str) -> None:
 def write_results(run_dir: Path, summary: RunSummary, aggregator: RunAggregator, interval_ms: int) -> None:
     write_atomic(run_dir / "summary.json", json.dumps(summary.to_json(), indent=2) + "\n")
     write_atomic(run_dir / "intervals.csv", intervals_csv(aggregator, interval_ms))
+    write_atomic(run_dir / "latency.hlog", latency_log(aggregator, interval_ms))
 
 
 def intervals_csv(aggregator: RunAggregator, interval_ms: int) -> str:
@@ -57,6 +62,22 @@ def intervals_csv(aggregator: RunAggregator, interval_ms: int) -> str:
             for row in [*(merged[k] for k in sorted(merged)), total]:
                 writer.writerow(_csv_row(start, scope, agent, row, seconds))
     return out.getvalue()
+
+
+def latency_log(aggregator: RunAggregator, interval_ms: int) -> str:
+    lines = ["#[Histogram log of a loadfleet run: latency in microseconds, one interval per line]",
+             "#[BaseTime: 0.000 (seconds since epoch)]",
+             '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"']
+    for start in aggregator.intervals():
+        for scope, agent, rows in _scopes(aggregator, start):
+            total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL))
+            if total is None or total.histogram.get_total_count() == 0:
+                continue
+            tag = "cluster" if scope == "cluster" else f"agent:{agent}"
+            payload = base64.b64encode(encode_histogram(total.histogram)).decode()
+            lines.append(f"Tag={tag},{start / 1000:.3f},{interval_ms / 1000:.3f},"
+                         f"{total.histogram.get_max_value() / 1000:.3f},{payload}")
+    return "\n".join(lines) + "\n"
 
 
 def _scopes(aggregator: RunAggregator, start: int):

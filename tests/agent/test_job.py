@@ -1,0 +1,82 @@
+import asyncio
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from loadfleet.agent.job import JobRunner, Outcome, engine_specs, split_evenly
+from loadfleet.v1 import agent_pb2, job_pb2
+from loadfleet.wire.stats import decode_histogram
+
+FAKE = Path(__file__).with_name("fake_engine.py")
+
+
+@pytest.mark.parametrize("total, parts, expected", [(5, 2, [3, 2]), (4, 4, [1, 1, 1, 1]), (1, 3, [1, 0, 0])])
+def test_split_evenly(total, parts, expected):
+    assert split_evenly(total, parts) == expected
+
+
+def spec(clients):
+    return job_pb2.JobSpec(job_id="j", targets=[job_pb2.Target(url="http://127.0.0.1:1", weight=1)],
+                           load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=clients)),
+                           start_at_ms=10_000, duration_ms=3000)
+
+
+def test_engine_specs_never_start_idle_engines():
+    assert [s.load.closed.clients for s in engine_specs(spec(5), 2)] == [3, 2]
+    assert [s.load.closed.clients for s in engine_specs(spec(1), 4)] == [1]
+
+
+@pytest.fixture
+def fake_engine(tmp_path, monkeypatch):
+    def make(mode):
+        program = tmp_path / f"engine-{mode}"
+        program.write_text(f"#!/bin/sh\nFAKE_ENGINE_MODE={mode} exec {sys.executable} {FAKE} \"$@\"\n")
+        program.chmod(program.stat().st_mode | stat.S_IEXEC)
+        return str(program)
+    return make
+
+
+def run_job(program, clients, engines):
+    sent = []
+
+    async def go():
+        return await JobRunner(spec(clients), program, engines, sent.append).run()
+    outcome = asyncio.run(go())
+    return outcome, sent
+
+
+def test_intervals_of_all_engines_are_merged_one_per_interval(fake_engine):
+    outcome, sent = run_job(fake_engine("ok"), clients=5, engines=2)
+    assert outcome is Outcome.FINISHED
+    intervals = [m.interval.report for m in sent if m.WhichOneof("body") == "interval"]
+    assert [r.interval_start_ms for r in intervals] == [10_000, 11_000, 12_000]
+    assert all(r.stats[0].requests == 5 for r in intervals), "3 + 2 clients merged"
+    h = decode_histogram(intervals[0].stats[0].latency_histogram)
+    assert h.get_total_count() == 2 and h.get_max_value() >= 3000 * 0.999
+    assert intervals[-1].final
+    states = [m.job_status.state for m in sent if m.WhichOneof("body") == "job_status"]
+    assert states == [agent_pb2.JOB_STATE_READY, agent_pb2.JOB_STATE_FINISHED]
+    assert sent[-1].WhichOneof("body") == "job_status", "every interval goes before the final state"
+
+
+def test_a_dying_engine_is_reported_and_its_data_kept(fake_engine):
+    outcome, sent = run_job(fake_engine("die"), clients=2, engines=1)
+    assert outcome is Outcome.FAILED
+    last = sent[-1].job_status
+    assert last.state == agent_pb2.JOB_STATE_FAILED and "exited with status 3" in last.message
+    assert sum(m.interval.report.stats[0].requests for m in sent if m.WhichOneof("body") == "interval") == 2
+
+
+def test_an_engine_that_breaks_the_protocol_fails_the_job(fake_engine):
+    outcome, sent = run_job(fake_engine("garbage"), clients=1, engines=1)
+    assert outcome is Outcome.FAILED
+    assert "ready" in sent[-1].job_status.message
+
+
+def test_a_missing_engine_program_fails_the_job_clearly(tmp_path):
+    outcome, sent = run_job(str(tmp_path / "nope"), clients=1, engines=1)
+    assert outcome is Outcome.FAILED
+    assert "cannot start" in sent[-1].job_status.message

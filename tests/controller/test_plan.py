@@ -1,0 +1,110 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from loadfleet.controller.errors import PlanError
+from loadfleet.controller.plan import parse_plan, plan_schema
+
+GOOD = """
+name: t
+duration_s: 5
+targets:
+  - {url: "http://127.0.0.2:8080", weight: 3}
+  - {url: "http://127.0.0.3:8080"}
+workload:
+  requests:
+    - {name: index, path: /index.html, weight: 2}
+    - {path: /a.css}
+load: {model: closed, clients: 10}
+"""
+
+
+def test_good_plan_gets_defaults():
+    plan = parse_plan(GOOD)
+    assert [t.weight for t in plan.targets] == [3, 1]
+    assert [r.name for r in plan.requests] == ["index", "/a.css"]
+    assert plan.keep_alive and plan.interval_ms == 1000
+    assert plan.load.clients == 10
+
+
+def test_resolved_plan_round_trips_through_yaml():
+    plan = parse_plan(GOOD)
+    assert parse_plan(plan.to_yaml()) == plan
+
+
+@pytest.mark.parametrize("text, paths", [
+    # three mistakes at once: all three are reported
+    ("""
+duration_s: -1
+targets: [{url: "http://127.0.0.1:1", weight: -2}]
+workload: {requests: [{path: /}]}
+load: {model: closed, clients: 0}
+""", {"duration_s", "targets[0].weight", "load.clients"}),
+    ("""
+duration_s: 1
+targets: [{url: "ftp://x"}, {url: "http://h:1/path"}]
+workload: {requests: [{path: /}]}
+load: {model: closed, clients: 1}
+""", {"targets[0].url", "targets[1].url"}),
+    ("""
+duration_s: 1
+targets: [{url: "http://h:1"}]
+workload: {requests: [{path: nope, method: FETCH}]}
+load: {model: closed}
+bogus: 1
+""", {"workload.requests[0].path", "workload.requests[0].method", ""}),
+])
+def test_every_problem_is_reported_with_its_path(text, paths):
+    with pytest.raises(PlanError) as info:
+        parse_plan(text)
+    assert paths <= {p.path for p in info.value.problems}
+
+
+def test_meaning_problems_after_structure_is_right():
+    with pytest.raises(PlanError) as info:
+        parse_plan("""
+duration_s: 1
+targets: [{url: "http://h:1", weight: 0}]
+workload: {requests: [{path: /, weight: 0}]}
+load: {model: closed}
+""")
+    assert {p.path for p in info.value.problems} == {"targets", "workload", "load.clients"}
+
+
+def test_not_yaml_is_one_clear_problem():
+    with pytest.raises(PlanError) as info:
+        parse_plan("targets: [unclosed")
+    assert "not valid YAML" in str(info.value)
+
+
+def test_manifest_becomes_requests_named_by_class(tmp_path: Path):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"files": [
+        {"path": "/class0/a.html", "class": "class0", "weight": 35.0, "bytes": 100},
+        {"path": "/class1/b.html", "class": "class1", "weight": 50.5, "bytes": 5000},
+    ]}))
+    plan = parse_plan("""
+duration_s: 1
+targets: [{url: "http://h:1"}]
+workload: {manifest: manifest.json}
+load: {model: closed, clients: 1}
+""", base_dir=tmp_path)
+    assert [(r.name, r.path, r.weight) for r in plan.requests] == [
+        ("class0", "/class0/a.html", 35000), ("class1", "/class1/b.html", 50500)]
+
+
+def test_missing_manifest_is_a_problem(tmp_path: Path):
+    with pytest.raises(PlanError) as info:
+        parse_plan("""
+duration_s: 1
+targets: [{url: "http://h:1"}]
+workload: {manifest: nope.json}
+load: {model: closed, clients: 1}
+""", base_dir=tmp_path)
+    assert [p.path for p in info.value.problems] == ["workload.manifest"]
+
+
+def test_published_schema_is_the_one_in_use():
+    published = json.loads((Path(__file__).parents[2] / "docs" / "plan.schema.json").read_text())
+    assert published == plan_schema()

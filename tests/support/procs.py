@@ -1,0 +1,69 @@
+"""Shared helpers for tests that start real processes: free ports, and processes that
+are always stopped by PID, even when a test fails."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(host: str, port: int, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout_s} s")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Processes:
+    """Starts processes and stops every one of them by PID at teardown."""
+
+    def __init__(self, log_dir: Path):
+        self._log_dir = log_dir
+        self.started: list[subprocess.Popen] = []
+
+    def start(self, name: str, args: list[str], **kwargs) -> subprocess.Popen:
+        log = open(self._log_dir / f"{name}.log", "wb")
+        proc = subprocess.Popen(args, stdout=kwargs.pop("stdout", log), stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, **kwargs)
+        proc.log_path = self._log_dir / f"{name}.log"
+        self.started.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        for proc in self.started:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
