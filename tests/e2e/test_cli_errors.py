@@ -1,7 +1,7 @@
 """Bad input and unreachable parts: clear errors and the documented exit codes."""
 import subprocess
 
-from support.procs import free_port
+from support.procs import free_port, program
 
 THREE_MISTAKES = """
 duration_s: 0
@@ -20,7 +20,7 @@ load: {model: closed, clients: 1}
 
 
 def loadfleet(*args, timeout=60):
-    return subprocess.run(["loadfleet", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([program("loadfleet"), *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_plan_with_three_mistakes_reports_all_three_and_exits_2(tmp_path):

@@ -3,9 +3,11 @@ are always stopped by PID, even when a test fails."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -67,3 +69,14 @@ class Processes:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def program(name: str) -> str:
+    """A console script of the environment running the tests (the project's venv)."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(f"{name} is not installed (run `make setup`)")
+    return found

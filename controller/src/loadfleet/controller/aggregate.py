@@ -54,9 +54,9 @@ class RunAggregator:
     def agent_rows(self, interval_start_ms: int, agent_id: str) -> list[StatsRow]:
         return self._reports.get(interval_start_ms, {}).get(agent_id, [])
 
-    def cluster_rows(self, interval_start_ms: int) -> dict[tuple[str, str], StatsRow]:
-        """Per (target, request) rows of one interval, merged over agents."""
-        return merge_rows(self._all_rows([interval_start_ms]))
+    def rows_in(self, interval_start_ms: int) -> list[StatsRow]:
+        """Every agent's rows of one interval (not merged)."""
+        return list(self._all_rows([interval_start_ms]))
 
     def cluster_total(self, interval_start_ms: int) -> StatsRow:
         return self._total(self._all_rows([interval_start_ms]))

@@ -19,12 +19,15 @@ from loadfleet.wire import DEFAULT_CONTROLLER
 from . import __version__, console
 from .client import RunClient
 from .core import DEFAULT_RUNS_DIR, Controller
-from .errors import EXIT_OK, EXIT_RUN_FAILED, LoadfleetError, PlanError, UsageError
+from .errors import EXIT_OK, EXIT_RUN_FAILED, LoadfleetError, UsageError
 from .local import local_cluster
 from .plan import load_plan, plan_schema
 from .rpc.server import ControllerServer
+from .sinks.influx import InfluxConfig
 
 CONTROLLER_ENV = "LOADFLEET_CONTROLLER"
+INFLUX_ENV = {"url": "LOADFLEET_INFLUX_URL", "bucket": "LOADFLEET_INFLUX_BUCKET",
+              "org": "LOADFLEET_INFLUX_ORG", "token": "LOADFLEET_INFLUX_TOKEN"}
 
 # A run that ended in one of these states exits 1.
 _FAILED_STATES = (run_pb2.RUN_STATE_FAILED,)
@@ -43,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--listen", default=DEFAULT_CONTROLLER, metavar="HOST:PORT",
                    help=f"address to serve on (default {DEFAULT_CONTROLLER})")
     p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where run directories go (default ./runs)")
+    _add_influx_options(p)
 
     p = sub.add_parser("run", help="run a plan and print live figures and a summary",
                        description="Run a plan on a controller's agents (--controller), or on N agents "
@@ -55,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--local", type=int, metavar="N", help="start a controller and N agents here")
     p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="with --local: where run directories go")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+    _add_influx_options(p)
 
     p = sub.add_parser("validate", help="check a plan and list every problem")
     p.add_argument("plan", type=Path)
@@ -66,6 +71,28 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
         p.add_argument("--json", action="store_true")
     return parser
+
+
+def _add_influx_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("InfluxDB (a plan's sinks.influxdb overrides these; with --controller "
+                             "the remote controller's own settings apply)")
+    g.add_argument("--influx-url", help=f"e.g. http://127.0.0.1:8086 (default ${INFLUX_ENV['url']}; none: no InfluxDB)")
+    g.add_argument("--influx-bucket", help=f"bucket, or db/retention-policy on 1.8 (default ${INFLUX_ENV['bucket']} or loadfleet/autogen)")
+    g.add_argument("--influx-org", help=f"organization (default ${INFLUX_ENV['org']} or -)")
+    g.add_argument("--influx-token", help=f"token, or user:password on 1.8 (default ${INFLUX_ENV['token']})")
+
+
+def influx_config(args: argparse.Namespace, env=os.environ) -> InfluxConfig | None:
+    """Defaults, then environment, then flags; no URL anywhere means no InfluxDB."""
+    values = {"bucket": InfluxConfig.bucket, "org": InfluxConfig.org, "token": InfluxConfig.token}
+    for key, name in INFLUX_ENV.items():
+        if env.get(name):
+            values[key] = env[name]
+    for key in INFLUX_ENV:
+        flag = getattr(args, f"influx_{key}", None)
+        if flag:
+            values[key] = flag
+    return InfluxConfig(**values) if values.get("url") else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _dispatch(args) -> int:
     if args.command == "controller":
-        return await serve_controller(args.listen, args.runs_dir)
+        return await serve_controller(args.listen, Controller(runs_dir=args.runs_dir, influx=influx_config(args)))
     if args.command == "run":
         return await run_plan(args)
     if args.command == "validate":
@@ -111,13 +138,15 @@ def _print_listing(items, table, as_json: bool) -> None:
         print(table(items))
 
 
-async def serve_controller(listen: str, runs_dir: Path) -> int:
+async def serve_controller(listen: str, controller: Controller) -> int:
     try:
-        server = ControllerServer(Controller(runs_dir=runs_dir), listen)
+        server = ControllerServer(controller, listen)
     except (OSError, RuntimeError) as exc:
         raise UsageError(f"cannot listen on {listen}: {exc}") from exc
     await server.start()
-    print(f"loadfleet controller listening on {server.address}; runs go to {runs_dir}/", flush=True)
+    influx = f"; points go to {controller.influx.url}" if controller.influx else ""
+    print(f"loadfleet controller listening on {server.address}; runs go to {controller.runs_dir}/{influx}",
+          flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -132,7 +161,8 @@ async def serve_controller(listen: str, runs_dir: Path) -> int:
 async def run_plan(args) -> int:
     plan = load_plan(args.plan)  # problems are reported before anything starts
     if args.local is not None:
-        async with local_cluster(args.local, args.runs_dir) as address:
+        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args))
+        async with local_cluster(args.local, controller) as address:
             return await _run_on(address, plan.to_yaml(), args.json)
     return await _run_on(args.controller, plan.to_yaml(), args.json)
 

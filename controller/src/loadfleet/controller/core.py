@@ -3,21 +3,27 @@ them moving. The RPC servicers are thin adapters over this object."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import os
 import secrets
 import time
 from pathlib import Path
 
-from .agents import AgentRecord, AgentRegistry, DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS
+from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, Health
 from .errors import RunNotFound
 from .jobs import JobReport, JobState
-from .plan import parse_plan
+from .plan import Plan, parse_plan
 from .run import Run
+from .sinks import Sink
+from .sinks.influx import InfluxConfig, InfluxSink, influx_writer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RUNS_DIR = Path("runs")
 MONITOR_PERIOD_S = 0.25
+# How long closing the controller waits for runs to write their results and flush sinks.
+CLOSE_TIMEOUT_S = 30.0
 
 
 def new_run_id() -> str:
@@ -26,8 +32,9 @@ def new_run_id() -> str:
 
 class Controller:
     def __init__(self, *, runs_dir: Path = DEFAULT_RUNS_DIR, heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
-                 lease_ms: int = DEFAULT_LEASE_MS):
+                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None):
         self.runs_dir = runs_dir
+        self.influx = influx
         self.heartbeat_ms = heartbeat_ms
         self.lease_ms = lease_ms
         self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost)
@@ -39,9 +46,12 @@ class Controller:
         self._monitor = asyncio.create_task(self._watch_agents(), name="agent-monitor")
 
     async def close(self) -> None:
-        """Stops running runs and background tasks; safe to call twice."""
+        """Stops running runs, lets them write results and flush their sinks, then
+        stops background tasks; safe to call twice."""
         for run in self._runs.values():
             run.stop()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=CLOSE_TIMEOUT_S)
         tasks = [t for t in (self._monitor, *self._tasks) if t]
         for task in tasks:
             task.cancel()
@@ -55,12 +65,27 @@ class Controller:
         """Validates the plan (PlanError lists every problem) and starts the run."""
         plan = parse_plan(plan_yaml)
         run_id = new_run_id()
-        run = Run(run_id, plan, self.runs_dir / run_id, self.registry)
+        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan))
         self._runs[run_id] = run
         task = asyncio.create_task(run.execute(), name=f"run-{run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return run
+
+    def _sinks_for(self, plan: Plan) -> list[Sink]:
+        """The plan's InfluxDB if it names one, else the controller's, else none."""
+        config = self.influx
+        if plan.influxdb:
+            p = plan.influxdb
+            config = InfluxConfig(url=p.url, bucket=p.bucket, org=p.org,
+                                  token=os.environ.get(p.token_env, "") if p.token_env else "")
+        if config is None:
+            return []
+        slug = hashlib.sha256(f"{config.url} {config.org} {config.bucket}".encode()).hexdigest()[:12]
+        sink = InfluxSink(influx_writer(config), self.runs_dir / ".spool" / f"influx-{slug}",
+                          description=f"InfluxDB {config.url} ({config.bucket})")
+        sink.start()
+        return [sink]
 
     def get_run(self, run_id: str) -> Run:
         try:
@@ -77,6 +102,11 @@ class Controller:
         run = self._runs.get(report.job_id)
         if run:
             run.on_report(report)
+
+    def on_heartbeat(self, agent_id: str, health: Health) -> None:
+        self.registry.seen(agent_id, health)
+        for run in self._runs.values():
+            run.on_health(agent_id, health)
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         run = self._runs.get(job_id)

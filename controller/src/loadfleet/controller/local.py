@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 from .agents import AgentState
 from .core import Controller
@@ -32,12 +31,12 @@ def agent_program() -> str:
 
 
 @contextlib.asynccontextmanager
-async def local_cluster(n_agents: int, runs_dir: Path) -> AsyncIterator[str]:
-    """Starts the controller and the agents; yields the controller address."""
+async def local_cluster(n_agents: int, controller: Controller) -> AsyncIterator[str]:
+    """Serves `controller` on loopback and starts the agents; yields the controller address."""
     if n_agents < 1:
         raise UsageError("--local needs at least 1 agent")
     program = agent_program()
-    server = ControllerServer(Controller(runs_dir=runs_dir), "127.0.0.1:0")
+    server = ControllerServer(controller, "127.0.0.1:0")
     await server.start()
     cores = max(1, (os.cpu_count() or 1) // n_agents)
     agents: list[subprocess.Popen] = []

@@ -60,6 +60,16 @@ class AgentSelection:
 
 
 @dataclass(frozen=True)
+class InfluxTarget:
+    """Where the plan wants its points; the token is read on the controller from token_env."""
+
+    url: str
+    bucket: str = "loadfleet/autogen"
+    org: str = "-"
+    token_env: str = ""
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     duration_s: float
@@ -71,6 +81,7 @@ class Plan:
     connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     agents: AgentSelection = field(default_factory=AgentSelection)
+    influxdb: InfluxTarget | None = None
 
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
@@ -87,6 +98,8 @@ class Plan:
             "timeouts": {"connect_ms": self.connect_timeout_ms, "request_ms": self.request_timeout_ms},
             "agents": _agents_doc(self.agents),
         }
+        if self.influxdb:
+            doc["sinks"] = {"influxdb": {k: v for k, v in asdict(self.influxdb).items() if v}}
         return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -243,6 +256,7 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
     load = doc["load"]
     timeouts = doc.get("timeouts", {})
     agents = doc.get("agents", {})
+    influx = doc.get("sinks", {}).get("influxdb")
     return Plan(
         name=doc.get("name", default_name),
         duration_s=float(doc["duration_s"]),
@@ -258,4 +272,5 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
             labels=tuple(sorted(agents.get("labels", {}).items())),
             wait_s=float(agents.get("wait_s", DEFAULT_AGENT_WAIT_S)),
         ),
+        influxdb=InfluxTarget(**influx) if influx else None,
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import rundir
-from .agents import AgentRecord, AgentRegistry, AgentState
+from .agents import AgentRecord, AgentRegistry, AgentState, Health
 from .aggregate import RunAggregator
 from .errors import NotEnoughAgents
 from .events import Event, EventKind
@@ -23,6 +23,8 @@ from .figures import Figures, figures_of
 from .jobs import JobAssignment, JobReport, JobState
 from .plan import Plan
 from .scheduler import barrier_start_ms, split_clients
+from .sinks import Sink
+from .sinks.points import agent_point, event_point, http_points, step_point
 from .summary import RunSummary, summarize
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,10 @@ DEFAULT_GRACE_MS = 2500
 # Extra time after the planned end for final reports before the run ends anyway.
 FINISH_SLACK_MS = 10_000
 TICK_S = 0.2
+# Until sweeps exist every run is one step.
+SINGLE_STEP = "main"
+# A generator whose host CPU is at least this busy cannot be trusted to keep up.
+SATURATED_CPU_PCT = 95.0
 
 
 class RunState(enum.Enum):
@@ -61,7 +67,8 @@ def now_ms() -> int:
 
 class Run:
     def __init__(self, run_id: str, plan: Plan, run_dir: Path, registry: AgentRegistry,
-                 *, grace_ms: int = DEFAULT_GRACE_MS, clock_ms: Callable[[], int] = now_ms):
+                 *, sinks: list[Sink] = (), grace_ms: int = DEFAULT_GRACE_MS,
+                 clock_ms: Callable[[], int] = now_ms):
         self.run_id = run_id
         self.plan = plan
         self.run_dir = run_dir
@@ -70,6 +77,7 @@ class Run:
         self.finished_ms = 0
         self.summary: RunSummary | None = None
         self._registry = registry
+        self._sinks = list(sinks)
         self._grace_ms = grace_ms
         self._clock_ms = clock_ms
         self._events: list[Event] = []
@@ -109,12 +117,18 @@ class Run:
             log.exception("run %s failed", self.run_id)
             self.state = RunState.FAILED
             message = f"internal error: {exc!r}"
-        return self._finish(message)
+        summary = self._finish(message)
+        for sink in self._sinks:
+            log.info("run %s: %s", self.run_id, await sink.close())
+        return summary
 
     def on_report(self, report: JobReport) -> None:
         if report.agent_id not in self._assigned or self.state.ended:
             return
         revised = self._aggregator.add(report.agent_id, report.interval_start_ms, report.rows)
+        self._to_sinks(http_points(run_id=self.run_id, step=SINGLE_STEP, scope="agent",
+                                   agent=report.agent_id, interval_start_ms=report.interval_start_ms,
+                                   interval_ms=self.plan.interval_ms, rows=report.rows))
         if revised:
             self._publish_interval(report.interval_start_ms, revised=True)
 
@@ -124,6 +138,12 @@ class Run:
         self._ended[agent_id] = state
         if state is JobState.FAILED:
             self._emit(Event(EventKind.JOB_FAILED, f"{agent_id}: {message}", agent_id))
+
+    def on_health(self, agent_id: str, health: Health) -> None:
+        if agent_id not in self._assigned or agent_id in self._ended or self.state is not RunState.RUNNING:
+            return
+        self._to_sinks([agent_point(run_id=self.run_id, agent_id=agent_id, health=health, at_ms=self._clock_ms(),
+                                    saturated=health.cpu_pct >= SATURATED_CPU_PCT)])
 
     def on_agent_lost(self, agent_id: str, reason: str) -> None:
         if agent_id not in self._assigned or agent_id in self._ended or self.state.ended:
@@ -219,6 +239,11 @@ class Run:
             duration_s=self._measured_seconds(), aggregator=self._aggregator,
             agent_ids=self.agent_ids, events=self._events,
         )
+        self._to_sinks([step_point(
+            run_id=self.run_id, step=SINGLE_STEP, servers=len(self.plan.targets),
+            offered=float(self.plan.load.clients), start_ms=self.summary.started_ms,
+            total=self.summary.total.figures, bytes_per_s=self.summary.total.figures.mb_per_s * 1e6,
+            generator_bound=False)])
         if self._assigned:
             rundir.write_results(self.run_dir, self.summary, self._aggregator, self.plan.interval_ms)
         for queue in self._watchers:
@@ -259,9 +284,17 @@ class Run:
         )
         for queue in self._watchers:
             queue.put_nowait(update)
+        self._to_sinks(http_points(run_id=self.run_id, step=SINGLE_STEP, scope="cluster", agent="",
+                                   interval_start_ms=start, interval_ms=self.plan.interval_ms,
+                                   rows=self._aggregator.rows_in(start)))
+
+    def _to_sinks(self, points) -> None:
+        for sink in self._sinks:
+            sink.add(points)
 
     def _emit(self, event: Event) -> None:
         log.info("%s", event.text)
         self._events.append(event)
         for queue in self._watchers:
             queue.put_nowait(event)
+        self._to_sinks([event_point(run_id=self.run_id, event=event)])

@@ -17,10 +17,11 @@ import json
 import os
 from pathlib import Path
 
+from loadfleet.wire.stats import ERROR_KINDS, StatsRow, encode_histogram, error_kind_name, merge_rows
+
 from .aggregate import TOTAL, RunAggregator
 from .figures import PERCENTILES, figures_of
 from .summary import RunSummary
-from loadfleet.wire.stats import ERROR_KINDS, StatsRow, encode_histogram, error_kind_name, merge_rows
 
 INTERVAL_COLUMNS = (
     ["interval_start_ms", "scope", "agent", "target", "request", "requests", "ok", "failed",
@@ -81,13 +82,9 @@ def latency_log(aggregator: RunAggregator, interval_ms: int) -> str:
 
 
 def _scopes(aggregator: RunAggregator, start: int):
-    all_rows = []
-    per_agent = []
-    for agent in aggregator.agents_in(start):
-        rows = aggregator.agent_rows(start, agent)
-        all_rows.extend(rows)
-        per_agent.append(("agent", agent, rows))
-    return [("cluster", "", all_rows), *per_agent]
+    """(scope, agent, rows) of one interval: the cluster, then each agent."""
+    return [("cluster", "", aggregator.rows_in(start)),
+            *(("agent", agent, aggregator.agent_rows(start, agent)) for agent in aggregator.agents_in(start))]
 
 
 def _csv_row(start: int, scope: str, agent: str, row: StatsRow, seconds: float) -> list:

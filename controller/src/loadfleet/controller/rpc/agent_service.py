@@ -90,7 +90,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         registry = self._controller.registry
         kind = message.WhichOneof("body")
         if kind == "heartbeat":
-            registry.seen(agent_id, convert.health_from_proto(message.heartbeat.health))
+            self._controller.on_heartbeat(agent_id, convert.health_from_proto(message.heartbeat.health))
             session.renew_lease(self._controller.lease_ms)
         elif kind == "interval":
             registry.seen(agent_id)

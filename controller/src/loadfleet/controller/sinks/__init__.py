@@ -1,0 +1,18 @@
+"""Where a run's measurements go besides the run directory.
+
+A `Sink` takes points and must never block the run: `add` only queues. `close`
+flushes what it can within its own deadline and says what it could not.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from .lineproto import Point
+
+
+class Sink(Protocol):
+    def add(self, points: list[Point]) -> None:
+        """Queues points; never blocks and never raises for a slow or absent backend."""
+
+    async def close(self) -> str:
+        """Flushes and stops; returns a one-line account (e.g. what stays spooled)."""

@@ -1,0 +1,173 @@
+"""The InfluxDB sink: batched line-protocol writes, retried with backoff, spooled to
+disk while InfluxDB is unreachable and replayed in order when it returns.
+
+Works with InfluxDB 1.8 (the v2-compatible /api/v2/write; token "user:password" or
+empty, bucket "db/retention-policy") and with 2.x (token, org, bucket).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .lineproto import Point
+from .spool import Spool
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH_POINTS = 5000
+DEFAULT_FLUSH_INTERVAL_S = 1.0
+# Points kept in memory while InfluxDB is slow or down; beyond this they go to disk.
+DEFAULT_MEMORY_POINTS = 50_000
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 10.0
+DEFAULT_CLOSE_TIMEOUT_S = 15.0
+WRITE_TIMEOUT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class InfluxConfig:
+    url: str
+    bucket: str = "loadfleet/autogen"
+    org: str = "-"
+    token: str = ""
+
+
+class InfluxUnavailable(Exception):
+    """A write did not reach InfluxDB (network, timeout, 5xx); the batch is kept."""
+
+
+class InfluxRejected(Exception):
+    """InfluxDB refused a batch as invalid (4xx); retrying cannot help."""
+
+
+def influx_writer(config: InfluxConfig) -> Callable[[list[str]], None]:
+    """A blocking writer of line-protocol batches; foreign errors are translated here."""
+    from influxdb_client import InfluxDBClient
+    from influxdb_client.client.write_api import SYNCHRONOUS
+    from influxdb_client.rest import ApiException
+
+    client = InfluxDBClient(url=config.url, token=config.token or ":", org=config.org,
+                            timeout=WRITE_TIMEOUT_MS, retries=False)
+    api = client.write_api(write_options=SYNCHRONOUS)
+
+    def write(lines: list[str]) -> None:
+        try:
+            api.write(bucket=config.bucket, org=config.org, record="\n".join(lines), write_precision="ms")
+        except ApiException as exc:
+            if exc.status and 400 <= exc.status < 500 and exc.status not in (404, 408, 429):
+                raise InfluxRejected(f"InfluxDB refused a batch: {exc.status} {exc.body}") from exc
+            raise InfluxUnavailable(f"InfluxDB answered {exc.status}: {exc.reason}") from exc
+        except Exception as exc:  # urllib3/socket errors: the server is not reachable
+            raise InfluxUnavailable(f"cannot reach InfluxDB at {config.url}: {exc}") from exc
+
+    return write
+
+
+class InfluxSink:
+    def __init__(self, write: Callable[[list[str]], None], spool_dir: Path, *,
+                 batch_points: int = DEFAULT_BATCH_POINTS,
+                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+                 memory_points: int = DEFAULT_MEMORY_POINTS,
+                 description: str = "InfluxDB"):
+        self._write = write
+        self._spool = Spool(spool_dir)
+        self._batch_points = batch_points
+        self._flush_interval_s = flush_interval_s
+        self._memory_points = memory_points
+        self._description = description
+        self._pending: collections.deque[str] = collections.deque()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._retry_at = 0.0
+        self._backoff_s = BACKOFF_FIRST_S
+        self._outage_logged = False
+        self.written_points = 0
+        self.rejected_points = 0
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="influx-sink")
+
+    def add(self, points: list[Point]) -> None:
+        self._pending.extend(p.line() for p in points)
+        while len(self._pending) > self._memory_points:
+            self._spool.push([self._pending.popleft() for _ in range(min(self._batch_points, len(self._pending)))])
+        if len(self._pending) >= self._batch_points:
+            self._wake.set()
+
+    async def close(self, timeout_s: float = DEFAULT_CLOSE_TIMEOUT_S) -> str:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        self._retry_at = 0.0
+        deadline = time.monotonic() + timeout_s
+        while (self._pending or len(self._spool)) and time.monotonic() < deadline:
+            if not await self._drain_once():
+                await asyncio.sleep(min(self._backoff_s, max(0.0, deadline - time.monotonic())))
+        if self._pending:
+            self._spool.push(list(self._pending))
+            self._pending.clear()
+        left = self._spool.points()
+        account = f"{self.written_points} points written to {self._description}"
+        if self.rejected_points:
+            account += f", {self.rejected_points} rejected as invalid"
+        if left:
+            account += f"; {left} points wait in {self._spool.directory} and are sent when InfluxDB is back"
+        return account
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._flush_interval_s)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            while (self._pending or len(self._spool)) and time.monotonic() >= self._retry_at:
+                if not await self._drain_once():
+                    break
+
+    async def _drain_once(self) -> bool:
+        """Writes one batch, spooled batches first (order is kept). False on failure."""
+        spooled = self._spool.oldest()
+        if spooled is not None:
+            path, lines = spooled
+        else:
+            n = min(self._batch_points, len(self._pending))
+            lines = [self._pending.popleft() for _ in range(n)]
+            path = None
+        try:
+            await asyncio.to_thread(self._write, lines)
+        except InfluxRejected as exc:
+            log.error("%s; dropping %d points", exc, len(lines))
+            self.rejected_points += len(lines)
+        except InfluxUnavailable as exc:
+            if path is None:
+                self._spool.push(lines)
+            self._failed(exc)
+            return False
+        else:
+            self.written_points += len(lines)
+            self._recovered()
+        if path is not None:
+            self._spool.remove(path)
+        return True
+
+    def _failed(self, exc: Exception) -> None:
+        if not self._outage_logged:
+            log.warning("%s; spooling points to %s and retrying", exc, self._spool.directory)
+            self._outage_logged = True
+        self._retry_at = time.monotonic() + self._backoff_s
+        self._backoff_s = min(BACKOFF_MAX_S, self._backoff_s * 2)
+
+    def _recovered(self) -> None:
+        if self._outage_logged:
+            log.warning("%s is back; replaying spooled points", self._description)
+            self._outage_logged = False
+        self._backoff_s = BACKOFF_FIRST_S
+        self._retry_at = 0.0
