@@ -12,6 +12,8 @@ import contextlib
 import logging
 import os
 import shutil
+import sys
+from pathlib import Path
 
 from loadfleet.v1 import engine_pb2, job_pb2
 from loadfleet.wire.framing import FramingError, frame, read_frame
@@ -29,8 +31,11 @@ STREAM_LIMIT_BYTES = 16 * 2**20
 
 
 def find_engine(explicit: str | None = None) -> str:
-    """The engine program: --engine, then $LOADFLEET_ENGINE, then PATH."""
-    candidate = explicit or os.environ.get(ENGINE_ENV) or shutil.which(ENGINE_PROGRAM)
+    """The engine program: --engine, then $LOADFLEET_ENGINE, then beside this
+    interpreter (the venv that `make setup` fills), then PATH."""
+    beside = Path(sys.executable).parent / ENGINE_PROGRAM
+    candidate = (explicit or os.environ.get(ENGINE_ENV)
+                 or (str(beside) if beside.exists() else shutil.which(ENGINE_PROGRAM)))
     if not candidate or not os.access(candidate, os.X_OK):
         raise EngineError(f"cannot find the {ENGINE_PROGRAM} program (give --engine PATH, set "
                           f"${ENGINE_ENV}, or install it with `make setup`)")

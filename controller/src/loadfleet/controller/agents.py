@@ -8,6 +8,7 @@ again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import time
 from collections.abc import Callable
@@ -139,10 +140,9 @@ class AgentRegistry:
     async def wait_changed(self, timeout_s: float) -> None:
         """Returns when an agent joined or was lost, or after `timeout_s`."""
         self._changed.clear()
-        try:
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._changed.wait()
 
     def _notify(self) -> None:
         self._changed.set()

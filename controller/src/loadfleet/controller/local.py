@@ -12,7 +12,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from .agents import AgentState
 from .core import Controller
@@ -24,7 +26,9 @@ AGENT_STOP_TIMEOUT_S = 5.0
 
 
 def agent_program() -> str:
-    path = shutil.which("loadfleet-agent")
+    """loadfleet-agent beside this interpreter (same venv), else on PATH."""
+    beside = Path(sys.executable).parent / "loadfleet-agent"
+    path = str(beside) if beside.exists() else shutil.which("loadfleet-agent")
     if path is None:
         raise UsageError("--local needs the loadfleet-agent program on PATH (pip install ./agent)")
     return path

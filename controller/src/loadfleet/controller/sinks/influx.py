@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -83,6 +84,7 @@ class InfluxSink:
         self._pending: collections.deque[str] = collections.deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._closing = False
         self._retry_at = 0.0
         self._backoff_s = BACKOFF_FIRST_S
         self._outage_logged = False
@@ -101,9 +103,12 @@ class InfluxSink:
             self._wake.set()
 
     async def close(self, timeout_s: float = DEFAULT_CLOSE_TIMEOUT_S) -> str:
+        # The writer loop is told to end rather than cancelled: a cancel can land in the
+        # middle of a write, and wait_for() on 3.11 may swallow it.
+        self._closing = True
+        self._wake.set()
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await self._task
             self._task = None
         self._retry_at = 0.0
         deadline = time.monotonic() + timeout_s
@@ -122,13 +127,13 @@ class InfluxSink:
         return account
 
     async def _run(self) -> None:
-        while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self._flush_interval_s)
-            except TimeoutError:
-                pass
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._flush_interval_s):
+                    await self._wake.wait()
             self._wake.clear()
-            while (self._pending or len(self._spool)) and time.monotonic() >= self._retry_at:
+            while (not self._closing and (self._pending or len(self._spool))
+                   and time.monotonic() >= self._retry_at):
                 if not await self._drain_once():
                     break
 
