@@ -1,0 +1,241 @@
+//! A job as the engine runs it: the JobSpec checked once and turned into what the hot
+//! path needs (resolved addresses, request bytes rendered per target, weighted choices).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::rng::WeightedChoice;
+use crate::wire::pb;
+
+pub const DEFAULT_INTERVAL_MS: u32 = 1000;
+const DEFAULT_CONNECT_TIMEOUT_MS: u32 = 3000;
+const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10000;
+const METHODS: [&str; 5] = ["GET", "HEAD", "POST", "PUT", "DELETE"];
+
+pub struct Target {
+    /// As written in the plan; the key of its statistics.
+    pub url: String,
+    pub addr: SocketAddr,
+}
+
+pub struct Request {
+    /// Index into `Job::names`: several requests may share a name.
+    pub name: usize,
+    /// HEAD responses carry no body whatever their headers say.
+    pub head: bool,
+    /// The complete request (line, headers, body) for each target, in target order.
+    pub wire: Vec<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    Closed { clients: u32, think: Duration },
+}
+
+pub struct Job {
+    pub id: String,
+    pub targets: Vec<Target>,
+    pub requests: Vec<Request>,
+    pub names: Vec<String>,
+    pub target_choice: WeightedChoice,
+    pub request_choice: WeightedChoice,
+    pub keep_alive: bool,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+    pub start_at_ms: i64,
+    pub duration_ms: u64,
+    pub interval_ms: u64,
+    pub load: Load,
+}
+
+impl Job {
+    /// Checks the spec; the error names every field that is wrong.
+    pub fn from_spec(spec: &pb::JobSpec) -> Result<Job, String> {
+        let mut problems = Vec::new();
+        let targets: Vec<Target> = spec
+            .targets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| parse_target(&t.url).map_err(|e| problems.push(format!("targets[{i}].url: {e}"))).ok())
+            .collect();
+        if spec.targets.is_empty() {
+            problems.push("targets: at least one target is needed".into());
+        }
+        let target_choice = WeightedChoice::new(spec.targets.iter().map(|t| u64::from(t.weight)));
+        if target_choice.is_none() && !spec.targets.is_empty() {
+            problems.push("targets: at least one target needs a weight above 0".into());
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut requests = Vec::new();
+        for (i, r) in spec.requests.iter().enumerate() {
+            if !METHODS.contains(&r.method.as_str()) {
+                problems.push(format!("requests[{i}].method: '{}' is not one of {}", r.method, METHODS.join(", ")));
+            }
+            if !r.path.starts_with('/') || r.path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+                problems.push(format!("requests[{i}].path: '{}' must start with '/' and contain no spaces", r.path));
+            }
+            for (h, header) in r.headers.iter().enumerate() {
+                if header.name.is_empty() || header.name.bytes().any(|b| !b.is_ascii_graphic() || b == b':')
+                    || header.value.bytes().any(|b| b == b'\r' || b == b'\n')
+                {
+                    problems.push(format!("requests[{i}].headers[{h}]: '{}' is not a valid header", header.name));
+                }
+            }
+            let name = names.iter().position(|n| n == &r.name).unwrap_or_else(|| {
+                names.push(r.name.clone());
+                names.len() - 1
+            });
+            let wire = spec.targets.iter().map(|t| render(r, host_header(&t.url), spec.keep_alive)).collect();
+            requests.push(Request { name, head: r.method == "HEAD", wire });
+        }
+        let request_choice = WeightedChoice::new(spec.requests.iter().map(|r| u64::from(r.weight)));
+        if request_choice.is_none() {
+            problems.push("requests: at least one request with a weight above 0 is needed".into());
+        }
+        let load = spec.load.as_ref().and_then(parse_load);
+        if load.is_none() {
+            problems.push("load: no load model".into());
+        }
+        if spec.duration_ms == 0 {
+            problems.push("duration_ms: must be above 0".into());
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        Ok(Job {
+            id: spec.job_id.clone(),
+            targets,
+            requests,
+            names,
+            target_choice: target_choice.expect("checked"),
+            request_choice: request_choice.expect("checked"),
+            keep_alive: spec.keep_alive,
+            connect_timeout: millis_or(spec.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS),
+            request_timeout: millis_or(spec.request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS),
+            start_at_ms: spec.start_at_ms,
+            duration_ms: u64::from(spec.duration_ms),
+            interval_ms: u64::from(if spec.interval_ms == 0 { DEFAULT_INTERVAL_MS } else { spec.interval_ms }),
+            load: load.expect("checked"),
+        })
+    }
+}
+
+pub fn parse_load(share: &pb::LoadShare) -> Option<Load> {
+    match share.model.as_ref()? {
+        pb::load_share::Model::Closed(c) => Some(Load::Closed {
+            clients: c.clients,
+            think: Duration::from_millis(u64::from(c.think_time_ms)),
+        }),
+    }
+}
+
+fn millis_or(value: u32, default: u32) -> Duration {
+    Duration::from_millis(u64::from(if value == 0 { default } else { value }))
+}
+
+/// `http://host:port` (no path) to a socket address.
+fn parse_target(url: &str) -> Result<Target, String> {
+    let rest = match url.split_once("://") {
+        Some(("http", rest)) => rest,
+        Some(("https", _)) => return Err(format!("'{url}': https is not supported by this engine yet")),
+        _ => return Err(format!("'{url}' must start with http://")),
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() || authority.contains('/') {
+        return Err(format!("'{url}' must be scheme://host:port without a path"));
+    }
+    let with_port = if has_port(authority) { authority.to_string() } else { format!("{authority}:80") };
+    let addr = with_port
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve '{authority}': {e}"))?
+        .next()
+        .ok_or_else(|| format!("'{authority}' has no address"))?;
+    Ok(Target { url: url.to_string(), addr })
+}
+
+fn has_port(authority: &str) -> bool {
+    match authority.rfind(']') {
+        Some(end) => authority[end..].contains(':'),
+        None => authority.contains(':'),
+    }
+}
+
+fn host_header(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.strip_suffix('/').unwrap_or(rest)
+}
+
+fn render(r: &pb::RequestSpec, host: &str, keep_alive: bool) -> Vec<u8> {
+    let mut head = format!("{} {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadfleet-engine\r\n", r.method, r.path);
+    let mut has_length = false;
+    for h in &r.headers {
+        has_length |= h.name.eq_ignore_ascii_case("content-length");
+        head.push_str(&format!("{}: {}\r\n", h.name, h.value));
+    }
+    if !has_length && (!r.body.is_empty() || r.method == "POST" || r.method == "PUT") {
+        head.push_str(&format!("Content-Length: {}\r\n", r.body.len()));
+    }
+    if !keep_alive {
+        head.push_str("Connection: close\r\n");
+    }
+    head.push_str("\r\n");
+    let mut wire = head.into_bytes();
+    wire.extend_from_slice(&r.body);
+    wire
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> pb::JobSpec {
+        pb::JobSpec {
+            job_id: "j".into(),
+            targets: vec![pb::Target { url: "http://127.0.0.1:8080".into(), weight: 1 }],
+            requests: vec![pb::RequestSpec {
+                name: "post".into(),
+                method: "POST".into(),
+                path: "/a?b=1".into(),
+                headers: vec![pb::Header { name: "X-Test".into(), value: "yes".into() }],
+                body: b"hello".to_vec(),
+                weight: 1,
+            }],
+            keep_alive: false,
+            load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 2, think_time_ms: 0 })) }),
+            duration_ms: 1000,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn renders_request_with_host_length_and_close() {
+        let job = Job::from_spec(&spec()).unwrap();
+        let text = String::from_utf8(job.requests[0].wire[0].clone()).unwrap();
+        assert_eq!(
+            text,
+            "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: loadfleet-engine\r\nX-Test: yes\r\n\
+             Content-Length: 5\r\nConnection: close\r\n\r\nhello"
+        );
+        assert_eq!(job.interval_ms, 1000);
+        assert_eq!(job.request_timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn names_every_bad_field() {
+        let mut bad = spec();
+        bad.targets[0].url = "ftp://x".into();
+        bad.requests[0].method = "BREW".into();
+        bad.requests[0].path = "nope".into();
+        bad.load = None;
+        let err = Job::from_spec(&bad).err().unwrap();
+        for field in ["targets[0].url", "requests[0].method", "requests[0].path", "load:"] {
+            assert!(err.contains(field), "{field} missing from {err}");
+        }
+    }
+
+    #[test]
+    fn ipv6_and_default_port() {
+        assert_eq!(parse_target("http://[::1]:81").unwrap().addr.port(), 81);
+        assert_eq!(parse_target("http://127.0.0.1").unwrap().addr.port(), 80);
+    }
+}

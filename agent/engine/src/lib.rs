@@ -1,0 +1,14 @@
+//! loadfleet's native engine: produces one driver's share of a run's load and reports
+//! exact per-interval statistics over the stdio protocol of `proto/loadfleet/v1/engine.proto`.
+//!
+//! Everything runs on one thread (a current-thread tokio runtime): the agent starts one
+//! engine per core, so there is nothing to share across threads and no locking on the
+//! hot path.
+
+pub mod client;
+pub mod http;
+pub mod job;
+pub mod rng;
+pub mod run;
+pub mod stats;
+pub mod wire;

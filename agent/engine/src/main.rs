@@ -1,0 +1,89 @@
+//! loadfleet-engine: speaks the stdio protocol of proto/loadfleet/v1/engine.proto.
+//! Started by loadfleet-agent, one per core; not meant to be run by hand.
+
+use std::process::ExitCode;
+
+use loadfleet_engine::job::{parse_load, Job};
+use loadfleet_engine::run::Run;
+use loadfleet_engine::wire::{emit, pb, read_frame};
+use pb::engine_command::Command;
+use pb::engine_event::Event;
+use tokio::sync::mpsc;
+
+fn main() -> ExitCode {
+    if std::env::args().len() > 1 {
+        eprintln!("loadfleet-engine {}: takes no arguments; it is driven by loadfleet-agent over stdin/stdout",
+                  env!("CARGO_PKG_VERSION"));
+        return ExitCode::from(2);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let code = tokio::task::LocalSet::new().block_on(&runtime, engine());
+    // The stdin reader sits in a blocking read that would hold up an orderly shutdown.
+    runtime.shutdown_background();
+    code
+}
+
+async fn engine() -> ExitCode {
+    emit(Event::Ready(pb::EngineReady { version: env!("CARGO_PKG_VERSION").into() }));
+    let (sender, mut commands) = mpsc::unbounded_channel();
+    tokio::task::spawn_local(read_commands(sender));
+
+    let spec = loop {
+        match commands.recv().await {
+            Some(Command::Start(spec)) => break spec,
+            Some(Command::Stop(_)) => {
+                emit(Event::Finished(pb::EngineFinished {}));
+                return ExitCode::SUCCESS;
+            }
+            Some(Command::Adjust(_)) => eprintln!("loadfleet-engine: adjust before start ignored"),
+            None => return ExitCode::SUCCESS,
+        }
+    };
+    let job = match Job::from_spec(&spec) {
+        Ok(job) => job,
+        Err(message) => {
+            eprintln!("loadfleet-engine: cannot run job {}: {message}", spec.job_id);
+            emit(Event::Failed(pb::EngineFailed { message }));
+            return ExitCode::from(1);
+        }
+    };
+    let run = Run::new(job);
+    let steering = run.steering();
+    let mut running = tokio::task::spawn_local(run.execute(|report| emit(Event::Interval(report))));
+    loop {
+        tokio::select! {
+            _ = &mut running => break,
+            Some(command) = commands.recv() => match command {
+                Command::Adjust(share) => match parse_load(&share) {
+                    Some(load) => steering.adjust(load),
+                    None => eprintln!("loadfleet-engine: adjust without a load model ignored"),
+                },
+                Command::Stop(_) => steering.stop(),
+                Command::Start(_) => eprintln!("loadfleet-engine: a job is already running; start ignored"),
+            },
+        }
+    }
+    emit(Event::Finished(pb::EngineFinished {}));
+    ExitCode::SUCCESS
+}
+
+/// Forwards commands; the end of stdin means the agent is gone, and the engine exits at once.
+async fn read_commands(sender: mpsc::UnboundedSender<Command>) {
+    let mut stdin = tokio::io::stdin();
+    loop {
+        match read_frame::<pb::EngineCommand, _>(&mut stdin).await {
+            Ok(Some(pb::EngineCommand { command: Some(command) })) => {
+                let _ = sender.send(command);
+            }
+            Ok(Some(_)) => eprintln!("loadfleet-engine: empty command ignored"),
+            Ok(None) => {
+                eprintln!("loadfleet-engine: stdin closed (agent gone); exiting");
+                std::process::exit(0);
+            }
+            Err(e) => {
+                eprintln!("loadfleet-engine: {e}; exiting");
+                std::process::exit(2);
+            }
+        }
+    }
+}

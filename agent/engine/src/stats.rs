@@ -1,0 +1,154 @@
+//! Per-interval statistics for every (target, request name), drained into one
+//! IntervalReport per interval.
+
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+
+use crate::job::Job;
+use crate::wire::pb;
+
+/// Bounds shared with the Python side (loadfleet.wire.stats): 1 µs to 1 hour, 3 digits.
+const LOWEST_US: u64 = 1;
+const HIGHEST_US: u64 = 3_600_000_000;
+const SIGNIFICANT_DIGITS: u8 = 3;
+/// Error messages sent per interval; enough to see what is wrong without a flood.
+const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
+
+/// How one request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Response { status: u16 },
+    Failed { kind: pb::ErrorKind, message: String },
+}
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS).expect("valid bounds")
+}
+
+struct Slot {
+    requests: u64,
+    status: [u64; 5],
+    errors: [u64; 8],
+    bytes_in: u64,
+    bytes_out: u64,
+    opened: u64,
+    closed: u64,
+    /// A gauge, not reset per interval: open connections whose last request was this slot's.
+    active: u64,
+    latency: Histogram<u64>,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Slot { requests: 0, status: [0; 5], errors: [0; 8], bytes_in: 0, bytes_out: 0, opened: 0, closed: 0, active: 0, latency: new_histogram() }
+    }
+
+    /// Zeroes the interval's counts; the active-connection gauge carries over.
+    fn start_interval(&mut self) {
+        (self.requests, self.bytes_in, self.bytes_out, self.opened, self.closed) = (0, 0, 0, 0, 0);
+        self.status = [0; 5];
+        self.errors = [0; 8];
+        self.latency.reset();
+    }
+
+    fn is_quiet(&self) -> bool {
+        self.requests == 0 && self.opened == 0 && self.closed == 0 && self.active == 0
+    }
+}
+
+pub struct Stats {
+    slots: Vec<Slot>,
+    names: usize,
+    /// (slot, kind, message) of the first errors of the interval.
+    samples: Vec<(usize, pb::ErrorKind, String)>,
+}
+
+impl Stats {
+    pub fn new(job: &Job) -> Self {
+        let names = job.names.len();
+        Stats { slots: (0..job.targets.len() * names).map(|_| Slot::new()).collect(), names, samples: Vec::new() }
+    }
+
+    pub fn slot(&self, target: usize, name: usize) -> usize {
+        target * self.names + name
+    }
+
+    pub fn record(&mut self, slot: usize, outcome: Outcome, latency_us: u64, bytes_in: u64, bytes_out: u64) {
+        let s = &mut self.slots[slot];
+        s.requests += 1;
+        s.bytes_in += bytes_in;
+        s.bytes_out += bytes_out;
+        match outcome {
+            Outcome::Response { status } => {
+                let class = usize::from(status / 100).clamp(1, 5) - 1;
+                s.status[class] += 1;
+                s.latency.saturating_record(latency_us.max(LOWEST_US));
+            }
+            Outcome::Failed { kind, message } => {
+                s.errors[kind as usize] += 1;
+                if self.samples.len() < ERROR_SAMPLES_PER_INTERVAL {
+                    self.samples.push((slot, kind, message));
+                }
+            }
+        }
+    }
+
+    pub fn connection_opened(&mut self, slot: usize) {
+        self.slots[slot].opened += 1;
+        self.slots[slot].active += 1;
+    }
+
+    pub fn connection_closed(&mut self, owner: usize) {
+        let s = &mut self.slots[owner];
+        s.closed += 1;
+        s.active = s.active.saturating_sub(1);
+    }
+
+    /// A kept-alive connection now belongs to the slot of the request it last carried.
+    pub fn connection_moved(&mut self, from: usize, to: usize) {
+        if from != to {
+            self.slots[from].active = self.slots[from].active.saturating_sub(1);
+            self.slots[to].active += 1;
+        }
+    }
+
+    /// Everything since the last report, which starts the next interval from zero.
+    pub fn take_report(&mut self, job: &Job, interval_start_ms: i64, last: bool) -> pb::IntervalReport {
+        let mut stats = Vec::new();
+        for (index, s) in self.slots.iter_mut().enumerate() {
+            if s.is_quiet() {
+                continue;
+            }
+            let mut histogram = Vec::new();
+            if s.latency.len() > 0 {
+                V2DeflateSerializer::new().serialize(&s.latency, &mut histogram).expect("serialising to memory");
+            }
+            stats.push(pb::IntervalStats {
+                target: job.targets[index / self.names].url.clone(),
+                request: job.names[index % self.names].clone(),
+                requests: s.requests,
+                status_1xx: s.status[0],
+                status_2xx: s.status[1],
+                status_3xx: s.status[2],
+                status_4xx: s.status[3],
+                status_5xx: s.status[4],
+                errors: s.errors.iter().enumerate().filter(|(_, &n)| n > 0)
+                    .map(|(kind, &count)| pb::ErrorCount { kind: kind as i32, count }).collect(),
+                bytes_in: s.bytes_in,
+                bytes_out: s.bytes_out,
+                connections_opened: s.opened,
+                connections_closed: s.closed,
+                active_connections: s.active,
+                latency_histogram: histogram,
+            });
+            s.start_interval();
+        }
+        let error_samples = self.samples.drain(..).map(|(slot, kind, message)| pb::ErrorSample {
+            target: job.targets[slot / self.names].url.clone(),
+            request: job.names[slot % self.names].clone(),
+            kind: kind as i32,
+            message,
+        }).collect();
+        pb::IntervalReport { interval_start_ms, interval_ms: job.interval_ms as u32, stats, error_samples, r#final: last }
+    }
+}

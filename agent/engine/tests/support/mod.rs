@@ -1,0 +1,264 @@
+//! What the engine's integration tests drive: the real engine binary over its stdio
+//! protocol, and a small HTTP/1.1 server on 127.0.0.1 that counts what it served.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use loadfleet_engine::wire::pb;
+use prost::Message;
+
+/// Counts of a test server: responses fully written and their bytes.
+#[derive(Default)]
+pub struct Served {
+    pub responses: AtomicU64,
+    pub bytes: AtomicU64,
+    pub connections: AtomicU64,
+}
+
+pub struct TestServer {
+    pub url: String,
+    pub served: Arc<Served>,
+}
+
+/// Paths: /ok/N (N-byte body, Content-Length), /chunked/N (N bytes in 3 chunks),
+/// /close/N (body delimited by closing), /slow/MS (answers after MS ms), /status/CODE.
+pub fn start_server() -> TestServer {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = Arc::new(Served::default());
+    let counts = Arc::clone(&served);
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let counts = Arc::clone(&counts);
+            counts.connections.fetch_add(1, Ordering::Relaxed);
+            thread::spawn(move || serve_connection(stream, &counts));
+        }
+    });
+    TestServer { url, served }
+}
+
+fn serve_connection(stream: TcpStream, served: &Served) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let mut writer = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let head_request = line.starts_with("HEAD ");
+        let (mut length, mut close) = (0usize, false);
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let lower = header.to_ascii_lowercase();
+            if let Some(v) = lower.strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            close |= lower.starts_with("connection:") && lower.contains("close");
+            if header == "\r\n" {
+                break;
+            }
+        }
+        let mut body_in = vec![0; length];
+        if reader.read_exact(&mut body_in).is_err() {
+            return;
+        }
+        let mut parts = path.trim_start_matches('/').splitn(2, '/');
+        let kind = parts.next().unwrap_or("");
+        let n: usize = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let body = "x".repeat(n);
+        let response = match kind {
+            "ok" => format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n{}", if head_request { "" } else { &body }),
+            "chunked" => {
+                let (a, b) = (n / 3, n / 3);
+                let c = n - a - b;
+                format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{a:x}\r\n{}\r\n{b:x};ext=1\r\n{}\r\n{c:x}\r\n{}\r\n0\r\nX-Trailer: t\r\n\r\n",
+                        &body[..a], &body[a..a + b], &body[a + b..])
+            }
+            "close" => {
+                close = true;
+                format!("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{body}")
+            }
+            "slow" => {
+                thread::sleep(Duration::from_millis(n as u64));
+                "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
+            }
+            "status" => format!("HTTP/1.1 {n} X\r\nContent-Length: 0\r\n\r\n"),
+            _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
+        };
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+        served.responses.fetch_add(1, Ordering::Relaxed);
+        served.bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
+        if close {
+            return;
+        }
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on.
+pub fn closed_port_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}", listener.local_addr().unwrap())
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+pub fn get(name: &str, path: &str, weight: u32) -> pb::RequestSpec {
+    pb::RequestSpec { name: name.into(), method: "GET".into(), path: path.into(), weight, ..Default::default() }
+}
+
+/// A closed-model job starting at the next interval boundary at least 200 ms away.
+pub fn closed_job(targets: &[(&str, u32)], requests: Vec<pb::RequestSpec>, clients: u32, duration_ms: u32, interval_ms: u32) -> pb::JobSpec {
+    let interval = i64::from(interval_ms);
+    let start_at_ms = (now_ms() + 200 + interval) / interval * interval;
+    pb::JobSpec {
+        job_id: "test".into(),
+        targets: targets.iter().map(|(url, weight)| pb::Target { url: url.to_string(), weight: *weight }).collect(),
+        requests,
+        keep_alive: true,
+        connect_timeout_ms: 1000,
+        request_timeout_ms: 2000,
+        load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients, think_time_ms: 0 })) }),
+        start_at_ms,
+        duration_ms,
+        interval_ms,
+    }
+}
+
+/// The engine binary under test; killed when dropped so that a failing test leaves nothing behind.
+pub struct Engine {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: ChildStdout,
+}
+
+impl Engine {
+    pub fn spawn() -> Engine {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loadfleet-engine"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start loadfleet-engine");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let mut engine = Engine { child, stdin, stdout };
+        match engine.next_event() {
+            Some(pb::engine_event::Event::Ready(_)) => engine,
+            other => panic!("expected ready, got {other:?}"),
+        }
+    }
+
+    pub fn send(&mut self, command: pb::engine_command::Command) {
+        let bytes = pb::EngineCommand { command: Some(command) }.encode_length_delimited_to_vec();
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(&bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// The next event, or None when the engine closed stdout.
+    pub fn next_event(&mut self) -> Option<pb::engine_event::Event> {
+        let mut length = 0usize;
+        let mut shift = 0;
+        loop {
+            let mut byte = [0u8];
+            if self.stdout.read(&mut byte).ok()? == 0 {
+                return None;
+            }
+            length |= usize::from(byte[0] & 0x7f) << shift;
+            shift += 7;
+            if byte[0] & 0x80 == 0 {
+                break;
+            }
+        }
+        let mut payload = vec![0; length];
+        self.stdout.read_exact(&mut payload).expect("whole frame");
+        pb::EngineEvent::decode(payload.as_slice()).expect("an EngineEvent").event
+    }
+
+    /// Runs a job to its end: every interval report, checking the protocol's promises
+    /// (a report per interval, the last one final, then finished, then exit 0).
+    pub fn run(&mut self, spec: pb::JobSpec) -> Vec<pb::IntervalReport> {
+        self.send(pb::engine_command::Command::Start(spec));
+        self.collect()
+    }
+
+    pub fn collect(&mut self) -> Vec<pb::IntervalReport> {
+        let mut reports: Vec<pb::IntervalReport> = Vec::new();
+        loop {
+            match self.next_event() {
+                Some(pb::engine_event::Event::Interval(report)) => {
+                    assert!(!reports.last().is_some_and(|r| r.r#final), "a report after the final one");
+                    reports.push(report)
+                }
+                Some(pb::engine_event::Event::Finished(_)) => break,
+                other => panic!("unexpected event {other:?}"),
+            }
+        }
+        assert!(reports.last().expect("at least one report").r#final);
+        for pair in reports.windows(2) {
+            assert_eq!(pair[1].interval_start_ms - pair[0].interval_start_ms, i64::from(pair[0].interval_ms));
+        }
+        assert!(self.wait_exit(Duration::from_secs(5)).expect("exits after finished").success());
+        reports
+    }
+
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sum of a counter over every report and row.
+pub fn total(reports: &[pb::IntervalReport], field: impl Fn(&pb::IntervalStats) -> u64) -> u64 {
+    reports.iter().flat_map(|r| &r.stats).map(field).sum()
+}
+
+pub fn errors_of(reports: &[pb::IntervalReport], kind: pb::ErrorKind) -> u64 {
+    total(reports, |s| s.errors.iter().filter(|e| e.kind == kind as i32).map(|e| e.count).sum())
+}
+
+/// Responses counted in the latency histograms.
+pub fn histogram_count(reports: &[pb::IntervalReport]) -> u64 {
+    use hdrhistogram::serialization::Deserializer;
+    reports
+        .iter()
+        .flat_map(|r| &r.stats)
+        .filter(|s| !s.latency_histogram.is_empty())
+        .map(|s| {
+            let h: hdrhistogram::Histogram<u64> = Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).expect("V2 histogram");
+            h.len()
+        })
+        .sum()
+}
