@@ -54,6 +54,7 @@ class Agent:
         self._job_task: asyncio.Task | None = None
         self._heartbeat_ms = DEFAULT_HEARTBEAT_MS
         self._lease_ms = DEFAULT_LEASE_MS
+        self._stopping = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Runs until `stop` is set; then kills any load and returns."""
@@ -62,6 +63,9 @@ class Agent:
         try:
             await stop.wait()
         finally:
+            # grpc.aio may swallow a cancellation that arrives inside call.read() (the call
+            # ends instead), so the dial loop also checks this flag.
+            self._stopping = True
             for task in (sessions, watchdog):
                 task.cancel()
             await asyncio.gather(sessions, watchdog, return_exceptions=True)
@@ -69,7 +73,7 @@ class Agent:
 
     async def _dial_forever(self) -> None:
         backoff_s = BACKOFF_FIRST_S
-        while True:
+        while not self._stopping:
             started = time.monotonic()
             try:
                 await self._session()
@@ -78,6 +82,8 @@ class Agent:
                 reason = f"{exc.code().name}: {exc.details()}"
             except (TimeoutError, ConnectionError) as exc:
                 reason = str(exc) or type(exc).__name__
+            if self._stopping:
+                return
             if time.monotonic() - started > BACKOFF_MAX_S:
                 backoff_s = BACKOFF_FIRST_S  # the session was up a while: redial quickly
             log.warning("controller %s unreachable (%s); retrying in %.2f s",

@@ -118,7 +118,9 @@ class Controller:
                  record.identity.cores)
 
     def _lost(self, record: AgentRecord, reason: str) -> None:
-        log.warning("agent %s lost: %s", record.agent_id, reason)
+        # An idle agent leaving is routine (e.g. --local shutting down); a run's agent is not.
+        in_run = any(not run.state.ended for run in self._runs.values())
+        log.log(logging.WARNING if in_run else logging.INFO, "agent %s lost: %s", record.agent_id, reason)
         for run in self._runs.values():
             run.on_agent_lost(record.agent_id, reason)
 
