@@ -126,9 +126,10 @@ class Run:
         if report.agent_id not in self._assigned or self.state.ended:
             return
         revised = self._aggregator.add(report.agent_id, report.interval_start_ms, report.rows)
-        self._to_sinks(http_points(run_id=self.run_id, step=SINGLE_STEP, scope="agent",
-                                   agent=report.agent_id, interval_start_ms=report.interval_start_ms,
-                                   interval_ms=self.plan.interval_ms, rows=report.rows))
+        if self._sinks:  # points carry percentiles, which cost CPU to compute
+            self._to_sinks(http_points(run_id=self.run_id, step=SINGLE_STEP, scope="agent",
+                                       agent=report.agent_id, interval_start_ms=report.interval_start_ms,
+                                       interval_ms=self.plan.interval_ms, rows=report.rows))
         if revised:
             self._publish_interval(report.interval_start_ms, revised=True)
 
@@ -284,9 +285,10 @@ class Run:
         )
         for queue in self._watchers:
             queue.put_nowait(update)
-        self._to_sinks(http_points(run_id=self.run_id, step=SINGLE_STEP, scope="cluster", agent="",
-                                   interval_start_ms=start, interval_ms=self.plan.interval_ms,
-                                   rows=self._aggregator.rows_in(start)))
+        if self._sinks:
+            self._to_sinks(http_points(run_id=self.run_id, step=SINGLE_STEP, scope="cluster", agent="",
+                                       interval_start_ms=start, interval_ms=self.plan.interval_ms,
+                                       rows=self._aggregator.rows_in(start)))
 
     def _to_sinks(self, points) -> None:
         for sink in self._sinks:

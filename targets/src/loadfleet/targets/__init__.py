@@ -1,0 +1,1 @@
+"""loadfleet lab: the web clusters that loadfleet loads in demos and tests."""

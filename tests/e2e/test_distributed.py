@@ -1,0 +1,155 @@
+"""The whole path on real parts: controller and agents as processes speaking gRPC,
+native engines, two nginx servers on loopback hosts. Results must be exact: what the
+controller reports is what nginx logged, and the cluster figures are the exact merge of
+the agents' figures."""
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import os
+import signal
+import time
+
+from hdrh.histogram import HdrHistogram
+
+from conftest import write_plan
+from support.procs import free_port, pid_alive
+
+LOAD_S = 4
+
+
+def plan_for(tmp_path, webs, docroot, *, duration_s=LOAD_S, clients=8, **extra):
+    return write_plan(
+        tmp_path / "plan.yaml", name="e2e", duration_s=duration_s,
+        targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
+        workload={"keep_alive": True, "manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": clients}, agents={"wait_s": 20}, **extra)
+
+
+def finish(run, timeout_s=60):
+    out, err = run.communicate(timeout=timeout_s)
+    assert "Traceback" not in err, err
+    return run.returncode, json.loads(out) if out.strip() else None, err
+
+
+def test_merged_results_equal_what_the_servers_served(cluster, webs, docroot, tmp_path):
+    for agent_id in ("a1", "a2"):
+        cluster.add_agent(agent_id)
+    cluster.wait_for_agents(2)
+    code, summary, err = finish(cluster.start_run(plan_for(tmp_path, webs, docroot)))
+    assert code == 0, err
+    assert summary["state"] == "finished"
+
+    total = summary["total"]["figures"]
+    served = [web.server.access_log_lines() for web in webs]
+    assert total["requests"] > 1000
+    # Exact: every request the engines counted is one nginx logged, and nothing else.
+    assert total["requests"] == sum(served)
+    assert total["ok"] == total["requests"] and total["failed"] == 0
+    assert sum(a["figures"]["requests"] for a in summary["agents"]) == total["requests"]
+    by_target = {t["name"]: t["figures"]["requests"] for t in summary["targets"]}
+    assert [by_target[web.url] for web in webs] == served
+    share = served[0] / sum(served)
+    assert abs(share - 0.75) < 0.02, f"weights 3:1 gave a {share:.3f} share"
+
+    run_dir = cluster.runs_dir / summary["run_id"]
+    assert {"plan.yaml", "summary.json", "intervals.csv", "latency.hlog"} <= {p.name for p in run_dir.iterdir()}
+    check_intervals_are_exact_merges(run_dir, n_intervals=LOAD_S, total_requests=total["requests"])
+
+
+def check_intervals_are_exact_merges(run_dir, *, n_intervals, total_requests):
+    rows = list(csv.DictReader((run_dir / "intervals.csv").open()))
+    totals = [r for r in rows if r["target"] == "*"]
+    starts = sorted({int(r["interval_start_ms"]) for r in totals})
+    assert len(starts) == n_intervals
+    assert all(b - a == 1000 for a, b in zip(starts, starts[1:]))
+    cluster_sum = 0
+    for start in starts:
+        cluster = [r for r in totals if int(r["interval_start_ms"]) == start and r["scope"] == "cluster"]
+        agents = [r for r in totals if int(r["interval_start_ms"]) == start and r["scope"] == "agent"]
+        assert len(cluster) == 1 and len(agents) == 2
+        for column in ("requests", "status_2xx", "bytes_in", "bytes_out"):
+            assert int(cluster[0][column]) == sum(int(a[column]) for a in agents), column
+        cluster_sum += int(cluster[0]["requests"])
+    assert cluster_sum == total_requests
+
+    # The cluster histogram of each interval is the exact merge of the agents' histograms.
+    by_start: dict[str, dict[str, HdrHistogram]] = {}
+    for line in (run_dir / "latency.hlog").read_text().splitlines():
+        if not line.startswith("Tag="):
+            continue
+        tag, start, _length, _max, payload = line.split(",")
+        by_start.setdefault(start, {})[tag.removeprefix("Tag=")] = HdrHistogram.decode(payload.encode())
+    assert len(by_start) == n_intervals
+    for start, histograms in by_start.items():
+        merged = HdrHistogram(1, 3_600_000_000, 3)
+        for tag, histogram in histograms.items():
+            if tag.startswith("agent:"):
+                merged.add(histogram)
+        cluster = histograms["cluster"]
+        assert cluster.get_total_count() == merged.get_total_count() > 0
+        for percentile in (50, 90, 99, 99.9, 100):
+            assert cluster.get_value_at_percentile(percentile) == merged.get_value_at_percentile(percentile)
+
+
+def test_a_killed_agent_is_lost_within_3_s_and_the_run_finishes(cluster, webs, docroot, tmp_path):
+    for agent_id in ("a1", "a2"):
+        cluster.add_agent(agent_id)
+    cluster.wait_for_agents(2)
+    run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=6))
+    engines = wait_for_engines(cluster, "a2")
+    time.sleep(2.5)
+    killed_ms = time.time() * 1000
+    os.kill(cluster.agents["a2"].pid, signal.SIGKILL)
+
+    code, summary, err = finish(run)
+    assert code == 0, err
+    assert summary["state"] == "finished"
+    lost = [e for e in summary["events"] if e["kind"] == "agent_lost"]
+    assert [e["agent_id"] for e in lost] == ["a2"]
+    assert lost[0]["at_ms"] - killed_ms <= 3000
+    # The engines of the killed agent saw their stdin close and stopped at once.
+    assert not any(pid_alive(pid) for pid in engines)
+    # The surviving agent carried on to the end; every counted request was served.
+    assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs)
+
+
+def test_engines_stop_when_the_controller_dies(cluster, webs, docroot, tmp_path):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=30))
+    engines = wait_for_engines(cluster, "a1")
+    time.sleep(1)
+    os.killpg(cluster.controller.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while any(pid_alive(pid) for pid in engines) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(pid_alive(pid) for pid in engines), "load went on after the lease ended"
+    assert pid_alive(cluster.agents["a1"].pid), "the agent itself stays, to redial"
+    code, _, err = finish(run)
+    assert code == 1 and "controller" in err
+
+
+def test_an_unreachable_target_is_reported_as_connect_errors(cluster, tmp_path):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    url = f"http://127.0.0.1:{free_port()}"
+    plan = write_plan(tmp_path / "plan.yaml", duration_s=2, targets=[{"url": url}],
+                      workload={"requests": [{"path": "/"}]}, load={"model": "closed", "clients": 2})
+    code, summary, err = finish(cluster.start_run(plan))
+    assert code == 0, err
+    total = summary["total"]
+    assert total["figures"]["requests"] > 0
+    assert total["errors"] == {"connect_refused": total["figures"]["requests"]}
+    assert total["figures"]["error_pct"] == 100.0
+
+
+def wait_for_engines(cluster, agent_id, timeout_s=20):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pids = cluster.engine_pids(agent_id)
+        if pids:
+            return pids
+        time.sleep(0.1)
+    raise TimeoutError(f"{agent_id} started no engine")
