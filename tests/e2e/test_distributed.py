@@ -13,7 +13,7 @@ import time
 
 from hdrh.histogram import HdrHistogram
 
-from conftest import write_plan
+from support.cluster import write_plan
 from support.procs import free_port, pid_alive
 
 LOAD_S = 4

@@ -2,7 +2,7 @@
 import json
 import subprocess
 
-from conftest import write_plan
+from support.cluster import write_plan
 from support.procs import program
 
 

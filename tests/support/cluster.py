@@ -1,0 +1,68 @@
+"""A real cluster for end-to-end tests: a controller process and agent processes,
+as on separate hosts, started and stopped by PID (through `Processes`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import yaml
+
+from loadfleet.targets.nginx import NginxServer
+from support.procs import free_port, program, wait_for_port
+
+
+@dataclass
+class Web:
+    url: str
+    server: NginxServer
+
+
+class Cluster:
+    """A controller and agents as separate processes, as on real hosts."""
+
+    def __init__(self, processes, tmp_path: Path):
+        self.processes = processes
+        self.tmp_path = tmp_path
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.runs_dir = tmp_path / "runs"
+        self.controller = processes.start("controller", [
+            program("loadfleet"), "controller", "--listen", self.address, "--runs-dir", str(self.runs_dir)])
+        wait_for_port("127.0.0.1", self.port)
+        self.agents: dict[str, subprocess.Popen] = {}
+
+    def add_agent(self, agent_id: str, cores: int = 1) -> subprocess.Popen:
+        self.agents[agent_id] = self.processes.start(agent_id, [
+            program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", str(cores)])
+        return self.agents[agent_id]
+
+    def wait_for_agents(self, n: int, timeout_s: float = 30) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            result = self.loadfleet("agents", "--json")
+            if result.returncode == 0 and len(json.loads(result.stdout)) >= n:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{n} agents did not connect: {result.stdout} {result.stderr}")
+            time.sleep(0.2)
+
+    def loadfleet(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run([program("loadfleet"), *args, "--controller", self.address],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def start_run(self, plan: Path) -> subprocess.Popen:
+        return subprocess.Popen([program("loadfleet"), "run", str(plan), "--controller", self.address, "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def engine_pids(self, agent_id: str) -> list[int]:
+        agent = psutil.Process(self.agents[agent_id].pid)
+        return [c.pid for c in agent.children(recursive=True) if c.name() == "loadfleet-engine"]
+
+
+def write_plan(path: Path, **fields) -> Path:
+    path.write_text(yaml.safe_dump(fields))
+    return path
