@@ -189,7 +189,7 @@ async def _run_on(address: str, plan_yaml: str, as_json: bool) -> int:
     if summary is None:
         raise LoadfleetError("the controller ended the run without a summary")
     if as_json:
-        print(json_format.MessageToJson(summary, always_print_fields_with_no_presence=True))
+        print(summary.summary_json)
     else:
         print(console.summary_table(summary))
     return EXIT_RUN_FAILED if summary.state in _FAILED_STATES else EXIT_OK

@@ -2,6 +2,8 @@
 or builds protobuf messages besides the servicers' plumbing."""
 from __future__ import annotations
 
+import json
+
 from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
 from loadfleet.wire.stats import StatsRow
 
@@ -149,6 +151,7 @@ def summary_to_proto(s: RunSummary) -> run_pb2.RunSummary:
         targets=[_totals_to_proto(t) for t in s.targets],
         requests=[_totals_to_proto(r) for r in s.requests],
         agents=[_totals_to_proto(a) for a in s.agents],
+        summary_json=json.dumps(s.to_json(), indent=2),
     )
 
 
