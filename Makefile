@@ -11,9 +11,9 @@ ENGINE := agent/engine/target/release/loadfleet-engine
 DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk
 PYTHON ?= python3
 
-.PHONY: setup system-deps python-deps engine demo test test-python test-engine clean
+.PHONY: setup system-deps python-deps engine influxdb demo test test-python test-engine clean
 
-setup: system-deps python-deps engine
+setup: system-deps python-deps engine influxdb
 
 # Debian packages the lab and the builds need; installs only what is missing.
 system-deps:
@@ -41,7 +41,16 @@ $(ENGINE): agent/engine/Cargo.toml agent/engine/build.rs $(wildcard agent/engine
 engine: $(ENGINE) python-deps
 	install -m 755 $(ENGINE) $(BIN)/loadfleet-engine
 
-demo: setup
+# A real InfluxDB 1.8.10 for the tests and for local use (pure Go; 1.11+ and 2.x need Rust Flux).
+INFLUXD := $(BIN)/influxd
+INFLUX_LDFLAGS := -X main.version=1.8.10 -X main.branch=1.8 -X main.commit=v1.8.10
+$(INFLUXD): | python-deps
+	@command -v go >/dev/null || { echo "Go is needed to build InfluxDB 1.8.10: https://go.dev/dl" >&2; exit 1; }
+	GOBIN=$(abspath $(BIN)) go install -ldflags "$(INFLUX_LDFLAGS)" github.com/influxdata/influxdb/cmd/influxd@v1.8.10
+
+influxdb: $(INFLUXD)
+
+demo: system-deps python-deps engine
 	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
 	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2

@@ -9,6 +9,7 @@ import pytest
 from loadfleet.targets.nginx import NginxServer
 from loadfleet.targets.workload import generate_tree
 from support.cluster import Cluster, Web
+from support.influx import Influx
 from support.procs import free_port
 
 
@@ -38,3 +39,13 @@ def webs(docroot, tmp_path):
 @pytest.fixture
 def cluster(processes, tmp_path):
     return Cluster(processes, tmp_path)
+
+
+@pytest.fixture
+def influx(tmp_path):
+    db = Influx(tmp_path / "influx")
+    try:
+        db.start()
+        yield db
+    finally:
+        db.stop()

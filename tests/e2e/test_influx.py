@@ -1,0 +1,82 @@
+"""A real run streaming into a real InfluxDB 1.8: what InfluxQL returns afterwards equals
+the run directory exactly, and an InfluxDB outage loses nothing."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import time
+
+from support.cluster import write_plan
+from support.procs import program
+
+BUCKET = "loadfleet/autogen"
+
+
+def run_with_influx(cluster, webs, docroot, tmp_path, influx, duration_s):
+    plan = write_plan(tmp_path / "plan.yaml", name="influx", duration_s=duration_s,
+                      targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
+                      workload={"manifest": str(docroot / "manifest.json")},
+                      load={"model": "closed", "clients": 4},
+                      sinks={"influxdb": {"url": influx.url, "bucket": BUCKET, "org": "-"}})
+    return subprocess.Popen([program("loadfleet"), "run", str(plan), "--controller", cluster.address, "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(check, timeout_s=30):
+    deadline = time.monotonic() + timeout_s
+    while not (result := check()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return result
+
+
+def cluster_totals(influx, run_id):
+    rows = influx.rows(f"SELECT requests, p99_ms FROM http WHERE run = '{run_id}' "
+                       "AND scope = 'cluster' AND target = '*'")
+    return {r["time"]: r for r in rows}
+
+
+def test_influxql_totals_equal_the_run_directory(cluster, webs, docroot, tmp_path, influx):
+    for agent_id in ("a1", "a2"):
+        cluster.add_agent(agent_id)
+    cluster.wait_for_agents(2)
+    run = run_with_influx(cluster, webs, docroot, tmp_path, influx, duration_s=3)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    summary = json.loads(out)
+    run_id, total = summary["run_id"], summary["total"]["figures"]["requests"]
+
+    step = wait_for(lambda: influx.rows(f"SELECT requests FROM step WHERE run = '{run_id}'"))
+    assert step and step[0]["requests"] == total
+    by_time = cluster_totals(influx, run_id)
+    assert sum(r["requests"] for r in by_time.values()) == total
+    for agent in summary["agents"]:
+        rows = influx.rows(f"SELECT sum(requests) FROM http WHERE run = '{run_id}' AND scope = 'agent' "
+                           f"AND agent = '{agent['name']}' AND target = '*'")
+        assert rows[0]["sum"] == agent["figures"]["requests"]
+    # Each interval's cluster p99 is the one computed from the merged histogram (intervals.csv).
+    csv_rows = [r for r in csv.DictReader(open(tmp_path / "runs" / run_id / "intervals.csv"))
+                if r["scope"] == "cluster" and r["target"] == "*"]
+    assert len(csv_rows) == len(by_time) == 3
+    for r in csv_rows:
+        assert abs(by_time[int(r["interval_start_ms"])]["p99_ms"] - float(r["p99_ms"])) < 1e-3
+    kinds = {r["kind"] for r in influx.rows(f"SELECT text, kind FROM event WHERE run = '{run_id}'")}
+    assert {"run_started", "run_finished"} <= kinds
+
+
+def test_an_influxdb_outage_loses_no_interval(cluster, webs, docroot, tmp_path, influx):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    run = run_with_influx(cluster, webs, docroot, tmp_path, influx, duration_s=14)
+    time.sleep(3)
+    influx.stop()
+    time.sleep(10)
+    influx.start()
+    out, err = run.communicate(timeout=90)
+    assert run.returncode == 0, err
+    summary = json.loads(out)
+    run_id, total = summary["run_id"], summary["total"]["figures"]["requests"]
+    assert summary["duration_s"] == 14  # the run did not wait for InfluxDB
+    by_time = wait_for(lambda: (t := cluster_totals(influx, run_id)) and len(t) == 14 and t)
+    assert by_time, "intervals missing after InfluxDB came back"
+    assert sum(r["requests"] for r in by_time.values()) == total
