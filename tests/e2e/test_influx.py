@@ -8,6 +8,7 @@ import subprocess
 import time
 
 from support.cluster import write_plan
+from support.grafana import dashboards, render
 from support.procs import program
 
 BUCKET = "loadfleet/autogen"
@@ -62,6 +63,35 @@ def test_influxql_totals_equal_the_run_directory(cluster, webs, docroot, tmp_pat
         assert abs(by_time[int(r["interval_start_ms"])]["p99_ms"] - float(r["p99_ms"])) < 1e-3
     kinds = {r["kind"] for r in influx.rows(f"SELECT text, kind FROM event WHERE run = '{run_id}'")}
     assert {"run_started", "run_finished"} <= kinds
+    check_dashboards(influx, summary, [web.url for web in webs])
+
+
+def check_dashboards(influx, summary, target_urls):
+    """Every panel query, as Grafana would send it, returns data that matches the run."""
+    run_id, total = summary["run_id"], summary["total"]["figures"]["requests"]
+    agent_ids = sorted(a["name"] for a in summary["agents"])
+    variables = {"run": [run_id], "target": target_urls, "agent": agent_ids}
+    assert dashboards(), "no dashboards found"
+    for dashboard in dashboards():
+        assert dashboard["uid"] and dashboard["title"] and dashboard["schemaVersion"] >= 30
+        for variable in dashboard["templating"]["list"]:
+            values = {v[1] for s in influx.query(render(variable["query"], variables)) for v in s["values"]}
+            assert set(variables[variable["name"]]) <= values, variable["name"]
+        for annotation in dashboard["annotations"]["list"]:
+            assert influx.query(render(annotation["query"], variables)), annotation["name"]
+        ids = [p["id"] for p in dashboard["panels"]]
+        assert len(ids) == len(set(ids))
+        for panel in dashboard["panels"]:
+            assert panel["datasource"]["uid"] == "loadfleet-influxdb" and panel["type"] in ("stat", "timeseries")
+            for target in panel["targets"]:
+                series = influx.query(render(target["query"], variables))
+                assert series, f"panel {panel['title']!r} returned nothing"
+                if panel["title"] == "Requests (run total)":
+                    assert series[0]["values"][0][1] == total
+                if panel["title"] == "Requests/s by target":
+                    assert sorted(s["tags"]["target"] for s in series) == sorted(target_urls)
+                if panel["title"] in ("Requests/s by agent", "Agent CPU (generator health)"):
+                    assert sorted(s["tags"]["agent"] for s in series) == agent_ids
 
 
 def test_an_influxdb_outage_loses_no_interval(cluster, webs, docroot, tmp_path, influx):

@@ -74,3 +74,11 @@ def test_cli_bad_spec_exits_2_naming_the_field(tmp_path):
     assert result.returncode == 2
     assert "workload.scale" in result.stderr and "servers[0].listen" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_cli_tree_writes_a_manifest_only_tree(tmp_path):
+    result = subprocess.run([program("loadfleet-lab"), "tree", str(tmp_path / "d"), "--scale", "0.1", "--seed", "9"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "d/manifest.json").read_text())
+    assert manifest["seed"] == 9 and len(manifest["files"]) == 36

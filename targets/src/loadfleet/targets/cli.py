@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .lab import Lab, LabSpec, SpecError, load_spec
 from .nginx import LabError
+from .workload import generate_tree
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -24,10 +25,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="generate the workload tree (if needed) and start the servers")
     up.add_argument("spec", type=Path, help="lab spec (YAML), e.g. targets/specs/quickstart.yaml")
+    tree = sub.add_parser("tree", help="only generate the workload tree into a directory (e.g. a shared docroot)")
+    tree.add_argument("docroot", type=Path)
+    tree.add_argument("--scale", type=float, default=1.0, help="directories = 4 x scale (default 1.0, ~20 MB)")
+    tree.add_argument("--seed", type=int, default=1, help="same seed, same bytes (default 1)")
     for name, text in (("down", "stop the servers of a state directory"),
                        ("status", "list the servers of a state directory")):
         sub.add_parser(name, help=text)
-    for p in sub.choices.values():
+    for p in (sub.choices[name] for name in ("up", "down", "status")):
         p.add_argument("--state-dir", type=Path, required=True,
                        help="where configs, logs, PIDs and the docroot live")
     return parser
@@ -38,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             return _up(load_spec(args.spec), args.state_dir)
+        if args.command == "tree":
+            if args.scale <= 0:
+                raise SpecError(["--scale must be above 0"])
+            manifest = generate_tree(args.docroot, scale=args.scale, seed=args.seed)
+            print(f"{len(manifest.files)} files, {manifest.total_bytes} bytes; manifest: {args.docroot / 'manifest.json'}")
+            return EXIT_OK
         lab = Lab(LabSpec(1.0, 1, ()), args.state_dir)
         if args.command == "down":
             stopped = lab.down()
