@@ -97,9 +97,9 @@ def test_a_killed_agent_is_lost_within_3_s_and_the_run_finishes(cluster, webs, d
     for agent_id in ("a1", "a2"):
         cluster.add_agent(agent_id)
     cluster.wait_for_agents(2)
-    run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=6))
+    run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=8))
     engines = wait_for_engines(cluster, "a2")
-    time.sleep(2.5)
+    time.sleep(2 + 2.5)  # the barrier start is 2 s after the engines start; then 2.5 s of load
     killed_ms = time.time() * 1000
     os.kill(cluster.agents["a2"].pid, signal.SIGKILL)
 
@@ -111,8 +111,14 @@ def test_a_killed_agent_is_lost_within_3_s_and_the_run_finishes(cluster, webs, d
     assert lost[0]["at_ms"] - killed_ms <= 3000
     # The engines of the killed agent saw their stdin close and stopped at once.
     assert not any(pid_alive(pid) for pid in engines)
-    # The surviving agent carried on to the end; every counted request was served.
-    assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs)
+    # Every counted request was served. What nginx served beyond that is the killed agent's
+    # last, unreported stretch: no more than about one interval of its load.
+    served = sum(web.server.access_log_lines() for web in webs)
+    counted = summary["total"]["figures"]["requests"]
+    rows = csv.DictReader((cluster.runs_dir / summary["run_id"] / "intervals.csv").open())
+    a2_per_interval = max(int(r["requests"]) for r in rows if r["agent"] == "a2" and r["target"] == "*")
+    assert 0 <= served - counted <= 1.5 * a2_per_interval
+    assert a2_per_interval > 0
 
 
 def test_engines_stop_when_the_controller_dies(cluster, webs, docroot, tmp_path):
