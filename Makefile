@@ -8,20 +8,25 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE := agent/engine/target/release/loadfleet-engine
-DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose
+DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish
 PYTHON ?= python3
 
 .PHONY: setup system-deps python-deps engine influxdb demo test test-python test-engine clean
 
 setup: system-deps python-deps engine influxdb
 
-# Debian packages the lab and the builds need; installs only what is missing.
+# Debian packages the lab, the builds and the tests need (chromium renders report.html in a
+# headless browser test); installs only what is missing. A policy-rc.d keeps the packages'
+# stock services (Apache on *:80, Varnish, HAProxy, PHP-FPM) from starting on install: the
+# lab runs its own instances on loopback only.
 system-deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "please install as root: apt-get install $$missing" >&2; exit 1; fi; \
 	  echo "installing Debian packages: $$missing"; \
+	  guard=; if [ ! -e /usr/sbin/policy-rc.d ]; then guard=1; printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  status=$$?; [ -n "$$guard" ] && rm -f /usr/sbin/policy-rc.d; [ $$status = 0 ] || exit $$status; \
 	fi
 	@command -v cargo >/dev/null || { echo "Rust (cargo) is needed: https://rustup.rs" >&2; exit 1; }
 

@@ -6,16 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from loadfleet.agent.job import JobRunner, Outcome, engine_specs, split_evenly
+from loadfleet.agent.job import JobRunner, Outcome, engine_specs
 from loadfleet.v1 import agent_pb2, job_pb2
 from loadfleet.wire.stats import decode_histogram
 
 FAKE = Path(__file__).with_name("fake_engine.py")
-
-
-@pytest.mark.parametrize("total, parts, expected", [(5, 2, [3, 2]), (4, 4, [1, 1, 1, 1]), (1, 3, [1, 0, 0])])
-def test_split_evenly(total, parts, expected):
-    assert split_evenly(total, parts) == expected
 
 
 def spec(clients):
@@ -24,9 +19,18 @@ def spec(clients):
                            start_at_ms=10_000, duration_ms=3000)
 
 
-def test_engine_specs_never_start_idle_engines():
-    assert [s.load.closed.clients for s in engine_specs(spec(5), 2)] == [3, 2]
-    assert [s.load.closed.clients for s in engine_specs(spec(1), 4)] == [1]
+def assignment(clients_per_engine, budgets=None):
+    budgets = budgets or [0] * len(clients_per_engine)
+    return agent_pb2.Assignment(spec=spec(sum(clients_per_engine)), engines=[
+        agent_pb2.EngineShare(load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=n)), max_requests=b)
+        for n, b in zip(clients_per_engine, budgets)])
+
+
+def test_each_engine_gets_the_share_the_controller_named():
+    specs = engine_specs(assignment([3, 2], budgets=[50, 49]))
+    assert [(s.load.closed.clients, s.max_requests) for s in specs] == [(3, 50), (2, 49)]
+    assert all(s.job_id == "j" and s.targets[0].url == "http://127.0.0.1:1" for s in specs)
+    assert engine_specs(agent_pb2.Assignment(spec=spec(4))) == [spec(4)]
 
 
 @pytest.fixture
@@ -41,9 +45,10 @@ def fake_engine(tmp_path, monkeypatch):
 
 def run_job(program, clients, engines):
     sent = []
+    shares = [clients // engines + (1 if i < clients % engines else 0) for i in range(engines)]
 
     async def go():
-        return await JobRunner(spec(clients), program, engines, sent.append).run()
+        return await JobRunner(assignment(shares), program, sent.append).run()
     outcome = asyncio.run(go())
     return outcome, sent
 

@@ -108,3 +108,56 @@ load: {model: closed, clients: 1}
 def test_published_schema_is_the_one_in_use():
     published = json.loads((Path(__file__).parents[2] / "docs" / "plan.schema.json").read_text())
     assert published == plan_schema()
+
+
+MODELS = """
+duration_s: 5
+targets: [{url: "http://127.0.0.1:1"}]
+workload:
+  requests: [{name: page, path: /}, {name: image, path: /i.png}]
+  {session}
+load: {load}
+{extra}
+"""
+
+
+def models_plan(load, session="", extra=""):
+    return MODELS.replace("{load}", load).replace("{session}", session).replace("{extra}", extra)
+
+
+@pytest.mark.parametrize("load, expected", [
+    ("{model: open, rate: 500, poisson: true}", "500/s"),
+    ("{model: open, rate: 0, stages: [{duration_s: 60, target: 500}, {duration_s: 120, target: 500}]}",
+     "0/s → 500 in 60 s → 500 in 120 s"),
+    ("{model: users, users: 100, spawn_rate: 20, think: {uniform_ms: [5000, 10000]}}", "100 users at 20/s"),
+    ("{model: closed, clients: 8, think: {exponential_ms: 200}}", "8 clients"),
+])
+def test_every_load_model_parses_and_round_trips(load, expected):
+    plan = parse_plan(models_plan(load))
+    assert plan.load.describe() == expected
+    assert parse_plan(plan.to_yaml()) == plan
+
+
+def test_sessions_and_budgets():
+    session = "session: {steps: [{request: page, think: {fixed_ms: 500}}, {request: image}], repeat: 3}"
+    plan = parse_plan(models_plan("{model: users, users: 10, spawn_rate: 2}", session, "budget: {requests: 1000}"))
+    assert [s.request for s in plan.session.steps] == ["page", "image"]
+    assert plan.session.repeat == 3 and plan.max_requests == 1000
+    assert parse_plan(plan.to_yaml()) == plan
+
+
+@pytest.mark.parametrize("load, session, paths", [
+    ("{model: open}", "", {"load.rate"}),
+    ("{model: users, users: 5}", "", {"load.spawn_rate"}),
+    ("{model: closed, clients: 5, rate: 9}", "", {"load.rate"}),
+    ("{model: open, rate: 5, think: {fixed_ms: 1}}", "", {"load.think"}),
+    ("{model: users, users: 5, spawn_rate: 1, stages: [{duration_s: 1, target: 2}]}", "", {"load.stages"}),
+    ("{model: closed, clients: 0, stages: [{duration_s: 1, target: 0}]}", "", {"load.clients"}),
+    ("{model: closed, clients: 1, think: {uniform_ms: [9, 2]}}", "", {"load.think.uniform_ms"}),
+    ("{model: open, rate: 5}", "session: {steps: [{request: nope}]}",
+     {"workload.session", "workload.session.steps[0].request"}),
+])
+def test_load_mistakes_name_their_field(load, session, paths):
+    with pytest.raises(PlanError) as info:
+        parse_plan(models_plan(load, session))
+    assert paths <= {p.path for p in info.value.problems}, info.value.problems

@@ -1,6 +1,7 @@
 import pytest
 
-from loadfleet.controller.scheduler import barrier_start_ms, split_clients, split_exact
+from loadfleet.controller.load import Load, Stage, split_exact
+from loadfleet.controller.scheduler import barrier_start_ms, split_over_engines
 
 
 @pytest.mark.parametrize("total, weights, expected", [
@@ -22,8 +23,30 @@ def test_split_needs_a_positive_weight():
 
 
 def test_agents_with_no_share_are_left_out():
-    shares = split_clients(3, [("a", 2), ("b", 2), ("c", 2), ("d", 2)])
-    assert [(s.agent_id, s.clients) for s in shares] == [("a", 1), ("b", 1), ("c", 1)]
+    shares = split_over_engines(Load("closed", clients=3), 0, [("a", 2), ("b", 2), ("c", 2), ("d", 2)])
+    assert [(s.agent_id, s.load.clients, len(s.engines)) for s in shares] == [("a", 2, 2), ("b", 1, 1)]
+
+
+@pytest.mark.parametrize("load", [
+    Load("closed", clients=10, stages=(Stage(5, 3), Stage(5, 7))),
+    Load("open", rate=1000, max_connections=10, stages=(Stage(10, 0),)),
+    Load("users", users=99, spawn_rate=7),
+])
+def test_every_total_stays_exact_across_engine_slots(load):
+    agents = [("a", 3), ("b", 1), ("c", 2)]
+    shares = split_over_engines(load, 1001, agents)
+    parts = [e for s in shares for e in s.engines]
+    assert sum(e.max_requests for e in parts) == 1001
+    assert sum(e.load.clients for e in parts) == load.clients
+    assert sum(e.load.users for e in parts) == load.users
+    assert sum(e.load.rate for e in parts) == pytest.approx(load.rate)
+    assert sum(e.load.spawn_rate for e in parts) == pytest.approx(load.spawn_rate)
+    assert sum(e.load.max_connections for e in parts) == load.max_connections
+    for i, stage in enumerate(load.stages):
+        assert sum(e.load.stages[i].target for e in parts) == pytest.approx(stage.target)
+    # One engine slot per core: agent a (3 cores) carries three times agent b's budget.
+    budget = {s.agent_id: s.max_requests for s in shares}
+    assert budget["a"] in (500, 501) and budget["b"] in (166, 167)
 
 
 @pytest.mark.parametrize("now, interval, expected", [

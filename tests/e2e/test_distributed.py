@@ -159,3 +159,31 @@ def wait_for_engines(cluster, agent_id, timeout_s=20):
             return pids
         time.sleep(0.1)
     raise TimeoutError(f"{agent_id} started no engine")
+
+
+def test_a_request_budget_is_exact_across_agents_and_engines(cluster, webs, docroot, tmp_path):
+    for agent_id in ("a1", "a2"):
+        cluster.add_agent(agent_id, cores=2)  # 2 agents x 2 engines
+    cluster.wait_for_agents(2)
+    plan = plan_for(tmp_path, webs, docroot, duration_s=30, budget={"requests": 10_007})
+    code, summary, err = finish(cluster.start_run(plan))
+    assert code == 0, err
+    assert summary["total"]["figures"]["requests"] == 10_007
+    assert sum(web.server.access_log_lines() for web in webs) == 10_007
+    assert summary["duration_s"] < 30, "the run ended when the budget was spent"
+
+
+def test_open_model_rate_across_agents(cluster, webs, docroot, tmp_path):
+    for agent_id in ("a1", "a2"):
+        cluster.add_agent(agent_id)
+    cluster.wait_for_agents(2)
+    plan = write_plan(tmp_path / "open.yaml", duration_s=4,
+                      targets=[{"url": webs[0].url}], workload={"requests": [{"path": "/index.html"}]},
+                      load={"model": "open", "rate": 600, "max_connections": 32})
+    code, summary, err = finish(cluster.start_run(plan))
+    assert code == 0, err
+    assert summary["total"]["figures"]["requests"] == 2400  # 600/s for 4 s, split over 2 agents
+    run_dir = cluster.runs_dir / summary["run_id"]
+    rows = [r for r in csv.DictReader((run_dir / "intervals.csv").open()) if r["scope"] == "cluster" and r["target"] == "*"]
+    assert sum(int(r["scheduled"]) for r in rows) == 2400
+    assert sum(int(r["not_sent"]) for r in rows) == 0

@@ -4,6 +4,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::load::{Load, Think};
 use crate::rng::WeightedChoice;
 use crate::wire::pb;
 
@@ -27,9 +28,16 @@ pub struct Request {
     pub wire: Vec<Vec<u8>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Load {
-    Closed { clients: u32, think: Duration },
+/// One step of a user session.
+pub struct SessionStep {
+    pub request: usize,
+    pub think_after: Think,
+}
+
+pub struct Session {
+    pub steps: Vec<SessionStep>,
+    /// 0: until the end of the job.
+    pub repeat: u32,
 }
 
 pub struct Job {
@@ -46,6 +54,9 @@ pub struct Job {
     pub duration_ms: u64,
     pub interval_ms: u64,
     pub load: Load,
+    pub session: Option<Session>,
+    /// 0: no budget.
+    pub max_requests: u64,
 }
 
 impl Job {
@@ -92,9 +103,32 @@ impl Job {
         if request_choice.is_none() {
             problems.push("requests: at least one request with a weight above 0 is needed".into());
         }
-        let load = spec.load.as_ref().and_then(parse_load);
-        if load.is_none() {
-            problems.push("load: no load model".into());
+        let load = match spec.load.as_ref().map(Load::from_proto) {
+            Some(Ok(load)) => Some(load),
+            Some(Err(e)) => {
+                problems.push(format!("load: {e}"));
+                None
+            }
+            None => {
+                problems.push("load: no load model".into());
+                None
+            }
+        };
+        let session = spec.session.as_ref().filter(|s| !s.steps.is_empty()).map(|s| Session {
+            steps: s.steps.iter().enumerate().map(|(i, step)| {
+                if step.request as usize >= spec.requests.len() {
+                    problems.push(format!("session.steps[{i}].request: {} is not a request index", step.request));
+                }
+                let think_after = Think::from_proto(step.think_after.as_ref()).unwrap_or_else(|e| {
+                    problems.push(format!("session.steps[{i}].think_after: {e}"));
+                    Think::None
+                });
+                SessionStep { request: step.request as usize, think_after }
+            }).collect(),
+            repeat: s.repeat,
+        });
+        if session.is_some() && load.as_ref().is_some_and(Load::is_open) {
+            problems.push("session: sessions run on closed or users models, not open".into());
         }
         if spec.duration_ms == 0 {
             problems.push("duration_ms: must be above 0".into());
@@ -116,16 +150,9 @@ impl Job {
             duration_ms: u64::from(spec.duration_ms),
             interval_ms: u64::from(if spec.interval_ms == 0 { DEFAULT_INTERVAL_MS } else { spec.interval_ms }),
             load: load.expect("checked"),
+            session,
+            max_requests: spec.max_requests,
         })
-    }
-}
-
-pub fn parse_load(share: &pb::LoadShare) -> Option<Load> {
-    match share.model.as_ref()? {
-        pb::load_share::Model::Closed(c) => Some(Load::Closed {
-            clients: c.clients,
-            think: Duration::from_millis(u64::from(c.think_time_ms)),
-        }),
     }
 }
 
@@ -201,7 +228,7 @@ mod tests {
                 weight: 1,
             }],
             keep_alive: false,
-            load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 2, think_time_ms: 0 })) }),
+            load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 2, think: None })), stages: vec![] }),
             duration_ms: 1000,
             ..Default::default()
         }

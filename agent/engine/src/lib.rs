@@ -5,9 +5,12 @@
 //! engine per core, so there is nothing to share across threads and no locking on the
 //! hot path.
 
-pub mod client;
+pub mod closed;
+pub mod conns;
 pub mod http;
 pub mod job;
+pub mod load;
+pub mod open;
 pub mod rng;
 pub mod run;
 pub mod stats;

@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use loadfleet_engine::job::{parse_load, Job};
+use loadfleet_engine::job::Job;
+use loadfleet_engine::load::Load;
 use loadfleet_engine::run::Run;
 use loadfleet_engine::wire::{emit, pb, read_frame};
 use pb::engine_command::Command;
@@ -54,9 +55,9 @@ async fn engine() -> ExitCode {
         tokio::select! {
             _ = &mut running => break,
             Some(command) = commands.recv() => match command {
-                Command::Adjust(share) => match parse_load(&share) {
-                    Some(load) => steering.adjust(load),
-                    None => eprintln!("loadfleet-engine: adjust without a load model ignored"),
+                Command::Adjust(share) => match Load::from_proto(&share) {
+                    Ok(load) => steering.adjust(load),
+                    Err(e) => eprintln!("loadfleet-engine: adjust ignored: {e}"),
                 },
                 Command::Stop(_) => steering.stop(),
                 Command::Start(_) => eprintln!("loadfleet-engine: a job is already running; start ignored"),

@@ -22,6 +22,16 @@ impl Rng {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Exponentially distributed with mean 1 (Poisson arrival gaps, memoryless think times).
+    pub fn exponential(&mut self) -> f64 {
+        -(1.0 - self.unit()).ln()
+    }
+
     /// Uniform in 0..n (n > 0), by multiply-shift (Lemire), bias below 2^-32 for our n.
     pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64

@@ -1,26 +1,36 @@
-//! One job from barrier start to the final report: starts the clients at the agreed
-//! wall-clock time, reports every interval (aligned to wall-clock multiples of the
-//! interval), follows adjust and stop, and reports the last, partial interval once
+//! One job from barrier start to the final report: starts the load at the agreed
+//! wall-clock time, follows the load's level (ramps, spawn rates, adjust), reports every
+//! interval (aligned to wall-clock multiples of the interval), ends at the duration, on
+//! stop or when the request budget is spent, and reports the last, partial interval once
 //! in-flight requests have ended.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::rc::Rc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::client::Client;
-use crate::job::{Job, Load};
+use crate::closed::run_client;
+use crate::job::Job;
+use crate::load::{Load, Model, Think};
+use crate::open::{schedule, work, Backlog};
 use crate::stats::Stats;
 use crate::wire::pb;
 
-/// What the clients follow; changed by adjust and stop.
+/// How often ramps (stages, spawn rates) and the budget are looked at.
+const LEVEL_TICK_MS: i64 = 50;
+
+/// What the drivers follow; changed by ramps, adjust and stop.
 #[derive(Debug, Clone, Copy)]
 pub struct Control {
-    pub clients: u32,
-    pub think: Duration,
     pub stopped: bool,
+    /// Closed and users models: clients 0..clients run.
+    pub clients: u32,
+    /// Open model.
+    pub rate_per_s: f64,
+    pub think: Think,
 }
 
 impl Control {
@@ -29,24 +39,52 @@ impl Control {
     }
 }
 
-/// What every client of the job reads.
+/// What every driver of the job reads.
 pub struct Shared {
     pub job: Job,
     pub stats: RefCell<Stats>,
+    pub in_flight: Cell<u64>,
+    started: Cell<u64>,
+    /// Clients that completed their sessions' repetitions: not started again.
+    retired: RefCell<HashSet<u32>>,
+}
+
+impl Shared {
+    /// Permission to start one more request: false once the budget is spent.
+    pub fn take_ticket(&self) -> bool {
+        let started = self.started.get();
+        if self.job.max_requests > 0 && started >= self.job.max_requests {
+            return false;
+        }
+        self.started.set(started + 1);
+        true
+    }
+
+    fn budget_spent(&self) -> bool {
+        self.job.max_requests > 0 && self.started.get() >= self.job.max_requests && self.in_flight.get() == 0
+    }
+
+    pub fn retire(&self, client: u32) {
+        self.retired.borrow_mut().insert(client);
+    }
 }
 
 /// The handle main uses to steer a running job.
 #[derive(Clone)]
-pub struct Steering(Rc<watch::Sender<Control>>);
+pub struct Steering {
+    control: Rc<watch::Sender<Control>>,
+    adjusted: Rc<RefCell<Option<Load>>>,
+}
 
 impl Steering {
+    /// A new load, effective at once (its ramps start now).
     pub fn adjust(&self, load: Load) {
-        let Load::Closed { clients, think } = load;
-        self.0.send_modify(|c| (c.clients, c.think) = (clients, think));
+        *self.adjusted.borrow_mut() = Some(load);
+        self.control.send_modify(|_| {}); // wakes the run loop
     }
 
     pub fn stop(&self) {
-        self.0.send_modify(|c| c.stopped = true);
+        self.control.send_modify(|c| c.stopped = true);
     }
 }
 
@@ -68,14 +106,28 @@ pub struct Run {
     shared: Rc<Shared>,
     control: watch::Receiver<Control>,
     steering: Steering,
+    backlog: Rc<Backlog>,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl Run {
     pub fn new(job: Job) -> Self {
-        let Load::Closed { clients, think } = job.load;
-        let (sender, control) = watch::channel(Control { clients, think, stopped: false });
-        let stats = RefCell::new(Stats::new(&job));
-        Run { shared: Rc::new(Shared { job, stats }), control, steering: Steering(Rc::new(sender)) }
+        let think = job.load.think;
+        let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
+        let shared = Shared {
+            stats: RefCell::new(Stats::new(&job)),
+            job,
+            in_flight: Cell::new(0),
+            started: Cell::new(0),
+            retired: RefCell::new(HashSet::new()),
+        };
+        Run {
+            shared: Rc::new(shared),
+            control,
+            steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)) },
+            backlog: Rc::new(Backlog::default()),
+            tasks: Vec::new(),
+        }
     }
 
     pub fn steering(&self) -> Steering {
@@ -84,54 +136,96 @@ impl Run {
 
     /// Produces the load and calls `report` for every interval, the last one with final set.
     pub async fn execute(mut self, mut report: impl FnMut(pb::IntervalReport)) {
-        let job = &self.shared.job;
+        let job = &Rc::clone(&self.shared).job;
         let interval = job.interval_ms as i64;
         let end_ms = job.start_at_ms.max(now_ms()) + job.duration_ms as i64;
         tokio::select! {
             () = sleep_until_ms(job.start_at_ms) => {}
             _ = self.control.wait_for(|c| c.stopped) => {}
         }
+        let mut load = job.load.clone();
+        let mut load_since = Instant::now();
+        if let Model::Open { poisson, max_connections, .. } = load.model {
+            self.start_open(poisson, max_connections);
+        }
         let mut interval_start = now_ms() / interval * interval;
-        let mut clients: Vec<JoinHandle<()>> = Vec::new();
         loop {
-            let control = *self.control.borrow_and_update();
-            if control.stopped {
+            if let Some(adjusted) = self.steering.adjusted.borrow_mut().take() {
+                if adjusted.is_open() == load.is_open() {
+                    (load, load_since) = (adjusted, Instant::now());
+                } else {
+                    eprintln!("loadfleet-engine: adjust cannot switch between open and closed models; ignored");
+                }
+            }
+            let control = self.follow_level(&load, load_since.elapsed());
+            if control.stopped || self.shared.budget_spent() {
                 break;
             }
-            self.spawn_missing(&mut clients, control.clients);
+            if !load.is_open() {
+                self.spawn_missing_clients(control.clients);
+            }
             let boundary = interval_start + interval;
+            let wake = boundary.min(end_ms).min(now_ms() + LEVEL_TICK_MS);
             tokio::select! {
-                () = sleep_until_ms(boundary.min(end_ms)) => {
-                    if now_ms() >= end_ms {
+                () = sleep_until_ms(wake) => {
+                    let now = now_ms();
+                    if now >= end_ms {
                         break;
                     }
-                    report(self.shared.stats.borrow_mut().take_report(job, interval_start, false));
-                    interval_start = boundary;
+                    if now >= boundary {
+                        report(self.shared.stats.borrow_mut().take_report(job, interval_start, false));
+                        interval_start = boundary;
+                    }
                 }
                 _ = self.control.changed() => {}
             }
         }
         self.steering.stop();
-        for client in clients {
-            // Clients end after their in-flight request, which the request timeout bounds.
-            let _ = client.await;
+        for task in self.tasks.drain(..) {
+            // Drivers end after their in-flight request, which the request timeout bounds.
+            let _ = task.await;
         }
+        self.backlog.drain_not_sent(&self.shared);
         report(self.shared.stats.borrow_mut().take_report(job, interval_start, true));
     }
 
-    /// Starts clients 0..wanted that are not running (all at first; new ones after adjust up).
-    fn spawn_missing(&self, clients: &mut Vec<JoinHandle<()>>, wanted: u32) {
+    /// Sets the level the load has reached (clients or rate); returns the control now in force.
+    fn follow_level(&mut self, load: &Load, elapsed: Duration) -> Control {
+        let level = load.level_at(elapsed);
+        self.steering.control.send_if_modified(|c| {
+            let before = (c.clients, c.rate_per_s, c.think);
+            if load.is_open() {
+                c.rate_per_s = level;
+            } else {
+                c.clients = level.round() as u32;
+            }
+            c.think = load.think;
+            before != (c.clients, c.rate_per_s, c.think)
+        });
+        *self.control.borrow_and_update()
+    }
+
+    fn start_open(&mut self, poisson: bool, max_connections: u32) {
+        let (shared, backlog) = (&self.shared, &self.backlog);
+        self.tasks.push(tokio::task::spawn_local(schedule(Rc::clone(shared), Rc::clone(backlog), self.control.clone(), poisson)));
+        for _ in 0..max_connections {
+            self.tasks.push(tokio::task::spawn_local(work(Rc::clone(shared), Rc::clone(backlog), self.control.clone())));
+        }
+    }
+
+    /// Starts clients 0..wanted that are not running (new ones as the level rises).
+    fn spawn_missing_clients(&mut self, wanted: u32) {
         for id in 0..wanted {
             let index = id as usize;
-            if index < clients.len() && !clients[index].is_finished() {
+            let running = index < self.tasks.len() && !self.tasks[index].is_finished();
+            if running || self.shared.retired.borrow().contains(&id) {
                 continue;
             }
-            let client = Client::new(id, Rc::clone(&self.shared), self.control.clone());
-            let handle = tokio::task::spawn_local(client.run());
-            if index < clients.len() {
-                clients[index] = handle;
+            let handle = tokio::task::spawn_local(run_client(id, Rc::clone(&self.shared), self.control.clone()));
+            if index < self.tasks.len() {
+                self.tasks[index] = handle;
             } else {
-                clients.push(handle);
+                self.tasks.push(handle);
             }
         }
     }

@@ -11,6 +11,8 @@ use crate::wire::pb;
 const LOWEST_US: u64 = 1;
 const HIGHEST_US: u64 = 3_600_000_000;
 const SIGNIFICANT_DIGITS: u8 = 3;
+/// A send this much after it was due counts as late (timer resolution is 1 ms).
+const LATE_AFTER_US: u64 = 1000;
 /// Error messages sent per interval; enough to see what is wrong without a flood.
 const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
 
@@ -36,16 +38,23 @@ struct Slot {
     /// A gauge, not reset per interval: open connections whose last request was this slot's.
     active: u64,
     latency: Histogram<u64>,
+    // Open model: sends due, sent late, the worst lag, and dropped for want of a connection.
+    scheduled: u64,
+    sent_late: u64,
+    max_send_lag_us: u64,
+    not_sent: u64,
 }
 
 impl Slot {
     fn new() -> Self {
-        Slot { requests: 0, status: [0; 5], errors: [0; 8], bytes_in: 0, bytes_out: 0, opened: 0, closed: 0, active: 0, latency: new_histogram() }
+        Slot { requests: 0, status: [0; 5], errors: [0; 8], bytes_in: 0, bytes_out: 0, opened: 0, closed: 0, active: 0, latency: new_histogram(),
+               scheduled: 0, sent_late: 0, max_send_lag_us: 0, not_sent: 0 }
     }
 
     /// Zeroes the interval's counts; the active-connection gauge carries over.
     fn start_interval(&mut self) {
         (self.requests, self.bytes_in, self.bytes_out, self.opened, self.closed) = (0, 0, 0, 0, 0);
+        (self.scheduled, self.sent_late, self.max_send_lag_us, self.not_sent) = (0, 0, 0, 0);
         self.status = [0; 5];
         self.errors = [0; 8];
         self.latency.reset();
@@ -53,6 +62,7 @@ impl Slot {
 
     fn is_quiet(&self) -> bool {
         self.requests == 0 && self.opened == 0 && self.closed == 0 && self.active == 0
+            && self.scheduled == 0 && self.not_sent == 0
     }
 }
 
@@ -91,6 +101,25 @@ impl Stats {
                 }
             }
         }
+    }
+
+    /// Open model: a request fell due.
+    pub fn scheduled(&mut self, slot: usize) {
+        self.slots[slot].scheduled += 1;
+    }
+
+    /// Open model: a request went out `lag_us` after it was due.
+    pub fn sent(&mut self, slot: usize, lag_us: u64) {
+        let s = &mut self.slots[slot];
+        if lag_us > LATE_AFTER_US {
+            s.sent_late += 1;
+        }
+        s.max_send_lag_us = s.max_send_lag_us.max(lag_us);
+    }
+
+    /// Open model: a due request found no free connection in time and was not sent.
+    pub fn not_sent(&mut self, slot: usize) {
+        self.slots[slot].not_sent += 1;
     }
 
     pub fn connection_opened(&mut self, slot: usize) {
@@ -140,6 +169,10 @@ impl Stats {
                 connections_closed: s.closed,
                 active_connections: s.active,
                 latency_histogram: histogram,
+                scheduled: s.scheduled,
+                sent_late: s.sent_late,
+                max_send_lag_us: s.max_send_lag_us,
+                not_sent: s.not_sent,
             });
             s.start_interval();
         }

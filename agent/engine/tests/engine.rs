@@ -133,7 +133,7 @@ fn adjust_changes_the_number_of_clients() {
         Some(pb::engine_event::Event::Interval(report)) => report,
         other => panic!("expected an interval, got {other:?}"),
     };
-    let share = pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 5, think_time_ms: 0 })) };
+    let share = pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 5, think: None })), stages: vec![] };
     engine.send(Command::Adjust(share));
     let reports = engine.collect();
     assert_eq!(total(&[first.clone()], |s| s.connections_opened) + total(&reports, |s| s.connections_opened), 5,

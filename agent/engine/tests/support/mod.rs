@@ -20,6 +20,8 @@ pub struct Served {
     pub responses: AtomicU64,
     pub bytes: AtomicU64,
     pub connections: AtomicU64,
+    /// While set, /stallable answers only after this moment.
+    pub stall_until: std::sync::Mutex<Option<Instant>>,
 }
 
 pub struct TestServer {
@@ -27,8 +29,21 @@ pub struct TestServer {
     pub served: Arc<Served>,
 }
 
+impl TestServer {
+    /// From `after` on, for `length`, every /stallable request waits (a server hiccup).
+    pub fn stall(&self, after: Duration, length: Duration) {
+        let served = Arc::clone(&self.served);
+        thread::spawn(move || {
+            thread::sleep(after);
+            *served.stall_until.lock().unwrap() = Some(Instant::now() + length);
+        });
+    }
+}
+
 /// Paths: /ok/N (N-byte body, Content-Length), /chunked/N (N bytes in 3 chunks),
-/// /close/N (body delimited by closing), /slow/MS (answers after MS ms), /status/CODE.
+/// /close/N (body delimited by closing), /slow/MS (answers after MS ms), /status/CODE,
+/// /stallable (see `TestServer::stall`), and broken answers: /cut/N (closes after N of 2N
+/// promised body bytes), /garbage (not HTTP), /bighead (80 KB of headers).
 pub fn start_server() -> TestServer {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -94,6 +109,22 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
             }
             "status" => format!("HTTP/1.1 {n} X\r\nContent-Length: 0\r\n\r\n"),
+            "stallable" => {
+                let until = *served.stall_until.lock().unwrap();
+                if let Some(until) = until.filter(|u| *u > Instant::now()) {
+                    thread::sleep(until - Instant::now());
+                }
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_string()
+            }
+            "cut" => {
+                let _ = writer.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", 2 * n).as_bytes());
+                return;
+            }
+            "garbage" => {
+                let _ = writer.write_all(b"HTTP/1.1 2x0 \x01\r\nzz\r\n\r\n");
+                return;
+            }
+            "bighead" => format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "h".repeat(80_000)),
             _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
         };
         if writer.write_all(response.as_bytes()).is_err() {
@@ -107,6 +138,19 @@ fn serve_connection(stream: TcpStream, served: &Served) {
     }
 }
 
+/// A listener on 127.0.0.1 that never accepts and whose queue is full, so new
+/// connections get no answer (a connect timeout). Keep it alive while in use.
+pub fn unanswering_listener() -> (socket2::Socket, String, Vec<std::net::TcpStream>) {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+    socket.listen(0).unwrap();
+    let addr = socket.local_addr().unwrap().as_socket().unwrap();
+    // Fill the accept queue; later SYNs are dropped.
+    let fillers = (0..3).filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()).collect();
+    (socket, format!("http://{addr}"), fillers)
+}
+
 /// A port on 127.0.0.1 that nothing listens on.
 pub fn closed_port_url() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -115,6 +159,24 @@ pub fn closed_port_url() -> String {
 
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+pub fn open_job(url: &str, path: &str, rate_per_s: f64, poisson: bool, duration_ms: u32) -> pb::JobSpec {
+    let mut spec = closed_job(&[(url, 1)], vec![get("r", path, 1)], 1, duration_ms, 1000);
+    let open = pb::OpenModel { rate_per_s, poisson, max_connections: 64 };
+    spec.load = Some(pb::LoadShare { model: Some(pb::load_share::Model::Open(open)), stages: vec![] });
+    spec
+}
+
+/// The latency histogram of all responses in `reports`.
+pub fn latency(reports: &[pb::IntervalReport]) -> hdrhistogram::Histogram<u64> {
+    use hdrhistogram::serialization::Deserializer;
+    let mut all = loadfleet_engine::stats::new_histogram();
+    for s in reports.iter().flat_map(|r| &r.stats).filter(|s| !s.latency_histogram.is_empty()) {
+        let h: hdrhistogram::Histogram<u64> = Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).unwrap();
+        all.add(h).unwrap();
+    }
+    all
 }
 
 pub fn get(name: &str, path: &str, weight: u32) -> pb::RequestSpec {
@@ -132,10 +194,11 @@ pub fn closed_job(targets: &[(&str, u32)], requests: Vec<pb::RequestSpec>, clien
         keep_alive: true,
         connect_timeout_ms: 1000,
         request_timeout_ms: 2000,
-        load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients, think_time_ms: 0 })) }),
+        load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients, think: None })), stages: vec![] }),
         start_at_ms,
         duration_ms,
         interval_ms,
+        ..Default::default()
     }
 }
 

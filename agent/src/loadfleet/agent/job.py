@@ -1,6 +1,6 @@
 """One job on this agent: its engines, and the merge of their intervals.
 
-The agent's share is split over its engines (one per core) exactly. Each engine
+The assignment names each engine's share (one per core). Each engine
 reports every interval; an interval is merged and sent up as soon as every engine
 still alive has reported it, so the controller gets one report per interval per agent.
 """
@@ -26,32 +26,29 @@ class Outcome(enum.Enum):
     STOPPED = agent_pb2.JOB_STATE_STOPPED
 
 
-def split_evenly(total: int, parts: int) -> list[int]:
-    """`total` in `parts` whole shares differing by at most one, summing to `total`."""
-    base, extra = divmod(total, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
-
-
-def engine_specs(spec: job_pb2.JobSpec, n_engines: int) -> list[job_pb2.JobSpec]:
-    """The job split over engines; engines that would get no load are left out."""
-    clients = spec.load.closed.clients
+def engine_specs(assignment: agent_pb2.Assignment) -> list[job_pb2.JobSpec]:
+    """One spec per engine, with the share the controller gave that engine (it splits the
+    fleet's load over every engine slot at once, so totals stay exact fleet-wide)."""
+    if not assignment.engines:
+        return [assignment.spec]
     specs = []
-    for share in split_evenly(clients, max(1, min(n_engines, clients))):
-        engine_spec = job_pb2.JobSpec()
-        engine_spec.CopyFrom(spec)
-        engine_spec.load.closed.clients = share
-        specs.append(engine_spec)
+    for share in assignment.engines:
+        spec = job_pb2.JobSpec()
+        spec.CopyFrom(assignment.spec)
+        spec.load.CopyFrom(share.load)
+        spec.max_requests = share.max_requests
+        specs.append(spec)
     return specs
 
 
 class JobRunner:
     """Runs one job; `send` queues a message for the controller (never blocks)."""
 
-    def __init__(self, spec: job_pb2.JobSpec, engine_program: str, n_engines: int,
+    def __init__(self, assignment: agent_pb2.Assignment, engine_program: str,
                  send: Callable[[agent_pb2.AgentMessage], None]):
-        self.spec = spec
+        self.spec = assignment.spec
+        self._engine_specs = engine_specs(assignment)
         self._program = engine_program
-        self._n_engines = n_engines
         self._send = send
         self._engines: list[EngineProcess] = []
         self._live: set[int] = set()
@@ -98,7 +95,7 @@ class JobRunner:
             engine.kill()
 
     async def _start_engines(self) -> None:
-        for engine_spec in engine_specs(self.spec, self._n_engines):
+        for engine_spec in self._engine_specs:
             engine = await EngineProcess.spawn(self._program)
             self._engines.append(engine)
             self._live.add(len(self._engines) - 1)

@@ -128,7 +128,7 @@ class Agent:
             self._lease.renew(self._lease_ms)
             kind = message.WhichOneof("body")
             if kind == "assignment":
-                self._start_job(message.assignment.spec)
+                self._start_job(message.assignment)
             elif kind == "stop":
                 if self._job and self._job.job_id == message.stop.job_id:
                     await self._job.stop()
@@ -154,13 +154,14 @@ class Agent:
                 health=agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
                                         loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct))))
 
-    def _start_job(self, spec) -> None:
+    def _start_job(self, assignment: agent_pb2.Assignment) -> None:
+        spec = assignment.spec
         if self._job is not None:
             self._outbox.put(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
                 job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED,
                 message=f"agent is busy with job {self._job.job_id}")))
             return
-        self._job = JobRunner(spec, self.config.engine_program, self.config.cores, self._outbox.put)
+        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put)
         self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")
 
     async def _run_job(self, job: JobRunner) -> None:

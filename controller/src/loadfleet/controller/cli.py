@@ -16,7 +16,7 @@ from google.protobuf import json_format
 from loadfleet.v1 import run_pb2
 from loadfleet.wire import DEFAULT_CONTROLLER
 
-from . import __version__, console
+from . import __version__, console, report
 from .client import RunClient
 from .core import DEFAULT_RUNS_DIR, Controller
 from .errors import EXIT_OK, EXIT_RUN_FAILED, LoadfleetError, UsageError
@@ -65,6 +65,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("plan", type=Path)
 
     p = sub.add_parser("schema", help="print the plan's JSON Schema")
+
+    p = sub.add_parser("report", help="write a run's report.html (tables, plots over time, events)",
+                       description="Build one self-contained HTML file from a run directory "
+                                   "(summary.json, intervals.csv). Every run writes it at its end; "
+                                   "this writes it again, e.g. after an upgrade.",
+                       epilog="example: loadfleet report runs/20261123-071223-c3c8")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run directory, e.g. runs/<run-id>")
+    p.add_argument("--out", type=Path, metavar="FILE", help="where to write (default RUN_DIR/report.html)")
+
+    p = sub.add_parser("compare", help="compare runs side by side (table, and HTML with overlaid curves)",
+                       description="Print the runs' totals side by side (changes against the first run) "
+                                   "and write an HTML file with their req/s and p99 curves overlaid, "
+                                   "aligned at their start.",
+                       epilog="example: loadfleet compare runs/A runs/B --out before-after.html")
+    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="two or more run directories")
+    p.add_argument("--out", type=Path, default=report.DEFAULT_COMPARE_FILE, metavar="FILE",
+                   help=f"HTML file to write (default {report.DEFAULT_COMPARE_FILE})")
+    p.add_argument("--json", action="store_true", help="print the table as JSON (the HTML is still written)")
 
     for name, text in (("agents", "list the controller's agents"), ("runs", "list the controller's runs")):
         p = sub.add_parser(name, help=text)
@@ -116,11 +134,16 @@ async def _dispatch(args) -> int:
     if args.command == "validate":
         plan = load_plan(args.plan)
         print(f"{args.plan}: ok ({len(plan.targets)} targets, {len(plan.requests)} requests, "
-              f"{plan.load.clients} clients, {plan.duration_s:g} s)")
+              f"{plan.load.describe()}, {plan.duration_s:g} s)")
         return EXIT_OK
     if args.command == "schema":
         print(json.dumps(plan_schema(), indent=2))
         return EXIT_OK
+    if args.command == "report":
+        print(f"wrote {report.write_report(args.run_dir, args.out)}")
+        return EXIT_OK
+    if args.command == "compare":
+        return compare_runs(args.run_dirs, args.out, args.json)
     async with RunClient(args.controller) as client:
         if args.command == "agents":
             agents = await client.list_agents()
@@ -136,6 +159,19 @@ def _print_listing(items, table, as_json: bool) -> None:
         print(json.dumps([json_format.MessageToDict(i) for i in items], indent=2))
     else:
         print(table(items))
+
+
+def compare_runs(run_dirs: list[Path], out: Path, as_json: bool) -> int:
+    if len(run_dirs) < 2:
+        raise UsageError("compare needs at least two run directories")
+    runs = [report.load_run(d) for d in run_dirs]  # every run is read before anything is written
+    written = report.write_compare(runs, out)
+    if as_json:
+        print(json.dumps({"runs": report.compare_rows(runs), "html": str(written)}, indent=2))
+    else:
+        print(report.compare_text(runs))
+        print(f"wrote {written}")
+    return EXIT_OK
 
 
 async def serve_controller(listen: str, controller: Controller) -> int:

@@ -5,6 +5,7 @@ import enum
 from dataclasses import dataclass
 
 from .plan import Plan
+from .scheduler import EngineShare
 
 
 class JobState(enum.Enum):
@@ -21,11 +22,11 @@ class JobState(enum.Enum):
 
 @dataclass(frozen=True)
 class JobAssignment:
-    """One agent's share of a run: the plan with its own number of clients."""
+    """One agent's share of a run: the plan, and the share of each engine to start."""
 
     job_id: str
     plan: Plan
-    clients: int
+    engines: tuple[EngineShare, ...]
     start_at_ms: int
 
 

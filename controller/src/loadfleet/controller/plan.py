@@ -20,6 +20,7 @@ import jsonschema
 import yaml
 
 from .errors import PlanError, Problem
+from .load import Load, Think
 
 DEFAULT_INTERVAL_MS = 1000
 DEFAULT_CONNECT_TIMEOUT_MS = 3000
@@ -44,9 +45,17 @@ class Request:
 
 
 @dataclass(frozen=True)
-class ClosedLoad:
-    clients: int
-    think_time_ms: int = 0
+class SessionStep:
+    request: str
+    think: Think = Think()
+
+
+@dataclass(frozen=True)
+class Session:
+    """What each client or user does: these requests in order, `repeat` times (0: until the end)."""
+
+    steps: tuple[SessionStep, ...]
+    repeat: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,8 +84,11 @@ class Plan:
     duration_s: float
     targets: tuple[Target, ...]
     requests: tuple[Request, ...]
-    load: ClosedLoad
+    load: Load
     keep_alive: bool = True
+    session: Session | None = None
+    # Stop after exactly this many requests across the fleet (0: no budget).
+    max_requests: int = 0
     interval_ms: int = DEFAULT_INTERVAL_MS
     connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
@@ -94,10 +106,16 @@ class Plan:
                 "keep_alive": self.keep_alive,
                 "requests": [_request_doc(r) for r in self.requests],
             },
-            "load": {"model": "closed", **asdict(self.load)},
+            "load": self.load.to_doc(),
             "timeouts": {"connect_ms": self.connect_timeout_ms, "request_ms": self.request_timeout_ms},
             "agents": _agents_doc(self.agents),
         }
+        if self.session:
+            doc["workload"]["session"] = {
+                "steps": [{"request": st.request, "think": st.think.to_doc()} for st in self.session.steps],
+                "repeat": self.session.repeat}
+        if self.max_requests:
+            doc["budget"] = {"requests": self.max_requests}
         if self.influxdb:
             doc["sinks"] = {"influxdb": {k: v for k, v in asdict(self.influxdb).items() if v}}
         return yaml.safe_dump(doc, sort_keys=False)
@@ -188,10 +206,42 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
     if requests and not any(r.weight > 0 for r in requests):
         problems.append(Problem("workload", "at least one request needs a weight above 0"))
 
-    load = doc["load"]
-    if load["model"] == "closed" and "clients" not in load:
-        problems.append(Problem("load.clients", "the closed model needs 'clients'"))
+    problems += _load_problems(doc["load"])
+    session = workload.get("session")
+    if session:
+        names = {r.name for r in requests}
+        for i, step in enumerate(session["steps"]):
+            if step["request"] not in names:
+                problems.append(Problem(f"workload.session.steps[{i}].request",
+                                        f"no request is named '{step['request']}'"))
+        if doc["load"]["model"] == "open":
+            problems.append(Problem("workload.session", "sessions run on the closed or users model, not open"))
     return problems, requests
+
+
+# What each model needs, and what it cannot have.
+_MODEL_NEEDS = {"closed": ("clients",), "open": ("rate",), "users": ("users", "spawn_rate")}
+_MODEL_ONLY = {"clients": "closed", "rate": "open", "poisson": "open", "max_connections": "open",
+               "users": "users", "spawn_rate": "users"}
+
+
+def _load_problems(load: dict) -> list[Problem]:
+    model = load["model"]
+    problems = [Problem(f"load.{key}", f"the {model} model needs '{key}'")
+                for key in _MODEL_NEEDS[model] if key not in load]
+    problems += [Problem(f"load.{key}", f"'{key}' belongs to the {owner} model, not {model}")
+                 for key, owner in _MODEL_ONLY.items() if key in load and owner != model]
+    level_key = {"closed": "clients", "open": "rate"}.get(model)
+    if level_key and load.get(level_key) == 0 and not any(s["target"] > 0 for s in load.get("stages", [])):
+        problems.append(Problem(f"load.{level_key}", f"{level_key} is 0 and no stage raises it: there would be no load"))
+    if model == "open" and ("think" in load or "think_time_ms" in load):
+        problems.append(Problem("load.think", "the open model has no think time (requests come at the rate)"))
+    if "stages" in load and model == "users":
+        problems.append(Problem("load.stages", "users grow by their spawn_rate; stages ramp closed or open loads"))
+    think = load.get("think", {})
+    if "uniform_ms" in think and think["uniform_ms"][0] > think["uniform_ms"][1]:
+        problems.append(Problem("load.think.uniform_ms", "the minimum is above the maximum"))
+    return problems
 
 
 def _url_problem(url: str) -> str | None:
@@ -212,6 +262,13 @@ def _url_problem(url: str) -> str | None:
 def _resolve(path: str, base_dir: Path | None) -> Path:
     p = Path(path)
     return p if p.is_absolute() or base_dir is None else base_dir / p
+
+
+def _session(doc: dict | None) -> Session | None:
+    if not doc:
+        return None
+    steps = tuple(SessionStep(s["request"], Think.from_doc(s.get("think"))) for s in doc["steps"])
+    return Session(steps, doc.get("repeat", 0))
 
 
 def _request(doc: dict) -> Request:
@@ -264,7 +321,9 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
         targets=tuple(Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1)) for t in doc["targets"]),
         requests=tuple(requests),
         keep_alive=doc["workload"].get("keep_alive", True),
-        load=ClosedLoad(clients=load["clients"], think_time_ms=load.get("think_time_ms", 0)),
+        load=Load.from_doc(load),
+        session=_session(doc["workload"].get("session")),
+        max_requests=doc.get("budget", {}).get("requests", 0),
         connect_timeout_ms=timeouts.get("connect_ms", DEFAULT_CONNECT_TIMEOUT_MS),
         request_timeout_ms=timeouts.get("request_ms", DEFAULT_REQUEST_TIMEOUT_MS),
         agents=AgentSelection(

@@ -22,7 +22,7 @@ from .events import Event, EventKind
 from .figures import Figures, figures_of
 from .jobs import JobAssignment, JobReport, JobState
 from .plan import Plan
-from .scheduler import barrier_start_ms, split_clients
+from .scheduler import barrier_start_ms, split_over_engines
 from .sinks import Sink
 from .sinks.points import agent_point, event_point, http_points, step_point
 from .summary import RunSummary, summarize
@@ -195,22 +195,24 @@ class Run:
             await self._registry.wait_changed(min(0.5, max(0.0, deadline - time.monotonic())))
 
     def _assign(self, agents: list[AgentRecord]) -> None:
-        shares = split_clients(self.plan.load.clients, [(a.agent_id, a.identity.cores) for a in agents])
+        shares = split_over_engines(self.plan.load, self.plan.max_requests,
+                                    [(a.agent_id, a.identity.cores) for a in agents])
         self._load_start_ms = barrier_start_ms(self._clock_ms(), self.plan.interval_ms)
         self._load_end_ms = self._load_start_ms + int(self.plan.duration_s * 1000)
         self._aggregator = RunAggregator(s.agent_id for s in shares)
         rundir.write_plan(self.run_dir, self.plan.to_yaml())
         for share in shares:
             record = self._registry.get(share.agent_id)
-            assignment = JobAssignment(job_id=self.job_id, plan=self.plan, clients=share.clients,
+            assignment = JobAssignment(job_id=self.job_id, plan=self.plan, engines=share.engines,
                                        start_at_ms=self._load_start_ms)
             self._assigned[share.agent_id] = assignment
             record.state = AgentState.BUSY
             record.link.assign(assignment)
-        split = ", ".join(f"{s.agent_id}={s.clients}" for s in shares)
+        split = ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
+        budget = f", {self.plan.max_requests} requests at most" if self.plan.max_requests else ""
         self._emit(Event(EventKind.RUN_STARTED,
-                         f"run {self.run_id}: {self.plan.load.clients} clients on {len(shares)} agent(s) "
-                         f"({split}) for {self.plan.duration_s:g} s"))
+                         f"run {self.run_id}: {self.plan.load.describe()} on {len(shares)} agent(s) "
+                         f"({split}) for {self.plan.duration_s:g} s{budget}"))
 
     async def _collect(self) -> None:
         deadline_ms = self._load_end_ms + self.plan.request_timeout_ms + FINISH_SLACK_MS
@@ -242,7 +244,7 @@ class Run:
         )
         self._to_sinks([step_point(
             run_id=self.run_id, step=SINGLE_STEP, servers=len(self.plan.targets),
-            offered=float(self.plan.load.clients), start_ms=self.summary.started_ms,
+            offered=self.plan.load.peak, start_ms=self.summary.started_ms,
             total=self.summary.total.figures, bytes_per_s=self.summary.total.figures.mb_per_s * 1e6,
             generator_bound=False)])
         if self._assigned:

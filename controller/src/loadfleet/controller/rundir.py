@@ -1,5 +1,5 @@
 """The run directory `runs/<run-id>/`: plan.yaml, summary.json, intervals.csv,
-latency.hlog.
+latency.hlog, and report.html built from them (report/).
 
 intervals.csv has one row per interval per scope: `cluster` rows merge all agents,
 `agent` rows are one agent's; within a scope there is a row per (target, request) and
@@ -14,14 +14,19 @@ import base64
 import csv
 import io
 import json
+import logging
 import os
 from pathlib import Path
 
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, encode_histogram, error_kind_name, merge_rows
 
 from .aggregate import TOTAL, RunAggregator
+from .errors import LoadfleetError
 from .figures import PERCENTILES, figures_of
+from .report import REPORT_FILE, write_report
 from .summary import RunSummary
+
+log = logging.getLogger(__name__)
 
 INTERVAL_COLUMNS = (
     ["interval_start_ms", "scope", "agent", "target", "request", "requests", "ok", "failed",
@@ -30,7 +35,7 @@ INTERVAL_COLUMNS = (
     + ["bytes_in", "bytes_out", "conns_opened", "conns_closed", "active_conns", "rps", "mb_per_s",
        "mean_ms", "stddev_ms", "min_ms"]
     + [f"{name}_ms" for name, _ in PERCENTILES]
-    + ["max_ms"]
+    + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
 )
 
 
@@ -49,6 +54,10 @@ def write_results(run_dir: Path, summary: RunSummary, aggregator: RunAggregator,
     write_atomic(run_dir / "summary.json", json.dumps(summary.to_json(), indent=2) + "\n")
     write_atomic(run_dir / "intervals.csv", intervals_csv(aggregator, interval_ms))
     write_atomic(run_dir / "latency.hlog", latency_log(aggregator, interval_ms))
+    try:  # built from the files above; the run's results stand even when the report fails
+        write_report(run_dir)
+    except (LoadfleetError, OSError, ValueError) as exc:
+        log.warning("%s not written: %s", run_dir / REPORT_FILE, exc)
 
 
 def intervals_csv(aggregator: RunAggregator, interval_ms: int) -> str:
@@ -98,4 +107,5 @@ def _csv_row(start: int, scope: str, agent: str, row: StatsRow, seconds: float) 
         round(lat.mean_ms, 3), round(lat.stddev_ms, 3), round(lat.min_ms, 3),
         *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
         round(lat.max_ms, 3),
+        row.scheduled, row.sent_late, round(row.max_send_lag_us / 1000, 3), row.not_sent,
     ]

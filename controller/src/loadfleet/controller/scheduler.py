@@ -1,14 +1,16 @@
 """Who runs what share, and when.
 
-Load is split across agents in proportion to their cores with the largest-remainder
-method, so shares are whole numbers that add up exactly to the plan's total. Every
-agent starts at the same absolute time (barrier start), a little in the future and
-aligned to an interval boundary so that all drivers' intervals line up.
+Load is split over every engine slot of the fleet (one per agent core) at once, with
+the exact split of `load.split_load`, so every total (clients, users, budgets) adds up
+exactly and agents get load in proportion to their cores. Every agent starts at the
+same absolute time (barrier start), a little in the future and aligned to an interval
+boundary so that all drivers' intervals line up.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from .load import Load, Stage, split_load
 
 # How far ahead the barrier is set: time for every agent to receive its assignment
 # and start its drivers before load begins.
@@ -16,31 +18,46 @@ DEFAULT_BARRIER_LEAD_MS = 2000
 
 
 @dataclass(frozen=True)
+class EngineShare:
+    load: Load
+    max_requests: int = 0
+
+
+@dataclass(frozen=True)
 class AgentShare:
     agent_id: str
-    clients: int
+    engines: tuple[EngineShare, ...]
+
+    @property
+    def load(self) -> Load:
+        """The agent's whole share: the sum of its engines' shares."""
+        return combine([e.load for e in self.engines])
+
+    @property
+    def max_requests(self) -> int:
+        return sum(e.max_requests for e in self.engines)
 
 
-def split_exact(total: int, weights: list[int]) -> list[int]:
-    """Splits `total` into whole parts proportional to `weights`, summing to `total`.
-
-    Ties in the remainders go to the earlier weight, so the result is deterministic.
-    """
-    if not weights or sum(weights) <= 0:
-        raise ValueError("split_exact needs at least one positive weight")
-    weight_sum = sum(weights)
-    exact = [total * w / weight_sum for w in weights]
-    parts = [math.floor(x) for x in exact]
-    by_remainder = sorted(range(len(weights)), key=lambda i: (-(exact[i] - parts[i]), i))
-    for i in by_remainder[: total - sum(parts)]:
-        parts[i] += 1
-    return parts
+def split_over_engines(load: Load, max_requests: int, agents: list[tuple[str, int]]) -> list[AgentShare]:
+    """Shares for (agent_id, cores) pairs, one engine per core; agents with no work are left out."""
+    slots = [agent_id for agent_id, cores in agents for _ in range(max(1, cores))]
+    parts = split_load(load, max_requests, [1] * len(slots))
+    shares: dict[str, list[EngineShare]] = {}
+    for agent_id, part in zip(slots, parts):
+        if part is not None:
+            shares.setdefault(agent_id, []).append(EngineShare(*part))
+    return [AgentShare(agent_id, tuple(shares[agent_id])) for agent_id, _ in agents if agent_id in shares]
 
 
-def split_clients(clients: int, agents: list[tuple[str, int]]) -> list[AgentShare]:
-    """Shares of `clients` for (agent_id, cores) pairs; agents whose share is 0 are left out."""
-    parts = split_exact(clients, [max(1, cores) for _, cores in agents])
-    return [AgentShare(agent_id, n) for (agent_id, _), n in zip(agents, parts) if n > 0]
+def combine(parts: list[Load]) -> Load:
+    """Adds loads of the same model (whole numbers and rates add, stage targets add)."""
+    first = parts[0]
+    return replace(
+        first,
+        clients=sum(p.clients for p in parts), users=sum(p.users for p in parts),
+        rate=sum(p.rate for p in parts), spawn_rate=sum(p.spawn_rate for p in parts),
+        max_connections=sum(p.max_connections for p in parts),
+        stages=tuple(Stage(s.duration_s, sum(p.stages[i].target for p in parts)) for i, s in enumerate(first.stages)))
 
 
 def barrier_start_ms(now_ms: int, interval_ms: int, lead_ms: int = DEFAULT_BARRIER_LEAD_MS) -> int:

@@ -69,6 +69,11 @@ class StatsRow:
     connections_closed: int = 0
     active_connections: int = 0
     histogram: HdrHistogram = field(default_factory=new_histogram)
+    # Open model: requests due, sent late (> 1 ms), the worst send lag, and never sent.
+    scheduled: int = 0
+    sent_late: int = 0
+    max_send_lag_us: int = 0
+    not_sent: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -101,6 +106,10 @@ class StatsRow:
         self.connections_closed += other.connections_closed
         self.active_connections += other.active_connections
         self.histogram.add(other.histogram)
+        self.scheduled += other.scheduled
+        self.sent_late += other.sent_late
+        self.max_send_lag_us = max(self.max_send_lag_us, other.max_send_lag_us)
+        self.not_sent += other.not_sent
 
     @classmethod
     def from_proto(cls, pb: stats_pb2.IntervalStats) -> StatsRow:
@@ -116,6 +125,10 @@ class StatsRow:
             connections_closed=pb.connections_closed,
             active_connections=pb.active_connections,
             histogram=decode_histogram(pb.latency_histogram),
+            scheduled=pb.scheduled,
+            sent_late=pb.sent_late,
+            max_send_lag_us=pb.max_send_lag_us,
+            not_sent=pb.not_sent,
         )
 
     def to_proto(self) -> stats_pb2.IntervalStats:
@@ -132,6 +145,10 @@ class StatsRow:
             connections_closed=self.connections_closed,
             active_connections=self.active_connections,
             latency_histogram=encode_histogram(self.histogram),
+            scheduled=self.scheduled,
+            sent_late=self.sent_late,
+            max_send_lag_us=self.max_send_lag_us,
+            not_sent=self.not_sent,
         )
 
 

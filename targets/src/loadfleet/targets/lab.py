@@ -1,107 +1,33 @@
-"""A lab: a workload tree and the servers that serve it, described by a small YAML spec.
+"""A lab: a workload and the servers that serve it, described by a small YAML spec (see
+`spec.py` for its fields).
 
-    workload: {scale: 1.0, seed: 1}
+    workload: {kind: tree, scale: 1.0, seed: 1}
     servers:
       - {name: web1, kind: nginx, listen: 127.0.0.2:18081}
       - {name: web2, kind: nginx, listen: 127.0.0.3:0}     # 0: any free port
+      - {name: lb, kind: haproxy, backends: [web1, web2], listen: 127.0.0.4:0}
 
-`up()` writes `lab.json` into the state directory (server names, URLs, PIDs), so that
-`down()` from another process stops exactly what was started.
+Servers start in dependency order (backends before the balancers in front of them) and
+stop in reverse. `up()` writes `lab.json` into the state directory (server names, kinds,
+URLs, PIDs), so that `down()` from another process stops exactly what was started.
 """
 from __future__ import annotations
 
 import json
+import shutil
 import socket
-from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from .apache import ApacheServer
+from .daemon import LabError, Upstream, pid_alive, stop_pid
+from .haproxy import HaproxyServer
+from .nginx import NginxServer
+from .php import PhpServer
+from .spec import KINDS, LabSpec, ServerSpec, SpecError, load_spec, parse_spec
+from .varnish import VarnishServer
+from .workload import generate, read_manifest
 
-from .nginx import LabError, NginxServer, check_loopback, stop_pid, _alive
-from .workload import generate_tree, read_manifest
-
-KINDS = ("nginx",)
 STATE_FILE = "lab.json"
-
-
-class SpecError(Exception):
-    """The spec is wrong; `problems` name each field."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("; ".join(problems))
-        self.problems = problems
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    name: str
-    kind: str
-    host: str
-    port: int
-
-
-@dataclass(frozen=True)
-class LabSpec:
-    scale: float
-    seed: int
-    servers: tuple[ServerSpec, ...]
-
-
-def load_spec(path: Path) -> LabSpec:
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise SpecError([f"cannot read {path}: {exc.strerror}"]) from exc
-    except yaml.YAMLError as exc:
-        raise SpecError([f"{path} is not valid YAML: {exc}"]) from exc
-    return parse_spec(doc)
-
-
-def parse_spec(doc) -> LabSpec:
-    if not isinstance(doc, dict):
-        raise SpecError(["a lab spec must be a mapping"])
-    problems: list[str] = []
-    workload = doc.get("workload", {}) or {}
-    scale, seed = workload.get("scale", 1.0), workload.get("seed", 1)
-    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
-        problems.append(f"workload.scale: {scale!r} must be a number above 0")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        problems.append(f"workload.seed: {seed!r} must be an integer")
-    servers = doc.get("servers")
-    if not isinstance(servers, list) or not servers:
-        problems.append("servers: give a list of at least one server")
-        servers = []
-    parsed, names = [], set()
-    for i, entry in enumerate(servers):
-        where = f"servers[{i}]"
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: must be a mapping")
-            continue
-        name, kind, listen = entry.get("name", f"web{i + 1}"), entry.get("kind", "nginx"), entry.get("listen")
-        if name in names:
-            problems.append(f"{where}.name: '{name}' is used twice")
-        names.add(name)
-        if kind not in KINDS:
-            problems.append(f"{where}.kind: '{kind}' is not one of {', '.join(KINDS)}")
-        host, port = _split_listen(str(listen or ""))
-        if not listen or port is None:
-            problems.append(f"{where}.listen: {listen!r} must be HOST:PORT")
-            continue
-        try:
-            check_loopback(host)
-        except ValueError as exc:
-            problems.append(f"{where}.listen: {exc}")
-            continue
-        parsed.append(ServerSpec(str(name), kind, host, port))
-    if problems:
-        raise SpecError(problems)
-    return LabSpec(float(scale), seed, tuple(parsed))
-
-
-def _split_listen(listen: str) -> tuple[str, int | None]:
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]")
-    return host, int(port) if port.isdigit() and int(port) < 65536 else None
 
 
 class Lab:
@@ -111,7 +37,7 @@ class Lab:
         self.spec = spec
         self.state_dir = Path(state_dir).resolve()
         self.docroot = self.state_dir / "docroot"
-        self.servers: list[NginxServer] = []
+        self.servers: list = []
 
     def __enter__(self) -> Lab:
         self.up()
@@ -122,45 +48,71 @@ class Lab:
 
     def up(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        existing = read_manifest(self.docroot)
-        if not existing or (existing.get("seed"), existing.get("scale")) != (self.spec.seed, self.spec.scale):
-            generate_tree(self.docroot, scale=self.spec.scale, seed=self.spec.seed)
+        if not self.spec.workload.matches(read_manifest(self.docroot)):
+            shutil.rmtree(self.docroot, ignore_errors=True)  # no files of an earlier workload stay
+            generate(self.docroot, self.spec.workload)
         try:
-            for server in self.spec.servers:
-                port = server.port or _free_port(server.host)
-                nginx = NginxServer(server.host, port, self.docroot, self.state_dir, server.name)
-                nginx.start()
-                self.servers.append(nginx)
+            for spec in self.spec.servers:  # already in dependency order
+                server = self._build(spec)
+                server.start()
+                self.servers.append(server)
                 self._save()
         except BaseException:
             self.down()
             raise
 
     def down(self) -> list[str]:
-        """Stops every server this lab (or an earlier process, per lab.json) started."""
+        """Stops every server this lab (or an earlier process, per lab.json) started, balancers
+        first (the reverse of the start order)."""
         stopped = []
-        for entry in self.status():
-            stop_pid(entry["pid"])
+        for entry in reversed(self.status()):
+            for pid in reversed(entry.get("pids") or [entry["pid"]]):
+                stop_pid(pid)
             stopped.append(entry["name"])
         self.servers.clear()
         (self.state_dir / STATE_FILE).unlink(missing_ok=True)
         return stopped
 
     def status(self) -> list[dict]:
-        """Servers recorded in lab.json, each with whether its PID is alive."""
+        """Servers recorded in lab.json in start order, each with whether all its PIDs are alive."""
         try:
             entries = json.loads((self.state_dir / STATE_FILE).read_text())["servers"]
         except (OSError, ValueError, KeyError):
             return []
-        return [{**e, "alive": _alive(e["pid"])} for e in entries]
+        return [{**e, "alive": all(pid_alive(p) for p in e.get("pids") or [e["pid"]])} for e in entries]
+
+    def server(self, name: str):
+        """The running server of that name."""
+        for server in self.servers:
+            if server.name == name:
+                return server
+        raise KeyError(f"no server named '{name}' in this lab")
 
     @property
     def manifest(self) -> Path:
         return self.docroot / "manifest.json"
 
+    def _build(self, spec: ServerSpec):
+        port = spec.port or _free_port(spec.host)
+        args = (spec.host, port)
+        if spec.kind == "nginx":
+            return NginxServer(*args, self.docroot, self.state_dir, spec.name, workers=spec.workers or 1)
+        if spec.kind == "apache":
+            return ApacheServer(*args, self.docroot, self.state_dir, spec.name, mpm=spec.mpm)
+        if spec.kind == "php":
+            return PhpServer(*args, self.docroot, self.state_dir, spec.name, front=spec.front,
+                             workers=spec.workers, cost=spec.cost)
+        backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
+        if spec.kind == "haproxy":
+            return HaproxyServer(*args, self.state_dir, spec.name, backends)
+        if spec.kind == "varnish":
+            return VarnishServer(*args, self.state_dir, spec.name, backends, cache=spec.cache)
+        raise LabError(f"server kind '{spec.kind}' is not one of {', '.join(KINDS)}")
+
     def _save(self) -> None:
         state = {"docroot": str(self.docroot),
-                 "servers": [{"name": s.name, "url": s.url, "pid": s.pid} for s in self.servers]}
+                 "servers": [{"name": s.name, "kind": s.kind, "url": s.url, "pid": s.pid, "pids": s.pids}
+                             for s in self.servers]}
         (self.state_dir / STATE_FILE).write_text(json.dumps(state, indent=1) + "\n")
 
 
@@ -170,4 +122,4 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-__all__ = ["Lab", "LabError", "LabSpec", "SpecError", "load_spec", "parse_spec"]
+__all__ = ["KINDS", "Lab", "LabError", "LabSpec", "ServerSpec", "SpecError", "load_spec", "parse_spec"]

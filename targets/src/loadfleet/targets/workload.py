@@ -1,9 +1,12 @@
-"""A deterministic WebBench-style workload tree and its manifest.
+"""Deterministic workloads for the lab's docroot, each with a manifest in one format.
 
-Files come in four size classes, as in the WebBench and SPECweb static workloads, and
-are requested in the classes' proportions: most requests are small, a few are large.
-The same seed and scale always give byte-identical files, so a run can be repeated on
-another machine and a test can check bodies exactly.
+- `tree`: WebBench-style files in four size classes, requested in the classes' proportions
+  (most requests are small, a few are large); directories = 4 x scale.
+- `single`: one page of `bytes` bytes (the classic single-page test).
+- `files30k`, `files100k`: `count` files of exactly 30 KiB or 100 KiB, requested equally.
+
+The same parameters always give byte-identical files, so a run can be repeated on another
+machine and a test can check bodies exactly.
 """
 from __future__ import annotations
 
@@ -24,6 +27,34 @@ FILES_PER_CLASS = 9
 BASE_DIRECTORIES = 4
 MANIFEST = "manifest.json"
 
+WORKLOAD_KINDS = ("tree", "single", "files30k", "files100k")
+DEFAULT_KIND = "tree"
+DEFAULT_SCALE = 1.0
+DEFAULT_SEED = 1
+DEFAULT_SINGLE_BYTES = 4_096
+DEFAULT_FILE_COUNT = 100
+FILE_SET_BYTES = {"files30k": 30 * 1_024, "files100k": 100 * 1_024}
+SINGLE_PAGE = "/single.html"
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """Which workload to generate; only the fields of its kind matter."""
+    kind: str = DEFAULT_KIND
+    seed: int = DEFAULT_SEED
+    scale: float = DEFAULT_SCALE
+    bytes: int = DEFAULT_SINGLE_BYTES
+    count: int = DEFAULT_FILE_COUNT
+
+    def params(self) -> dict:
+        """The fields that define the files; a manifest records them, so a docroot is reused only
+        when they are unchanged."""
+        extra = {"tree": {"scale": self.scale}, "single": {"bytes": self.bytes}}.get(self.kind, {"count": self.count})
+        return {"kind": self.kind, "seed": self.seed, **extra}
+
+    def matches(self, manifest: dict | None) -> bool:
+        return bool(manifest) and all(manifest.get(k) == v for k, v in self.params().items())
+
 
 @dataclass(frozen=True)
 class TreeFile:
@@ -39,7 +70,8 @@ class TreeFile:
 class Manifest:
     files: list[TreeFile]
     seed: int
-    scale: float
+    scale: float = DEFAULT_SCALE
+    params: dict | None = None  # WorkloadSpec.params(); None for the tree (kind, seed, scale)
 
     @property
     def total_bytes(self) -> int:
@@ -51,7 +83,52 @@ class Manifest:
             entry = asdict(f)
             entry["class"] = entry.pop("size_class")
             files.append(entry)
-        return {"seed": self.seed, "scale": self.scale, "total_bytes": self.total_bytes, "files": files}
+        params = self.params or {"kind": "tree", "seed": self.seed, "scale": self.scale}
+        return {**params, "total_bytes": self.total_bytes, "files": files}
+
+
+def generate(docroot: Path, spec: WorkloadSpec) -> Manifest:
+    """Writes the files of `spec` under `docroot` and its manifest.json."""
+    if spec.kind == "tree":
+        return generate_tree(docroot, scale=spec.scale, seed=spec.seed)
+    if spec.kind == "single":
+        return generate_single(docroot, size=spec.bytes, seed=spec.seed)
+    if spec.kind in FILE_SET_BYTES:
+        return generate_file_set(docroot, spec.kind, count=spec.count, seed=spec.seed)
+    raise ValueError(f"workload kind '{spec.kind}' is not one of {', '.join(WORKLOAD_KINDS)}")
+
+
+def generate_single(docroot: Path, *, size: int = DEFAULT_SINGLE_BYTES, seed: int = DEFAULT_SEED) -> Manifest:
+    """One page of `size` bytes at /single.html."""
+    if size < 1:
+        raise ValueError("size must be at least 1 byte")
+    files = [_write(docroot, SINGLE_PAGE, _content(random.Random(seed), size), "single", 1.0)]
+    spec = WorkloadSpec(kind="single", seed=seed, bytes=size)
+    return _finish(docroot, Manifest(files, seed, params=spec.params()))
+
+
+def generate_file_set(docroot: Path, kind: str, *, count: int = DEFAULT_FILE_COUNT,
+                      seed: int = DEFAULT_SEED) -> Manifest:
+    """`count` files of exactly 30 KiB (files30k) or 100 KiB (files100k) at /<kind>/file<i>.html."""
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    size, rng = FILE_SET_BYTES[kind], random.Random(seed)
+    files = [_write(docroot, f"/{kind}/file{i}.html", _content(rng, size), kind, 1 / count) for i in range(count)]
+    spec = WorkloadSpec(kind=kind, seed=seed, count=count)
+    return _finish(docroot, Manifest(files, seed, params=spec.params()))
+
+
+def _write(docroot: Path, path: str, content: bytes, size_class: str, weight: float) -> TreeFile:
+    target = docroot / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+    return TreeFile(path, len(content), size_class, weight, hashlib.sha256(content).hexdigest())
+
+
+def _finish(docroot: Path, manifest: Manifest) -> Manifest:
+    (docroot / "index.html").write_text("<html><body>loadfleet lab</body></html>\n")
+    (docroot / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=1) + "\n")
+    return manifest
 
 
 def generate_tree(docroot: Path, *, scale: float = 1.0, seed: int = 1) -> Manifest:
@@ -66,16 +143,9 @@ def generate_tree(docroot: Path, *, scale: float = 1.0, seed: int = 1) -> Manife
         for name, low, high, share in SIZE_CLASSES:
             for i in range(FILES_PER_CLASS):
                 size = low + (high - low) * i // (FILES_PER_CLASS - 1)
-                content = _content(rng, size)
-                path = f"/dir{d}/{name}_{i}.html"
-                target = docroot / path.lstrip("/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
-                files.append(TreeFile(path, size, name, share / per_class_files, hashlib.sha256(content).hexdigest()))
-    (docroot / "index.html").write_text("<html><body>loadfleet lab</body></html>\n")
-    manifest = Manifest(files, seed, scale)
-    (docroot / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=1) + "\n")
-    return manifest
+                files.append(_write(docroot, f"/dir{d}/{name}_{i}.html", _content(rng, size), name,
+                                    share / per_class_files))
+    return _finish(docroot, Manifest(files, seed, scale))
 
 
 def read_manifest(docroot: Path) -> dict | None:

@@ -12,7 +12,9 @@ from ..errors import Problem
 from ..events import Event, EventKind
 from ..figures import Figures, Latency
 from ..jobs import JobAssignment, JobReport, JobState
+from ..load import Load, Think
 from ..run import IntervalUpdate, Run, RunState
+from ..scheduler import combine
 from ..summary import NamedFigures, RunSummary
 
 
@@ -64,6 +66,7 @@ def job_state_from_proto(state: int) -> JobState | None:
 
 def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
     plan = a.plan
+    names = [r.name for r in plan.requests]
     spec = job_pb2.JobSpec(
         job_id=a.job_id,
         targets=[job_pb2.Target(url=t.url, weight=t.weight) for t in plan.targets],
@@ -78,13 +81,41 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
         keep_alive=plan.keep_alive,
         connect_timeout_ms=plan.connect_timeout_ms,
         request_timeout_ms=plan.request_timeout_ms,
-        load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=a.clients,
-                                                          think_time_ms=plan.load.think_time_ms)),
+        load=load_to_proto(combine([e.load for e in a.engines])),
         start_at_ms=a.start_at_ms,
         duration_ms=int(plan.duration_s * 1000),
         interval_ms=plan.interval_ms,
+        max_requests=sum(e.max_requests for e in a.engines),
     )
-    return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(spec=spec))
+    if plan.session:
+        spec.session.CopyFrom(job_pb2.Session(
+            steps=[job_pb2.SessionStep(request=names.index(step.request), think_after=think_to_proto(step.think))
+                   for step in plan.session.steps],
+            repeat=plan.session.repeat))
+    engines = [agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in a.engines]
+    return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(spec=spec, engines=engines))
+
+
+def think_to_proto(think: Think) -> job_pb2.ThinkTime:
+    if think.kind == "uniform":
+        return job_pb2.ThinkTime(uniform=job_pb2.UniformThink(min_ms=think.ms, max_ms=think.max_ms))
+    if think.kind == "exponential":
+        return job_pb2.ThinkTime(exponential_mean_ms=think.ms)
+    return job_pb2.ThinkTime(fixed_ms=think.ms)
+
+
+def load_to_proto(load: Load) -> job_pb2.LoadShare:
+    share = job_pb2.LoadShare(stages=[job_pb2.Stage(duration_ms=round(s.duration_s * 1000), target=s.target)
+                                      for s in load.stages])
+    if load.model == "closed":
+        share.closed.CopyFrom(job_pb2.ClosedModel(clients=load.clients, think=think_to_proto(load.think)))
+    elif load.model == "open":
+        share.open.CopyFrom(job_pb2.OpenModel(rate_per_s=load.rate, poisson=load.poisson,
+                                              max_connections=load.max_connections))
+    else:
+        share.users.CopyFrom(job_pb2.UsersModel(users=load.users, spawn_rate_per_s=load.spawn_rate,
+                                                think=think_to_proto(load.think)))
+    return share
 
 
 def problems_to_proto(problems: list[Problem]) -> run_pb2.PlanProblems:

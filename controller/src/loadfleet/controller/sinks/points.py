@@ -43,6 +43,9 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
         ("active_conns", row.active_connections), ("conns_opened", row.connections_opened),
         ("conns_closed", row.connections_closed),
     ]
+    if row.scheduled or row.not_sent:  # open model
+        fields += [("scheduled", row.scheduled), ("sent_late", row.sent_late),
+                   ("max_send_lag_ms", row.max_send_lag_us / 1000), ("not_sent", row.not_sent)]
     if row.histogram.get_total_count():
         fields += [("mean_ms", lat.mean_ms), ("stddev_ms", lat.stddev_ms), ("min_ms", lat.min_ms),
                    *((f"{name}_ms", getattr(lat, f"{name}_ms")) for name, _ in PERCENTILES),

@@ -1,15 +1,11 @@
-//! One closed-model client: sends a request, waits for the whole response, thinks,
-//! and goes again, until the run is stopped or its share shrinks below it.
+//! The connections of one client (closed model) or worker (open model): at most one per
+//! target, reused when keep-alive is on. `request` sends one request and records it.
 
 use std::rc::Rc;
 use std::time::Instant;
 
-use tokio::sync::watch;
-
 use crate::http::{self, Connection};
-use crate::job::{Job, Request};
-use crate::rng::Rng;
-use crate::run::{Control, Shared};
+use crate::run::Shared;
 use crate::stats::Outcome;
 use crate::wire::pb::ErrorKind;
 
@@ -19,63 +15,52 @@ struct Held {
     owner: usize,
 }
 
-pub struct Client {
-    id: u32,
+pub struct Connections {
     shared: Rc<Shared>,
-    control: watch::Receiver<Control>,
-    rng: Rng,
-    /// One connection per target, so that weighted target picks can keep connections alive.
+    /// One per target, so that weighted target picks can keep connections alive.
     held: Vec<Option<Held>>,
 }
 
-impl Client {
-    pub fn new(id: u32, shared: Rc<Shared>, control: watch::Receiver<Control>) -> Self {
-        let held = shared.job.targets.iter().map(|_| None).collect();
-        let seed = u64::from(id) << 32 | u64::from(std::process::id());
-        Client { id, shared, control, rng: Rng::new(seed), held }
+impl Connections {
+    pub fn new(shared: &Rc<Shared>) -> Self {
+        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect() }
     }
 
-    pub async fn run(mut self) {
+    /// Sends request number `request` to target number `target` and records how it ended.
+    /// Latency runs from `due`: when the request was meant to go out.
+    pub async fn request(&mut self, target: usize, request: usize, due: Instant) {
         let shared = Rc::clone(&self.shared);
-        let job = &shared.job;
-        while self.control.borrow().runs(self.id) {
-            let target = job.target_choice.pick(&mut self.rng);
-            let request = &job.requests[job.request_choice.pick(&mut self.rng)];
-            let slot = shared.stats.borrow().slot(target, request.name);
-            let began = Instant::now();
-            let (outcome, bytes_in, bytes_out) = self.send(target, request, slot).await;
-            let latency_us = began.elapsed().as_micros() as u64;
-            shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
+        let slot = shared.stats.borrow().slot(target, shared.job.requests[request].name);
+        shared.in_flight.set(shared.in_flight.get() + 1);
+        let (outcome, bytes_in, bytes_out) = self.send(target, request, slot).await;
+        let latency_us = due.elapsed().as_micros() as u64;
+        shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
+        shared.in_flight.set(shared.in_flight.get() - 1);
+    }
 
-            let think = self.control.borrow().think;
-            if !think.is_zero() {
-                tokio::select! {
-                    () = tokio::time::sleep(think) => {}
-                    _ = self.control.wait_for(|c| !c.runs(self.id)) => {}
-                }
-            }
-        }
+    pub fn close_all(&mut self) {
         for target in 0..self.held.len() {
             self.close(target);
         }
     }
 
-    /// One request on the target's connection (connecting if needed): outcome, bytes in, bytes out.
-    async fn send(&mut self, target: usize, request: &Request, slot: usize) -> (Outcome, u64, u64) {
+    /// One exchange on the target's connection (connecting if needed): outcome, bytes in, bytes out.
+    async fn send(&mut self, target: usize, request: usize, slot: usize) -> (Outcome, u64, u64) {
         let shared = Rc::clone(&self.shared);
-        let job: &Job = &shared.job;
+        let job = &shared.job;
+        let request = &job.requests[request];
         let wire = &request.wire[target];
         let mut bytes_out = 0;
         loop {
             let reused = match &mut self.held[target] {
                 Some(held) => {
-                    self.shared.stats.borrow_mut().connection_moved(held.owner, slot);
+                    shared.stats.borrow_mut().connection_moved(held.owner, slot);
                     held.owner = slot;
                     true
                 }
                 None => match http::connect(job.targets[target].addr, job.connect_timeout).await {
                     Ok(connection) => {
-                        self.shared.stats.borrow_mut().connection_opened(slot);
+                        shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });
                         false
                     }

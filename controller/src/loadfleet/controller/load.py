@@ -1,0 +1,143 @@
+"""The load a plan asks for, and its exact split over engine slots.
+
+Models: closed (N clients), open (a rate, evenly spaced or Poisson), users (a population
+growing at a spawn rate). Closed and open loads may ramp through stages. The split keeps
+every total exact: clients, users, connections and request budgets are split into whole
+parts that add up (largest remainder); rates and spawn rates are split in proportion.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+MODELS = ("closed", "open", "users")
+
+
+@dataclass(frozen=True)
+class Think:
+    """Think time: fixed, uniform(min, max) or exponential(mean), in ms."""
+
+    kind: str = "fixed"  # fixed | uniform | exponential
+    ms: int = 0  # fixed value, uniform minimum or exponential mean
+    max_ms: int = 0  # uniform maximum
+
+    @classmethod
+    def from_doc(cls, doc: dict | None, fixed_ms: int = 0) -> Think:
+        if not doc:
+            return cls("fixed", fixed_ms)
+        if "uniform_ms" in doc:
+            low, high = doc["uniform_ms"]
+            return cls("uniform", low, high)
+        if "exponential_ms" in doc:
+            return cls("exponential", doc["exponential_ms"])
+        return cls("fixed", doc.get("fixed_ms", 0))
+
+    def to_doc(self) -> dict:
+        return {"fixed": {"fixed_ms": self.ms}, "uniform": {"uniform_ms": [self.ms, self.max_ms]},
+                "exponential": {"exponential_ms": self.ms}}[self.kind]
+
+
+@dataclass(frozen=True)
+class Stage:
+    duration_s: float
+    target: float
+
+
+@dataclass(frozen=True)
+class Load:
+    model: str
+    clients: int = 0
+    rate: float = 0.0
+    poisson: bool = False
+    max_connections: int = 0  # open model; 0: the engine's default
+    users: int = 0
+    spawn_rate: float = 0.0
+    think: Think = Think()
+    stages: tuple[Stage, ...] = ()
+
+    @classmethod
+    def from_doc(cls, doc: dict) -> Load:
+        return cls(
+            model=doc["model"], clients=doc.get("clients", 0), rate=float(doc.get("rate", 0)),
+            poisson=doc.get("poisson", False), max_connections=doc.get("max_connections", 0),
+            users=doc.get("users", 0), spawn_rate=float(doc.get("spawn_rate", 0)),
+            think=Think.from_doc(doc.get("think"), doc.get("think_time_ms", 0)),
+            stages=tuple(Stage(float(s["duration_s"]), float(s["target"])) for s in doc.get("stages", [])),
+        )
+
+    def to_doc(self) -> dict:
+        doc: dict = {"model": self.model}
+        if self.model == "closed":
+            doc["clients"] = self.clients
+        elif self.model == "open":
+            doc.update(rate=self.rate, poisson=self.poisson)
+            if self.max_connections:
+                doc["max_connections"] = self.max_connections
+        else:
+            doc.update(users=self.users, spawn_rate=self.spawn_rate)
+        if self.model != "open" and self.think != Think():
+            doc["think"] = self.think.to_doc()
+        if self.stages:
+            doc["stages"] = [{"duration_s": s.duration_s, "target": s.target} for s in self.stages]
+        return doc
+
+    @property
+    def peak(self) -> float:
+        """The highest level the load reaches: clients, requests/s or users."""
+        start = {"closed": self.clients, "open": self.rate, "users": self.users}[self.model]
+        return max([float(start), *(s.target for s in self.stages)])
+
+    def describe(self) -> str:
+        level = {"closed": f"{self.clients} clients", "open": f"{self.rate:g}/s",
+                 "users": f"{self.users} users at {self.spawn_rate:g}/s"}[self.model]
+        if self.stages:
+            level += " → " + " → ".join(f"{s.target:g} in {s.duration_s:g} s" for s in self.stages)
+        return level
+
+    def part(self, weight: int, total_weight: int, whole: dict[str, int]) -> Load:
+        """This load's share for one engine slot: whole-numbered fields from `whole`
+        (already split exactly), rates in proportion."""
+        f = weight / total_weight
+        return replace(self, clients=whole.get("clients", 0), users=whole.get("users", 0),
+                       max_connections=whole.get("max_connections", 0), rate=self.rate * f,
+                       spawn_rate=self.spawn_rate * f,
+                       stages=tuple(Stage(s.duration_s, s.target * f) for s in self.stages))
+
+
+def split_exact(total: int, weights: list[int]) -> list[int]:
+    """Splits `total` into whole parts proportional to `weights`, summing to `total`.
+
+    Ties in the remainders go to the earlier weight, so the result is deterministic.
+    """
+    if not weights or sum(weights) <= 0:
+        raise ValueError("split_exact needs at least one positive weight")
+    weight_sum = sum(weights)
+    exact = [total * w / weight_sum for w in weights]
+    parts = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(weights)), key=lambda i: (-(exact[i] - parts[i]), i))
+    for i in by_remainder[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
+def split_load(load: Load, max_requests: int, weights: list[int]) -> list[tuple[Load, int] | None]:
+    """The load and request budget of each slot; None for a slot that gets no work.
+
+    Closed stages are split per stage so that each stage's total stays exact; a slot
+    whose clients or users are 0 throughout, or whose budget share is 0, gets nothing.
+    """
+    total = sum(weights)
+    whole = {"clients": split_exact(load.clients, weights), "users": split_exact(load.users, weights),
+             "max_connections": split_exact(load.max_connections, weights)}
+    budgets = split_exact(max_requests, weights)
+    stage_clients = [split_exact(round(s.target), weights) for s in load.stages] if load.model == "closed" else []
+    parts: list[tuple[Load, int] | None] = []
+    for i, weight in enumerate(weights):
+        part = load.part(weight, total, {k: v[i] for k, v in whole.items()})
+        if stage_clients:
+            part = replace(part, stages=tuple(Stage(s.duration_s, float(n[i])) for s, n in zip(load.stages, stage_clients)))
+        if load.model == "open" and load.max_connections:
+            part = replace(part, max_connections=max(1, part.max_connections))
+        idle = (part.peak == 0 if load.model != "open" else False) or (max_requests and budgets[i] == 0)
+        parts.append(None if idle else (part, budgets[i]))
+    return parts

@@ -1,0 +1,95 @@
+"""Runs side by side: a table (text, JSON or HTML; each run after the first also shows
+its change against the first, the baseline) and overlaid curves of req/s and p99 over
+time, the runs aligned at their start."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from html import escape
+
+from .page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
+from .rundata import RunData
+from .svg import Chart, Series, line_chart
+
+# (key in compare_rows, label, format); the keys are also the JSON keys.
+METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("requests", "requests", fmt_count),
+    ("rps", "req/s", fmt_rate),
+    ("mb_per_s", "MB/s", lambda v: f"{v:,.2f}"),
+    ("error_pct", "err %", fmt_pct),
+    ("mean_ms", "mean ms", fmt_ms),
+    ("stddev_ms", "stddev ms", fmt_ms),
+    ("p50_ms", "p50 ms", fmt_ms),
+    ("p99_ms", "p99 ms", fmt_ms),
+)
+
+
+def compare_rows(runs: Sequence[RunData]) -> list[dict]:
+    """One flat dict per run: identity, then every metric of METRICS (run totals)."""
+    rows = []
+    for run in runs:
+        figures = run.summary["total"].get("figures", {})
+        latency = figures.get("latency", {})
+        row = {"run_id": run.run_id, "run_dir": str(run.run_dir),
+               "plan_name": run.summary.get("plan_name", ""), "state": run.summary.get("state", ""),
+               "duration_s": run.summary.get("duration_s", 0.0)}
+        for key, _, _ in METRICS:
+            row[key] = figures.get(key, latency.get(key, 0))
+        rows.append(row)
+    return rows
+
+
+def change(base: float, value: float) -> str:
+    """`+3.1%` against the baseline; empty when the baseline is zero."""
+    if not base:
+        return ""
+    return f"{(value - base) / base * 100:+.1f}%"
+
+
+def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (one per metric, one column per run) shared by text and HTML."""
+    rows = compare_rows(runs)
+    header = ["", *(r["run_id"] for r in rows)]
+    grid = [["plan", *(str(r["plan_name"]) for r in rows)],
+            ["state", *(str(r["state"]) for r in rows)],
+            ["duration s", *(f"{float(r['duration_s']):g}" for r in rows)]]
+    for key, label, fmt in METRICS:
+        base = rows[0][key]
+        cells = [fmt(rows[0][key])]
+        for r in rows[1:]:
+            delta = change(base, r[key])
+            cells.append(f"{fmt(r[key])} ({delta})" if delta else fmt(r[key]))
+        grid.append([label, *cells])
+    return header, grid
+
+
+def compare_text(runs: Sequence[RunData]) -> str:
+    header, grid = _grid(runs)
+    widths = [max(len(line[i]) for line in (header, *grid)) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+             for line in (header, *grid)]
+    return "\n".join(lines) + "\n(changes are against the first run)"
+
+
+def render_compare(runs: Sequence[RunData]) -> str:
+    header, grid = _grid(runs)
+    names = _series_names(runs)
+    rps = tuple(Series(n, r.total_series("rps")) for n, r in zip(names, runs))
+    p99 = tuple(Series(n, r.latency_series("p99_ms")) for n, r in zip(names, runs))
+    body = ["<h1>loadfleet: " + escape(", ".join(r.run_id for r in runs)) + "</h1>",
+            "<h2>Totals</h2>", table(header, grid, css_class="compare"),
+            "<p>Changes in brackets are against the first run.</p>",
+            "<h2>Over time (runs aligned at their start)</h2>", '<div class="charts">',
+            line_chart(Chart("Requests/s (cluster)", "req/s", rps)),
+            line_chart(Chart("p99 latency (cluster)", "ms", p99)), "</div>",
+            "<h2>Runs</h2>", table(("run", "plan", "directory"),
+                                   [[r.run_id, str(r.summary.get("plan_name", "")), str(r.run_dir)] for r in runs])]
+    return page("loadfleet compare", "\n".join(body))
+
+
+def _series_names(runs: Sequence[RunData]) -> list[str]:
+    """Run ids, made unique when the same run is given twice."""
+    names, seen = [], {}
+    for run in runs:
+        seen[run.run_id] = seen.get(run.run_id, 0) + 1
+        names.append(run.run_id if seen[run.run_id] == 1 else f"{run.run_id} #{seen[run.run_id]}")
+    return names

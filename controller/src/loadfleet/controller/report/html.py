@@ -1,0 +1,135 @@
+"""report.html of one run: header, summary table, plots over time, events.
+
+`render_report(run)` is pure (RunData in, HTML text out); reading and writing files is
+the package's `write_report`.
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from html import escape
+
+from .page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
+from .rundata import Points, RunData
+from .svg import Chart, Marker, Series, line_chart
+
+# More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
+MAX_LINES = 10
+# Events worth a vertical line on the time plots (start and finish are the plot's ends).
+_MARKED_EVENTS = ("agent_lost", "agent_joined", "job_failed", "run_stopped")
+SUMMARY_HEADERS = ("", "requests", "req/s", "MB/s", "err %", "mean ms", "stddev ms",
+                   "p50 ms", "p90 ms", "p99 ms", "max ms", "failures")
+
+
+def render_report(run: RunData) -> str:
+    s = run.summary
+    body = [f"<h1>loadfleet run {escape(run.run_id)}</h1>", facts(_header_facts(run)),
+            "<h2>Summary</h2>", summary_table(s),
+            "<h2>Over time</h2>", '<div class="charts">', *(line_chart(c) for c in charts(run)), "</div>",
+            "<h2>Events</h2>", events_table(run)]
+    return page(f"loadfleet run {run.run_id}", "\n".join(body))
+
+
+def _header_facts(run: RunData) -> list[tuple[str, str]]:
+    s = run.summary
+    state = str(s.get("state", "?")) + (f": {s['message']}" if s.get("message") else "")
+    agents = [a.get("name", "?") for a in s.get("agents", [])]
+    return [("plan", str(s.get("plan_name", "?"))), ("state", state),
+            ("started", utc_time(run.started_ms)), ("duration", f"{float(s.get('duration_s', 0)):g} s"),
+            ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
+            ("run directory", str(run.run_dir))]
+
+
+def summary_table(summary: dict) -> str:
+    rows: list = [_figures_row("total", summary["total"])]
+    for group, key in (("targets", "targets"), ("requests", "requests"), ("agents", "agents")):
+        entries = summary.get(key) or []
+        if entries:
+            rows.append(group)
+            rows.extend(_figures_row(e.get("name", "?"), e) for e in entries)
+    return table(SUMMARY_HEADERS, rows, css_class="summary")
+
+
+def _figures_row(name: str, entry: dict) -> list[str]:
+    f = entry.get("figures", {})
+    lat = f.get("latency", {})
+    return [name, fmt_count(f.get("requests", 0)), fmt_rate(f.get("rps", 0)), f"{f.get('mb_per_s', 0):,.2f}",
+            fmt_pct(f.get("error_pct", 0)), *(fmt_ms(lat.get(k, 0)) for k in
+                                              ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")),
+            failures_text(entry)]
+
+
+def failures_text(entry: dict) -> str:
+    """Transport errors by kind and 4xx/5xx responses, e.g. `connect_refused 12, 5xx 3`."""
+    status = entry.get("status", {})
+    parts = [f"{kind} {n:,}" for kind, n in sorted(entry.get("errors", {}).items()) if n]
+    parts += [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
+    return ", ".join(parts) or "-"
+
+
+def charts(run: RunData) -> list[Chart]:
+    markers = tuple(Marker(run.seconds(e.get("at_ms", 0)), f"{e['kind']}: {e.get('text', '')}")
+                    for e in run.summary.get("events", []) if e.get("kind") in _MARKED_EVENTS)
+    latency = [Series(name, run.latency_series(f"{name}_ms"))
+               for name in ("p50", "p90", "p99", "max")]
+    return [
+        Chart("Requests/s (cluster)", "req/s", (Series("req/s", run.total_series("rps")),), markers=markers),
+        Chart("Latency percentiles (cluster, log scale)", "ms", tuple(latency), markers=markers, log_y=True),
+        Chart("Failures by kind (cluster)", "per second", tuple(failure_series(run)), markers=markers),
+        Chart("Active connections (cluster)", "connections",
+              (Series("active", run.total_series("active_conns")),), markers=markers),
+        Chart("Requests/s by target", "req/s", tuple(busiest(run.by_target("rps"), "other targets")),
+              markers=markers),
+        Chart("Requests/s by agent", "req/s", tuple(busiest(run.by_agent("rps"), "other agents")),
+              markers=markers),
+    ]
+
+
+def failure_series(run: RunData) -> list[Series]:
+    """Transport errors per kind and 4xx/5xx responses, per second; kinds that never
+    happened are left out, and a run without failures shows one flat `failures` line."""
+    interval_s = interval_seconds(run)
+    columns = [(kind, f"err_{kind}") for kind in run.error_kinds] + [("4xx", "status_4xx"), ("5xx", "status_5xx")]
+    out = []
+    for name, column in columns:
+        points = tuple((x, y / interval_s) for x, y in run.total_series(column))
+        if any(y for _, y in points if math.isfinite(y)):
+            out.append(Series(name, points))
+    return out or [Series("failures", tuple((x, 0.0) for x, _ in run.total_series("failed")))]
+
+
+def busiest(series: dict[str, Points], rest_name: str) -> list[Series]:
+    """At most MAX_LINES lines: the largest by sum, then one line summing the rest."""
+    ranked = sorted(series.items(), key=lambda kv: -sum(y for _, y in kv[1] if math.isfinite(y)))
+    shown = [Series(name, points) for name, points in ranked[:MAX_LINES - 1]]
+    rest = ranked[MAX_LINES - 1:]
+    if len(rest) == 1:
+        shown.append(Series(*rest[0]))
+    elif rest:
+        sums: dict[float, float] = {}
+        for _, points in rest:
+            for x, y in points:
+                sums[x] = sums.get(x, 0.0) + y
+        shown.append(Series(f"{rest_name} ({len(rest)})", tuple(sorted(sums.items()))))
+    return shown
+
+
+def interval_seconds(run: RunData) -> float:
+    starts = sorted({r.start_ms for r in run.cluster_total})
+    gaps = [b - a for a, b in zip(starts, starts[1:]) if b > a]
+    return (min(gaps) if gaps else 1000) / 1000
+
+
+def events_table(run: RunData) -> str:
+    events = run.summary.get("events") or []
+    if not events:
+        return "<p>No events.</p>"
+    rows = [[f"{run.seconds(e.get('at_ms', run.started_ms)):+.1f} s", utc_time(e.get("at_ms", 0)),
+             e.get("kind", "?"), e.get("agent_id", "") or "-", e.get("text", "")] for e in events]
+    return table(("since start", "time (UTC)", "kind", "agent", "what"), rows, css_class="events")
+
+
+def utc_time(ms: int) -> str:
+    if not ms:
+        return "?"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"

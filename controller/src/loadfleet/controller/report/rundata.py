@@ -1,0 +1,189 @@
+"""A run directory read back for reports: `summary.json` and the rows of `intervals.csv`
+that reports plot (see rundir.py for both formats).
+
+Only three kinds of rows are kept: the cluster's `*`,`*` row of each interval, the
+cluster's per-(target, request) rows (to split by target) and each agent's `*`,`*` row;
+agents' per-(target, request) rows are skipped unread, which keeps long runs cheap.
+Times are seconds since the load started (`started_ms` of the summary), so runs line up
+at their start. Anything unreadable raises `UsageError` with the file and the reason.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+
+SUMMARY_FILE = "summary.json"
+INTERVALS_FILE = "intervals.csv"
+TOTAL = "*"
+_KEY_COLUMNS = ("interval_start_ms", "scope", "agent", "target", "request")
+
+Points = tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class IntervalRow:
+    start_ms: int
+    scope: str
+    agent: str
+    target: str
+    request: str
+    values: dict[str, float]
+
+
+@dataclass(frozen=True)
+class RunData:
+    run_dir: Path
+    summary: dict
+    error_kinds: tuple[str, ...]
+    cluster_total: tuple[IntervalRow, ...]
+    cluster_rows: tuple[IntervalRow, ...]
+    agent_totals: tuple[IntervalRow, ...]
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary.get("run_id", self.run_dir.name))
+
+    @property
+    def started_ms(self) -> int:
+        started = self.summary.get("started_ms") or 0
+        if not started and self.cluster_total:
+            started = self.cluster_total[0].start_ms
+        return int(started)
+
+    def seconds(self, at_ms: int) -> float:
+        return (at_ms - self.started_ms) / 1000
+
+    def total_series(self, column: str) -> Points:
+        return tuple((self.seconds(r.start_ms), r.values.get(column, float("nan"))) for r in self.cluster_total)
+
+    def latency_series(self, column: str) -> Points:
+        """Like total_series, but an interval without a response (none sent, or only
+        transport errors, which have no latency) is a gap in the line, not a zero."""
+        return tuple((self.seconds(r.start_ms), r.values.get(column, float("nan")) if _responses(r)
+                      else float("nan")) for r in self.cluster_total)
+
+    def by_target(self, column: str) -> dict[str, Points]:
+        """`column` summed over requests, per target (for additive columns like rps)."""
+        sums: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+        for row in self.cluster_rows:
+            sums[row.target][row.start_ms] += row.values.get(column, 0.0)
+        return {target: tuple((self.seconds(t), v) for t, v in sorted(by_start.items()))
+                for target, by_start in sorted(sums.items())}
+
+    def by_agent(self, column: str) -> dict[str, Points]:
+        series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for row in self.agent_totals:
+            series[row.agent].append((self.seconds(row.start_ms), row.values.get(column, float("nan"))))
+        return {agent: tuple(points) for agent, points in sorted(series.items())}
+
+
+def _responses(row: IntervalRow) -> float:
+    return sum(row.values.get(f"status_{c}xx", 0.0) for c in "12345")
+
+
+def load_run(run_dir: Path) -> RunData:
+    run_dir = Path(run_dir)
+    summary = read_summary(run_dir)
+    kinds, total, rows, agents = _read_intervals(run_dir / INTERVALS_FILE)
+    return RunData(run_dir=run_dir, summary=summary, error_kinds=kinds,
+                   cluster_total=total, cluster_rows=rows, agent_totals=agents)
+
+
+def read_summary(run_dir: Path) -> dict:
+    if not run_dir.exists():
+        raise UsageError(f"{run_dir}: no such run directory")
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: not a directory")
+    path = run_dir / SUMMARY_FILE
+    if not path.is_file():
+        raise UsageError(f"{run_dir}: not a run directory with results (no {SUMMARY_FILE}; "
+                         "a run writes it when it ends)")
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: unreadable: {exc}") from exc
+    if not isinstance(summary, dict) or not isinstance(summary.get("total"), dict) or "run_id" not in summary:
+        raise UsageError(f"{path}: not a loadfleet run summary (no run_id or total)")
+    problem = _summary_problem(summary)
+    if problem:
+        raise UsageError(f"{path}: not a loadfleet run summary ({problem})")
+    return summary
+
+
+_FIGURES = ("requests", "rps", "mb_per_s", "error_pct")
+_LATENCY = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")
+
+
+def _summary_problem(summary: dict) -> str:
+    """What a report would trip over, or "": the figures it shows must be numbers."""
+    if not _is_number(summary.get("started_ms", 0)) or not _is_number(summary.get("duration_s", 0)):
+        return "started_ms and duration_s must be numbers"
+    entries = [("total", summary["total"])]
+    for group in ("targets", "requests", "agents"):
+        items = summary.get(group, [])
+        if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
+            return f"{group} must be a list of objects"
+        entries += [(f"{group}[{i}]", e) for i, e in enumerate(items)]
+    for where, entry in entries:
+        figures = entry.get("figures")
+        latency = figures.get("latency") if isinstance(figures, dict) else None
+        if not isinstance(latency, dict) or not all(_is_number(figures.get(k, 0)) for k in _FIGURES) \
+                or not all(_is_number(latency.get(k, 0)) for k in _LATENCY):
+            return f"{where}.figures must hold numbers"
+        for counts in ("errors", "status"):
+            if not isinstance(entry.get(counts, {}), dict) or not all(
+                    _is_number(v) for v in entry.get(counts, {}).values()):
+                return f"{where}.{counts} must map names to counts"
+    events = summary.get("events", [])
+    if not isinstance(events, list) or not all(isinstance(e, dict) and _is_number(e.get("at_ms", 0))
+                                               for e in events):
+        return "events must be a list of objects with a numeric at_ms"
+    return ""
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _read_intervals(path: Path):
+    """(error kinds, cluster totals, cluster per-(target, request) rows, agent totals)."""
+    if not path.is_file():
+        return (), (), (), ()
+    total, rows, agents = [], [], []
+    try:
+        with path.open(newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None or tuple(header[:len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
+                raise UsageError(f"{path}: not a loadfleet intervals file (unexpected header)")
+            kinds = tuple(c[len("err_"):] for c in header if c.startswith("err_"))
+            numeric = header[len(_KEY_COLUMNS):]
+            for line_no, cells in enumerate(reader, start=2):
+                row = _row(cells, numeric, path, line_no)
+                if row is None:
+                    continue
+                if row.scope == "cluster":
+                    (total if row.target == TOTAL else rows).append(row)
+                else:
+                    agents.append(row)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UsageError(f"{path}: unreadable: {exc}") from exc
+    return kinds, tuple(total), tuple(rows), tuple(agents)
+
+
+def _row(cells: list[str], numeric: list[str], path: Path, line_no: int) -> IntervalRow | None:
+    if len(cells) != len(_KEY_COLUMNS) + len(numeric):
+        raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {len(_KEY_COLUMNS) + len(numeric)}")
+    start, scope, agent, target, request = cells[:len(_KEY_COLUMNS)]
+    if scope != "cluster" and target != TOTAL:
+        return None  # an agent's per-(target, request) row: no report plots it
+    try:
+        values = {name: float(cell) for name, cell in zip(numeric, cells[len(_KEY_COLUMNS):])}
+        return IntervalRow(int(start), scope, agent, target, request, values)
+    except ValueError as exc:
+        raise UsageError(f"{path}:{line_no}: {exc}") from exc

@@ -1,0 +1,108 @@
+"""A real Apache httpd with an MPM of choice, run by the lab from its own minimal config
+(not Debian's /etc/apache2 layout): modules loaded from /usr/lib/apache2/modules, its own
+PidFile, ErrorLog and CustomLog under the state directory, one loopback address."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .daemon import (check_loopback, check_readable_by, find_program, host_port, http_url, log_tail,
+                     spawn_listening, stop_pid, unprivileged_user)
+
+MPMS = ("prefork", "worker", "event")
+DEFAULT_MPM = "event"
+MODULES_DIR = Path("/usr/lib/apache2/modules")
+BASE_MODULES = ("authz_core", "mime", "dir")
+# The same fields as nginx's access log: client, request line, status, bytes sent (%O, mod_logio).
+LOG_FORMAT = r'%a \"%r\" %>s %O'
+
+
+def apache_program() -> str:
+    return find_program("apache2", "apache2")
+
+
+class ApacheServer:
+    """Apache serving `docroot`. `modules` and `extra_conf` add to the config (e.g. proxy_fcgi)."""
+
+    kind = "apache"
+
+    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
+                 mpm: str = DEFAULT_MPM, modules: tuple[str, ...] = (), extra_conf: str = ""):
+        check_loopback(host)
+        if mpm not in MPMS:
+            raise ValueError(f"mpm '{mpm}' is not one of {', '.join(MPMS)}")
+        self.host, self.port, self.name, self.mpm = host, port, name, mpm
+        self.modules, self.extra_conf = modules, extra_conf
+        self.docroot = Path(docroot).resolve()
+        self.dir = Path(state_dir).resolve() / name
+        self.pid: int | None = None
+
+    @property
+    def url(self) -> str:
+        return http_url(self.host, self.port)
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.pid] if self.pid else []
+
+    @property
+    def access_log(self) -> Path:
+        return self.dir / "access.log"
+
+    @property
+    def error_log(self) -> Path:
+        return self.dir / "error.log"
+
+    def config(self, user: str | None, group: str | None) -> str:
+        modules = "".join(f"LoadModule {m}_module {MODULES_DIR / f'mod_{m}.so'}\n"
+                          for m in (f"mpm_{self.mpm}", *BASE_MODULES, *self.modules))
+        # Apache refuses to serve as root: its children run as an unprivileged user.
+        identity = f"User {user}\nGroup {group}\n" if user else ""
+        return f"""ServerRoot {self.dir}
+DefaultRuntimeDir {self.dir}
+{modules}ServerName {self.host}
+Listen {host_port(self.host, self.port)}
+{identity}PidFile {self.dir / 'httpd.pid'}
+ErrorLog {self.error_log}
+LogLevel warn
+LogFormat "{LOG_FORMAT}" loadfleet
+CustomLog {self.access_log} loadfleet
+TypesConfig /etc/mime.types
+KeepAlive On
+MaxKeepAliveRequests 0
+DocumentRoot {self.docroot}
+DirectoryIndex index.html
+<Directory />
+    Require all denied
+</Directory>
+<Directory {self.docroot}>
+    Require all granted
+</Directory>
+{self.extra_conf}"""
+
+    def start(self) -> None:
+        user = group = None
+        if os.geteuid() == 0:
+            user, group = unprivileged_user()
+            check_readable_by(self.docroot, user, what=f"apache {self.name}")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        conf = self.dir / "httpd.conf"
+        conf.write_text(self.config(user, group))
+        for log in (self.access_log, self.error_log):
+            log.write_text("")
+        proc = spawn_listening([apache_program(), "-f", str(conf), "-DFOREGROUND"], self.host, self.port,
+                               what=f"apache {self.name}", error_tail=self.error_tail, log=self.dir / "stderr.log")
+        self.pid = proc.pid
+
+    def stop(self) -> None:
+        if self.pid is not None:
+            stop_pid(self.pid)
+            self.pid = None
+
+    def access_log_lines(self) -> int:
+        with self.access_log.open("rb") as f:
+            return sum(1 for _ in f)
+
+    def error_tail(self) -> str:
+        tail = log_tail(self.error_log)
+        return tail if tail != "(log empty)" else log_tail(self.dir / "stderr.log")

@@ -1,0 +1,195 @@
+"""What every lab server shares: the loopback guard, finding a Debian program, starting a
+process in its own session and waiting until it listens, and stopping it by PID.
+
+Errors: `LabError` (a part could not be started, stopped or configured; the message says
+why and carries the tail of the program's own log).
+"""
+from __future__ import annotations
+
+import grp
+import ipaddress
+import os
+import pwd
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+START_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 5.0
+
+
+class LabError(Exception):
+    """A lab part could not be started, stopped or configured; the message says why."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A server a load balancer forwards to."""
+    name: str
+    host: str
+    port: int
+
+
+def check_loopback(host: str) -> None:
+    """Load goes only to loopback: the lab refuses to listen anywhere else."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"'{host}' is not an IP address") from None
+    if not address.is_loopback:
+        raise ValueError(f"'{host}' is not a loopback address (127.0.0.0/8 or ::1)")
+
+
+def http_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def host_port(host: str, port: int) -> str:
+    """HOST:PORT as nginx, Apache, HAProxy and Varnish spell it ([::1]:80 for IPv6)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def find_program(name: str, package: str, *, extra_dirs: tuple[str, ...] = ("/usr/sbin",)) -> str:
+    found = shutil.which(name) or next(
+        (str(Path(d) / name) for d in extra_dirs if os.access(Path(d) / name, os.X_OK)), None)
+    if not found:
+        raise LabError(f"{name} is not installed (apt-get install {package})")
+    return found
+
+
+def spawn(argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
+    """Starts a program in its own session (so a stop can take its whole group)."""
+    out = open(log, "ab") if log else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    finally:
+        if log:
+            out.close()
+
+
+def spawn_listening(argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
+                    log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+    """Starts a server and returns once it listens on HOST:PORT. The port must be free first:
+    otherwise whoever holds it would answer, and the start would look fine."""
+    check_port_free(host, port, what=what)
+    proc = spawn(argv, log=log)
+    wait_listening(proc, host, port, what=what, error_tail=error_tail, timeout_s=timeout_s)
+    return proc
+
+
+def check_port_free(host: str, port: int, *, what: str) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no obstacle
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise LabError(f"{what} cannot listen on {host_port(host, port)}: {exc.strerror}") from exc
+
+
+def wait_listening(proc: subprocess.Popen, host: str, port: int, *, what: str,
+                   error_tail: Callable[[], str], timeout_s: float = START_TIMEOUT_S) -> None:
+    """Returns once HOST:PORT accepts connections; otherwise stops `proc` and raises LabError."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"{what} exited at start: {error_tail()}")
+        try:
+            socket.create_connection((host, port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    stop_pid(proc.pid)
+    raise LabError(f"{what} did not listen on {host_port(host, port)} within {timeout_s:g} s: {error_tail()}")
+
+
+def wait_for_path(proc: subprocess.Popen, path: Path, *, what: str, error_tail: Callable[[], str],
+                  timeout_s: float = START_TIMEOUT_S) -> None:
+    """Returns once `path` (e.g. a Unix socket) exists; otherwise stops `proc` and raises LabError."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"{what} exited at start: {error_tail()}")
+        if path.exists():
+            return
+        time.sleep(0.05)
+    stop_pid(proc.pid)
+    raise LabError(f"{what} did not create {path} within {timeout_s:g} s: {error_tail()}")
+
+
+def log_tail(path: Path, lines: int = 3) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:]) or "(log empty)"
+    except OSError:
+        return f"(no log at {path})"
+
+
+def unprivileged_user() -> tuple[str, str]:
+    """(user, group) for servers that refuse to run as root (Apache): www-data, else nobody."""
+    for user in ("www-data", "nobody"):
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            continue
+        return user, grp.getgrgid(entry.pw_gid).gr_name
+    raise LabError("no unprivileged user (www-data or nobody) to run Apache's children as")
+
+
+def check_readable_by(path: Path, user: str, *, what: str) -> None:
+    """Raises LabError if `user` cannot reach `path` (every parent directory searchable)."""
+    entry = pwd.getpwnam(user)
+    groups = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    for directory in [*reversed(Path(path).resolve().parents), Path(path).resolve()]:
+        st = directory.stat()
+        if st.st_uid == entry.pw_uid:
+            ok = st.st_mode & stat.S_IXUSR
+        elif st.st_gid in groups:
+            ok = st.st_mode & stat.S_IXGRP
+        else:
+            ok = st.st_mode & stat.S_IXOTH
+        if not ok:
+            raise LabError(f"{what}: user {user} cannot reach {path}: {directory} is mode "
+                           f"{stat.S_IMODE(st.st_mode):04o}; put the state directory where {user} can read it")
+
+
+def stop_pid(pid: int) -> None:
+    """SIGTERM (a fast shutdown for nginx, Apache, HAProxy, Varnish and PHP-FPM), then
+    SIGKILL for the whole process group if it lingers."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        # Reap it if it is our child; otherwise just probe.
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

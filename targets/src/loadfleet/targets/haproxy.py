@@ -1,0 +1,119 @@
+"""A real HAProxy in front of a server group: round robin over named backends, with its
+own config and a stats socket under the state directory.
+
+`backend_requests()` reads per-backend request counts from the stats socket (`show stat`,
+CSV), so a test can compare them with the backends' access logs.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import socket
+from pathlib import Path
+
+from .daemon import (LabError, Upstream, check_loopback, find_program, host_port, http_url, log_tail,
+                     spawn_listening, stop_pid)
+
+BACKEND_GROUP = "group"
+STATS_TIMEOUT_S = 5.0
+
+
+def haproxy_program() -> str:
+    return find_program("haproxy", "haproxy")
+
+
+class HaproxyServer:
+    """HAProxy on one loopback address, balancing round robin over `backends`."""
+
+    kind = "haproxy"
+
+    def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream]):
+        check_loopback(host)
+        if not backends:
+            raise ValueError("haproxy needs at least one backend")
+        self.host, self.port, self.name, self.backends = host, port, name, list(backends)
+        self.dir = Path(state_dir).resolve() / name
+        self.pid: int | None = None
+
+    @property
+    def url(self) -> str:
+        return http_url(self.host, self.port)
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.pid] if self.pid else []
+
+    @property
+    def stats_socket(self) -> Path:
+        return self.dir / "stats.sock"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "haproxy.log"
+
+    def config(self) -> str:
+        servers = "".join(f"    server {b.name} {host_port(b.host, b.port)}\n" for b in self.backends)
+        return f"""global
+    stats socket {self.stats_socket} mode 600 level admin
+    maxconn 8192
+
+defaults
+    mode http
+    maxconn 8192
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+    timeout http-keep-alive 60s
+
+frontend {self.name}
+    bind {host_port(self.host, self.port)}
+    default_backend {BACKEND_GROUP}
+
+backend {BACKEND_GROUP}
+    balance roundrobin
+{servers}"""
+
+    def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        conf = self.dir / "haproxy.cfg"
+        conf.write_text(self.config())
+        self.log.write_text("")
+        proc = spawn_listening([haproxy_program(), "-db", "-f", str(conf)], self.host, self.port,
+                               what=f"haproxy {self.name}", error_tail=self.error_tail, log=self.log)
+        self.pid = proc.pid
+
+    def stop(self) -> None:
+        if self.pid is not None:
+            stop_pid(self.pid)
+            self.pid = None
+
+    def stats_csv(self) -> str:
+        """The `show stat` CSV from the stats socket (its header line starts with '# ')."""
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(STATS_TIMEOUT_S)
+                s.connect(str(self.stats_socket))
+                s.sendall(b"show stat\n")
+                chunks = []
+                while chunk := s.recv(65536):
+                    chunks.append(chunk)
+        except OSError as exc:
+            raise LabError(f"haproxy {self.name}: cannot read stats from {self.stats_socket}: {exc}") from exc
+        return b"".join(chunks).decode()
+
+    def backend_requests(self) -> dict[str, int]:
+        """HTTP requests sent to each backend server, by name (from `show stat`)."""
+        return parse_backend_requests(self.stats_csv())
+
+    def error_tail(self) -> str:
+        return log_tail(self.log)
+
+
+def parse_backend_requests(stats_csv: str, group: str = BACKEND_GROUP) -> dict[str, int]:
+    rows = csv.DictReader(io.StringIO(stats_csv.removeprefix("# ")))
+    counts = {}
+    for row in rows:
+        if row.get("pxname") == group and row.get("svname") not in ("FRONTEND", "BACKEND"):
+            # req_tot counts HTTP requests per server; lbtot (times chosen) if a version lacks it.
+            counts[row["svname"]] = int(row.get("req_tot") or row.get("lbtot") or 0)
+    return counts

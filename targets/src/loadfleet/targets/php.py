@@ -1,0 +1,206 @@
+"""A dynamic PHP page: a PHP-FPM pool with its own config and socket under the state
+directory, behind an nginx (`fastcgi_pass`) or Apache (`proxy_fcgi`) front that also serves
+the workload tree.
+
+`/page.php?cost=N` fills a template and runs N rounds of SHA-256 first, so its cost per
+request is set by the client (or by the spec's default `cost`) and a few clients saturate the
+CPU. The page shows the final digest: sha256 applied N times to "loadfleet", hex, each round
+hashing the previous round's hex string, so a test can check the body exactly.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+from .apache import DEFAULT_MPM, ApacheServer
+from .daemon import (LabError, check_readable_by, find_program, log_tail, spawn, stop_pid, unprivileged_user,
+                     wait_for_path)
+from .nginx import NginxServer
+
+FRONTS = ("nginx", "apache")
+DEFAULT_FRONT = "nginx"
+DEFAULT_COST = 1000
+MAX_COST = 1_000_000
+PAGE = "/page.php"
+DIGEST_SEED = "loadfleet"
+TEMPLATE_ROWS = 10
+
+_TEMPLATE = """<!DOCTYPE html>
+<html><head><title>loadfleet dynamic page</title></head>
+<body>
+<h1>cost {{cost}}</h1>
+<p id="digest">{{digest}}</p>
+<table>
+{{rows}}</table>
+</body></html>
+"""
+
+_PAGE = """<?php
+// Filled per request: `cost` rounds of SHA-256 (CPU work), then a template.
+$cost = isset($_GET['cost']) ? $_GET['cost'] : '%(default_cost)d';
+if (!ctype_digit((string)$cost) || (int)$cost > %(max_cost)d) {
+    http_response_code(400);
+    echo "cost must be an integer from 0 to %(max_cost)d\\n";
+    exit;
+}
+$cost = (int)$cost;
+$digest = '%(seed)s';
+for ($i = 0; $i < $cost; $i++) {
+    $digest = hash('sha256', $digest);
+}
+$rows = '';
+for ($i = 0; $i < %(rows)d; $i++) {
+    $rows .= '<tr><td>' . $i . '</td><td>' . substr($digest, $i * 6, 6) . "</td></tr>\\n";
+}
+header('Cache-Control: no-store');
+echo strtr(file_get_contents(__DIR__ . '/template.html'),
+           ['{{cost}}' => $cost, '{{digest}}' => $digest, '{{rows}}' => $rows]);
+"""
+
+
+def fpm_program() -> str:
+    for name in ("php-fpm", "php-fpm8.2"):
+        try:
+            return find_program(name, "php-fpm")
+        except LabError:
+            continue
+    raise LabError("php-fpm is not installed (apt-get install php-fpm)")
+
+
+class FpmPool:
+    """One PHP-FPM master with one static pool listening on a Unix socket."""
+
+    def __init__(self, directory: Path, name: str, *, workers: int):
+        self.dir, self.name, self.workers = directory, name, workers
+        self.pid: int | None = None
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "php-fpm.sock"
+
+    @property
+    def access_log(self) -> Path:
+        return self.dir / "php-fpm-access.log"
+
+    @property
+    def error_log(self) -> Path:
+        return self.dir / "php-fpm.log"
+
+    def config(self) -> str:
+        root = os.geteuid() == 0
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        # As root the pool runs as root too (php-fpm -R), so it reads any state directory.
+        identity = f"user = {user}\ngroup = {user}\n" if root else ""
+        return f"""[global]
+pid = {self.dir / 'php-fpm.pid'}
+error_log = {self.error_log}
+daemonize = no
+
+[{self.name}]
+{identity}listen = {self.socket}
+listen.mode = 0666
+listen.backlog = 4096
+pm = static
+pm.max_children = {self.workers}
+access.log = {self.access_log}
+access.format = "%R \\"%m %r%Q%q\\" %s"
+"""
+
+    def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.socket.unlink(missing_ok=True)
+        conf = self.dir / "php-fpm.conf"
+        conf.write_text(self.config())
+        for log in (self.access_log, self.error_log):
+            log.write_text("")
+        proc = spawn([fpm_program(), "--nodaemonize", "--fpm-config", str(conf), "--allow-to-run-as-root"],
+                     log=self.dir / "php-fpm-stderr.log")
+        self.pid = proc.pid
+        wait_for_path(proc, self.socket, what=f"php-fpm {self.name}", error_tail=lambda: log_tail(self.error_log))
+
+    def stop(self) -> None:
+        if self.pid is not None:
+            stop_pid(self.pid)
+            self.pid = None
+
+    def requests(self) -> int:
+        """Requests PHP-FPM handled (lines of its access log)."""
+        with self.access_log.open("rb") as f:
+            return sum(1 for _ in f)
+
+
+class PhpServer:
+    """nginx or Apache on a loopback address: the workload tree, plus /page.php from PHP-FPM."""
+
+    kind = "php"
+
+    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
+                 front: str = DEFAULT_FRONT, workers: int | None = None, cost: int = DEFAULT_COST):
+        if front not in FRONTS:
+            raise ValueError(f"front '{front}' is not one of {', '.join(FRONTS)}")
+        if not 0 <= cost <= MAX_COST:
+            raise ValueError(f"cost {cost} must be from 0 to {MAX_COST}")
+        self.name, self.front_kind, self.cost = name, front, cost
+        self.dir = Path(state_dir).resolve() / name
+        self.app = self.dir / "app"
+        self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2)
+        if front == "nginx":
+            self.front = NginxServer(host, port, docroot, state_dir, name, extra_conf=self._nginx_location())
+        else:
+            self.front = ApacheServer(host, port, docroot, state_dir, name, mpm=DEFAULT_MPM,
+                                      modules=("proxy", "proxy_fcgi"), extra_conf=self._apache_location())
+
+    host = property(lambda self: self.front.host)
+    port = property(lambda self: self.front.port)
+    url = property(lambda self: self.front.url)
+    pid = property(lambda self: self.front.pid)
+    access_log = property(lambda self: self.front.access_log)
+
+    @property
+    def page_url(self) -> str:
+        return self.url + PAGE
+
+    @property
+    def pids(self) -> list[int]:
+        """PHP-FPM first: stopping goes in reverse, front first."""
+        return [p for p in (self.pool.pid, self.front.pid) if p]
+
+    def start(self) -> None:
+        self.app.mkdir(parents=True, exist_ok=True)
+        (self.app / "template.html").write_text(_TEMPLATE)
+        (self.app / "page.php").write_text(_PAGE % {"default_cost": self.cost, "max_cost": MAX_COST,
+                                                   "seed": DIGEST_SEED, "rows": TEMPLATE_ROWS})
+        self.pool.start()
+        try:
+            if self.front_kind == "apache" and os.geteuid() == 0:
+                # Apache's children connect to the PHP-FPM socket in this directory.
+                check_readable_by(self.dir, unprivileged_user()[0], what=f"php {self.name}")
+            self.front.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self.front.stop()
+        self.pool.stop()
+
+    def access_log_lines(self) -> int:
+        return self.front.access_log_lines()
+
+    def error_tail(self) -> str:
+        return f"{self.front.error_tail()} | php-fpm: {log_tail(self.pool.error_log)}"
+
+    def _nginx_location(self) -> str:
+        params = {"SCRIPT_FILENAME": f"{self.app}/page.php", "SCRIPT_NAME": PAGE,
+                  "QUERY_STRING": "$query_string", "REQUEST_METHOD": "$request_method",
+                  "CONTENT_TYPE": "$content_type", "CONTENT_LENGTH": "$content_length",
+                  "REQUEST_URI": "$request_uri", "SERVER_PROTOCOL": "$server_protocol",
+                  "GATEWAY_INTERFACE": "CGI/1.1", "REMOTE_ADDR": "$remote_addr",
+                  "SERVER_NAME": "$server_name", "SERVER_PORT": "$server_port"}
+        lines = "".join(f"            fastcgi_param {k} {v};\n" for k, v in params.items())
+        return (f"        location = {PAGE} {{\n"
+                f"            fastcgi_pass unix:{self.pool.socket};\n{lines}        }}\n")
+
+    def _apache_location(self) -> str:
+        return f'ProxyPass "{PAGE}" "unix:{self.pool.socket}|fcgi://localhost{self.app}/page.php"\n'

@@ -1,0 +1,137 @@
+"""A real Varnish in front of a server group: a round robin director (VCL), caching on or
+off, its own working directory (`-n`) under the state directory.
+
+`counters()` reads `varnishstat -j -n DIR`: cache hits and misses, backend requests in all
+and per backend, so a test can compare them with the backends' access logs.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .daemon import (LabError, Upstream, check_loopback, find_program, host_port, http_url, log_tail,
+                     spawn_listening, stop_pid)
+
+DEFAULT_CACHE = True
+CACHE_MEMORY = "64m"
+# varnishd compiles the VCL with cc before it listens, which takes a few seconds.
+START_TIMEOUT_S = 30.0
+STAT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class VarnishCounters:
+    client_requests: int
+    hits: int
+    misses: int
+    backend_requests: int
+    per_backend: dict[str, int]
+
+
+def varnishd_program() -> str:
+    return find_program("varnishd", "varnish")
+
+
+class VarnishServer:
+    """Varnish on one loopback address; `cache=False` passes every request to a backend."""
+
+    kind = "varnish"
+
+    def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
+                 cache: bool = DEFAULT_CACHE):
+        check_loopback(host)
+        if not backends:
+            raise ValueError("varnish needs at least one backend")
+        self.host, self.port, self.name, self.backends, self.cache = host, port, name, list(backends), cache
+        self.dir = Path(state_dir).resolve() / name
+        self.pid: int | None = None
+
+    @property
+    def url(self) -> str:
+        return http_url(self.host, self.port)
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.pid] if self.pid else []
+
+    @property
+    def workdir(self) -> Path:
+        return self.dir / "work"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "varnishd.log"
+
+    def vcl(self) -> str:
+        backends = "".join(f'backend {_vcl_name(b.name)} {{ .host = "{b.host}"; .port = "{b.port}"; }}\n'
+                           for b in self.backends)
+        adds = "".join(f"    group.add_backend({_vcl_name(b.name)});\n" for b in self.backends)
+        recv = "    set req.backend_hint = group.backend();\n"
+        if not self.cache:
+            recv += "    return (pass);\n"
+        return f"""vcl 4.1;
+import directors;
+
+{backends}
+sub vcl_init {{
+    new group = directors.round_robin();
+{adds}}}
+
+sub vcl_recv {{
+{recv}}}
+"""
+
+    def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        vcl = self.dir / "default.vcl"
+        vcl.write_text(self.vcl())
+        self.log.write_text("")
+        # -F: foreground, so the PID is ours; -j none: no jail user (the state dir may be private);
+        # -T none: no management port, nothing listens but -a.
+        argv = [varnishd_program(), "-F", "-j", "none", "-T", "none", "-a", host_port(self.host, self.port),
+                "-f", str(vcl), "-n", str(self.workdir), "-s", f"malloc,{CACHE_MEMORY}",
+                "-P", str(self.dir / "varnishd.pid")]
+        proc = spawn_listening(argv, self.host, self.port, what=f"varnish {self.name}", error_tail=self.error_tail,
+                               log=self.log, timeout_s=START_TIMEOUT_S)
+        self.pid = proc.pid
+
+    def stop(self) -> None:
+        if self.pid is not None:
+            stop_pid(self.pid)
+            self.pid = None
+
+    def counters(self) -> VarnishCounters:
+        try:
+            result = subprocess.run([find_program("varnishstat", "varnish"), "-1", "-j", "-n", str(self.workdir)],
+                                    capture_output=True, text=True, timeout=STAT_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LabError(f"varnish {self.name}: varnishstat failed: {exc}") from exc
+        if result.returncode != 0:
+            raise LabError(f"varnish {self.name}: varnishstat failed: {result.stderr.strip()}")
+        return parse_counters(json.loads(result.stdout), [b.name for b in self.backends])
+
+    def error_tail(self) -> str:
+        return log_tail(self.log)
+
+
+def parse_counters(doc: dict, backend_names: list[str]) -> VarnishCounters:
+    counters = doc.get("counters", doc)  # varnishstat 6.5+ nests them under "counters"
+
+    def value(key: str) -> int:
+        return int(counters.get(key, {}).get("value", 0))
+
+    per_backend = {}
+    for name in backend_names:
+        suffix = f".{_vcl_name(name)}.req"
+        per_backend[name] = sum(int(v.get("value", 0)) for k, v in counters.items()
+                                if k.startswith("VBE.") and k.endswith(suffix))
+    return VarnishCounters(client_requests=value("MAIN.client_req"), hits=value("MAIN.cache_hit"),
+                           misses=value("MAIN.cache_miss"), backend_requests=value("MAIN.backend_req"),
+                           per_backend=per_backend)
+
+
+def _vcl_name(name: str) -> str:
+    """Server names may hold '-' or '.', VCL identifiers may not."""
+    return "b_" + "".join(c if c.isalnum() else "_" for c in name)

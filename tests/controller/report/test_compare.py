@@ -1,0 +1,72 @@
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from loadfleet.controller.report import load_run, write_compare
+from loadfleet.controller.report.compare import METRICS, change, compare_rows, compare_text, render_compare
+
+from .conftest import START_MS, write_synthetic_run
+
+NS = {"s": "http://www.w3.org/2000/svg"}
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    first = write_synthetic_run(tmp_path / "runs" / "20300101-000000-aaaa")
+    second = write_synthetic_run(tmp_path / "runs" / "20300101-000100-bbbb", start_ms=START_MS + 3_600_000)
+    # The second run: same shape, twice the requests.
+    summary = json.loads((second / "summary.json").read_text())
+    summary["total"]["figures"]["requests"] *= 2
+    summary["total"]["figures"]["rps"] *= 2
+    (second / "summary.json").write_text(json.dumps(summary))
+    return [load_run(first), load_run(second)]
+
+
+@pytest.mark.parametrize("base, value, text", [
+    (100, 110, "+10.0%"), (100, 50, "-50.0%"), (3, 3, "+0.0%"), (0, 5, ""), (0.0, 0.0, ""),
+])
+def test_change_against_the_baseline(base, value, text):
+    assert change(base, value) == text
+
+
+def test_rows_carry_every_metric_of_each_run(two_runs):
+    rows = compare_rows(two_runs)
+    assert [r["run_id"] for r in rows] == ["20300101-000000-aaaa", "20300101-000100-bbbb"]
+    total = two_runs[0].summary["total"]["figures"]
+    assert rows[0]["requests"] == total["requests"]
+    assert rows[0]["p99_ms"] == total["latency"]["p99_ms"]
+    assert rows[1]["requests"] == 2 * total["requests"]
+    assert {key for key, _, _ in METRICS} <= set(rows[0])
+
+
+def test_the_text_table_puts_runs_side_by_side_with_changes(two_runs):
+    text = compare_text(two_runs)
+    header, *lines = text.splitlines()
+    assert header.split() == ["20300101-000000-aaaa", "20300101-000100-bbbb"]
+    requests = next(line for line in lines if line.startswith("requests"))
+    assert requests.endswith("(+100.0%)")
+    assert len({len(line) for line in [header, *lines[:-1]]}) == 1  # aligned columns
+
+
+def test_the_html_overlays_one_curve_per_run(two_runs, tmp_path):
+    out = write_compare([*two_runs, two_runs[0]], tmp_path / "compare.html")
+    html = out.read_text()
+    svgs = [ET.fromstring(s) for s in re.findall(r'<svg class="chart".*?</svg>', html, re.S)]
+    assert [svg.find("s:title", NS).text for svg in svgs] == ["Requests/s (cluster)", "p99 latency (cluster)"]
+    for svg in svgs:
+        names = [g.get("data-name") for g in svg.iterfind(".//s:g[@class='series']", NS)]
+        assert names == ["20300101-000000-aaaa", "20300101-000100-bbbb", "20300101-000000-aaaa #2"]
+        assert len(svg.findall(".//s:polyline", NS)) == 3
+    assert "(+100.0%)" in html
+    assert "<script" not in html and "src=" not in html
+
+
+def test_runs_an_hour_apart_are_aligned_at_their_start(two_runs):
+    assert [r.started_ms for r in two_runs] == [START_MS, START_MS + 3_600_000]
+    assert [r.total_series("rps")[0][0] for r in two_runs] == [0.0, 0.0]
+    svg = ET.fromstring(re.search(r'<svg class="chart".*?</svg>', render_compare(two_runs), re.S).group(0))
+    firsts = [p.get("points").split()[0] for p in svg.iterfind(".//s:polyline", NS)]
+    lasts = [p.get("points").split()[-1].split(",")[0] for p in svg.iterfind(".//s:polyline", NS)]
+    assert firsts[0].split(",")[0] == firsts[1].split(",")[0] and lasts[0] == lasts[1]

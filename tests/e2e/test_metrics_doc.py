@@ -1,0 +1,123 @@
+"""Every InfluxQL example of docs/metrics.md runs against a real InfluxDB 1.8 filled with
+points made by the controller's own point builders, and returns rows."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from loadfleet.controller.agents import Health
+from loadfleet.controller.events import Event, EventKind
+from loadfleet.controller.figures import figures_of
+from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
+from loadfleet.controller.sinks.points import agent_point, event_point, http_points, step_point
+from loadfleet.v1 import stats_pb2
+from loadfleet.wire.stats import StatsRow, merge_rows
+from support.procs import REPO
+
+pytestmark = pytest.mark.e2e
+
+RUN_ID = "20300101-000000-docs"
+DOC = REPO / "docs" / "metrics.md"
+
+
+def doc_queries() -> list[str]:
+    blocks = re.findall(r"```sql\n(.*?)```", DOC.read_text(), re.S)
+    statements = []
+    for block in blocks:  # one statement per line, or one spread over continuation lines
+        current = ""
+        for line in block.splitlines():
+            if line.startswith(("SELECT", "SHOW")) and current:
+                statements.append(current)
+                current = ""
+            current += (" " if current else "") + line.strip()
+        statements.append(current)
+    return [s.replace("$run", RUN_ID) for s in statements]
+
+
+def _row(target: str, request: str, n: int) -> StatsRow:
+    row = StatsRow(target, request, requests=n + 1, bytes_in=n * 500, bytes_out=n * 80, active_connections=2)
+    row.status[1] = n
+    row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = 1
+    for i in range(n):
+        row.histogram.record_value(1000 + 10 * i)
+    return row
+
+
+def fill(influx) -> None:
+    now_ms = int(time.time() * 1000) // 1000 * 1000
+    start_ms = now_ms - 30_000
+    points = []
+    for i in range(10):
+        at = start_ms + i * 1000
+        by_agent = {agent: [_row("http://127.0.0.2:80", "home", 20 + i), _row("http://127.0.0.3:80", "home", 10)]
+                    for agent in ("a1", "a2")}
+        for agent, rows in by_agent.items():
+            points += http_points(run_id=RUN_ID, step="main", scope="agent", agent=agent, interval_start_ms=at,
+                                  interval_ms=1000, rows=rows)
+            points.append(agent_point(run_id=RUN_ID, agent_id=agent, at_ms=at + 500, saturated=i == 3,
+                                      health=Health(cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0)))
+        points += http_points(run_id=RUN_ID, step="main", scope="cluster", agent="", interval_start_ms=at,
+                              interval_ms=1000, rows=[r for rows in by_agent.values() for r in rows])
+    total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
+    points.append(step_point(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
+                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False))
+    points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
+    influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
+
+
+def doc_schema() -> dict[str, tuple[set[str], set[str]]]:
+    """measurement -> (tags, fields) as the tables of docs/metrics.md list them."""
+    schema = {}
+    for name, section in re.findall(r"^### `(\w+)`.*?\n(.*?)(?=^###|^## )", DOC.read_text(), re.S | re.M):
+        tags, fields = set(), set()
+        for first, second in re.findall(r"^\| (.+?) \| (.+?) \|", section, re.M):
+            names = set(re.findall(r"`(\w+)`", first))
+            if "…" in first:  # `status_1xx` … `status_5xx`
+                names |= {f"status_{c}xx" for c in "12345"}
+            (fields if second in ("integer", "float", "boolean", "string") else tags).update(names)
+        schema[name] = (tags, fields)
+    return schema
+
+
+def all_points() -> dict:
+    """One point of each measurement with every field the code can write."""
+    row = _row("http://127.0.0.2:80", "home", 5)
+    row.scheduled, row.sent_late, row.max_send_lag_us, row.not_sent = 6, 1, 2500, 1
+    total = merge_rows([row], target="*", request="*")[("*", "*")]
+    return {
+        "http": http_points(run_id=RUN_ID, step="main", scope="agent", agent="a1", interval_start_ms=0,
+                            interval_ms=1000, rows=[row])[0],
+        "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(), at_ms=0, saturated=False),
+        "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
+        "step": step_point(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
+                           total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False),
+    }
+
+
+def test_the_doc_lists_exactly_the_tags_and_fields_the_controller_writes():
+    schema = doc_schema()
+    points = all_points()
+    assert set(schema) == set(points)
+    for measurement, point in points.items():
+        tags, fields = schema[measurement]
+        assert tags == {k for k, _ in point.tags}, measurement
+        assert fields == {k for k, _ in point.fields}, measurement
+
+
+def test_the_doc_has_examples_of_every_measurement():
+    queries = doc_queries()
+    assert len(queries) >= 10
+    for measurement in ("http", "agent", "event", "step"):
+        assert any(f'FROM "{measurement}"' in q for q in queries)
+
+
+def test_every_influxql_example_of_the_doc_returns_rows(influx):
+    fill(influx)
+    for query in doc_queries():
+        try:
+            series = influx.query(query)
+        except Exception as exc:  # InfluxDB refused it: say which example
+            pytest.fail(f"{query}: {exc}")
+        assert series and series[0]["values"], f"no rows: {query}"

@@ -1,0 +1,172 @@
+"""Acceptance: every server kind of the lab under a short real load (the real engine, via
+`loadfleet run --local 1`): only 2xx, bodies equal to the workload files, and the requests
+loadfleet counted equal to what the servers and balancers counted."""
+import hashlib
+import json
+import re
+import socket
+import time
+import urllib.request
+
+import psutil
+import pytest
+
+from loadfleet.targets.daemon import LabError
+from loadfleet.targets.lab import Lab, parse_spec
+from support.procs import free_port, pid_alive
+
+ROUND_ROBIN_TOLERANCE = 0.05
+WEBS = [{"name": "web1", "kind": "nginx", "listen": "127.0.0.2:0"},
+        {"name": "web2", "kind": "nginx", "listen": "127.0.0.3:0"}]
+
+
+def only_2xx(summary: dict) -> bool:
+    total = summary["total"]
+    return (total["figures"]["requests"] > 0 and total["figures"]["failed"] == 0
+            and total["status"]["2xx"] == total["figures"]["requests"])
+
+
+def requests_by_target(summary: dict) -> dict[str, int]:
+    return {t["name"]: t["figures"]["requests"] for t in summary["targets"]}
+
+
+def assert_bodies_match(url: str, lab: Lab, n: int = 4) -> None:
+    files = json.loads(lab.manifest.read_text())["files"]
+    for entry in files[:: max(1, len(files) // n)]:
+        with urllib.request.urlopen(url + entry["path"]) as response:
+            body = response.read()
+        assert hashlib.sha256(body).hexdigest() == entry["sha256"], f"{url}{entry['path']}"
+        assert body == (lab.docroot / entry["path"].lstrip("/")).read_bytes()
+
+
+def assert_round_robin(counts: dict[str, int]) -> None:
+    low, high = min(counts.values()), max(counts.values())
+    assert low > 0 and high - low <= ROUND_ROBIN_TOLERANCE * high, counts
+
+
+def settled_counters(cache, client_requests: int, timeout_s: float = 5.0):
+    """varnishstat's counters, once Varnish's workers have folded in all `client_requests`
+    (they publish their counts shortly after each request, not at once)."""
+    deadline = time.monotonic() + timeout_s
+    while (counters := cache.counters()).client_requests < client_requests and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return counters
+
+
+def test_web_servers_serve_the_tree_under_real_load(open_dir, run_load):
+    spec = parse_spec({"workload": {"kind": "tree", "scale": 0.1, "seed": 3}, "servers": [
+        {"name": "ngx", "kind": "nginx", "listen": "127.0.0.2:0"},
+        *({"name": f"ap-{mpm}", "kind": "apache", "mpm": mpm, "listen": f"127.0.0.{3 + i}:0"}
+          for i, mpm in enumerate(["prefork", "worker", "event"])),
+        {"name": "php", "kind": "php", "listen": "127.0.0.6:0"}]})
+    with Lab(spec, open_dir / "lab") as lab:
+        summary = run_load([s.url for s in lab.servers], manifest=lab.manifest)
+        assert only_2xx(summary), summary["total"]
+        counted = requests_by_target(summary)
+        for server in lab.servers:
+            assert counted[server.url] == server.access_log_lines() > 0, server.name
+        for server in lab.servers:
+            assert_bodies_match(server.url, lab)
+
+
+def test_php_pages_under_real_load_behind_nginx_and_apache(open_dir, run_load):
+    spec = parse_spec({"workload": {"kind": "single", "bytes": 2048}, "servers": [
+        {"name": "php-nginx", "kind": "php", "front": "nginx", "workers": 2, "listen": "127.0.0.2:0"},
+        {"name": "php-apache", "kind": "php", "front": "apache", "workers": 2, "listen": "127.0.0.3:0"}]})
+    with Lab(spec, open_dir / "lab") as lab:
+        summary = run_load([s.url for s in lab.servers], requests=[{"path": "/page.php?cost=300"}])
+        assert only_2xx(summary), summary["total"]
+        counted = requests_by_target(summary)
+        for server in lab.servers:
+            assert counted[server.url] == server.access_log_lines() == server.pool.requests() > 0, server.name
+            with urllib.request.urlopen(server.page_url + "?cost=300") as response:
+                digest = re.search(r'id="digest">(\w+)<', response.read().decode()).group(1)
+            expected = "loadfleet"
+            for _ in range(300):
+                expected = hashlib.sha256(expected.encode()).hexdigest()
+            assert digest == expected
+            assert_bodies_match(server.url, lab)
+
+
+def test_haproxy_balances_round_robin_and_counts_what_the_backends_logged(open_dir, run_load):
+    spec = parse_spec({"workload": {"kind": "files30k", "count": 20}, "servers": [
+        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"}, *WEBS]})
+    with Lab(spec, open_dir / "lab") as lab:
+        lb = lab.server("lb")
+        summary = run_load([lb.url], manifest=lab.manifest)
+        assert only_2xx(summary), summary["total"]
+        logged = {name: lab.server(name).access_log_lines() for name in ("web1", "web2")}
+        assert lb.backend_requests() == logged
+        assert sum(logged.values()) == summary["total"]["figures"]["requests"]
+        assert_round_robin(logged)
+        assert_bodies_match(lb.url, lab)
+
+
+def test_varnish_without_cache_balances_round_robin_and_counts_what_the_backends_logged(open_dir, run_load):
+    spec = parse_spec({"workload": {"kind": "files30k", "count": 20}, "servers": [
+        {"name": "cache", "kind": "varnish", "cache": False, "backends": ["web1", "web2"],
+         "listen": "127.0.0.4:0"}, *WEBS]})
+    with Lab(spec, open_dir / "lab") as lab:
+        cache = lab.server("cache")
+        summary = run_load([cache.url], manifest=lab.manifest)
+        assert only_2xx(summary), summary["total"]
+        requests = summary["total"]["figures"]["requests"]
+        counters = settled_counters(cache, requests)
+        logged = {name: lab.server(name).access_log_lines() for name in ("web1", "web2")}
+        assert counters.per_backend == logged
+        assert counters.backend_requests == sum(logged.values()) == requests
+        assert counters.hits == 0
+        assert_round_robin(logged)
+        assert_bodies_match(cache.url, lab)
+
+
+def test_varnish_with_cache_answers_repeats_from_its_cache(open_dir):
+    spec = parse_spec({"workload": {"kind": "single"}, "servers": [
+        {"name": "cache", "kind": "varnish", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"}, *WEBS]})
+    with Lab(spec, open_dir / "lab") as lab:
+        cache = lab.server("cache")
+        for _ in range(5):
+            assert_bodies_match(cache.url, lab)
+        counters = settled_counters(cache, 5)
+        assert (counters.misses, counters.hits, counters.backend_requests) == (1, 4, 1)
+        assert sum(lab.server(n).access_log_lines() for n in ("web1", "web2")) == 1
+
+
+def test_balancers_start_after_and_stop_before_their_backends(open_dir):
+    spec = parse_spec({"servers": [
+        {"name": "cache", "kind": "varnish", "backends": ["lb"], "listen": "127.0.0.5:0"},
+        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"}, *WEBS]})
+    lab = Lab(spec, open_dir / "lab")
+    try:
+        lab.up()
+        assert [s.name for s in lab.servers] == ["web1", "web2", "lb", "cache"]
+        pids = [p for s in lab.servers for p in s.pids]
+        assert_bodies_match(lab.server("cache").url, lab, n=2)  # varnish -> haproxy -> nginx
+    finally:
+        stopped = lab.down()
+    assert stopped == ["cache", "lb", "web2", "web1"]
+    assert not any(pid_alive(p) for p in pids)
+
+
+def test_a_balancer_that_cannot_start_leaves_nothing_running(open_dir):
+    port = free_port("127.0.0.4")
+    spec = parse_spec({"servers": [
+        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": f"127.0.0.4:{port}"}, *WEBS]})
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.4", port))
+        taken.listen()
+        lab = Lab(spec, open_dir / "lab")
+        with pytest.raises(LabError, match="haproxy lb"):
+            lab.up()
+    assert lab.servers == [] and lab.status() == []
+    assert processes_using(open_dir) == []
+
+
+def processes_using(directory) -> list[str]:
+    """Live processes whose command line names `directory` (each lab server's does)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if str(directory) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(cmdline)
+    return found
