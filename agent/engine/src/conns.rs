@@ -58,7 +58,7 @@ impl Connections {
                     held.owner = slot;
                     true
                 }
-                None => match http::connect(job.targets[target].addr, job.connect_timeout).await {
+                None => match http::connect(job.targets[target].addr, job.connect_timeout, job.targets[target].tls.as_ref()).await {
                     Ok(connection) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });

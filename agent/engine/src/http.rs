@@ -5,10 +5,16 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
 
 use crate::wire::pb::ErrorKind;
 
@@ -39,7 +45,15 @@ pub struct Response {
     pub reusable: bool,
 }
 
-pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Connection, Failure> {
+/// What an https target needs for the handshake.
+#[derive(Clone)]
+pub struct Tls {
+    pub config: Arc<rustls::ClientConfig>,
+    pub server_name: ServerName<'static>,
+}
+
+/// Connects (TCP, then TLS for https); `timeout` bounds each of the two.
+pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>) -> Result<Connection, Failure> {
     let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Err(_) => return Err(Failure::new(ErrorKind::ConnectTimeout, format!("connect to {addr}: no answer within {timeout:?}"))),
         Ok(Err(e)) => {
@@ -54,11 +68,60 @@ pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Connection, 
     };
     // Requests are written whole; Nagle would only delay them.
     stream.set_nodelay(true).map_err(|e| Failure::new(ErrorKind::Other, format!("set TCP_NODELAY: {e}")))?;
+    let stream = match tls {
+        None => Stream::Plain(stream),
+        Some(tls) => {
+            let handshake = TlsConnector::from(Arc::clone(&tls.config)).connect(tls.server_name.clone(), stream);
+            match tokio::time::timeout(timeout, handshake).await {
+                Err(_) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: no answer within {timeout:?}"))),
+                Ok(Err(e)) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: {e}"))),
+                Ok(Ok(stream)) => Stream::Tls(Box::new(stream)),
+            }
+        }
+    };
     Ok(Connection { stream, buf: vec![0; BUFFER_BYTES].into_boxed_slice(), start: 0, end: 0, received: 0 })
 }
 
+/// Plain TCP or TLS; an enum rather than a trait object keeps plain HTTP free of dynamic calls.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 pub struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     buf: Box<[u8]>,
     /// Unconsumed received bytes are buf[start..end].
     start: usize,

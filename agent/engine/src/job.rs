@@ -4,6 +4,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::http;
 use crate::load::{Load, Think};
 use crate::rng::WeightedChoice;
 use crate::wire::pb;
@@ -17,6 +18,8 @@ pub struct Target {
     /// As written in the plan; the key of its statistics.
     pub url: String,
     pub addr: SocketAddr,
+    /// https targets: the handshake's configuration and server name.
+    pub tls: Option<http::Tls>,
 }
 
 pub struct Request {
@@ -63,11 +66,12 @@ impl Job {
     /// Checks the spec; the error names every field that is wrong.
     pub fn from_spec(spec: &pb::JobSpec) -> Result<Job, String> {
         let mut problems = Vec::new();
+        let tls_config = crate::tls::client_config(spec.tls_verify);
         let targets: Vec<Target> = spec
             .targets
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| parse_target(&t.url).map_err(|e| problems.push(format!("targets[{i}].url: {e}"))).ok())
+            .filter_map(|(i, t)| parse_target(&t.url, &tls_config).map_err(|e| problems.push(format!("targets[{i}].url: {e}"))).ok())
             .collect();
         if spec.targets.is_empty() {
             problems.push("targets: at least one target is needed".into());
@@ -160,24 +164,32 @@ fn millis_or(value: u32, default: u32) -> Duration {
     Duration::from_millis(u64::from(if value == 0 { default } else { value }))
 }
 
-/// `http://host:port` (no path) to a socket address.
-fn parse_target(url: &str) -> Result<Target, String> {
-    let rest = match url.split_once("://") {
-        Some(("http", rest)) => rest,
-        Some(("https", _)) => return Err(format!("'{url}': https is not supported by this engine yet")),
-        _ => return Err(format!("'{url}' must start with http://")),
+/// `http[s]://host:port` (no path) to a socket address (and, for https, the TLS setup).
+fn parse_target(url: &str, tls_config: &std::sync::Arc<rustls::ClientConfig>) -> Result<Target, String> {
+    let (rest, default_port, https) = match url.split_once("://") {
+        Some(("http", rest)) => (rest, 80, false),
+        Some(("https", rest)) => (rest, 443, true),
+        _ => return Err(format!("'{url}' must start with http:// or https://")),
     };
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     if authority.is_empty() || authority.contains('/') {
         return Err(format!("'{url}' must be scheme://host:port without a path"));
     }
-    let with_port = if has_port(authority) { authority.to_string() } else { format!("{authority}:80") };
+    let with_port = if has_port(authority) { authority.to_string() } else { format!("{authority}:{default_port}") };
     let addr = with_port
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve '{authority}': {e}"))?
         .next()
         .ok_or_else(|| format!("'{authority}' has no address"))?;
-    Ok(Target { url: url.to_string(), addr })
+    let tls = if https {
+        let host = with_port[..with_port.rfind(':').expect("has a port")].trim_matches(|c| c == '[' || c == ']');
+        let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| format!("'{host}' is not a TLS server name: {e}"))?;
+        Some(http::Tls { config: std::sync::Arc::clone(tls_config), server_name })
+    } else {
+        None
+    };
+    Ok(Target { url: url.to_string(), addr, tls })
 }
 
 fn has_port(authority: &str) -> bool {
@@ -262,7 +274,11 @@ mod tests {
 
     #[test]
     fn ipv6_and_default_port() {
-        assert_eq!(parse_target("http://[::1]:81").unwrap().addr.port(), 81);
-        assert_eq!(parse_target("http://127.0.0.1").unwrap().addr.port(), 80);
+        let tls = crate::tls::client_config(false);
+        assert_eq!(parse_target("http://[::1]:81", &tls).unwrap().addr.port(), 81);
+        assert_eq!(parse_target("http://127.0.0.1", &tls).unwrap().addr.port(), 80);
+        let https = parse_target("https://127.0.0.1", &tls).unwrap();
+        assert_eq!(https.addr.port(), 443);
+        assert!(https.tls.is_some());
     }
 }

@@ -14,4 +14,5 @@ pub mod open;
 pub mod rng;
 pub mod run;
 pub mod stats;
+pub mod tls;
 pub mod wire;

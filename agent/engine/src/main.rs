@@ -17,11 +17,25 @@ fn main() -> ExitCode {
                   env!("CARGO_PKG_VERSION"));
         return ExitCode::from(2);
     }
+    raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = tokio::task::LocalSet::new().block_on(&runtime, engine());
     // The stdin reader sits in a blocking read that would hold up an orderly shutdown.
     runtime.shutdown_background();
     code
+}
+
+/// Every connection is a file descriptor; the usual soft limit of 1024 would cap a closed
+/// model at about 1000 clients, so take what the hard limit allows.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 async fn engine() -> ExitCode {

@@ -156,7 +156,7 @@ fn end_of_stdin_ends_the_engine_at_once() {
 #[test]
 fn an_invalid_job_is_refused_with_every_problem_named() {
     let mut engine = Engine::spawn();
-    let mut spec = closed_job(&[("https://127.0.0.1:1", 1)], vec![get("r", "no-slash", 1)], 1, 1000, 1000);
+    let mut spec = closed_job(&[("ftp://127.0.0.1:1", 1)], vec![get("r", "no-slash", 1)], 1, 1000, 1000);
     spec.requests[0].method = "FETCH".into();
     engine.send(Command::Start(spec));
     match engine.next_event() {

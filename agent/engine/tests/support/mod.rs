@@ -325,3 +325,64 @@ pub fn histogram_count(reports: &[pb::IntervalReport]) -> u64 {
         })
         .sum()
 }
+
+/// An https server on 127.0.0.1 with a fresh self-signed certificate: answers every
+/// request with "hello" (keep-alive), counting responses.
+pub fn start_tls_server() -> TestServer {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions().unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    let served = Arc::new(Served::default());
+    let counts = Arc::clone(&served);
+    thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                counts.connections.fetch_add(1, Ordering::Relaxed);
+                let (acceptor, counts) = (acceptor.clone(), Arc::clone(&counts));
+                tokio::task::spawn_local(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else { return };
+                    let mut stream = tokio::io::BufReader::new(tls);
+                    loop {
+                        let mut line = String::new();
+                        let mut close = false;
+                        loop {
+                            line.clear();
+                            if stream.read_line(&mut line).await.unwrap_or(0) == 0 {
+                                return;
+                            }
+                            close |= line.to_ascii_lowercase().starts_with("connection: close");
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let response = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+                        if stream.write_all(response).await.is_err() || stream.flush().await.is_err() {
+                            return;
+                        }
+                        counts.responses.fetch_add(1, Ordering::Relaxed);
+                        counts.bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
+                        if close {
+                            let _ = stream.shutdown().await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    TestServer { url, served }
+}
