@@ -48,3 +48,46 @@ def test_bad_label_is_a_usage_error():
     from loadfleet.agent.errors import UsageError
     with pytest.raises(UsageError):
         parse_labels(["novalue"])
+
+
+def interval(start_ms):
+    return agent_pb2.AgentMessage(interval=agent_pb2.AgentInterval(job_id="j", report={"interval_start_ms": start_ms}))
+
+
+async def drain(box, n):
+    out = []
+    for _ in range(n):
+        out.append(await box.peek())
+        box.done()
+    return out
+
+
+def test_outbox_spools_to_disk_beyond_its_memory_limit_and_keeps_order(tmp_path):
+    async def go():
+        box = Outbox(tmp_path, memory_limit=3)
+        for i in range(10):
+            box.put(interval(i))
+        on_disk = (tmp_path / "outbox.spool").stat().st_size
+        assert len(box) == 10 and on_disk > 0
+        first = await drain(box, 4)
+        box.put(interval(10))  # the spool is not empty yet: this goes behind it, on disk
+        rest = await drain(box, 7)
+        return first + rest
+    sent = asyncio.run(go())
+    assert [m.interval.report.interval_start_ms for m in sent] == list(range(11))
+    assert not (tmp_path / "outbox.spool").exists(), "an empty spool is removed"
+
+
+def test_a_restarted_agent_sends_what_an_earlier_run_spooled(tmp_path):
+    async def go():
+        first = Outbox(tmp_path, memory_limit=0)
+        for i in range(5):
+            first.put(interval(i))
+        # The agent dies here; the queue in memory is gone, the spool stays.
+        with (tmp_path / "outbox.spool").open("ab") as f:
+            f.write(b"\x05\x01")  # and its last frame was cut short
+        second = Outbox(tmp_path)
+        return await drain(second, 5), len(second)
+    sent, left = asyncio.run(go())
+    assert [m.interval.report.interval_start_ms for m in sent] == list(range(5))
+    assert left == 0

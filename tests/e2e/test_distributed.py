@@ -20,11 +20,12 @@ LOAD_S = 4
 
 
 def plan_for(tmp_path, webs, docroot, *, duration_s=LOAD_S, clients=8, **extra):
+    extra.setdefault("agents", {"wait_s": 20})
     return write_plan(
         tmp_path / "plan.yaml", name="e2e", duration_s=duration_s,
         targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
         workload={"keep_alive": True, "manifest": str(docroot / "manifest.json")},
-        load={"model": "closed", "clients": clients}, agents={"wait_s": 20}, **extra)
+        load={"model": "closed", "clients": clients}, **extra)
 
 
 def finish(run, timeout_s=60):
@@ -187,3 +188,26 @@ def test_open_model_rate_across_agents(cluster, webs, docroot, tmp_path):
     rows = [r for r in csv.DictReader((run_dir / "intervals.csv").open()) if r["scope"] == "cluster" and r["target"] == "*"]
     assert sum(int(r["scheduled"]) for r in rows) == 2400
     assert sum(int(r["not_sent"]) for r in rows) == 0
+
+
+def test_a_paused_controller_loses_no_measurements(cluster, webs, docroot, tmp_path):
+    """A soak run rides out a 10 s controller outage: the agent keeps its load (the plan's
+    lease), holds its intervals, and sends them when the controller is back."""
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=16, clients=2,
+                                     agents={"wait_s": 20, "lease_s": 30}))
+    wait_for_engines(cluster, "a1")
+    time.sleep(2 + 2)  # barrier, then 2 s of load
+    os.kill(cluster.controller.pid, signal.SIGSTOP)
+    try:
+        time.sleep(10)
+    finally:
+        os.kill(cluster.controller.pid, signal.SIGCONT)
+    code, summary, err = finish(run, timeout_s=90)
+    assert code == 0, err
+    assert not [e for e in summary["events"] if e["kind"] == "agent_lost"]
+    assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs)
+    rows = csv.DictReader((cluster.runs_dir / summary["run_id"] / "intervals.csv").open())
+    starts = sorted(int(r["interval_start_ms"]) for r in rows if r["scope"] == "cluster" and r["target"] == "*")
+    assert len(starts) == 16 and all(b - a == 1000 for a, b in zip(starts, starts[1:]))

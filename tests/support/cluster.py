@@ -37,7 +37,8 @@ class Cluster:
 
     def add_agent(self, agent_id: str, cores: int = 1) -> subprocess.Popen:
         self.agents[agent_id] = self.processes.start(agent_id, [
-            program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", str(cores)])
+            program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", str(cores),
+            "--spool-dir", str(self.tmp_path / "spool" / agent_id)])
         return self.agents[agent_id]
 
     def wait_for_agents(self, n: int, timeout_s: float = 30) -> None:

@@ -31,3 +31,11 @@ def test_truncated_stream_is_an_error(data):
         return await read_frame(_reader(data))
     with pytest.raises(FramingError):
         asyncio.run(go())
+
+
+def test_parse_frames_leaves_an_incomplete_tail():
+    from loadfleet.wire.framing import frame, parse_frames
+    data = frame(b"a") + frame(b"bcd") + frame(b"xyz")[:2]
+    frames, used = parse_frames(data)
+    assert frames == [b"a", b"bcd"] and used == len(frame(b"a") + frame(b"bcd"))
+    assert parse_frames(data, limit=1) == ([b"a"], 2)

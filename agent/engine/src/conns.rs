@@ -19,11 +19,13 @@ pub struct Connections {
     shared: Rc<Shared>,
     /// One per target, so that weighted target picks can keep connections alive.
     held: Vec<Option<Held>>,
+    /// Read buffers of closed connections, for the next ones (no allocation per connect).
+    spare_buffers: Vec<Vec<u8>>,
 }
 
 impl Connections {
     pub fn new(shared: &Rc<Shared>) -> Self {
-        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect() }
+        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new() }
     }
 
     /// Sends request number `request` to target number `target` and records how it ended.
@@ -58,14 +60,17 @@ impl Connections {
                     held.owner = slot;
                     true
                 }
-                None => match http::connect(job.targets[target].addr, job.connect_timeout, job.targets[target].tls.as_ref()).await {
+                None => {
+                    let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
+                    match http::connect(job.targets[target].addr, job.connect_timeout, job.targets[target].tls.as_ref(), buffer).await {
                     Ok(connection) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });
                         false
                     }
                     Err(failure) => return (Outcome::Failed { kind: failure.kind, message: failure.message }, 0, 0),
-                },
+                    }
+                }
             };
             let connection = &mut self.held[target].as_mut().expect("held above").connection;
             bytes_out += wire.len() as u64;
@@ -98,6 +103,7 @@ impl Connections {
     fn close(&mut self, target: usize) {
         if let Some(held) = self.held[target].take() {
             self.shared.stats.borrow_mut().connection_closed(held.owner);
+            self.spare_buffers.push(held.connection.into_buffer());
         }
     }
 }

@@ -18,7 +18,11 @@ use tokio_rustls::TlsConnector;
 
 use crate::wire::pb::ErrorKind;
 
-const BUFFER_BYTES: usize = 64 * 1024;
+/// A connection's read buffer starts small (most responses' headers and many bodies fit)
+/// and grows only for response headers that do not fit, up to MAX_HEAD_BYTES: memory is
+/// what limits how many connections one engine can hold open.
+pub const INITIAL_BUFFER_BYTES: usize = 8 * 1024;
+const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
 
 #[derive(Debug)]
@@ -52,8 +56,9 @@ pub struct Tls {
     pub server_name: ServerName<'static>,
 }
 
-/// Connects (TCP, then TLS for https); `timeout` bounds each of the two.
-pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>) -> Result<Connection, Failure> {
+/// Connects (TCP, then TLS for https); `timeout` bounds each of the two. `buffer` is the
+/// read buffer to use (recycled from a closed connection, or new).
+pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buffer: Vec<u8>) -> Result<Connection, Failure> {
     let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Err(_) => return Err(Failure::new(ErrorKind::ConnectTimeout, format!("connect to {addr}: no answer within {timeout:?}"))),
         Ok(Err(e)) => {
@@ -79,7 +84,7 @@ pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>) -> 
             }
         }
     };
-    Ok(Connection { stream, buf: vec![0; BUFFER_BYTES].into_boxed_slice(), start: 0, end: 0, received: 0 })
+    Ok(Connection { stream, buf: buffer, start: 0, end: 0, received: 0 })
 }
 
 /// Plain TCP or TLS; an enum rather than a trait object keeps plain HTTP free of dynamic calls.
@@ -122,7 +127,7 @@ impl AsyncWrite for Stream {
 
 pub struct Connection {
     stream: Stream,
-    buf: Box<[u8]>,
+    buf: Vec<u8>,
     /// Unconsumed received bytes are buf[start..end].
     start: usize,
     end: usize,
@@ -201,14 +206,29 @@ impl Connection {
                     return Ok((consumed, status, body, reusable));
                 }
                 Ok(httparse::Status::Partial) => {
-                    if self.start == 0 && self.end == self.buf.len() {
-                        return Err(Failure::new(ErrorKind::Protocol, format!("response headers larger than {BUFFER_BYTES} bytes")));
+                    if self.start == 0 && self.end == self.buf.len() && !self.grow() {
+                        return Err(Failure::new(ErrorKind::Protocol, format!("response headers larger than {MAX_HEAD_BYTES} bytes")));
                     }
                     self.fill("the response headers").await?;
                 }
                 Err(e) => return Err(Failure::new(ErrorKind::Protocol, format!("malformed response: {e}"))),
             }
         }
+    }
+
+    /// The read buffer, for the next connection to reuse.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+
+    /// Doubles a full buffer, up to MAX_HEAD_BYTES; false if it may not grow.
+    fn grow(&mut self) -> bool {
+        if self.buf.len() >= MAX_HEAD_BYTES {
+            return false;
+        }
+        let size = (self.buf.len() * 2).min(MAX_HEAD_BYTES);
+        self.buf.resize(size, 0);
+        true
     }
 
     /// Reads more bytes into the buffer (after moving unconsumed bytes to its front).
@@ -272,7 +292,7 @@ impl Connection {
                 self.start += at + 2;
                 return Ok(line);
             }
-            if self.start == 0 && self.end == self.buf.len() {
+            if self.start == 0 && self.end == self.buf.len() && !self.grow() {
                 return Err(Failure::new(ErrorKind::Protocol, "chunk header line too long"));
             }
             self.fill("a chunked body").await?;

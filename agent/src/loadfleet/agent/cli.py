@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+from pathlib import Path
 
 from loadfleet.wire import DEFAULT_CONTROLLER
 
@@ -45,8 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--labels", action="append", default=[], metavar="K=V[,K=V]",
                         help="labels that plans can select agents by")
     parser.add_argument("--engine", help="path of the loadfleet-engine program (default $LOADFLEET_ENGINE or PATH)")
+    parser.add_argument("--spool-dir", type=Path,
+                        help="where measurements wait on disk while the controller is unreachable "
+                             "(default $XDG_STATE_HOME/loadfleet-agent/<id>, i.e. ~/.local/state/...)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
+
+
+def default_spool_dir(agent_id: str) -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "loadfleet-agent" / agent_id
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--cores must be at least 1")
         config = AgentConfig(controller=args.controller, agent_id=args.agent_id,
                              engine_program=find_engine(args.engine), cores=args.cores,
-                             labels=parse_labels(args.labels))
+                             labels=parse_labels(args.labels),
+                             spool_dir=args.spool_dir or default_spool_dir(args.agent_id))
         asyncio.run(_serve(config))
     except UsageError as exc:
         print(f"loadfleet-agent: {exc}", file=sys.stderr)

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import grpc
@@ -42,12 +43,13 @@ class AgentConfig:
     engine_program: str
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     labels: tuple[tuple[str, str], ...] = ()
+    spool_dir: Path | None = None
 
 
 class Agent:
     def __init__(self, config: AgentConfig):
         self.config = config
-        self._outbox = Outbox()
+        self._outbox = Outbox(config.spool_dir)
         self._lease = Lease()
         self._health = HealthMonitor()
         self._job: JobRunner | None = None
@@ -55,6 +57,7 @@ class Agent:
         self._heartbeat_ms = DEFAULT_HEARTBEAT_MS
         self._lease_ms = DEFAULT_LEASE_MS
         self._stopping = False
+        self._job_lease_ms = 0  # the running job's own minimum lease, if any
 
     async def run(self, stop: asyncio.Event) -> None:
         """Runs until `stop` is set; then kills any load and returns."""
@@ -104,7 +107,7 @@ class Agent:
                 raise ConnectionError("the controller did not welcome this agent")
             self._heartbeat_ms = welcome.welcome.heartbeat_ms or DEFAULT_HEARTBEAT_MS
             self._lease_ms = welcome.welcome.lease_ms or self._lease_ms
-            self._lease.renew(self._lease_ms)
+            self._lease.renew(self._current_lease_ms())
             log.info("connected to %s as %s", self.config.controller, self.config.agent_id)
             self._outbox.drop_heartbeats()
             tasks = [asyncio.create_task(self._write(call), name="session-writer"),
@@ -125,7 +128,9 @@ class Agent:
         while (message := await call.read()) is not grpc.aio.EOF:
             if message.HasField("lease"):
                 self._lease_ms = message.lease.lease_ms or self._lease_ms
-            self._lease.renew(self._lease_ms)
+            if message.HasField("assignment"):
+                self._job_lease_ms = message.assignment.lease_ms
+            self._lease.renew(self._current_lease_ms())
             kind = message.WhichOneof("body")
             if kind == "assignment":
                 self._start_job(message.assignment)
@@ -169,6 +174,9 @@ class Agent:
             await job.run()
         finally:
             self._job = None
+
+    def _current_lease_ms(self) -> int:
+        return max(self._lease_ms, self._job_lease_ms if self._job is not None else 0)
 
     async def _watch_lease(self) -> None:
         while True:

@@ -117,6 +117,13 @@ class AgentRegistry:
         self._on_lost(record, reason)
         self._notify()
 
+    def forgive_silence(self) -> None:
+        """The controller itself was not running (paused, or its loop stalled): the agents'
+        messages wait unread in its sockets, so their silence is ours, not theirs."""
+        now = self._clock()
+        for record in self._agents.values():
+            record.last_seen_s = max(record.last_seen_s, now)
+
     def check_silent(self) -> None:
         limit_s = LOST_AFTER_HEARTBEATS * self.heartbeat_ms / 1000
         now = self._clock()

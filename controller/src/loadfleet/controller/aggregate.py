@@ -29,6 +29,10 @@ class RunAggregator:
         self._reports.setdefault(interval_start_ms, {})[agent_id] = rows
         return interval_start_ms in self._published
 
+    def expect(self, agent_ids: Iterable[str]) -> None:
+        """From now on wait for these agents (a new step of the run)."""
+        self._expected = set(agent_ids)
+
     def drop_agent(self, agent_id: str) -> None:
         """The agent is lost: stop waiting for its reports (those received stay)."""
         self._expected.discard(agent_id)

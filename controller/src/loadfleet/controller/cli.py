@@ -19,7 +19,7 @@ from loadfleet.wire import DEFAULT_CONTROLLER
 from . import __version__, console, report
 from .client import RunClient
 from .core import DEFAULT_RUNS_DIR, Controller
-from .errors import EXIT_OK, EXIT_RUN_FAILED, LoadfleetError, UsageError
+from .errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, LoadfleetError, UsageError
 from .local import local_cluster
 from .plan import load_plan, plan_schema
 from .rpc.server import ControllerServer
@@ -36,7 +36,8 @@ _FAILED_STATES = (run_pb2.RUN_STATE_FAILED,)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadfleet", description="Distributed HTTP load testing: controller and CLI.",
-        epilog="Exit codes: 0 done, 1 run failed or controller unreachable, 2 bad input.")
+        epilog="Exit codes: 0 done, 1 run failed or controller unreachable, 2 bad input, "
+               "3 a stop condition of the plan ended the run early (results are written).")
     parser.add_argument("--version", action="version", version=f"loadfleet {__version__}")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -133,8 +134,10 @@ async def _dispatch(args) -> int:
         return await run_plan(args)
     if args.command == "validate":
         plan = load_plan(args.plan)
+        load = (f"a sweep of {plan.sweep.total_steps} steps of {plan.sweep.step_s:g} s" if plan.sweep
+                else plan.load.describe())
         print(f"{args.plan}: ok ({len(plan.targets)} targets, {len(plan.requests)} requests, "
-              f"{plan.load.describe()}, {plan.duration_s:g} s)")
+              f"{load}, {plan.duration_s:g} s)")
         return EXIT_OK
     if args.command == "schema":
         print(json.dumps(plan_schema(), indent=2))
@@ -224,11 +227,16 @@ async def _run_on(address: str, plan_yaml: str, as_json: bool) -> int:
             stopping()
     if summary is None:
         raise LoadfleetError("the controller ended the run without a summary")
+    doc = json.loads(summary.summary_json) if summary.summary_json else {}
     if as_json:
         print(summary.summary_json)
     else:
         print(console.summary_table(summary))
-    return EXIT_RUN_FAILED if summary.state in _FAILED_STATES else EXIT_OK
+        if len(doc.get("steps", [])) > 1:
+            print(console.steps_table(doc))
+    if summary.state in _FAILED_STATES:
+        return EXIT_RUN_FAILED
+    return EXIT_STOPPED_BY_CONDITION if doc.get("stop") else EXIT_OK
 
 
 def _stop_on_interrupt(client: RunClient, run_id: str):

@@ -47,6 +47,44 @@ def _row(name: str, t: run_pb2.Totals, width: int) -> str:
     return f"{name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _COLUMNS))
 
 
+_STEP_COLUMNS = (("servers", 7), ("offered", 9), ("req/s", 10), ("ok/s", 10), ("MB/s", 8), ("err %", 6),
+                 ("mean", 8), ("p99", 8), ("conns", 6))
+
+
+def steps_table(doc: dict) -> str:
+    """The steps of a sweep from summary.json's document: one line each, then the knees,
+    the USL fit and why the run stopped early."""
+    steps = doc["steps"]
+    width = max(len("step"), *(len(st["name"]) for st in steps))
+    lines = [f"{'step':<{width}}" + "".join(f"  {t:>{w}}" for t, w in _STEP_COLUMNS) + "   (latency in ms)"]
+    for st in steps:
+        values = (st["servers"], f"{st['offered']:g}", f"{st['achieved_rps']:.1f}", f"{st['ok_rps']:.1f}",
+                  f"{st['bytes_per_s'] / 1e6:.2f}", f"{st['error_pct']:.2f}", f"{st['mean_ms']:.2f}",
+                  f"{st['p99_ms']:.2f}", f"{st['concurrent_conns']:.0f}")
+        flag = "  generator-bound" if st["generator_bound"] else ""
+        lines.append(f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS))
+                     + flag)
+    for lv in doc.get("levels", []):
+        if lv["repetitions"] > 1:
+            lines.append(f"{lv['name']}: {lv['repetitions']} repetitions, {lv['achieved_rps']['mean']:.1f} "
+                         f"± {lv['achieved_rps']['stddev']:.1f} req/s, p99 {lv['p99_ms']['mean']:.2f} "
+                         f"± {lv['p99_ms']['stddev']:.2f} ms")
+    for knee in doc.get("knees", []):
+        lines.append(f"knee: {knee['name']}: {knee['achieved_rps']:.1f} ok/s at offered {knee['offered']:g} "
+                     f"({knee['efficiency']:.0%} efficiency)")
+    usl = doc.get("usl")
+    if usl:
+        peak = f", peak at N = {usl['peak_n']:.1f}" if usl.get("peak_n") else ", no peak"
+        lines.append(f"USL over {usl['basis']}: σ = {usl['sigma']:.4f}, κ = {usl['kappa']:.6f}, "
+                     f"λ = {usl['lambda']:.1f}/s, R² = {usl['r_squared']:.3f}{peak}")
+    for st in steps:
+        if st["generator_bound"]:
+            lines.append(st["generator_advice"])
+    if doc.get("stop"):
+        lines.append(f"stopped early: {doc['stop']['text']}")
+    return "\n".join(lines)
+
+
 def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
     if not agents:
         return "no agents connected"

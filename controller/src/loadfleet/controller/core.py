@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, Health
 from .errors import RunNotFound
-from .jobs import JobReport, JobState
+from .jobs import JobReport, JobState, run_id_of
 from .plan import Plan, parse_plan
 from .run import Run
 from .sinks import Sink
@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RUNS_DIR = Path("runs")
 MONITOR_PERIOD_S = 0.25
+# A monitor tick this late means the controller itself was stopped or starved.
+STALL_S = 1.0
 # How long closing the controller waits for runs to write their results and flush sinks.
 CLOSE_TIMEOUT_S = 30.0
 
@@ -99,7 +101,7 @@ class Controller:
     # ---- from agents -------------------------------------------------------------
 
     def on_report(self, report: JobReport) -> None:
-        run = self._runs.get(report.job_id)
+        run = self._runs.get(run_id_of(report.job_id))
         if run:
             run.on_report(report)
 
@@ -109,9 +111,9 @@ class Controller:
             run.on_health(agent_id, health)
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
-        run = self._runs.get(job_id)
+        run = self._runs.get(run_id_of(job_id))
         if run:
-            run.on_job_state(agent_id, state, message)
+            run.on_job_state(agent_id, job_id, state, message)
 
     def _joined(self, record: AgentRecord) -> None:
         log.info("agent %s joined (%s, %d cores)", record.agent_id, record.identity.hostname,
@@ -125,6 +127,13 @@ class Controller:
             run.on_agent_lost(record.agent_id, reason)
 
     async def _watch_agents(self) -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
         while True:
+            now = loop.time()
+            if now - last > MONITOR_PERIOD_S + STALL_S:
+                log.warning("the controller did not run for %.1f s; agents are not blamed for it", now - last)
+                self.registry.forgive_silence()
+            last = now
             self.registry.check_silent()
             await asyncio.sleep(MONITOR_PERIOD_S)

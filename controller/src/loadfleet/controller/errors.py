@@ -8,6 +8,9 @@
     ├── RunNotFound           no run with that id (exit 2)
     └── RunFailed             the run ended without results (exit 1)
 
+A run that a stop condition ended early (error rate, latency, or the knee with
+stop_at_knee) is not an error: its results are written, and `loadfleet run` exits 3.
+
 Foreign errors (gRPC, OS, YAML) are translated into these where they cross into our
 code; `exit_code` is the single mapping from errors to CLI exit codes, and
 `rpc/status.py` the single mapping to gRPC status codes.
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_STOPPED_BY_CONDITION = 3
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,11 @@ class EventKind(enum.Enum):
     AGENT_JOINED = "agent_joined"
     AGENT_LOST = "agent_lost"
     JOB_FAILED = "job_failed"
+    STEP_STARTED = "step_started"
+    STEP_FINISHED = "step_finished"
+    KNEE = "knee"
+    STOP_CONDITION = "stop_condition"
+    GENERATOR_BOUND = "generator_bound"
 
 
 @dataclass(frozen=True)

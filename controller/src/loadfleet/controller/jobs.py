@@ -20,6 +20,18 @@ class JobState(enum.Enum):
         return self in (JobState.FINISHED, JobState.FAILED, JobState.STOPPED)
 
 
+# A sweep's steps are jobs of their own: `<run id>/<step>`. A one-step run's job is the run.
+_STEP_SEPARATOR = "/"
+
+
+def job_id_for(run_id: str, step: str, *, single: bool) -> str:
+    return run_id if single else f"{run_id}{_STEP_SEPARATOR}{step}"
+
+
+def run_id_of(job_id: str) -> str:
+    return job_id.split(_STEP_SEPARATOR, 1)[0]
+
+
 @dataclass(frozen=True)
 class JobAssignment:
     """One agent's share of a run: the plan, and the share of each engine to start."""

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -43,18 +44,22 @@ async def local_cluster(n_agents: int, controller: Controller) -> AsyncIterator[
     server = ControllerServer(controller, "127.0.0.1:0")
     await server.start()
     cores = max(1, (os.cpu_count() or 1) // n_agents)
+    # Local agents come and go with the command: their spools live only as long.
+    spool_root = Path(tempfile.mkdtemp(prefix="loadfleet-local-spool-"))
     agents: list[subprocess.Popen] = []
     try:
         for i in range(n_agents):
             agents.append(subprocess.Popen(
                 [program, "--controller", server.address, "--id", f"local-{i + 1}",
-                 "--cores", str(cores), "--log-level", "warning"],
+                 "--cores", str(cores), "--log-level", "warning",
+                 "--spool-dir", str(spool_root / f"local-{i + 1}")],
                 stdin=subprocess.DEVNULL, start_new_session=True))
         await _wait_for_agents(server.controller, agents, n_agents)
         yield server.address
     finally:
         await asyncio.to_thread(_stop_agents, agents)
         await server.stop()
+        shutil.rmtree(spool_root, ignore_errors=True)
 
 
 async def _wait_for_agents(controller: Controller, agents: list[subprocess.Popen], n: int) -> None:

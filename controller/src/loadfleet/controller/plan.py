@@ -21,6 +21,8 @@ import yaml
 
 from .errors import PlanError, Problem
 from .load import Load, Think
+from .steps import Sweep
+from .stops import StopConditions
 
 DEFAULT_INTERVAL_MS = 1000
 DEFAULT_CONNECT_TIMEOUT_MS = 3000
@@ -63,6 +65,9 @@ class AgentSelection:
     count: int | None = None
     labels: tuple[tuple[str, str], ...] = ()
     wait_s: float = DEFAULT_AGENT_WAIT_S
+    # While a job runs, agents keep producing load this long without word from the
+    # controller (0: the controller's own lease, 3 s).
+    lease_s: float = 0.0
 
     def matches(self, labels: dict[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.labels)
@@ -87,6 +92,8 @@ class Plan:
     load: Load
     keep_alive: bool = True
     session: Session | None = None
+    # https targets: check certificates (off: lab and internal certificates are the norm).
+    tls_verify: bool = False
     # Stop after exactly this many requests across the fleet (0: no budget).
     max_requests: int = 0
     interval_ms: int = DEFAULT_INTERVAL_MS
@@ -94,6 +101,9 @@ class Plan:
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     agents: AgentSelection = field(default_factory=AgentSelection)
     influxdb: InfluxTarget | None = None
+    # Steps of load (with a sweep, duration_s is the sum of its steps' step_s).
+    sweep: Sweep | None = None
+    stop: StopConditions | None = None
 
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
@@ -104,6 +114,7 @@ class Plan:
             "targets": [asdict(t) for t in self.targets],
             "workload": {
                 "keep_alive": self.keep_alive,
+                "tls_verify": self.tls_verify,
                 "requests": [_request_doc(r) for r in self.requests],
             },
             "load": self.load.to_doc(),
@@ -118,6 +129,12 @@ class Plan:
             doc["budget"] = {"requests": self.max_requests}
         if self.influxdb:
             doc["sinks"] = {"influxdb": {k: v for k, v in asdict(self.influxdb).items() if v}}
+        if self.sweep:
+            del doc["duration_s"]
+            doc["load"].pop(_SWEEP_LEVEL[self.load.model], None)
+            doc["sweep"] = self.sweep.to_doc()
+        if self.stop:
+            doc["stop"] = self.stop.to_doc()
         return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -136,6 +153,8 @@ def _agents_doc(a: AgentSelection) -> dict:
         doc["count"] = a.count
     if a.labels:
         doc["labels"] = dict(a.labels)
+    if a.lease_s:
+        doc["lease_s"] = a.lease_s
     return doc
 
 
@@ -206,7 +225,8 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
     if requests and not any(r.weight > 0 for r in requests):
         problems.append(Problem("workload", "at least one request needs a weight above 0"))
 
-    problems += _load_problems(doc["load"])
+    problems += _load_problems(doc["load"], sweeping="sweep" in doc)
+    problems += _sweep_problems(doc)
     session = workload.get("session")
     if session:
         names = {r.name for r in requests}
@@ -225,10 +245,13 @@ _MODEL_ONLY = {"clients": "closed", "rate": "open", "poisson": "open", "max_conn
                "users": "users", "spawn_rate": "users"}
 
 
-def _load_problems(load: dict) -> list[Problem]:
+def _load_problems(load: dict, *, sweeping: bool = False) -> list[Problem]:
     model = load["model"]
+    level = _SWEEP_LEVEL[model]
     problems = [Problem(f"load.{key}", f"the {model} model needs '{key}'")
-                for key in _MODEL_NEEDS[model] if key not in load]
+                for key in _MODEL_NEEDS[model] if key not in load and not (sweeping and key == level)]
+    if sweeping and level in load:
+        problems.append(Problem(f"load.{level}", f"sweep.steps sets the {level} of each step; leave '{level}' out"))
     problems += [Problem(f"load.{key}", f"'{key}' belongs to the {owner} model, not {model}")
                  for key, owner in _MODEL_ONLY.items() if key in load and owner != model]
     level_key = {"closed": "clients", "open": "rate"}.get(model)
@@ -241,6 +264,40 @@ def _load_problems(load: dict) -> list[Problem]:
     think = load.get("think", {})
     if "uniform_ms" in think and think["uniform_ms"][0] > think["uniform_ms"][1]:
         problems.append(Problem("load.think.uniform_ms", "the minimum is above the maximum"))
+    return problems
+
+
+# What a sweep's steps set, by model.
+_SWEEP_LEVEL = {"closed": "clients", "open": "rate", "users": "users"}
+
+
+def _sweep_problems(doc: dict) -> list[Problem]:
+    """duration_s xor sweep; steps that fit the model; server counts that fit the targets."""
+    sweep = doc.get("sweep")
+    if sweep is None:
+        return [] if "duration_s" in doc else [Problem("duration_s", "give duration_s, or a sweep with step_s")]
+    problems = []
+    if "duration_s" in doc:
+        problems.append(Problem("duration_s", "a sweep runs each step for sweep.step_s; leave duration_s out"))
+    model = doc["load"]["model"]
+    if model != "open":
+        problems += [Problem(f"sweep.steps[{i}]", f"{v} is not a whole number of {_SWEEP_LEVEL[model]}")
+                     for i, v in enumerate(sweep["steps"]) if float(v) != int(v)]
+    interval_s = doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
+    if sweep["step_s"] - sweep.get("warmup_s", 0) < 2 * interval_s:
+        problems.append(Problem("sweep.step_s", f"{sweep['step_s']:g} s less a warm-up of {sweep.get('warmup_s', 0):g} s "
+                                f"leaves less than 2 intervals of {interval_s:g} s (a step's final interval is "
+                                "not measured)"))
+    n_targets = len(doc["targets"])
+    for i, k in enumerate(sweep.get("servers", [])):
+        if k > n_targets:
+            problems.append(Problem(f"sweep.servers[{i}]", f"{k} servers, but the plan has {n_targets} target(s)"))
+        elif not any(t.get("weight", 1) > 0 for t in doc["targets"][:k]):
+            problems.append(Problem(f"sweep.servers[{i}]", f"the first {k} target(s) all have weight 0"))
+    if "stages" in doc["load"]:
+        problems.append(Problem("load.stages", "a sweep sets each step's level; stages do not combine with it"))
+    if "budget" in doc:
+        problems.append(Problem("budget", "a request budget does not combine with a sweep (steps are timed)"))
     return problems
 
 
@@ -314,13 +371,15 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
     timeouts = doc.get("timeouts", {})
     agents = doc.get("agents", {})
     influx = doc.get("sinks", {}).get("influxdb")
+    sweep = Sweep.from_doc(doc.get("sweep"))
     return Plan(
         name=doc.get("name", default_name),
-        duration_s=float(doc["duration_s"]),
+        duration_s=sweep.step_s * sweep.total_steps if sweep else float(doc["duration_s"]),
         interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
         targets=tuple(Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1)) for t in doc["targets"]),
         requests=tuple(requests),
         keep_alive=doc["workload"].get("keep_alive", True),
+        tls_verify=doc["workload"].get("tls_verify", False),
         load=Load.from_doc(load),
         session=_session(doc["workload"].get("session")),
         max_requests=doc.get("budget", {}).get("requests", 0),
@@ -330,6 +389,9 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
             count=agents.get("count"),
             labels=tuple(sorted(agents.get("labels", {}).items())),
             wait_s=float(agents.get("wait_s", DEFAULT_AGENT_WAIT_S)),
+            lease_s=float(agents.get("lease_s", 0)),
         ),
         influxdb=InfluxTarget(**influx) if influx else None,
+        sweep=sweep,
+        stop=StopConditions.from_doc(doc.get("stop")),
     )

@@ -8,6 +8,10 @@ from loadfleet.wire.stats import StatsRow
 from .aggregate import TOTAL, RunAggregator
 from .events import Event
 from .figures import Figures, errors_by_name, figures_of
+from .knee import Knee
+from .scaling import ServerScaling, UslResult
+from .steps import LevelSummary, StepResult
+from .stops import StopReason
 
 
 @dataclass(frozen=True)
@@ -32,10 +36,21 @@ class RunSummary:
     requests: tuple[NamedFigures, ...]
     agents: tuple[NamedFigures, ...]
     events: tuple[Event, ...]
+    # Steps (a plan without a sweep has one, `main`), its levels over repetitions, the knee
+    # of each number of servers, scaling over servers, the USL fit, and why the run stopped early.
+    steps: tuple[StepResult, ...] = ()
+    levels: tuple[LevelSummary, ...] = ()
+    knees: tuple[Knee, ...] = ()
+    skipped_steps: tuple[str, ...] = ()
+    scalability: tuple[ServerScaling, ...] = ()
+    usl: UslResult | None = None
+    stop: StopReason | None = None
 
     def to_json(self) -> dict:
         doc = asdict(self)
         doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
+        doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
+        doc["usl"] = self.usl.to_json() if self.usl else None
         return doc
 
 
@@ -46,7 +61,8 @@ def _named(name: str, row, seconds: float) -> NamedFigures:
 
 def summarize(*, run_id: str, plan_name: str, state: str, message: str, run_dir: str,
               started_ms: int, duration_s: float, aggregator: RunAggregator,
-              agent_ids: list[str], events: list[Event]) -> RunSummary:
+              agent_ids: list[str], events: list[Event], **sweep) -> RunSummary:
+    """`sweep` holds the optional step fields of RunSummary (steps, levels, knees, ...)."""
     total = aggregator.run_total(target=TOTAL, request=TOTAL)
     by_target = aggregator.run_total(request=TOTAL)
     by_request = aggregator.run_total(target=TOTAL)
@@ -67,5 +83,6 @@ def summarize(*, run_id: str, plan_name: str, state: str, message: str, run_dir:
             for row in aggregator.run_total(target=TOTAL, request=TOTAL, agent_id=agent).values()
         ),
         events=tuple(events),
+        **sweep,
     )
 

@@ -48,3 +48,30 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes | None:
         return await reader.readexactly(length)
     except asyncio.IncompleteReadError as exc:
         raise FramingError("stream ended inside a frame") from exc
+
+
+def parse_frames(data: bytes, limit: int | None = None) -> tuple[list[bytes], int]:
+    """Complete frames at the start of `data` (at most `limit`), and the bytes they use.
+    An incomplete frame at the end is left for the caller (it may still be growing)."""
+    frames: list[bytes] = []
+    pos = 0
+    while pos < len(data) and (limit is None or len(frames) < limit):
+        length, shift, cursor = 0, 0, pos
+        while True:
+            if cursor >= len(data):
+                return frames, pos
+            byte = data[cursor]
+            cursor += 1
+            length |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                break
+            shift += 7
+            if shift >= 64:
+                raise FramingError(f"frame length varint is too long at byte {pos}")
+        if length > MAX_FRAME_BYTES:
+            raise FramingError(f"frame of {length} bytes at byte {pos} exceeds {MAX_FRAME_BYTES}")
+        if cursor + length > len(data):
+            return frames, pos
+        frames.append(data[cursor:cursor + length])
+        pos = cursor + length
+    return frames, pos

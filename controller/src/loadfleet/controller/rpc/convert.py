@@ -79,6 +79,7 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
             for r in plan.requests
         ],
         keep_alive=plan.keep_alive,
+        tls_verify=plan.tls_verify,
         connect_timeout_ms=plan.connect_timeout_ms,
         request_timeout_ms=plan.request_timeout_ms,
         load=load_to_proto(combine([e.load for e in a.engines])),
@@ -93,7 +94,8 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
                    for step in plan.session.steps],
             repeat=plan.session.repeat))
     engines = [agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in a.engines]
-    return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(spec=spec, engines=engines))
+    return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(
+        spec=spec, engines=engines, lease_ms=round(plan.agents.lease_s * 1000)))
 
 
 def think_to_proto(think: Think) -> job_pb2.ThinkTime:
@@ -130,6 +132,11 @@ _EVENT_KINDS = {
     EventKind.AGENT_JOINED: run_pb2.EVENT_KIND_AGENT_JOINED,
     EventKind.AGENT_LOST: run_pb2.EVENT_KIND_AGENT_LOST,
     EventKind.JOB_FAILED: run_pb2.EVENT_KIND_JOB_FAILED,
+    EventKind.STEP_STARTED: run_pb2.EVENT_KIND_STEP_STARTED,
+    EventKind.STEP_FINISHED: run_pb2.EVENT_KIND_STEP_FINISHED,
+    EventKind.KNEE: run_pb2.EVENT_KIND_KNEE,
+    EventKind.STOP_CONDITION: run_pb2.EVENT_KIND_STOP_CONDITION,
+    EventKind.GENERATOR_BOUND: run_pb2.EVENT_KIND_GENERATOR_BOUND,
 }
 
 _RUN_STATES = {

@@ -1,0 +1,206 @@
+package loadfleet.gatling;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Per-interval statistics per (target, request), the same fields as loadfleet's IntervalStats.
+ *
+ * <p>A request counts in the interval in which it ended; intervals are wall-clock multiples of
+ * {@code intervalMs} from {@code startAtMs}. A request that ends in an interval already taken (a
+ * race with the ticker) counts in the oldest interval not yet taken: it is never lost.
+ *
+ * <p>Thread-safe: Gatling's event loops record concurrently; one lock keeps it simple and exact
+ * (a record is a few counter increments and one histogram record).
+ */
+final class IntervalRecorder {
+  // The same bounds as loadfleet.wire.stats: 1 µs .. 1 h, 3 significant digits.
+  static final long LOWEST_US = 1;
+  static final long HIGHEST_US = 3_600_000_000L;
+  static final int SIGNIFICANT_DIGITS = 3;
+  static final int ERROR_SAMPLES_PER_INTERVAL = 10;
+
+  /** ErrorKind values of stats.proto, by their JSON names. */
+  enum ErrorKind {
+    CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER;
+
+    String protoName() {
+      return "ERROR_KIND_" + name();
+    }
+  }
+
+  private static final class Cell {
+    long requests;
+    final long[] status = new long[5];
+    final long[] errors = new long[ErrorKind.values().length];
+    long bytesIn;
+    long bytesOut;
+    long scheduled;
+    final Histogram latency = new Histogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS);
+  }
+
+  private static final class Bucket {
+    final Map<List<String>, Cell> cells = new LinkedHashMap<>();
+    final List<String[]> samples = new ArrayList<>();
+  }
+
+  private final long startAtMs;
+  private final int intervalMs;
+  private final TreeMap<Long, Bucket> buckets = new TreeMap<>();
+  private long nextToTake;
+
+  IntervalRecorder(long startAtMs, int intervalMs) {
+    this.startAtMs = startAtMs;
+    this.intervalMs = intervalMs;
+  }
+
+  long startAtMs() {
+    return startAtMs;
+  }
+
+  int intervalMs() {
+    return intervalMs;
+  }
+
+  /** Index of the interval containing wall-clock time {@code nowMs} (negative before the start). */
+  long intervalAt(long nowMs) {
+    return Math.floorDiv(nowMs - startAtMs, intervalMs);
+  }
+
+  long intervalStartMs(long index) {
+    return startAtMs + index * intervalMs;
+  }
+
+  void response(String target, String request, int status, long latencyUs, long bytesIn, long bytesOut) {
+    synchronized (this) {
+      Cell cell = cell(System.currentTimeMillis(), target, request);
+      cell.requests++;
+      cell.status[Math.max(1, Math.min(5, status / 100)) - 1]++;
+      cell.bytesIn += bytesIn;
+      cell.bytesOut += bytesOut;
+      cell.latency.recordValue(Math.max(LOWEST_US, Math.min(HIGHEST_US, latencyUs)));
+    }
+  }
+
+  void error(String target, String request, ErrorKind kind, String message) {
+    synchronized (this) {
+      long now = System.currentTimeMillis();
+      Cell cell = cell(now, target, request);
+      cell.requests++;
+      cell.errors[kind.ordinal()]++;
+      Bucket bucket = buckets.get(Math.max(intervalAt(now), nextToTake));
+      if (bucket.samples.size() < ERROR_SAMPLES_PER_INTERVAL) {
+        bucket.samples.add(new String[] {target, request, kind.protoName(), message});
+      }
+    }
+  }
+
+  /** Open model: a request fell due. */
+  void scheduled(String target, String request) {
+    synchronized (this) {
+      cell(System.currentTimeMillis(), target, request).scheduled++;
+    }
+  }
+
+  private Cell cell(long nowMs, String target, String request) {
+    long index = Math.max(intervalAt(nowMs), nextToTake);
+    return buckets.computeIfAbsent(index, i -> new Bucket())
+        .cells.computeIfAbsent(List.of(target, request), k -> new Cell());
+  }
+
+  /**
+   * Takes interval {@code index} (and any older interval not yet taken, merged into it, which can
+   * only happen for records made before the first take) as an IntervalReport in protobuf's JSON
+   * mapping. Every interval is reported, even an empty one.
+   */
+  ObjectNode take(long index, boolean last) {
+    Bucket merged = new Bucket();
+    synchronized (this) {
+      Map<Long, Bucket> due = last ? new TreeMap<>(buckets) : new TreeMap<>(buckets.headMap(index, true));
+      due.keySet().forEach(buckets::remove);
+      if (last && !due.isEmpty()) {
+        index = Math.max(index, ((TreeMap<Long, Bucket>) due).lastKey());
+      }
+      nextToTake = Math.max(nextToTake, index + 1);
+      for (Bucket b : due.values()) {
+        b.cells.forEach((key, cell) -> merged.cells.merge(key, cell, IntervalRecorder::add));
+        for (String[] s : b.samples) {
+          if (merged.samples.size() < ERROR_SAMPLES_PER_INTERVAL) {
+            merged.samples.add(s);
+          }
+        }
+      }
+    }
+    return toJson(index, merged, last);
+  }
+
+  private static Cell add(Cell a, Cell b) {
+    a.requests += b.requests;
+    for (int i = 0; i < a.status.length; i++) {
+      a.status[i] += b.status[i];
+    }
+    for (int i = 0; i < a.errors.length; i++) {
+      a.errors[i] += b.errors[i];
+    }
+    a.bytesIn += b.bytesIn;
+    a.bytesOut += b.bytesOut;
+    a.scheduled += b.scheduled;
+    a.latency.add(b.latency);
+    return a;
+  }
+
+  private ObjectNode toJson(long index, Bucket bucket, boolean last) {
+    JsonNodeFactory f = JsonNodeFactory.instance;
+    ObjectNode report = f.objectNode();
+    report.put("interval_start_ms", intervalStartMs(index));
+    report.put("interval_ms", intervalMs);
+    ArrayNode stats = report.putArray("stats");
+    bucket.cells.forEach((key, cell) -> {
+      ObjectNode s = stats.addObject();
+      s.put("target", key.get(0));
+      s.put("request", key.get(1));
+      s.put("requests", cell.requests);
+      for (int i = 0; i < 5; i++) {
+        s.put("status_" + (i + 1) + "xx", cell.status[i]);
+      }
+      ArrayNode errors = s.putArray("errors");
+      for (ErrorKind kind : ErrorKind.values()) {
+        if (cell.errors[kind.ordinal()] > 0) {
+          errors.addObject().put("kind", kind.protoName()).put("count", cell.errors[kind.ordinal()]);
+        }
+      }
+      s.put("bytes_in", cell.bytesIn);
+      s.put("bytes_out", cell.bytesOut);
+      s.put("scheduled", cell.scheduled);
+      if (cell.latency.getTotalCount() > 0) {
+        s.put("latency_histogram", encode(cell.latency));
+      }
+    });
+    ArrayNode samples = report.putArray("error_samples");
+    for (String[] sample : bucket.samples) {
+      samples.addObject().put("target", sample[0]).put("request", sample[1])
+          .put("kind", sample[2]).put("message", sample[3]);
+    }
+    report.put("final", last);
+    return report;
+  }
+
+  /** The standard V2 compressed encoding (cookie 0x1c849304), base64 as protobuf JSON wants bytes. */
+  static String encode(Histogram histogram) {
+    ByteBuffer buffer = ByteBuffer.allocate(histogram.getNeededByteBufferCapacity());
+    int length = histogram.encodeIntoCompressedByteBuffer(buffer);
+    byte[] bytes = new byte[length];
+    buffer.rewind();
+    buffer.get(bytes);
+    return Base64.getEncoder().encodeToString(bytes);
+  }
+}

@@ -1,0 +1,250 @@
+package loadfleet.gatling;
+
+import static io.gatling.javaapi.core.CoreDsl.exec;
+import static io.gatling.javaapi.http.HttpDsl.status;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.gatling.http.response.Response;
+import io.gatling.javaapi.core.ChainBuilder;
+import io.gatling.javaapi.core.Session;
+import io.gatling.javaapi.http.HttpRequestActionBuilder;
+import io.netty.handler.codec.http.HttpHeaders;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The loadfleet hook for Gatling simulations: records every request's outcome and latency per
+ * (target, request) and prints loadfleet EngineEvents on stdout, one line each:
+ * {@code ##loadfleet <EngineEvent in protobuf's JSON mapping>} (ready, one interval per
+ * wall-clock-aligned interval, the final interval, finished). Other stdout lines are Gatling's.
+ *
+ * <p>In a simulation, two lines:
+ *
+ * <pre>
+ *   LoadfleetStats lf = LoadfleetStats.fromSystemProperties();      // once
+ *   exec(lf.timed("http://host:8080", "home", http("home").get("/"))) // per request
+ * </pre>
+ *
+ * and {@code lf.ready()} in {@code before()}, {@code lf.finish()} in {@code after()}.
+ *
+ * <p>Latency runs from just before Gatling's request action to the end of its response
+ * processing, in microseconds (System.nanoTime), so it includes connecting when Gatling had to.
+ * Bytes are reconstructed from the parsed response (status line, headers, body) and the request
+ * as Gatling built it; connection counts are not available from Gatling and stay 0.
+ *
+ * <p>With {@code -Dloadfleet.stdin_control=true} the hook reads commands from stdin: {@code stop}
+ * ends load gracefully (in-flight requests finish, the partial interval is reported); end of
+ * stdin means the agent is gone and the JVM halts at once (no orphan load).
+ */
+public final class LoadfleetStats {
+  public static final String PREFIX = "##loadfleet ";
+  public static final String VERSION = "loadfleet-gatling 0.1.0 (Gatling 3.15.1)";
+  // Time given to the ticker after an interval ends, for requests that ended just before it.
+  private static final long TICK_GRACE_MS = 20;
+  private static final String T0 = "loadfleet.t0";
+  private static final String STATUS = "loadfleet.status";
+
+  private final IntervalRecorder recorder;
+  private final long endAtMs;
+  private final long drainTimeoutMs;
+  private final AtomicLong inFlight = new AtomicLong();
+  private final ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "loadfleet-ticker");
+    t.setDaemon(true);
+    return t;
+  });
+  private volatile boolean stopping;
+  private long nextToEmit;
+  private boolean finished;
+
+  public LoadfleetStats(long startAtMs, int intervalMs, long endAtMs, long drainTimeoutMs) {
+    this.recorder = new IntervalRecorder(startAtMs, intervalMs);
+    this.endAtMs = endAtMs;
+    this.drainTimeoutMs = drainTimeoutMs;
+    ErrorCapture.install();
+  }
+
+  /**
+   * The hook configured by {@code -Dloadfleet.start_at_ms} (default: the next second),
+   * {@code -Dloadfleet.duration_ms}, {@code -Dloadfleet.interval_ms} (default 1000).
+   */
+  public static LoadfleetStats fromSystemProperties() {
+    int intervalMs = Integer.getInteger("loadfleet.interval_ms", 1000);
+    long now = System.currentTimeMillis();
+    long startAt = Long.getLong("loadfleet.start_at_ms", (now / intervalMs + 1) * intervalMs);
+    long durationMs = Long.getLong("loadfleet.duration_ms", 60_000L);
+    return new LoadfleetStats(startAt, intervalMs, startAt + durationMs, 10_000);
+  }
+
+  public long startAtMs() {
+    return recorder.startAtMs();
+  }
+
+  public long endAtMs() {
+    return endAtMs;
+  }
+
+  /** True while load should go on: before the end time and not stopped. */
+  public boolean running() {
+    return !stopping && System.currentTimeMillis() < endAtMs;
+  }
+
+  /**
+   * {@code request}, measured: a chain of three actions (take the start time, the request, record
+   * the outcome) that counts under (target, name). Leaves the session marked as succeeded.
+   */
+  public ChainBuilder timed(String target, String name, HttpRequestActionBuilder request) {
+    return exec(session -> {
+          inFlight.incrementAndGet();
+          return session.set(T0, System.nanoTime());
+        })
+        .exec(request
+            .check(status().saveAs(STATUS))
+            .transformResponse((response, session) -> {
+              long latencyUs = (System.nanoTime() - session.getLong(T0)) / 1000;
+              recorder.response(target, name, response.status().code(), latencyUs,
+                  responseBytes(response), requestBytes(response));
+              return response;
+            }))
+        .exec(session -> {
+          inFlight.decrementAndGet();
+          if (!session.contains(STATUS)) {
+            String message = ErrorCapture.take(session.userId());
+            recorder.error(target, name, ErrorCapture.classify(message), message);
+          }
+          return session.removeAll(T0, STATUS).markAsSucceeded();
+        });
+  }
+
+  /** Open model: a request of (target, name) fell due now. */
+  public void scheduled(String target, String name) {
+    recorder.scheduled(target, name);
+  }
+
+  /** Prints `ready` and starts reporting intervals; call when the simulation starts. */
+  public synchronized void ready() {
+    ObjectNode ready = event("ready");
+    ((ObjectNode) ready.get("ready")).put("version", VERSION);
+    emit(ready);
+    if (Boolean.getBoolean("loadfleet.stdin_control")) {
+      Thread control = new Thread(this::readCommands, "loadfleet-control");
+      control.setDaemon(true);
+      control.start();
+    }
+    scheduleTick();
+  }
+
+  /** Reports every interval not yet reported, the last one final, then `finished`. Idempotent. */
+  public synchronized void finish() {
+    if (finished) {
+      return;
+    }
+    finished = true;
+    ticker.shutdownNow();
+    long last = Math.max(nextToEmit, recorder.intervalAt(System.currentTimeMillis()));
+    for (long i = nextToEmit; i < last; i++) {
+      emitInterval(recorder.take(i, false));
+    }
+    emitInterval(recorder.take(last, true));
+    emit(event("finished"));
+  }
+
+  private void scheduleTick() {
+    long due = recorder.intervalStartMs(nextToEmit + 1) + TICK_GRACE_MS;
+    long delay = Math.max(0, due - System.currentTimeMillis());
+    ticker.schedule(this::tick, delay, TimeUnit.MILLISECONDS);
+  }
+
+  private synchronized void tick() {
+    if (finished) {
+      return;
+    }
+    long current = recorder.intervalAt(System.currentTimeMillis() - TICK_GRACE_MS);
+    for (; nextToEmit < current; nextToEmit++) {
+      emitInterval(recorder.take(nextToEmit, false));
+    }
+    scheduleTick();
+  }
+
+  private void emitInterval(ObjectNode report) {
+    ObjectNode event = JsonNodeFactory.instance.objectNode();
+    event.set("interval", report);
+    emit(event);
+  }
+
+  private static ObjectNode event(String kind) {
+    ObjectNode event = JsonNodeFactory.instance.objectNode();
+    event.putObject(kind);
+    return event;
+  }
+
+  private static void emit(ObjectNode event) {
+    System.out.println(PREFIX + event.toString());
+    System.out.flush();
+  }
+
+  private void readCommands() {
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.trim().equals("stop")) {
+          stopGracefully();
+        }
+      }
+    } catch (Exception e) {
+      // fall through: the agent is gone either way
+    }
+    System.err.println("loadfleet: stdin closed (agent gone): stopping at once");
+    Runtime.getRuntime().halt(3);
+  }
+
+  private void stopGracefully() {
+    stopping = true;
+    long deadline = System.currentTimeMillis() + drainTimeoutMs;
+    while (inFlight.get() > 0 && System.currentTimeMillis() < deadline) {
+      try {
+        Thread.sleep(5);
+      } catch (InterruptedException e) {
+        break;
+      }
+    }
+    finish();
+    System.out.flush();
+    Runtime.getRuntime().halt(0);
+  }
+
+  private static long responseBytes(Response response) {
+    long bytes = "HTTP/1.1 000 \r\n".length() + response.status().reasonPhrase().length() + 2;
+    bytes += headerBytes(response.headers());
+    return bytes + response.body().length();
+  }
+
+  private static long requestBytes(Response response) {
+    var request = response.request();
+    long bytes = request.getMethod().name().length() + 1 + request.getUri().toRelativeUrl().length()
+        + " HTTP/1.1\r\n".length() + 2 + headerBytes(request.getHeaders());
+    if (!request.getHeaders().contains("host")) {
+      bytes += "Host: \r\n".length() + request.getUri().getHost().length() + 1
+          + String.valueOf(request.getUri().getExplicitPort()).length();
+    }
+    if (request.getBody() != null) {
+      bytes += request.getBody().getBytes().length;
+    }
+    return bytes;
+  }
+
+  private static long headerBytes(HttpHeaders headers) {
+    long bytes = 0;
+    for (Map.Entry<String, String> h : headers) {
+      bytes += h.getKey().length() + 2 + h.getValue().length() + 2;
+    }
+    return bytes;
+  }
+}

@@ -1,0 +1,62 @@
+"""The server every bench run loads: one nginx worker pinned to core 0, serving fixed-size
+files from a temporary docroot, tuned for many connections and with no access log (the log
+would cost the server time, not the generator, but a quieter server is a steadier one)."""
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import psutil
+
+from loadfleet.targets.nginx import NginxServer
+
+HOST = "127.0.0.1"
+SERVER_CORE = 0
+# Enough for the 10,000-connection memory run, with room for connections in TIME_WAIT.
+WORKER_CONNECTIONS = 20_000
+LISTEN_BACKLOG = 4096
+
+
+class BenchNginx(NginxServer):
+    """NginxServer with the limits a 10k-connection run needs; those directives live outside
+    the server block, where `extra_conf` cannot reach."""
+
+    def config(self) -> str:
+        conf = super().config()
+        tuned = (conf
+                 .replace("events { worker_connections 4096; }",
+                          f"worker_rlimit_nofile {WORKER_CONNECTIONS + 1000};\n"
+                          f"events {{ worker_connections {WORKER_CONNECTIONS}; }}")
+                 .replace(f"listen {HOST}:{self.port};", f"listen {HOST}:{self.port} backlog={LISTEN_BACKLOG};"))
+        if "worker_rlimit_nofile" not in tuned or "backlog=" not in tuned:
+            raise RuntimeError("NginxServer.config() changed shape: bench/engine/target.py must follow it")
+        return tuned
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def write_files(docroot: Path, sizes_bytes: dict[str, int]) -> None:
+    docroot.mkdir(parents=True, exist_ok=True)
+    for name, size in sizes_bytes.items():
+        (docroot / name).write_bytes(b"x" * size)
+
+
+def start_nginx(state_dir: Path, docroot: Path) -> BenchNginx:
+    """Starts nginx (1 worker, access log off) and pins its master and worker to SERVER_CORE.
+    On a failed pin the server is stopped again before the error propagates."""
+    server = BenchNginx(HOST, free_port(), docroot, state_dir, "nginx", workers=1,
+                        extra_conf="        access_log off;\n")
+    server.start()
+    try:
+        master = psutil.Process(server.pid)
+        for pid in [master.pid] + [c.pid for c in master.children(recursive=True)]:
+            subprocess.run(["taskset", "-cp", str(SERVER_CORE), str(pid)], check=True, stdout=subprocess.DEVNULL)
+    except BaseException:
+        server.stop()
+        raise
+    return server

@@ -1,0 +1,267 @@
+"""Sweeps: one plan, many steps. A step runs one level of load (clients, requests/s or
+users, by the model) on the first k targets for `step_s`; its first `warmup_s` are left
+out of its figures. Levels may repeat (mean ± stddev across repetitions) and the whole
+level sweep may repeat over growing numbers of servers (a scalability curve).
+
+Step names: `s3` is the third level, `s3r2` its second repetition, `k2-s3` the third
+level on the first 2 servers. A plan without a sweep is one step, `main`.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from loadfleet.wire.stats import StatsRow, merge_rows
+
+from .aggregate import TOTAL, RunAggregator
+from .figures import Figures, Latency, figures_of
+from .genbound import NOT_BOUND, GeneratorVerdict
+from .load import Load
+
+if TYPE_CHECKING:
+    from .plan import Plan
+
+SINGLE_STEP = "main"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    levels: tuple[float, ...]
+    step_s: float
+    warmup_s: float = 0.0
+    repeat: int = 1
+    servers: tuple[int, ...] = ()  # empty: every target in every step
+    stop_at_knee: bool = False
+
+    @classmethod
+    def from_doc(cls, doc: dict | None) -> Sweep | None:
+        if not doc:
+            return None
+        return cls(levels=tuple(float(v) for v in doc["steps"]), step_s=float(doc["step_s"]),
+                   warmup_s=float(doc.get("warmup_s", 0)), repeat=doc.get("repeat", 1),
+                   servers=tuple(doc.get("servers", ())), stop_at_knee=doc.get("stop_at_knee", False))
+
+    def to_doc(self) -> dict:
+        doc: dict = {"steps": [_number(v) for v in self.levels], "step_s": self.step_s,
+                     "warmup_s": self.warmup_s, "repeat": self.repeat}
+        if self.servers:
+            doc["servers"] = list(self.servers)
+        if self.stop_at_knee:
+            doc["stop_at_knee"] = True
+        return doc
+
+    @property
+    def total_steps(self) -> int:
+        return len(self.levels) * self.repeat * max(1, len(self.servers))
+
+
+def _number(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else v
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    level_index: int  # 1-based position in sweep.steps
+    level: float  # clients, requests/s or users
+    servers: int  # the first `servers` targets
+    repetition: int = 1  # 1-based
+
+    @property
+    def level_name(self) -> str:
+        """The step's name without its repetition: the level it measures."""
+        return self.name.removesuffix(f"r{self.repetition}") if self.repetition > 1 else self.name
+
+
+def expand(plan: Plan) -> list[StepSpec]:
+    """Every step of the plan, in the order they run."""
+    sweep = plan.sweep
+    if sweep is None:
+        return [StepSpec(SINGLE_STEP, 1, plan.load.peak, len(plan.targets))]
+    specs = []
+    for k in sweep.servers or (len(plan.targets),):
+        prefix = f"k{k}-" if sweep.servers else ""
+        for i, level in enumerate(sweep.levels, start=1):
+            for r in range(1, sweep.repeat + 1):
+                suffix = f"r{r}" if r > 1 else ""
+                specs.append(StepSpec(f"{prefix}s{i}{suffix}", i, level, k, r))
+    return specs
+
+
+def with_level(load: Load, level: float) -> Load:
+    if load.model == "closed":
+        return replace(load, clients=round(level))
+    if load.model == "open":
+        return replace(load, rate=float(level))
+    return replace(load, users=round(level))
+
+
+def step_plan(plan: Plan, spec: StepSpec) -> Plan:
+    """The plan one step runs: its level, its targets, step_s long."""
+    if plan.sweep is None:
+        return plan
+    return replace(plan, duration_s=plan.sweep.step_s, load=with_level(plan.load, spec.level),
+                   targets=plan.targets[:spec.servers], sweep=None, stop=None)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A step's figures over its measured intervals (warm-up left out)."""
+
+    name: str
+    level: str  # the level's name (the step's name without its repetition)
+    servers: int
+    level_index: int
+    repetition: int
+    offered: float  # clients, requests/s or users
+    state: str  # finished | stopped | failed
+    start_ms: int  # first measured interval
+    measured_s: float
+    intervals: int
+    requests: int
+    ok: int
+    achieved_rps: float
+    ok_rps: float
+    bytes_per_s: float
+    mean_ms: float
+    stddev_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    error_pct: float
+    new_conns_per_s: float
+    concurrent_conns: float
+    per_server_rps: dict[str, float] = field(default_factory=dict)
+    generator_bound: bool = False
+    generator_bound_intervals: int = 0
+    generator_advice: str = ""
+
+    @property
+    def rps_per_server(self) -> float:
+        return self.achieved_rps / max(1, self.servers)
+
+    def describe(self) -> str:
+        state = "" if self.state == "finished" else f" ({self.state})"
+        return (f"step {self.name}{state}: offered {self.offered:g}, {self.achieved_rps:.1f} req/s "
+                f"({self.ok_rps:.1f} ok/s), {self.bytes_per_s / 1e6:.2f} MB/s, mean {self.mean_ms:.2f} ms, "
+                f"p99 {self.p99_ms:.2f} ms, {self.error_pct:.2f} % errors, {self.new_conns_per_s:.1f} new conns/s, "
+                f"{self.concurrent_conns:.0f} conns" + (", GENERATOR-BOUND" if self.generator_bound else ""))
+
+    def figures(self) -> Figures:
+        """The step's figures in the shape of a run's (for step points)."""
+        return Figures(requests=self.requests, ok=self.ok, failed=self.requests - self.ok, transport_errors=0,
+                       error_pct=self.error_pct, rps=self.achieved_rps, mb_per_s=self.bytes_per_s / 1e6,
+                       bytes_in=round(self.bytes_per_s * self.measured_s),
+                       latency=Latency(mean_ms=self.mean_ms, stddev_ms=self.stddev_ms, p50_ms=self.p50_ms,
+                                       p90_ms=self.p90_ms, p99_ms=self.p99_ms))
+
+
+def measured_intervals(aggregator: RunAggregator, load_start_ms: int, load_end_ms: int,
+                       warmup_s: float, cooldown_ms: int = 0) -> list[int]:
+    """The intervals a step is measured over: from the end of its warm-up to `cooldown_ms`
+    before its end. A sweep leaves out its steps' final interval: the engines finish the
+    requests in flight at the end within it, which for an overloaded open model is a burst
+    of queued responses that would inflate the step's throughput."""
+    first = load_start_ms + round(warmup_s * 1000)
+    return [s for s in aggregator.intervals() if first <= s < load_end_ms - cooldown_ms]
+
+
+def measure(spec: StepSpec, *, state: str, aggregator: RunAggregator, starts: list[int], load_end_ms: int,
+            interval_ms: int, verdict: GeneratorVerdict = NOT_BOUND) -> StepResult:
+    """The step's figures from the cluster rows of its measured intervals `starts`."""
+    rows = [row for s in starts for row in aggregator.rows_in(s)]
+    total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL), StatsRow(TOTAL, TOTAL))
+    seconds = (min(starts[-1] + interval_ms, load_end_ms) - starts[0]) / 1000 if starts else 0.0
+    f = figures_of(total, seconds)
+    lat = f.latency
+    per_target = merge_rows(rows, request=TOTAL)
+    active = [aggregator.cluster_total(s).active_connections for s in starts]
+    return StepResult(
+        name=spec.name, level=spec.level_name, servers=spec.servers, level_index=spec.level_index, repetition=spec.repetition,
+        offered=spec.level, state=state, start_ms=starts[0] if starts else 0, measured_s=seconds,
+        intervals=len(starts), requests=total.requests, ok=total.ok,
+        achieved_rps=f.rps if seconds else 0.0, ok_rps=total.ok / seconds if seconds else 0.0,
+        bytes_per_s=total.bytes_in / seconds if seconds else 0.0,
+        mean_ms=lat.mean_ms, stddev_ms=lat.stddev_ms, p50_ms=lat.p50_ms, p90_ms=lat.p90_ms, p99_ms=lat.p99_ms,
+        error_pct=f.error_pct,
+        new_conns_per_s=total.connections_opened / seconds if seconds else 0.0,
+        concurrent_conns=sum(active) / len(active) if active else 0.0,
+        per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
+        generator_bound=verdict.bound, generator_bound_intervals=verdict.intervals,
+        generator_advice=verdict.describe(spec.name, len(starts)) if verdict.bound else "",
+    )
+
+
+@dataclass(frozen=True)
+class Spread:
+    mean: float
+    stddev: float  # sample standard deviation across repetitions; 0 for one
+
+
+def spread(values: list[float]) -> Spread:
+    if not values:
+        return Spread(0.0, 0.0)
+    return Spread(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+@dataclass(frozen=True)
+class LevelSummary:
+    """One level (on one number of servers) over its repetitions."""
+
+    name: str  # the level's step name (that of its first repetition)
+    servers: int
+    offered: float
+    repetitions: int
+    achieved_rps: Spread
+    ok_rps: Spread
+    mean_ms: Spread
+    p99_ms: Spread
+    error_pct: Spread
+    generator_bound: bool
+
+
+def level_summaries(results: list[StepResult]) -> list[LevelSummary]:
+    """Results grouped by level, in the order the levels first ran."""
+    groups: dict[str, list[StepResult]] = {}
+    for r in results:
+        groups.setdefault(r.level, []).append(r)
+    return [LevelSummary(
+        name=name, servers=rs[0].servers, offered=rs[0].offered, repetitions=len(rs),
+        achieved_rps=spread([r.achieved_rps for r in rs]), ok_rps=spread([r.ok_rps for r in rs]),
+        mean_ms=spread([r.mean_ms for r in rs]), p99_ms=spread([r.p99_ms for r in rs]),
+        error_pct=spread([r.error_pct for r in rs]), generator_bound=any(r.generator_bound for r in rs))
+        for name, rs in groups.items()]
+
+
+STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offered", "state", "start_ms", "measured_s",
+                "intervals", "requests", "ok", "achieved_rps", "ok_rps", "bytes_per_s", "mean_ms", "stddev_ms",
+                "p50_ms", "p90_ms", "p99_ms", "error_pct", "new_conns_per_s", "concurrent_conns",
+                "rps_per_server", "generator_bound", "generator_bound_intervals")
+
+
+def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
+    """One row per step; then one `rps <url>` column per target of the plan (empty when the
+    step did not use it)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*STEP_COLUMNS, *(f"rps {url}" for url in target_urls)])
+    for r in results:
+        doc = asdict(r)
+        doc["step"] = r.name
+        doc["rps_per_server"] = r.rps_per_server
+        row = [_cell(doc[c]) for c in STEP_COLUMNS]
+        row += [_cell(r.per_server_rps[u]) if u in r.per_server_rps else "" for u in target_urls]
+        writer.writerow(row)
+    return out.getvalue()
+
+
+def _cell(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return round(v, 3) if math.isfinite(v) else ""
+    return v

@@ -1,0 +1,152 @@
+"""The Universal Scalability Law: fit X(N) = λN / (1 + σ(N−1) + κN(N−1)).
+
+N is the concurrency (clients, users) or the number of servers; X the throughput.
+σ (contention) says how much of the work is serialized, κ (coherency) how much the
+parts pay to keep in step with each other, λ the throughput of one unit alone. With
+κ > 0, throughput peaks at N* = sqrt((1 − σ) / κ) and falls beyond it.
+
+The fit is least squares on X, without scipy: a linear fit of N/X (which is a
+quadratic in N) gives the starting point, and damped Gauss-Newton steps
+(Levenberg-Marquardt) refine it on the throughputs themselves.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MIN_POINTS = 3
+_MAX_ITERATIONS = 200
+
+
+@dataclass(frozen=True)
+class UslFit:
+    sigma: float  # contention
+    kappa: float  # coherency
+    lambda_: float  # throughput of one unit (N = 1)
+    r_squared: float  # fit quality on X: 1 is perfect
+    points: int
+    peak_n: float | None  # N at the throughput peak; None when κ <= 0 (no peak)
+    peak_x: float | None  # the predicted throughput there
+
+    def predict(self, n: float) -> float:
+        return usl(n, self.sigma, self.kappa, self.lambda_)
+
+    def to_json(self) -> dict:
+        return {"sigma": self.sigma, "kappa": self.kappa, "lambda": self.lambda_,
+                "r_squared": self.r_squared, "points": self.points,
+                "peak_n": self.peak_n, "peak_x": self.peak_x}
+
+
+def usl(n: float, sigma: float, kappa: float, lambda_: float) -> float:
+    return lambda_ * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+
+
+def fit_usl(points: list[tuple[float, float]]) -> UslFit:
+    """Fits (N, X) points; needs at least 3 points with N > 0 and X > 0 and 3 distinct N."""
+    pts = [(float(n), float(x)) for n, x in points if n > 0 and x > 0]
+    if len(pts) < MIN_POINTS or len({n for n, _ in pts}) < MIN_POINTS:
+        raise ValueError(f"a USL fit needs at least {MIN_POINTS} distinct N with throughput above 0")
+    params = _refine(pts, _linear_start(pts))
+    sigma, kappa, lam = params
+    peak_n = peak_x = None
+    if kappa > 0 and sigma < 1:
+        peak_n = math.sqrt((1 - sigma) / kappa)
+        peak_x = usl(peak_n, sigma, kappa, lam)
+    return UslFit(sigma=sigma, kappa=kappa, lambda_=lam, r_squared=_r_squared(pts, params),
+                  points=len(pts), peak_n=peak_n, peak_x=peak_x)
+
+
+def _linear_start(pts: list[tuple[float, float]]) -> list[float]:
+    """N/X = a + b(N−1) + cN(N−1) with a = 1/λ, b = σ/λ, c = κ/λ: linear least squares."""
+    rows = [[1.0, n - 1, n * (n - 1)] for n, _ in pts]
+    ys = [n / x for n, x in pts]
+    a, b, c = _least_squares(rows, ys)
+    if a <= 0:  # a bad start; λ from the first point, no contention
+        n0, x0 = min(pts)
+        return [0.0, 0.0, x0 / n0]
+    return [b / a, c / a, 1 / a]
+
+
+def _refine(pts: list[tuple[float, float]], params: list[float]) -> list[float]:
+    damping = 1e-3
+    cost = _cost(pts, params)
+    for _ in range(_MAX_ITERATIONS):
+        jac, res = _jacobian(pts, params)
+        jtj = [[sum(j[r] * j[c] for j in jac) for c in range(3)] for r in range(3)]
+        jtr = [sum(j[r] * e for j, e in zip(jac, res)) for r in range(3)]
+        improved = False
+        while damping < 1e12:
+            system = [[jtj[r][c] * (1 + damping if r == c else 1) for c in range(3)] for r in range(3)]
+            try:
+                step = _solve(system, jtr)
+            except ZeroDivisionError:
+                damping *= 10
+                continue
+            trial = [p + s for p, s in zip(params, step)]
+            trial_cost = _cost(pts, trial)
+            if trial_cost < cost:
+                done = cost - trial_cost <= 1e-15 * max(cost, 1e-300)
+                params, cost, damping, improved = trial, trial_cost, max(damping / 10, 1e-12), True
+                if done:
+                    return params
+                break
+            damping *= 10
+        if not improved:
+            break
+    return params
+
+
+def _jacobian(pts, params):
+    """Rows of d model / d (σ, κ, λ), and residuals (X − model)."""
+    sigma, kappa, lam = params
+    jac, res = [], []
+    for n, x in pts:
+        d = 1 + sigma * (n - 1) + kappa * n * (n - 1)
+        model = lam * n / d
+        jac.append([-model * (n - 1) / d, -model * n * (n - 1) / d, n / d])
+        res.append(x - model)
+    return jac, res
+
+
+def _cost(pts, params) -> float:
+    sigma, kappa, lam = params
+    total = 0.0
+    for n, x in pts:
+        d = 1 + sigma * (n - 1) + kappa * n * (n - 1)
+        if d <= 0:
+            return math.inf
+        total += (x - lam * n / d) ** 2
+    return total
+
+
+def _r_squared(pts, params) -> float:
+    mean = sum(x for _, x in pts) / len(pts)
+    total = sum((x - mean) ** 2 for _, x in pts)
+    return 1.0 - _cost(pts, params) / total if total > 0 else 1.0
+
+
+def _least_squares(rows: list[list[float]], ys: list[float]) -> list[float]:
+    k = len(rows[0])
+    ata = [[sum(r[i] * r[j] for r in rows) for j in range(k)] for i in range(k)]
+    aty = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(k)]
+    return _solve(ata, aty)
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting; ZeroDivisionError when singular."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    scale = max(abs(v) for row in a for v in row) or 1.0
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[pivot][col]) <= 1e-14 * scale:
+            raise ZeroDivisionError("singular system")
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            for c in range(col, n + 1):
+                m[r][c] -= f * m[col][c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
+    return x

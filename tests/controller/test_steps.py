@@ -1,0 +1,102 @@
+"""Sweeps in plans: validation with paths, step names and order, steps.csv."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+import yaml
+
+from loadfleet.controller.aggregate import RunAggregator
+from loadfleet.controller.errors import PlanError
+from loadfleet.controller.genbound import GeneratorVerdict
+from loadfleet.controller.plan import parse_plan
+from loadfleet.controller.steps import expand, measure, measured_intervals, step_plan, steps_csv
+from loadfleet.wire.stats import StatsRow
+
+BASE = {"targets": [{"url": "http://127.0.0.2:80"}, {"url": "http://127.0.0.3:80"}, {"url": "http://127.0.0.4:80"}],
+        "workload": {"requests": [{"path": "/"}]}, "load": {"model": "closed"},
+        "sweep": {"steps": [1, 2, 4], "step_s": 5, "warmup_s": 1}}
+
+
+def plan_of(**changes):
+    doc = {**BASE, **changes}
+    return parse_plan(yaml.safe_dump(doc))
+
+
+def test_names_and_order_with_servers_and_repeat():
+    plan = plan_of(sweep={"steps": [1, 2], "step_s": 3, "repeat": 2, "servers": [1, 3]})
+    assert [s.name for s in expand(plan)] == ["k1-s1", "k1-s1r2", "k1-s2", "k1-s2r2",
+                                               "k3-s1", "k3-s1r2", "k3-s2", "k3-s2r2"]
+    assert [s.level_name for s in expand(plan)][:2] == ["k1-s1", "k1-s1"]
+    last = step_plan(plan, expand(plan)[-1])
+    assert (last.load.clients, len(last.targets), last.duration_s, last.sweep) == (2, 3, 3.0, None)
+    assert plan.duration_s == 24
+
+
+def test_open_and_users_levels():
+    plan = plan_of(load={"model": "open"}, sweep={"steps": [50.5, 100], "step_s": 2})
+    assert step_plan(plan, expand(plan)[0]).load.rate == 50.5
+    plan = plan_of(load={"model": "users", "spawn_rate": 10}, sweep={"steps": [5, 10], "step_s": 2})
+    assert step_plan(plan, expand(plan)[1]).load.users == 10
+
+
+def test_round_trip():
+    plan = plan_of(stop={"error_pct": {"above": 5, "for_s": 3}, "latency": {"above_ms": 8000, "for_s": 3}},
+                   sweep={"steps": [1, 2], "step_s": 3, "repeat": 2, "servers": [1, 2], "stop_at_knee": True})
+    assert parse_plan(plan.to_yaml()) == plan
+    assert plan.stop.latency.percentile == 99
+
+
+@pytest.mark.parametrize("changes,paths", [
+    ({"duration_s": 10}, ["duration_s"]),
+    ({"sweep": None}, ["duration_s", "load.clients"]),
+    ({"load": {"model": "closed", "clients": 3}}, ["load.clients"]),
+    ({"sweep": {"steps": [1, 2.5], "step_s": 3}}, ["sweep.steps[1]"]),
+    ({"sweep": {"steps": [1], "step_s": 3, "warmup_s": 2}}, ["sweep.step_s"]),
+    ({"sweep": {"steps": [1], "step_s": 3, "servers": [1, 4]}}, ["sweep.servers[1]"]),
+    ({"sweep": {"steps": [], "step_s": 0}}, ["sweep.step_s", "sweep.steps"]),
+    ({"budget": {"requests": 10}}, ["budget"]),
+    ({"stop": {"latency": {"above_ms": 0, "for_s": 1}}}, ["stop.latency.above_ms"]),
+    ({"stop": {"error_pct": {"above": 5}}}, ["stop.error_pct"]),
+])
+def test_problems_have_paths(changes, paths):
+    doc = {**BASE, **changes}
+    doc = {k: v for k, v in doc.items() if v is not None}
+    with pytest.raises(PlanError) as err:
+        parse_plan(yaml.safe_dump(doc))
+    assert sorted(p.path for p in err.value.problems) == sorted(paths)
+
+
+def _row(target, requests, ok, latency_ms, opened=0, active=0):
+    row = StatsRow(target, "/", requests=requests, bytes_in=100 * requests,
+                   connections_opened=opened, active_connections=active)
+    row.status[1] = ok
+    row.status[4] = requests - ok
+    for _ in range(requests):
+        row.histogram.record_value(int(latency_ms * 1000))
+    return row
+
+
+def test_a_step_is_measured_without_warm_up_and_final_interval():
+    plan = plan_of(sweep={"steps": [4], "step_s": 4, "warmup_s": 1}, load={"model": "closed"})
+    spec = expand(plan)[0]
+    agg = RunAggregator(["a1"])
+    for i, n in enumerate([1000, 100, 200, 5000]):  # warm-up, two measured, final (drain)
+        agg.add("a1", 10_000 + 1000 * i, [_row("http://127.0.0.2:80", n, n - 10, 2.0, opened=5, active=8),
+                                          _row("http://127.0.0.3:80", n, n, 4.0, active=2)])
+    starts = measured_intervals(agg, 10_000, 14_000, 1.0, cooldown_ms=1000)
+    assert starts == [11_000, 12_000]
+    verdict = GeneratorVerdict(1, ("a1",), ("CPU 99 %",), 1)
+    result = measure(spec, state="finished", aggregator=agg, starts=starts, load_end_ms=14_000, interval_ms=1000,
+                     verdict=verdict)
+    assert (result.requests, result.measured_s, result.achieved_rps) == (600, 2.0, 300.0)
+    assert result.ok_rps == (600 - 20) / 2 and result.error_pct == pytest.approx(100 * 20 / 600)
+    assert result.per_server_rps == {"http://127.0.0.2:80": 150.0, "http://127.0.0.3:80": 150.0}
+    assert (result.new_conns_per_s, result.concurrent_conns) == (5.0, 10.0)
+    assert result.p50_ms == pytest.approx(2.0, rel=0.01) and result.p99_ms == pytest.approx(4.0, rel=0.01)
+    assert result.generator_bound and result.generator_bound_intervals == 1
+
+    rows = list(csv.DictReader(io.StringIO(steps_csv([result], [t.url for t in plan.targets]))))
+    assert rows[0]["step"] == "s1" and rows[0]["generator_bound"] == "true"
+    assert rows[0]["rps http://127.0.0.2:80"] == "150.0" and rows[0]["rps http://127.0.0.4:80"] == ""

@@ -1,0 +1,40 @@
+"""Stop conditions on cluster intervals: streaks, resets, empty intervals."""
+from __future__ import annotations
+
+from loadfleet.controller.stops import ErrorStop, LatencyStop, StopConditions, StopWatch
+from loadfleet.wire.stats import StatsRow
+
+
+def interval(requests: int, failed: int = 0, latency_ms: float = 1.0) -> StatsRow:
+    row = StatsRow("*", "*", requests=requests)
+    row.status[1] = requests - failed
+    row.status[4] = failed
+    for _ in range(requests):
+        row.histogram.record_value(int(latency_ms * 1000))
+    return row
+
+
+def feed(watch: StopWatch, rows):
+    return [watch.observe(r) for r in rows]
+
+
+def test_error_rate_must_hold_for_for_s():
+    watch = StopWatch(StopConditions(error_pct=ErrorStop(5, 3)), 1000)
+    out = feed(watch, [interval(100, 10), interval(100, 10), interval(100, 1), interval(100, 10),
+                       interval(100, 20), interval(0), interval(100, 6)])
+    assert out[:6] == [None] * 6  # the streak broke at the third interval; the empty one changes nothing
+    assert out[6].condition == "error_pct" and "20.0 %" in out[6].text
+
+
+def test_latency_percentile():
+    watch = StopWatch(StopConditions(latency=LatencyStop(99, 8000, 2)), 1000)
+    out = feed(watch, [interval(50, latency_ms=9000), interval(50, latency_ms=9500)])
+    assert out[0] is None and out[1].condition == "latency" and "p99" in out[1].text
+
+
+def test_no_conditions_never_stop_and_reset_forgets():
+    assert feed(StopWatch(None, 1000), [interval(10, 10)] * 5) == [None] * 5
+    watch = StopWatch(StopConditions(error_pct=ErrorStop(5, 2)), 1000)
+    watch.observe(interval(10, 10))
+    watch.reset()
+    assert watch.observe(interval(10, 10)) is None

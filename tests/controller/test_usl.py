@@ -1,0 +1,52 @@
+"""The USL fit recovers known coefficients (acceptance: within 5 %)."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from loadfleet.controller.usl import fit_usl, usl
+
+NS = (1, 2, 4, 6, 8, 10, 12, 16, 24, 32)
+
+
+@pytest.mark.parametrize("sigma,kappa,lam", [(0.05, 0.002, 1000.0), (0.2, 0.0001, 300.0), (0.02, 0.01, 50.0),
+                                              (0.0, 0.0005, 120.0)])
+def test_recovers_coefficients_from_exact_points(sigma, kappa, lam):
+    fit = fit_usl([(n, usl(n, sigma, kappa, lam)) for n in NS])
+    assert fit.sigma == pytest.approx(sigma, rel=0.05, abs=1e-6)
+    assert fit.kappa == pytest.approx(kappa, rel=0.05)
+    assert fit.lambda_ == pytest.approx(lam, rel=0.05)
+    assert fit.r_squared > 0.9999
+    assert fit.peak_n == pytest.approx(math.sqrt((1 - sigma) / kappa), rel=0.05)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_recovers_coefficients_from_noisy_points_within_5_pct(seed):
+    rng = random.Random(seed)
+    sigma, kappa, lam = 0.05, 0.002, 1000.0
+    points = [(n, usl(n, sigma, kappa, lam) * (1 + rng.uniform(-0.002, 0.002))) for n in NS for _ in range(3)]
+    fit = fit_usl(points)
+    assert fit.sigma == pytest.approx(sigma, rel=0.05)
+    assert fit.kappa == pytest.approx(kappa, rel=0.05)
+    assert fit.lambda_ == pytest.approx(lam, rel=0.05)
+    assert 0.999 < fit.r_squared <= 1
+
+
+def test_linear_scaling_has_no_peak():
+    fit = fit_usl([(n, 100.0 * n) for n in (1, 2, 4, 8)])
+    assert fit.lambda_ == pytest.approx(100, rel=1e-3)
+    assert abs(fit.sigma) < 1e-3 and abs(fit.kappa) < 1e-4
+    assert fit.peak_n is None or fit.peak_n > 1000
+
+
+def test_a_bad_fit_says_so():
+    fit = fit_usl([(1, 100), (2, 20), (3, 150), (4, 30), (5, 160)])
+    assert fit.r_squared < 0.5
+
+
+@pytest.mark.parametrize("points", [[], [(1, 10), (2, 20)], [(1, 10), (1, 11), (2, 20)], [(1, 0), (2, 0), (3, 0)]])
+def test_too_few_points_is_an_error(points):
+    with pytest.raises(ValueError):
+        fit_usl(points)

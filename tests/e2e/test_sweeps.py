@@ -1,0 +1,125 @@
+"""Sweeps on real parts: a knee found where it is by construction, a stop condition that
+ends a run with exit code 3, and a generator starved of CPU flagged (and not when fed)."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+
+import pytest
+
+from loadfleet.targets.nginx import NginxServer
+from support.cluster import write_plan
+from support.procs import free_port, program
+
+CAP_PER_S = 250  # nginx's limit_req rate: the knee is the first level above it
+
+
+class CappedNginx(NginxServer):
+    """nginx that serves at most `rate` requests/s and queues the rest (limit_req, no nodelay)."""
+
+    def __init__(self, *args, rate: int, **kwargs):
+        super().__init__(*args, extra_conf="        location / { limit_req zone=cap burst=10000; }\n", **kwargs)
+        self.rate = rate
+
+    def config(self) -> str:
+        zone = f"    limit_req_zone $server_addr zone=cap:1m rate={self.rate}r/s;\n"
+        return super().config().replace("http {\n", "http {\n" + zone, 1)
+
+
+@pytest.fixture
+def capped(docroot, tmp_path):
+    server = CappedNginx("127.0.0.2", free_port("127.0.0.2"), docroot, tmp_path / "nginx", "capped", rate=CAP_PER_S)
+    server.start()
+    yield server
+    server.stop()
+
+
+def run_plan(cluster, path, timeout_s=90):
+    run = cluster.start_run(path)
+    out, err = run.communicate(timeout=timeout_s)
+    assert "Traceback" not in err, err
+    return run.returncode, json.loads(out) if out.strip() else None, err
+
+
+def plan(tmp_path, url, **fields):
+    return write_plan(tmp_path / "plan.yaml", name="sweep", targets=[{"url": url}],
+                      workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
+                      agents={"wait_s": 20}, **fields)
+
+
+def test_the_knee_of_a_capped_server_is_found_and_the_sweep_stops_there(cluster, capped, tmp_path):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    levels = [100, 200, 300, 400]  # the cap (250/s) lies between the 2nd and the 3rd
+    code, summary, err = run_plan(cluster, plan(
+        tmp_path, capped.url, load={"model": "open"},
+        sweep={"steps": levels, "step_s": 3, "warmup_s": 1, "stop_at_knee": True}))
+    assert code == 3, err  # stopped by a stop condition (the knee)
+    assert summary["state"] == "stopped"
+    steps = {s["name"]: s for s in summary["steps"]}
+    assert list(steps) == ["s1", "s2", "s3"] and summary["skipped_steps"] == ["s4"]
+    for name in ("s1", "s2"):  # below the cap the server keeps up
+        assert steps[name]["ok_rps"] == pytest.approx(steps[name]["offered"], rel=0.05)
+    assert steps["s3"]["ok_rps"] == pytest.approx(CAP_PER_S, rel=0.08)
+    assert steps["s3"]["p99_ms"] > 5 * steps["s2"]["p99_ms"]  # queued by limit_req
+
+    [knee] = summary["knees"]
+    assert knee["name"] == "s3"  # by construction: the first level above the cap
+    assert knee["efficiency"] < 0.9 and knee["previous_name"] == "s2"
+    assert summary["stop"]["condition"] == "knee" and summary["stop"]["step"] == "s3"
+    kinds = [e["kind"] for e in summary["events"]]
+    assert kinds.count("step_finished") == 3 and kinds.count("knee") == 1
+
+    rows = list(csv.DictReader((cluster.runs_dir / summary["run_id"] / "steps.csv").open()))
+    assert [r["step"] for r in rows] == ["s1", "s2", "s3"]
+    assert [float(r["offered"]) for r in rows] == levels[:3]
+    assert float(rows[2][f"rps {capped.url}"]) == pytest.approx(steps["s3"]["achieved_rps"], rel=1e-3)
+    # Every request the engines counted was served (warm-ups and the final intervals included).
+    assert summary["total"]["figures"]["requests"] == capped.access_log_lines()
+
+
+def test_an_error_rate_stop_condition_ends_the_run_with_exit_code_3(cluster, tmp_path):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    nobody = f"http://127.0.0.2:{free_port('127.0.0.2')}"  # nothing listens: every request is refused
+    code, summary, err = run_plan(cluster, plan(
+        tmp_path, nobody, duration_s=30, load={"model": "closed", "clients": 2, "think_time_ms": 50},
+        stop={"error_pct": {"above": 50, "for_s": 2}}))
+    assert code == 3, err
+    assert summary["state"] == "stopped" and "error rate above 50 %" in summary["message"]
+    assert summary["stop"]["condition"] == "error_pct"
+    assert summary["duration_s"] < 8  # stopped after about 2 s of errors, not after 30 s
+    assert any(e["kind"] == "stop_condition" for e in summary["events"])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs: one for the agent, one for the rest")
+def test_a_generator_starved_of_cpu_flags_its_step_and_a_fed_one_does_not(cluster, processes, webs, tmp_path):
+    agent_cpu = max(os.sched_getaffinity(0))
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    os.sched_setaffinity(cluster.agents["a1"].pid, {agent_cpu})  # its engines inherit it
+    sweep_plan = plan(tmp_path, webs[0].url, load={"model": "open"}, sweep={"steps": [200], "step_s": 3, "warmup_s": 1})
+
+    burners = [processes.start(f"burner{i}", [sys.executable, "-c", "while True: pass"]) for i in range(2)]
+    for burner in burners:
+        os.sched_setaffinity(burner.pid, {agent_cpu})
+    code, starved, err = run_plan(cluster, sweep_plan)
+    for burner in burners:
+        burner.kill()
+        burner.wait()
+    assert code == 0, err
+    [step] = starved["steps"]
+    assert step["generator_bound"] and step["generator_bound_intervals"] >= 1
+    assert "a1 (CPU" in step["generator_advice"] and "more agent" in step["generator_advice"]
+    assert starved["generator_bound_steps"] == ["s1"]
+    assert any(e["kind"] == "generator_bound" for e in starved["events"])
+    rows = list(csv.DictReader((cluster.runs_dir / starved["run_id"] / "steps.csv").open()))
+    assert rows[0]["generator_bound"] == "true"
+
+    code, fed, err = run_plan(cluster, sweep_plan)
+    assert code == 0, err
+    [step] = fed["steps"]
+    assert not step["generator_bound"], step["generator_advice"]
+    assert fed["generator_bound_steps"] == []
