@@ -21,14 +21,23 @@ struct Due {
     request: usize,
 }
 
-/// Requests that fell due and wait for a worker.
+/// Requests that fell due and wait for a worker, and the workers waiting for requests.
 #[derive(Default)]
 pub struct Backlog {
     queue: RefCell<VecDeque<Due>>,
-    ready: Notify,
+    /// Idle workers, the most recently idle last: it is woken first, so work goes to
+    /// connections that are already open and a light load uses few connections.
+    idle: RefCell<Vec<Rc<Notify>>>,
 }
 
 impl Backlog {
+    fn push(&self, due: Due) {
+        self.queue.borrow_mut().push_back(due);
+        if let Some(worker) = self.idle.borrow_mut().pop() {
+            worker.notify_one();
+        }
+    }
+
     /// At the end: whatever is still waiting was never sent.
     pub fn drain_not_sent(&self, shared: &Shared) {
         for due in self.queue.borrow_mut().drain(..) {
@@ -68,8 +77,7 @@ pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: wat
             let (target, request) = (job.target_choice.pick(&mut rng), job.request_choice.pick(&mut rng));
             let slot = shared.stats.borrow().slot(target, job.requests[request].name);
             shared.stats.borrow_mut().scheduled(slot);
-            backlog.queue.borrow_mut().push_back(Due { at: next, target, request });
-            backlog.ready.notify_one();
+            backlog.push(Due { at: next, target, request });
             last_due = next;
             unit_gap = if poisson { rng.exponential() } else { 1.0 };
             next = last_due + Duration::from_secs_f64(unit_gap / rate_per_s);
@@ -84,15 +92,17 @@ pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: wat
 pub async fn work(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::Receiver<Control>) {
     let job = &shared.job;
     let mut connections = Connections::new(&shared);
+    let wake = Rc::new(Notify::new());
     loop {
         let next = backlog.queue.borrow_mut().pop_front();
         let Some(due) = next else {
             if control.borrow_and_update().stopped {
                 break;
             }
+            backlog.idle.borrow_mut().push(Rc::clone(&wake));
             tokio::select! {
-                () = backlog.ready.notified() => {}
-                _ = control.changed() => {}
+                () = wake.notified() => {}
+                _ = control.changed() => backlog.idle.borrow_mut().retain(|w| !Rc::ptr_eq(w, &wake)),
             }
             continue;
         };

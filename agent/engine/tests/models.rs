@@ -35,6 +35,18 @@ fn open_model_holds_its_rate_within_one_percent() {
 }
 
 #[test]
+fn a_light_open_load_reuses_few_connections() {
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let reports = engine.run(open_job(&server.url, "/ok/10", 200.0, false, 2000));
+    let requests = total(&reports, |s| s.requests);
+    assert_eq!(requests, 400);
+    // 200/s of ~0.1 ms requests need about one connection, not one per request.
+    let opened = total(&reports, |s| s.connections_opened);
+    assert!(opened <= 4, "{opened} connections for {requests} requests");
+}
+
+#[test]
 fn poisson_arrivals_average_the_rate() {
     let server = start_server();
     let mut engine = Engine::spawn();
