@@ -1,0 +1,139 @@
+"""An NFS server for the lab: nfs-ganesha (user space, FSAL_VFS) exporting one directory
+read-only over NFSv4 on one loopback address, with its config, pid file, log and recovery
+directory under a state directory, and stopped by PID.
+
+No rpcbind, no NLM, no RQUOTA, no UDP: NFSv4 needs only its one TCP port. Clients reach the
+export under the pseudo path `/export` (`nfs://HOST/export?version=4.0&nfsport=PORT`).
+"""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Callable, Protocol
+
+from .daemon import LabError, check_loopback, find_program, host_port, log_tail, spawn, stop_pid, wait_listening
+
+PSEUDO_PATH = "/export"
+START_TIMEOUT_S = 20.0  # ganesha takes a few seconds to bring its NFSv4 side up
+
+
+def ganesha_program() -> str:
+    return find_program("ganesha.nfsd", "nfs-ganesha nfs-ganesha-vfs", extra_dirs=("/usr/bin", "/usr/sbin"))
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class GaneshaServer:
+    """ganesha.nfsd exporting `export_dir` read-only (NFSv4, TCP, AUTH_SYS, no root squash).
+
+    `host` must be loopback. `launcher` runs the server elsewhere, e.g. inside a lab network
+    namespace (`netns.Host.launcher()`): it then also takes over the readiness check, because
+    a namespace address is unreachable from the root namespace.
+    """
+
+    kind = "nfs"
+
+    def __init__(self, export_dir: Path, state_dir: Path, host: str = "127.0.0.1", port: int | None = None, *,
+                 launcher: "Launcher | None" = None):
+        if launcher is None:
+            check_loopback(host)
+            port = port or free_port(host)
+        elif not port:
+            raise ValueError("a port is needed to start ganesha through a launcher")
+        self.export_dir = Path(export_dir).resolve()
+        self.dir = Path(state_dir).resolve()
+        self.host, self.port, self.launcher = host, port, launcher
+        self.pid: int | None = None
+
+    @property
+    def url(self) -> str:
+        """The export as nfs-rs (and libnfs) spell it; NFSv4.0 (4.1 showed spurious replay errors)."""
+        return f"nfs://{host_port(self.host, self.port)}{PSEUDO_PATH}?version=4.0&nfsport={self.port}"
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.pid] if self.pid else []
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "ganesha.log"
+
+    def config(self) -> str:
+        return f"""NFS_CORE_PARAM {{
+    Protocols = 4;
+    NFS_Port = {self.port};
+    Bind_addr = {self.host};
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+}}
+NFSV4 {{
+    Graceless = true;
+    RecoveryBackend = fs;
+    RecoveryRoot = {self.dir / 'recov'};
+    Only_Numeric_Owners = true;
+}}
+EXPORT {{
+    Export_Id = 1;
+    Path = {self.export_dir};
+    Pseudo = {PSEUDO_PATH};
+    Protocols = 4;
+    Transports = TCP;
+    Access_Type = RO;
+    Squash = No_Root_Squash;
+    SecType = sys;
+    FSAL {{ Name = VFS; }}
+}}
+LOG {{ Default_Log_Level = EVENT; }}
+"""
+
+    def start(self) -> None:
+        if not self.export_dir.is_dir():
+            raise LabError(f"ganesha: export directory {self.export_dir} does not exist")
+        (self.dir / "recov").mkdir(parents=True, exist_ok=True)
+        conf = self.dir / "ganesha.conf"
+        conf.write_text(self.config())
+        self.log.write_text("")
+        argv = [ganesha_program(), "-F", "-f", str(conf), "-L", str(self.log), "-p", str(self.dir / "ganesha.pid")]
+        what = f"ganesha on {host_port(self.host, self.port)}"
+        if self.launcher is None:
+            proc = spawn(argv, log=self.dir / "stderr.log")
+            wait_listening(proc, self.host, self.port, what=what, error_tail=self.error_tail,
+                           timeout_s=START_TIMEOUT_S)
+        else:
+            proc = self.launcher.spawn(argv, log=self.dir / "stderr.log")
+            self.launcher.wait_listening(proc, self.port, what=what, error_tail=self.error_tail,
+                                         timeout_s=START_TIMEOUT_S)
+        self.pid = proc.pid
+
+    def stop(self) -> None:
+        """SIGTERM (ganesha shuts down cleanly on it); idempotent."""
+        if self.pid is not None:
+            stop_pid(self.pid)
+            self.pid = None
+
+    def error_tail(self) -> str:
+        return log_tail(self.log)
+
+    def __enter__(self) -> GaneshaServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class Launcher(Protocol):
+    """Where a server runs when not in the root namespace (see `netns.Host`)."""
+
+    def spawn(self, argv: list[str], *, log: Path | None = None): ...
+
+    def wait_listening(self, proc, port: int, *, what: str, error_tail: Callable[[], str],
+                       timeout_s: float) -> None: ...
+
+
+__all__ = ["GaneshaServer", "LabError", "PSEUDO_PATH", "ganesha_program"]
