@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE := agent/engine/target/release/loadfleet-engine
-DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish
+DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2
 PYTHON ?= python3
 
 .PHONY: setup system-deps python-deps engine influxdb demo test test-python test-engine clean
