@@ -8,12 +8,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE := agent/engine/target/release/loadfleet-engine
-DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2
+DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2
 PYTHON ?= python3
 
-.PHONY: setup system-deps python-deps engine influxdb demo test test-python test-engine clean
+.PHONY: setup system-deps python-deps engine gatling influxdb demo test test-python test-engine clean
 
-setup: system-deps python-deps engine influxdb
+setup: system-deps python-deps engine gatling influxdb
 
 # Debian packages the lab, the builds and the tests need (chromium renders report.html in a
 # headless browser test); installs only what is missing. A policy-rc.d keeps the packages'
@@ -46,6 +46,17 @@ $(ENGINE): agent/engine/Cargo.toml agent/engine/build.rs $(wildcard agent/engine
 engine: $(ENGINE) python-deps
 	install -m 755 $(ENGINE) $(BIN)/loadfleet-engine
 
+# The Gatling driver (docs/gatling.md): the hook and JobSimulation compiled against Gatling 3.15.1
+# from Maven Central; Maven resolves the dependencies once into ~/.m2 and writes the classpath
+# the agent launches the JVM with (no Maven at run time).
+GATLING_BUILD := agent/gatling/target/classpath.txt
+$(GATLING_BUILD): agent/gatling/pom.xml $(wildcard agent/gatling/src/main/java/loadfleet/gatling/*.java) $(wildcard agent/gatling/src/main/resources/*)
+	@command -v mvn >/dev/null || { echo "Maven and Java 17 are needed for the Gatling driver: apt-get install maven openjdk-17-jdk-headless" >&2; exit 1; }
+	mvn -q -B -f agent/gatling/pom.xml compile
+	touch $@
+
+gatling: $(GATLING_BUILD)
+
 # A real InfluxDB 1.8.10 for the tests and for local use (pure Go; 1.11+ and 2.x need Rust Flux).
 INFLUXD := $(BIN)/influxd
 INFLUX_LDFLAGS := -X main.version=1.8.10 -X main.branch=1.8 -X main.commit=v1.8.10
@@ -69,4 +80,4 @@ test-python:
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
 
 clean:
-	rm -rf $(VENV) build agent/engine/target proto/python/loadfleet/v1
+	rm -rf $(VENV) build agent/engine/target agent/gatling/target proto/python/loadfleet/v1

@@ -2,18 +2,23 @@ import random
 
 import pytest
 
-from loadfleet.controller.figures import PERCENTILES, latency_of, mean_and_stddev
+from loadfleet.controller.figures import PERCENTILES, latency_of
 from loadfleet.wire.stats import StatsRow, new_histogram
 
 
-def test_fast_mean_and_stddev_equal_hdrh_own():
-    rng = random.Random(3)
-    histogram = new_histogram()
-    for _ in range(5000):
-        histogram.record_value(int(rng.lognormvariate(7, 1.5)) + 1)
-    mean, stddev = mean_and_stddev(histogram)
-    assert mean == pytest.approx(histogram.get_mean_value(), rel=1e-12)
-    assert stddev == pytest.approx(histogram.get_stddev(), rel=1e-9)
+@pytest.mark.parametrize("seed, n, sigma", [(3, 5000, 1.5), (4, 1, 1.0), (5, 7, 0.2), (6, 20000, 3.0)])
+def test_figures_equal_hdrh_own(seed, n, sigma):
+    rng = random.Random(seed)
+    row = StatsRow("t", "r")
+    for _ in range(n):
+        row.histogram.record_value(int(rng.lognormvariate(7, sigma)) + 1)
+    h = row.histogram
+    latency = latency_of(row)
+    assert latency.mean_ms * 1000 == pytest.approx(h.get_mean_value(), rel=1e-12)
+    assert latency.stddev_ms * 1000 == pytest.approx(h.get_stddev(), rel=1e-9, abs=1e-9)
+    for name, p in PERCENTILES:
+        assert getattr(latency, f"{name}_ms") * 1000 == pytest.approx(h.get_value_at_percentile(p), rel=1e-12), name
+    assert latency.max_ms * 1000 == pytest.approx(h.get_max_value(), rel=1e-12)
 
 
 def test_latency_percentiles_in_ms():
@@ -24,4 +29,4 @@ def test_latency_percentiles_in_ms():
     assert latency.p50_ms == pytest.approx(50, rel=1e-3)
     assert latency.p99_ms == pytest.approx(99, rel=1e-3)
     assert latency.max_ms == pytest.approx(100, rel=1e-3)
-    assert [name for name, _ in PERCENTILES][-1] == "p999"
+    assert new_histogram().get_total_count() == 0 and latency_of(StatsRow("t", "r")).p99_ms == 0

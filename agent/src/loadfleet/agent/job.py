@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 from collections.abc import Callable
 
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.stats import merge_reports
 
-from .engine import EngineProcess
+from .drivers import Driver, is_gatling, launch_drivers
 from .errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class JobRunner:
         self._engine_specs = engine_specs(assignment)
         self._program = engine_program
         self._send = send
-        self._engines: list[EngineProcess] = []
+        self._engines: list[Driver] = []
         self._live: set[int] = set()
         self._pending: dict[int, dict[int, stats_pb2.IntervalReport]] = {}
         self._stopping = False
@@ -72,7 +73,7 @@ class JobRunner:
             self.kill()
             await asyncio.gather(*(e.wait() for e in self._engines))
             return self._report_state(Outcome.FAILED, str(exc))
-        self._report_state_raw(agent_pb2.JOB_STATE_READY, f"{len(self._engines)} engine(s) ready")
+        self._report_state_raw(agent_pb2.JOB_STATE_READY, self._ready_message())
         await asyncio.gather(*(self._follow(i, e) for i, e in enumerate(self._engines)))
         self._flush_all()
         if self._killed:
@@ -95,11 +96,20 @@ class JobRunner:
             engine.kill()
 
     async def _start_engines(self) -> None:
-        for engine_spec in self._engine_specs:
-            engine = await EngineProcess.spawn(self._program)
-            self._engines.append(engine)
-            self._live.add(len(self._engines) - 1)
-            await engine.start(engine_spec)
+        await launch_drivers(self.spec, self._engine_specs, self._program, self._started)
+
+    def _started(self, driver: Driver) -> None:
+        self._engines.append(driver)
+        self._live.add(len(self._engines) - 1)
+        if self._killed:
+            driver.kill()
+
+    def _ready_message(self) -> str:
+        if is_gatling(self.spec):
+            late_ms = int(time.time() * 1000) - self.spec.start_at_ms
+            late = f"; load starts {late_ms / 1000:.1f} s after the barrier" if late_ms > 0 else ""
+            return f"Gatling ready (JVM start-up {self._engines[0].startup_s:.1f} s{late})"
+        return f"{len(self._engines)} engine(s) ready"
 
     async def _follow(self, index: int, engine: EngineProcess) -> None:
         finished = False

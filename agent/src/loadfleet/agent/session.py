@@ -122,7 +122,7 @@ class Agent:
     def _hello(self) -> agent_pb2.Hello:
         return agent_pb2.Hello(
             agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
-            version=__version__, capabilities=["engine"], labels=dict(self.config.labels))
+            version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels))
 
     async def _read(self, call) -> None:
         while (message := await call.read()) is not grpc.aio.EOF:

@@ -28,6 +28,9 @@ DEFAULT_INTERVAL_MS = 1000
 DEFAULT_CONNECT_TIMEOUT_MS = 3000
 DEFAULT_REQUEST_TIMEOUT_MS = 10000
 DEFAULT_AGENT_WAIT_S = 30.0
+# What produces the load on the agents: the native engine, or Gatling (docs/gatling.md).
+DRIVERS = ("engine", "gatling")
+DEFAULT_DRIVER = "engine"
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class Plan:
     # Steps of load (with a sweep, duration_s is the sum of its steps' step_s).
     sweep: Sweep | None = None
     stop: StopConditions | None = None
+    driver: str = DEFAULT_DRIVER
 
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
@@ -135,6 +139,8 @@ class Plan:
             doc["sweep"] = self.sweep.to_doc()
         if self.stop:
             doc["stop"] = self.stop.to_doc()
+        if self.driver != DEFAULT_DRIVER:
+            doc["driver"] = self.driver
         return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -227,6 +233,7 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
 
     problems += _load_problems(doc["load"], sweeping="sweep" in doc)
     problems += _sweep_problems(doc)
+    problems += _driver_problems(doc)
     session = workload.get("session")
     if session:
         names = {r.name for r in requests}
@@ -269,6 +276,17 @@ def _load_problems(load: dict, *, sweeping: bool = False) -> list[Problem]:
 
 # What a sweep's steps set, by model.
 _SWEEP_LEVEL = {"closed": "clients", "open": "rate", "users": "users"}
+
+
+def _driver_problems(doc: dict) -> list[Problem]:
+    """What the Gatling driver cannot run (docs/gatling.md)."""
+    if doc.get("driver", DEFAULT_DRIVER) != "gatling":
+        return []
+    unsupported = [("load.stages", "stages" in doc["load"], "stages"),
+                   ("budget", "budget" in doc, "request budgets"),
+                   ("sweep", "sweep" in doc, "sweeps (each step would start a JVM)")]
+    return [Problem(path, f"the gatling driver does not run {what}; use driver: engine")
+            for path, present, what in unsupported if present]
 
 
 def _sweep_problems(doc: dict) -> list[Problem]:
@@ -394,4 +412,5 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
         influxdb=InfluxTarget(**influx) if influx else None,
         sweep=sweep,
         stop=StopConditions.from_doc(doc.get("stop")),
+        driver=doc.get("driver", DEFAULT_DRIVER),
     )

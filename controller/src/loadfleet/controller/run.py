@@ -50,6 +50,8 @@ TICK_S = 0.2
 # Barrier lead of a sweep's later steps: the agents are connected and idle, and only
 # need to start their engines.
 STEP_BARRIER_LEAD_MS = 1000
+# A JVM takes 3-8 s to start and warm up Gatling: its barrier is set further ahead.
+GATLING_BARRIER_LEAD_MS = 10_000
 
 __all__ = ["SINGLE_STEP", "IntervalUpdate", "Run", "RunState"]
 
@@ -257,6 +259,8 @@ class Run:
         plan = steps.step_plan(self.plan, spec)
         shares = split_over_engines(plan.load, plan.max_requests, [(a.agent_id, a.identity.cores) for a in agents])
         lead_ms = DEFAULT_BARRIER_LEAD_MS if first else STEP_BARRIER_LEAD_MS
+        if plan.driver == "gatling":
+            lead_ms = max(lead_ms, GATLING_BARRIER_LEAD_MS)
         load_start = barrier_start_ms(self._clock_ms(), plan.interval_ms, lead_ms)
         step = _StepRun(spec, job_id_for(self.run_id, spec.name, single=self.plan.sweep is None),
                         load_start, load_start + int(plan.duration_s * 1000))

@@ -64,6 +64,9 @@ def job_state_from_proto(state: int) -> JobState | None:
     return _JOB_STATES.get(state)
 
 
+_DRIVERS = {"engine": job_pb2.DRIVER_ENGINE, "gatling": job_pb2.DRIVER_GATLING}
+
+
 def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
     plan = a.plan
     names = [r.name for r in plan.requests]
@@ -87,6 +90,7 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
         duration_ms=int(plan.duration_s * 1000),
         interval_ms=plan.interval_ms,
         max_requests=sum(e.max_requests for e in a.engines),
+        driver=_DRIVERS[plan.driver],
     )
     if plan.session:
         spec.session.CopyFrom(job_pb2.Session(

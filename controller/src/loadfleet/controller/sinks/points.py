@@ -19,7 +19,9 @@ TOTAL = "*"
 
 def http_points(*, run_id: str, step: str, scope: str, agent: str, interval_start_ms: int,
                 interval_ms: int, rows: list[StatsRow]) -> list[Point]:
-    merged = merge_rows(rows)
+    # An agent's report has one row per key already: merging would only copy histograms.
+    unique = len({row.key for row in rows}) == len(rows)
+    merged = {row.key: row for row in rows} if unique else merge_rows(rows)
     total = merge_rows(rows, target=TOTAL, request=TOTAL)
     seconds = interval_ms / 1000
     return [

@@ -28,6 +28,8 @@ final class IntervalRecorder {
   static final long HIGHEST_US = 3_600_000_000L;
   static final int SIGNIFICANT_DIGITS = 3;
   static final int ERROR_SAMPLES_PER_INTERVAL = 10;
+  // As the native engine: a request sent more than 1 ms after it was due is late.
+  static final long LATE_AFTER_US = 1000;
 
   /** ErrorKind values of stats.proto, by their JSON names. */
   enum ErrorKind {
@@ -45,6 +47,9 @@ final class IntervalRecorder {
     long bytesIn;
     long bytesOut;
     long scheduled;
+    long sentLate;
+    long maxSendLagUs;
+    long notSent;
     final Histogram latency = new Histogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS);
   }
 
@@ -104,6 +109,23 @@ final class IntervalRecorder {
     }
   }
 
+  /** Open model: a request went out {@code lagUs} after it was due. */
+  void sent(String target, String request, long lagUs) {
+    synchronized (this) {
+      Cell cell = cell(System.currentTimeMillis(), target, request);
+      if (lagUs > LATE_AFTER_US) {
+        cell.sentLate++;
+      }
+      cell.maxSendLagUs = Math.max(cell.maxSendLagUs, lagUs);
+    }
+  }
+
+  void notSent(String target, String request) {
+    synchronized (this) {
+      cell(System.currentTimeMillis(), target, request).notSent++;
+    }
+  }
+
   /** Open model: a request fell due. */
   void scheduled(String target, String request) {
     synchronized (this) {
@@ -154,6 +176,9 @@ final class IntervalRecorder {
     a.bytesIn += b.bytesIn;
     a.bytesOut += b.bytesOut;
     a.scheduled += b.scheduled;
+    a.sentLate += b.sentLate;
+    a.maxSendLagUs = Math.max(a.maxSendLagUs, b.maxSendLagUs);
+    a.notSent += b.notSent;
     a.latency.add(b.latency);
     return a;
   }
@@ -181,6 +206,9 @@ final class IntervalRecorder {
       s.put("bytes_in", cell.bytesIn);
       s.put("bytes_out", cell.bytesOut);
       s.put("scheduled", cell.scheduled);
+      s.put("sent_late", cell.sentLate);
+      s.put("max_send_lag_us", cell.maxSendLagUs);
+      s.put("not_sent", cell.notSent);
       if (cell.latency.getTotalCount() > 0) {
         s.put("latency_histogram", encode(cell.latency));
       }

@@ -50,6 +50,11 @@ public final class LoadfleetStats {
   private static final long TICK_GRACE_MS = 20;
   private static final String T0 = "loadfleet.t0";
   private static final String STATUS = "loadfleet.status";
+  /**
+   * Open model: the System.nanoTime at which the request fell due. When a session carries it,
+   * latency counts from then (coordinated omission corrected) and the send lag is recorded.
+   */
+  public static final String DUE_NS = "loadfleet.due_ns";
 
   private final IntervalRecorder recorder;
   private final long endAtMs;
@@ -103,7 +108,13 @@ public final class LoadfleetStats {
   public ChainBuilder timed(String target, String name, HttpRequestActionBuilder request) {
     return exec(session -> {
           inFlight.incrementAndGet();
-          return session.set(T0, System.nanoTime());
+          long now = System.nanoTime();
+          if (!session.contains(DUE_NS)) {
+            return session.set(T0, now);
+          }
+          long due = session.getLong(DUE_NS);
+          recorder.sent(target, name, Math.max(0, (now - due) / 1000));
+          return session.set(T0, due);
         })
         .exec(request
             .check(status().saveAs(STATUS))
@@ -119,13 +130,18 @@ public final class LoadfleetStats {
             String message = ErrorCapture.take(session.userId());
             recorder.error(target, name, ErrorCapture.classify(message), message);
           }
-          return session.removeAll(T0, STATUS).markAsSucceeded();
+          return session.removeAll(T0, STATUS, DUE_NS).markAsSucceeded();
         });
   }
 
   /** Open model: a request of (target, name) fell due now. */
   public void scheduled(String target, String name) {
     recorder.scheduled(target, name);
+  }
+
+  /** Open model: a due request was dropped (it fell due after the end of the load). */
+  public void notSent(String target, String name) {
+    recorder.notSent(target, name);
   }
 
   /** Prints `ready` and starts reporting intervals; call when the simulation starts. */

@@ -1,0 +1,293 @@
+package loadfleet.gatling;
+
+import static io.gatling.javaapi.core.CoreDsl.ByteArrayBody;
+import static io.gatling.javaapi.core.CoreDsl.asLongAs;
+import static io.gatling.javaapi.core.CoreDsl.atOnceUsers;
+import static io.gatling.javaapi.core.CoreDsl.constantUsersPerSec;
+import static io.gatling.javaapi.core.CoreDsl.doIf;
+import static io.gatling.javaapi.core.CoreDsl.doSwitch;
+import static io.gatling.javaapi.core.CoreDsl.exec;
+import static io.gatling.javaapi.core.CoreDsl.nothingFor;
+import static io.gatling.javaapi.core.CoreDsl.onCase;
+import static io.gatling.javaapi.core.CoreDsl.pause;
+import static io.gatling.javaapi.core.CoreDsl.repeat;
+import static io.gatling.javaapi.core.CoreDsl.scenario;
+import static io.gatling.javaapi.http.HttpDsl.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.gatling.javaapi.core.ChainBuilder;
+import io.gatling.javaapi.core.OpenInjectionStep;
+import io.gatling.javaapi.core.PopulationBuilder;
+import io.gatling.javaapi.core.ScenarioBuilder;
+import io.gatling.javaapi.core.Session;
+import io.gatling.javaapi.core.Simulation;
+import io.gatling.javaapi.core.Choice;
+import io.gatling.javaapi.http.HttpProtocolBuilder;
+import io.gatling.javaapi.http.HttpRequestActionBuilder;
+import com.sun.net.httpserver.HttpServer;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Runs a loadfleet JobSpec on Gatling, so that a plan's declarative workload needs no Java from
+ * its user. The spec comes as protobuf's JSON mapping (proto field names) in the file named by
+ * {@code -Dloadfleet.job}. Compiled once with the hook; every job only changes that file.
+ *
+ * <p>Supported: weighted targets and requests (method, path, headers, body), keep-alive or a new
+ * connection per request, closed clients and user populations (spawn rate) with think time and
+ * sessions, open arrival rates (constant or randomized), barrier start, duration, timeouts.
+ * Not supported (the controller refuses such plans for this driver): stages, request budgets.
+ */
+public class JobSimulation extends Simulation {
+  private static final String PICK = "loadfleet.pick";
+  private static final String DUE_MS = "loadfleet.due_ms";
+  private static final long ARRIVAL_LEAD_MS = 2000;
+  // Poisson arrivals are random in number: inject more users than the mean, extras do nothing.
+  private static final double POISSON_ARRIVALS_FACTOR = 1.25;
+
+  private final HttpServer warmUpServer;
+  private final JsonNode spec;
+  private Arrivals arrivals;
+  private final LoadfleetStats stats;
+  private final List<String> targets = new ArrayList<>();
+  private final List<Long> targetWeights = new ArrayList<>();
+  private final List<JsonNode> requests = new ArrayList<>();
+
+  public JobSimulation() {
+    String path = System.getProperty("loadfleet.job");
+    if (path == null) {
+      throw new IllegalArgumentException("-Dloadfleet.job=FILE (a JobSpec in protobuf JSON) is required");
+    }
+    try {
+      spec = new ObjectMapper().readTree(new File(path));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the job " + path + ": " + e.getMessage(), e);
+    }
+    for (JsonNode t : spec.path("targets")) {
+      targets.add(t.path("url").asText());
+      targetWeights.add(t.path("weight").asLong(1));
+    }
+    spec.path("requests").forEach(requests::add);
+    if (targets.isEmpty() || requests.isEmpty()) {
+      throw new IllegalArgumentException("the job has no targets or no requests");
+    }
+    int intervalMs = spec.path("interval_ms").asInt(0) > 0 ? spec.path("interval_ms").asInt() : 1000;
+    long startAt = spec.path("start_at_ms").asLong();
+    long durationMs = spec.path("duration_ms").asLong();
+    long drainMs = timeoutMs("connect_timeout_ms", 5000) + timeoutMs("request_timeout_ms", 30000);
+    stats = new LoadfleetStats(startAt, intervalMs, startAt + durationMs, drainMs);
+
+    warmUpServer = warmUpServer();
+    HttpProtocolBuilder protocol = http.warmUp(warmUpUrl(warmUpServer)).disableCaching().disableFollowRedirect()
+        .disableAutoReferer().disableUrlEncoding();
+    if (!spec.path("keep_alive").asBoolean(false)) {
+      protocol = protocol.connectionHeader("close");
+    }
+    JsonNode load = spec.path("load");
+    if (load.has("open")) {
+      protocol = protocol.shareConnections();
+    }
+    setUp(population(load)).protocols(protocol)
+        .maxDuration(Duration.ofMillis(Math.max(0, startAt - System.currentTimeMillis()) + durationMs + drainMs));
+  }
+
+  @Override
+  public void before() {
+    warmUpServer.stop(0);
+    if (arrivals != null) {
+      arrivals.notBefore(System.currentTimeMillis());
+    }
+    stats.ready();
+  }
+
+  @Override
+  public void after() {
+    stats.finish();
+  }
+
+  /**
+   * Gatling's warm-up request loads and JIT-compiles its HTTP stack before load starts (without
+   * it the first second of load runs far below speed). Its default target is on the internet, and
+   * one of the job's targets would count a request nobody measured: a throw-away server on
+   * loopback inside this JVM answers it instead.
+   */
+  private static HttpServer warmUpServer() {
+    try {
+      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+      server.createContext("/", exchange -> {
+        byte[] body = "ok".getBytes(StandardCharsets.US_ASCII);
+        exchange.sendResponseHeaders(200, body.length);
+        exchange.getResponseBody().write(body);
+        exchange.close();
+      });
+      server.start();
+      return server;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot start the warm-up server on loopback: " + e.getMessage(), e);
+    }
+  }
+
+  private static String warmUpUrl(HttpServer server) {
+    return "http://127.0.0.1:" + server.getAddress().getPort() + "/";
+  }
+
+  private long timeoutMs(String field, long fallback) {
+    long value = spec.path(field).asLong(0);
+    return value > 0 ? value : fallback;
+  }
+
+  private PopulationBuilder population(JsonNode load) {
+    if (load.has("open")) {
+      JsonNode open = load.get("open");
+      double rate = open.path("rate_per_s").asDouble();
+      boolean poisson = open.path("poisson").asBoolean(false);
+      arrivals = new Arrivals(stats.startAtMs(), rate, poisson);
+      // Users arrive up to ARRIVAL_LEAD_MS ahead (Gatling's start is not exact) and wait for the
+      // due time they draw; extra arrivals (due after the end) do nothing.
+      long early = Math.max(0, stats.startAtMs() - System.currentTimeMillis() - ARRIVAL_LEAD_MS);
+      long durationMs = stats.endAtMs() - stats.startAtMs() + ARRIVAL_LEAD_MS;
+      ScenarioBuilder users = scenario("loadfleet-open")
+          .exec(s -> s.set(DUE_MS, arrivals.next()))
+          .doIf(s -> s.getLong(DUE_MS) < stats.endAtMs()).then(
+              pauseUntil(s -> s.getLong(DUE_MS))
+                  .exec(s -> s.set(LoadfleetStats.DUE_NS, nanoTimeAt(s.getLong(DUE_MS))))
+                  .exec(doIf(s -> stats.running()).then(pickAndSend(true))));
+      return users.injectOpen(nothingFor(Duration.ofMillis(early)),
+          constantUsersPerSec(poisson ? rate * POISSON_ARRIVALS_FACTOR : rate).during(Duration.ofMillis(durationMs)));
+    }
+    if (load.has("users")) {
+      JsonNode users = load.get("users");
+      double spawn = users.path("spawn_rate_per_s").asDouble(0);
+      // User k (from 1) starts at the barrier plus (k - 1) / spawn rate: the population grows
+      // from the barrier whenever Gatling itself started.
+      ChainBuilder arrive = pauseUntil(s -> stats.startAtMs()
+          + (spawn > 0 ? Math.round((s.userId() - 1) * 1000 / spawn) : 0));
+      return scenario("loadfleet-users").exec(arrive).exec(clients(users.path("think")))
+          .injectOpen(atOnceUsers(users.path("users").asInt()));
+    }
+    JsonNode closed = load.path("closed");
+    return scenario("loadfleet-closed").exec(pauseUntil(s -> stats.startAtMs())).exec(clients(closed.path("think")))
+        .injectOpen(atOnceUsers(closed.path("clients").asInt()));
+  }
+
+  private static ChainBuilder pauseUntil(java.util.function.Function<Session, Long> atMs) {
+    return pause(s -> Duration.ofMillis(Math.max(0, atMs.apply(s) - System.currentTimeMillis())));
+  }
+
+  private static long nanoTimeAt(long wallClockMs) {
+    return System.nanoTime() + (wallClockMs - System.currentTimeMillis()) * 1_000_000;
+  }
+
+  /** What a client or user does until the end: the job's session, or weighted picks with think time. */
+  private ChainBuilder clients(JsonNode think) {
+    JsonNode session = spec.path("session");
+    if (session.path("steps").isEmpty()) {
+      return asLongAs(s -> stats.running()).on(pickAndSend(false).exec(think(think)));
+    }
+    ChainBuilder steps = exec(s -> s);
+    for (JsonNode step : session.get("steps")) {
+      int request = step.path("request").asInt(0);
+      steps = steps.exec(doIf(s -> stats.running()).then(sendTo(request).exec(think(step.path("think_after")))));
+    }
+    int times = session.path("repeat").asInt(0);
+    return times > 0 ? repeat(times).on(doIf(s -> stats.running()).then(steps))
+        : asLongAs(s -> stats.running()).on(steps);
+  }
+
+  private ChainBuilder think(JsonNode think) {
+    if (think.has("fixed_ms")) {
+      return pause(Duration.ofMillis(think.get("fixed_ms").asLong()));
+    }
+    if (think.has("uniform")) {
+      long min = think.get("uniform").path("min_ms").asLong();
+      long max = think.get("uniform").path("max_ms").asLong();
+      return pause(s -> Duration.ofMillis(ThreadLocalRandom.current().nextLong(min, max + 1)));
+    }
+    if (think.has("exponential_mean_ms")) {
+      double mean = think.get("exponential_mean_ms").asDouble();
+      return pause(s -> Duration.ofMillis(Math.round(-mean * Math.log(1 - ThreadLocalRandom.current().nextDouble()))));
+    }
+    return exec(s -> s);
+  }
+
+  /** One weighted pick of (target, request) and that request. */
+  private ChainBuilder pickAndSend(boolean open) {
+    long[] weights = new long[targets.size() * requests.size()];
+    List<Choice.WithKey> choices = new ArrayList<>();
+    for (int t = 0; t < targets.size(); t++) {
+      for (int r = 0; r < requests.size(); r++) {
+        int key = t * requests.size() + r;
+        weights[key] = targetWeights.get(t) * requests.get(r).path("weight").asLong(1);
+        choices.add(onCase(key).then(send(t, r, open)));
+      }
+    }
+    return switchOn(weights, choices);
+  }
+
+  /** Request number {@code r} (a session step) to a weighted pick of the targets. */
+  private ChainBuilder sendTo(int r) {
+    long[] weights = targetWeights.stream().mapToLong(Long::longValue).toArray();
+    List<Choice.WithKey> choices = new ArrayList<>();
+    for (int t = 0; t < targets.size(); t++) {
+      choices.add(onCase(t).then(send(t, r, false)));
+    }
+    return switchOn(weights, choices);
+  }
+
+  /** A weighted choice among {@code choices} (Gatling's doSwitch wants at least two). */
+  private static ChainBuilder switchOn(long[] weights, List<Choice.WithKey> choices) {
+    if (choices.size() == 1) {
+      return exec(choices.get(0).chain);
+    }
+    return exec(s -> s.set(PICK, pick(weights))).exec(doSwitch(s -> s.getInt(PICK)).on(choices));
+  }
+
+  private ChainBuilder send(int t, int r, boolean open) {
+    String target = targets.get(t);
+    JsonNode spec = requests.get(r);
+    String name = spec.path("name").asText();
+    String method = spec.path("method").asText("GET");
+    String url = target + spec.path("path").asText("/");
+    HttpRequestActionBuilder request = http(s -> name).httpRequest(method.isEmpty() ? "GET" : method, s -> url);
+    for (JsonNode header : spec.path("headers")) {
+      String value = header.path("value").asText();
+      request = request.header(header.path("name").asText(), s -> value);
+    }
+    if (spec.hasNonNull("body") && !spec.get("body").asText().isEmpty()) {
+      request = request.body(ByteArrayBody(Base64.getDecoder().decode(spec.get("body").asText())));
+    }
+    ChainBuilder timed = stats.timed(target, name, request);
+    return open ? exec(s -> {
+      stats.scheduled(target, name);
+      return s;
+    }).exec(timed) : timed;
+  }
+
+  private static int pick(long[] weights) {
+    long total = 0;
+    for (long w : weights) {
+      total += Math.max(0, w);
+    }
+    if (total == 0) {
+      return ThreadLocalRandom.current().nextInt(weights.length);
+    }
+    long x = ThreadLocalRandom.current().nextLong(total);
+    for (int i = 0; i < weights.length; i++) {
+      x -= Math.max(0, weights[i]);
+      if (x < 0) {
+        return i;
+      }
+    }
+    return weights.length - 1;
+  }
+}

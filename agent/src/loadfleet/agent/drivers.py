@@ -1,0 +1,61 @@
+"""What a job runs: native engines (one per core) or one Gatling JVM.
+
+Every driver speaks in EngineEvents (ready, one interval per interval, final interval,
+finished or failed), so the job follows and merges all of them the same way.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from loadfleet.v1 import engine_pb2, job_pb2
+
+from .engine import EngineProcess
+from .gatling import GatlingProcess, find_gatling
+
+
+class Driver(Protocol):
+    """A running load generator. `stop()` is graceful (in-flight requests finish and the
+    partial interval is reported); `kill()` ends load at once; `next_event()` is None at the end."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def start(self, spec: job_pb2.JobSpec) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def next_event(self) -> engine_pb2.EngineEvent | None: ...
+
+    def kill(self) -> None: ...
+
+    async def wait(self) -> int: ...
+
+    def stderr_tail(self) -> str: ...
+
+
+def is_gatling(spec: job_pb2.JobSpec) -> bool:
+    return spec.driver == job_pb2.DRIVER_GATLING
+
+
+async def launch_drivers(job_spec: job_pb2.JobSpec, engine_specs: list[job_pb2.JobSpec], engine_program: str,
+                         started: Callable[[Driver], None]) -> None:
+    """Starts the job's drivers, handing each to `started` as soon as it runs (so that a
+    failure half-way leaves nothing the caller cannot kill). Gatling gets the agent's whole
+    share in one JVM (it uses every core itself); engines get one share each.
+    Raises EngineError when a driver cannot start."""
+    if is_gatling(job_spec):
+        gatling = await GatlingProcess.spawn(find_gatling(), job_spec)
+        started(gatling)
+        await gatling.wait_ready()
+        return
+    for spec in engine_specs:
+        engine = await EngineProcess.spawn(engine_program)
+        started(engine)
+        await engine.start(spec)
+
+
+__all__ = ["Driver", "is_gatling", "launch_drivers"]
