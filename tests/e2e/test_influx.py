@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
 import subprocess
 import time
 
@@ -70,8 +72,6 @@ def test_influxql_totals_equal_the_run_directory(cluster, webs, docroot, tmp_pat
 def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent(cluster, webs, docroot, tmp_path, influx):
     """Grafana cannot run here: every panel's query runs against the real InfluxDB, filled by a
     real sweep during which an agent is killed, and must show what the run did."""
-    import os
-    import signal
     for agent_id in ("a1", "a2"):
         cluster.add_agent(agent_id)
     cluster.wait_for_agents(2)
