@@ -4,17 +4,17 @@ controller reports is what nginx logged, and the cluster figures are the exact m
 the agents' figures."""
 from __future__ import annotations
 
-import base64
 import csv
 import json
 import os
 import signal
+import subprocess
 import time
 
 from hdrh.histogram import HdrHistogram
 
 from support.cluster import write_plan
-from support.procs import free_port, pid_alive
+from support.procs import free_port, pid_alive, program
 
 LOAD_S = 4
 
@@ -211,3 +211,24 @@ def test_a_paused_controller_loses_no_measurements(cluster, webs, docroot, tmp_p
     rows = csv.DictReader((cluster.runs_dir / summary["run_id"] / "intervals.csv").open())
     starts = sorted(int(r["interval_start_ms"]) for r in rows if r["scope"] == "cluster" and r["target"] == "*")
     assert len(starts) == 16 and all(b - a == 1000 for a, b in zip(starts, starts[1:]))
+
+
+def test_status_follows_and_stop_ends_a_run_from_another_shell(cluster, webs, docroot, tmp_path):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=60, clients=2))
+    run_id = run.stderr.readline().split()[1]  # "run <id> started on ..."
+    status = subprocess.Popen([program("loadfleet"), "status", run_id, "--controller", cluster.address, "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    stop = cluster.loadfleet("stop", run_id)
+    assert stop.returncode == 0 and "stop requested" in stop.stdout, stop.stderr
+    code, summary, err = finish(run)
+    assert code == 0, err
+    assert summary["state"] == "stopped" and summary["duration_s"] < 10
+    followed, status_err = status.communicate(timeout=30)
+    assert status.returncode == 0, status_err
+    assert json.loads(followed)["run_id"] == run_id
+    missing = cluster.loadfleet("stop", "no-such-run")
+    assert missing.returncode in (1, 2) and len(missing.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in missing.stderr

@@ -89,6 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
         p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("status", help="follow a run that is going (progress lines, then its summary)",
+                       epilog="example: loadfleet status 20261123-071223-c3c8 --controller ctrl:7700")
+    p.add_argument("run_id", metavar="RUN_ID", help="as `loadfleet runs` lists it")
+    p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+
+    p = sub.add_parser("stop", help="stop a run; its results are still written",
+                       epilog="example: loadfleet stop 20261123-071223-c3c8 --controller ctrl:7700")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
     return parser
 
 
@@ -148,7 +159,12 @@ async def _dispatch(args) -> int:
     if args.command == "compare":
         return compare_runs(args.run_dirs, args.out, args.json)
     async with RunClient(args.controller) as client:
-        if args.command == "agents":
+        if args.command == "status":
+            return await _follow(client, args.run_id, args.json)
+        if args.command == "stop":
+            await client.stop_run(args.run_id)
+            print(f"run {args.run_id}: stop requested (agents finish their in-flight requests; results are written)")
+        elif args.command == "agents":
             agents = await client.list_agents()
             _print_listing(agents, console.agents_table, args.json)
         else:
@@ -207,24 +223,29 @@ async def run_plan(args) -> int:
 
 
 async def _run_on(address: str, plan_yaml: str, as_json: bool) -> int:
-    progress = sys.stderr if as_json else sys.stdout
     async with RunClient(address) as client:
         started = await client.start_run(plan_yaml)
-        print(f"run {started.run_id} started on {address}", file=progress, flush=True)
-        summary = None
-        stopping = _stop_on_interrupt(client, started.run_id)
-        try:
-            print(console.PROGRESS_HEADER, file=progress, flush=True)
-            async for update in client.watch(started.run_id):
-                kind = update.WhichOneof("update")
-                if kind == "interval":
-                    print(console.progress_line(update.interval), file=progress, flush=True)
-                elif kind == "event":
-                    print(console.event_line(update.event), file=progress, flush=True)
-                else:
-                    summary = update.finished
-        finally:
-            stopping()
+        print(f"run {started.run_id} started on {address}", file=sys.stderr if as_json else sys.stdout, flush=True)
+        return await _follow(client, started.run_id, as_json)
+
+
+async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
+    """Prints a run's progress until it ends, then its summary; returns the exit code."""
+    progress = sys.stderr if as_json else sys.stdout
+    summary = None
+    stopping = _stop_on_interrupt(client, run_id)
+    try:
+        print(console.PROGRESS_HEADER, file=progress, flush=True)
+        async for update in client.watch(run_id):
+            kind = update.WhichOneof("update")
+            if kind == "interval":
+                print(console.progress_line(update.interval), file=progress, flush=True)
+            elif kind == "event":
+                print(console.event_line(update.event), file=progress, flush=True)
+            else:
+                summary = update.finished
+    finally:
+        stopping()
     if summary is None:
         raise LoadfleetError("the controller ended the run without a summary")
     doc = json.loads(summary.summary_json) if summary.summary_json else {}
