@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from loadfleet.targets.daemon import LabError
-from loadfleet.targets.lab import Lab, parse_spec
+from loadfleet.targets.lab import Lab, SpecError, parse_spec
 from support.procs import free_port, pid_alive
 
 ROUND_ROBIN_TOLERANCE = 0.05
@@ -170,3 +170,37 @@ def processes_using(directory) -> list[str]:
         if str(directory) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(cmdline)
     return found
+
+
+def test_balancers_over_nfs_backed_nginx_reach_both_backends(open_dir, run_load):
+    """The classic cluster: nginx servers reading one docroot over NFS (ganesha, mounted
+    through FUSE), HAProxy and Varnish in front, round robin."""
+    spec = parse_spec({"docroot": {"nfs": True}, "workload": {"kind": "files30k", "count": 20}, "servers": [
+        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
+        {"name": "cache", "kind": "varnish", "cache": False, "backends": ["web1", "web2"], "listen": "127.0.0.5:0"},
+        *WEBS]})
+    with Lab(spec, open_dir / "lab") as lab:
+        assert lab.docroot.name.startswith("nfs-mount-") and lab.server("nfs-mount").pid
+        exported = open_dir / "lab" / "export"
+        for name in ("lb", "cache"):
+            before = {n: lab.server(n).access_log_lines() for n in ("web1", "web2")}
+            summary = run_load([lab.server(name).url], manifest=lab.manifest)
+            assert only_2xx(summary), summary["total"]
+            served = {n: lab.server(n).access_log_lines() - before[n] for n in ("web1", "web2")}
+            assert sum(served.values()) == summary["total"]["figures"]["requests"]
+            assert_round_robin(served)
+        files = json.loads(lab.manifest.read_text())["files"]
+        for entry in files[::5]:  # through NFS and the balancer, byte-identical to the local files
+            with urllib.request.urlopen(lab.server("lb").url + entry["path"]) as response:
+                assert response.read() == (exported / entry["path"].lstrip("/")).read_bytes()
+        pids = [p for s in lab.servers for p in s.pids]
+        mount = lab.docroot
+    assert not any(pid_alive(p) for p in pids)
+    assert mount.as_posix() not in open("/proc/mounts").read()
+
+
+def test_an_nfs_docroot_is_for_nginx_for_now():
+    with pytest.raises(SpecError, match=r"servers\[0\]\.kind"):
+        parse_spec({"docroot": {"nfs": True}, "servers": [{"name": "a", "kind": "apache", "listen": "127.0.0.2:0"}]})
+    with pytest.raises(SpecError, match="docroot"):
+        parse_spec({"docroot": {"nfs": "yes"}, "servers": WEBS})

@@ -16,11 +16,14 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import time
 from pathlib import Path
 
 from .apache import ApacheServer
 from .daemon import LabError, Upstream, pid_alive, stop_pid
+from .fusemount import NGINX_OPEN_FILE_CACHE, FuseMount
 from .haproxy import HaproxyServer
+from .nfs import GaneshaServer
 from .nginx import NginxServer
 from .php import PhpServer
 from .spec import KINDS, LabSpec, ServerSpec, SpecError, load_spec, parse_spec
@@ -48,10 +51,13 @@ class Lab:
 
     def up(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        if not self.spec.workload.matches(read_manifest(self.docroot)):
-            shutil.rmtree(self.docroot, ignore_errors=True)  # no files of an earlier workload stay
-            generate(self.docroot, self.spec.workload)
+        files = self.state_dir / ("export" if self.spec.nfs else "docroot")
+        if not self.spec.workload.matches(read_manifest(files)):
+            shutil.rmtree(files, ignore_errors=True)  # no files of an earlier workload stay
+            generate(files, self.spec.workload)
         try:
+            if self.spec.nfs:
+                self._mount_nfs(files)
             for spec in self.spec.servers:  # already in dependency order
                 server = self._build(spec)
                 server.start()
@@ -92,11 +98,29 @@ class Lab:
     def manifest(self) -> Path:
         return self.docroot / "manifest.json"
 
+    def _mount_nfs(self, export: Path) -> None:
+        """ganesha exports the files; the servers' docroot is a fresh FUSE mount of the export."""
+        ganesha = GaneshaServer(export, self.state_dir / "nfs-server")
+        ganesha.name = "nfs-server"
+        ganesha.start()
+        self.servers.append(ganesha)
+        self._save()
+        # A fresh mount point every time: a FUSE daemon unmounts its path by name when stopped.
+        mount = FuseMount(ganesha.url, self.state_dir / f"nfs-mount-{time.time_ns()}")
+        mount.name, mount.kind = "nfs-mount", "fuse"
+        mount.start()
+        self.servers.append(mount)
+        self._save()
+        self.docroot = mount.mountpoint
+
     def _build(self, spec: ServerSpec):
         port = spec.port or _free_port(spec.host)
         args = (spec.host, port)
         if spec.kind == "nginx":
-            return NginxServer(*args, self.docroot, self.state_dir, spec.name, workers=spec.workers or 1)
+            # Over NFS, nginx keeps files open rather than opening each one per request.
+            extra = NGINX_OPEN_FILE_CACHE if self.spec.nfs else ""
+            return NginxServer(*args, self.docroot, self.state_dir, spec.name, workers=spec.workers or 1,
+                               extra_conf=extra)
         if spec.kind == "apache":
             return ApacheServer(*args, self.docroot, self.state_dir, spec.name, mpm=spec.mpm)
         if spec.kind == "php":

@@ -66,6 +66,9 @@ class ServerSpec:
 class LabSpec:
     workload: WorkloadSpec
     servers: tuple[ServerSpec, ...]
+    # True: the workload is exported by nfs-ganesha and the servers read it through an NFS
+    # mount (FUSE here; a kernel mount on real hosts), as in the classic cluster studies.
+    nfs: bool = False
 
     # The tree's fields, as earlier versions of the spec had them.
     @property
@@ -92,8 +95,9 @@ def parse_spec(doc) -> LabSpec:
         raise SpecError(["a lab spec must be a mapping"])
     problems: list[str] = []
     for key in doc:
-        if key not in ("workload", "servers"):
-            problems.append(f"{key}: not a field of a lab spec (workload, servers)")
+        if key not in ("workload", "servers", "docroot"):
+            problems.append(f"{key}: not a field of a lab spec (workload, servers, docroot)")
+    nfs = _docroot_nfs(doc.get("docroot", {}), problems)
     workload = _workload(doc.get("workload") or {}, problems)
     entries = doc.get("servers")
     if not isinstance(entries, list) or not entries:
@@ -101,9 +105,20 @@ def parse_spec(doc) -> LabSpec:
         entries = []
     servers = [s for i, entry in enumerate(entries) if (s := _server(i, entry, problems))]
     problems += _backend_problems(servers, entries) + _listen_problems(servers)
+    if nfs:
+        # FUSE mounts are private to the mounting user; Apache and PHP-FPM serve as www-data.
+        problems += [f"servers[{i}].kind: '{s.kind}' cannot serve an NFS docroot yet (nginx can)"
+                     for i, s in enumerate(servers) if s.kind in ("apache", "php")]
     if problems:
         raise SpecError(problems)
-    return LabSpec(workload, tuple(_start_order(servers)))
+    return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs)
+
+
+def _docroot_nfs(doc, problems: list[str]) -> bool:
+    if not isinstance(doc, dict) or set(doc) - {"nfs"} or not isinstance(doc.get("nfs", False), bool):
+        problems.append("docroot: must be {nfs: true|false}")
+        return False
+    return doc.get("nfs", False)
 
 
 def _workload(doc, problems: list[str]) -> WorkloadSpec:
