@@ -174,3 +174,17 @@ def test_a_run_directory_without_intervals_still_reports(synthetic_run):
     html = render_report(load_run(synthetic_run))
     assert html.count('class="no-data"') == 6
     assert "connect_refused 14" in html
+
+
+def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
+    from loadfleet.controller.report.html import saturation_charts
+    from loadfleet.controller.report.svg import line_chart
+    steps = [{"name": f"s{i + 1}", "offered": o, "achieved_rps": a, "p99_ms": p, "servers": 1}
+             for i, (o, a, p) in enumerate([(100, 100, 2), (200, 199, 3), (300, 250, 300), (400, 250, 900)])]
+    knee = {"name": "s3", "offered": 300}
+    achieved, p99 = saturation_charts({"steps": steps, "knees": [knee]})
+    assert achieved.series[0].points == ((100, 100), (200, 199), (300, 250), (400, 250))
+    assert achieved.series[-1].name == "offered" and achieved.series[-1].points[-1] == (400, 400)
+    assert [s.points for s in p99.series] == [((100, 2), (200, 3), (300, 300), (400, 900))]
+    assert achieved.markers[0].x == 300 and "knee s3" in line_chart(achieved)
+    assert saturation_charts({"steps": steps[:1]}) == []

@@ -25,6 +25,7 @@ def render_report(run: RunData) -> str:
     s = run.summary
     body = [f"<h1>loadfleet run {escape(run.run_id)}</h1>", facts(_header_facts(run)),
             "<h2>Summary</h2>", summary_table(s),
+            *_saturation_section(s),
             "<h2>Over time</h2>", '<div class="charts">', *(line_chart(c) for c in charts(run)), "</div>",
             "<h2>Events</h2>", events_table(run)]
     return page(f"loadfleet run {run.run_id}", "\n".join(body))
@@ -65,6 +66,38 @@ def failures_text(entry: dict) -> str:
     parts = [f"{kind} {n:,}" for kind, n in sorted(entry.get("errors", {}).items()) if n]
     parts += [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
     return ", ".join(parts) or "-"
+
+
+def saturation_charts(summary: dict) -> list[Chart]:
+    """For a sweep: achieved load and p99 against offered load, one line per server count,
+    with the knee marked. Empty for a run of one step."""
+    steps = [s for s in summary.get("steps", []) if "offered" in s]
+    if len(steps) < 2:
+        return []
+    by_servers: dict[int, list[dict]] = {}
+    for step in steps:
+        by_servers.setdefault(int(step.get("servers") or 0), []).append(step)
+
+    def lines(field: str) -> tuple[Series, ...]:
+        return tuple(Series(f"{n} servers" if n and len(by_servers) > 1 else field.removesuffix("_ms").replace("_", " "),
+                            tuple(sorted((float(s["offered"]), float(s.get(field) or 0)) for s in group)))
+                     for n, group in sorted(by_servers.items()))
+
+    knees = tuple(Marker(float(k["offered"]), f"knee {k.get('name', '')}") for k in summary.get("knees", [])
+                  if "offered" in k)
+    diagonal = Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps})))
+    return [
+        Chart("Achieved vs offered load", "req/s", (*lines("achieved_rps"), diagonal), x_label="offered load",
+              markers=knees),
+        Chart("p99 vs offered load", "ms", lines("p99_ms"), x_label="offered load", markers=knees, log_y=True),
+    ]
+
+
+def _saturation_section(summary: dict) -> list[str]:
+    found = saturation_charts(summary)
+    if not found:
+        return []
+    return ["<h2>Saturation</h2>", '<div class="charts">', *(line_chart(c) for c in found), "</div>"]
 
 
 def charts(run: RunData) -> list[Chart]:
