@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .daemon import (check_loopback, check_readable_by, find_program, host_port, http_url, log_tail,
-                     spawn_listening, stop_pid, unprivileged_user)
+from .daemon import (LoopbackServer, check_readable_by, find_program, host_port, log_tail, spawn_listening,
+                     stop_pid, unprivileged_user)
 
 MPMS = ("prefork", "worker", "event")
 DEFAULT_MPM = "event"
@@ -21,29 +21,18 @@ def apache_program() -> str:
     return find_program("apache2", "apache2")
 
 
-class ApacheServer:
+class ApacheServer(LoopbackServer):
     """Apache serving `docroot`. `modules` and `extra_conf` add to the config (e.g. proxy_fcgi)."""
 
     kind = "apache"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
                  mpm: str = DEFAULT_MPM, modules: tuple[str, ...] = (), extra_conf: str = ""):
-        check_loopback(host)
+        super().__init__(host, port, state_dir, name)
         if mpm not in MPMS:
             raise ValueError(f"mpm '{mpm}' is not one of {', '.join(MPMS)}")
-        self.host, self.port, self.name, self.mpm = host, port, name, mpm
-        self.modules, self.extra_conf = modules, extra_conf
+        self.mpm, self.modules, self.extra_conf = mpm, modules, extra_conf
         self.docroot = Path(docroot).resolve()
-        self.dir = Path(state_dir).resolve() / name
-        self.pid: int | None = None
-
-    @property
-    def url(self) -> str:
-        return http_url(self.host, self.port)
-
-    @property
-    def pids(self) -> list[int]:
-        return [self.pid] if self.pid else []
 
     @property
     def access_log(self) -> Path:

@@ -46,6 +46,27 @@ def check_loopback(host: str) -> None:
         raise ValueError(f"'{host}' is not a loopback address (127.0.0.0/8 or ::1)")
 
 
+class LoopbackServer:
+    """What every lab server has: a loopback address, a directory of its own under the lab's
+    state directory (config, logs, pid file), and the PID it runs under."""
+
+    kind = ""
+
+    def __init__(self, host: str, port: int, state_dir: Path, name: str):
+        check_loopback(host)
+        self.host, self.port, self.name = host, port, name
+        self.dir = Path(state_dir).resolve() / name
+        self.pid: int | None = None
+
+    @property
+    def url(self) -> str:
+        return http_url(self.host, self.port)
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.pid] if self.pid else []
+
+
 def http_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 

@@ -11,8 +11,8 @@ import io
 import socket
 from pathlib import Path
 
-from .daemon import (LabError, Upstream, check_loopback, find_program, host_port, http_url, log_tail,
-                     spawn_listening, stop_pid)
+from .daemon import (LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening,
+                     stop_pid)
 
 BACKEND_GROUP = "group"
 STATS_TIMEOUT_S = 5.0
@@ -22,26 +22,16 @@ def haproxy_program() -> str:
     return find_program("haproxy", "haproxy")
 
 
-class HaproxyServer:
+class HaproxyServer(LoopbackServer):
     """HAProxy on one loopback address, balancing round robin over `backends`."""
 
     kind = "haproxy"
 
     def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream]):
-        check_loopback(host)
+        super().__init__(host, port, state_dir, name)
         if not backends:
             raise ValueError("haproxy needs at least one backend")
-        self.host, self.port, self.name, self.backends = host, port, name, list(backends)
-        self.dir = Path(state_dir).resolve() / name
-        self.pid: int | None = None
-
-    @property
-    def url(self) -> str:
-        return http_url(self.host, self.port)
-
-    @property
-    def pids(self) -> list[int]:
-        return [self.pid] if self.pid else []
+        self.backends = list(backends)
 
     @property
     def stats_socket(self) -> Path:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .daemon import (LabError, check_loopback, find_program, host_port, http_url, log_tail, pid_alive,
-                     spawn_listening, stop_pid)
+from .daemon import (LabError, LoopbackServer, find_program, host_port, log_tail, pid_alive, spawn_listening,
+                     stop_pid)
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
 LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent'
@@ -19,27 +19,16 @@ def nginx_program() -> str:
     return find_program("nginx", "nginx-light")
 
 
-class NginxServer:
+class NginxServer(LoopbackServer):
     """nginx serving `docroot`; `extra_conf` goes into its server block (e.g. a fastcgi location)."""
 
     kind = "nginx"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *, workers: int = 1,
                  extra_conf: str = ""):
-        check_loopback(host)
-        self.host, self.port, self.name, self.workers = host, port, name, workers
-        self.extra_conf = extra_conf
+        super().__init__(host, port, state_dir, name)
+        self.workers, self.extra_conf = workers, extra_conf
         self.docroot = Path(docroot).resolve()
-        self.dir = Path(state_dir).resolve() / name
-        self.pid: int | None = None
-
-    @property
-    def url(self) -> str:
-        return http_url(self.host, self.port)
-
-    @property
-    def pids(self) -> list[int]:
-        return [self.pid] if self.pid else []
 
     @property
     def access_log(self) -> Path:

@@ -11,8 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .daemon import (LabError, Upstream, check_loopback, find_program, host_port, http_url, log_tail,
-                     spawn_listening, stop_pid)
+from .daemon import (LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening,
+                     stop_pid)
 
 DEFAULT_CACHE = True
 CACHE_MEMORY = "64m"
@@ -34,27 +34,17 @@ def varnishd_program() -> str:
     return find_program("varnishd", "varnish")
 
 
-class VarnishServer:
+class VarnishServer(LoopbackServer):
     """Varnish on one loopback address; `cache=False` passes every request to a backend."""
 
     kind = "varnish"
 
     def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
                  cache: bool = DEFAULT_CACHE):
-        check_loopback(host)
+        super().__init__(host, port, state_dir, name)
         if not backends:
             raise ValueError("varnish needs at least one backend")
-        self.host, self.port, self.name, self.backends, self.cache = host, port, name, list(backends), cache
-        self.dir = Path(state_dir).resolve() / name
-        self.pid: int | None = None
-
-    @property
-    def url(self) -> str:
-        return http_url(self.host, self.port)
-
-    @property
-    def pids(self) -> list[int]:
-        return [self.pid] if self.pid else []
+        self.backends, self.cache = list(backends), cache
 
     @property
     def workdir(self) -> Path:
