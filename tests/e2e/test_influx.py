@@ -69,25 +69,32 @@ def test_influxql_totals_equal_the_run_directory(cluster, webs, docroot, tmp_pat
     assert {"run_started", "run_finished"} <= kinds
 
 
-def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent(cluster, webs, docroot, tmp_path, influx):
+def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluster, webs, docroot, tmp_path, influx):
     """Grafana cannot run here: every panel's query runs against the real InfluxDB, filled by a
-    real sweep during which an agent is killed, and must show what the run did."""
+    real sweep during which an agent is killed and then a server goes down, which trips the
+    plan's stop condition; each panel must show what the run did."""
     for agent_id in ("a1", "a2"):
         cluster.add_agent(agent_id)
     cluster.wait_for_agents(2)
     plan = write_plan(tmp_path / "sweep.yaml", name="dash",
                       targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
                       workload={"manifest": str(docroot / "manifest.json")}, load={"model": "closed"},
-                      sweep={"steps": [2, 4, 6], "step_s": 3},
+                      sweep={"steps": [2, 4, 6, 8], "step_s": 3},
+                      stop={"error_pct": {"above": 10, "for_s": 1}},
                       sinks={"influxdb": {"url": influx.url, "bucket": BUCKET, "org": "-"}})
     run = subprocess.Popen([program("loadfleet"), "run", str(plan), "--controller", cluster.address, "--json"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(7)  # into the second step
     os.kill(cluster.agents["a2"].pid, signal.SIGKILL)
+    time.sleep(4)  # into the third step
+    webs[1].server.stop()  # a quarter of the requests are now refused
     out, err = run.communicate(timeout=90)
-    assert run.returncode == 0, err
+    assert run.returncode == 3, err  # ended by the stop condition
     summary = json.loads(out)
-    assert wait_for(lambda: len(influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'")) == 3)
+    assert summary["stop"]["condition"] == "error_pct"
+    assert wait_for(lambda: influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'"))
+    assert wait_for(lambda: len(influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'"))
+                    == len(summary["steps"]))
     check_dashboards(influx, summary, [web.url for web in webs])
 
 
@@ -132,6 +139,8 @@ def check_panel(title, series, *, total, steps, agents, targets):
         assert sorted(rows) == sorted(steps)
         for name, row in rows.items():
             assert row["achieved_rps"] == pytest.approx(steps[name]["achieved_rps"], rel=1e-9)
+    elif title == "Knee and stop conditions":
+        assert "stop_condition" in {r["kind"] for s in series for r in values(s)}
     elif title == "Agents lost and joined":
         lost = [r for s in series for r in values(s) if r["kind"] == "agent_lost"]
         assert [r["agent"] for r in lost] == ["a2"]
