@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from .daemon import (LoopbackServer, check_readable_by, find_program, host_port, log_tail, spawn_listening,
-                     stop_pid, unprivileged_user)
+                     unprivileged_user)
 
 MPMS = ("prefork", "worker", "event")
 DEFAULT_MPM = "event"
@@ -82,11 +82,6 @@ DirectoryIndex index.html
         proc = spawn_listening([apache_program(), "-f", str(conf), "-DFOREGROUND"], self.host, self.port,
                                what=f"apache {self.name}", error_tail=self.error_tail, log=self.dir / "stderr.log")
         self.pid = proc.pid
-
-    def stop(self) -> None:
-        if self.pid is not None:
-            stop_pid(self.pid)
-            self.pid = None
 
     def access_log_lines(self) -> int:
         with self.access_log.open("rb") as f:

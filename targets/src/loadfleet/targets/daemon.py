@@ -66,6 +66,12 @@ class LoopbackServer:
     def pids(self) -> list[int]:
         return [self.pid] if self.pid else []
 
+    def stop(self) -> None:
+        """Stops the server by PID; safe to call twice."""
+        if self.pid is not None:
+            stop_pid(self.pid)
+            self.pid = None
+
 
 def http_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

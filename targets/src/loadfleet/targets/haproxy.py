@@ -11,8 +11,7 @@ import io
 import socket
 from pathlib import Path
 
-from .daemon import (LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening,
-                     stop_pid)
+from .daemon import LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening
 
 BACKEND_GROUP = "group"
 STATS_TIMEOUT_S = 5.0
@@ -71,11 +70,6 @@ backend {BACKEND_GROUP}
         proc = spawn_listening([haproxy_program(), "-db", "-f", str(conf)], self.host, self.port,
                                what=f"haproxy {self.name}", error_tail=self.error_tail, log=self.log)
         self.pid = proc.pid
-
-    def stop(self) -> None:
-        if self.pid is not None:
-            stop_pid(self.pid)
-            self.pid = None
 
     def stats_csv(self) -> str:
         """The `show stat` CSV from the stats socket (its header line starts with '# ')."""

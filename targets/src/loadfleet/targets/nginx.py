@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .daemon import (LabError, LoopbackServer, find_program, host_port, log_tail, pid_alive, spawn_listening,
-                     stop_pid)
+from .daemon import (LabError, LoopbackServer, check_loopback, find_program, host_port, log_tail, pid_alive,
+                     spawn_listening, stop_pid)
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
 LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent'
@@ -77,11 +77,6 @@ http {{
         proc = spawn_listening([nginx_program(), "-c", str(conf), "-p", str(self.dir)], self.host, self.port,
                                what=f"nginx {self.name}", error_tail=self.error_tail)
         self.pid = proc.pid
-
-    def stop(self) -> None:
-        if self.pid is not None:
-            stop_pid(self.pid)
-            self.pid = None
 
     def access_log_lines(self) -> int:
         with self.access_log.open("rb") as f:

@@ -11,8 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .daemon import (LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening,
-                     stop_pid)
+from .daemon import LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening
 
 DEFAULT_CACHE = True
 CACHE_MEMORY = "64m"
@@ -86,11 +85,6 @@ sub vcl_recv {{
         proc = spawn_listening(argv, self.host, self.port, what=f"varnish {self.name}", error_tail=self.error_tail,
                                log=self.log, timeout_s=START_TIMEOUT_S)
         self.pid = proc.pid
-
-    def stop(self) -> None:
-        if self.pid is not None:
-            stop_pid(self.pid)
-            self.pid = None
 
     def counters(self) -> VarnishCounters:
         try:
