@@ -1,5 +1,4 @@
 import asyncio
-import os
 import stat
 import sys
 from pathlib import Path

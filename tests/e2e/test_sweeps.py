@@ -13,7 +13,7 @@ import pytest
 
 from loadfleet.targets.nginx import NginxServer
 from support.cluster import write_plan
-from support.procs import free_port, program
+from support.procs import free_port
 
 CAP_PER_S = 250  # nginx's limit_req rate: the knee is the first level above it
 

@@ -111,7 +111,7 @@ class JobRunner:
             return f"Gatling ready (JVM start-up {self._engines[0].startup_s:.1f} s{late})"
         return f"{len(self._engines)} engine(s) ready"
 
-    async def _follow(self, index: int, engine: EngineProcess) -> None:
+    async def _follow(self, index: int, engine: Driver) -> None:
         finished = False
         failure = None
         try:
