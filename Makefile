@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE := agent/engine/target/release/loadfleet-engine
-DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2
+DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
 .PHONY: setup system-deps python-deps engine gatling influxdb demo test test-python test-engine clean
@@ -69,7 +69,7 @@ influxdb: $(INFLUXD)
 demo: system-deps python-deps engine
 	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
 	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2 --monitor nginx
 
 test: setup test-engine test-python
 

@@ -7,10 +7,14 @@ chosen by FAKE_GATLING_MODE:
   silent    exit 1 without a word on stdout
   die       ready, 1 interval, exit 137 without `finished`
   stop      ready, then wait for `stop` on stdin; a final interval, finished
+  report    as ok, and an HTML report (index.html and simulation.log) in the -rf directory
+  console   no hook: Gatling's "started" line, then console summaries (`clients` OK and 1 KO
+            per block, 3 blocks, the last one repeated as Gatling does at the end), exit 0
 """
 import json
 import os
 import sys
+from pathlib import Path
 
 from google.protobuf import json_format
 
@@ -34,6 +38,24 @@ job_file = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("-Dloadflee
 spec = json_format.Parse(open(job_file).read(), job_pb2.JobSpec())
 mode = os.environ.get("FAKE_GATLING_MODE", "ok")
 print("Gatling 3.15.1 is starting (console noise)", flush=True)
+if mode == "console":
+    print("Simulation example.PlainSimulation started...", flush=True)
+    for block in (1, 2, 3, 3):
+        ok = spec.load.closed.clients * block
+        print(f"""
+====================================================================================
+2026-11-23 17:57:53 GMT                                                  {block}s elapsed
+---- Requests -----------------------------------------------|---Total---|-----OK----|----KO----
+> Global                                                     | {ok + block:>9,} | {ok:>9,} | {block:>8,}
+> home                                                       | {ok + block:>9,} | {ok:>9,} | {block:>8,}
+---- Errors --------------------------------------------------------------------------------
+> status.find.in([200, 209], 304), found 404                                {block}   (100%)
+
+---- plain ---------------------------------------------------------------------------------
+          active:         2  / done:       {ok}
+====================================================================================
+""", flush=True)
+    sys.exit(0)
 if mode == "silent":
     print("Error: could not find or load main class", file=sys.stderr)
     sys.exit(1)
@@ -53,4 +75,9 @@ else:
         interval(spec, i, mode != "die" and i == count - 1)
     if mode == "die":
         sys.exit(137)
+if mode == "report":
+    report = Path(sys.argv[sys.argv.index("-rf") + 1]) / "jobsimulation-20261123"
+    report.mkdir(parents=True)
+    (report / "index.html").write_text("<html>Gatling report</html>")
+    (report / "simulation.log").write_bytes(b"\0" * 1000)
 emit(engine_pb2.EngineEvent(finished=engine_pb2.EngineFinished()))

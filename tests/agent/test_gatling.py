@@ -1,26 +1,34 @@
-"""The agent's Gatling driver: the hook's line protocol, the job file, finding the build,
-and a job run through a stand-in JVM (fake_gatling.py). The real JVM runs in
-tests/e2e/test_gatling.py."""
+"""The agent's Gatling driver: the hook's line protocol, the job file and the share's system
+properties, the JVM's command, finding the build, user projects (keys, compiler errors),
+Gatling's console summary without the hook, artifacts, and jobs run through a stand-in JVM
+(fake_gatling.py). Real JVMs and Maven run in tests/e2e/test_gatling.py."""
 import asyncio
 import base64
+import io
 import stat
 import sys
+import time
+import zipfile
 from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
 
+from loadfleet.agent.artifacts import artifact_messages
 from loadfleet.agent.errors import EngineError
-from loadfleet.agent.gatling import EVENT_PREFIX, find_gatling, job_json, parse_event_line
+from loadfleet.agent.gatling import (EVENT_PREFIX, REPORT_ARTIFACT, GatlingInstall, find_gatling, job_json,
+                                     parse_event_line, share_properties)
+from loadfleet.agent.gatling_console import ConsoleCounts
+from loadfleet.agent.gatling_project import ProjectBuild, error_lines, project_key
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
-from loadfleet.wire.stats import decode_histogram, encode_histogram, new_histogram
+from loadfleet.wire.stats import StatsRow, decode_histogram, encode_histogram, merge_rows, new_histogram
 
 FAKE = Path(__file__).with_name("fake_gatling.py")
 
 
-def gatling_spec(clients=4, start_at_ms=10_000):
-    return job_pb2.JobSpec(
+def gatling_spec(clients=4, start_at_ms=10_000, html_report=False):
+    return job_pb2.JobSpec(gatling=job_pb2.GatlingOptions(html_report=html_report),
         job_id="g", driver=job_pb2.DRIVER_GATLING,
         targets=[job_pb2.Target(url="http://127.0.0.1:1", weight=3), job_pb2.Target(url="http://127.0.0.2:1", weight=1)],
         requests=[job_pb2.RequestSpec(name="home", method="POST", path="/a?b=c", weight=2, body=b"\x00{\"k\": 1}",
@@ -101,12 +109,13 @@ def fake_gatling(tmp_path, monkeypatch):
     return make
 
 
-def run_job(clients=4, stop_after_s=None):
+def run_job(clients=4, stop_after_s=None, html_report=False, start_at_ms=10_000):
     sent = []
 
     async def go():
         # The engine program is not used for a Gatling job.
-        runner = JobRunner(agent_pb2.Assignment(spec=gatling_spec(clients)), "/nonexistent-engine", sent.append)
+        spec = gatling_spec(clients, start_at_ms, html_report=html_report)
+        runner = JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append)
         task = asyncio.create_task(runner.run())
         if stop_after_s is not None:
             await asyncio.sleep(stop_after_s)
@@ -166,3 +175,198 @@ def test_stop_reaches_the_jvm_and_the_partial_interval_is_reported(fake_gatling)
     assert outcome is Outcome.STOPPED
     reports = intervals(sent)
     assert len(reports) == 1 and reports[0].final and reports[0].stats[0].requests == 3
+
+
+def test_the_report_comes_as_an_artifact_before_the_end_state_without_simulation_log(fake_gatling):
+    fake_gatling("report")
+    outcome, sent = run_job(html_report=True)
+    assert outcome is Outcome.FINISHED
+    kinds = [m.WhichOneof("body") for m in sent]
+    assert kinds[-2:] == ["artifact", "job_status"], kinds
+    artifact = sent[-2].artifact
+    assert (artifact.job_id, artifact.name, artifact.last) == ("g", REPORT_ARTIFACT, True)
+    assert zipfile.ZipFile(io.BytesIO(artifact.data)).namelist() == ["jobsimulation-20261123/index.html"]
+
+
+def test_no_report_is_sent_unless_asked(fake_gatling):
+    fake_gatling("report")
+    outcome, sent = run_job(html_report=False)
+    assert outcome is Outcome.FINISHED and "artifact" not in [m.WhichOneof("body") for m in sent]
+
+
+def test_a_simulation_without_the_hook_is_followed_through_gatlings_console(fake_gatling):
+    fake_gatling("console")
+    outcome, sent = run_job(clients=5, start_at_ms=int(time.time() * 1000))  # intervals from the wall clock
+    assert outcome is Outcome.FINISHED
+    rows = [StatsRow.from_proto(s) for r in intervals(sent) for s in r.stats]
+    (total,) = merge_rows(rows).values()
+    assert (total.request, total.requests, total.ok, total.failed) == ("home", 18, 15, 3), "the last block's totals"
+    assert total.latency_missing and total.histogram.get_total_count() == 0
+    assert intervals(sent)[-1].final
+    assert "latency is not measured" in states(sent)[0][1]
+
+
+SUMMARY = """
+========================================================================================================================
+2026-11-23 17:57:53 GMT                                                                               {n}s elapsed
+---- Requests -----------------------------------------------------------------------|---Total---|-----OK----|----KO----
+> Global                                                                             | {total:>9} |       153 |       151
+> index                                                                              | {index:>9} | {index:>9} |         0
+> with | a bar                                                                       | {bar:>9} |         0 | {bar:>9}
+---- Errors ------------------------------------------------------------------------------------------------------------
+> status.find.in([200, 209], 304), found 404                                                       {bar:>9}   (100%)
+
+---- plain -------------------------------------------------------------------------------------------------------------
+          active:         2  / done:       151
+========================================================================================================================
+"""
+FINAL_INFORMATION = """
+---- Global Information -------------------------------------------------------------|---Total---|-----OK----|----KO----
+> request count                                                                      |       415 |       415 |         -
+========================================================================================================================
+"""
+
+
+def feed(counts, text):
+    return [r for line in text.splitlines() for r in counts.feed(line)]
+
+
+def test_console_counts_become_intervals_of_what_grew_without_latency():
+    now = [10_500]
+    counts = ConsoleCounts("http://t:1", start_at_ms=10_000, interval_ms=1000, clock_ms=lambda: now[0])
+    assert feed(counts, SUMMARY.format(n=0, total="1,304", index="1,300", bar=4)) == []
+    now[0] = 12_200  # a block two intervals later: intervals 0 and 1 are complete
+    first, second = feed(counts, SUMMARY.format(n=2, total="2,010", index="2,000", bar=10))
+    assert (first.interval_start_ms, second.interval_start_ms) == (10_000, 11_000) and second.stats == []
+    rows = {s.request: s for s in first.stats}
+    assert (rows["index"].requests, rows["index"].status_2xx, rows["index"].latency_missing) == (1300, 1300, True)
+    assert (rows["with | a bar"].requests, rows["with | a bar"].status_2xx) == (4, 0)
+    assert not rows["index"].latency_histogram and first.stats[0].target == "http://t:1"
+    assert [e.message for e in first.error_samples] == ["status.find.in([200, 209], 304), found 404 (x4)"]
+    # Gatling repeats its last block at the end, then prints its own summary: nothing new.
+    assert feed(counts, SUMMARY.format(n=2, total="2,010", index="2,000", bar=10) + FINAL_INFORMATION) == []
+    now[0] = 13_100
+    third, last = counts.finish()
+    assert (third.interval_start_ms, last.interval_start_ms, last.final) == (12_000, 13_000, True)
+    assert {s.request: s.requests for s in third.stats} == {"index": 700, "with | a bar": 6}
+    assert last.stats == [] and not third.final
+
+
+def test_console_counts_add_up_to_the_last_block():
+    now = [10_000]
+    counts = ConsoleCounts("t", start_at_ms=10_000, interval_ms=1000, clock_ms=lambda: now[0])
+    reports = []
+    for n, index in enumerate(("5", "700", "1,500", "1,500")):  # the last block is printed twice
+        now[0] += 400
+        reports += feed(counts, SUMMARY.format(n=n, total=index, index=index, bar=0))
+    reports += counts.finish()
+    assert sum(s.requests for r in reports for s in r.stats if s.request == "index") == 1500
+    assert [r.final for r in reports].count(True) == 1 and reports[-1].final
+    starts = [r.interval_start_ms for r in reports]
+    assert starts == sorted(set(starts)), "each interval once, in order"
+
+
+def test_latency_missing_survives_every_merge():
+    measured = StatsRow("t", "r", requests=1)
+    measured.histogram.record_value(100)
+    counted = StatsRow("t", "r", requests=2, latency_missing=True)
+    (merged,) = merge_rows([measured, counted]).values()
+    assert merged.latency_missing and merged.requests == 3 and merged.histogram.get_total_count() == 1
+    assert StatsRow.from_proto(merged.to_proto()).latency_missing
+    assert not merge_rows([measured])[("t", "r")].latency_missing
+
+
+@pytest.mark.parametrize("load, expected", [
+    (job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=7)),
+     {"loadfleet.model": "closed", "loadfleet.users": "7", "loadfleet.rate": "0.0", "loadfleet.ramp_s": "0.0"}),
+    (job_pb2.LoadShare(users=job_pb2.UsersModel(users=10, spawn_rate_per_s=4)),
+     {"loadfleet.model": "users", "loadfleet.users": "10", "loadfleet.ramp_s": "2.5"}),
+    (job_pb2.LoadShare(open=job_pb2.OpenModel(rate_per_s=250.5, poisson=True)),
+     {"loadfleet.model": "open", "loadfleet.users": "0", "loadfleet.rate": "250.5", "loadfleet.poisson": "true"}),
+])
+def test_the_share_reaches_the_jvm_as_system_properties(load, expected):
+    spec = gatling_spec(start_at_ms=1_000)
+    spec.load.CopyFrom(load)
+    properties = share_properties(spec, Path("/w/job.json"))
+    assert expected.items() <= properties.items()
+    assert properties["loadfleet.targets"] == "http://127.0.0.1:1,http://127.0.0.2:1"
+    assert (properties["loadfleet.duration_s"], properties["loadfleet.duration_ms"]) == ("3.0", "3000")
+    assert (properties["loadfleet.start_at_ms"], properties["loadfleet.job"]) == ("1000", "/w/job.json")
+
+
+def test_the_command_runs_jobsimulation_or_the_users_simulation_after_the_hook(tmp_path):
+    home = tmp_path / "gatling"
+    (home / "target").mkdir(parents=True)
+    (home / "target" / "classpath.txt").write_text("/m2/gatling.jar\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "classpath.txt").write_text("/m2/user-dep.jar")
+    install = GatlingInstall(home=home, java="java")
+    spec = gatling_spec()
+    own = install.command(spec, Path("/w/job.json"), Path("/w/results"))
+    assert own[own.index("-s") + 1] == "loadfleet.gatling.JobSimulation" and own[-1] == "-nr"
+    assert "-Dgatling.data.console.writePeriod=1" in own and "-Dgatling.http.warmUpUrl=" not in own
+
+    spec.gatling.CopyFrom(job_pb2.GatlingOptions(project="/p", simulation="com.example.Sim", html_report=True))
+    user = install.command(spec, Path("/w/job.json"), Path("/w/results"), ProjectBuild(tmp_path / "build"))
+    classes = str(home / "target" / "classes")
+    assert user[user.index("-cp") + 1].split(":") == [
+        classes, str(tmp_path / "build" / "classes"), "/m2/user-dep.jar", classes, "/m2/gatling.jar"]
+    assert user[user.index("-s") + 1] == "com.example.Sim" and "-nr" not in user
+    assert "-Dgatling.http.warmUpUrl=" in user, "no warm-up request to gatling.io"
+
+
+def test_a_projects_key_follows_its_sources_not_its_build_output(tmp_path):
+    project, hook = tmp_path / "p", tmp_path / "hook"
+    (project / "src" / "main").mkdir(parents=True)
+    hook.mkdir()
+    (hook / "Hook.class").write_bytes(b"v1")
+    (project / "pom.xml").write_text("<project/>")
+    (project / "src" / "main" / "A.java").write_text("class A {}")
+    key = project_key(project, hook)
+    (project / "target").mkdir()
+    (project / "target" / "A.class").write_bytes(b"x")
+    assert project_key(project, hook) == key
+    (project / "src" / "main" / "A.java").write_text("class A { int x; }")
+    changed = project_key(project, hook)
+    assert changed != key
+    (hook / "Hook.class").write_bytes(b"v2")
+    assert project_key(project, hook) != changed, "a new hook rebuilds projects compiled against the old one"
+
+
+MAVEN_OUTPUT = """\x1b[0m\x1b[0m[ERROR] COMPILATION ERROR : 
+[ERROR] /cache/.k-1/src/main/java/example/Broken.java:[2,31] incompatible types: java.lang.String cannot be converted to int
+[ERROR] /cache/.k-1/src/main/java/example/Broken.java:[2,48] cannot find symbol
+  symbol:   method undefinedCall()
+  location: class example.Broken
+[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.13.0:compile (default-compile)
+[ERROR] /cache/.k-1/src/main/java/example/Broken.java:[2,31] incompatible types: java.lang.String cannot be converted to int
+[ERROR] /cache/.k-1/src/main/java/example/Broken.java:[2,48] cannot find symbol
+[ERROR]   symbol:   method undefinedCall()
+[ERROR]   location: class example.Broken
+[ERROR] -> [Help 1]
+[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.
+"""
+
+
+@pytest.mark.parametrize("output, expected", [
+    (MAVEN_OUTPUT, ["/home/u/p/src/main/java/example/Broken.java:[2,31] incompatible types: java.lang.String "
+                    "cannot be converted to int",
+                    "/home/u/p/src/main/java/example/Broken.java:[2,48] cannot find symbol",
+                    "symbol:   method undefinedCall()", "location: class example.Broken"]),
+    ("[ERROR] Non-resolvable parent POM for x:y:1: Could not find artifact\n[ERROR] -> [Help 1]\n",
+     ["Non-resolvable parent POM for x:y:1: Could not find artifact"]),
+    ("Killed\n", ["Killed"]),
+    ("", ["no output"]),
+])
+def test_a_failed_build_is_told_by_its_error_lines(output, expected):
+    assert error_lines(output, Path("/cache/.k-1"), Path("/home/u/p")) == expected
+
+
+@pytest.mark.parametrize("size, chunks", [(0, [(0, True)]), (3, [(3, True)]), (8, [(4, False), (4, True)]),
+                                          (9, [(4, False), (4, False), (1, True)])])
+def test_artifacts_travel_in_ordered_chunks_the_last_marked(size, chunks):
+    data = bytes(range(size))
+    messages = artifact_messages("job", "r.zip", data, chunk_bytes=4)
+    assert [(len(m.artifact.data), m.artifact.last) for m in messages] == chunks
+    assert b"".join(m.artifact.data for m in messages) == data
+    assert {(m.artifact.job_id, m.artifact.name) for m in messages} == {("job", "r.zip")}

@@ -1,24 +1,38 @@
-"""Gatling as the driver, on real parts: a controller and two agents as processes, each
-agent running a real Gatling 3.15 JVM (agent/gatling, built by `make gatling`) against two
-nginx servers on loopback. What the controller merges from Gatling's hook must be exactly
-what nginx logged, with latency percentiles from the merged HDR histograms."""
+"""Gatling as the driver, on real parts: a controller and agents as processes, each agent
+running a real Gatling 3.15 JVM (agent/gatling, built by `make gatling`) against nginx on
+loopback. What the controller merges from Gatling's hook must be exactly what nginx logged,
+with latency percentiles from the merged HDR histograms; a user's own Maven project
+(gatling_projects/demo) is built offline from ~/.m2 and runs with or without the hook; and a
+project that does not compile, a missing class or a JVM killed mid-run end in a clear error."""
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 import psutil
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.controller.errors import PlanError
 from loadfleet.controller.plan import parse_plan
+from loadfleet.v1 import agent_pb2, job_pb2
 
 from support.cluster import write_plan
+from support.procs import program
 
-# The JVM takes a few seconds to start and the controller's barrier is 2 s ahead, so the
-# first seconds of a Gatling step may have no load (two JVMs starting at once on 2 busy cores
-# took 6-8 s here); 12 s leaves several seconds of it.
+DEMO_PROJECT = Path(__file__).with_name("gatling_projects") / "demo"
+
+# The controller puts a Gatling step's barrier 10 s ahead; two JVMs starting at once on 2 busy
+# cores took 6-9 s here, so on a slower day the first seconds may have no load: 12 s leaves
+# several seconds of it.
 DURATION_S = 12
 
 
@@ -107,9 +121,210 @@ def test_plans_the_gatling_driver_cannot_run_are_refused_with_the_path(extra, pa
     assert "driver: engine" in caught.value.problems[0].message
 
 
+GATLING_PLAN = """
+driver: gatling
+duration_s: 5
+targets: [{url: "http://127.0.0.2:8080"}]
+load: {model: closed, clients: 2}
+"""
+WORKLOAD = "workload: {requests: [{path: /}]}\n"
+
+
+@pytest.mark.parametrize("extra, problems", [
+    ("gatling: {project: demo}\n", [("gatling.simulation", "give the simulation class")]),
+    ("gatling: {simulation: example.HookedSimulation}\n" + WORKLOAD, [("gatling.project", "give the Gatling Maven")]),
+    ("gatling: {project: demo, simulation: example.A}\n" + WORKLOAD, [("workload", "defines the workload")]),
+    ("gatling: {project: nowhere, simulation: example.A}\n", [("gatling.project", "is not a Maven project")]),
+    ("gatling: {project: demo, simulation: 1example}\n", [("gatling.simulation", "does not match")]),
+    ("gatling: {project: demo, simulation: a.B, html: true}\n", [("gatling", "'html' was unexpected")]),
+    ("gatling: {html_report: yes please}\n" + WORKLOAD, [("gatling.html_report", "is not of type 'boolean'")]),
+    ("", [("", "'workload' is a required property")]),
+])
+def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, problems):
+    with pytest.raises(PlanError) as caught:
+        parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent)
+    found = [(p.path, p.message) for p in caught.value.problems]
+    assert [path for path, _ in found] == [path for path, _ in problems], found
+    assert all(text in message for (_, message), (_, text) in zip(found, problems)), found
+
+
+def test_a_project_plan_needs_no_workload_and_resolves_the_project_where_the_plan_is(tmp_path):
+    plan = parse_plan(GATLING_PLAN + "gatling: {project: demo, simulation: example.HookedSimulation}\n",
+                      base_dir=DEMO_PROJECT.parent)
+    assert plan.gatling.project == str(DEMO_PROJECT) and plan.requests == ()
+    assert parse_plan(plan.to_yaml()) == plan, "the resolved plan reads back on a controller elsewhere"
+    engine = GATLING_PLAN.replace("driver: gatling", "driver: engine") + WORKLOAD + "gatling: {html_report: true}\n"
+    with pytest.raises(PlanError, match="gatling options need driver: gatling"):
+        parse_plan(engine)
+
+
 def test_the_driver_survives_the_resolved_plan_and_defaults_to_the_engine():
     gatling = parse_plan(PLAN + "driver: gatling\nduration_s: 5\nload: {model: open, rate: 10}")
     assert gatling.driver == "gatling" and parse_plan(gatling.to_yaml()) == gatling
     assert parse_plan(PLAN + "duration_s: 5\nload: {model: closed, clients: 1}").driver == "engine"
     with pytest.raises(PlanError):
         parse_plan(PLAN + "driver: jmeter\nduration_s: 5\nload: {model: closed, clients: 1}")
+
+
+@pytest.fixture
+def offline_maven(tmp_path, monkeypatch):
+    """Agents (and JobRunners) build user projects offline from ~/.m2 into a cache of this test."""
+    monkeypatch.setenv("LOADFLEET_MAVEN_OFFLINE", "1")
+    monkeypatch.setenv("LOADFLEET_GATLING_CACHE", str(tmp_path / "gatling-cache"))
+    return tmp_path / "gatling-cache"
+
+
+def run_plan(cluster, path: Path, timeout_s: float = 90) -> dict:
+    code, summary, err = finish(cluster.start_run(path), timeout_s)
+    assert summary is not None, err
+    return summary
+
+
+def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(cluster, webs, tmp_path):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    plan = {"duration_s": 4, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20},
+            "workload": {"keep_alive": True, "requests": [{"name": "index", "path": "/index.html"}]},
+            "load": {"model": "closed", "clients": 4, "think": {"fixed_ms": 2}}}
+    engine = run_plan(cluster, write_plan(tmp_path / "engine.yaml", name="same-plan", **plan))
+    gatling = run_plan(cluster, write_plan(tmp_path / "gatling.yaml", name="same-plan", driver="gatling",
+                                           gatling={"html_report": True}, **plan))
+    assert engine["state"] == gatling["state"] == "finished", (engine["events"], gatling["events"])
+    figures = [s["total"]["figures"] for s in (engine, gatling)]
+    assert all(f["requests"] > 100 and f["latency"]["p50_ms"] > 0 for f in figures), figures
+    assert sum(f["requests"] for f in figures) == webs[0].server.access_log_lines(), "both counted exactly"
+
+    run_dirs = [cluster.runs_dir / s["run_id"] for s in (engine, gatling)]
+    compared = subprocess.run([program("loadfleet"), "compare", *map(str, run_dirs), "--json",
+                               "--out", str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60)
+    assert compared.returncode == 0, compared.stderr
+    rows = json.loads(compared.stdout)["runs"]
+    assert [(r["run_id"], r["requests"]) for r in rows] == [(s["run_id"], f["requests"])
+                                                            for s, f in zip((engine, gatling), figures)]
+    assert all(r["p99_ms"] > 0 and not r["latency_missing"] for r in rows)
+    text = subprocess.run([program("loadfleet"), "compare", *map(str, run_dirs), "--out",
+                           str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60).stdout
+    assert engine["run_id"] in text and gatling["run_id"] in text and "p99 ms" in text
+
+    # Gatling's own HTML report came through the agent's outbox into the run directory.
+    reports = sorted((run_dirs[1] / "gatling" / "a1").glob("*/index.html"))
+    assert len(reports) == 1 and "Gatling" in reports[0].read_text()
+    assert not list(run_dirs[1].rglob("simulation.log")) and not list(run_dirs[1].rglob("*.part"))
+    assert f'href="gatling/a1/{reports[0].parent.name}/index.html"' in (run_dirs[1] / "report.html").read_text()
+    assert not (run_dirs[0] / "gatling").exists()
+
+
+def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_path, offline_maven):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    plan = {"duration_s": 4, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20}, "driver": "gatling",
+            "load": {"model": "closed", "clients": 2}}
+    hooked = run_plan(cluster, write_plan(tmp_path / "hooked.yaml", name="hooked", **plan, gatling={
+        "project": str(DEMO_PROJECT), "simulation": "example.HookedSimulation"}))
+    served = webs[0].server.access_log_lines()
+    total = hooked["total"]["figures"]
+    assert hooked["state"] == "finished", hooked["events"]
+    assert total["requests"] == served > 50 and total["ok"] == served
+    assert total["latency"]["p50_ms"] > 0 and not total["latency_missing"]
+    assert len(list(offline_maven.glob("*/classpath.txt"))) == 1, "the project was built once, into the cache"
+
+    plain = run_plan(cluster, write_plan(tmp_path / "plain.yaml", name="plain", **plan, gatling={
+        "project": str(DEMO_PROJECT), "simulation": "example.PlainSimulation"}))
+    assert len(list(offline_maven.glob("*/classpath.txt"))) == 1, "the second run used the cached build"
+    total = plain["total"]["figures"]
+    by_request = {r["name"]: r["figures"] for r in plain["requests"]}
+    assert plain["state"] == "finished", plain["events"]
+    # Counts from Gatling's console are exact too: every request nginx logged, OK and KO apart.
+    assert total["requests"] == webs[0].server.access_log_lines() - served > 50
+    assert by_request["index"]["ok"] == by_request["index"]["requests"] > 0
+    assert by_request["missing"]["failed"] == by_request["missing"]["requests"] > 0
+    assert total["latency_missing"] and total["latency"]["max_ms"] == 0
+    report = (cluster.runs_dir / plain["run_id"] / "report.html").read_text()
+    assert "Latency not measured" in report
+    compared = subprocess.run([program("loadfleet"), "compare", *(str(cluster.runs_dir / s["run_id"])
+                                                                  for s in (hooked, plain)),
+                               "--out", str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60)
+    assert compared.returncode == 0, compared.stderr
+    latency_line = next(line for line in compared.stdout.splitlines() if line.startswith("latency "))
+    assert latency_line.split()[1:] == ["measured", "not", "measured", "for", "some", "requests"]
+
+
+def run_job(spec: job_pb2.JobSpec, during=None) -> tuple[Outcome, list[agent_pb2.AgentMessage], float]:
+    """A job through the agent's JobRunner (real Maven and JVM); `during(runner)` runs beside it."""
+    sent = []
+
+    async def go():
+        runner = JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append)
+        task = asyncio.create_task(runner.run())
+        if during:
+            await during(runner)
+        return await asyncio.wait_for(task, 120)
+    started = time.monotonic()
+    outcome = asyncio.run(go())
+    return outcome, sent, time.monotonic() - started
+
+
+def user_spec(project: Path, simulation: str, url: str = "http://127.0.0.2:1", lead_s: float = 5,
+              duration_ms: int = 3000) -> job_pb2.JobSpec:
+    return job_pb2.JobSpec(
+        job_id="user", driver=job_pb2.DRIVER_GATLING, targets=[job_pb2.Target(url=url, weight=1)],
+        load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=1)), interval_ms=1000,
+        start_at_ms=int((time.time() + lead_s) * 1000), duration_ms=duration_ms,
+        gatling=job_pb2.GatlingOptions(project=str(project), simulation=simulation))
+
+
+def last_state(sent) -> tuple[int, str]:
+    status = [m.job_status for m in sent if m.WhichOneof("body") == "job_status"][-1]
+    return status.state, status.message
+
+
+def test_a_project_that_does_not_compile_fails_the_job_with_the_compilers_lines(tmp_path, offline_maven):
+    project = tmp_path / "broken"
+    shutil.copytree(DEMO_PROJECT, project)
+    (project / "src/main/java/example/Broken.java").write_text(
+        "package example;\npublic class Broken { int x = \"text\"; }\n")
+    outcome, sent, took_s = run_job(user_spec(project, "example.PlainSimulation"))
+    state, message = last_state(sent)
+    assert outcome is Outcome.FAILED and state == agent_pb2.JOB_STATE_FAILED
+    assert f"the Gatling project {project} does not build" in message
+    assert "Broken.java:[2,31] incompatible types: java.lang.String cannot be converted to int" in message
+    assert str(offline_maven) not in message, "paths are shown in the user's tree, not the build copy"
+    assert not list(offline_maven.glob("*/classpath.txt")) and not list(offline_maven.glob(".*"))
+
+
+def test_a_simulation_class_that_does_not_exist_fails_the_job_clearly(offline_maven):
+    outcome, sent, took_s = run_job(user_spec(DEMO_PROJECT, "example.NoSuchSimulation"))
+    state, message = last_state(sent)
+    assert outcome is Outcome.FAILED and state == agent_pb2.JOB_STATE_FAILED
+    assert "Gatling did not start the job (exit status 1)" in message
+    assert "ClassNotFoundException: example.NoSuchSimulation" in message
+
+
+def test_a_jvm_killed_mid_run_is_a_failed_job_with_its_exit_and_output(cluster, webs, tmp_path):
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    plan = write_plan(tmp_path / "killed.yaml", name="killed", duration_s=30, driver="gatling",
+                      targets=[{"url": webs[0].url}], agents={"wait_s": 20},
+                      workload={"requests": [{"path": "/index.html"}]}, load={"model": "closed", "clients": 2})
+    run = cluster.start_run(plan)
+    java = wait_for(lambda: [c for c in psutil.Process(cluster.agents["a1"].pid).children(recursive=True)
+                             if c.name() == "java"], timeout_s=30, what="a Gatling JVM")[0]
+    wait_for(lambda: webs[0].server.access_log_lines() > 0, timeout_s=30, what="load")
+    time.sleep(2.5)  # the hook reports at least one full interval of load before the kill
+    os.kill(java.pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    code, summary, err = finish(run, timeout_s=60)
+    assert time.monotonic() - killed_at < 20, "the run ends soon after its only driver died (no 30 s wait)"
+    failed = [e["text"] for e in summary["events"] if e["kind"] == "job_failed"]
+    assert summary["state"] == "failed" and code != 0, summary
+    assert len(failed) == 1 and f"engine {java.pid}: was killed by SIGKILL" in failed[0], failed
+    assert 0 < summary["total"]["figures"]["requests"] <= webs[0].server.access_log_lines()
+
+
+def wait_for(check, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} after {timeout_s} s")
+        time.sleep(0.1)
+    return found

@@ -75,7 +75,11 @@ def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluste
     plan's stop condition; each panel must show what the run did."""
     for agent_id in ("a1", "a2"):
         cluster.add_agent(agent_id)
-    cluster.wait_for_agents(2)
+    pid_file = tmp_path / "web1.pid"
+    pid_file.write_text(str(webs[0].server.pid))
+    cluster.add_agent("web1-host", 1, "--monitor", f"--target={webs[0].url}", f"--pid-file=nginx={pid_file}",
+                      "--interfaces=lo")
+    cluster.wait_for_agents(3)
     plan = write_plan(tmp_path / "sweep.yaml", name="dash",
                       targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
                       workload={"manifest": str(docroot / "manifest.json")}, load={"model": "closed"},
@@ -139,6 +143,23 @@ def check_panel(title, series, *, total, steps, agents, targets):
         assert sorted(rows) == sorted(steps)
         for name, row in rows.items():
             assert row["achieved_rps"] == pytest.approx(steps[name]["achieved_rps"], rel=1e-9)
+    elif title == "Monitored hosts' CPU per step":
+        rows = {(s["tags"]["step"], s["tags"]["host"]): values(s)[0] for s in series}
+        expected = {(name, h["host"]): h for name, st in steps.items() for h in st["hosts"]}
+        assert sorted(rows) == sorted(expected) and expected
+        for key, row in rows.items():
+            assert row["cpu_pct"] == pytest.approx(expected[key]["cpu_pct"], rel=1e-9)
+            assert row["process_cpu_pct"] == pytest.approx(expected[key]["process_cpu_pct"], rel=1e-9)
+    elif title.startswith("Monitored hosts:"):
+        assert {s["tags"]["host"] for s in series} == {"web1-host"}
+    elif title == "p99 drift from the first hour":
+        # The run is younger than an hour: its first interval is the whole baseline, so no drift.
+        first = next(r for s in series for r in values(s) if r["p99 drift"] is not None)
+        assert first["p99 drift"] == pytest.approx(0, abs=1e-6)
+    elif title == "Targets that stopped answering":
+        # The stopped server (the second target), and only it, went down.
+        down = [r["text"] for s in series for r in values(s) if r["kind"] == "target_down"]
+        assert down and all(targets[1] in text and targets[0] not in text for text in down), down
     elif title == "Knee and stop conditions":
         assert "stop_condition" in {r["kind"] for s in series for r in values(s)}
     elif title == "Agents lost and joined":

@@ -11,11 +11,15 @@ def test_local_run_against_nginx(webs, docroot, tmp_path):
                       targets=[{"url": webs[0].url}, {"url": webs[1].url}],
                       workload={"manifest": str(docroot / "manifest.json")},
                       load={"model": "closed", "clients": 4})
-    result = subprocess.run([program("loadfleet"), "run", str(plan), "--local", "2", "--json",
-                             "--runs-dir", str(tmp_path / "runs")],
+    result = subprocess.run([program("loadfleet"), "run", str(plan), "--local", "2", "--monitor", "nginx",
+                             "--json", "--runs-dir", str(tmp_path / "runs")],
                             capture_output=True, text=True, timeout=90)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert sorted(a["name"] for a in summary["agents"]) == ["local-1", "local-2"]
     assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs) > 0
     assert (tmp_path / "runs" / summary["run_id"] / "intervals.csv").exists()
+    # --monitor: one more local agent watched this host and its nginx processes, taking no load.
+    [host] = summary["hosts"]
+    assert host["host"] == "local-host" and host["targets"] == [web.url for web in webs]
+    assert host["samples"] >= 1 and host["process_cpu_pct"] > 0

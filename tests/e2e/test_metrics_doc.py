@@ -11,7 +11,10 @@ from loadfleet.controller.agents import Health
 from loadfleet.controller.events import Event, EventKind
 from loadfleet.controller.figures import figures_of
 from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
-from loadfleet.controller.sinks.points import agent_point, event_point, http_points, step_point
+from loadfleet.controller.drift import Drift
+from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.sinks.points import (agent_point, drift_point, event_point, host_points, http_points,
+                                               step_host_points, step_point)
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.stats import StatsRow, merge_rows
 from support.procs import REPO
@@ -45,10 +48,37 @@ def _row(target: str, request: str, n: int) -> StatsRow:
     return row
 
 
+WEB_HOST = MonitorInfo(targets=("http://127.0.0.2:80",), processes=("nginx",))
+
+
+LB_HOST = MonitorInfo(role="lb", processes=("haproxy",))
+REQ_TOT = "haproxy.group.web1.req_tot"
+
+
+def _host_sample(at_ms: int) -> HostSample:
+    return HostSample(at_ms=at_ms, cores=2, cpu_pct=35.0, mem_used_pct=20.0, net_rx_bytes_per_s=1e6,
+                      net_tx_bytes_per_s=5e6, tcp_established=12, processes=(ProcessSample("nginx", 2, 60.0, 40.0),))
+
+
+def _lb_sample(at_ms: int, i: int) -> HostSample:
+    return HostSample(at_ms=at_ms, cores=2, cpu_pct=10.0, mem_used_pct=20.0, net_rx_bytes_per_s=1e6,
+                      net_tx_bytes_per_s=1e6, tcp_established=4, counters={REQ_TOT: 500.0 * i})
+
+
+def _step_hosts() -> tuple[HostLoad, ...]:
+    return (HostLoad(host="web1", role="", targets=WEB_HOST.targets, samples=3, cpu_pct=35.0, max_cpu_pct=40.0,
+                     process_cpu_pct=60.0, mem_used_pct=20.0, net_rx_mb_per_s=1.0, net_tx_mb_per_s=5.0,
+                     tcp_established=12.0),
+            HostLoad(host="lb1", role="lb", targets=(), samples=3, cpu_pct=10.0, max_cpu_pct=12.0,
+                     process_cpu_pct=8.0, mem_used_pct=20.0, net_rx_mb_per_s=1.0, net_tx_mb_per_s=1.0,
+                     tcp_established=4.0, counter_rates={REQ_TOT: 500.0}))
+
+
 def fill(influx) -> None:
     now_ms = int(time.time() * 1000) // 1000 * 1000
     start_ms = now_ms - 30_000
     points = []
+    drift = Drift(interval_ms=1000)
     for i in range(10):
         at = start_ms + i * 1000
         by_agent = {agent: [_row("http://127.0.0.2:80", "home", 20 + i), _row("http://127.0.0.3:80", "home", 10)]
@@ -58,11 +88,18 @@ def fill(influx) -> None:
                                   interval_ms=1000, rows=rows)
             points.append(agent_point(run_id=RUN_ID, agent_id=agent, at_ms=at + 500, saturated=i == 3,
                                       health=Health(cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0)))
+        cluster = [r for rows in by_agent.values() for r in rows]
         points += http_points(run_id=RUN_ID, step="main", scope="cluster", agent="", interval_start_ms=at,
-                              interval_ms=1000, rows=[r for rows in by_agent.values() for r in rows])
+                              interval_ms=1000, rows=cluster)
+        points += host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(at + 900))
+        points += host_points(run_id=RUN_ID, host="lb1", monitor=LB_HOST, sample=_lb_sample(at + 900, i))
+        total = merge_rows(cluster, target="*", request="*")[("*", "*")]
+        points.append(drift_point(run_id=RUN_ID, drift=drift.observe(at, total)))
     total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
     points.append(step_point(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
                              total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False))
+    points += step_host_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
+                               hosts=_step_hosts())
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
 
@@ -93,6 +130,14 @@ def all_points() -> dict:
         "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
         "step": step_point(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
                            total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False),
+        "host": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[0],
+        "host_process": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[1],
+        "host_counter": host_points(run_id=RUN_ID, host="lb1", monitor=LB_HOST, sample=_lb_sample(0, 1))[-1],
+        "step_host": step_host_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
+                                      hosts=_step_hosts())[0],
+        "step_host_counter": step_host_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
+                                              hosts=_step_hosts())[-1],
+        "drift": drift_point(run_id=RUN_ID, drift=Drift(1000).observe(0, total)),
     }
 
 
@@ -109,7 +154,8 @@ def test_the_doc_lists_exactly_the_tags_and_fields_the_controller_writes():
 def test_the_doc_has_examples_of_every_measurement():
     queries = doc_queries()
     assert len(queries) >= 10
-    for measurement in ("http", "agent", "event", "step"):
+    for measurement in ("http", "agent", "event", "step", "host", "host_process", "host_counter", "step_host",
+                        "step_host_counter", "drift"):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 
 

@@ -35,10 +35,10 @@ class Cluster:
         wait_for_port("127.0.0.1", self.port)
         self.agents: dict[str, subprocess.Popen] = {}
 
-    def add_agent(self, agent_id: str, cores: int = 1) -> subprocess.Popen:
+    def add_agent(self, agent_id: str, cores: int = 1, *options: str) -> subprocess.Popen:
         self.agents[agent_id] = self.processes.start(agent_id, [
             program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", str(cores),
-            "--spool-dir", str(self.tmp_path / "spool" / agent_id)])
+            "--spool-dir", str(self.tmp_path / "spool" / agent_id), *options])
         return self.agents[agent_id]
 
     def wait_for_agents(self, n: int, timeout_s: float = 30) -> None:

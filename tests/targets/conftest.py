@@ -2,6 +2,7 @@
 and a short run of the real engine (`loadfleet run --local 1`) on lab URLs."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -14,10 +15,8 @@ from support.cluster import write_plan
 from support.procs import program
 
 
-@pytest.fixture
-def open_dir():
-    """A state directory whose parents everyone may traverse: as root, Apache's children run as
-    www-data and must reach the docroot, which pytest's private tmp_path (mode 0700) forbids."""
+@contextlib.contextmanager
+def _open_dir():
     path = Path(tempfile.mkdtemp(prefix="loadfleet-lab-test-"))
     path.chmod(0o755)
     try:
@@ -27,12 +26,29 @@ def open_dir():
 
 
 @pytest.fixture
+def open_dir():
+    """A state directory whose parents everyone may traverse: as root, Apache's children run as
+    www-data and must reach the docroot, which pytest's private tmp_path (mode 0700) forbids."""
+    with _open_dir() as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def module_open_dir():
+    """`open_dir` for a lab shared by the tests of a module."""
+    with _open_dir() as path:
+        yield path
+
+
+@pytest.fixture
 def run_load(tmp_path):
     """Runs a 2 s closed-loop plan on the real engine and returns its JSON summary."""
 
     def run(urls: list[str], *, manifest: Path | None = None, requests: list[dict] | None = None,
-            clients: int = 8, duration_s: int = 2) -> dict:
+            clients: int = 8, duration_s: int = 2, tls_verify: bool | None = None) -> dict:
         workload = {"keep_alive": True}
+        if tls_verify is not None:
+            workload["tls_verify"] = tls_verify
         if manifest:
             workload["manifest"] = str(manifest)
         if requests:

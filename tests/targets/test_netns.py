@@ -208,7 +208,7 @@ def test_nginx_on_one_host_serves_an_nfs_export_of_another(leftovers, tmp_path):
             ganesha = GaneshaServer(export, tmp_path / "ganesha", host=nfs_host.address, port=2049,
                                     launcher=nfs_host)
             ganesha.start()
-            leftovers.pids.append(ganesha.pid)
+            leftovers.pids.extend(ganesha.pids)  # its private D-Bus and ganesha
             # The FUSE process runs on the web host (its NFS traffic crosses the bridge); nsenter
             # keeps the mount table, so the mount is visible to nginx and to this test.
             mount = FuseMount(ganesha.url, tmp_path / "mnt", launcher=web_host)
@@ -231,7 +231,8 @@ def test_nginx_on_one_host_serves_an_nfs_export_of_another(leftovers, tmp_path):
 # ---------------------------------------------------------------- the real system across hosts
 
 class System:
-    """Controller, agents a1 and a2, nginx web1 and web2, each in its own namespace."""
+    """Controller, agents a1 and a2, nginx web1 and web2, each in its own namespace; on web1's
+    host a monitor-only agent reports that host (its veth traffic, its nginx processes)."""
 
     def __init__(self, net: LabNetwork, tmp: Path, leftovers: Leftovers):
         self.net, self.tmp, self.leftovers = net, tmp, leftovers
@@ -249,6 +250,11 @@ class System:
             self.webs.append(web)
         self.ctrl.wait_listening(self.controller, CONTROLLER_PORT, what="controller",
                                  error_tail=lambda: (tmp / "controller.log").read_text()[-2000:])
+        web1 = self.webs[0]
+        (tmp / "web1.pid").write_text(str(web1.pid))
+        self.monitor = self._spawn(web1.lab_host, "web1-host", [
+            program("loadfleet-agent"), "--controller", self.address, "--id", "web1-host", "--monitor",
+            f"--target={web1.url}", f"--pid-file=nginx={tmp / 'web1.pid'}"])
         self.agents = {}
         for agent_id in ("a1", "a2"):
             host = net.add_host(agent_id)
@@ -302,9 +308,9 @@ def system(tmp_path_factory):
     leftovers = Leftovers()
     with LabNetwork() as net:
         system = System(net, tmp_path_factory.mktemp("netns-system"), leftovers)
-        system.wait_for_agents({"a1", "a2"})
+        system.wait_for_agents({"a1", "a2", "web1-host"})
         yield system
-        for proc in [system.controller, *(p for _, p in system.agents.values())]:
+        for proc in [system.controller, system.monitor, *(p for _, p in system.agents.values())]:
             try:
                 leftovers.pids += [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
             except psutil.NoSuchProcess:
@@ -328,6 +334,10 @@ def test_a_run_across_namespaces_counts_exactly_what_the_servers_served(system):
     assert total["ok"] == total["requests"] and total["failed"] == 0
     assert {a["name"] for a in summary["agents"]} == {"a1", "a2"}
     assert all(a["figures"]["requests"] > 0 for a in summary["agents"])
+    # web1's host, seen by the monitor in its namespace: the responses left through its veth.
+    [host] = summary["hosts"]
+    assert host["host"] == "web1-host" and host["targets"] == [system.webs[0].url]
+    assert host["net_tx_mb_per_s"] > 0 and host["process_cpu_pct"] > 0, host
     assert all(web.access_log_lines() > 0 for web in system.webs)
     # Each request came from an agent's namespace address.
     sources = {line.split()[0] for web in system.webs for line in web.access_log.read_text().splitlines()}

@@ -96,6 +96,35 @@ def test_the_mount_and_nginx_serve_the_export_byte_identical(export, mount, tmp_
     assert nginx.access_log_lines() == len(files) + 1
 
 
+def read_stats(ganesha, previous: dict, min_read_bytes: int, timeout_s: float = 3.0) -> dict:
+    """ganesha's per-client stats once some client read `min_read_bytes` more than `previous`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = ganesha.client_stats()
+        grown = sum(s.read_bytes for s in stats.values()) - sum(s.read_bytes for s in previous.values())
+        if grown >= min_read_bytes or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.1)
+
+
+def test_ganesha_counts_each_clients_reads(export, ganesha, mount):
+    before = ganesha.client_stats()
+    manifest = json.loads((export / "manifest.json").read_bytes())
+    files = [f for f in manifest["files"] if f["class"] == "class2"][:10]  # 10-90 KiB each
+    wanted = sum(f["bytes"] for f in files)
+    for f in files:
+        assert len((mount.mountpoint / f["path"].lstrip("/")).read_bytes()) == f["bytes"]
+    after = read_stats(ganesha, before, wanted)
+    client = after["::ffff:127.0.0.1"]  # the FUSE mount's address, as ganesha names it
+    earlier = before.get(client.client)
+    read_bytes = client.read_bytes - (earlier.read_bytes if earlier else 0)
+    read_ops = client.read_ops - (earlier.read_ops if earlier else 0)
+    # Every byte came through NFS READs (a fresh mount caches nothing yet); a READ returns at
+    # most one file's bytes, so each file took one READ or more.
+    assert wanted <= read_bytes < wanted + 1024 * 1024 and read_ops >= len(files), (client, earlier)
+    assert client.write_ops == client.write_bytes == client.errors == 0
+
+
 def test_the_mount_is_read_only(mount):
     target = mount.mountpoint / "dir0" / "class0_0.html"
     with pytest.raises(OSError):
@@ -157,11 +186,14 @@ def test_ganesha_stops_by_pid_and_refuses_other_addresses(export, tmp_path):
         GaneshaServer(tmp_path / "absent", tmp_path / "g").start()
     server = GaneshaServer(export, tmp_path / "g2")
     with server:
-        pid = server.pid
-        assert pid_alive(pid)
+        pids = server.pids
+        assert len(pids) == 2 and all(pid_alive(p) for p in pids)  # its private bus and ganesha
         conf = (tmp_path / "g2" / "ganesha.conf").read_text()
         assert "Protocols = 4;" in conf and "Access_Type = RO;" in conf and f"NFS_Port = {server.port};" in conf
-    assert not pid_alive(pid)
+        assert server.client_stats() == {}  # no client yet
+    assert not any(pid_alive(p) for p in pids)
+    with pytest.raises(LabError, match="ganesha ShowClients"):
+        server.client_stats()  # the bus is gone with the server
     server.stop()  # twice is fine
 
 

@@ -5,7 +5,10 @@ import hashlib
 import json
 import re
 import socket
+import ssl
+import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import psutil
@@ -13,7 +16,7 @@ import pytest
 
 from loadfleet.targets.daemon import LabError
 from loadfleet.targets.lab import Lab, SpecError, parse_spec
-from support.procs import free_port, pid_alive
+from support.procs import free_port, pid_alive, program
 
 ROUND_ROBIN_TOLERANCE = 0.05
 WEBS = [{"name": "web1", "kind": "nginx", "listen": "127.0.0.2:0"},
@@ -67,6 +70,27 @@ def test_web_servers_serve_the_tree_under_real_load(open_dir, run_load):
             assert counted[server.url] == server.access_log_lines() > 0, server.name
         for server in lab.servers:
             assert_bodies_match(server.url, lab)
+
+
+def test_tomcat_and_yaws_serve_the_tree_under_real_load(open_dir, run_load):
+    spec = parse_spec({"workload": {"kind": "tree", "scale": 0.1, "seed": 6}, "servers": [
+        {"name": "java", "kind": "tomcat", "listen": "127.0.0.2:0"},
+        {"name": "erlang", "kind": "yaws", "listen": "127.0.0.3:0"}]})
+    with Lab(spec, open_dir / "lab") as lab:
+        summary = run_load([s.url for s in lab.servers], manifest=lab.manifest, duration_s=1)
+        assert only_2xx(summary), summary["total"]
+        counted = requests_by_target(summary)
+        for server in lab.servers:
+            assert settled(server.access_log_lines, counted[server.url]) == counted[server.url] > 0, server.name
+            assert_bodies_match(server.url, lab)
+
+
+def settled(count, expected: int, timeout_s: float = 3.0) -> int:
+    """Servers log a request after its response (Yaws a moment later): wait for the last lines."""
+    deadline = time.monotonic() + timeout_s
+    while (n := count()) < expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return n
 
 
 def test_php_pages_under_real_load_behind_nginx_and_apache(open_dir, run_load):
@@ -202,8 +226,55 @@ def test_balancers_over_nfs_backed_nginx_reach_both_backends(open_dir, run_load)
     assert mount.as_posix() not in open("/proc/mounts").read()
 
 
-def test_an_nfs_docroot_is_for_nginx_for_now():
-    with pytest.raises(SpecError, match=r"servers\[0\]\.kind"):
-        parse_spec({"docroot": {"nfs": True}, "servers": [{"name": "a", "kind": "apache", "listen": "127.0.0.2:0"}]})
+def test_apache_and_php_serve_an_nfs_docroot_byte_identical(open_dir, run_load):
+    """As root their workers run as www-data: the FUSE mount must let other users in."""
+    spec = parse_spec({"docroot": {"nfs": True}, "workload": {"kind": "tree", "scale": 0.1, "seed": 4}, "servers": [
+        {"name": "ap", "kind": "apache", "mpm": "worker", "listen": "127.0.0.2:0"},
+        {"name": "php", "kind": "php", "front": "apache", "workers": 2, "listen": "127.0.0.3:0"}]})
+    with Lab(spec, open_dir / "lab") as lab:
+        webs = [lab.server("ap"), lab.server("php")]
+        summary = run_load([w.url for w in webs], manifest=lab.manifest, duration_s=1)
+        assert only_2xx(summary), summary["total"]
+        counted = requests_by_target(summary)
+        exported = open_dir / "lab" / "export"
+        checked = json.loads(lab.manifest.read_text())["files"][::4]
+        for web in webs:
+            assert counted[web.url] == web.access_log_lines() > 0, web.name
+            for entry in checked:
+                with urllib.request.urlopen(web.url + entry["path"]) as response:
+                    assert response.read() == (exported / entry["path"].lstrip("/")).read_bytes(), entry["path"]
+        with urllib.request.urlopen(lab.server("php").page_url + "?cost=1") as response:
+            assert response.status == 200
+        # ganesha counted the mount's reads: at least every file checked above, once (the mount
+        # is fresh, so each one's first read went over NFS).
+        (client,) = lab.nfs_client_stats().values()
+        assert client.read_bytes >= sum(e["bytes"] for e in checked) and client.errors == 0, client
+        status = subprocess.run([program("loadfleet-lab"), "status", "--state-dir", str(open_dir / "lab")],
+                                capture_output=True, text=True, timeout=30)
+        assert f"nfs client {client.client}: {client.read_ops}" in status.stdout, status.stdout
+
+
+def test_a_bad_docroot_is_named():
     with pytest.raises(SpecError, match="docroot"):
         parse_spec({"docroot": {"nfs": "yes"}, "servers": WEBS})
+
+
+def test_nginx_serves_https_with_a_self_signed_certificate(open_dir, run_load):
+    spec = parse_spec({"workload": {"kind": "files30k", "count": 20}, "servers": [
+        {"name": "secure", "kind": "nginx", "tls": True, "listen": "127.0.0.2:0"}]})
+    with Lab(spec, open_dir / "lab") as lab:
+        web = lab.server("secure")
+        assert web.url.startswith("https://127.0.0.2:")
+        summary = run_load([web.url], manifest=lab.manifest, tls_verify=False, duration_s=1)
+        assert only_2xx(summary), summary["total"]
+        figures = summary["total"]["figures"]
+        # What the engine read after decryption is what nginx sent: headers and bodies.
+        assert figures["requests"] == web.access_log_lines() and figures["bytes_in"] == web.bytes_sent()
+        assert figures["bytes_in"] > figures["requests"] * 30 * 1024
+        # The certificate is valid for the listen address: verification against it passes.
+        trusted = ssl.create_default_context(cafile=str(web.dir / "cert.pem"))
+        for entry in json.loads(lab.manifest.read_text())["files"][::5]:
+            with urllib.request.urlopen(web.url + entry["path"], context=trusted) as response:
+                assert hashlib.sha256(response.read()).hexdigest() == entry["sha256"], entry["path"]
+        with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+            urllib.request.urlopen(web.url + "/manifest.json", context=ssl.create_default_context())

@@ -24,6 +24,18 @@ def test_a_full_spec_parses_and_orders_backends_before_balancers():
     assert spec.servers[1].mpm == "event"
 
 
+def test_a_database_starts_before_its_php_servers_and_tls_is_an_nginx_field():
+    spec = parse_spec({"servers": [
+        {"name": "shop", "kind": "php", "database": "db", "listen": "127.0.0.2:0"},
+        {"name": "secure", "tls": True, "listen": "127.0.0.3:0"},
+        {"name": "db", "kind": "mariadb", "seed": 7, "items": 300, "categories": 3, "listen": "127.0.0.4:0"}]})
+    assert [s.name for s in spec.servers] == ["secure", "db", "shop"]
+    secure, db, shop = spec.servers
+    assert secure.tls and not shop.tls
+    assert (db.kind, db.seed, db.items, db.categories) == ("mariadb", 7, 300, 3)
+    assert shop.database == "db" and shop.needs == ("db",)
+
+
 @pytest.mark.parametrize("servers, field", [
     ([{"kind": "apache", "mpm": "threads", "listen": "127.0.0.1:0"}], "servers[0].mpm"),
     ([{"kind": "nginx", "mpm": "event", "listen": "127.0.0.1:0"}], "servers[0].mpm"),
@@ -39,6 +51,19 @@ def test_a_full_spec_parses_and_orders_backends_before_balancers():
       {"name": "b", "kind": "varnish", "backends": ["a"], "listen": "127.0.0.1:0"}], "servers: backends form a cycle"),
     ([{"listen": "127.0.0.1:80"}, {"listen": "127.0.0.1:80"}], "servers: 'web2' and 'web1' both listen"),
     ([{"name": "a b", "listen": "127.0.0.1:0"}], "servers[0].name"),
+    ([{"tls": "yes", "listen": "127.0.0.1:0"}], "servers[0].tls"),
+    ([{"kind": "apache", "tls": True, "listen": "127.0.0.1:0"}], "servers[0].tls"),
+    ([{"name": "web1", "tls": True, "listen": "127.0.0.2:0"},
+      {"kind": "haproxy", "backends": ["web1"], "listen": "127.0.0.1:0"}], "servers[1].backends: 'web1' serves https"),
+    ([{"kind": "php", "database": "db", "listen": "127.0.0.1:0"}], "servers[0].database"),
+    ([*WEBS, {"kind": "php", "database": "web1", "listen": "127.0.0.1:0"}], "servers[2].database"),
+    ([{"kind": "php", "database": 3, "listen": "127.0.0.1:0"}], "servers[0].database"),
+    ([{"name": "db", "kind": "mariadb", "listen": "127.0.0.2:0"},
+      {"kind": "varnish", "backends": ["db"], "listen": "127.0.0.1:0"}], "servers[1].backends: 'db' is a mariadb"),
+    ([{"kind": "mariadb", "items": 0, "listen": "127.0.0.1:0"}], "servers[0].items"),
+    ([{"kind": "mariadb", "items": 5, "categories": 6, "listen": "127.0.0.1:0"}], "servers[0].categories"),
+    ([{"kind": "mariadb", "seed": "x", "listen": "127.0.0.1:0"}], "servers[0].seed"),
+    ([{"kind": "mariadb", "workers": 2, "listen": "127.0.0.1:0"}], "servers[0].workers"),
 ])
 def test_bad_servers_are_named_by_field(servers, field):
     with pytest.raises(SpecError) as error:

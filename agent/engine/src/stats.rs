@@ -173,6 +173,7 @@ impl Stats {
                 sent_late: s.sent_late,
                 max_send_lag_us: s.max_send_lag_us,
                 not_sent: s.not_sent,
+                latency_missing: false, // the engine measures every response
             });
             s.start_interval();
         }

@@ -5,6 +5,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -15,6 +16,8 @@ from loadfleet.wire import DEFAULT_CONTROLLER
 from . import __version__
 from .engine import find_engine
 from .errors import AgentError, UsageError
+from .hoststats import MonitorConfig, process_groups
+from .servercounters import CounterSource, counter_sources
 from .session import Agent, AgentConfig
 
 CONTROLLER_ENV = "LOADFLEET_CONTROLLER"
@@ -35,7 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadfleet-agent",
         description="Connect to a loadfleet controller and run the load it assigns on this host.",
-        epilog="example: loadfleet-agent --controller 10.0.0.5:7700 --labels zone=a,rack=3")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  loadfleet-agent --controller 10.0.0.5:7700 --labels zone=a,rack=3\n"
+               "  loadfleet-agent --controller 10.0.0.5:7700 --monitor --target http://10.0.0.7:8080 --process nginx\n"
+               "  loadfleet-agent --controller 10.0.0.5:7700 --monitor --role nfs --process ganesha.nfsd\n"
+               "  loadfleet-agent --controller 10.0.0.5:7700 --monitor --role lb --process haproxy "
+               "--haproxy-stats /run/haproxy/admin.sock")
     parser.add_argument("--version", action="version", version=f"loadfleet-agent {__version__}")
     parser.add_argument("--controller", default=os.environ.get(CONTROLLER_ENV, DEFAULT_CONTROLLER),
                         metavar="HOST:PORT", help=f"controller address (default ${CONTROLLER_ENV} or {DEFAULT_CONTROLLER})")
@@ -50,7 +59,67 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where measurements wait on disk while the controller is unreachable "
                              "(default $XDG_STATE_HOME/loadfleet-agent/<id>, i.e. ~/.local/state/...)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    monitor = parser.add_argument_group(
+        "monitor-only mode", "run no load; report this host (a target server, an NFS server, a balancer) "
+        "with every heartbeat, so that runs show the servers' CPU, memory and network next to the load")
+    monitor.add_argument("--monitor", action="store_true", help="monitor this host instead of generating load")
+    monitor.add_argument("--target", dest="targets", action="append", default=[], metavar="URL",
+                         help="a plan target this host serves, as the plan writes it (repeatable)")
+    monitor.add_argument("--role", default="", help='what the host is when not a target itself, e.g. "nfs", "lb"')
+    monitor.add_argument("--process", dest="processes", action="append", default=[], metavar="NAME",
+                         help="report the processes of this name, e.g. nginx, ganesha.nfsd (repeatable)")
+    monitor.add_argument("--pid-file", dest="pid_files", action="append", default=[], metavar="[NAME=]PATH",
+                         help="report the process in this PID file and its children (repeatable)")
+    monitor.add_argument("--interfaces", default="", metavar="IF[,IF]",
+                         help="network interfaces to count (default all but loopback; lo for a loopback lab)")
+    monitor.add_argument("--haproxy-stats", action="append", default=[], metavar="SOCKET",
+                         help="read HAProxy's counters (`show stat`) from this stats socket (repeatable)")
+    monitor.add_argument("--varnish-stats", action="append", default=[], metavar="WORKDIR",
+                         help="read Varnish's counters with `varnishstat -n WORKDIR` (repeatable)")
+    monitor.add_argument("--ganesha-stats", action="append", default=[], metavar="BUS_ADDRESS",
+                         help="read nfs-ganesha's per-client counters over the D-Bus at this address, "
+                              "e.g. unix:path=/run/ganesha/bus.sock (a path will do; repeatable)")
     return parser
+
+
+def monitor_config(args: argparse.Namespace) -> MonitorConfig | None:
+    watches = (args.targets or args.role or args.processes or args.pid_files or args.interfaces
+               or args.haproxy_stats or args.varnish_stats or args.ganesha_stats)
+    if not args.monitor:
+        if watches:
+            raise UsageError("--target, --role, --process, --pid-file, --interfaces and the --*-stats flags "
+                             "need --monitor")
+        return None
+    if not (args.targets or args.role):
+        raise UsageError("--monitor needs --target URL (the plan targets this host serves) or --role NAME")
+    return MonitorConfig(targets=tuple(args.targets), role=args.role,
+                         groups=process_groups(args.processes, args.pid_files),
+                         interfaces=tuple(filter(None, args.interfaces.split(","))),
+                         servers=server_counters(haproxy=args.haproxy_stats, varnish=args.varnish_stats,
+                                                 ganesha=args.ganesha_stats))
+
+
+def server_counters(*, haproxy: list[str], varnish: list[str], ganesha: list[str]) -> tuple[CounterSource, ...]:
+    """The servers named on the command line. Their sockets and directories must exist now (a
+    server that goes down later only leaves its counters out), and so must the programs."""
+    problems = [f"--haproxy-stats {p}: no such socket" for p in haproxy if not Path(p).is_socket()]
+    problems += [f"--varnish-stats {p}: no such directory (varnishd -n)" for p in varnish if not Path(p).is_dir()]
+    # Only a Unix socket path can be checked; other D-Bus addresses (tcp:, abstract) are taken as given.
+    problems += [f"--ganesha-stats {a}: no such socket" for a in ganesha
+                 if (path := bus_socket(a)) and not Path(path).is_socket()]
+    for flag, values, program in (("--varnish-stats", varnish, "varnishstat"), ("--ganesha-stats", ganesha, "busctl")):
+        if values and not shutil.which(program):
+            problems.append(f"{flag} needs {program}, which is not on PATH")
+    if problems:
+        raise UsageError("; ".join(problems))
+    return counter_sources(haproxy=haproxy, varnish=varnish, ganesha=ganesha)
+
+
+def bus_socket(address: str) -> str:
+    """The socket path of a D-Bus address `unix:path=PATH` or a plain path; "" for others."""
+    if address.startswith("unix:path="):
+        return address.removeprefix("unix:path=").split(",")[0]
+    return "" if ":" in address else address
 
 
 def default_spool_dir(agent_id: str) -> Path:
@@ -65,10 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cores < 1:
             raise UsageError("--cores must be at least 1")
+        monitor = monitor_config(args)
         config = AgentConfig(controller=args.controller, agent_id=args.agent_id,
-                             engine_program=find_engine(args.engine), cores=args.cores,
+                             engine_program="" if monitor else find_engine(args.engine), cores=args.cores,
                              labels=parse_labels(args.labels),
-                             spool_dir=args.spool_dir or default_spool_dir(args.agent_id))
+                             spool_dir=args.spool_dir or default_spool_dir(args.agent_id), monitor=monitor)
         asyncio.run(_serve(config))
     except UsageError as exc:
         print(f"loadfleet-agent: {exc}", file=sys.stderr)

@@ -6,12 +6,14 @@ finished or failed), so the job follows and merges all of them the same way.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from loadfleet.v1 import engine_pb2, job_pb2
 
 from .engine import EngineProcess
 from .gatling import GatlingProcess, find_gatling
+from .gatling_project import build_project
 
 
 class Driver(Protocol):
@@ -37,6 +39,13 @@ class Driver(Protocol):
     def stderr_tail(self) -> str: ...
 
 
+@runtime_checkable
+class ArtifactSource(Protocol):
+    """An optional ability: files for the run directory, as (plain name, bytes), once ended."""
+
+    def artifacts(self) -> list[tuple[str, bytes]]: ...
+
+
 def is_gatling(spec: job_pb2.JobSpec) -> bool:
     return spec.driver == job_pb2.DRIVER_GATLING
 
@@ -48,7 +57,11 @@ async def launch_drivers(job_spec: job_pb2.JobSpec, engine_specs: list[job_pb2.J
     share in one JVM (it uses every core itself); engines get one share each.
     Raises EngineError when a driver cannot start."""
     if is_gatling(job_spec):
-        gatling = await GatlingProcess.spawn(find_gatling(), job_spec)
+        install = find_gatling()
+        project = job_spec.gatling.project
+        # A user's project is compiled first (once per content), then runs like JobSimulation.
+        build = await build_project(Path(project), install.hook_classes) if project else None
+        gatling = await GatlingProcess.spawn(install, job_spec, build)
         started(gatling)
         await gatling.wait_ready()
         return
@@ -58,4 +71,4 @@ async def launch_drivers(job_spec: job_pb2.JobSpec, engine_specs: list[job_pb2.J
         await engine.start(spec)
 
 
-__all__ = ["Driver", "is_gatling", "launch_drivers"]
+__all__ = ["ArtifactSource", "Driver", "is_gatling", "launch_drivers"]

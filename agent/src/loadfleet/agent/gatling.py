@@ -1,13 +1,16 @@
-"""Gatling as a driver: one JVM per job running agent/gatling's JobSimulation.
+"""Gatling as a driver: one JVM per job, running agent/gatling's JobSimulation on the job's
+workload, or a simulation of the user's own project (gatling_project.py).
 
-The JVM gets the job as a file (the JobSpec in protobuf's JSON mapping) and prints the same
-EngineEvents as the native engine, one per stdout line after a `##loadfleet ` prefix (the
-hook in agent/gatling, docs/gatling.md); every other stdout line is Gatling's console and is
-kept only as a tail for error messages. So a `GatlingProcess` offers what an `EngineProcess`
-does and the job merges Gatling's intervals exactly like engines'.
+The JVM gets the job as a file (the JobSpec in protobuf's JSON mapping) and its share of the
+load as system properties (`share_properties`). A simulation using the hook prints the same
+EngineEvents as the native engine, one per stdout line after a `##loadfleet ` prefix
+(agent/gatling, docs/gatling.md); one without it is followed through Gatling's console summary
+(gatling_console.py: counts, no latency). Other output is kept only as a tail for error
+messages. So a `GatlingProcess` offers what an `EngineProcess` does and the job merges
+Gatling's intervals exactly like engines'.
 
-Commands go to the JVM's stdin as lines: `stop` (graceful); end of stdin makes it halt, so
-an agent that dies leaves no orphan load.
+Commands go to the JVM's stdin as lines: `stop` (graceful with the hook); end of stdin makes
+it halt, so an agent that dies leaves no orphan load.
 """
 from __future__ import annotations
 
@@ -15,10 +18,13 @@ import asyncio
 import collections
 import contextlib
 import logging
+import io
 import os
+import re
 import shutil
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +33,8 @@ from google.protobuf import json_format
 from loadfleet.v1 import engine_pb2, job_pb2
 
 from .errors import EngineError
+from .gatling_console import ConsoleCounts
+from .gatling_project import ProjectBuild
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +47,17 @@ LAUNCHER = "loadfleet.gatling.Launcher"
 READY_TIMEOUT_S = 60.0
 OUTPUT_TAIL_LINES = 20
 EXIT_GRACE_S = 5.0
+# Gatling's line when it starts the simulation (after `before()`, where the hook says `ready`).
+SIMULATION_STARTED = re.compile(r"^Simulation \S+ started\.\.\.$")
+NO_HOOK_VERSION = "Gatling console summary (the simulation does not use loadfleet's hook)"
+REPORT_ARTIFACT = "gatling-report.zip"
+# Gatling's binary record of every request: the report is built from it, nobody reads it after.
+REPORT_EXCLUDED = "simulation.log"
+# Gatling settings for every job: the console summary every second (the fallback's counts) and
+# no usage analytics call home. User simulations also get no warm-up request (by default aimed
+# at gatling.io; JobSimulation points its own at a server inside the JVM).
+GATLING_SETTINGS = {"gatling.data.console.writePeriod": "1", "gatling.data.enableAnalytics": "false"}
+USER_PROJECT_SETTINGS = {"gatling.http.warmUpUrl": ""}
 STREAM_LIMIT_BYTES = 16 * 2**20
 # The JVM options Gatling's own launchers use on Java 17.
 JVM_OPTIONS = (
@@ -65,6 +84,30 @@ def job_json(spec: job_pb2.JobSpec) -> str:
     return json_format.MessageToJson(spec, preserving_proto_field_name=True)
 
 
+def share_properties(spec: job_pb2.JobSpec, job_file: Path) -> dict[str, str]:
+    """The system properties that give a simulation its job and this JVM's share of the load
+    (read by the hook, `Share.fromSystemProperties()`, or a simulation itself: docs/gatling.md)."""
+    load = spec.load
+    model = load.WhichOneof("model") or "closed"
+    users = {"closed": load.closed.clients, "users": load.users.users}.get(model, 0)
+    spawn = load.users.spawn_rate_per_s
+    ramp_s = load.users.users / spawn if model == "users" and spawn > 0 else 0.0
+    return {
+        "loadfleet.job": str(job_file),
+        "loadfleet.stdin_control": "true",
+        "loadfleet.start_at_ms": str(spec.start_at_ms),
+        "loadfleet.duration_ms": str(spec.duration_ms),
+        "loadfleet.interval_ms": str(spec.interval_ms or 1000),
+        "loadfleet.model": model,
+        "loadfleet.users": str(users),
+        "loadfleet.rate": str(load.open.rate_per_s),
+        "loadfleet.poisson": str(load.open.poisson).lower(),
+        "loadfleet.ramp_s": str(ramp_s),
+        "loadfleet.duration_s": str(spec.duration_ms / 1000),
+        "loadfleet.targets": ",".join(t.url for t in spec.targets),
+    }
+
+
 @dataclass(frozen=True)
 class GatlingInstall:
     """A built agent/gatling: compiled classes and the dependency classpath Maven resolved."""
@@ -78,14 +121,26 @@ class GatlingInstall:
         return f"{self.home / 'target' / 'classes'}{os.pathsep}{deps}"
 
     @property
-    def logback_config(self) -> Path:
-        return self.home / "target" / "classes" / "loadfleet-logback.xml"
+    def hook_classes(self) -> Path:
+        return self.home / "target" / "classes"
 
-    def command(self, job_file: Path, results_dir: Path) -> list[str]:
-        return [self.java, *JVM_OPTIONS, "-cp", self.classpath,
-                f"-Dlogback.configurationFile={self.logback_config}",
-                f"-Dloadfleet.job={job_file}", "-Dloadfleet.stdin_control=true",
-                LAUNCHER, "-s", SIMULATION, "-rf", str(results_dir), "-nr"]
+    @property
+    def logback_config(self) -> Path:
+        return self.hook_classes / "loadfleet-logback.xml"
+
+    def command(self, spec: job_pb2.JobSpec, job_file: Path, results_dir: Path,
+                project: ProjectBuild | None = None) -> list[str]:
+        """The JVM for `spec`: JobSimulation, or the simulation of the user's `project` (its
+        classes and dependencies after the hook's, so the hook is always there)."""
+        classpath, simulation, settings = self.classpath, SIMULATION, GATLING_SETTINGS
+        if project is not None:
+            classpath = os.pathsep.join((str(self.hook_classes), project.classpath, self.classpath))
+            simulation, settings = spec.gatling.simulation, {**settings, **USER_PROJECT_SETTINGS}
+        properties = {"logback.configurationFile": str(self.logback_config), **settings,
+                      **share_properties(spec, job_file)}
+        report = [] if spec.gatling.html_report else ["-nr"]
+        return [self.java, *JVM_OPTIONS, "-cp", classpath, *(f"-D{k}={v}" for k, v in properties.items()),
+                LAUNCHER, "-s", simulation, "-rf", str(results_dir), *report]
 
 
 def find_gatling(home: str | None = None) -> GatlingInstall:
@@ -106,27 +161,36 @@ def find_gatling(home: str | None = None) -> GatlingInstall:
 class GatlingProcess:
     """One Gatling JVM running one job; the same driver interface as EngineProcess."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory):
+    def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory,
+                 spec: job_pb2.JobSpec):
         self._proc = proc
         self._workdir = workdir
+        self._spec = spec
         self._tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_TAIL_LINES)
         self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"gatling-{proc.pid}-stderr")
+        self._events: collections.deque[engine_pb2.EngineEvent] = collections.deque()
+        self._hooked = False
+        self._console: ConsoleCounts | None = None  # set when the simulation runs without the hook
+        self._in_summary = False
+        self._report: bytes | None = None
         self.startup_s = 0.0
 
     @classmethod
-    async def spawn(cls, install: GatlingInstall, spec: job_pb2.JobSpec) -> GatlingProcess:
+    async def spawn(cls, install: GatlingInstall, spec: job_pb2.JobSpec,
+                    project: ProjectBuild | None = None) -> GatlingProcess:
         """Starts the JVM on `spec` (returns at once; then `wait_ready`)."""
-        workdir = tempfile.TemporaryDirectory(prefix=f"loadfleet-gatling-{spec.job_id}-")
+        workdir = tempfile.TemporaryDirectory(prefix=f"loadfleet-gatling-{spec.job_id.replace('/', '-')}-")
         job_file = Path(workdir.name) / "job.json"
         job_file.write_text(job_json(spec))
         try:
             proc = await asyncio.create_subprocess_exec(
-                *install.command(job_file, Path(workdir.name) / "results"), stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=STREAM_LIMIT_BYTES)
+                *install.command(spec, job_file, Path(workdir.name) / "results", project),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                limit=STREAM_LIMIT_BYTES)
         except OSError as exc:
             workdir.cleanup()
             raise EngineError(f"cannot start {install.java}: {exc.strerror}") from exc
-        return cls(proc, workdir)
+        return cls(proc, workdir, spec)
 
     async def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Waits until the simulation is loaded (JVM start-up is a phase before load, not
@@ -151,6 +215,13 @@ class GatlingProcess:
                               f"output: {self.stderr_tail()}")
         self.startup_s = time.monotonic() - started
 
+    def ready_message(self) -> str:
+        late_ms = int(time.time() * 1000) - self._spec.start_at_ms
+        late = f"; load starts {late_ms / 1000:.1f} s after the barrier" if late_ms > 0 else ""
+        console = ("; the simulation does not use loadfleet's hook: counts come from Gatling's console, "
+                   "latency is not measured") if self._console else ""
+        return f"Gatling ready (JVM start-up {self.startup_s:.1f} s{late}){console}"
+
     @property
     def pid(self) -> int:
         return self._proc.pid
@@ -163,27 +234,59 @@ class GatlingProcess:
         """Nothing to do: the JVM got its job at launch and starts load at the barrier."""
 
     async def stop(self) -> None:
-        """Graceful: in-flight requests finish, the partial interval is reported."""
+        """Graceful with the hook: in-flight requests finish, the partial interval is reported.
+        Without it the JVM ends at once and the console's last counts are the final interval."""
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._proc.stdin.write(b"stop\n")
             await self._proc.stdin.drain()
 
     async def next_event(self) -> engine_pb2.EngineEvent | None:
-        """The next event from the hook, or None when the JVM closed its stdout."""
-        while True:
+        """The next event (from the hook, or made from the console), or None at the end."""
+        while not self._events:
             try:
                 raw = await self._proc.stdout.readline()
             except ValueError as exc:  # a line longer than the stream limit
                 raise EngineError(f"Gatling {self.pid} printed an overlong line: {exc}") from exc
             if not raw:
-                return None
-            line = raw.decode(errors="replace").rstrip("\n")
-            event = parse_event_line(line)
-            if event is not None:
-                return event
-            if line.strip():
-                self._tail.append(line)
-                log.debug("gatling %d: %s", self.pid, line)
+                await self._end_of_console()
+                break
+            self._take(raw.decode(errors="replace").rstrip("\n"))
+        return self._events.popleft() if self._events else None
+
+    def _take(self, line: str) -> None:
+        event = parse_event_line(line)
+        if event is not None:
+            self._hooked = self._hooked or event.WhichOneof("event") == "ready"
+            self._events.append(event)
+            return
+        if self._console is not None:
+            self._events.extend(engine_pb2.EngineEvent(interval=r) for r in self._console.feed(line))
+        elif not self._hooked and SIMULATION_STARTED.match(line):
+            # Gatling started the simulation and its before() printed no `ready`: no hook.
+            spec = self._spec
+            self._console = ConsoleCounts(spec.targets[0].url if spec.targets else "", spec.start_at_ms,
+                                          spec.interval_ms)
+            self._events.append(engine_pb2.EngineEvent(ready=engine_pb2.EngineReady(version=NO_HOOK_VERSION)))
+        self._keep(line)
+
+    def _keep(self, line: str) -> None:
+        """Keeps a line for error messages, unless it belongs to a console summary block."""
+        if line.startswith("===="):
+            self._in_summary = not self._in_summary
+        elif line.strip() and not self._in_summary:
+            self._tail.append(line)
+            log.debug("gatling %d: %s", self.pid, line)
+
+    async def _end_of_console(self) -> None:
+        """Without the hook, the end of output ends the intervals; a clean exit finishes the job."""
+        console, self._console = self._console, None
+        if console is None:
+            return
+        self._events.extend(engine_pb2.EngineEvent(interval=r) for r in console.finish())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._proc.wait(), EXIT_GRACE_S)
+        if self._proc.returncode == 0:
+            self._events.append(engine_pb2.EngineEvent(finished=engine_pb2.EngineFinished()))
 
     def kill(self) -> None:
         if self._proc.returncode is None:
@@ -194,8 +297,14 @@ class GatlingProcess:
         code = await self._proc.wait()
         with contextlib.suppress(asyncio.CancelledError):
             await self._stderr_task
+        if self._spec.gatling.html_report and code == 0 and self._report is None:
+            self._report = await asyncio.to_thread(zip_report, Path(self._workdir.name) / "results")
         self._workdir.cleanup()
         return code
+
+    def artifacts(self) -> list[tuple[str, bytes]]:
+        """Files for the run directory once the JVM has ended: Gatling's HTML report, if asked for."""
+        return [(REPORT_ARTIFACT, self._report)] if self._report else []
 
     def stderr_tail(self) -> str:
         return " | ".join(self._tail)
@@ -206,3 +315,16 @@ class GatlingProcess:
             if text:
                 self._tail.append(text)
                 log.debug("gatling %d: %s", self.pid, text)
+
+
+def zip_report(results_dir: Path) -> bytes | None:
+    """Gatling's report directory (`<simulation>-<time>/index.html`, ...) zipped, without the
+    binary simulation.log; None when Gatling wrote no report."""
+    files = [p for p in sorted(results_dir.rglob("*")) if p.is_file() and p.name != REPORT_EXCLUDED]
+    if not any(p.name == "index.html" for p in files):
+        return None
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in files:
+            archive.write(path, path.relative_to(results_dir).as_posix())
+    return out.getvalue()

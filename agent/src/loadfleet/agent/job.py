@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import time
+import signal
 from collections.abc import Callable
 
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.stats import merge_reports
 
-from .drivers import Driver, is_gatling, launch_drivers
+from .artifacts import artifact_messages
+from .drivers import ArtifactSource, Driver, is_gatling, launch_drivers
 from .errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class JobRunner:
         self._report_state_raw(agent_pb2.JOB_STATE_READY, self._ready_message())
         await asyncio.gather(*(self._follow(i, e) for i, e in enumerate(self._engines)))
         self._flush_all()
+        self._send_artifacts()
         if self._killed:
             return self._report_state(Outcome.STOPPED, "stopped at once (lease expired or agent stopping)")
         if self._failures and len(self._failures) == len(self._engines):
@@ -106,9 +108,7 @@ class JobRunner:
 
     def _ready_message(self) -> str:
         if is_gatling(self.spec):
-            late_ms = int(time.time() * 1000) - self.spec.start_at_ms
-            late = f"; load starts {late_ms / 1000:.1f} s after the barrier" if late_ms > 0 else ""
-            return f"Gatling ready (JVM start-up {self._engines[0].startup_s:.1f} s{late})"
+            return self._engines[0].ready_message()
         return f"{len(self._engines)} engine(s) ready"
 
     async def _follow(self, index: int, engine: Driver) -> None:
@@ -128,11 +128,21 @@ class JobRunner:
             engine.kill()
         code = await engine.wait()
         if failure is None and not finished and not self._killed:
-            failure = f"exited with status {code}: {engine.stderr_tail()}"
+            how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+            failure = f"{how}: {engine.stderr_tail()}"
         if failure:
             self._failures.append(f"engine {engine.pid}: {failure}")
         self._live.discard(index)
         self._flush_complete()
+
+    def _send_artifacts(self) -> None:
+        """Files the drivers left for the run directory (Gatling's report), before the job's
+        end state, through the same outbox as measurements."""
+        for engine in self._engines:
+            if isinstance(engine, ArtifactSource):
+                for name, data in engine.artifacts():
+                    for message in artifact_messages(self.job_id, name, data):
+                        self._send(message)
 
     def _collect(self, index: int, report: stats_pb2.IntervalReport) -> None:
         self._pending.setdefault(report.interval_start_ms, {})[index] = report

@@ -22,6 +22,7 @@ from loadfleet.v1 import agent_pb2, agent_pb2_grpc
 
 from . import __version__
 from .health import HealthMonitor
+from .hoststats import HostFigures, MonitorConfig
 from .job import JobRunner
 from .lease import Lease
 from .outbox import Outbox
@@ -44,6 +45,8 @@ class AgentConfig:
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     labels: tuple[tuple[str, str], ...] = ()
     spool_dir: Path | None = None
+    # Monitor-only: no load; every heartbeat reports this host (a target, an NFS server).
+    monitor: MonitorConfig | None = None
 
 
 class Agent:
@@ -52,6 +55,7 @@ class Agent:
         self._outbox = Outbox(config.spool_dir)
         self._lease = Lease()
         self._health = HealthMonitor()
+        self._host = config.monitor.sampler() if config.monitor else None
         self._job: JobRunner | None = None
         self._job_task: asyncio.Task | None = None
         self._heartbeat_ms = DEFAULT_HEARTBEAT_MS
@@ -120,9 +124,15 @@ class Agent:
                 await asyncio.gather(*tasks, return_exceptions=True)
 
     def _hello(self) -> agent_pb2.Hello:
-        return agent_pb2.Hello(
+        hello = agent_pb2.Hello(
             agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
             version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels))
+        if monitor := self.config.monitor:
+            hello.capabilities[:] = ["monitor"]
+            hello.monitor.targets[:] = monitor.targets
+            hello.monitor.role = monitor.role
+            hello.monitor.processes[:] = [g.name for g in monitor.groups]
+        return hello
 
     async def _read(self, call) -> None:
         while (message := await call.read()) is not grpc.aio.EOF:
@@ -154,17 +164,21 @@ class Agent:
             lag_ms = max(0.0, (time.monotonic() - expected) * 1000)
             expected += period_s
             h = self._health.sample(self._job.pids if self._job else [], lag_ms)
-            self._outbox.put(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat(
+            beat = agent_pb2.Heartbeat(
                 sent_at_ms=int(time.time() * 1000),
                 health=agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
-                                        loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct))))
+                                        loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct))
+            if self._host is not None:
+                beat.host.CopyFrom(host_to_proto(self._host.sample()))
+            self._outbox.put(agent_pb2.AgentMessage(heartbeat=beat))
 
     def _start_job(self, assignment: agent_pb2.Assignment) -> None:
         spec = assignment.spec
-        if self._job is not None:
+        refusal = ("this agent only monitors its host" if self.config.monitor
+                   else f"agent is busy with job {self._job.job_id}" if self._job is not None else "")
+        if refusal:
             self._outbox.put(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
-                job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED,
-                message=f"agent is busy with job {self._job.job_id}")))
+                job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED, message=refusal)))
             return
         self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put)
         self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")
@@ -191,3 +205,12 @@ class Agent:
         if self._job_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._job_task
+
+
+def host_to_proto(h: HostFigures) -> agent_pb2.HostStats:
+    return agent_pb2.HostStats(
+        cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct, net_rx_bytes_per_s=h.net_rx_bytes_per_s,
+        net_tx_bytes_per_s=h.net_tx_bytes_per_s, tcp_established=h.tcp_established,
+        processes=[agent_pb2.ProcessStats(name=p.name, count=p.count, cpu_pct=p.cpu_pct, rss_mb=p.rss_mb)
+                   for p in h.processes],
+        counters=[agent_pb2.ServerCounter(name=name, value=value) for name, value in h.counters.items()])

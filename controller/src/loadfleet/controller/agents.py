@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .hosts import MonitorInfo
+
 DEFAULT_HEARTBEAT_MS = 1000
 DEFAULT_LEASE_MS = 3000
 LOST_AFTER_HEARTBEATS = 3
@@ -34,6 +36,8 @@ class AgentIdentity:
     version: str = ""
     capabilities: tuple[str, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
+    # Set for a monitor-only agent: it reports its host and never takes load.
+    monitor: MonitorInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -141,8 +145,8 @@ class AgentRegistry:
         return sorted(self._agents.values(), key=lambda r: r.agent_id)
 
     def idle(self, labels: Callable[[dict[str, str]], bool] = lambda labels: True) -> list[AgentRecord]:
-        return [r for r in self.all()
-                if r.state is AgentState.IDLE and labels(dict(r.identity.labels))]
+        return [r for r in self.all() if r.state is AgentState.IDLE and r.identity.monitor is None
+                and labels(dict(r.identity.labels))]
 
     async def wait_changed(self, timeout_s: float) -> None:
         """Returns when an agent joined or was lost, or after `timeout_s`."""

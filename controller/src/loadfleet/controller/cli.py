@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"controller to use (default ${CONTROLLER_ENV} or {DEFAULT_CONTROLLER})")
     where.add_argument("--local", type=int, metavar="N", help="start a controller and N agents here")
     p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="with --local: where run directories go")
+    p.add_argument("--monitor", action="append", default=[], metavar="PROCESS",
+                   help="with --local: also report this host's CPU, memory, network and the named server "
+                        "processes (e.g. nginx) in the results (repeatable)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
     _add_influx_options(p)
 
@@ -215,9 +218,13 @@ async def serve_controller(listen: str, controller: Controller) -> int:
 
 async def run_plan(args) -> int:
     plan = load_plan(args.plan)  # problems are reported before anything starts
+    if args.monitor and args.local is None:
+        raise UsageError("--monitor goes with --local; on other hosts start `loadfleet-agent --monitor` "
+                         "next to the servers")
     if args.local is not None:
         controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args))
-        async with local_cluster(args.local, controller) as address:
+        async with local_cluster(args.local, controller, monitor=tuple(args.monitor),
+                                 targets=tuple(t.url for t in plan.targets)) as address:
             return await _run_on(address, plan.to_yaml(), args.json)
     return await _run_on(args.controller, plan.to_yaml(), args.json)
 
@@ -255,6 +262,8 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
         print(console.summary_table(summary))
         if len(doc.get("steps", [])) > 1:
             print(console.steps_table(doc))
+        if doc.get("hosts"):
+            print(console.hosts_table(doc))
     if summary.state in _FAILED_STATES:
         return EXIT_RUN_FAILED
     return EXIT_STOPPED_BY_CONDITION if doc.get("stop") else EXIT_OK

@@ -1,6 +1,7 @@
 """What a person sees: one progress line per interval, events, and the summary table."""
 from __future__ import annotations
 
+import json
 import time
 
 from loadfleet.v1 import run_pb2
@@ -36,6 +37,32 @@ def summary_table(s: run_pb2.RunSummary) -> str:
         if len(group) > 1 or title == "agents":
             lines.append(title)
             lines.extend(_row("  " + t.name, t, name_width) for t in group)
+    if s.summary_json and json.loads(s.summary_json)["total"]["figures"].get("latency_missing"):
+        lines.append(LATENCY_NOT_MEASURED)
+    return "\n".join(lines)
+
+
+LATENCY_NOT_MEASURED = ("latency not measured for some requests: a Gatling simulation without loadfleet's hook "
+                        "reports counts only (docs/gatling.md); latency columns cover the other requests")
+
+
+def hosts_table(doc: dict) -> str:
+    """The monitored hosts over the run's load, from summary.json's document."""
+    hosts = doc["hosts"]
+    width = max(len("host"), *(len(h["host"]) for h in hosts))
+    lines = [f"{'host':<{width}}  {'CPU %':>6}  {'max %':>6}  {'server %':>8}  {'mem %':>6}  "
+             f"{'rx MB/s':>8}  {'tx MB/s':>8}  {'conns':>6}  serves"]
+    for h in hosts:
+        lines.append(f"{h['host']:<{width}}  {h['cpu_pct']:>6.1f}  {h['max_cpu_pct']:>6.1f}  "
+                     f"{h['process_cpu_pct']:>8.1f}  {h['mem_used_pct']:>6.1f}  {h['net_rx_mb_per_s']:>8.2f}  "
+                     f"{h['net_tx_mb_per_s']:>8.2f}  {h['tcp_established']:>6.0f}  "
+                     f"{' '.join(h['targets']) or h['role']}")
+    for h in hosts:
+        # Only the counters that moved: a balancer has dozens, most of them zero in a lab.
+        rates = {name: rate for name, rate in h.get("counter_rates", {}).items() if rate}
+        if rates:
+            lines.append(f"{h['host']}: server counters per second")
+            lines.extend(f"  {name:<{max(map(len, rates))}}  {rate:>12,.1f}" for name, rate in rates.items())
     return "\n".join(lines)
 
 
@@ -61,7 +88,8 @@ def steps_table(doc: dict) -> str:
         values = (st["servers"], f"{st['offered']:g}", f"{st['achieved_rps']:.1f}", f"{st['ok_rps']:.1f}",
                   f"{st['bytes_per_s'] / 1e6:.2f}", f"{st['error_pct']:.2f}", f"{st['mean_ms']:.2f}",
                   f"{st['p99_ms']:.2f}", f"{st['concurrent_conns']:.0f}")
-        flag = "  generator-bound" if st["generator_bound"] else ""
+        flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
+        flag += "  generator-bound" if st["generator_bound"] else ""
         lines.append(f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS))
                      + flag)
     for lv in doc.get("levels", []):
@@ -92,8 +120,9 @@ def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
     for a in agents:
         state = run_pb2.AgentState.Name(a.state).removeprefix("AGENT_STATE_").lower()
         labels = ",".join(f"{k}={v}" for k, v in sorted(a.labels.items()))
+        watches = f"  monitors {a.monitors}" if a.monitors else ""
         lines.append(f"{a.agent_id:<24} {state:<6} {a.hostname:<16} {a.cores:>5} "
-                     f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f}  {labels}")
+                     f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f}  {labels}{watches}")
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, Health
 from .errors import RunNotFound
+from .hosts import HostSample
 from .jobs import JobReport, JobState, run_id_of
 from .plan import Plan, parse_plan
 from .run import Run
@@ -105,10 +106,15 @@ class Controller:
         if run:
             run.on_report(report)
 
-    def on_heartbeat(self, agent_id: str, health: Health) -> None:
+    def on_heartbeat(self, agent_id: str, health: Health, host: HostSample | None = None) -> None:
         self.registry.seen(agent_id, health)
+        record = self.registry.get(agent_id)
+        monitor = record.identity.monitor if record else None
         for run in self._runs.values():
-            run.on_health(agent_id, health)
+            if monitor and host:
+                run.on_host(agent_id, monitor, host)
+            else:
+                run.on_health(agent_id, health)
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         run = self._runs.get(run_id_of(job_id))

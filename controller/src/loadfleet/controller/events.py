@@ -18,6 +18,8 @@ class EventKind(enum.Enum):
     KNEE = "knee"
     STOP_CONDITION = "stop_condition"
     GENERATOR_BOUND = "generator_bound"
+    TARGET_DOWN = "target_down"  # every request to a target failed without an answer (targethealth.py)
+    TARGET_UP = "target_up"
 
 
 @dataclass(frozen=True)

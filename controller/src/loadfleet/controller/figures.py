@@ -42,6 +42,9 @@ class Figures:
     mb_per_s: float
     bytes_in: int
     latency: Latency
+    # Some requests were counted without a latency (a Gatling simulation without the hook):
+    # `latency` covers only the others.
+    latency_missing: bool = False
 
 
 def latency_of(row: StatsRow) -> Latency:
@@ -105,6 +108,7 @@ def figures_of(row: StatsRow, seconds: float) -> Figures:
         mb_per_s=row.bytes_in / 1e6 / seconds,
         bytes_in=row.bytes_in,
         latency=latency_of(row),
+        latency_missing=row.latency_missing,
     )
 
 

@@ -36,8 +36,10 @@ def agent_program() -> str:
 
 
 @contextlib.asynccontextmanager
-async def local_cluster(n_agents: int, controller: Controller) -> AsyncIterator[str]:
-    """Serves `controller` on loopback and starts the agents; yields the controller address."""
+async def local_cluster(n_agents: int, controller: Controller, *, monitor: tuple[str, ...] = (),
+                        targets: tuple[str, ...] = ()) -> AsyncIterator[str]:
+    """Serves `controller` on loopback and starts the agents; yields the controller address.
+    With `monitor` (process names), one more agent reports this host as serving `targets`."""
     if n_agents < 1:
         raise UsageError("--local needs at least 1 agent")
     program = agent_program()
@@ -54,7 +56,13 @@ async def local_cluster(n_agents: int, controller: Controller) -> AsyncIterator[
                  "--cores", str(cores), "--log-level", "warning",
                  "--spool-dir", str(spool_root / f"local-{i + 1}")],
                 stdin=subprocess.DEVNULL, start_new_session=True))
-        await _wait_for_agents(server.controller, agents, n_agents)
+        if monitor:
+            agents.append(subprocess.Popen(
+                [program, "--controller", server.address, "--id", "local-host", "--log-level", "warning",
+                 "--spool-dir", str(spool_root / "local-host"), "--monitor", "--interfaces", "lo",
+                 *(f"--target={url}" for url in targets), *(f"--process={name}" for name in monitor)],
+                stdin=subprocess.DEVNULL, start_new_session=True))
+        await _wait_for_agents(server.controller, agents, len(agents))
         yield server.address
     finally:
         await asyncio.to_thread(_stop_agents, agents)

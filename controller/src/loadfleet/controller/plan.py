@@ -87,6 +87,16 @@ class InfluxTarget:
 
 
 @dataclass(frozen=True)
+class GatlingOptions:
+    """The gatling driver's options: a user's Maven project and simulation class (else the
+    plan's workload runs on loadfleet's JobSimulation), and whether to collect Gatling's report."""
+
+    project: str = ""
+    simulation: str = ""
+    html_report: bool = False
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     duration_s: float
@@ -108,6 +118,7 @@ class Plan:
     sweep: Sweep | None = None
     stop: StopConditions | None = None
     driver: str = DEFAULT_DRIVER
+    gatling: GatlingOptions | None = None
 
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
@@ -141,6 +152,10 @@ class Plan:
             doc["stop"] = self.stop.to_doc()
         if self.driver != DEFAULT_DRIVER:
             doc["driver"] = self.driver
+        if self.gatling:
+            doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
+            if self.gatling.project:  # the simulation is the workload
+                del doc["workload"]
         return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -194,7 +209,7 @@ def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "
     problems, requests = _meaning_problems(doc, base_dir)
     if problems:
         raise PlanError(problems)
-    return _build(doc, requests, default_name)
+    return _build(doc, requests, default_name, base_dir)
 
 
 def _schema_problems(doc: dict) -> list[Problem]:
@@ -219,14 +234,14 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
     if not any(t.get("weight", 1) > 0 for t in doc["targets"]):
         problems.append(Problem("targets", "at least one target needs a weight above 0"))
 
-    workload = doc["workload"]
+    workload = doc.get("workload", {})  # absent only when a Gatling project defines it
     requests = [_request(r) for r in workload.get("requests", [])]
     if "manifest" in workload:
         try:
             requests += read_manifest(_resolve(workload["manifest"], base_dir))
         except ValueError as exc:
             problems.append(Problem("workload.manifest", str(exc)))
-    elif "requests" not in workload:
+    elif "requests" not in workload and "workload" in doc:
         problems.append(Problem("workload", "give 'requests' or a 'manifest'"))
     if requests and not any(r.weight > 0 for r in requests):
         problems.append(Problem("workload", "at least one request needs a weight above 0"))
@@ -234,6 +249,7 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
     problems += _load_problems(doc["load"], sweeping="sweep" in doc)
     problems += _sweep_problems(doc)
     problems += _driver_problems(doc)
+    problems += _gatling_problems(doc, base_dir)
     session = workload.get("session")
     if session:
         names = {r.name for r in requests}
@@ -287,6 +303,29 @@ def _driver_problems(doc: dict) -> list[Problem]:
                    ("sweep", "sweep" in doc, "sweeps (each step would start a JVM)")]
     return [Problem(path, f"the gatling driver does not run {what}; use driver: engine")
             for path, present, what in unsupported if present]
+
+
+def _gatling_problems(doc: dict, base_dir: Path | None) -> list[Problem]:
+    """The gatling block: for the gatling driver; a project and its simulation go together and
+    replace the workload. The project is checked only where the plan file is read (base_dir):
+    a controller elsewhere cannot see it, agents check it on their host."""
+    block = doc.get("gatling")
+    if block is None:
+        return []
+    if doc.get("driver", DEFAULT_DRIVER) != "gatling":
+        return [Problem("gatling", "gatling options need driver: gatling")]
+    problems = []
+    if "project" in block and "simulation" not in block:
+        problems.append(Problem("gatling.simulation", "give the simulation class to run from the project"))
+    if "simulation" in block and "project" not in block:
+        problems.append(Problem("gatling.project", "give the Gatling Maven project the simulation is in"))
+    if "project" in block:
+        if "workload" in doc:
+            problems.append(Problem("workload", "the Gatling project's simulation defines the workload; leave it out"))
+        project = _resolve(block["project"], base_dir)
+        if base_dir is not None and not (project / "pom.xml").is_file():
+            problems.append(Problem("gatling.project", f"{project} is not a Maven project (no pom.xml)"))
+    return problems
 
 
 def _sweep_problems(doc: dict) -> list[Problem]:
@@ -384,7 +423,7 @@ def read_manifest(path: Path) -> list[Request]:
     return requests
 
 
-def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
+def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path | None = None) -> Plan:
     load = doc["load"]
     timeouts = doc.get("timeouts", {})
     agents = doc.get("agents", {})
@@ -396,10 +435,10 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
         interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
         targets=tuple(Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1)) for t in doc["targets"]),
         requests=tuple(requests),
-        keep_alive=doc["workload"].get("keep_alive", True),
-        tls_verify=doc["workload"].get("tls_verify", False),
+        keep_alive=doc.get("workload", {}).get("keep_alive", True),
+        tls_verify=doc.get("workload", {}).get("tls_verify", False),
         load=Load.from_doc(load),
-        session=_session(doc["workload"].get("session")),
+        session=_session(doc.get("workload", {}).get("session")),
         max_requests=doc.get("budget", {}).get("requests", 0),
         connect_timeout_ms=timeouts.get("connect_ms", DEFAULT_CONNECT_TIMEOUT_MS),
         request_timeout_ms=timeouts.get("request_ms", DEFAULT_REQUEST_TIMEOUT_MS),
@@ -413,4 +452,16 @@ def _build(doc: dict, requests: list[Request], default_name: str) -> Plan:
         sweep=sweep,
         stop=StopConditions.from_doc(doc.get("stop")),
         driver=doc.get("driver", DEFAULT_DRIVER),
+        gatling=_gatling(doc.get("gatling"), base_dir),
     )
+
+
+def _gatling(doc: dict | None, base_dir: Path | None) -> GatlingOptions | None:
+    if doc is None:
+        return None
+    project = ""
+    if "project" in doc:  # absolute where the plan file is read, so agents find it from anywhere
+        path = _resolve(doc["project"], base_dir)
+        project = str(path.absolute() if base_dir is not None else path)
+    return GatlingOptions(project=project, simulation=doc.get("simulation", ""),
+                          html_report=doc.get("html_report", False))

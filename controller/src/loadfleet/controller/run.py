@@ -27,16 +27,20 @@ from .aggregate import RunAggregator
 from .errors import NotEnoughAgents
 from .events import Event, EventKind
 from .figures import Figures, figures_of
+from .drift import Drift
 from .genbound import Saturation, saturation, verdict
+from .hosts import HostRecorder, HostSample, MonitorInfo
 from .jobs import JobAssignment, JobReport, JobState, job_id_for
 from .knee import Knee, LevelPoint, find_knee
 from .plan import Plan
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
-from .sinks.points import agent_point, event_point, http_points, step_point
+from .sinks.points import (agent_point, drift_point, event_point, host_points, http_points, step_host_points,
+                           step_point)
 from .steps import SINGLE_STEP, StepResult, StepSpec, level_summaries, measure, measured_intervals
 from .stops import StopReason, StopWatch
+from .targethealth import TargetHealth
 from .summary import RunSummary, summarize
 
 log = logging.getLogger(__name__)
@@ -109,6 +113,7 @@ class Run:
         self._grace_ms = grace_ms
         self._clock_ms = clock_ms
         self._events: list[Event] = []
+        self._event_times: set[tuple[EventKind, int]] = set()
         self._watchers: set[asyncio.Queue] = set()
         self._aggregator = RunAggregator([])
         self._specs = steps.expand(plan)
@@ -121,7 +126,10 @@ class Run:
         self._windows: list[tuple[int, int]] = []  # each step's load, [start, end) ms
         self._results: list[StepResult] = []
         self._saturations: list[Saturation] = []
+        self._hosts = HostRecorder(period_ms=registry.heartbeat_ms)
+        self._drift = Drift(plan.interval_ms)
         self._stopwatch = StopWatch(plan.stop, plan.interval_ms)
+        self._target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms)
         self._stop_reason: StopReason | None = None
         self._knees: dict[int, Knee] = {}  # servers -> the knee found for them
         self._skipped: list[str] = []
@@ -201,6 +209,13 @@ class Run:
         self._to_sinks([agent_point(run_id=self.run_id, agent_id=agent_id, health=health, at_ms=at_ms,
                                     saturated=sample is not None)])
 
+    def on_host(self, agent_id: str, monitor: MonitorInfo, sample: HostSample) -> None:
+        """A monitor-only agent's heartbeat: its host's figures, kept while load runs."""
+        if self.state is not RunState.RUNNING:
+            return
+        self._hosts.add(agent_id, monitor, sample)
+        self._to_sinks(host_points(run_id=self.run_id, host=agent_id, monitor=monitor, sample=sample))
+
     def on_agent_lost(self, agent_id: str, reason: str) -> None:
         if agent_id not in self.agent_ids or agent_id in self._lost or self.state.ended:
             return
@@ -267,6 +282,7 @@ class Run:
         self._job_steps[step.job_id] = spec
         self._aggregator.expect(s.agent_id for s in shares)
         self._stopwatch.reset()
+        self._target_health.step_started(spec.name, plan.load.describe())
         self._step = step
         for share in shares:
             assignment = JobAssignment(job_id=step.job_id, plan=plan, engines=share.engines, start_at_ms=load_start)
@@ -307,6 +323,8 @@ class Run:
                          load_end_ms=step.load_end_ms, interval_ms=self.plan.interval_ms)
         demand = result.offered / result.achieved_rps if self.plan.load.model == "open" and result.achieved_rps else 0.0
         found = verdict(self._saturations, starts, self.plan.interval_ms, len(step.assigned), demand)
+        if starts:
+            result = replace(result, hosts=self._hosts.loads(starts[0], starts[-1] + self.plan.interval_ms))
         if found.bound:
             result = replace(result, generator_bound=True, generator_bound_intervals=found.intervals,
                              generator_advice=found.describe(step.spec.name, len(starts)))
@@ -320,6 +338,9 @@ class Run:
             run_id=self.run_id, step=result.name, servers=result.servers, offered=result.offered,
             start_ms=result.start_ms or step.load_start_ms, total=result.figures(),
             bytes_per_s=result.bytes_per_s, generator_bound=result.generator_bound)])
+        self._to_sinks(step_host_points(run_id=self.run_id, step=result.name, servers=result.servers,
+                                        offered=result.offered, start_ms=result.start_ms or step.load_start_ms,
+                                        hosts=result.hosts))
         if sweep and (step.spec.repetition == sweep.repeat or step.stopped):
             self._look_for_knee(step.spec.servers)
 
@@ -376,11 +397,17 @@ class Run:
             skipped_steps=tuple(self._skipped),
             scalability=tuple(server_scaling(levels)) if self.plan.sweep and self.plan.sweep.servers else (),
             usl=usl_of(levels, self.plan.load.model) if levels else None, stop=self._stop_reason,
+            target_outages=self._target_health.outages(),
+            hosts=self._hosts.loads(self._windows[0][0], self._windows[-1][1]) if self._windows else (),
         )
         if self._windows:
             rundir.write_atomic(self.run_dir / "steps.csv",
                                 steps.steps_csv(self._results, [t.url for t in self.plan.targets]))
             rundir.write_results(self.run_dir, self.summary, self._aggregator, self.plan.interval_ms)
+        if self._hosts.samples:
+            rundir.write_atomic(self.run_dir / "hosts.csv", self._hosts.csv())
+        if self._hosts.has_counters():
+            rundir.write_atomic(self.run_dir / "host_counters.csv", self._hosts.counters_csv())
         for queue in self._watchers:
             queue.put_nowait(self.summary)
             queue.put_nowait(None)
@@ -432,6 +459,11 @@ class Run:
             self._to_sinks(http_points(run_id=self.run_id, step=self._interval_steps.get(start, SINGLE_STEP),
                                        scope="cluster", agent="", interval_start_ms=start,
                                        interval_ms=self.plan.interval_ms, rows=self._aggregator.rows_in(start)))
+            drift = None if revised else self._drift.observe(start, total)
+            if drift:
+                self._to_sinks([drift_point(run_id=self.run_id, drift=drift)])
+        for event in self._target_health.observe(start, self._aggregator.rows_in(start)):
+            self._emit(event)
         if not revised:
             self._check_stop(start, total)
 
@@ -452,6 +484,11 @@ class Run:
             sink.add(points)
 
     def _emit(self, event: Event) -> None:
+        # InfluxDB keeps one `event` point per (run, kind, time): two agents lost or two targets
+        # down in the same millisecond would be one. Later ones move on by a millisecond.
+        while (event.kind, event.at_ms) in self._event_times:
+            event = replace(event, at_ms=event.at_ms + 1)
+        self._event_times.add((event.kind, event.at_ms))
         log.info("%s", event.text)
         self._events.append(event)
         for queue in self._watchers:

@@ -6,7 +6,8 @@ intervals.csv has one row per interval per scope: `cluster` rows merge all agent
 a `*`,`*` row for the whole interval. latency.hlog holds the same intervals' latency
 histograms (microseconds) in the standard HdrHistogram log format, tagged `cluster` or
 `agent:<id>`, so that any percentile can be recomputed or merged later. Files are written to a temporary name and
-renamed, so a reader never sees half a file.
+renamed, so a reader never sees half a file. `gatling/<agent>/` holds each agent's Gatling HTML
+report when the plan asks for it (`store_artifact_chunk`).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import io
 import json
 import logging
 import os
+import zipfile
 from pathlib import Path
 
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, encode_histogram, error_kind_name, merge_rows
@@ -24,6 +26,7 @@ from .aggregate import TOTAL, RunAggregator
 from .errors import LoadfleetError
 from .figures import PERCENTILES, figures_of
 from .report import REPORT_FILE, write_report
+from .report.rundata import GATLING_DIR
 from .summary import RunSummary
 
 log = logging.getLogger(__name__)
@@ -48,6 +51,54 @@ def write_atomic(path: Path, text: str) -> None:
 def write_plan(run_dir: Path, plan_yaml: str) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(run_dir / "plan.yaml", plan_yaml)
+
+
+# An agent's artifact larger than this, packed or unpacked, is refused (a report is a few MB).
+MAX_ARTIFACT_BYTES = 512 * 2**20
+
+
+def store_artifact_chunk(run_dir: Path, agent_id: str, name: str, data: bytes, *, last: bool) -> Path | None:
+    """Appends one chunk of an agent's file (agent.proto's Artifact); after the last one, a
+    zip is unpacked into GATLING_DIR/<agent_id>/ and the directory returned. Names from agents
+    must be plain names and members must stay inside that directory (no path traversal).
+    Raises ValueError when they do not, or the file is not a zip or too large."""
+    for what, value in (("agent id", agent_id), ("artifact name", name)):
+        if not value or value.startswith(".") or "/" in value or "\\" in value:
+            raise ValueError(f"{what} {value!r} is not a plain file name")
+    dest = run_dir / GATLING_DIR / agent_id
+    dest.mkdir(parents=True, exist_ok=True)
+    part = dest / f".{name}.part"
+    if part.exists() and part.stat().st_size + len(data) > MAX_ARTIFACT_BYTES:
+        part.unlink()
+        raise ValueError(f"{name} from {agent_id} is larger than {MAX_ARTIFACT_BYTES} bytes")
+    with part.open("ab") as f:
+        f.write(data)
+    if not last:
+        return None
+    try:
+        _unzip_inside(part, dest)
+    finally:
+        part.unlink(missing_ok=True)
+    return dest
+
+
+def _unzip_inside(archive: Path, dest: Path) -> None:
+    root = dest.resolve()
+    try:
+        with zipfile.ZipFile(archive) as z:
+            members = [m for m in z.infolist() if not m.is_dir()]
+            if sum(m.file_size for m in members) > MAX_ARTIFACT_BYTES:
+                raise ValueError(f"{archive.name} unpacks to more than {MAX_ARTIFACT_BYTES} bytes")
+            targets = [(m, (root / m.filename).resolve()) for m in members]
+            outside = [m.filename for m, target in targets if not target.is_relative_to(root)]
+            if outside:  # checked before anything is written
+                raise ValueError(f"{archive.name}: {outside[0]!r} points outside {dest}")
+            for member, target in targets:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(member) as src, target.open("wb") as out:
+                    out.write(src.read())
+    except zipfile.BadZipFile as exc:
+        raise ValueError(f"{archive.name} is not a zip file: {exc}") from exc
 
 
 def write_results(run_dir: Path, summary: RunSummary, aggregator: RunAggregator, interval_ms: int) -> None:

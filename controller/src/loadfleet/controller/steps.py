@@ -20,6 +20,7 @@ from loadfleet.wire.stats import StatsRow, merge_rows
 from .aggregate import TOTAL, RunAggregator
 from .figures import Figures, Latency, figures_of
 from .genbound import NOT_BOUND, GeneratorVerdict
+from .hosts import HostLoad
 from .load import Load
 
 if TYPE_CHECKING:
@@ -139,6 +140,8 @@ class StepResult:
     generator_bound: bool = False
     generator_bound_intervals: int = 0
     generator_advice: str = ""
+    # Monitored hosts (monitor-only agents) over the measured window.
+    hosts: tuple[HostLoad, ...] = ()
 
     @property
     def rps_per_server(self) -> float:
@@ -149,7 +152,10 @@ class StepResult:
         return (f"step {self.name}{state}: offered {self.offered:g}, {self.achieved_rps:.1f} req/s "
                 f"({self.ok_rps:.1f} ok/s), {self.bytes_per_s / 1e6:.2f} MB/s, mean {self.mean_ms:.2f} ms, "
                 f"p99 {self.p99_ms:.2f} ms, {self.error_pct:.2f} % errors, {self.new_conns_per_s:.1f} new conns/s, "
-                f"{self.concurrent_conns:.0f} conns" + (", GENERATOR-BOUND" if self.generator_bound else ""))
+                f"{self.concurrent_conns:.0f} conns" + "".join(
+                    f", {h.host} CPU {h.cpu_pct:.0f} %" + (f" (server {h.process_cpu_pct:.0f} % of a core)"
+                                                           if h.process_cpu_pct else "") for h in self.hosts)
+                + (", GENERATOR-BOUND" if self.generator_bound else ""))
 
     def figures(self) -> Figures:
         """The step's figures in the shape of a run's (for step points)."""
@@ -245,16 +251,21 @@ STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offere
 
 def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
     """One row per step; then one `rps <url>` column per target of the plan (empty when the
-    step did not use it)."""
+    step did not use it), and `cpu_pct <host>` and `server_cpu_pct <host>` per monitored host."""
+    hosts = sorted({h.host for r in results for h in r.hosts})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*STEP_COLUMNS, *(f"rps {url}" for url in target_urls)])
+    writer.writerow([*STEP_COLUMNS, *(f"rps {url}" for url in target_urls),
+                     *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct"))])
     for r in results:
         doc = asdict(r)
         doc["step"] = r.name
         doc["rps_per_server"] = r.rps_per_server
         row = [_cell(doc[c]) for c in STEP_COLUMNS]
         row += [_cell(r.per_server_rps[u]) if u in r.per_server_rps else "" for u in target_urls]
+        loads = {h.host: h for h in r.hosts}
+        row += [_cell(getattr(loads[host], field)) if host in loads else ""
+                for host in hosts for field in ("cpu_pct", "process_cpu_pct")]
         writer.writerow(row)
     return out.getvalue()
 

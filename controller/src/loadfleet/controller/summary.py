@@ -8,10 +8,12 @@ from loadfleet.wire.stats import StatsRow
 from .aggregate import TOTAL, RunAggregator
 from .events import Event
 from .figures import Figures, errors_by_name, figures_of
+from .hosts import HostLoad
 from .knee import Knee
 from .scaling import ServerScaling, UslResult
 from .steps import LevelSummary, StepResult
 from .stops import StopReason
+from .targethealth import Outage
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,10 @@ class RunSummary:
     scalability: tuple[ServerScaling, ...] = ()
     usl: UslResult | None = None
     stop: StopReason | None = None
+    # Monitored hosts over all the run's load (per step: steps[i].hosts).
+    hosts: tuple[HostLoad, ...] = ()
+    # Spans during which a target answered nothing (targethealth.py).
+    target_outages: tuple[Outage, ...] = ()
 
     def to_json(self) -> dict:
         doc = asdict(self)

@@ -74,6 +74,8 @@ class StatsRow:
     sent_late: int = 0
     max_send_lag_us: int = 0
     not_sent: int = 0
+    # Some of these requests were counted without a latency (see IntervalStats.latency_missing).
+    latency_missing: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -110,6 +112,7 @@ class StatsRow:
         self.sent_late += other.sent_late
         self.max_send_lag_us = max(self.max_send_lag_us, other.max_send_lag_us)
         self.not_sent += other.not_sent
+        self.latency_missing = self.latency_missing or other.latency_missing
 
     @classmethod
     def from_proto(cls, pb: stats_pb2.IntervalStats) -> StatsRow:
@@ -129,6 +132,7 @@ class StatsRow:
             sent_late=pb.sent_late,
             max_send_lag_us=pb.max_send_lag_us,
             not_sent=pb.not_sent,
+            latency_missing=pb.latency_missing,
         )
 
     def to_proto(self) -> stats_pb2.IntervalStats:
@@ -149,6 +153,7 @@ class StatsRow:
             sent_late=self.sent_late,
             max_send_lag_us=self.max_send_lag_us,
             not_sent=self.not_sent,
+            latency_missing=self.latency_missing,
         )
 
 

@@ -83,10 +83,6 @@ DirectoryIndex index.html
                                what=f"apache {self.name}", error_tail=self.error_tail, log=self.dir / "stderr.log")
         self.pid = proc.pid
 
-    def access_log_lines(self) -> int:
-        with self.access_log.open("rb") as f:
-            return sum(1 for _ in f)
-
     def error_tail(self) -> str:
         tail = log_tail(self.error_log)
         return tail if tail != "(log empty)" else log_tail(self.dir / "stderr.log")

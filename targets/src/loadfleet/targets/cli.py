@@ -19,7 +19,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadfleet-lab",
-        description="Start and stop local web clusters (real nginx, Apache, PHP-FPM, HAProxy and Varnish "
+        description="Start and stop local web clusters (real nginx, Apache, Tomcat, Yaws, PHP-FPM, MariaDB, HAProxy and Varnish "
                     "on loopback addresses) serving a generated workload, for loadfleet demos and tests.",
         epilog="example: loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/lab && "
                "loadfleet-lab down --state-dir build/lab")
@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{'up' if e['alive'] else 'DOWN'}")
             if not entries:
                 print("no lab in this state directory")
+            for stats in lab.nfs_client_stats().values():
+                print(f"  nfs client {stats.client}: {stats.read_ops} reads ({stats.read_bytes} bytes), "
+                      f"{stats.write_ops} writes ({stats.write_bytes} bytes), {stats.errors} errors")
         return EXIT_OK
     except SpecError as exc:
         for problem in exc.problems:

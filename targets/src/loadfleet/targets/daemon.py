@@ -51,6 +51,7 @@ class LoopbackServer:
     state directory (config, logs, pid file), and the PID it runs under."""
 
     kind = ""
+    scheme = "http"  # https for a server with a TLS listener
 
     def __init__(self, host: str, port: int, state_dir: Path, name: str):
         check_loopback(host)
@@ -60,7 +61,7 @@ class LoopbackServer:
 
     @property
     def url(self) -> str:
-        return http_url(self.host, self.port)
+        return http_url(self.host, self.port, self.scheme)
 
     @property
     def pids(self) -> list[int]:
@@ -72,9 +73,14 @@ class LoopbackServer:
             stop_pid(self.pid)
             self.pid = None
 
+    def access_log_lines(self) -> int:
+        """Requests the server logged, for kinds with an `access_log` (one line per request)."""
+        with self.access_log.open("rb") as f:
+            return sum(1 for _ in f)
 
-def http_url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+def http_url(host: str, port: int, scheme: str = "http") -> str:
+    return f"{scheme}://{host_port(host, port)}"
 
 
 def host_port(host: str, port: int) -> str:

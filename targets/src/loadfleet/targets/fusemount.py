@@ -225,7 +225,12 @@ class OpenFiles:
 
 
 def serve(url: str, mountpoint: Path, *, attr_timeout_s: float, cache: bool) -> int:
-    """Mounts and serves until SIGTERM/SIGINT (libfuse then unmounts). Returns an exit code."""
+    """Mounts and serves until SIGTERM/SIGINT (libfuse then unmounts). Returns an exit code.
+
+    As root the mount is `allow_other`: Apache's children run as www-data and must read it
+    (root needs no `user_allow_other` in /etc/fuse.conf). Otherwise every lab server runs as
+    the mounting user, which a FUSE mount always lets in; asking for allow_other there would
+    fail without that fuse.conf line."""
     mfusepy, nfs_rs, fs_class = _filesystem_class()
     root_url, export = split_export_url(url)
     try:
@@ -237,8 +242,8 @@ def serve(url: str, mountpoint: Path, *, attr_timeout_s: float, cache: bool) -> 
         return 1
     filesystem = fs_class(client, export, attr_timeout_s=attr_timeout_s, cache=cache)
     try:
-        mfusepy.FUSE(filesystem, str(mountpoint), foreground=True, ro=True, allow_other=True, fsname=FSNAME,
-                     subtype="nfs")
+        mfusepy.FUSE(filesystem, str(mountpoint), foreground=True, ro=True, allow_other=os.geteuid() == 0,
+                     fsname=FSNAME, subtype="nfs")
     except RuntimeError as exc:
         # libfuse >= 3.16 reports the end of its loop by SIGTERM as an error (8): normal after a mount.
         if not filesystem.mounted:

@@ -2,14 +2,14 @@
 own config and a stats socket under the state directory.
 
 `backend_requests()` reads per-backend request counts from the stats socket (`show stat`,
-CSV), so a test can compare them with the backends' access logs.
+CSV), so a test can compare them with the backends' access logs. The reading and parsing are
+the monitor agent's (loadfleet.agent.servercounters), so the lab counts as a run does.
 """
 from __future__ import annotations
 
-import csv
-import io
-import socket
 from pathlib import Path
+
+from loadfleet.agent.servercounters import CounterError, haproxy_counters, haproxy_show_stat
 
 from .daemon import LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening
 
@@ -74,16 +74,9 @@ backend {BACKEND_GROUP}
     def stats_csv(self) -> str:
         """The `show stat` CSV from the stats socket (its header line starts with '# ')."""
         try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(STATS_TIMEOUT_S)
-                s.connect(str(self.stats_socket))
-                s.sendall(b"show stat\n")
-                chunks = []
-                while chunk := s.recv(65536):
-                    chunks.append(chunk)
-        except OSError as exc:
-            raise LabError(f"haproxy {self.name}: cannot read stats from {self.stats_socket}: {exc}") from exc
-        return b"".join(chunks).decode()
+            return haproxy_show_stat(self.stats_socket, STATS_TIMEOUT_S)
+        except CounterError as exc:
+            raise LabError(f"haproxy {self.name}: {exc}") from exc
 
     def backend_requests(self) -> dict[str, int]:
         """HTTP requests sent to each backend server, by name (from `show stat`)."""
@@ -94,10 +87,11 @@ backend {BACKEND_GROUP}
 
 
 def parse_backend_requests(stats_csv: str, group: str = BACKEND_GROUP) -> dict[str, int]:
-    rows = csv.DictReader(io.StringIO(stats_csv.removeprefix("# ")))
-    counts = {}
-    for row in rows:
-        if row.get("pxname") == group and row.get("svname") not in ("FRONTEND", "BACKEND"):
-            # req_tot counts HTTP requests per server; lbtot (times chosen) if a version lacks it.
-            counts[row["svname"]] = int(row.get("req_tot") or row.get("lbtot") or 0)
-    return counts
+    try:
+        counters = haproxy_counters(stats_csv)
+    except CounterError as exc:
+        raise LabError(str(exc)) from exc
+    prefix, suffix = f"haproxy.{group}.", ".req_tot"
+    servers = {name.removeprefix(prefix).removesuffix(suffix): int(value) for name, value in counters.items()
+               if name.startswith(prefix) and name.endswith(suffix)}
+    return {server: n for server, n in servers.items() if server not in ("FRONTEND", "BACKEND")}

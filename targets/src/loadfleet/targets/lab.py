@@ -23,11 +23,15 @@ from .apache import ApacheServer
 from .daemon import LabError, Upstream, pid_alive, stop_pid
 from .fusemount import NGINX_OPEN_FILE_CACHE, FuseMount
 from .haproxy import HaproxyServer
+from .mariadb import MariaDbServer
 from .nfs import GaneshaServer
+from .nfsstats import ClientStats, client_stats
 from .nginx import NginxServer
 from .php import PhpServer
 from .spec import KINDS, LabSpec, ServerSpec, SpecError, load_spec, parse_spec
+from .tomcat import TomcatServer
 from .varnish import VarnishServer
+from .yaws import YawsServer
 from .workload import generate, read_manifest
 
 STATE_FILE = "lab.json"
@@ -87,6 +91,14 @@ class Lab:
             return []
         return [{**e, "alive": all(pid_alive(p) for p in e.get("pids") or [e["pid"]])} for e in entries]
 
+    def nfs_client_stats(self) -> dict[str, ClientStats]:
+        """Per-client statistics of the lab's running NFS server (see nfsstats.py); empty
+        without one. Works from another process too (the bus address is in lab.json)."""
+        for entry in self.status():
+            if entry.get("bus") and entry["alive"]:
+                return client_stats(entry["bus"])
+        return {}
+
     def server(self, name: str):
         """The running server of that name."""
         for server in self.servers:
@@ -120,12 +132,20 @@ class Lab:
             # Over NFS, nginx keeps files open rather than opening each one per request.
             extra = NGINX_OPEN_FILE_CACHE if self.spec.nfs else ""
             return NginxServer(*args, self.docroot, self.state_dir, spec.name, workers=spec.workers or 1,
-                               extra_conf=extra)
+                               extra_conf=extra, tls=spec.tls)
         if spec.kind == "apache":
             return ApacheServer(*args, self.docroot, self.state_dir, spec.name, mpm=spec.mpm)
         if spec.kind == "php":
+            database = self.server(spec.database) if spec.database else None
             return PhpServer(*args, self.docroot, self.state_dir, spec.name, front=spec.front,
-                             workers=spec.workers, cost=spec.cost)
+                             workers=spec.workers, cost=spec.cost, database=database)
+        if spec.kind == "tomcat":
+            return TomcatServer(*args, self.docroot, self.state_dir, spec.name)
+        if spec.kind == "yaws":
+            return YawsServer(*args, self.docroot, self.state_dir, spec.name)
+        if spec.kind == "mariadb":
+            return MariaDbServer(*args, self.state_dir, spec.name, seed=spec.seed, items=spec.items,
+                                 categories=spec.categories)
         backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
         if spec.kind == "haproxy":
             return HaproxyServer(*args, self.state_dir, spec.name, backends)
@@ -135,7 +155,8 @@ class Lab:
 
     def _save(self) -> None:
         state = {"docroot": str(self.docroot),
-                 "servers": [{"name": s.name, "kind": s.kind, "url": s.url, "pid": s.pid, "pids": s.pids}
+                 "servers": [{"name": s.name, "kind": s.kind, "url": s.url, "pid": s.pid, "pids": s.pids,
+                              **({"bus": s.bus.address} if isinstance(s, GaneshaServer) else {})}
                              for s in self.servers]}
         (self.state_dir / STATE_FILE).write_text(json.dumps(state, indent=1) + "\n")
 

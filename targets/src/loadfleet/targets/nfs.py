@@ -4,6 +4,9 @@ directory under a state directory, and stopped by PID.
 
 No rpcbind, no NLM, no RQUOTA, no UDP: NFSv4 needs only its one TCP port. Clients reach the
 export under the pseudo path `/export` (`nfs://HOST/export?version=4.0&nfsport=PORT`).
+
+Each ganesha gets a private D-Bus (`nfsstats.PrivateBus`) for its per-client statistics:
+`GaneshaServer.client_stats()`.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from .daemon import LabError, check_loopback, find_program, host_port, log_tail, spawn, stop_pid, wait_listening
+from .nfsstats import ClientStats, PrivateBus, client_stats
 
 PSEUDO_PATH = "/export"
 START_TIMEOUT_S = 20.0  # ganesha takes a few seconds to bring its NFSv4 side up
@@ -47,6 +51,7 @@ class GaneshaServer:
         self.export_dir = Path(export_dir).resolve()
         self.dir = Path(state_dir).resolve()
         self.host, self.port, self.launcher = host, port, launcher
+        self.bus = PrivateBus(self.dir, launcher=launcher)
         self.pid: int | None = None
 
     @property
@@ -56,7 +61,8 @@ class GaneshaServer:
 
     @property
     def pids(self) -> list[int]:
-        return [self.pid] if self.pid else []
+        """The bus first: stopping goes in reverse, ganesha first."""
+        return [p for p in (self.bus.pid, self.pid) if p]
 
     @property
     def log(self) -> Path:
@@ -98,23 +104,35 @@ LOG {{ Default_Log_Level = EVENT; }}
         conf = self.dir / "ganesha.conf"
         conf.write_text(self.config())
         self.log.write_text("")
-        argv = [ganesha_program(), "-F", "-f", str(conf), "-L", str(self.log), "-p", str(self.dir / "ganesha.pid")]
+        self.bus.start()
+        # ganesha finds its bus as the system bus; `env` execs it, so the PID is ganesha's.
+        argv = ["env", f"DBUS_SYSTEM_BUS_ADDRESS={self.bus.address}", ganesha_program(), "-F", "-f", str(conf),
+                "-L", str(self.log), "-p", str(self.dir / "ganesha.pid")]
         what = f"ganesha on {host_port(self.host, self.port)}"
-        if self.launcher is None:
-            proc = spawn(argv, log=self.dir / "stderr.log")
-            wait_listening(proc, self.host, self.port, what=what, error_tail=self.error_tail,
-                           timeout_s=START_TIMEOUT_S)
-        else:
-            proc = self.launcher.spawn(argv, log=self.dir / "stderr.log")
-            self.launcher.wait_listening(proc, self.port, what=what, error_tail=self.error_tail,
-                                         timeout_s=START_TIMEOUT_S)
+        try:
+            if self.launcher is None:
+                proc = spawn(argv, log=self.dir / "stderr.log")
+                wait_listening(proc, self.host, self.port, what=what, error_tail=self.error_tail,
+                               timeout_s=START_TIMEOUT_S)
+            else:
+                proc = self.launcher.spawn(argv, log=self.dir / "stderr.log")
+                self.launcher.wait_listening(proc, self.port, what=what, error_tail=self.error_tail,
+                                             timeout_s=START_TIMEOUT_S)
+        except BaseException:
+            self.bus.stop()
+            raise
         self.pid = proc.pid
 
     def stop(self) -> None:
-        """SIGTERM (ganesha shuts down cleanly on it); idempotent."""
+        """SIGTERM (ganesha shuts down cleanly on it), then its bus; idempotent."""
         if self.pid is not None:
             stop_pid(self.pid)
             self.pid = None
+        self.bus.stop()
+
+    def client_stats(self) -> dict[str, ClientStats]:
+        """Per-client NFSv4.0 reads and writes, keyed by client address (see nfsstats.py)."""
+        return client_stats(self.bus.address)
 
     def error_tail(self) -> str:
         return log_tail(self.log)
@@ -136,4 +154,4 @@ class Launcher(Protocol):
                        timeout_s: float) -> None: ...
 
 
-__all__ = ["GaneshaServer", "LabError", "PSEUDO_PATH", "ganesha_program"]
+__all__ = ["ClientStats", "GaneshaServer", "LabError", "PSEUDO_PATH", "ganesha_program"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .daemon import (LabError, LoopbackServer, check_loopback, find_program, host_port, log_tail, pid_alive,
                      spawn_listening, stop_pid)
+from .tls import self_signed_cert
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
 LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent'
@@ -20,14 +21,16 @@ def nginx_program() -> str:
 
 
 class NginxServer(LoopbackServer):
-    """nginx serving `docroot`; `extra_conf` goes into its server block (e.g. a fastcgi location)."""
+    """nginx serving `docroot`; `extra_conf` goes into its server block (e.g. a fastcgi location).
+    `tls`: https on the port, with a self-signed certificate made at start (`cert.pem`, `key.pem`)."""
 
     kind = "nginx"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *, workers: int = 1,
-                 extra_conf: str = ""):
+                 extra_conf: str = "", tls: bool = False):
         super().__init__(host, port, state_dir, name)
-        self.workers, self.extra_conf = workers, extra_conf
+        self.workers, self.extra_conf, self.tls = workers, extra_conf, tls
+        self.scheme = "https" if tls else "http"
         self.docroot = Path(docroot).resolve()
 
     @property
@@ -39,7 +42,7 @@ class NginxServer(LoopbackServer):
         return self.dir / "error.log"
 
     def config(self) -> str:
-        listen = host_port(self.host, self.port)
+        listen = host_port(self.host, self.port) + (" ssl" if self.tls else "")
         user = "user root;\n" if os.geteuid() == 0 else ""
         temp = self.dir / "tmp"
         return f"""{user}daemon off;
@@ -64,12 +67,21 @@ http {{
     server {{
         listen {listen};
         root {self.docroot};
-{self.extra_conf}    }}
+{self._tls_conf() if self.tls else ""}{self.extra_conf}    }}
 }}
 """
 
+    def _tls_conf(self) -> str:
+        # A shared session cache: clients that reconnect resume instead of a full handshake.
+        return (f"        ssl_certificate {self.dir / 'cert.pem'};\n"
+                f"        ssl_certificate_key {self.dir / 'key.pem'};\n"
+                "        ssl_protocols TLSv1.2 TLSv1.3;\n"
+                "        ssl_session_cache shared:loadfleet:1m;\n")
+
     def start(self) -> None:
         (self.dir / "tmp").mkdir(parents=True, exist_ok=True)
+        if self.tls:
+            self_signed_cert(self.dir, self.host)
         conf = self.dir / "nginx.conf"
         conf.write_text(self.config())
         for log in (self.access_log, self.error_log):
@@ -77,10 +89,6 @@ http {{
         proc = spawn_listening([nginx_program(), "-c", str(conf), "-p", str(self.dir)], self.host, self.port,
                                what=f"nginx {self.name}", error_tail=self.error_tail)
         self.pid = proc.pid
-
-    def access_log_lines(self) -> int:
-        with self.access_log.open("rb") as f:
-            return sum(1 for _ in f)
 
     def bytes_sent(self) -> int:
         """Sum of $bytes_sent over the access log."""

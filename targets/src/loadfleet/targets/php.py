@@ -6,6 +6,9 @@ the workload tree.
 request is set by the client (or by the spec's default `cost`) and a few clients saturate the
 CPU. The page shows the final digest: sha256 applied N times to "loadfleet", hex, each round
 hashing the previous round's hex string, so a test can check the body exactly.
+
+With a `database` (a lab `MariaDbServer`), the database-backed pages of `dbpages.py` are
+served beside it.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from pathlib import Path
 from .apache import DEFAULT_MPM, ApacheServer
 from .daemon import (LabError, check_readable_by, find_program, log_tail, spawn, stop_pid, unprivileged_user,
                      wait_for_path)
+from .dbpages import DB_PAGES, write_db_pages
+from .mariadb import MariaDbServer
 from .nginx import NginxServer
 
 FRONTS = ("nginx", "apache")
@@ -131,17 +136,20 @@ access.format = "%R \\"%m %r%Q%q\\" %s"
 
 
 class PhpServer:
-    """nginx or Apache on a loopback address: the workload tree, plus /page.php from PHP-FPM."""
+    """nginx or Apache on a loopback address: the workload tree, plus /page.php from PHP-FPM
+    (and the database pages, given a `database`)."""
 
     kind = "php"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
-                 front: str = DEFAULT_FRONT, workers: int | None = None, cost: int = DEFAULT_COST):
+                 front: str = DEFAULT_FRONT, workers: int | None = None, cost: int = DEFAULT_COST,
+                 database: MariaDbServer | None = None):
         if front not in FRONTS:
             raise ValueError(f"front '{front}' is not one of {', '.join(FRONTS)}")
         if not 0 <= cost <= MAX_COST:
             raise ValueError(f"cost {cost} must be from 0 to {MAX_COST}")
-        self.name, self.front_kind, self.cost = name, front, cost
+        self.name, self.front_kind, self.cost, self.database = name, front, cost, database
+        self.pages = (PAGE, *(DB_PAGES if database else ()))
         self.dir = Path(state_dir).resolve() / name
         self.app = self.dir / "app"
         self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2)
@@ -171,6 +179,8 @@ class PhpServer:
         (self.app / "template.html").write_text(_TEMPLATE)
         (self.app / "page.php").write_text(_PAGE % {"default_cost": self.cost, "max_cost": MAX_COST,
                                                    "seed": DIGEST_SEED, "rows": TEMPLATE_ROWS})
+        if self.database:
+            write_db_pages(self.app, self.database)
         self.pool.start()
         try:
             if self.front_kind == "apache" and os.geteuid() == 0:
@@ -191,16 +201,21 @@ class PhpServer:
     def error_tail(self) -> str:
         return f"{self.front.error_tail()} | php-fpm: {log_tail(self.pool.error_log)}"
 
+    def _pages_regex(self) -> str:
+        """Only the pages this server has go to PHP-FPM (db.php, for one, is not a page)."""
+        names = "|".join(page.strip("/").removesuffix(".php") for page in self.pages)
+        return rf"^/({names})\.php$"
+
     def _nginx_location(self) -> str:
-        params = {"SCRIPT_FILENAME": f"{self.app}/page.php", "SCRIPT_NAME": PAGE,
+        params = {"SCRIPT_FILENAME": f"{self.app}$fastcgi_script_name", "SCRIPT_NAME": "$fastcgi_script_name",
                   "QUERY_STRING": "$query_string", "REQUEST_METHOD": "$request_method",
                   "CONTENT_TYPE": "$content_type", "CONTENT_LENGTH": "$content_length",
                   "REQUEST_URI": "$request_uri", "SERVER_PROTOCOL": "$server_protocol",
                   "GATEWAY_INTERFACE": "CGI/1.1", "REMOTE_ADDR": "$remote_addr",
                   "SERVER_NAME": "$server_name", "SERVER_PORT": "$server_port"}
         lines = "".join(f"            fastcgi_param {k} {v};\n" for k, v in params.items())
-        return (f"        location = {PAGE} {{\n"
+        return (f"        location ~ {self._pages_regex()} {{\n"
                 f"            fastcgi_pass unix:{self.pool.socket};\n{lines}        }}\n")
 
     def _apache_location(self) -> str:
-        return f'ProxyPass "{PAGE}" "unix:{self.pool.socket}|fcgi://localhost{self.app}/page.php"\n'
+        return f'ProxyPassMatch "{self._pages_regex()}" "unix:{self.pool.socket}|fcgi://localhost{self.app}/$1.php"\n'

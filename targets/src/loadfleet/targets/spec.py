@@ -8,9 +8,13 @@ validated as a whole (every problem names its field; nothing is started on a bad
       - {name: app, kind: php, front: nginx, cost: 1000, listen: "127.0.0.4:0"}
       - {name: lb, kind: haproxy, backends: [web1, web2], listen: "127.0.0.5:0"}
       - {name: cache, kind: varnish, backends: [web1, web2], cache: true, listen: "127.0.0.6:0"}
+      - {name: db, kind: mariadb, seed: 1, items: 5000, categories: 50, listen: "127.0.0.7:0"}
+      - {name: shop, kind: php, database: db, listen: "127.0.0.8:0"}
+      - {name: java, kind: tomcat, listen: "127.0.0.9:0"}
+      - {name: erlang, kind: yaws, listen: "127.0.0.10:0"}
 
-Load balancers (haproxy, varnish) name their backends; `LabSpec.servers` comes in start
-order, every backend before the servers that forward to it.
+Load balancers (haproxy, varnish) name their backends, a php server its database;
+`LabSpec.servers` comes in start order, every server after the ones it needs.
 """
 from __future__ import annotations
 
@@ -21,20 +25,25 @@ import yaml
 
 from .apache import DEFAULT_MPM, MPMS
 from .daemon import check_loopback
+from .mariadb import DEFAULT_CATEGORIES, DEFAULT_ITEMS, DEFAULT_SEED, MAX_ROWS
 from .php import DEFAULT_COST, DEFAULT_FRONT, FRONTS, MAX_COST
 from .varnish import DEFAULT_CACHE
 from .workload import WORKLOAD_KINDS, WorkloadSpec
 
-KINDS = ("nginx", "apache", "php", "haproxy", "varnish")
+KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "mariadb", "tomcat", "yaws")
 BALANCERS = ("haproxy", "varnish")
+HTTP_KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "tomcat", "yaws")
 COMMON_FIELDS = ("name", "kind", "listen")
 # Fields each server kind takes besides name, kind and listen.
 KIND_FIELDS = {
-    "nginx": ("workers",),
+    "nginx": ("workers", "tls"),
     "apache": ("mpm",),
-    "php": ("front", "workers", "cost"),
+    "php": ("front", "workers", "cost", "database"),
     "haproxy": ("backends",),
     "varnish": ("backends", "cache"),
+    "mariadb": ("seed", "items", "categories"),
+    "tomcat": (),
+    "yaws": (),
 }
 WORKLOAD_FIELDS = {"tree": ("scale",), "single": ("bytes",), "files30k": ("count",), "files100k": ("count",)}
 MAX_WORKERS = 256
@@ -55,11 +64,21 @@ class ServerSpec:
     host: str
     port: int
     workers: int | None = None          # nginx worker processes, PHP-FPM children
+    tls: bool = False                   # nginx: https with a self-signed certificate
     mpm: str = DEFAULT_MPM              # apache
     front: str = DEFAULT_FRONT          # php: nginx or apache
     cost: int = DEFAULT_COST            # php: SHA-256 rounds per page by default
     backends: tuple[str, ...] = ()      # haproxy, varnish: names of other servers
     cache: bool = DEFAULT_CACHE         # varnish
+    database: str | None = None         # php: name of a mariadb server, for the database pages
+    seed: int = DEFAULT_SEED            # mariadb: same seed, same rows
+    items: int = DEFAULT_ITEMS          # mariadb: rows of `items`
+    categories: int = DEFAULT_CATEGORIES  # mariadb: rows of `categories`
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """Servers that must be up before this one."""
+        return self.backends + ((self.database,) if self.database else ())
 
 
 @dataclass(frozen=True)
@@ -105,10 +124,6 @@ def parse_spec(doc) -> LabSpec:
         entries = []
     servers = [s for i, entry in enumerate(entries) if (s := _server(i, entry, problems))]
     problems += _backend_problems(servers, entries) + _listen_problems(servers)
-    if nfs:
-        # FUSE mounts are private to the mounting user; Apache and PHP-FPM serve as www-data.
-        problems += [f"servers[{i}].kind: '{s.kind}' cannot serve an NFS docroot yet (nginx can)"
-                     for i, s in enumerate(servers) if s.kind in ("apache", "php")]
     if problems:
         raise SpecError(problems)
     return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs)
@@ -181,6 +196,9 @@ def _server(i: int, entry, problems: list[str]) -> ServerSpec | None:
     _check_fields(where, fields, problems)
     if len(problems) > before:
         return None
+    if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
+        problems.append(f"{where}.categories: must not be more than items (every category has an item)")
+        return None
     if "backends" in fields:
         fields["backends"] = tuple(fields["backends"])
     return ServerSpec(name, kind, host, port, **fields)
@@ -195,6 +213,11 @@ def _check_fields(where: str, fields: dict, problems: list[str]) -> None:
         "backends": (lambda v: isinstance(v, list) and v and all(isinstance(b, str) for b in v)
                      and len(set(v)) == len(v), "a list of distinct server names"),
         "cache": (lambda v: isinstance(v, bool), "true or false"),
+        "tls": (lambda v: isinstance(v, bool), "true or false"),
+        "database": (lambda v: isinstance(v, str) and v, "the name of a mariadb server of this spec"),
+        "seed": (_is_int, "an integer"),
+        "items": (lambda v: _is_int(v) and 1 <= v <= MAX_ROWS, f"an integer from 1 to {MAX_ROWS}"),
+        "categories": (lambda v: _is_int(v) and 1 <= v <= MAX_ROWS, f"an integer from 1 to {MAX_ROWS}"),
     }
     for key, value in fields.items():
         valid, expected = checks[key]
@@ -212,12 +235,23 @@ def _backend_problems(servers: list[ServerSpec], entries: list) -> list[str]:
                 problems.append(f"servers[{i}].name: '{name}' is used twice")
             seen.add(name)
             index.setdefault(name, i)
+    by_name = {s.name: s for s in servers}
     for server in servers:
         for backend in server.backends:
             if backend == server.name:
                 problems.append(f"servers[{index[server.name]}].backends: '{backend}' is the server itself")
             elif backend not in seen:
                 problems.append(f"servers[{index[server.name]}].backends: '{backend}' is not a server of this spec")
+            elif backend in by_name and by_name[backend].tls:
+                # HAProxy and Varnish here forward plain HTTP.
+                problems.append(f"servers[{index[server.name]}].backends: '{backend}' serves https (tls: true); "
+                                f"a {server.kind} forwards plain http")
+            elif backend in by_name and by_name[backend].kind not in HTTP_KINDS:
+                problems.append(f"servers[{index[server.name]}].backends: '{backend}' is a "
+                                f"{by_name[backend].kind} server, not an HTTP server")
+        if server.database and by_name.get(server.database, server).kind != "mariadb":
+            problems.append(f"servers[{index[server.name]}].database: '{server.database}' is not a mariadb "
+                            "server of this spec")
     if not problems and len(_start_order(servers)) < len(servers):
         cyclic = sorted(s.name for s in servers if s not in _start_order(servers))
         problems.append(f"servers: backends form a cycle among {', '.join(cyclic)}")
@@ -235,14 +269,14 @@ def _listen_problems(servers: list[ServerSpec]) -> list[str]:
 
 
 def _start_order(servers: list[ServerSpec]) -> list[ServerSpec]:
-    """Backends before the balancers in front of them (spec order otherwise); servers on a
-    cycle are left out, which the caller reports."""
+    """Backends before the balancers in front of them, a database before its php servers (spec
+    order otherwise); servers on a cycle are left out, which the caller reports."""
     ordered, placed = [], set()
     progress = True
     while progress:
         progress = False
         for server in servers:
-            if server.name not in placed and all(b in placed for b in server.backends):
+            if server.name not in placed and all(b in placed for b in server.needs):
                 ordered.append(server)
                 placed.add(server.name)
                 progress = True

@@ -2,14 +2,15 @@
 off, its own working directory (`-n`) under the state directory.
 
 `counters()` reads `varnishstat -j -n DIR`: cache hits and misses, backend requests in all
-and per backend, so a test can compare them with the backends' access logs.
+and per backend, so a test can compare them with the backends' access logs. The reading and
+parsing are the monitor agent's (loadfleet.agent.servercounters), so the lab counts as a run does.
 """
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from loadfleet.agent.servercounters import CounterError, varnish_counters, varnishstat
 
 from .daemon import LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening
 
@@ -88,32 +89,24 @@ sub vcl_recv {{
 
     def counters(self) -> VarnishCounters:
         try:
-            result = subprocess.run([find_program("varnishstat", "varnish"), "-1", "-j", "-n", str(self.workdir)],
-                                    capture_output=True, text=True, timeout=STAT_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise LabError(f"varnish {self.name}: varnishstat failed: {exc}") from exc
-        if result.returncode != 0:
-            raise LabError(f"varnish {self.name}: varnishstat failed: {result.stderr.strip()}")
-        return parse_counters(json.loads(result.stdout), [b.name for b in self.backends])
+            return parse_counters(varnishstat(self.workdir, STAT_TIMEOUT_S), [b.name for b in self.backends])
+        except CounterError as exc:
+            raise LabError(f"varnish {self.name}: {exc}") from exc
 
     def error_tail(self) -> str:
         return log_tail(self.log)
 
 
-def parse_counters(doc: dict, backend_names: list[str]) -> VarnishCounters:
-    counters = doc.get("counters", doc)  # varnishstat 6.5+ nests them under "counters"
+def parse_counters(stats: dict, backend_names: list[str]) -> VarnishCounters:
+    """From varnishstat's counters (raises CounterError on odd ones)."""
+    counters = varnish_counters(stats)
 
-    def value(key: str) -> int:
-        return int(counters.get(key, {}).get("value", 0))
+    def value(name: str) -> int:
+        return int(counters.get(f"varnish.{name}", 0))
 
-    per_backend = {}
-    for name in backend_names:
-        suffix = f".{_vcl_name(name)}.req"
-        per_backend[name] = sum(int(v.get("value", 0)) for k, v in counters.items()
-                                if k.startswith("VBE.") and k.endswith(suffix))
-    return VarnishCounters(client_requests=value("MAIN.client_req"), hits=value("MAIN.cache_hit"),
-                           misses=value("MAIN.cache_miss"), backend_requests=value("MAIN.backend_req"),
-                           per_backend=per_backend)
+    return VarnishCounters(client_requests=value("client_req"), hits=value("cache_hit"), misses=value("cache_miss"),
+                           backend_requests=value("backend_req"),
+                           per_backend={name: value(f"backend.{_vcl_name(name)}.req") for name in backend_names})
 
 
 def _vcl_name(name: str) -> str:

@@ -34,6 +34,7 @@ def compare_rows(runs: Sequence[RunData]) -> list[dict]:
                "duration_s": run.summary.get("duration_s", 0.0)}
         for key, _, _ in METRICS:
             row[key] = figures.get(key, latency.get(key, 0))
+        row["latency_missing"] = bool(figures.get("latency_missing", False))
         rows.append(row)
     return rows
 
@@ -59,6 +60,9 @@ def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
             delta = change(base, r[key])
             cells.append(f"{fmt(r[key])} ({delta})" if delta else fmt(r[key]))
         grid.append([label, *cells])
+    if any(r["latency_missing"] for r in rows):  # a Gatling simulation without the hook
+        grid.append(["latency", *("not measured for some requests" if r["latency_missing"] else "measured"
+                                  for r in rows)])
     return header, grid
 
 

@@ -16,7 +16,7 @@ from .svg import Chart, Marker, Series, line_chart
 # More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
 MAX_LINES = 10
 # Events worth a vertical line on the time plots (start and finish are the plot's ends).
-_MARKED_EVENTS = ("agent_lost", "agent_joined", "job_failed", "run_stopped")
+_MARKED_EVENTS = ("agent_lost", "agent_joined", "job_failed", "run_stopped", "target_down", "target_up")
 SUMMARY_HEADERS = ("", "requests", "req/s", "MB/s", "err %", "mean ms", "stddev ms",
                    "p50 ms", "p90 ms", "p99 ms", "max ms", "failures")
 
@@ -24,7 +24,7 @@ SUMMARY_HEADERS = ("", "requests", "req/s", "MB/s", "err %", "mean ms", "stddev 
 def render_report(run: RunData) -> str:
     s = run.summary
     body = [f"<h1>loadfleet run {escape(run.run_id)}</h1>", facts(_header_facts(run)),
-            "<h2>Summary</h2>", summary_table(s),
+            "<h2>Summary</h2>", summary_table(s), *_latency_note(s), *_gatling_section(run), *_hosts_section(s),
             *_saturation_section(s),
             "<h2>Over time</h2>", '<div class="charts">', *(line_chart(c) for c in charts(run)), "</div>",
             "<h2>Events</h2>", events_table(run)]
@@ -49,6 +49,45 @@ def summary_table(summary: dict) -> str:
             rows.append(group)
             rows.extend(_figures_row(e.get("name", "?"), e) for e in entries)
     return table(SUMMARY_HEADERS, rows, css_class="summary")
+
+
+HOST_HEADERS = ("host", "serves", "CPU %", "max CPU %", "server CPU % of a core", "memory %",
+                "rx MB/s", "tx MB/s", "TCP conns")
+
+
+def _hosts_section(summary: dict) -> list[str]:
+    """Monitored hosts (monitor-only agents) over the run's load."""
+    hosts = summary.get("hosts") or []
+    if not hosts:
+        return []
+    rows = [[h["host"], " ".join(h["targets"]) or h["role"], f"{h['cpu_pct']:.1f}", f"{h['max_cpu_pct']:.1f}",
+             f"{h['process_cpu_pct']:.1f}", f"{h['mem_used_pct']:.1f}", f"{h['net_rx_mb_per_s']:,.2f}",
+             f"{h['net_tx_mb_per_s']:,.2f}", f"{h['tcp_established']:,.0f}"] for h in hosts]
+    section = ["<h2>Monitored hosts</h2>", table(HOST_HEADERS, rows, css_class="hosts")]
+    # The servers' own counters over the run, those that moved (a balancer has dozens).
+    counters = [[h["host"], name, f"{rate:,.1f}"] for h in hosts
+                for name, rate in h.get("counter_rates", {}).items() if rate]
+    if counters:
+        section += ["<h3>Server counters per second over the run</h3>",
+                    table(("host", "counter", "per second"), counters, css_class="host-counters")]
+    return section
+
+
+def _latency_note(summary: dict) -> list[str]:
+    if not summary["total"].get("figures", {}).get("latency_missing"):
+        return []
+    return ["<p><strong>Latency not measured</strong> for some requests: a Gatling simulation without "
+            "loadfleet's hook reports counts only (docs/gatling.md); latency figures cover the other requests.</p>"]
+
+
+def _gatling_section(run: RunData) -> list[str]:
+    """Links to the agents' Gatling HTML reports (relative, so the run directory can move)."""
+    reports = run.gatling_reports
+    if not reports:
+        return []
+    links = [f'<li><a href="{escape(p.relative_to(run.run_dir).as_posix())}">{escape(p.parent.parent.name)}: '
+             f"{escape(p.parent.name)}</a></li>" for p in reports]
+    return ["<h2>Gatling reports</h2>", "<ul>", *links, "</ul>"]
 
 
 def _figures_row(name: str, entry: dict) -> list[str]:
@@ -86,11 +125,19 @@ def saturation_charts(summary: dict) -> list[Chart]:
     knees = tuple(Marker(float(k["offered"]), f"knee {k.get('name', '')}") for k in summary.get("knees", [])
                   if "offered" in k)
     diagonal = Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps})))
-    return [
+    found = [
         Chart("Achieved vs offered load", "req/s", (*lines("achieved_rps"), diagonal), x_label="offered load",
               markers=knees),
         Chart("p99 vs offered load", "ms", lines("p99_ms"), x_label="offered load", markers=knees, log_y=True),
     ]
+    hosts = sorted({h["host"] for s in steps for h in s.get("hosts", ())})
+    if hosts:
+        found.append(Chart("Monitored hosts' CPU vs offered load", "CPU %", tuple(
+            Series(f"{host} {label}", tuple(sorted((float(s["offered"]), float(h[field]))
+                                                  for s in steps for h in s.get("hosts", ()) if h["host"] == host)))
+            for host in hosts for field, label in (("cpu_pct", "host"), ("process_cpu_pct", "server (% of a core)"))),
+            x_label="offered load", markers=knees))
+    return found
 
 
 def _saturation_section(summary: dict) -> list[str]:
@@ -115,6 +162,10 @@ def charts(run: RunData) -> list[Chart]:
               markers=markers),
         Chart("Requests/s by agent", "req/s", tuple(busiest(run.by_agent("rps"), "other agents")),
               markers=markers),
+        *([Chart("Monitored hosts: CPU % (host) and server processes' CPU % of a core", "CPU %", tuple(
+            Series(f"{host} {label}", series[column]) for host, series in run.host_cpu.items()
+            for column, label in (("cpu_pct", "host"), ("process_cpu_pct", "server"))), markers=markers)]
+          if run.host_cpu else []),
     ]
 
 

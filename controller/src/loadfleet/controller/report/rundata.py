@@ -12,13 +12,15 @@ from __future__ import annotations
 import csv
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
 
 SUMMARY_FILE = "summary.json"
 INTERVALS_FILE = "intervals.csv"
+HOSTS_FILE = "hosts.csv"  # monitored hosts, when the run had monitor-only agents
+GATLING_DIR = "gatling"  # agents' Gatling HTML reports, unpacked under <agent id>/
 TOTAL = "*"
 _KEY_COLUMNS = ("interval_start_ms", "scope", "agent", "target", "request")
 
@@ -43,6 +45,8 @@ class RunData:
     cluster_total: tuple[IntervalRow, ...]
     cluster_rows: tuple[IntervalRow, ...]
     agent_totals: tuple[IntervalRow, ...]
+    # host -> the host's CPU % and its server processes' CPU % over time
+    host_cpu: dict[str, dict[str, Points]] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
@@ -54,6 +58,11 @@ class RunData:
         if not started and self.cluster_total:
             started = self.cluster_total[0].start_ms
         return int(started)
+
+    @property
+    def gatling_reports(self) -> tuple[Path, ...]:
+        """The Gatling HTML reports collected into the run directory (each one's index.html)."""
+        return tuple(sorted((self.run_dir / GATLING_DIR).glob("*/*/index.html")))
 
     def seconds(self, at_ms: int) -> float:
         return (at_ms - self.started_ms) / 1000
@@ -90,8 +99,28 @@ def load_run(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     summary = read_summary(run_dir)
     kinds, total, rows, agents = _read_intervals(run_dir / INTERVALS_FILE)
+    started_ms = int(summary.get("started_ms") or (total[0].start_ms if total else 0))
     return RunData(run_dir=run_dir, summary=summary, error_kinds=kinds,
-                   cluster_total=total, cluster_rows=rows, agent_totals=agents)
+                   cluster_total=total, cluster_rows=rows, agent_totals=agents,
+                   host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms))
+
+
+def _read_host_cpu(path: Path, started_ms: int) -> dict[str, dict[str, Points]]:
+    """hosts.csv has one row per sample and process group: host and process CPU per sample."""
+    if not path.is_file():
+        return {}
+    samples: dict[str, dict[int, tuple[float, float]]] = defaultdict(dict)
+    try:
+        with path.open(newline="") as f:
+            for line_no, row in enumerate(csv.DictReader(f), start=2):
+                at_ms, host = int(row["time_ms"]), row["host"]
+                _, process = samples[host].get(at_ms, (0.0, 0.0))
+                samples[host][at_ms] = (float(row["cpu_pct"]), process + float(row["process_cpu_pct"] or 0))
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable: {exc!r}") from exc
+    return {host: {column: tuple(((t - started_ms) / 1000, values[i]) for t, values in sorted(by_time.items()))
+                   for i, column in enumerate(("cpu_pct", "process_cpu_pct"))}
+            for host, by_time in sorted(samples.items())}
 
 
 def read_summary(run_dir: Path) -> dict:

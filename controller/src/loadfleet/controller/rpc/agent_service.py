@@ -9,7 +9,9 @@ import grpc
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc
 
 from ..core import Controller
-from ..jobs import JobAssignment
+from ..errors import RunNotFound
+from ..jobs import JobAssignment, run_id_of
+from ..rundir import store_artifact_chunk
 from . import convert
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         registry = self._controller.registry
         kind = message.WhichOneof("body")
         if kind == "heartbeat":
-            self._controller.on_heartbeat(agent_id, convert.health_from_proto(message.heartbeat.health))
+            self._controller.on_heartbeat(agent_id, convert.health_from_proto(message.heartbeat.health),
+                                          convert.host_from_proto(message.heartbeat))
             session.renew_lease(self._controller.lease_ms)
         elif kind == "interval":
             registry.seen(agent_id)
@@ -101,5 +104,20 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             if state:
                 self._controller.on_job_state(agent_id, message.job_status.job_id, state,
                                               message.job_status.message)
+        elif kind == "artifact":
+            registry.seen(agent_id)
+            self._store_artifact(agent_id, message.artifact)
         else:
             log.warning("agent %s sent an unexpected %s", agent_id, kind)
+
+    def _store_artifact(self, agent_id: str, artifact: agent_pb2.Artifact) -> None:
+        """A chunk of a file for the run directory (Gatling's report); a bad one is logged and dropped."""
+        try:
+            run_dir = self._controller.get_run(run_id_of(artifact.job_id)).run_dir
+            stored = store_artifact_chunk(run_dir, agent_id, artifact.name, artifact.data, last=artifact.last)
+        except (RunNotFound, OSError, ValueError) as exc:
+            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name,
+                        artifact.job_id, exc)
+            return
+        if stored:
+            log.info("agent %s: %s of job %s stored in %s", agent_id, artifact.name, artifact.job_id, stored)

@@ -11,6 +11,7 @@ from ..agents import AgentIdentity, AgentRecord, AgentState, Health
 from ..errors import Problem
 from ..events import Event, EventKind
 from ..figures import Figures, Latency
+from ..hosts import HostSample, MonitorInfo, ProcessSample
 from ..jobs import JobAssignment, JobReport, JobState
 from ..load import Load, Think
 from ..run import IntervalUpdate, Run, RunState
@@ -26,7 +27,21 @@ def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
         version=hello.version,
         capabilities=tuple(hello.capabilities),
         labels=tuple(sorted(hello.labels.items())),
+        monitor=MonitorInfo(targets=tuple(hello.monitor.targets), role=hello.monitor.role,
+                            processes=tuple(hello.monitor.processes)) if hello.HasField("monitor") else None,
     )
+
+
+def host_from_proto(beat: agent_pb2.Heartbeat) -> HostSample | None:
+    if not beat.HasField("host"):
+        return None
+    h = beat.host
+    return HostSample(
+        at_ms=beat.sent_at_ms, cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct,
+        net_rx_bytes_per_s=h.net_rx_bytes_per_s, net_tx_bytes_per_s=h.net_tx_bytes_per_s,
+        tcp_established=h.tcp_established,
+        processes=tuple(ProcessSample(p.name, p.count, p.cpu_pct, p.rss_mb) for p in h.processes),
+        counters={c.name: c.value for c in h.counters})
 
 
 def health_from_proto(pb: agent_pb2.Health) -> Health:
@@ -92,6 +107,9 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
         max_requests=sum(e.max_requests for e in a.engines),
         driver=_DRIVERS[plan.driver],
     )
+    if plan.gatling:
+        spec.gatling.CopyFrom(job_pb2.GatlingOptions(project=plan.gatling.project, simulation=plan.gatling.simulation,
+                                                     html_report=plan.gatling.html_report))
     if plan.session:
         spec.session.CopyFrom(job_pb2.Session(
             steps=[job_pb2.SessionStep(request=names.index(step.request), think_after=think_to_proto(step.think))
@@ -141,6 +159,8 @@ _EVENT_KINDS = {
     EventKind.KNEE: run_pb2.EVENT_KIND_KNEE,
     EventKind.STOP_CONDITION: run_pb2.EVENT_KIND_STOP_CONDITION,
     EventKind.GENERATOR_BOUND: run_pb2.EVENT_KIND_GENERATOR_BOUND,
+    EventKind.TARGET_DOWN: run_pb2.EVENT_KIND_TARGET_DOWN,
+    EventKind.TARGET_UP: run_pb2.EVENT_KIND_TARGET_UP,
 }
 
 _RUN_STATES = {
@@ -202,7 +222,7 @@ def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
     return run_pb2.AgentInfo(
         agent_id=i.agent_id, hostname=i.hostname, cores=i.cores, version=i.version,
         labels=dict(i.labels), state=_AGENT_STATES[r.state], last_seen_ms=r.last_seen_ms,
-        health=health_to_proto(r.health),
+        health=health_to_proto(r.health), monitors=i.monitor.describe() if i.monitor else "",
     )
 
 

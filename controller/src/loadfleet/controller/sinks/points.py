@@ -1,8 +1,12 @@
 """The InfluxDB schema (docs/metrics.md): run data -> points.
 
 Measurements: `http` (per interval, scope cluster or agent, per target and request,
-plus `*`/`*` total rows), `agent` (agent health per heartbeat during a run), `step`
-(one point per step), `event` (annotations). Times are interval starts (ms), so a
+plus `*`/`*` total rows), `agent` (agent health per heartbeat during a run), `host` and
+`host_process` (monitored hosts and their server processes, per heartbeat), `host_counter`
+(the servers' own cumulative counters, per heartbeat), `step` (one point per step),
+`step_host` and `step_host_counter` (each monitored host and its servers' counter rates over
+a step), `drift` (each interval
+against the run's first hour), `event` (annotations). Times are interval starts (ms), so a
 rewritten interval lands on the same series and timestamp and replaces the old point.
 """
 from __future__ import annotations
@@ -12,6 +16,8 @@ from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name, merge_r
 from ..agents import Health
 from ..events import Event
 from ..figures import PERCENTILES, Figures, figures_of
+from ..drift import DriftPoint
+from ..hosts import HostLoad, HostSample, MonitorInfo
 from .lineproto import Point
 
 TOTAL = "*"
@@ -61,6 +67,52 @@ def agent_point(*, run_id: str, agent_id: str, health: Health, at_ms: int, satur
                          ("rss_mb", health.rss_mb), ("loop_lag_ms", health.loop_lag_ms),
                          ("mem_used_pct", health.mem_used_pct), ("saturated", saturated)),
                  time_ms=at_ms)
+
+
+def host_points(*, run_id: str, host: str, monitor: MonitorInfo, sample: HostSample) -> list[Point]:
+    tags = (("run", run_id), ("host", host), ("role", monitor.role), ("target", " ".join(monitor.targets)))
+    return [
+        Point("host", tags=tags,
+              fields=(("cpu_pct", sample.cpu_pct), ("mem_used_pct", sample.mem_used_pct),
+                      ("net_rx_mb_per_s", sample.net_rx_bytes_per_s / 1e6),
+                      ("net_tx_mb_per_s", sample.net_tx_bytes_per_s / 1e6),
+                      ("tcp_established", sample.tcp_established), ("cores", sample.cores),
+                      ("process_cpu_pct", sample.process_cpu_pct)),
+              time_ms=sample.at_ms),
+        *(Point("host_process", tags=(*tags, ("process", p.name)),
+                fields=(("count", p.count), ("cpu_pct", p.cpu_pct), ("rss_mb", p.rss_mb)),
+                time_ms=sample.at_ms)
+          for p in sample.processes),
+        *(Point("host_counter", tags=(("run", run_id), ("host", host), ("role", monitor.role), ("counter", name)),
+                fields=(("value", value),), time_ms=sample.at_ms)
+          for name, value in sorted(sample.counters.items())),
+    ]
+
+
+def step_host_points(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,
+                     hosts: tuple[HostLoad, ...]) -> list[Point]:
+    means = [Point("step_host",
+                   tags=(("run", run_id), ("step", step), ("servers", str(servers)), ("host", h.host),
+                         ("role", h.role), ("target", " ".join(h.targets))),
+                   fields=(("offered", offered), ("cpu_pct", h.cpu_pct), ("max_cpu_pct", h.max_cpu_pct),
+                           ("process_cpu_pct", h.process_cpu_pct), ("mem_used_pct", h.mem_used_pct),
+                           ("net_rx_mb_per_s", h.net_rx_mb_per_s), ("net_tx_mb_per_s", h.net_tx_mb_per_s)),
+                   time_ms=start_ms)
+             for h in hosts]
+    rates = [Point("step_host_counter", tags=(("run", run_id), ("step", step), ("host", h.host), ("counter", name)),
+                   fields=(("rate", rate),), time_ms=start_ms)
+             for h in hosts for name, rate in sorted(h.counter_rates.items())]
+    return means + rates
+
+
+def drift_point(*, run_id: str, drift: DriftPoint) -> Point:
+    fields = [("rps", drift.rps), ("base_rps", drift.base_rps), ("rps_drift_pct", drift.rps_drift_pct),
+              ("error_pct", drift.error_pct), ("base_error_pct", drift.base_error_pct),
+              ("error_pct_drift", drift.error_pct - drift.base_error_pct),
+              ("base_p99_ms", drift.base_p99_ms), ("baseline_complete", drift.baseline_complete)]
+    if drift.p99_ms is not None:
+        fields += [("p99_ms", drift.p99_ms), ("p99_drift_pct", drift.p99_drift_pct)]
+    return Point("drift", tags=(("run", run_id),), fields=tuple(fields), time_ms=drift.interval_start_ms)
 
 
 def event_point(*, run_id: str, event: Event, value: float = 1.0) -> Point:

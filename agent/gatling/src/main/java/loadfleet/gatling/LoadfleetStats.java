@@ -10,9 +10,6 @@ import io.gatling.javaapi.core.ChainBuilder;
 import io.gatling.javaapi.core.Session;
 import io.gatling.javaapi.http.HttpRequestActionBuilder;
 import io.netty.handler.codec.http.HttpHeaders;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -32,16 +29,16 @@ import java.util.concurrent.atomic.AtomicLong;
  *   exec(lf.timed("http://host:8080", "home", http("home").get("/"))) // per request
  * </pre>
  *
- * and {@code lf.ready()} in {@code before()}, {@code lf.finish()} in {@code after()}.
+ * and {@code lf.ready()} in {@code before()}, {@code lf.finish()} in {@code after()};
+ * {@code setUp(LoadfleetStats.share().populate(scenario))} injects the plan's share of the load.
  *
  * <p>Latency runs from just before Gatling's request action to the end of its response
  * processing, in microseconds (System.nanoTime), so it includes connecting when Gatling had to.
  * Bytes are reconstructed from the parsed response (status line, headers, body) and the request
  * as Gatling built it; connection counts are not available from Gatling and stay 0.
  *
- * <p>With {@code -Dloadfleet.stdin_control=true} the hook reads commands from stdin: {@code stop}
- * ends load gracefully (in-flight requests finish, the partial interval is reported); end of
- * stdin means the agent is gone and the JVM halts at once (no orphan load).
+ * <p>Under the agent, {@link Launcher} reads commands from stdin: {@code stop} ends load through
+ * {@link #stopGracefully} (in-flight requests finish, the partial interval is reported).
  */
 public final class LoadfleetStats {
   public static final String PREFIX = "##loadfleet ";
@@ -65,6 +62,8 @@ public final class LoadfleetStats {
     t.setDaemon(true);
     return t;
   });
+  // The hook of this JVM once its simulation is ready, for the Launcher's `stop` command.
+  private static volatile LoadfleetStats active;
   private volatile boolean stopping;
   private long nextToEmit;
   private boolean finished;
@@ -86,6 +85,11 @@ public final class LoadfleetStats {
     long startAt = Long.getLong("loadfleet.start_at_ms", (now / intervalMs + 1) * intervalMs);
     long durationMs = Long.getLong("loadfleet.duration_ms", 60_000L);
     return new LoadfleetStats(startAt, intervalMs, startAt + durationMs, 10_000);
+  }
+
+  /** This JVM's share of the plan's load (users or rate, duration, barrier, targets): {@link Share}. */
+  public static Share share() {
+    return Share.fromSystemProperties();
   }
 
   public long startAtMs() {
@@ -149,12 +153,13 @@ public final class LoadfleetStats {
     ObjectNode ready = event("ready");
     ((ObjectNode) ready.get("ready")).put("version", VERSION);
     emit(ready);
-    if (Boolean.getBoolean("loadfleet.stdin_control")) {
-      Thread control = new Thread(this::readCommands, "loadfleet-control");
-      control.setDaemon(true);
-      control.start();
-    }
+    active = this;
     scheduleTick();
+  }
+
+  /** The hook that printed `ready` in this JVM, or null (a simulation without the hook). */
+  static LoadfleetStats active() {
+    return active;
   }
 
   /** Reports every interval not yet reported, the last one final, then `finished`. Idempotent. */
@@ -206,22 +211,8 @@ public final class LoadfleetStats {
     System.out.flush();
   }
 
-  private void readCommands() {
-    try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = in.readLine()) != null) {
-        if (line.trim().equals("stop")) {
-          stopGracefully();
-        }
-      }
-    } catch (Exception e) {
-      // fall through: the agent is gone either way
-    }
-    System.err.println("loadfleet: stdin closed (agent gone): stopping at once");
-    Runtime.getRuntime().halt(3);
-  }
-
-  private void stopGracefully() {
+  /** Ends load: in-flight requests finish (up to the drain timeout), the rest is reported, the JVM halts. */
+  void stopGracefully() {
     stopping = true;
     long deadline = System.currentTimeMillis() + drainTimeoutMs;
     while (inFlight.get() > 0 && System.currentTimeMillis() < deadline) {

@@ -1,0 +1,79 @@
+"""Monitored hosts: which samples belong to a step's window, their means, counter rates, the CSVs."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from loadfleet.controller.hosts import HostRecorder, HostSample, MonitorInfo, ProcessSample, counter_rates
+
+WEB = MonitorInfo(targets=("http://127.0.0.2:8080",), processes=("nginx",))
+
+
+def sample(at_ms: int, cpu: float, nginx: float = 0.0) -> HostSample:
+    return HostSample(at_ms=at_ms, cores=2, cpu_pct=cpu, mem_used_pct=10.0, net_rx_bytes_per_s=1e6,
+                      net_tx_bytes_per_s=2e6, tcp_established=4,
+                      processes=(ProcessSample("nginx", 2, nginx, 30.0),))
+
+
+def test_a_window_holds_the_samples_whose_period_is_mostly_inside_it():
+    hosts = HostRecorder(period_ms=1000)
+    # A heartbeat at t covers (t - 1 s, t]: the one at 10.4 s is mostly before 10 s.
+    for at_ms, cpu in ((10_400, 90.0), (10_600, 10.0), (11_600, 30.0), (12_600, 70.0)):
+        hosts.add("web1", WEB, sample(at_ms, cpu, nginx=cpu / 2))
+    [load] = hosts.loads(10_000, 12_000)
+    assert load.samples == 2
+    assert load.cpu_pct == pytest.approx(20.0) and load.max_cpu_pct == 30.0
+    assert load.process_cpu_pct == pytest.approx(10.0)
+    assert (load.net_rx_mb_per_s, load.net_tx_mb_per_s) == (1.0, 2.0)
+    assert load.targets == WEB.targets
+    assert hosts.loads(20_000, 30_000) == ()
+
+
+def test_hosts_csv_has_a_row_per_sample_and_process_group():
+    hosts = HostRecorder(period_ms=1000)
+    hosts.add("web1", WEB, sample(1000, 50.0, nginx=80.0))
+    hosts.add("nfs", MonitorInfo(role="nfs"), HostSample(1000, 2, 20.0, 5.0, 0.0, 0.0, 1))
+    rows = list(csv.DictReader(io.StringIO(hosts.csv())))
+    assert [(r["host"], r["role"], r["targets"], r["process"], r["process_cpu_pct"]) for r in rows] == [
+        ("nfs", "nfs", "", "", "0.0"), ("web1", "", "http://127.0.0.2:8080", "nginx", "80.0")]
+
+
+def counted(at_ms: int, **counters: float) -> HostSample:
+    return HostSample(at_ms, 2, 0.0, 0.0, 0.0, 0.0, 0, counters={k.replace("__", "."): v for k, v in counters.items()})
+
+
+@pytest.mark.parametrize("samples, rates", [
+    # Steady: from the first reading in the window to the last (the one before the window,
+    # taken while no load ran yet, would dilute the rate).
+    ([counted(500, req=0), counted(1000, req=0), counted(2000, req=100), counted(3000, req=200)], {"req": 100.0}),
+    # One reading in the window: from the last one before it.
+    ([counted(500, req=10), counted(2500, req=110)], {"req": 50.0}),
+    # The server restarted between 2 s and 3 s: that span is left out, time and all.
+    ([counted(1000, req=0), counted(2000, req=100), counted(3000, req=20), counted(4000, req=120)], {"req": 100.0}),
+    # A reading a sample lacks (the server did not answer) is skipped: the span runs over it.
+    ([counted(1000, req=0), counted(2000), counted(3000, req=300)], {"req": 150.0}),
+    # Readings after the window do not count; nothing moves: rate 0.
+    ([counted(1000, req=5), counted(2000, req=5), counted(9000, req=500)], {"req": 0.0}),
+    # Fewer than two readings, or only a restart: no rate at all.
+    ([counted(1000, req=5)], {}),
+    ([counted(1000, req=50), counted(2000, req=5)], {}),
+    # Counters are independent: one server's gap does not touch another's.
+    ([counted(1000, a=0, b=0), counted(2000, a=10), counted(3000, a=20, b=40)], {"a": 10.0, "b": 20.0}),
+])
+def test_counter_rates_over_a_window(samples, rates):
+    assert counter_rates(samples, 1000, 4000) == pytest.approx(rates)
+
+
+def test_a_hosts_load_carries_its_counter_rates_and_host_counters_csv_every_reading():
+    hosts = HostRecorder(period_ms=1000)
+    hosts.add("lb", MonitorInfo(role="lb"), counted(1000, haproxy__group__web1__req_tot=0.0))
+    hosts.add("lb", MonitorInfo(role="lb"), counted(2000, haproxy__group__web1__req_tot=2**40))
+    hosts.add("web1", WEB, sample(2000, 10.0))
+    lb, web1 = hosts.loads(500, 2500)
+    assert lb.counter_rates == {"haproxy.group.web1.req_tot": 2**40} and web1.counter_rates == {}
+    assert hosts.has_counters()
+    rows = list(csv.reader(io.StringIO(hosts.counters_csv())))
+    assert rows == [["time_ms", "host", "counter", "value"], ["1000", "lb", "haproxy.group.web1.req_tot", "0"],
+                    ["2000", "lb", "haproxy.group.web1.req_tot", str(2**40)]]  # whole numbers, every digit

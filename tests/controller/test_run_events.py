@@ -1,0 +1,33 @@
+"""A run's events: each one is its own InfluxDB point, even when two share a millisecond."""
+from __future__ import annotations
+
+from loadfleet.controller.agents import AgentRegistry
+from loadfleet.controller.events import Event, EventKind
+from loadfleet.controller.plan import parse_plan
+from loadfleet.controller.run import Run
+
+PLAN = """
+name: events
+duration_s: 1
+targets: [{url: "http://127.0.0.2:8080"}]
+workload: {requests: [{name: home, path: /}]}
+load: {model: closed, clients: 1}
+"""
+
+
+class Points:
+    def __init__(self):
+        self.points = []
+
+    def add(self, points):
+        self.points += points
+
+
+def test_events_of_one_kind_at_one_millisecond_become_separate_points(tmp_path):
+    sink = Points()
+    run = Run("r1", parse_plan(PLAN), tmp_path, AgentRegistry(), sinks=[sink])
+    for agent in ("a1", "a2"):
+        run._emit(Event(EventKind.AGENT_LOST, f"agent {agent} lost", agent, at_ms=5000))
+    run._emit(Event(EventKind.TARGET_DOWN, "down", at_ms=5000))  # another kind keeps its time
+    assert [(p.time_ms, dict(p.tags)["kind"]) for p in sink.points] == [
+        (5000, "agent_lost"), (5001, "agent_lost"), (5000, "target_down")]
