@@ -50,3 +50,19 @@ def test_a_bad_fit_says_so():
 def test_too_few_points_is_an_error(points):
     with pytest.raises(ValueError):
         fit_usl(points)
+
+
+def test_points_flat_from_the_first_still_get_a_fit():
+    # A client sweep measured on a busy machine (a reproduction run): the start from the
+    # linear fit of N/X has a <= 0 and the refinement used to stay there (R² = -27,360).
+    pts = [(10, 5529.5), (25, 7023.0), (50, 8121.0), (100, 6589.5), (200, 5730.5), (400, 4510.0), (800, 5078.0)]
+    fit = fit_usl(pts)
+    assert fit.r_squared > 0.5
+    assert 25 < fit.peak_n < 100  # the measured peak is at 50
+
+
+def test_linear_points_have_no_peak():
+    # Perfectly linear scaling fits κ ≈ 1e-20: a "peak" at N ≈ 1e10 is not one to report.
+    fit = fit_usl([(n, 10.0 * n) for n in (50, 100, 150, 200, 250)])
+    assert fit.r_squared == pytest.approx(1.0)
+    assert fit.peak_n is None and fit.peak_x is None

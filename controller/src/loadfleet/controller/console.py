@@ -90,6 +90,7 @@ def steps_table(doc: dict) -> str:
                   f"{st['p99_ms']:.2f}", f"{st['concurrent_conns']:.0f}")
         flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
         flag += "  generator-bound" if st["generator_bound"] else ""
+        flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
         lines.append(f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS))
                      + flag)
     for lv in doc.get("levels", []):

@@ -14,8 +14,10 @@ connection, which is the targets' limit.
 """
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .agents import Health
 
@@ -55,14 +57,28 @@ class GeneratorVerdict:
     def bound(self) -> bool:
         return self.intervals > 0
 
-    def describe(self, step: str, measured_intervals: int) -> str:
+    def describe(self, step: str, measured_intervals: int, *, one_host: bool = False) -> str:
+        """`one_host`: the agents share one host with each other or with the targets, so the
+        host's CPU, not the number of agents, is the limit."""
         who = "; ".join(f"{a} ({r})" for a, r in zip(self.agents, self.reasons))
+        advice = ("The agents share one host with each other or with the targets, and that host's CPU "
+                  "is what they were short of: add agents on other hosts and run it again" if one_host
+                  else f"Add about {self.add_agents} more agent(s) and run it again")
         return (f"step {step} is generator-bound in {self.intervals} of {measured_intervals} interval(s): "
                 f"{who}; its throughput is what the generators could send, not what the targets can take. "
-                f"Add about {self.add_agents} more agent(s) and run it again")
+                + advice)
 
 
 NOT_BOUND = GeneratorVerdict(0, (), (), 0)
+
+
+def is_loopback(url: str) -> bool:
+    """Whether a target URL names this host (a loopback address or localhost)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def verdict(samples: list[Saturation], interval_starts: list[int], interval_ms: int, n_agents: int,

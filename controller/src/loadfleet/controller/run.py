@@ -28,7 +28,7 @@ from .errors import NotEnoughAgents
 from .events import Event, EventKind
 from .figures import Figures, figures_of
 from .drift import Drift
-from .genbound import Saturation, saturation, verdict
+from .genbound import Saturation, is_loopback, saturation, verdict
 from .hosts import HostRecorder, HostSample, MonitorInfo
 from .jobs import JobAssignment, JobReport, JobState, job_id_for
 from .knee import Knee, LevelPoint, find_knee
@@ -327,7 +327,8 @@ class Run:
             result = replace(result, hosts=self._hosts.loads(starts[0], starts[-1] + self.plan.interval_ms))
         if found.bound:
             result = replace(result, generator_bound=True, generator_bound_intervals=found.intervals,
-                             generator_advice=found.describe(step.spec.name, len(starts)))
+                             generator_advice=found.describe(step.spec.name, len(starts),
+                                                             one_host=self._one_host()))
         self._results.append(result)
         self._step = None
         if sweep:
@@ -343,6 +344,12 @@ class Run:
                                         hosts=result.hosts))
         if sweep and (step.spec.repetition == sweep.repeat or step.stopped):
             self._look_for_knee(step.spec.servers)
+
+    def _one_host(self) -> bool:
+        """Whether the run's agents share one host with each other or with loopback targets."""
+        if len({a.identity.hostname for a in self._agents}) != 1:
+            return False
+        return len(self._agents) > 1 or any(is_loopback(t.url) for t in self.plan.targets)
 
     def _look_for_knee(self, servers: int) -> None:
         if servers in self._knees:
@@ -381,6 +388,11 @@ class Run:
             message = "no agent finished its share"
         if not message and self._stop_reason:
             message = f"stopped by a stop condition: {self._stop_reason.text}"
+        failed_steps = [r.name for r in self._results if r.state == "failed"]
+        if failed_steps and self.state is not RunState.FAILED:
+            # The run goes on past a step no agent finished, but its figures are missing or partial.
+            message = "; ".join(filter(None, [message, f"step(s) {', '.join(failed_steps)} failed: "
+                                                       "no agent finished its share"]))
         self.finished_ms = self._clock_ms()
         for record in self._agents:
             if record.state is AgentState.BUSY:

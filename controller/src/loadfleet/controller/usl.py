@@ -15,6 +15,9 @@ import math
 from dataclasses import dataclass
 
 MIN_POINTS = 3
+# A peak predicted further out than this many times the largest N measured is no peak the
+# data can speak for (perfectly linear points give κ ≈ 1e-20 and a peak at N ≈ 1e10).
+PEAK_REACH = 10
 _MAX_ITERATIONS = 200
 
 
@@ -25,7 +28,7 @@ class UslFit:
     lambda_: float  # throughput of one unit (N = 1)
     r_squared: float  # fit quality on X: 1 is perfect
     points: int
-    peak_n: float | None  # N at the throughput peak; None when κ <= 0 (no peak)
+    peak_n: float | None  # N at the throughput peak; None when κ <= 0 or beyond PEAK_REACH (no peak)
     peak_x: float | None  # the predicted throughput there
 
     def predict(self, n: float) -> float:
@@ -46,14 +49,23 @@ def fit_usl(points: list[tuple[float, float]]) -> UslFit:
     pts = [(float(n), float(x)) for n, x in points if n > 0 and x > 0]
     if len(pts) < MIN_POINTS or len({n for n, _ in pts}) < MIN_POINTS:
         raise ValueError(f"a USL fit needs at least {MIN_POINTS} distinct N with throughput above 0")
-    params = _refine(pts, _linear_start(pts))
+    # The refinement can stall where it starts (e.g. with no contention on points that are
+    # flat from the first): start also from a few contention levels and keep the best.
+    starts = [_linear_start(pts), *(_contention_start(pts, sigma) for sigma in (0.1, 0.5, 0.9))]
+    params = min((_refine(pts, start) for start in starts), key=lambda p: _cost(pts, p))
     sigma, kappa, lam = params
     peak_n = peak_x = None
-    if kappa > 0 and sigma < 1:
+    if kappa > 0 and sigma < 1 and math.sqrt((1 - sigma) / kappa) <= PEAK_REACH * max(n for n, _ in pts):
         peak_n = math.sqrt((1 - sigma) / kappa)
         peak_x = usl(peak_n, sigma, kappa, lam)
     return UslFit(sigma=sigma, kappa=kappa, lambda_=lam, r_squared=_r_squared(pts, params),
                   points=len(pts), peak_n=peak_n, peak_x=peak_x)
+
+
+def _contention_start(pts: list[tuple[float, float]], sigma: float) -> list[float]:
+    """σ given, no coherency cost, λ so that the curve passes through the first point."""
+    n0, x0 = min(pts)
+    return [sigma, 0.0, x0 / n0 * (1 + sigma * (n0 - 1))]
 
 
 def _linear_start(pts: list[tuple[float, float]]) -> list[float]:

@@ -108,7 +108,9 @@ class Lab:
 
     @property
     def manifest(self) -> Path:
-        return self.docroot / "manifest.json"
+        """The workload's manifest at a path that stays put for plans to name: with an NFS
+        docroot, the export's copy (the servers' mount point is new with every `up`)."""
+        return self.state_dir / ("export" if self.spec.nfs else "docroot") / "manifest.json"
 
     def _mount_nfs(self, export: Path) -> None:
         """ganesha exports the files; the servers' docroot is a fresh FUSE mount of the export."""
