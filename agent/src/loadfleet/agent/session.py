@@ -169,7 +169,8 @@ class Agent:
                 health=agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
                                         loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct))
             if self._host is not None:
-                beat.host.CopyFrom(host_to_proto(self._host.sample()))
+                # Off the event loop: a server's counters may take up to a second to read.
+                beat.host.CopyFrom(host_to_proto(await asyncio.to_thread(self._host.sample)))
             self._outbox.put(agent_pb2.AgentMessage(heartbeat=beat))
 
     def _start_job(self, assignment: agent_pb2.Assignment) -> None:
