@@ -47,12 +47,18 @@ impl Backlog {
     }
 }
 
-pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::Receiver<Control>, poisson: bool) {
+/// Makes requests fall due from `origin` (the load's start) until just before `end`.
+pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::Receiver<Control>, poisson: bool,
+                      origin: Instant, end: Instant) {
     let job = &shared.job;
     let mut rng = Rng::new(u64::from(std::process::id()) ^ 0x5eed);
+    // Due times are seconds since `origin` in f64: summing whole-nanosecond gaps instead
+    // would drift early (1/300 s is 3,333,333 ns) and let one more request in before the end.
+    let end_s = end.duration_since(origin).as_secs_f64();
+    let at = |s: f64| origin + Duration::from_secs_f64(s);
     // The next request is due `unit_gap / rate` after the last one; keeping the gap in
     // units of the rate lets a ramp or an adjust change the spacing at once.
-    let mut last_due = Instant::now();
+    let mut last_due_s = 0.0;
     let mut unit_gap = 0.0; // the first request is due at the start
     loop {
         let Control { stopped, rate_per_s, .. } = *control.borrow_and_update();
@@ -65,25 +71,27 @@ pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: wat
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
                 _ = control.changed() => {}
             }
-            last_due = Instant::now();
+            last_due_s = origin.elapsed().as_secs_f64();
             continue;
         }
-        let now = Instant::now();
-        let mut next = last_due + Duration::from_secs_f64(unit_gap / rate_per_s);
-        while next <= now {
-            if !shared.take_ticket() {
+        let now_s = origin.elapsed().as_secs_f64();
+        let mut next_s = last_due_s + unit_gap / rate_per_s;
+        while next_s <= now_s {
+            // Nothing falls due at or after the end (give or take rounding), however late the
+            // run loop notices the end.
+            if next_s >= end_s - 1e-9 || !shared.take_ticket() {
                 return;
             }
             let (target, request) = (job.target_choice.pick(&mut rng), job.request_choice.pick(&mut rng));
             let slot = shared.stats.borrow().slot(target, job.requests[request].name);
             shared.stats.borrow_mut().scheduled(slot);
-            backlog.push(Due { at: next, target, request });
-            last_due = next;
+            backlog.push(Due { at: at(next_s), target, request });
+            last_due_s = next_s;
             unit_gap = if poisson { rng.exponential() } else { 1.0 };
-            next = last_due + Duration::from_secs_f64(unit_gap / rate_per_s);
+            next_s = last_due_s + unit_gap / rate_per_s;
         }
         tokio::select! {
-            () = tokio::time::sleep_until(next.into()) => {}
+            () = tokio::time::sleep_until(at(next_s).into()) => {}
             _ = control.changed() => {}
         }
     }

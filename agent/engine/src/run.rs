@@ -138,15 +138,19 @@ impl Run {
     pub async fn execute(mut self, mut report: impl FnMut(pb::IntervalReport)) {
         let job = &Rc::clone(&self.shared).job;
         let interval = job.interval_ms as i64;
-        let end_ms = job.start_at_ms.max(now_ms()) + job.duration_ms as i64;
+        let start_ms = job.start_at_ms.max(now_ms());
+        let end_ms = start_ms + job.duration_ms as i64;
         tokio::select! {
             () = sleep_until_ms(job.start_at_ms) => {}
             _ = self.control.wait_for(|c| c.stopped) => {}
         }
+        // The load's clock starts at the barrier, not when this task woke up (a few ms later
+        // on a busy host): an open model then schedules exactly rate × duration requests.
+        let origin = Instant::now() - Duration::from_millis((now_ms() - start_ms).max(0) as u64);
         let mut load = job.load.clone();
-        let mut load_since = Instant::now();
+        let mut load_since = origin;
         if let Model::Open { poisson, max_connections, .. } = load.model {
-            self.start_open(poisson, max_connections);
+            self.start_open(poisson, max_connections, origin, origin + Duration::from_millis(job.duration_ms));
         }
         let mut interval_start = now_ms() / interval * interval;
         loop {
@@ -205,9 +209,10 @@ impl Run {
         *self.control.borrow_and_update()
     }
 
-    fn start_open(&mut self, poisson: bool, max_connections: u32) {
+    fn start_open(&mut self, poisson: bool, max_connections: u32, origin: Instant, end: Instant) {
         let (shared, backlog) = (&self.shared, &self.backlog);
-        self.tasks.push(tokio::task::spawn_local(schedule(Rc::clone(shared), Rc::clone(backlog), self.control.clone(), poisson)));
+        let schedule = schedule(Rc::clone(shared), Rc::clone(backlog), self.control.clone(), poisson, origin, end);
+        self.tasks.push(tokio::task::spawn_local(schedule));
         for _ in 0..max_connections {
             self.tasks.push(tokio::task::spawn_local(work(Rc::clone(shared), Rc::clone(backlog), self.control.clone())));
         }

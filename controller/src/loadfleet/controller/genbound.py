@@ -61,9 +61,9 @@ class GeneratorVerdict:
         """`one_host`: the agents share one host with each other or with the targets, so the
         host's CPU, not the number of agents, is the limit."""
         who = "; ".join(f"{a} ({r})" for a, r in zip(self.agents, self.reasons))
-        advice = ("The agents share one host with each other or with the targets, and that host's CPU "
-                  "is what they were short of: add agents on other hosts and run it again" if one_host
-                  else f"Add about {self.add_agents} more agent(s) and run it again")
+        advice = f"Add about {self.add_agents} more agent(s)" + (
+            " on other hosts and run it again: these agents share one host with each other or with the "
+            "targets, where more of them would compete for the same CPU" if one_host else " and run it again")
         return (f"step {step} is generator-bound in {self.intervals} of {measured_intervals} interval(s): "
                 f"{who}; its throughput is what the generators could send, not what the targets can take. "
                 + advice)
