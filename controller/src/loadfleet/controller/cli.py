@@ -259,7 +259,7 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
     if as_json:
         print(summary.summary_json)
     else:
-        print(console.summary_table(summary))
+        print(console.summary_table(summary, doc))
         if len(doc.get("steps", [])) > 1:
             print(console.steps_table(doc))
         if doc.get("hosts"):

@@ -1,7 +1,6 @@
 """What a person sees: one progress line per interval, events, and the summary table."""
 from __future__ import annotations
 
-import json
 import time
 
 from loadfleet.v1 import run_pb2
@@ -25,7 +24,8 @@ _COLUMNS = (("requests", 10), ("req/s", 10), ("MB/s", 8), ("err %", 6), ("mean",
             ("p90", 8), ("p99", 8), ("max", 8))
 
 
-def summary_table(s: run_pb2.RunSummary) -> str:
+def summary_table(s: run_pb2.RunSummary, doc: dict) -> str:
+    """`doc`: the summary's JSON document (`s.summary_json`), already parsed by the caller."""
     state = run_pb2.RunState.Name(s.state).removeprefix("RUN_STATE_").lower()
     lines = [f"run {s.run_id} {state}" + (f": {s.message}" if s.message else "")
              + f" — {s.duration_s:.1f} s measured, results in {s.run_dir}"]
@@ -37,7 +37,7 @@ def summary_table(s: run_pb2.RunSummary) -> str:
         if len(group) > 1 or title == "agents":
             lines.append(title)
             lines.extend(_row("  " + t.name, t, name_width) for t in group)
-    if s.summary_json and json.loads(s.summary_json)["total"]["figures"].get("latency_missing"):
+    if doc.get("total", {}).get("figures", {}).get("latency_missing"):
         lines.append(LATENCY_NOT_MEASURED)
     return "\n".join(lines)
 
