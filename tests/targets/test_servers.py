@@ -49,9 +49,15 @@ def assert_round_robin(counts: dict[str, int]) -> None:
 
 def settled_counters(cache, client_requests: int, timeout_s: float = 5.0):
     """varnishstat's counters, once Varnish's workers have folded in all `client_requests`
-    (they publish their counts shortly after each request, not at once)."""
+    (they publish their counts shortly after each request, not at once) and the total of
+    backend requests has caught up with the per-backend ones (it is folded in separately:
+    seen one behind, 16531 of 16532)."""
     deadline = time.monotonic() + timeout_s
-    while (counters := cache.counters()).client_requests < client_requests and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        counters = cache.counters()
+        if (counters.client_requests >= client_requests
+                and counters.backend_requests == sum(counters.per_backend.values())):
+            break
         time.sleep(0.1)
     return counters
 
