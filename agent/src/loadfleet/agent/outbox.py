@@ -1,18 +1,28 @@
-"""Messages waiting to reach the controller. They survive a broken session: a message
-leaves the outbox only once it has been written to a live stream.
+"""Messages waiting for the controller, kept until it acknowledges them.
+
+Every message but a heartbeat stays here until an `Ack` covers it (the controller
+acknowledges a report once its interval is stored in the run directory; agent.proto,
+Delivery). A message written to a session that then breaks is written again on the next
+session (`rewind`); the controller merges a resend once.
+
+A message gets its sequence number when it enters memory, so the numbers of what is
+written are always consecutive and the controller can tell a gap. They start at the
+process's start time in microseconds: an agent restarted on the spool of an earlier
+process numbers everything after what the earlier one sent.
 
 Measurements must not be lost when the controller is away for long, nor when the agent
-itself restarts: past `memory_limit` queued messages, and always once anything is on
-disk (so that order is kept), interval reports and job states go to a spool file of
-length-delimited frames. It is read back in order as the queue drains and removed once
-empty; an agent started on a spool left by an earlier run sends what it holds first.
-Heartbeats are never spooled: a stale heartbeat says nothing about now.
+itself restarts: past `memory_limit` messages, and always once anything is on disk (so
+that order is kept), messages go to a spool file of length-delimited frames. It is read
+back in order as acknowledgements make room, and removed once everything in it is
+acknowledged; an agent started on a spool left by an earlier run sends what it holds
+first. Heartbeats are never kept: a stale heartbeat says nothing about now.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import logging
+import time
 from pathlib import Path
 
 from loadfleet.v1 import agent_pb2
@@ -22,81 +32,117 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MEMORY_LIMIT = 256
 SPOOL_FILE = "outbox.spool"
-# Messages read back from the spool at a time.
+# Messages read back from the spool at a time, from at most this many bytes.
 READ_BACK_BATCH = 64
+READ_BACK_BYTES = 8 << 20  # more than any message (gRPC's 4 MiB limit)
+# Heartbeats waiting to be written; older ones are dropped (they only say "alive").
+HEARTBEATS_KEPT = 2
 
 
 class Outbox:
     def __init__(self, spool_dir: Path | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT):
-        self._queue: collections.deque[agent_pb2.AgentMessage] = collections.deque()
+        self._held: collections.deque[agent_pb2.AgentMessage] = collections.deque()
+        self._written = 0  # of _held, how many this session has written
+        self._heartbeats: collections.deque[agent_pb2.AgentMessage] = collections.deque(maxlen=HEARTBEATS_KEPT)
         self._ready = asyncio.Event()
         self._memory_limit = memory_limit
+        self._next_seq = time.time_ns() // 1000
         self._spool = Path(spool_dir) / SPOOL_FILE if spool_dir else None
-        self._spool_offset = 0  # bytes of the spool already moved back into memory
-        if self._spool and self._spool.exists():
+        self._spool_offset = 0  # bytes of the spool already read back into memory
+        self._spool_last_seq = 0  # the last message read back from the spool
+        self.acked = 0
+        if self._spooling:
             log.warning("sending %d bytes of measurements spooled by an earlier run (%s)",
                         self._spool.stat().st_size, self._spool)
+            self._refill()
 
     def put(self, message: agent_pb2.AgentMessage) -> None:
-        spoolable = message.WhichOneof("body") != "heartbeat"
-        if self._spool and spoolable and (self._spooling or len(self._queue) >= self._memory_limit):
-            self._spool.parent.mkdir(parents=True, exist_ok=True)
-            with self._spool.open("ab") as f:
-                f.write(frame(message.SerializeToString()))
+        """Queues a message; numbers it unless it is a heartbeat. Never blocks."""
+        if message.WhichOneof("body") == "heartbeat":
+            self._heartbeats.append(message)
         else:
-            self._queue.append(message)
+            if self._spool and (self._spooling or len(self._held) >= self._memory_limit):
+                self._spool.parent.mkdir(parents=True, exist_ok=True)
+                with self._spool.open("ab") as f:
+                    f.write(frame(message.SerializeToString()))
+                self._refill()
+            else:
+                self._hold(message)
         self._ready.set()
 
-    async def peek(self) -> agent_pb2.AgentMessage:
-        """The oldest message, waiting for one if needed; it stays until `done()`."""
-        while not self._queue:
-            if self._read_back():
-                break
+    def _hold(self, message: agent_pb2.AgentMessage) -> None:
+        message.seq = self._next_seq
+        self._next_seq += 1
+        self._held.append(message)
+
+    async def next(self) -> agent_pb2.AgentMessage:
+        """The next message to write on this session (heartbeats first), waiting for one;
+        call `written` once it is written."""
+        while not self._heartbeats and self._written >= len(self._held):
             self._ready.clear()
             await self._ready.wait()
-        return self._queue[0]
+        return self._heartbeats[0] if self._heartbeats else self._held[self._written]
 
-    def done(self) -> None:
-        self._queue.popleft()
+    def written(self, message: agent_pb2.AgentMessage) -> None:
+        if message.WhichOneof("body") != "heartbeat":
+            self._written += 1
+        elif self._heartbeats and message is self._heartbeats[0]:  # else a newer one pushed it out
+            self._heartbeats.popleft()
 
-    def drop_heartbeats(self) -> None:
-        """Heartbeats queued during an outage say nothing about now; keep everything else."""
-        kept = [m for m in self._queue if m.WhichOneof("body") != "heartbeat"]
-        self._queue.clear()
-        self._queue.extend(kept)
+    def ack(self, through_seq: int) -> None:
+        """The controller has stored every message up to `through_seq`: forget them."""
+        self.acked = max(self.acked, through_seq)
+        while self._held and self._held[0].seq <= through_seq:
+            self._held.popleft()
+            self._written = max(0, self._written - 1)
+        self._refill()
+        self._ready.set()
 
-    def __len__(self) -> int:
-        return len(self._queue) + (self._spooled_count() if self._spooling else 0)
+    def rewind(self) -> None:
+        """A new session: every unacknowledged message is written again, and heartbeats
+        queued during the break are dropped."""
+        self._written = 0
+        self._heartbeats.clear()
+        self._ready.set()
+
+    @property
+    def unacknowledged(self) -> int:
+        """Messages in memory not yet acknowledged (the spool's are on disk)."""
+        return len(self._held)
 
     @property
     def _spooling(self) -> bool:
         return bool(self._spool and self._spool.exists())
 
-    def _read_back(self) -> bool:
-        """Moves the next batch from the spool into memory; False if the spool is empty."""
-        if not self._spooling:
-            return False
-        data = self._spool.read_bytes()
-        rest = data[self._spool_offset:]
-        try:
-            frames, used = parse_frames(rest, limit=READ_BACK_BATCH)
-        except FramingError as exc:
-            frames, used = [], 0
-            log.error("spool %s is damaged after byte %d (%s)", self._spool, self._spool_offset, exc)
-        if not frames and rest:
-            # A frame cut short (the agent died while writing it) or damage: skip the rest.
-            log.error("skipping %d unreadable bytes at the end of %s", len(rest), self._spool)
-            used = len(rest)
-        self._queue.extend(agent_pb2.AgentMessage.FromString(f) for f in frames)
-        self._spool_offset += used
-        if self._spool_offset >= len(data):
-            self._spool.unlink()  # all of it is in memory now; new messages may queue there
-            self._spool_offset = 0
-        return bool(frames)
+    def _refill(self) -> None:
+        """Reads the spool back while memory has room; removes the spool once everything
+        in it has been read back and acknowledged."""
+        while self._spooling and len(self._held) < self._memory_limit:
+            if not self._read_back():
+                return
 
-    def _spooled_count(self) -> int:
+    def _read_back(self) -> bool:
+        """Moves the next batch from the spool into memory; False when there is none."""
+        with self._spool.open("rb") as f:
+            f.seek(self._spool_offset)
+            chunk = f.read(READ_BACK_BYTES)
+        if not chunk:
+            if self._spool_last_seq <= self.acked:
+                self._spool.unlink()
+                self._spool_offset, self._spool_last_seq = 0, 0
+            return False
         try:
-            frames, _ = parse_frames(self._spool.read_bytes()[self._spool_offset:])
-        except FramingError:
-            return 0
-        return len(frames)
+            frames, used = parse_frames(chunk, limit=READ_BACK_BATCH)
+        except FramingError as exc:
+            frames, used = [], len(chunk)
+            log.error("spool %s is damaged after byte %d (%s); skipping the rest", self._spool, self._spool_offset, exc)
+        if not frames:
+            if len(chunk) < READ_BACK_BYTES:  # a frame cut short (the agent died writing it)
+                log.error("skipping %d unreadable bytes at the end of %s", len(chunk), self._spool)
+            used = len(chunk)
+        for data in frames:
+            self._hold(agent_pb2.AgentMessage.FromString(data))
+        self._spool_offset += used
+        if frames:
+            self._spool_last_seq = self._held[-1].seq
+        return True

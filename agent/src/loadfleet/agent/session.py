@@ -1,9 +1,12 @@
 """The agent's life: dial the controller, keep the session alive, run what it assigns.
 
 The agent always dials out and redials with backoff when the session breaks. A job
-keeps running across a short break (its reports wait in the outbox) but only while
-the lease lasts: when the controller has been silent for the whole lease, every
-engine is killed at once.
+keeps running across a short break (its reports wait in the outbox, and are written
+again after reconnecting until the controller acknowledges them) but only while the
+lease lasts: when the controller that owns the job has been silent for the whole lease,
+every engine is killed at once. A job belongs to the controller instance that assigned
+it; a restarted controller that adopts the job (Welcome.adopted_jobs) owns it from then
+on, and one that does not renews nothing of it, so the job stops at the end of its lease.
 """
 from __future__ import annotations
 
@@ -62,6 +65,8 @@ class Agent:
         self._lease_ms = DEFAULT_LEASE_MS
         self._stopping = False
         self._job_lease_ms = 0  # the running job's own minimum lease, if any
+        self._instance = ""  # the controller instance of the current session
+        self._job_owner = ""  # the controller instance that owns the running job
 
     async def run(self, stop: asyncio.Event) -> None:
         """Runs until `stop` is set; then kills any load and returns."""
@@ -109,11 +114,9 @@ class Agent:
             welcome = await call.read()
             if welcome is grpc.aio.EOF or not welcome.HasField("welcome"):
                 raise ConnectionError("the controller did not welcome this agent")
-            self._heartbeat_ms = welcome.welcome.heartbeat_ms or DEFAULT_HEARTBEAT_MS
-            self._lease_ms = welcome.welcome.lease_ms or self._lease_ms
-            self._lease.renew(self._current_lease_ms())
+            self._welcomed(welcome.welcome)
             log.info("connected to %s as %s", self.config.controller, self.config.agent_id)
-            self._outbox.drop_heartbeats()
+            self._outbox.rewind()
             tasks = [asyncio.create_task(self._write(call), name="session-writer"),
                      asyncio.create_task(self._heartbeat(), name="heartbeat")]
             try:
@@ -123,10 +126,29 @@ class Agent:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
 
+    def _welcomed(self, welcome: agent_pb2.Welcome) -> None:
+        self._heartbeat_ms = welcome.heartbeat_ms or DEFAULT_HEARTBEAT_MS
+        self._lease_ms = welcome.lease_ms or self._lease_ms
+        self._instance = welcome.controller_instance
+        if self._job is not None and self._job.job_id in welcome.adopted_jobs:
+            log.info("controller %s took job %s over", self._instance, self._job.job_id)
+            self._job_owner = self._instance
+        elif self._job is not None and self._job_owner != self._instance:
+            log.warning("controller %s does not collect job %s: it stops when its lease ends",
+                        self._instance or "(unnamed)", self._job.job_id)
+        self._renew_lease()
+
+    def _renew_lease(self) -> None:
+        """Only the controller that owns the running job may extend its life."""
+        if self._job is None or self._job_owner == self._instance:
+            self._lease.renew(self._current_lease_ms())
+
     def _hello(self) -> agent_pb2.Hello:
         hello = agent_pb2.Hello(
             agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
             version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels))
+        if self._job is not None:
+            hello.running_jobs.add(job_id=self._job.job_id, controller_instance=self._job_owner)
         if monitor := self.config.monitor:
             hello.capabilities[:] = ["monitor"]
             hello.monitor.targets[:] = monitor.targets
@@ -138,23 +160,23 @@ class Agent:
         while (message := await call.read()) is not grpc.aio.EOF:
             if message.HasField("lease"):
                 self._lease_ms = message.lease.lease_ms or self._lease_ms
-            if message.HasField("assignment"):
-                self._job_lease_ms = message.assignment.lease_ms
-            self._lease.renew(self._current_lease_ms())
             kind = message.WhichOneof("body")
             if kind == "assignment":
                 self._start_job(message.assignment)
+            self._renew_lease()
+            if kind == "ack":
+                self._outbox.ack(message.ack.through_seq)
             elif kind == "stop":
                 if self._job and self._job.job_id == message.stop.job_id:
                     await self._job.stop()
-            elif kind != "lease":
+            elif kind not in ("lease", "assignment"):
                 log.warning("ignoring an unexpected %s from the controller", kind)
 
     async def _write(self, call) -> None:
         while True:
-            message = await self._outbox.peek()
+            message = await self._outbox.next()
             await call.write(message)
-            self._outbox.done()
+            self._outbox.written(message)
 
     async def _heartbeat(self) -> None:
         period_s = self._heartbeat_ms / 1000
@@ -182,6 +204,8 @@ class Agent:
                 job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED, message=refusal)))
             return
         self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put)
+        self._job_owner = self._instance
+        self._job_lease_ms = assignment.lease_ms
         self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")
 
     async def _run_job(self, job: JobRunner) -> None:

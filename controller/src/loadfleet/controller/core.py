@@ -1,5 +1,9 @@
 """The controller's state: the agent registry and the runs, and the tasks that keep
-them moving. The RPC servicers are thin adapters over this object."""
+them moving. The RPC servicers are thin adapters over this object.
+
+Memory: running runs hold O(agents × rows + steps) each (run.py); an ended run is kept
+as its summary only, and only the latest `KEPT_ENDED_RUNS` of them (the rest are on disk
+in their run directories)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,14 +12,16 @@ import logging
 import os
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, Health
 from .errors import RunNotFound
 from .hosts import HostSample
-from .jobs import JobReport, JobState, run_id_of
+from .jobs import JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
-from .run import Run
+from .run import Run, RunState
+from .watchers import Follower, Watchers
 from .sinks import Sink
 from .sinks.influx import InfluxConfig, InfluxSink, influx_writer
 
@@ -27,6 +33,33 @@ MONITOR_PERIOD_S = 0.25
 STALL_S = 1.0
 # How long closing the controller waits for runs to write their results and flush sinks.
 CLOSE_TIMEOUT_S = 30.0
+# Ended runs whose summaries stay in memory (for `loadfleet runs`, `status`).
+KEPT_ENDED_RUNS = 100
+
+
+@dataclass(frozen=True)
+class EndedRun:
+    """What the controller keeps of a run once it has ended: its summary and events."""
+
+    run_id: str
+    plan_name: str
+    state: RunState
+    started_ms: int
+    finished_ms: int
+    total_requests: int
+    run_dir: Path
+    watchers: Watchers
+
+    @classmethod
+    def of(cls, run: Run) -> EndedRun:
+        return cls(run.run_id, run.plan_name, run.state, run.started_ms, run.finished_ms, run.total_requests,
+                   run.run_dir, run.watchers)
+
+    def follow(self) -> Follower:
+        return self.watchers.follow()
+
+    def stop(self) -> None:
+        pass
 
 
 def new_run_id() -> str:
@@ -41,7 +74,9 @@ class Controller:
         self.heartbeat_ms = heartbeat_ms
         self.lease_ms = lease_ms
         self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost)
-        self._runs: dict[str, Run] = {}
+        # This process: agents' jobs belong to it (agent.proto, Ownership).
+        self.instance_id = secrets.token_hex(8)
+        self._runs: dict[str, Run | EndedRun] = {}
         self._tasks: set[asyncio.Task] = set()
         self._monitor: asyncio.Task | None = None
 
@@ -51,7 +86,7 @@ class Controller:
     async def close(self) -> None:
         """Stops running runs, lets them write results and flush their sinks, then
         stops background tasks; safe to call twice."""
-        for run in self._runs.values():
+        for run in self._running():
             run.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=CLOSE_TIMEOUT_S)
@@ -68,12 +103,22 @@ class Controller:
         """Validates the plan (PlanError lists every problem) and starts the run."""
         plan = parse_plan(plan_yaml)
         run_id = new_run_id()
-        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan))
+        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan),
+                  lease_ms=self.lease_ms, settle=self.settle)
         self._runs[run_id] = run
-        task = asyncio.create_task(run.execute(), name=f"run-{run_id}")
+        task = asyncio.create_task(self._execute(run), name=f"run-{run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return run
+
+    async def _execute(self, run: Run) -> None:
+        try:
+            await run.execute()
+        finally:
+            self._runs[run.run_id] = EndedRun.of(run)
+            ended = [r for r in self._runs.values() if isinstance(r, EndedRun)]
+            for old in ended[:-KEPT_ENDED_RUNS]:
+                del self._runs[old.run_id]
 
     def _sinks_for(self, plan: Plan) -> list[Sink]:
         """The plan's InfluxDB if it names one, else the controller's, else none."""
@@ -90,27 +135,44 @@ class Controller:
         sink.start()
         return [sink]
 
-    def get_run(self, run_id: str) -> Run:
+    def get_run(self, run_id: str) -> Run | EndedRun:
         try:
             return self._runs[run_id]
         except KeyError:
             raise RunNotFound(f"no run {run_id!r} on this controller") from None
 
-    def runs(self) -> list[Run]:
+    def runs(self) -> list[Run | EndedRun]:
         return sorted(self._runs.values(), key=lambda r: r.started_ms)
+
+    def _running(self) -> list[Run]:
+        return [r for r in self._runs.values() if isinstance(r, Run)]
 
     # ---- from agents -------------------------------------------------------------
 
+    def report_limits(self, agent_id: str, job_id: str) -> ReportLimits | None:
+        """What the agent may report for the job; None when it is no running job of that agent."""
+        run = self._runs.get(run_id_of(job_id))
+        return run.report_limits(agent_id, job_id) if isinstance(run, Run) else None
+
     def on_report(self, report: JobReport) -> None:
         run = self._runs.get(run_id_of(report.job_id))
-        if run:
+        if isinstance(run, Run):
             run.on_report(report)
+        else:
+            self.settle(report.agent_id, report.seq)
+
+    def settle(self, agent_id: str, seq: int) -> None:
+        """The agent's message `seq` is stored for good (or deliberately dropped): its
+        session may acknowledge it."""
+        record = self.registry.get(agent_id)
+        if record and record.link:
+            record.link.settle(seq)
 
     def on_heartbeat(self, agent_id: str, health: Health, host: HostSample | None = None) -> None:
         self.registry.seen(agent_id, health)
         record = self.registry.get(agent_id)
         monitor = record.identity.monitor if record else None
-        for run in self._runs.values():
+        for run in self._running():
             if monitor and host:
                 run.on_host(agent_id, monitor, host)
             else:
@@ -118,7 +180,7 @@ class Controller:
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         run = self._runs.get(run_id_of(job_id))
-        if run:
+        if isinstance(run, Run):
             run.on_job_state(agent_id, job_id, state, message)
 
     def _joined(self, record: AgentRecord) -> None:
@@ -127,9 +189,9 @@ class Controller:
 
     def _lost(self, record: AgentRecord, reason: str) -> None:
         # An idle agent leaving is routine (e.g. --local shutting down); a run's agent is not.
-        in_run = any(not run.state.ended for run in self._runs.values())
+        in_run = bool(self._running())
         log.log(logging.WARNING if in_run else logging.INFO, "agent %s lost: %s", record.agent_id, reason)
-        for run in self._runs.values():
+        for run in self._running():
             run.on_agent_lost(record.agent_id, reason)
 
     async def _watch_agents(self) -> None:

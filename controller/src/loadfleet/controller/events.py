@@ -20,6 +20,8 @@ class EventKind(enum.Enum):
     GENERATOR_BOUND = "generator_bound"
     TARGET_DOWN = "target_down"  # every request to a target failed without an answer (targethealth.py)
     TARGET_UP = "target_up"
+    LATE_REPORTS = "late_reports"  # reports after their interval was published without them (window.py)
+    RUN_RECOVERED = "run_recovered"  # a restarted controller took the run over from its journal
 
 
 @dataclass(frozen=True)

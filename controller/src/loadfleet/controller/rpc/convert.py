@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 
 from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
-from loadfleet.wire.stats import StatsRow
+from loadfleet.wire.histogram import HistogramError
+from loadfleet.wire.stats import TOTAL, StatsRow, total_row
 
 from ..agents import AgentIdentity, AgentRecord, AgentState, Health
 from ..errors import Problem
 from ..events import Event, EventKind
 from ..figures import Figures, Latency
 from ..hosts import HostSample, MonitorInfo, ProcessSample
-from ..jobs import JobAssignment, JobReport, JobState
+from ..jobs import JobAssignment, JobReport, JobState, ReportLimits
 from ..load import Load, Think
-from ..run import IntervalUpdate, Run, RunState
+from ..run import RunState
+from ..watchers import IntervalUpdate
 from ..scheduler import combine
 from ..summary import NamedFigures, RunSummary
 
@@ -54,13 +56,39 @@ def health_to_proto(h: Health) -> agent_pb2.Health:
                             loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct)
 
 
-def report_from_proto(agent_id: str, pb: agent_pb2.AgentInterval) -> JobReport:
+class BadReport(ValueError):
+    """An agent's report that its job cannot hold; refused before it costs anything."""
+
+
+def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limits: ReportLimits) -> JobReport:
+    """The report decoded, once its shape is checked against `limits` (rows and histogram
+    sizes first, so a hostile report costs no decoding). The agent's `*`/`*` row becomes the
+    report's total (computed here when an agent did not send one)."""
     report = pb.report
+    stats = report.stats
+    if len(stats) > limits.max_rows:
+        raise BadReport(f"{len(stats)} rows, more than the job's {limits.max_rows}")
+    for s in stats:
+        if limits.keys is not None and (s.target, s.request) not in limits.keys:
+            raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
+        if len(s.latency_histogram) > limits.max_histogram_bytes:
+            raise BadReport(f"a histogram of {len(s.latency_histogram)} bytes (at most {limits.max_histogram_bytes})")
+    try:
+        rows = [StatsRow.from_proto(s).check() for s in stats]
+    except HistogramError as exc:
+        raise BadReport(str(exc)) from exc
+    totals = [r for r in rows if r.key == (TOTAL, TOTAL)]
+    rows = tuple(r for r in rows if r.key != (TOTAL, TOTAL))
+    total = totals[0] if totals else total_row(rows)
+    if len(totals) > 1 or total.requests != sum(r.requests for r in rows):
+        raise BadReport("its total row does not add up to its rows")
     return JobReport(
         job_id=pb.job_id,
         agent_id=agent_id,
+        seq=seq,
         interval_start_ms=report.interval_start_ms,
-        rows=[StatsRow.from_proto(s) for s in report.stats],
+        rows=rows,
+        total=total,
         final=report.final,
         error_samples=tuple(f"{s.target} {s.request}: {s.message}" for s in report.error_samples),
     )
@@ -161,6 +189,8 @@ _EVENT_KINDS = {
     EventKind.GENERATOR_BOUND: run_pb2.EVENT_KIND_GENERATOR_BOUND,
     EventKind.TARGET_DOWN: run_pb2.EVENT_KIND_TARGET_DOWN,
     EventKind.TARGET_UP: run_pb2.EVENT_KIND_TARGET_UP,
+    EventKind.LATE_REPORTS: run_pb2.EVENT_KIND_LATE_REPORTS,
+    EventKind.RUN_RECOVERED: run_pb2.EVENT_KIND_RUN_RECOVERED,
 }
 
 _RUN_STATES = {
@@ -169,6 +199,7 @@ _RUN_STATES = {
     RunState.FINISHED: run_pb2.RUN_STATE_FINISHED,
     RunState.STOPPED: run_pb2.RUN_STATE_STOPPED,
     RunState.FAILED: run_pb2.RUN_STATE_FAILED,
+    RunState.INTERRUPTED: run_pb2.RUN_STATE_INTERRUPTED,
 }
 
 _AGENT_STATES = {
@@ -187,7 +218,7 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
     return run_pb2.IntervalSummary(
         interval_start_ms=u.interval_start_ms, agents=u.agents, requests=f.requests,
         errors=f.failed, rps=f.rps, mb_per_s=f.mb_per_s, p50_ms=f.latency.p50_ms,
-        p99_ms=f.latency.p99_ms, revised=u.revised,
+        p99_ms=f.latency.p99_ms, missing_agents=u.missing,
     )
 
 
@@ -226,9 +257,10 @@ def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
     )
 
 
-def run_to_proto(run: Run) -> run_pb2.RunInfo:
+def run_to_proto(run) -> run_pb2.RunInfo:
+    """A running `Run` or an `EndedRun`."""
     return run_pb2.RunInfo(
-        run_id=run.run_id, plan_name=run.plan.name, state=_RUN_STATES[run.state],
+        run_id=run.run_id, plan_name=run.plan_name, state=_RUN_STATES[run.state],
         started_ms=run.started_ms, finished_ms=run.finished_ms, requests=run.total_requests,
         run_dir=str(run.run_dir),
     )

@@ -25,8 +25,8 @@ class RunServicer(run_pb2_grpc.RunServiceServicer):
 
     async def WatchRun(self, request: run_pb2.WatchRunRequest, context: grpc.aio.ServicerContext):
         run = await self._get_run(request.run_id, context)
-        queue = run.subscribe()
-        while (update := await queue.get()) is not None:
+        follower = run.follow()
+        while (update := await follower.get()) is not None:
             yield convert.update_to_proto(update)
 
     async def StopRun(self, request: run_pb2.StopRunRequest, context: grpc.aio.ServicerContext):

@@ -11,32 +11,30 @@ rewritten interval lands on the same series and timestamp and replaces the old p
 """
 from __future__ import annotations
 
-from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name, merge_rows
+from collections.abc import Iterable
+
+from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
 from ..agents import Health
 from ..events import Event
 from ..figures import PERCENTILES, Figures, figures_of
 from ..drift import DriftPoint
 from ..hosts import HostLoad, HostSample, MonitorInfo
+from ..stream import Scope
 from .lineproto import Point
 
-TOTAL = "*"
 
-
-def http_points(*, run_id: str, step: str, scope: str, agent: str, interval_start_ms: int,
-                interval_ms: int, rows: list[StatsRow]) -> list[Point]:
-    # An agent's report has one row per key already: merging would only copy histograms.
-    unique = len({row.key for row in rows}) == len(rows)
-    merged = {row.key: row for row in rows} if unique else merge_rows(rows)
-    total = merge_rows(rows, target=TOTAL, request=TOTAL)
+def http_points(*, run_id: str, step: str, scope: Scope, agent: str, interval_start_ms: int,
+                interval_ms: int, rows: Iterable[StatsRow]) -> list[Point]:
+    """One point per row: rows with one (target, request) each, and the `*`/`*` total."""
     seconds = interval_ms / 1000
     return [
         Point("http",
-              tags=(("run", run_id), ("step", step), ("scope", scope), ("agent", agent),
+              tags=(("run", run_id), ("step", step), ("scope", scope.value), ("agent", agent),
                     ("target", row.target), ("request", row.request)),
               fields=_http_fields(row, figures_of(row, seconds)),
               time_ms=interval_start_ms)
-        for row in [*merged.values(), *total.values()]
+        for row in rows
     ]
 
 
@@ -54,7 +52,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
     if row.scheduled or row.not_sent:  # open model
         fields += [("scheduled", row.scheduled), ("sent_late", row.sent_late),
                    ("max_send_lag_ms", row.max_send_lag_us / 1000), ("not_sent", row.not_sent)]
-    if row.histogram.get_total_count():
+    if row.histogram:
         fields += [("mean_ms", lat.mean_ms), ("stddev_ms", lat.stddev_ms), ("min_ms", lat.min_ms),
                    *((f"{name}_ms", getattr(lat, f"{name}_ms")) for name, _ in PERCENTILES),
                    ("max_ms", lat.max_ms)]
