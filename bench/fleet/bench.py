@@ -38,9 +38,9 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fleetsim.children import Children  # noqa: E402
 from fleetsim.plan import fleet_plan, row_shape  # noqa: E402
-from fleetsim.procstat import ProcessSampler, rss_kb  # noqa: E402
+from fleetsim.procstat import ProcessSampler, RssGuard, mem_total_kb, rss_kb  # noqa: E402
 from fleetsim.report import markdown, summarize_run  # noqa: E402
-from fleetsim.watch import RunRecord, follow_run, wait_for_agents  # noqa: E402
+from fleetsim.watch import RunRecord, follow_run, start_run, stop_run, wait_for_agents  # noqa: E402
 
 from loadfleet.v1 import run_pb2_grpc  # noqa: E402
 
@@ -79,6 +79,7 @@ class BenchConfig:
     rss_every_s: float
     total_row: str
     outbox: int
+    max_controller_rss_mb: int
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -101,6 +102,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--total-row", choices=["auto", "always", "never"], default="auto",
                         help="send each agent's */* merge row: auto = only to a controller that names its instance")
     parser.add_argument("--outbox", type=int, default=1000, help="unacknowledged messages kept per simulated agent")
+    parser.add_argument("--max-controller-rss-mb", type=int, default=mem_total_kb() // 1024 // 4,
+                        help="stop the run (and kill the controller if that does not help) past this RSS "
+                             "(default a quarter of this machine's memory)")
     parser.add_argument("--out", type=Path, help="results file (default bench/fleet/results/<date>-<shape>.json)")
     parser.add_argument("--keep-work", action="store_true", help="keep the controller's log and run directory")
     args = parser.parse_args(argv)
@@ -121,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                          processes=args.processes, controller_cmd=args.controller_cmd,
                          controller_label=args.controller_label, controller_core=args.controller_core,
                          sim_cores=args.sim_cores, rss_every_s=args.rss_every_s, total_row=args.total_row,
-                         outbox=args.outbox)
+                         outbox=args.outbox, max_controller_rss_mb=args.max_controller_rss_mb)
     command = shlex.join(["bench/fleet/bench.py", *(sys.argv[1:] if argv is None else argv)])
     raise_fd_limit(4 * config.agents + 1024)  # children inherit it: one socket per agent on each side
     os.sched_setaffinity(0, {int(c) for c in config.sim_cores.split(",")})  # off the controller's core
@@ -140,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = result["summary"]
         ok = summary["run"]["state"] == "finished" and summary["intervals"]["all_complete"]
         if not ok:
-            print(f"NOT OK: run {summary['run']['state'] or 'did not end'}, "
+            print(f"NOT OK: run {summary['run']['state'] or 'did not end'} {summary['run']['error']}, "
                   f"{summary['intervals']['complete']}/{summary['intervals']['sent']} intervals complete; "
                   f"logs in {work}", file=sys.stderr)
     finally:
@@ -161,11 +165,12 @@ def run_bench(config: BenchConfig, children: Children, work: Path) -> dict:
     wait_for_port(port, CONTROLLER_START_S, controller, children)
     label = ("fleetsim", secrets.token_hex(4))
     sims = start_sims(config, children, work, address, label)
-    record, sampler, rss_after = asyncio.run(measure(config, address, controller.pid, label, children))
+    record, sampler, guard, rss_after = asyncio.run(measure(config, address, controller.pid, label, children))
     results = collect_sims(children, sims, work)
-    summary = summarize_run(agents=config.agents, rows=config.rows, interval_ms=config.interval_ms,
-                            duration_s=config.duration_s, record=record, cpu=sampler.cpu, rss=sampler.rss,
-                            sims=results, rss_after_run_kb=rss_after)
+    summary = summarize_run(agents=config.agents, rows=config.rows, interval_ms=config.interval_ms, record=record,
+                            cpu=sampler.cpu, rss=sampler.rss, sims=results, rss_after_run_kb=rss_after)
+    summary["run"]["rss_limit"] = {"limit_kb": guard.limit_kb, "tripped_at_kb": guard.tripped_at_kb,
+                                   "controller_killed": guard.killed}
     instances = summary["fleet"]["controller_instances"]
     targets, names = row_shape(config.rows)
     return {"config": {**asdict(config), "targets": targets, "request_names": names,
@@ -190,8 +195,9 @@ def start_sims(config: BenchConfig, children: Children, work: Path, address: str
 
 
 async def measure(config: BenchConfig, address: str, controller_pid: int, label: tuple[str, str],
-                  children: Children) -> tuple[RunRecord, ProcessSampler, int | None]:
+                  children: Children) -> tuple[RunRecord, ProcessSampler, RssGuard, int | None]:
     sampler = ProcessSampler(controller_pid, config.interval_ms, config.rss_every_s)
+    guard = RssGuard(controller_pid, config.max_controller_rss_mb * 1024)
     async with grpc.aio.insecure_channel(address) as channel:
         stub = run_pb2_grpc.RunServiceStub(channel)
         wait_s = AGENTS_WAIT_BASE_S + config.agents * AGENTS_WAIT_PER_AGENT_S
@@ -199,17 +205,21 @@ async def measure(config: BenchConfig, address: str, controller_pid: int, label:
         if idle < config.agents:
             raise RuntimeError(f"only {idle} of {config.agents} simulated agents connected within {wait_s:g} s\n"
                                + "\n".join(children.log_tail(n) for n in children.started if n.startswith("sim")))
-        sampling = asyncio.create_task(sampler.run(), name="controller-sampler")
+        plan = fleet_plan(agents=config.agents, rows=config.rows, interval_ms=config.interval_ms,
+                          duration_s=config.duration_s, label=label)
+        background = [asyncio.create_task(sampler.run(), name="controller-sampler")]
         try:
-            plan = fleet_plan(agents=config.agents, rows=config.rows, interval_ms=config.interval_ms,
-                              duration_s=config.duration_s, label=label)
-            record = await follow_run(stub, plan, config.duration_s + RUN_SLACK_S)
+            record = await start_run(stub, plan)
+            background.append(asyncio.create_task(
+                guard.run(lambda: stop_run(stub, record.run_id), children.started["controller"].kill), name="rss-guard"))
+            await follow_run(stub, record, config.duration_s + RUN_SLACK_S)
             await asyncio.sleep(SETTLE_AFTER_RUN_S)
             rss_after = rss_kb(controller_pid) if children.started["controller"].poll() is None else None
         finally:
-            sampling.cancel()
-            await asyncio.gather(sampling, return_exceptions=True)
-    return record, sampler, rss_after
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+    return record, sampler, guard, rss_after
 
 
 def collect_sims(children: Children, sims: list[str], work: Path) -> list[dict]:

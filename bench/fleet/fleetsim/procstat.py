@@ -81,6 +81,45 @@ class ProcessSampler:
             await asyncio.sleep(self.rss_every_s)
 
 
+@dataclass
+class RssGuard:
+    """Keeps a runaway controller from taking the shared machine down: past `limit_kb` it
+    asks for the run to stop (`stop`); if memory still passes 1.5 x the limit, or the run
+    has not ended `kill_after_s` later, it kills the process (`kill`)."""
+
+    pid: int
+    limit_kb: int
+    period_s: float = 0.5
+    kill_after_s: float = 60.0
+    tripped_at_kb: int | None = None
+    killed: bool = False
+
+    async def run(self, stop, kill) -> None:
+        tripped = 0.0
+        while True:
+            try:
+                rss = rss_kb(self.pid)
+            except (FileNotFoundError, ProcessLookupError):
+                return
+            if self.tripped_at_kb is None and rss > self.limit_kb:
+                self.tripped_at_kb, tripped = rss, time.monotonic()
+                await stop()
+            elif self.tripped_at_kb is not None and (rss > 1.5 * self.limit_kb
+                                                     or time.monotonic() - tripped > self.kill_after_s):
+                kill()
+                self.killed = True
+                return
+            await asyncio.sleep(self.period_s)
+
+
+def mem_total_kb() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1])
+    raise OSError("no MemTotal in /proc/meminfo")
+
+
 def _next_multiple_ms(interval_ms: int) -> int:
     now_ms = int(time.time() * 1000)
     return (now_ms // interval_ms + 1) * interval_ms

@@ -15,7 +15,7 @@ from .recorder import merge_encoded, merge_series
 from .watch import Arrival, RunRecord
 
 # RSS is compared between this long after the load started (minute 2, as issue 12 asks) and
-# the end of the load; a run shorter than twice this compares at half its length instead.
+# the end of the load; a load shorter than twice this compares at half its length instead.
 RSS_REFERENCE_S = 120.0
 
 
@@ -142,7 +142,7 @@ def fleet_figures(sims: list[dict]) -> dict:
     }
 
 
-def summarize_run(*, agents: int, rows: int, interval_ms: int, duration_s: float, record: RunRecord,
+def summarize_run(*, agents: int, rows: int, interval_ms: int, record: RunRecord,
                   cpu: list[CpuSample], rss: list[RssSample], sims: list[dict], rss_after_run_kb: int | None) -> dict:
     sent = merge_sent(sims)
     checks = check_intervals(sent, record.arrivals, agents=agents, interval_ms=interval_ms)
@@ -150,10 +150,11 @@ def summarize_run(*, agents: int, rows: int, interval_ms: int, duration_s: float
     fleet = fleet_figures(sims)
     total_rows = fleet["counters"].get("agents_sending_total_row", 0) > 0
     rows_per_report = rows + total_rows
-    reference_s = min(RSS_REFERENCE_S, duration_s / 2)
+    # Half the load actually sent (less than planned when the run was stopped early).
+    reference_s = min(RSS_REFERENCE_S, (load_ms[1] - load_ms[0]) / 2000)
     return {
         "run": {"run_id": record.run_id, "state": record.state, "message": record.message,
-                "timed_out": record.timed_out, "events": [asdict(e) for e in record.events]},
+                "timed_out": record.timed_out, "error": record.error, "events": [asdict(e) for e in record.events]},
         "total_row_sent": total_rows,
         "rows_per_report": rows_per_report,
         "intervals": {
@@ -204,4 +205,8 @@ def markdown(result: dict) -> str:
         f"simulator: {fleet['sim_processes']} process(es), {fleet['sim_cpu_pct_per_agent']} % of a core per agent, "
         f"loop lag p99 {fleet['sim_loop_lag']['p99_ms']} ms, max {fleet['sim_loop_lag']['max_ms']} ms",
     ]
+    limit = s["run"].get("rss_limit") or {}
+    if limit.get("tripped_at_kb"):
+        notes.insert(0, f"**the run was stopped at {limit['tripped_at_kb'] / 1024:.0f} MB controller RSS "
+                        f"(limit {limit['limit_kb'] / 1024:.0f} MB{'; the controller was killed' if limit['controller_killed'] else ''})**")
     return "\n".join([TABLE_HEADER, row, ""] + [f"- {n}" for n in notes])

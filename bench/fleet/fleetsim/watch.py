@@ -48,6 +48,8 @@ class RunRecord:
     summary_requests: int = 0
     finished_ms: int = 0
     timed_out: bool = False
+    # The watch broke off (e.g. the controller was killed): the gRPC status, else "".
+    error: str = ""
 
 
 async def wait_for_agents(stub: run_pb2_grpc.RunServiceStub, label: tuple[str, str], count: int,
@@ -63,24 +65,34 @@ async def wait_for_agents(stub: run_pb2_grpc.RunServiceStub, label: tuple[str, s
         await asyncio.sleep(0.25)
 
 
-async def follow_run(stub: run_pb2_grpc.RunServiceStub, plan_yaml: str, timeout_s: float) -> RunRecord:
-    """Starts the plan and records its updates until the run ends; a run still going after
-    `timeout_s` is stopped (and marked timed out)."""
+async def start_run(stub: run_pb2_grpc.RunServiceStub, plan_yaml: str) -> RunRecord:
     started = await stub.StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml), timeout=30)
-    record = RunRecord(run_id=started.run_id, run_dir=started.run_dir)
+    return RunRecord(run_id=started.run_id, run_dir=started.run_dir)
+
+
+async def follow_run(stub: run_pb2_grpc.RunServiceStub, record: RunRecord, timeout_s: float) -> RunRecord:
+    """Records the run's updates until it ends; a run still going after `timeout_s` is
+    stopped (and marked timed out)."""
     reader = asyncio.create_task(_read_updates(stub, record), name="watch-run")
     done, _ = await asyncio.wait([reader], timeout=timeout_s)
     if not done:
         record.timed_out = True
-        with contextlib.suppress(grpc.aio.AioRpcError):
-            await stub.StopRun(run_pb2.StopRunRequest(run_id=record.run_id), timeout=10)
+        await stop_run(stub, record.run_id)
         done, _ = await asyncio.wait([reader], timeout=STOP_GRACE_S)
         if not done:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
             return record
-    reader.result()
+    try:
+        reader.result()
+    except grpc.aio.AioRpcError as exc:
+        record.error = f"{exc.code().name}: {exc.details()}"
     return record
+
+
+async def stop_run(stub: run_pb2_grpc.RunServiceStub, run_id: str) -> None:
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        await stub.StopRun(run_pb2.StopRunRequest(run_id=run_id), timeout=10)
 
 
 async def _read_updates(stub: run_pb2_grpc.RunServiceStub, record: RunRecord) -> None:
