@@ -7,7 +7,7 @@ import pytest
 
 from fleetsim.plan import row_shape
 from fleetsim.procstat import RssSample
-from fleetsim.report import check_intervals, percentile, rss_figures
+from fleetsim.report import check_intervals, lateness_during_load, percentile, rss_figures
 from fleetsim.watch import Arrival
 
 SENT = {1000: (2, 50), 2000: (2, 60)}
@@ -52,3 +52,8 @@ def test_percentile_nearest_rank(values, pct, expected):
 @pytest.mark.parametrize("rows, shape", [(1, (1, 1)), (3, (1, 3)), (10, (2, 5)), (15, (3, 5)), (7, (1, 7)), (64, (8, 8))])
 def test_row_shape(rows, shape):
     assert row_shape(rows) == shape
+
+
+def test_lateness_during_load_leaves_out_buckets_after_it():
+    series = {"95": 9.0, "100": 2.0, "105": 3.0, "110": 4000.0}
+    assert lateness_during_load(series, (101_000, 110_000), bucket_s=5) == 3.0

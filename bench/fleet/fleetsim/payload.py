@@ -28,8 +28,8 @@ TOTAL = "*"  # target and request of the agent's own merge of its rows
 # The latency every row draws from: lognormal, median ~3 ms, a long tail (p99 ~ 12 ms).
 LATENCY_MEDIAN_US = 3000.0
 LATENCY_SIGMA = 0.6
-# Responses per row per interval, drawn uniformly: about 250..1,500 distinct buckets' worth
-# of values, i.e. a few hundred distinct buckets per histogram.
+# Responses per row per interval, drawn uniformly: 250..1,160 distinct buckets per histogram,
+# 350..870 bytes encoded (the default pool).
 RESPONSES_MIN = 200
 RESPONSES_MAX = 1500
 DEFAULT_POOL_SIZE = 32
