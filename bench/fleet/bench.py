@@ -214,12 +214,19 @@ async def measure(config: BenchConfig, address: str, controller_pid: int, label:
                 guard.run(lambda: stop_run(stub, record.run_id), children.started["controller"].kill), name="rss-guard"))
             await follow_run(stub, record, config.duration_s + RUN_SLACK_S)
             await asyncio.sleep(SETTLE_AFTER_RUN_S)
-            rss_after = rss_kb(controller_pid) if children.started["controller"].poll() is None else None
+            rss_after = rss_if_alive(controller_pid)
         finally:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
     return record, sampler, guard, rss_after
+
+
+def rss_if_alive(pid: int) -> int | None:
+    try:
+        return rss_kb(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return None  # killed by the memory guard, or crashed
 
 
 def collect_sims(children: Children, sims: list[str], work: Path) -> list[dict]:

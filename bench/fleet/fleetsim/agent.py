@@ -90,6 +90,8 @@ class SimAgent:
 
     async def run(self) -> None:
         """One session, until the controller ends it or `close()` is called."""
+        if self._closing:
+            return
         self._call = self._channel.stream_stream(
             CONNECT_METHOD, request_serializer=None,
             response_deserializer=agent_pb2.ControllerMessage.FromString)()
@@ -199,7 +201,14 @@ class SimAgent:
     def _spawn(self, coroutine, name: str) -> None:
         task = asyncio.create_task(coroutine, name=f"{self.config.agent_id}-{name}")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        # A write fails when the session has just ended; count it rather than leave an
+        # exception nobody retrieves.
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and not self._closing:
+            self._stats.counters[f"task_error_{type(task.exception()).__name__}"] += 1
 
     # ---- jobs --------------------------------------------------------------------
 

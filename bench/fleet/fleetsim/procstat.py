@@ -28,7 +28,7 @@ def rss_kb(pid: int) -> int:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
-    return 0
+    raise ProcessLookupError(f"process {pid} has exited (a zombie has no VmRSS)")
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,11 @@ class ProcessSampler:
 
     async def run(self) -> None:
         try:
-            await asyncio.gather(self._sample_cpu(), self._sample_rss())
-        except (FileNotFoundError, ProcessLookupError):
-            return
+            async with asyncio.TaskGroup() as group:  # one failing cancels the other
+                group.create_task(self._sample_cpu(), name="cpu-sampler")
+                group.create_task(self._sample_rss(), name="rss-sampler")
+        except* (FileNotFoundError, ProcessLookupError):
+            pass  # the process has exited: nothing more to sample
 
     async def _sample_cpu(self) -> None:
         boundary_ms = _next_multiple_ms(self.interval_ms)

@@ -207,7 +207,7 @@ def markdown(result: dict) -> str:
     notes = [
         f"RSS slope {m.get('slope_kb_per_s')} KB/s = {m.get('kb_per_row_report')} KB per agent row report; "
         f"before load {m.get('before_load_kb', 0) / 1024:.0f} MB, peak {m.get('peak_kb', 0) / 1024:.0f} MB, "
-        f"after the run {(m.get('after_run_kb') or 0) / 1024:.0f} MB",
+        "after the run " + (f"{m['after_run_kb'] / 1024:.0f} MB" if m.get("after_run_kb") else "n/a (controller gone)"),
         f"controller CPU after the load (last intervals, results): {cpu['after_load_cpu_s']} s; "
         f"publish lag p50 {lag['p50_ms']} ms, max {lag['max_ms']} ms, last interval {lag['last_interval_ms']} ms",
         f"renewal lateness p50 {fleet['renewal_lateness']['p50_ms']} ms, p99 {fleet['renewal_lateness']['p99_ms']} ms, "
