@@ -22,7 +22,8 @@ from loadfleet.agent.gatling_console import ConsoleCounts
 from loadfleet.agent.gatling_project import ProjectBuild, error_lines, project_key
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
-from loadfleet.wire.stats import StatsRow, decode_histogram, encode_histogram, merge_rows, new_histogram
+from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.stats import StatsRow, merge_rows
 
 FAKE = Path(__file__).with_name("fake_gatling.py")
 
@@ -45,10 +46,8 @@ def test_lines_without_the_prefix_are_gatlings_own_output():
 
 
 def test_an_interval_line_becomes_the_engines_interval_report():
-    histogram = new_histogram()
-    for us in (250, 1200, 1200, 98_000):
-        histogram.record_value(us)
-    payload = base64.b64encode(encode_histogram(histogram)).decode()
+    histogram = Histogram.of([250, 1200, 1200, 98_000])
+    payload = base64.b64encode(histogram.encode()).decode()
     line = (EVENT_PREFIX + '{"interval":{"interval_start_ms":1795421209000,"interval_ms":1000,"stats":[{"target":'
             '"http://127.0.0.2:18080","request":"index","requests":5,"status_1xx":0,"status_2xx":4,"status_3xx":0,'
             '"status_4xx":0,"status_5xx":0,"errors":[{"kind":"ERROR_KIND_CONNECT_REFUSED","count":1}],'
@@ -60,9 +59,8 @@ def test_an_interval_line_becomes_the_engines_interval_report():
     s = report.stats[0]
     assert (s.requests, s.status_2xx, s.bytes_in, s.bytes_out) == (5, 4, 960, 256)
     assert [(e.kind, e.count) for e in s.errors] == [(stats_pb2.ERROR_KIND_CONNECT_REFUSED, 1)]
-    decoded = decode_histogram(s.latency_histogram)
-    assert decoded.get_total_count() == 4
-    assert decoded.get_value_at_percentile(50) == histogram.get_value_at_percentile(50)
+    decoded = Histogram.decode(s.latency_histogram)
+    assert decoded == histogram and decoded.total == 4
     assert report.error_samples[0].message == "Connection refused"
 
 
@@ -199,9 +197,9 @@ def test_a_simulation_without_the_hook_is_followed_through_gatlings_console(fake
     outcome, sent = run_job(clients=5, start_at_ms=int(time.time() * 1000))  # intervals from the wall clock
     assert outcome is Outcome.FINISHED
     rows = [StatsRow.from_proto(s) for r in intervals(sent) for s in r.stats]
-    (total,) = merge_rows(rows).values()
+    (total,) = merge_rows(r for r in rows if r.target != "*").values()
     assert (total.request, total.requests, total.ok, total.failed) == ("home", 18, 15, 3), "the last block's totals"
-    assert total.latency_missing and total.histogram.get_total_count() == 0
+    assert total.latency_missing and total.histogram.total == 0
     assert intervals(sent)[-1].final
     assert "latency is not measured" in states(sent)[0][1]
 
@@ -267,11 +265,10 @@ def test_console_counts_add_up_to_the_last_block():
 
 
 def test_latency_missing_survives_every_merge():
-    measured = StatsRow("t", "r", requests=1)
-    measured.histogram.record_value(100)
+    measured = StatsRow("t", "r", requests=1, histogram=Histogram.of([100]))
     counted = StatsRow("t", "r", requests=2, latency_missing=True)
     (merged,) = merge_rows([measured, counted]).values()
-    assert merged.latency_missing and merged.requests == 3 and merged.histogram.get_total_count() == 1
+    assert merged.latency_missing and merged.requests == 3 and merged.histogram.total == 1
     assert StatsRow.from_proto(merged.to_proto()).latency_missing
     assert not merge_rows([measured])[("t", "r")].latency_missing
 

@@ -71,8 +71,6 @@ def test_every_interval_arrives_complete_and_is_measured(bench):
     assert "| controller |" in log and result["command"].startswith("bench/fleet/bench.py --agents 20")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: the pre-streaming controller keeps every row of every interval "
-                                       "(~190 KB each); remove this mark when the streaming controller lands")
 def test_controller_memory_does_not_grow_with_the_run(bench):
     status, result, log = bench
     assert result, log[-3000:]

@@ -30,10 +30,19 @@ class Cluster:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.runs_dir = tmp_path / "runs"
-        self.controller = processes.start("controller", [
-            program("loadfleet"), "controller", "--listen", self.address, "--runs-dir", str(self.runs_dir)])
-        wait_for_port("127.0.0.1", self.port)
+        self.controllers = 0
+        self.controller = self.start_controller()
         self.agents: dict[str, subprocess.Popen] = {}
+
+    def start_controller(self) -> subprocess.Popen:
+        """A controller process on the cluster's address (again, after one died)."""
+        self.controllers += 1
+        name = "controller" if self.controllers == 1 else f"controller-{self.controllers}"
+        self.controller = self.processes.start(name, [
+            program("loadfleet"), "--log-level", "info", "controller", "--listen", self.address,
+            "--runs-dir", str(self.runs_dir)])
+        wait_for_port("127.0.0.1", self.port)
+        return self.controller
 
     def add_agent(self, agent_id: str, cores: int = 1, *options: str) -> subprocess.Popen:
         self.agents[agent_id] = self.processes.start(agent_id, [

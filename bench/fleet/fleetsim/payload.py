@@ -18,10 +18,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from hdrh.histogram import HdrHistogram
 
 from loadfleet.v1 import stats_pb2
-from loadfleet.wire.stats import StatsRow, encode_histogram, merge_rows, new_histogram
+from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.stats import StatsRow, merge_rows
 
 TOTAL = "*"  # target and request of the agent's own merge of its rows
 
@@ -72,7 +72,7 @@ def bytes_field(number: int, payload: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class PooledHistogram:
-    histogram: HdrHistogram
+    histogram: Histogram
     responses: int
 
 
@@ -81,10 +81,9 @@ def histogram_pool(size: int = DEFAULT_POOL_SIZE, seed: int = 1) -> list[PooledH
     rng = random.Random(seed)
     pool = []
     for _ in range(size):
-        histogram = new_histogram()
         responses = rng.randint(RESPONSES_MIN, RESPONSES_MAX)
-        for _ in range(responses):
-            histogram.record_value(max(1, int(rng.lognormvariate(0, LATENCY_SIGMA) * LATENCY_MEDIAN_US)))
+        histogram = Histogram.of(max(1, int(rng.lognormvariate(0, LATENCY_SIGMA) * LATENCY_MEDIAN_US))
+                                 for _ in range(responses))
         pool.append(PooledHistogram(histogram, responses))
     return pool
 
@@ -95,15 +94,13 @@ def realistic_row(target: str, request: str, pooled: PooledHistogram, rng: rando
     responses = pooled.responses
     status_5xx = responses // 200
     timeouts = rng.choice((0, 0, 0, 1, 2))
-    histogram = new_histogram()
-    histogram.add(pooled.histogram)
     return StatsRow(
         target=target, request=request, requests=responses + timeouts,
         status=[0, responses - status_5xx, 0, 0, status_5xx],
         errors={stats_pb2.ERROR_KIND_TIMEOUT: timeouts} if timeouts else {},
         bytes_in=responses * rng.randint(900, 1400), bytes_out=(responses + timeouts) * 110,
         connections_opened=timeouts, connections_closed=timeouts, active_connections=rng.randint(2, 8),
-        histogram=histogram)
+        histogram=pooled.histogram)
 
 
 @dataclass(frozen=True)
@@ -122,15 +119,17 @@ class IntervalTemplate:
 def build_templates(pairs: list[tuple[str, str]], pool: list[PooledHistogram], *, total_row: bool,
                     count: int = DEFAULT_TEMPLATES, seed: int = 2) -> list[IntervalTemplate]:
     """`count` templates of one row per (target, request) pair, plus the `*`/`*` merge
-    (made with the project's own `merge_rows`, as a real agent makes it) if asked."""
+    (made with the project's own `merge_rows`, as a real agent makes it) if asked. With the
+    total row goes the streaming controller's wire form: histograms as buckets, as a real
+    agent sends them; without, V2 as a pre-streaming agent did."""
     rng = random.Random(seed)
     templates = []
     for _ in range(count):
         rows = [realistic_row(target, request, rng.choice(pool), rng) for target, request in pairs]
-        protos = [row.to_proto() for row in rows]
+        protos = [row.to_proto(buckets=total_row) for row in rows]
         if total_row:
             total = merge_rows(rows, target=TOTAL, request=TOTAL)[(TOTAL, TOTAL)]
-            protos.append(total.to_proto())
+            protos.append(total.to_proto(buckets=True))
         fields = b"".join(bytes_field(_REPORT_STATS, p.SerializeToString()) for p in protos)
         templates.append(IntervalTemplate(fields, sum(r.requests for r in rows), len(protos)))
     return templates
@@ -147,7 +146,7 @@ def interval_message(*, seq: int, job_id: str, interval_start_ms: int, interval_
 
 def histogram_bytes(pooled: PooledHistogram) -> bytes:
     """The wire form of a pooled histogram (for tests and for sizing)."""
-    return encode_histogram(pooled.histogram)
+    return pooled.histogram.encode()
 
 
 class TemplateCache:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
 
-from loadfleet.wire.stats import HIGHEST_US, LOWEST_US, new_histogram
+from loadfleet.wire.stats import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,10 @@ class LatencySummary:
 
     def as_dict(self) -> dict:
         return {"count": self.count, "p50_ms": self.p50_ms, "p99_ms": self.p99_ms, "max_ms": self.max_ms}
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
 
 
 class LatencyRecorder:

@@ -160,7 +160,7 @@ class JobRunner:
             self._emit(self._pending.pop(start))
 
     def _emit(self, reports: dict[int, stats_pb2.IntervalReport]) -> None:
-        merged = merge_reports(reports.values(), with_total=True)
+        merged = merge_reports(reports.values(), with_total=True, buckets=True)
         self._send(agent_pb2.AgentMessage(interval=agent_pb2.AgentInterval(job_id=self.job_id, report=merged)))
 
     def _report_state(self, outcome: Outcome, message: str) -> Outcome:

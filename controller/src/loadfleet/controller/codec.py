@@ -18,7 +18,7 @@ from loadfleet.wire.stats import StatsRow
 
 
 def row_to_doc(row: StatsRow) -> str:
-    return base64.b64encode(row.to_proto().SerializeToString()).decode()
+    return base64.b64encode(row.to_proto(buckets=True).SerializeToString()).decode()
 
 
 def row_from_doc(doc: str) -> StatsRow:

@@ -15,12 +15,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, Health
-from .errors import RunNotFound
+from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, Health
+from .errors import LoadfleetError, RunNotFound
 from .hosts import HostSample
 from .jobs import JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
+from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
+from .summary import RunSummary
 from .watchers import Follower, Watchers
 from .sinks import Sink
 from .sinks.influx import InfluxConfig, InfluxSink, influx_writer
@@ -81,7 +83,49 @@ class Controller:
         self._monitor: asyncio.Task | None = None
 
     async def start(self) -> None:
+        """Takes over or closes the runs an earlier controller left (before any agent can
+        connect), then watches agents."""
+        self._recover_runs()
         self._monitor = asyncio.create_task(self._watch_agents(), name="agent-monitor")
+
+    def _recover_runs(self) -> None:
+        for run_dir in interrupted_runs(self.runs_dir):
+            try:
+                recovered = recover(run_dir)
+                plan = parse_plan((run_dir / "plan.yaml").read_text())
+            except (OSError, ValueError, LoadfleetError) as exc:
+                log.error("%s: cannot read the run back (%s); it stays as it is", run_dir, exc)
+                continue
+            run = Run(run_dir.name, plan, run_dir, self.registry, sinks=self._sinks_for(plan),
+                      lease_ms=self.lease_ms, settle=self.settle)
+            run.restore(recovered)
+            self._runs[run.run_id] = run
+            lease_s = max(self.lease_ms / 1000, plan.agents.lease_s)
+            if adoptable(recovered, lease_s):
+                log.warning("run %s: taking it over from its journal; its agents have %.0f s to reconnect",
+                            run.run_id, lease_s + ADOPT_SLACK_S)
+                self._spawn(run, run.execute_adopted(lease_s + ADOPT_SLACK_S))
+            else:
+                log.warning("run %s: closed as interrupted (the controller stopped during it)", run.run_id)
+                self._spawn(run, self._close(run, run.close_interrupted(
+                    "the controller stopped during the run; the run directory holds every interval "
+                    "published before")))
+
+    @staticmethod
+    async def _close(run: Run, summary: RunSummary) -> RunSummary:
+        for sink in run.sinks:
+            await sink.close()
+        return summary
+
+    def adopted_jobs(self, agent_id: str, job_ids: list[str]) -> list[str]:
+        """Of an agent's running jobs (Hello.running_jobs), those this controller collects:
+        jobs of runs it took over after a restart. The agent is held busy for them."""
+        adopted = [job_id for job_id in job_ids
+                   if isinstance(run := self._runs.get(run_id_of(job_id)), Run) and run.adopts(agent_id, job_id)]
+        record = self.registry.get(agent_id)
+        if adopted and record:
+            record.state = AgentState.BUSY
+        return adopted
 
     async def close(self) -> None:
         """Stops running runs, lets them write results and flush their sinks, then
@@ -106,14 +150,17 @@ class Controller:
         run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan),
                   lease_ms=self.lease_ms, settle=self.settle)
         self._runs[run_id] = run
-        task = asyncio.create_task(self._execute(run), name=f"run-{run_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(run, run.execute())
         return run
 
-    async def _execute(self, run: Run) -> None:
+    def _spawn(self, run: Run, work) -> None:
+        task = asyncio.create_task(self._until_ended(run, work), name=f"run-{run.run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _until_ended(self, run: Run, work) -> None:
         try:
-            await run.execute()
+            await work
         finally:
             self._runs[run.run_id] = EndedRun.of(run)
             ended = [r for r in self._runs.values() if isinstance(r, EndedRun)]

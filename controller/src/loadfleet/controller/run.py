@@ -38,6 +38,7 @@ from .jobs import JobAssignment, JobReport, JobState, ReportLimits, job_id_for
 from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
 from .knee import Knee, LevelPoint, find_knee
 from .plan import Plan
+from .recovery import Recovered
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
@@ -110,7 +111,7 @@ class Run:
         self.finished_ms = 0
         self.summary: RunSummary | None = None
         self._registry = registry
-        self._sinks = list(sinks)
+        self.sinks = list(sinks)
         self._clock_ms = clock_ms
         self._specs = steps.expand(plan)
         self._agents: list[str] = []
@@ -137,7 +138,7 @@ class Run:
         self._meter = StepMeter()
         self._generators = GeneratorHealth(registry.heartbeat_ms)
         self._hosts = HostRecorder(period_ms=registry.heartbeat_ms)
-        self._output = InfluxOutput(run_id, self._sinks) if self._sinks else None
+        self._output = InfluxOutput(run_id, self.sinks) if self.sinks else None
         self._drift = Drift(plan.interval_ms, emit=self._output.on_drift if self._output else lambda point: None)
         self._target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms, emit=self._emit)
         # Followers hear of events from the start; the other consumers join once the run has agents.
@@ -191,9 +192,102 @@ class Run:
             self.state = RunState.FAILED
             message = f"internal error: {exc!r}"
         summary = self._finish(message)
-        for sink in self._sinks:
+        for sink in self.sinks:
             log.info("run %s: %s", self.run_id, await sink.close())
         return summary
+
+    # ---- taken over after a restart ------------------------------------------------
+
+    def restore(self, recovered: Recovered) -> None:
+        """Takes the run's state back from its journal (recovery.py): its agents, its ended
+        steps, the step it was running, the totals as of its last published interval and
+        its files cut back to that interval."""
+        self._agents, self._hostnames = list(recovered.agents), set(recovered.hostnames)
+        self._results = list(recovered.results)
+        self._knees, self._stop_reason, self._skipped = dict(recovered.knees), recovered.stop, list(recovered.skipped)
+        for event in recovered.events:
+            self.watchers.on_event(event)
+        self._writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self.plan.targets], resume=recovered.offsets)
+        self._writer.results = list(self._results)
+        self._journal = RunJournal(self.run_dir)
+        checkpoint = recovered.checkpoint
+        if checkpoint:
+            self._totals = RunTotals.restore(checkpoint["totals"])
+            self._meter.restore(checkpoint["meter"])
+            self._drift.restore(checkpoint["drift"])
+            self._late = dict(checkpoint.get("late", {}))
+        self._subscribe_consumers()
+        step = recovered.step
+        if step is not None:
+            self._step = _StepRun(self._spec(step.window.name), step.window, dict(step.engines),
+                                  {a: JobState(state) for a, state in step.ended.items()})
+            self._job_steps[step.window.job_id] = step.window.name
+        for logged in recovered.intervals:  # published after the checkpoint: fold them in again
+            window = self._window_of(logged.step, step)
+            published = logged.final(window)
+            for consumer in (self._totals, self._meter, self._output):
+                if consumer is not None:
+                    consumer.on_interval(published)
+            self._drift.observe(published.start_ms, published.total)
+        if step is not None:
+            self._window.open_step(step.window, [a for a in step.engines if a not in step.ended],
+                                   watermark_ms=recovered.watermark_ms)
+
+    def _spec(self, name: str) -> StepSpec:
+        return next(s for s in self._specs if s.name == name)
+
+    def _window_of(self, name: str, step) -> StepWindow:
+        if step is not None and step.window.name == name:
+            return step.window
+        result = next(r for r in self._results if r.name == name)
+        return StepWindow(name=name, index=0, job_id="", load="", interval_ms=self.plan.interval_ms,
+                          load_start_ms=result.start_ms, load_end_ms=result.start_ms + round(result.measured_s * 1000))
+
+    def adopts(self, agent_id: str, job_id: str) -> bool:
+        """Whether this (taken over) run collects the agent's running job."""
+        step = self._step
+        return (step is not None and job_id == step.window.job_id and agent_id in step.engines
+                and agent_id not in step.ended and agent_id not in self._lost)
+
+    async def execute_adopted(self, reconnect_s: float) -> RunSummary:
+        """Goes on with a run taken over after a restart: its agents have `reconnect_s` to
+        come back; then its running step ends as usual, and the rest of its steps run."""
+        message = ""
+        self.state = RunState.RUNNING
+        self._emit(Event(EventKind.RUN_RECOVERED, f"run {self.run_id} taken over by a restarted controller; "
+                         f"its intervals go on from {time.strftime('%H:%M:%S', time.localtime(self._window.watermark_ms / 1000))}"))
+        try:
+            watch = asyncio.create_task(self._lose_absent_agents(reconnect_s), name=f"reconnect-{self.run_id}")
+            try:
+                await self._collect(self._step, not_before_ms=self._clock_ms() + round(reconnect_s * 1000)
+                                    + self._window.revision_ms + FINISH_SLACK_MS)
+            finally:
+                watch.cancel()
+            done = {r.name for r in self._results} | set(self._skipped)
+            await self._run_steps([s for s in self._specs if s.name not in done])
+        except NotEnoughAgents as exc:
+            self.state = RunState.FAILED
+            message = str(exc)
+        except Exception as exc:  # a bug must end the run visibly, not hang followers
+            log.exception("run %s failed", self.run_id)
+            self.state = RunState.FAILED
+            message = f"internal error: {exc!r}"
+        summary = self._finish(message)
+        for sink in self.sinks:
+            log.info("run %s: %s", self.run_id, await sink.close())
+        return summary
+
+    async def _lose_absent_agents(self, reconnect_s: float) -> None:
+        await asyncio.sleep(reconnect_s)
+        for agent_id in self._agents:
+            record = self._registry.get(agent_id)
+            if record is None or record.link is None:
+                self.on_agent_lost(agent_id, f"it did not reconnect within {reconnect_s:g} s of the controller's restart")
+
+    def close_interrupted(self, message: str) -> RunSummary:
+        """Ends a run that cannot go on: its summary from what was published before."""
+        self.state = RunState.INTERRUPTED
+        return self._finish(message)
 
     def on_report(self, report: JobReport) -> None:
         outcome = self._window.add(report)
@@ -338,10 +432,10 @@ class Run:
         return Event(EventKind.RUN_STARTED, f"run {self.run_id}: {plan.load.describe()} on {len(shares)} agent(s) "
                      f"({split}) for {plan.duration_s:g} s{budget}")
 
-    async def _collect(self, step: _StepRun) -> None:
-        """Waits for every agent to end its share (or the deadline), publishing intervals
-        as they fall due; then ends the step."""
-        deadline_ms = step.window.load_end_ms + self.plan.request_timeout_ms + FINISH_SLACK_MS
+    async def _collect(self, step: _StepRun, *, not_before_ms: int = 0) -> None:
+        """Waits for every agent to end its share (or the deadline, not before
+        `not_before_ms`), publishing intervals as they fall due; then ends the step."""
+        deadline_ms = max(not_before_ms, step.window.load_end_ms + self.plan.request_timeout_ms + FINISH_SLACK_MS)
         while len(step.ended) < len(step.engines) and self._clock_ms() < deadline_ms:
             self._window.publish_due(self._clock_ms())
             await asyncio.sleep(TICK_S)
@@ -354,7 +448,8 @@ class Run:
         self._window.close_step()
         window = self._window.step or step.window
         states = set(step.ended.values())
-        state = (StepState.STOPPED if window.stopped else
+        state = (StepState.INTERRUPTED if self.state is RunState.INTERRUPTED else
+                 StepState.STOPPED if window.stopped else
                  StepState.FAILED if states <= {JobState.FAILED} else StepState.FINISHED)
         result = self._meter.result(step.spec, window, state)
         demand = (result.offered / result.achieved_rps
@@ -431,7 +526,7 @@ class Run:
     # ---- the end -----------------------------------------------------------------
 
     def _finish(self, message: str) -> RunSummary:
-        if self._step is not None:  # the run failed in the middle of a step
+        if self._step is not None:  # the run failed or was interrupted in the middle of a step
             self._end_step(self._step)
         if not self.state.ended:
             self.state = self._final_state()

@@ -3,10 +3,10 @@
 plan.yaml at the start; then, appended and flushed as each interval is published:
 intervals.csv (one row per interval per scope: `cluster` rows merge all agents, `agent`
 rows are one agent's; within a scope a row per (target, request) and a `*`,`*` row for the
-whole interval; with very many agents, agents' rows are their totals only),
-latency.hlog (the same intervals' latency histograms in microseconds, in the standard
-HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any percentile can be
-recomputed or merged later), events.jsonl (one run event per line), hosts.csv and
+whole interval), latency.hlog (the same intervals' latency histograms in microseconds, in
+the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any
+percentile can be recomputed or merged later; with very many agents, `StepWindow.agent_detail`
+off, agents' rows are their totals only and the log has the cluster's lines only), events.jsonl (one run event per line), hosts.csv and
 host_counters.csv (monitored hosts' samples); steps.csv after each step; summary.json
 and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
 when the plan asks for it (`store_artifact_chunk`). journal/ is the controller's own
@@ -168,7 +168,8 @@ class RunDirWriter:
                 rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, seconds))
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
-        lines += [_hlog_line(f"agent:{a.agent_id}", start, interval.interval_ms, a.total) for a in interval.agents]
+        if interval.step.agent_detail:
+            lines += [_hlog_line(f"agent:{a.agent_id}", start, interval.interval_ms, a.total) for a in interval.agents]
         self._hlog.write("".join(filter(None, lines)))
         self.flush()
 
@@ -216,7 +217,7 @@ class RunDirWriter:
 def _append(path: Path, keep_bytes: int | None, header: str):
     """`path` opened for appending: new with `header`, or (resuming) cut back to what a
     journal says was written, dropping a line half-written by a controller that died."""
-    if keep_bytes is None or not path.exists():
+    if not keep_bytes or not path.exists():
         f = path.open("w")
         f.write(header)
         return f

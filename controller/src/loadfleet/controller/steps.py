@@ -34,6 +34,7 @@ class StepState(enum.StrEnum):
     FINISHED = "finished"
     STOPPED = "stopped"
     FAILED = "failed"  # no agent finished its share
+    INTERRUPTED = "interrupted"  # the controller died during it (figures up to then)
 
 
 @dataclass(frozen=True)

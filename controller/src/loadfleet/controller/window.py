@@ -60,7 +60,8 @@ class IntervalWindow:
         self._publish = publish
         self._settle = settle
         self._step: StepWindow | None = None
-        self._expected: set[str] = set()
+        self._assigned: set[str] = set()  # agents with a share of the step
+        self._expected: set[str] = set()  # of those, the ones not lost
         self._ended_after: dict[str, int] = {}  # agent -> the last interval it reports
         self._last_reported: dict[str, int] = {}
         self._open: dict[int, _Open] = {}
@@ -85,6 +86,7 @@ class IntervalWindow:
         over after a restart, from `watermark_ms`)."""
         self.close_step()
         self._step = step
+        self._assigned = set(agents)
         self._expected = set(agents)
         self._ended_after.clear()
         self._last_reported.clear()
@@ -102,7 +104,8 @@ class IntervalWindow:
                 self._missed[agent].remove(start)
             self._settle(agent, report.seq)
             return Outcome.LATE if late else Outcome.DUPLICATE
-        if step is None or report.job_id != step.job_id or agent not in self._expected:
+        if (step is None or report.job_id != step.job_id or agent not in self._assigned
+                or (start - step.load_start_ms) % step.interval_ms):
             self._settle(agent, report.seq)
             return Outcome.UNEXPECTED
         interval = self._open.get(start)
@@ -125,18 +128,33 @@ class IntervalWindow:
             self._ended(agent_id, self._last_reported.get(agent_id, self._watermark - 1))
 
     def agent_gone(self, agent_id: str) -> None:
-        """The agent is lost: stop waiting for it (what it sent stays)."""
+        """The agent is lost: stop waiting for it (what it sent stays, and what it sends
+        again after reconnecting still counts while its interval is open)."""
         self._expected.discard(agent_id)
         for interval in self._open.values():
             interval.waiting.discard(agent_id)
 
     def publish_due(self, now_ms: int) -> None:
-        """Publishes, oldest first, every interval that is complete or past its window."""
+        """Publishes, oldest first, every interval that is complete or past its window. An
+        interval nobody has reported yet holds the later ones back until its own window
+        ends (a report may be on its way); then it is skipped."""
+        interval_ms = self._step.interval_ms if self._step else 0
         while self._open:
             start = min(self._open)
-            if self._open[start].waiting and now_ms < start + self._step.interval_ms + self.revision_ms:
+            if start == self._watermark:
+                if self._open[start].waiting and now_ms < start + interval_ms + self.revision_ms:
+                    return
+                self._finalize(start)
+            elif now_ms >= self._watermark + interval_ms + self.revision_ms:
+                self._skip(self._watermark)
+            else:
                 return
-            self._finalize(start)
+
+    def _skip(self, start: int) -> None:
+        """No report of this interval came in its window: every agent expected missed it."""
+        for agent in self._expected_in(start):
+            self._missed.setdefault(agent, collections.deque(maxlen=MISSED_MEMORY)).append(start)
+        self._watermark = start + self._step.interval_ms
 
     def _ended(self, agent_id: str, last_start: int) -> None:
         self._ended_after[agent_id] = last_start

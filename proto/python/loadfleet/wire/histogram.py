@@ -7,11 +7,16 @@ loops over all buckets for every merge. A `Histogram` here keeps only the indice
 non-empty buckets (ascending) and their counts, in two numpy arrays: an interval's row
 typically has tens to hundreds of them.
 
-On the wire histograms travel in HdrHistogram's standard V2 compressed encoding (what the
-engine's Rust `hdrhistogram`, Gatling's Java HdrHistogram and Python's `hdrh` read and
-write). `Histogram.decode` keeps the encoded bytes and decodes them only when the counts
-are first needed, so a histogram that is only passed on (into a log, a journal) is never
-decoded or encoded again. Decoding uses hdrh's C varint decoder (`pyhdrh`).
+Histograms travel in two encodings. HdrHistogram's standard V2 compressed encoding is what
+the engine's Rust `hdrhistogram`, Gatling's Java HdrHistogram and Python's `hdrh` read and
+write: drivers send it, and latency.hlog holds it. `Histogram.decode` keeps those bytes and
+decodes them only when the counts are first needed, so a histogram that is only passed on
+is never decoded or encoded again; decoding uses hdrh's C varint decoder (`pyhdrh`).
+Between agents and the controller they travel as *buckets* (`to_buckets` / `from_buckets`,
+stats.proto's `latency_buckets`): the non-empty buckets' index gaps and counts as plain
+little-endian integers of the narrowest width that fits. A controller reads one in about a
+microsecond, against tens for V2 (inflate, then varints), and it reads ten thousand a
+second at 1,000 agents; the bytes are two to three times those of V2.
 
 Values follow hdrh's conventions exactly, so figures do not change with the
 representation: a percentile is the highest value equivalent to the first bucket whose
@@ -59,6 +64,11 @@ _MAX_VARINT_BYTES = 9
 
 _INDEX = np.int64
 _COUNT = np.int64
+
+# The bucket form: version, widths (index gaps << 4 | counts, in bytes), first index, buckets.
+_BUCKETS = struct.Struct("<BBHI")
+_BUCKETS_VERSION = 1
+_WIDTHS = {1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}
 
 
 class HistogramError(ValueError):
@@ -190,6 +200,41 @@ class Histogram:
         return cls(None, None, raw=bytes(raw))
 
     @classmethod
+    def from_buckets(cls, raw: bytes) -> Histogram:
+        """A histogram from its bucket form (b"" is the empty histogram)."""
+        if not raw:
+            return EMPTY
+        if len(raw) < _BUCKETS.size:
+            raise HistogramError(f"{len(raw)} bytes are too short for a bucket histogram")
+        version, widths, first, n = _BUCKETS.unpack_from(raw)
+        gap_width, count_width = widths >> 4, widths & 0xF
+        if version != _BUCKETS_VERSION or gap_width not in _WIDTHS or count_width not in _WIDTHS or not n:
+            raise HistogramError(f"not a bucket histogram (version {version}, widths {gap_width}/{count_width})")
+        if len(raw) != _BUCKETS.size + (n - 1) * gap_width + n * count_width:
+            raise HistogramError(f"a bucket histogram of {n} buckets cannot be {len(raw)} bytes")
+        gaps = np.frombuffer(raw, _WIDTHS[gap_width], n - 1, _BUCKETS.size)
+        counts = np.frombuffer(raw, _WIDTHS[count_width], n, _BUCKETS.size + (n - 1) * gap_width)
+        indices = np.empty(n, dtype=_INDEX)
+        indices[0] = first
+        np.cumsum(gaps, out=indices[1:])
+        indices[1:] += first
+        if (gaps == 0).any() or indices[-1] >= COUNTS_LEN or (counts == 0).any() or counts.max() > _MAX_COUNT:
+            raise HistogramError("a bucket histogram with repeated, empty or out-of-range buckets")
+        return cls(indices, counts.astype(_COUNT))
+
+    def to_buckets(self) -> bytes:
+        """The bucket form (b"" when empty)."""
+        indices, counts = self._arrays()
+        if not len(indices):
+            return b""
+        gaps = np.diff(indices)
+        gap_width = _width(int(gaps.max()) if len(gaps) else 0)
+        count_width = _width(int(counts.max()))
+        header = _BUCKETS.pack(_BUCKETS_VERSION, gap_width << 4 | count_width, int(indices[0]), len(indices))
+        return (header + gaps.astype(_WIDTHS[gap_width]).tobytes()
+                + counts.astype(_WIDTHS[count_width]).tobytes())
+
+    @classmethod
     def of(cls, values_us: Iterable[int], count: int = 1) -> Histogram:
         """A histogram of these values, each counted `count` times (tests, fakes)."""
         indices = np.array([bucket_index(int(v)) for v in values_us], dtype=_INDEX)
@@ -297,6 +342,12 @@ class Histogram:
 
 
 EMPTY = Histogram()
+_MAX_COUNT = np.iinfo(_COUNT).max
+
+
+def _width(value: int) -> int:
+    """The narrowest of 1, 2, 4 and 8 bytes that holds `value`."""
+    return 1 if value < 1 << 8 else 2 if value < 1 << 16 else 4 if value < 1 << 32 else 8
 
 
 class HistogramSum:

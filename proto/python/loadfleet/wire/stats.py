@@ -120,7 +120,8 @@ class StatsRow:
             connections_opened=pb.connections_opened,
             connections_closed=pb.connections_closed,
             active_connections=pb.active_connections,
-            histogram=Histogram.decode(pb.latency_histogram),
+            histogram=(Histogram.from_buckets(pb.latency_buckets) if pb.latency_buckets
+                       else Histogram.decode(pb.latency_histogram)),
             scheduled=pb.scheduled,
             sent_late=pb.sent_late,
             max_send_lag_us=pb.max_send_lag_us,
@@ -128,9 +129,11 @@ class StatsRow:
             latency_missing=pb.latency_missing,
         )
 
-    def to_proto(self) -> stats_pb2.IntervalStats:
+    def to_proto(self, *, buckets: bool = False) -> stats_pb2.IntervalStats:
+        """The row on the wire; its histogram in V2 encoding, or (`buckets`) in the bucket
+        form an agent sends its controller (histogram.py)."""
         s1, s2, s3, s4, s5 = self.status
-        return stats_pb2.IntervalStats(
+        pb = stats_pb2.IntervalStats(
             target=self.target,
             request=self.request,
             requests=self.requests,
@@ -141,13 +144,18 @@ class StatsRow:
             connections_opened=self.connections_opened,
             connections_closed=self.connections_closed,
             active_connections=self.active_connections,
-            latency_histogram=self.histogram.encode(),
+
             scheduled=self.scheduled,
             sent_late=self.sent_late,
             max_send_lag_us=self.max_send_lag_us,
             not_sent=self.not_sent,
             latency_missing=self.latency_missing,
         )
+        if buckets:
+            pb.latency_buckets = self.histogram.to_buckets()
+        else:
+            pb.latency_histogram = self.histogram.encode()
+        return pb
 
 
 def merge_rows(
@@ -190,9 +198,11 @@ def total_row(rows: Iterable[StatsRow]) -> StatsRow:
     return merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
 
 
-def merge_reports(reports: Iterable[stats_pb2.IntervalReport], *, with_total: bool = False) -> stats_pb2.IntervalReport:
+def merge_reports(reports: Iterable[stats_pb2.IntervalReport], *, with_total: bool = False,
+                  buckets: bool = False) -> stats_pb2.IntervalReport:
     """Merges reports of the same interval from several drivers into one report; with
-    `with_total`, a `*`/`*` row of everything follows the per-(target, request) rows."""
+    `with_total`, a `*`/`*` row of everything follows the per-(target, request) rows, and
+    with `buckets` histograms are in the bucket form (what an agent sends its controller)."""
     reports = list(reports)
     if not reports:
         raise ValueError("merge_reports needs at least one report")
@@ -204,7 +214,7 @@ def merge_reports(reports: Iterable[stats_pb2.IntervalReport], *, with_total: bo
     merged = stats_pb2.IntervalReport(
         interval_start_ms=first.interval_start_ms,
         interval_ms=first.interval_ms,
-        stats=[row.to_proto() for row in ordered],
+        stats=[row.to_proto(buckets=buckets) for row in ordered],
         final=all(r.final for r in reports),
     )
     merged.error_samples.extend([s for r in reports for s in r.error_samples][:MAX_ERROR_SAMPLES])

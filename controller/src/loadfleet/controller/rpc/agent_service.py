@@ -133,9 +133,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         session = AgentSession(identity.agent_id)
         registry = self._controller.registry
         registry.join(identity, session)
+        adopted = self._controller.adopted_jobs(identity.agent_id, [j.job_id for j in first.hello.running_jobs])
         yield agent_pb2.ControllerMessage(welcome=agent_pb2.Welcome(
             agent_id=identity.agent_id, heartbeat_ms=self._controller.heartbeat_ms,
-            lease_ms=self._controller.lease_ms, controller_instance=self._controller.instance_id))
+            lease_ms=self._controller.lease_ms, controller_instance=self._controller.instance_id,
+            adopted_jobs=adopted))
         reader = asyncio.create_task(self._read(identity.agent_id, request_iterator, session),
                                      name=f"agent-reader-{identity.agent_id}")
         try:

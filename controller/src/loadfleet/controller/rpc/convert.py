@@ -71,8 +71,9 @@ def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limi
     for s in stats:
         if limits.keys is not None and (s.target, s.request) not in limits.keys:
             raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
-        if len(s.latency_histogram) > limits.max_histogram_bytes:
-            raise BadReport(f"a histogram of {len(s.latency_histogram)} bytes (at most {limits.max_histogram_bytes})")
+        size = len(s.latency_buckets) or len(s.latency_histogram)
+        if size > limits.max_histogram_bytes:
+            raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
     try:
         rows = [StatsRow.from_proto(s).check() for s in stats]
     except HistogramError as exc:
