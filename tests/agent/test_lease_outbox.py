@@ -167,3 +167,15 @@ def test_a_restarted_agent_sends_what_an_earlier_run_spooled(tmp_path):
     sent, left = asyncio.run(go())
     assert [m.interval.report.interval_start_ms for m in sent] == list(range(5))
     assert left == 0
+
+
+def test_an_acknowledgement_that_overtakes_the_end_of_its_write_skips_nothing():
+    async def go():
+        box = Outbox()
+        box.put(interval(0))
+        first = await box.next()  # being written...
+        box.ack(first.seq)  # ...and the controller acknowledged it before the write returned
+        box.put(interval(1))
+        box.written(first)
+        return await asyncio.wait_for(box.next(), 1)
+    assert asyncio.run(go()).interval.report.interval_start_ms == 1

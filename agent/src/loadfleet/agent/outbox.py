@@ -42,7 +42,9 @@ HEARTBEATS_KEPT = 2
 class Outbox:
     def __init__(self, spool_dir: Path | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT):
         self._held: collections.deque[agent_pb2.AgentMessage] = collections.deque()
-        self._written = 0  # of _held, how many this session has written
+        # The next message this session writes is the first held one numbered from here (by
+        # number, not position: an acknowledgement may arrive while a write is under way).
+        self._write_from = 0
         self._heartbeats: collections.deque[agent_pb2.AgentMessage] = collections.deque(maxlen=HEARTBEATS_KEPT)
         self._ready = asyncio.Event()
         self._memory_limit = memory_limit
@@ -78,30 +80,33 @@ class Outbox:
     async def next(self) -> agent_pb2.AgentMessage:
         """The next message to write on this session (heartbeats first), waiting for one;
         call `written` once it is written."""
-        while not self._heartbeats and self._written >= len(self._held):
+        while not self._heartbeats and self._unwritten() >= len(self._held):
             self._ready.clear()
             await self._ready.wait()
-        return self._heartbeats[0] if self._heartbeats else self._held[self._written]
+        return self._heartbeats[0] if self._heartbeats else self._held[self._unwritten()]
 
     def written(self, message: agent_pb2.AgentMessage) -> None:
         if message.WhichOneof("body") != "heartbeat":
-            self._written += 1
+            self._write_from = message.seq + 1
         elif self._heartbeats and message is self._heartbeats[0]:  # else a newer one pushed it out
             self._heartbeats.popleft()
+
+    def _unwritten(self) -> int:
+        """The position in `_held` of the next message to write (numbers are consecutive)."""
+        return max(0, self._write_from - self._held[0].seq) if self._held else 0
 
     def ack(self, through_seq: int) -> None:
         """The controller has stored every message up to `through_seq`: forget them."""
         self.acked = max(self.acked, through_seq)
         while self._held and self._held[0].seq <= through_seq:
             self._held.popleft()
-            self._written = max(0, self._written - 1)
         self._refill()
         self._ready.set()
 
     def rewind(self) -> None:
         """A new session: every unacknowledged message is written again, and heartbeats
         queued during the break are dropped."""
-        self._written = 0
+        self._write_from = 0
         self._heartbeats.clear()
         self._ready.set()
 
