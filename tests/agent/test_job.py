@@ -7,7 +7,7 @@ import pytest
 
 from loadfleet.agent.job import JobRunner, Outcome, engine_specs
 from loadfleet.v1 import agent_pb2, job_pb2
-from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.stats import histogram_of
 
 FAKE = Path(__file__).with_name("fake_engine.py")
 
@@ -59,7 +59,8 @@ def test_intervals_of_all_engines_are_merged_one_per_interval(fake_engine):
     assert [r.interval_start_ms for r in intervals] == [10_000, 11_000, 12_000]
     assert all(r.stats[0].requests == 5 for r in intervals), "3 + 2 clients merged"
     assert all(r.stats[-1].target == "*" and r.stats[-1].requests == 5 for r in intervals), "then the agent's total"
-    h = Histogram.from_buckets(intervals[0].stats[0].latency_buckets)  # the form agents send
+    h = histogram_of(intervals[0].stats[0])
+    assert intervals[0].stats[0].latency_bucket_indices, "in the form agents send"
     assert h.total == 2 and h.max_value >= 3000 * 0.999
     assert intervals[-1].final
     states = [m.job_status.state for m in sent if m.WhichOneof("body") == "job_status"]

@@ -4,14 +4,16 @@ controller died, or to close it as interrupted with its summary.
 - `run.jsonl`: one record per change of the run's course (the run started, a step started
   with its agents, a step was stopped, an agent's job ended, a step ended with its figures,
   a knee, a stop condition, skipped steps), appended and flushed at once. O(steps + agents).
-- `intervals.jsonl`: each published interval since the last checkpoint: its cluster rows,
-  each agent's total and how far intervals.csv and latency.hlog were written after it.
+- `intervals.log`: each published interval since the last checkpoint (`JournalInterval`,
+  journal.proto, in length-delimited frames: a thousand agents' totals a second cost no
+  JSON): its cluster rows, each agent's total and how far intervals.csv and latency.hlog
+  were written after it.
 - `checkpoint.json`: the running totals (run, current step, drift baseline) as of an
   interval, written every `CHECKPOINT_INTERVALS` intervals and at each step's end; the
   interval log then starts over, so the journal stays O(agents) on disk too.
 
-Records are JSON lines; a line cut short by a crash is ignored. Rows travel as base64
-protobuf (codec.py), so histograms come back exact.
+Records are JSON lines and frames; a line or frame cut short by a crash is ignored. Rows
+travel as protobuf (in JSON as base64, codec.py), so histograms come back exact.
 """
 from __future__ import annotations
 
@@ -23,7 +25,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .codec import row_from_doc, row_to_doc
+from loadfleet.v1 import journal_pb2
+from loadfleet.wire.framing import FramingError, frame, parse_frames
+from loadfleet.wire.stats import StatsRow
+
 from .rundir import Offsets, write_atomic
 from .stream import AgentRows, FinalInterval, StepWindow
 
@@ -31,7 +36,7 @@ log = logging.getLogger(__name__)
 
 JOURNAL_DIR = "journal"
 RECORDS_FILE = "run.jsonl"
-INTERVALS_FILE = "intervals.jsonl"
+INTERVALS_FILE = "intervals.log"
 CHECKPOINT_FILE = "checkpoint.json"
 # A checkpoint every this many intervals bounds what a recovery replays (and the log's size).
 CHECKPOINT_INTERVALS = 30
@@ -56,7 +61,7 @@ class RunJournal:
         self.directory = run_dir / JOURNAL_DIR
         self.directory.mkdir(parents=True, exist_ok=True)
         self._records = (self.directory / RECORDS_FILE).open("a")
-        self._intervals = (self.directory / INTERVALS_FILE).open("a")
+        self._intervals = (self.directory / INTERVALS_FILE).open("ab")
         self.intervals_since_checkpoint = 0
 
     def record(self, kind: Record, **fields) -> None:
@@ -64,12 +69,13 @@ class RunJournal:
         self._records.flush()
 
     def interval(self, interval: FinalInterval, offsets: Offsets) -> None:
-        doc = {"start": interval.start_ms, "step": interval.step.name,
-               "offsets": [offsets.intervals, offsets.hlog],
-               "cluster": [row_to_doc(r) for r in interval.cluster],
-               "agents": {a.agent_id: row_to_doc(a.total) for a in interval.agents},
-               "missing": list(interval.missing)}
-        self._intervals.write(json.dumps(doc) + "\n")
+        record = journal_pb2.JournalInterval(
+            interval_start_ms=interval.start_ms, step=interval.step.name, intervals_csv_bytes=offsets.intervals,
+            latency_hlog_bytes=offsets.hlog, cluster=[r.to_proto(buckets=True) for r in interval.cluster],
+            agents=[journal_pb2.AgentTotal(agent_id=a.agent_id, total=a.total.to_proto(buckets=True))
+                    for a in interval.agents],
+            missing=interval.missing)
+        self._intervals.write(frame(record.SerializeToString()))
         self._intervals.flush()
         self.intervals_since_checkpoint += 1
 
@@ -141,15 +147,28 @@ def read_journal(run_dir: Path) -> JournalContents:
         except ValueError:
             log.warning("%s is damaged; the run's totals are rebuilt without it", checkpoint)
     after = contents.checkpoint["watermark_ms"] if contents.checkpoint else None
-    for doc in _json_lines(directory / INTERVALS_FILE):
-        if after is not None and doc["start"] < after:
+    for record in _frames(directory / INTERVALS_FILE):
+        if after is not None and record.interval_start_ms < after:
             continue  # covered by the checkpoint (written just before the log started over)
         contents.intervals.append(LoggedInterval(
-            start_ms=doc["start"], step=doc["step"], offsets=Offsets(*doc["offsets"]),
-            cluster=tuple(row_from_doc(r) for r in doc["cluster"]),
-            agents=tuple(AgentRows(a, (), row_from_doc(r)) for a, r in doc["agents"].items()),
-            missing=tuple(doc["missing"])))
+            start_ms=record.interval_start_ms, step=record.step,
+            offsets=Offsets(record.intervals_csv_bytes, record.latency_hlog_bytes),
+            cluster=tuple(StatsRow.from_proto(r) for r in record.cluster),
+            agents=tuple(AgentRows(a.agent_id, (), StatsRow.from_proto(a.total)) for a in record.agents),
+            missing=tuple(record.missing)))
     return contents
+
+
+def _frames(path: Path) -> Iterator[journal_pb2.JournalInterval]:
+    if not path.exists():
+        return
+    try:
+        frames, _ = parse_frames(path.read_bytes())
+    except FramingError:
+        log.warning("%s is damaged; the intervals after its last good record are rebuilt from nothing", path)
+        return
+    for data in frames:  # a frame cut short at the end is left out by parse_frames
+        yield journal_pb2.JournalInterval.FromString(data)
 
 
 def _json_lines(path: Path) -> Iterator[dict]:

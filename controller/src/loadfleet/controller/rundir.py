@@ -35,7 +35,7 @@ from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
 from .errors import LoadfleetError
 from .events import Event
-from .figures import PERCENTILES, figures_of
+from .figures import PERCENTILES, Figures
 from .hosts import COUNTERS_CSV_HEADER, HOSTS_CSV_HEADER, HostSample, MonitorInfo, counter_csv_rows, host_csv_rows
 from .report import REPORT_FILE, write_report
 from .report.rundata import GATLING_DIR
@@ -158,14 +158,14 @@ class RunDirWriter:
         return Offsets(self._intervals.tell(), self._hlog.tell())
 
     def on_interval(self, interval: FinalInterval) -> None:
-        start, seconds = interval.start_ms, interval.interval_ms / 1000
+        start = interval.start_ms
         out = io.StringIO()
         rows = csv.writer(out, lineterminator="\n")
         for row in (*interval.cluster, interval.total):
-            rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, seconds))
+            rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, interval.figures(row)))
         for agent in interval.agents:
             for row in (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,):
-                rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, seconds))
+                rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, interval.figures(row)))
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:
@@ -249,8 +249,7 @@ def write_summary(run_dir: Path, summary: RunSummary) -> None:
         log.warning("%s not written: %s", run_dir / REPORT_FILE, exc)
 
 
-def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, seconds: float) -> list:
-    f = figures_of(row, seconds)
+def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list:
     lat = f.latency
     return [
         start, scope.value, agent, row.target, row.request, row.requests, row.ok, row.failed, *row.status,

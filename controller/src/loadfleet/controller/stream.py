@@ -19,13 +19,14 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from loadfleet.wire.stats import StatsRow
 
 from .agents import Health
 from .events import Event
+from .figures import Figures, figures_of
 from .hosts import HostSample, MonitorInfo
 
 if TYPE_CHECKING:
@@ -103,10 +104,19 @@ class FinalInterval:
     cluster: tuple[StatsRow, ...]  # per (target, request), merged over agents, by key
     total: StatsRow  # everything merged
     missing: tuple[str, ...] = ()  # expected agents whose report never came in time
+    # Each row's figures, computed once for all consumers (percentiles cost CPU).
+    _figures: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def interval_ms(self) -> int:
         return self.step.interval_ms
+
+    def figures(self, row: StatsRow) -> Figures:
+        """The figures of one of this interval's rows."""
+        held = self._figures.get(id(row))
+        if held is None:
+            held = self._figures[id(row)] = figures_of(row, self.interval_ms / 1000)
+        return held
 
     @property
     def measured(self) -> bool:

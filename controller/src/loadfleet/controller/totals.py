@@ -2,7 +2,9 @@
 
 Kept per (target, request) over the cluster and per agent: O(targets × requests +
 agents), whatever the run's length. Each step also keeps the span of intervals that hold
-data (for the seconds the run measured), O(steps).
+data (for the seconds the run measured), O(steps). With very many agents
+(`StepWindow.agent_detail` off) an agent's total is its counts only, without latency:
+merging a thousand agents' histograms each interval would cost more than everything else.
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ class RunTotals:
         for row in interval.cluster:
             self._fold(self.by_key, row.key, row)
         for agent in interval.agents:
-            self._fold(self.by_agent, agent.agent_id, agent.total)
+            self._fold(self.by_agent, agent.agent_id, agent.total, histogram=interval.step.agent_detail)
         step = interval.step
         if interval.total.requests and step.load_start_ms <= interval.start_ms < step.load_end_ms:
             span = self.spans.setdefault(step.name, _Span(interval_ms=step.interval_ms))
@@ -57,11 +59,15 @@ class RunTotals:
         pass
 
     @staticmethod
-    def _fold(into: dict, key, row: StatsRow) -> None:
+    def _fold(into: dict, key, row: StatsRow, *, histogram: bool = True) -> None:
         held = into.get(key)
         if held is None:
             held = into[key] = StatsRow(TOTAL, TOTAL) if isinstance(key, str) else StatsRow(*key)
-        held.add(row)
+        if histogram:
+            held.add(row)
+        else:
+            held.add_counts(row)
+            held.latency_missing = True
 
     def snapshot(self) -> dict:
         """JSON values to take the totals over after a restart (journal.py)."""

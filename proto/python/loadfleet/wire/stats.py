@@ -20,7 +20,7 @@ from loadfleet.v1 import stats_pb2
 from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram, HistogramSum
 
 __all__ = ["ERROR_KINDS", "HIGHEST_US", "LOWEST_US", "MAX_ERROR_SAMPLES", "SIGNIFICANT_DIGITS", "STATUS_CLASSES",
-           "TOTAL", "StatsRow", "error_kind_name", "merge_reports", "merge_rows", "total_row"]
+           "TOTAL", "StatsRow", "error_kind_name", "histogram_of", "merge_reports", "merge_rows", "total_row"]
 
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
 ERROR_KINDS = tuple(
@@ -108,7 +108,9 @@ class StatsRow:
         return self
 
     @classmethod
-    def from_proto(cls, pb: stats_pb2.IntervalStats) -> StatsRow:
+    def from_proto(cls, pb: stats_pb2.IntervalStats, histogram: Histogram | None = None) -> StatsRow:
+        """The row of a message; `histogram`: its histogram, already decoded (a report's
+        rows are decoded at once: `decode_buckets`)."""
         return cls(
             target=pb.target,
             request=pb.request,
@@ -120,8 +122,7 @@ class StatsRow:
             connections_opened=pb.connections_opened,
             connections_closed=pb.connections_closed,
             active_connections=pb.active_connections,
-            histogram=(Histogram.from_buckets(pb.latency_buckets) if pb.latency_buckets
-                       else Histogram.decode(pb.latency_histogram)),
+            histogram=histogram if histogram is not None else histogram_of(pb),
             scheduled=pb.scheduled,
             sent_late=pb.sent_late,
             max_send_lag_us=pb.max_send_lag_us,
@@ -151,11 +152,19 @@ class StatsRow:
             not_sent=self.not_sent,
             latency_missing=self.latency_missing,
         )
-        if buckets:
-            pb.latency_buckets = self.histogram.to_buckets()
+        form = self.histogram.to_buckets() if buckets else None
+        if form is not None:
+            pb.latency_bucket_indices, pb.latency_bucket_counts = form
         else:
             pb.latency_histogram = self.histogram.encode()
         return pb
+
+
+def histogram_of(pb: stats_pb2.IntervalStats) -> Histogram:
+    """A message's latency histogram, in whichever form it came."""
+    if pb.latency_bucket_indices or pb.latency_bucket_counts:
+        return Histogram.from_buckets(pb.latency_bucket_indices, pb.latency_bucket_counts)
+    return Histogram.decode(pb.latency_histogram)
 
 
 def merge_rows(

@@ -26,11 +26,13 @@ class InfluxOutput:
     def on_interval(self, interval: FinalInterval) -> None:
         step, start, interval_ms = interval.step.name, interval.start_ms, interval.interval_ms
         points = http_points(run_id=self.run_id, step=step, scope=Scope.CLUSTER, agent="", interval_start_ms=start,
-                             interval_ms=interval_ms, rows=(*interval.cluster, interval.total))
+                             interval_ms=interval_ms, rows=(*interval.cluster, interval.total),
+                             figures=interval.figures)
         for agent in interval.agents:
             rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
             points += http_points(run_id=self.run_id, step=step, scope=Scope.AGENT, agent=agent.agent_id,
-                                  interval_start_ms=start, interval_ms=interval_ms, rows=rows)
+                                  interval_start_ms=start, interval_ms=interval_ms, rows=rows,
+                                  figures=interval.figures)
         self._add(points)
 
     def on_step_end(self, end: StepEnd) -> None:

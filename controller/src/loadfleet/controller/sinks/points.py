@@ -11,7 +11,7 @@ rewritten interval lands on the same series and timestamp and replaces the old p
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
@@ -25,14 +25,16 @@ from .lineproto import Point
 
 
 def http_points(*, run_id: str, step: str, scope: Scope, agent: str, interval_start_ms: int,
-                interval_ms: int, rows: Iterable[StatsRow]) -> list[Point]:
-    """One point per row: rows with one (target, request) each, and the `*`/`*` total."""
-    seconds = interval_ms / 1000
+                interval_ms: int, rows: Iterable[StatsRow],
+                figures: Callable[[StatsRow], Figures] | None = None) -> list[Point]:
+    """One point per row: rows with one (target, request) each, and the `*`/`*` total.
+    `figures`: the rows' figures where already computed."""
+    figures = figures or (lambda row: figures_of(row, interval_ms / 1000))
     return [
         Point("http",
               tags=(("run", run_id), ("step", step), ("scope", scope.value), ("agent", agent),
                     ("target", row.target), ("request", row.request)),
-              fields=_http_fields(row, figures_of(row, seconds)),
+              fields=_http_fields(row, figures(row)),
               time_ms=interval_start_ms)
         for row in rows
     ]
