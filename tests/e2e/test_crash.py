@@ -13,7 +13,7 @@ import time
 import pytest
 
 from support.cluster import write_plan
-from support.procs import program
+from support.procs import pid_alive, program
 
 pytestmark = pytest.mark.e2e
 
@@ -109,3 +109,24 @@ def test_a_controller_restarted_within_the_lease_takes_the_run_over_and_counts_e
     per_agent = [r for r in csv.DictReader((cluster.runs_dir / run_id / "intervals.csv").open())
                  if r["scope"] == "agent" and r["target"] == "*"]
     assert len(per_agent) == 24, "each agent's report of each interval, once"
+
+
+def test_a_job_no_controller_claims_stops_when_its_lease_ends(cluster, webs, docroot, tmp_path):
+    """The agent reconnects to a controller that knows nothing of its job (another runs
+    directory): that controller renews the agent's session, never the job's lease."""
+    cluster.add_agent("a1")
+    cluster.wait_for_agents(1)
+    run = cluster.start_run(plan(tmp_path, webs, docroot, duration_s=60, lease_s=6))
+    published_before(run, 2)
+    engines = cluster.engine_pids("a1")
+    os.killpg(cluster.controller.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    killed = time.monotonic()
+    cluster.runs_dir = tmp_path / "other-runs"
+    cluster.start_controller()
+    cluster.wait_for_agents(1)
+    while any(pid_alive(pid) for pid in engines):
+        assert time.monotonic() - killed < 6 + 3, "load went on past its lease for a controller that does not collect it"
+        time.sleep(0.2)
+    assert pid_alive(cluster.agents["a1"].pid), "the agent itself stays, connected"
+    assert json.loads(cluster.loadfleet("agents", "--json").stdout)[0]["state"] == "AGENT_STATE_IDLE"

@@ -98,6 +98,19 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# Up to this many agents, an event names each one's share; beyond, it gives their range.
+LISTED_SHARES = 8
+
+
+def _shares_described(shares) -> str:
+    """Each agent's share, or for a fleet the range of shares (its details are in the journal)."""
+    if len(shares) <= LISTED_SHARES:
+        return ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
+    ordered = sorted(shares, key=lambda s: (s.load.clients, s.load.rate, s.load.users))
+    low, high = ordered[0].load.describe(), ordered[-1].load.describe()
+    return f"{low} each" if low == high else f"from {low} to {high} each"
+
+
 class Run:
     def __init__(self, run_id: str, plan: Plan, run_dir: Path, registry: AgentRegistry,
                  *, sinks: list[Sink] = (), grace_ms: int = DEFAULT_GRACE_MS, lease_ms: int = 0,
@@ -126,6 +139,7 @@ class Run:
         self._skipped: list[str] = []
         self._stop_requested = False
         self._late: dict[str, int] = {}  # agent -> requests in reports that came too late
+        self._late_told: set[str] = set()  # steps whose late reports have had their event
         self._event_times: dict[EventKind, int] = {}
         # The window publishes into the stream; its revision window is the job's lease
         # (an agent late by less than that is late, not lost) and at least the grace.
@@ -294,13 +308,14 @@ class Run:
         if outcome is Outcome.ACCEPTED:
             self._window.publish_due(self._clock_ms())
         elif outcome is Outcome.LATE:
-            first = report.agent_id not in self._late
             self._late[report.agent_id] = self._late.get(report.agent_id, 0) + report.total.requests
-            if first:
-                self._emit(Event(EventKind.LATE_REPORTS, f"agent {report.agent_id}'s report of "
+            step = self._step
+            if step is not None and step.window.name not in self._late_told:  # once a step: a fleet can be late at once
+                self._late_told.add(step.window.name)
+                self._emit(Event(EventKind.LATE_REPORTS, f"step {step.window.name}: agent {report.agent_id}'s report of "
                                  f"{time.strftime('%H:%M:%S', time.localtime(report.interval_start_ms / 1000))} came "
-                                 "after the interval was published without it: its requests are counted in the "
-                                 "summary's late_requests, not in the intervals", report.agent_id))
+                                 "after the interval was published without it; late requests are counted per agent in "
+                                 "the summary's late_requests, not in the intervals", report.agent_id))
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         step = self._step
@@ -424,7 +439,7 @@ class Run:
         await self._collect(step)
 
     def _step_started_event(self, spec: StepSpec, plan: Plan, shares) -> Event:
-        split = ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
+        split = _shares_described(shares)
         if self.plan.sweep:
             return Event(EventKind.STEP_STARTED, f"step {spec.name}: {plan.load.describe()} on "
                          f"{spec.servers} server(s) for {plan.duration_s:g} s ({split})")
