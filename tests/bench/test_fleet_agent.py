@@ -55,13 +55,15 @@ class FakeController(agent_pb2_grpc.AgentServiceServicer):
 
     async def _read(self, agent_id, request_iterator, out: asyncio.Queue) -> None:
         intervals = 0
+        through = 0
         async for message in request_iterator:
             self.received[agent_id].append(message)
             kind = message.WhichOneof("body")
-            if kind == "heartbeat":
-                out.put_nowait(agent_pb2.ControllerMessage(lease=agent_pb2.LeaseRenewal(lease_ms=3000)))
-            elif self.behaviour.ack:
-                out.put_nowait(agent_pb2.ControllerMessage(ack=agent_pb2.Ack(through_seq=message.seq)))
+            if kind == "heartbeat":  # the renewal acknowledges everything received so far
+                out.put_nowait(agent_pb2.ControllerMessage(lease=agent_pb2.LeaseRenewal(
+                    lease_ms=3000, ack_through_seq=through if self.behaviour.ack else 0)))
+            else:
+                through = max(through, message.seq)
             if kind == "interval":
                 intervals += 1
                 if intervals == self.behaviour.stop_after_intervals:

@@ -1,7 +1,7 @@
 """Acknowledged delivery over real gRPC: a hand-driven agent session against a real
 controller server. Reports sent twice, out of order and again on a new session are merged
-exactly once; acknowledgements are cumulative, come only once an interval is stored, and
-never pass a message the controller did not get."""
+exactly once; acknowledgements ride on lease renewals, are cumulative, come only once an
+interval is stored, and never pass a message the controller did not get."""
 from __future__ import annotations
 
 import asyncio
@@ -52,14 +52,16 @@ class Session:
     async def until(self, kind: str) -> agent_pb2.ControllerMessage:
         while True:
             message = await asyncio.wait_for(self.call.read(), 10)
-            if message.HasField("ack"):
-                self.acked = max(self.acked, message.ack.through_seq)
+            if message.HasField("lease"):
+                self.acked = max(self.acked, message.lease.ack_through_seq)
             if message.WhichOneof("body") == kind:
                 return message
 
     async def acked_through(self, seq: int) -> None:
+        """Heartbeats until a renewal acknowledges `seq`."""
         while self.acked < seq:
-            await self.until("ack")
+            await self.call.write(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat()))
+            await self.until("lease")
 
 
 def test_resends_duplicates_and_reordering_are_merged_exactly_once(tmp_path):

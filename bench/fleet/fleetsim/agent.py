@@ -144,10 +144,10 @@ class SimAgent:
             if kind == "lease":
                 self._lease_s = (message.lease.lease_ms / 1000) or self._lease_s
                 self._on_renewal(now)
-            elif kind == "ack":
-                for latency_s in self._outbox.ack(message.ack.through_seq, now):
-                    self._stats.ack_latency.record_s(latency_s)
-                self._stats.counters["acks"] += 1
+                if message.lease.ack_through_seq:  # acknowledgements ride on renewals
+                    for latency_s in self._outbox.ack(message.lease.ack_through_seq, now):
+                        self._stats.ack_latency.record_s(latency_s)
+                    self._stats.counters["acks"] += 1
             elif kind == "assignment":
                 self._on_assignment(message.assignment)
             elif kind == "stop":

@@ -158,15 +158,14 @@ class Agent:
 
     async def _read(self, call) -> None:
         while (message := await call.read()) is not grpc.aio.EOF:
-            if message.HasField("lease"):
-                self._lease_ms = message.lease.lease_ms or self._lease_ms
             kind = message.WhichOneof("body")
-            if kind == "assignment":
+            if kind == "lease":
+                self._lease_ms = message.lease.lease_ms or self._lease_ms
+                self._outbox.ack(message.lease.ack_through_seq)
+            elif kind == "assignment":
                 self._start_job(message.assignment)
             self._renew_lease()
-            if kind == "ack":
-                self._outbox.ack(message.ack.through_seq)
-            elif kind == "stop":
+            if kind == "stop":
                 if self._job and self._job.job_id == message.stop.job_id:
                     await self._job.stop()
             elif kind not in ("lease", "assignment"):

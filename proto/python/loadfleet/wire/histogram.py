@@ -30,6 +30,7 @@ equivalent value, the maximum is the highest value equivalent to the top bucket.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import struct
 import threading
@@ -328,22 +329,21 @@ def decode_buckets(rows: list[tuple[bytes, bytes]]) -> list[Histogram]:
     once: a handful of numpy calls for the lot, where each call costs microseconds whatever
     its size. HistogramError if any is malformed (lengths that do not match, indices out of
     range or not ascending, empty buckets)."""
-    lengths = []
-    for indices, counts in rows:
-        if len(indices) % _BUCKET_INDEX.itemsize or len(counts) != len(indices) * 2:
-            raise HistogramError(f"bucket lengths do not match ({len(indices)} bytes of indices, "
-                                 f"{len(counts)} of counts)")
-        lengths.append(len(indices) // _BUCKET_INDEX.itemsize)
+    if any(len(i) & 1 or len(c) != 2 * len(i) for i, c in rows):
+        raise HistogramError("bucket lengths do not match (2 bytes per index, 4 per count)")
+    lengths = [len(i) >> 1 for i, _ in rows]
     total = sum(lengths)
     if not total:
         return [EMPTY] * len(rows)
-    indices = np.frombuffer(b"".join(i for i, _ in rows), _BUCKET_INDEX).astype(_INDEX)
-    counts = np.frombuffer(b"".join(c for _, c in rows), _BUCKET_COUNT).astype(_COUNT)
-    rising = np.diff(indices)
-    starts = np.cumsum(lengths)[:-1]
-    rising[starts[(starts > 0) & (starts < total)] - 1] = 1  # each row starts afresh
-    if indices.max() >= COUNTS_LEN or counts.min() == 0 or (len(rising) and rising.min() <= 0):
+    indices = np.frombuffer(b"".join([i for i, _ in rows]), _BUCKET_INDEX)
+    counts = np.frombuffer(b"".join([c for _, c in rows]), _BUCKET_COUNT)
+    rising = indices[1:].astype(np.int32) - indices[:-1]
+    for start in itertools.accumulate(lengths[:-1]):
+        if 0 < start < total:
+            rising[start - 1] = 1  # each row starts afresh
+    if indices.max() >= COUNTS_LEN or counts.min() == 0 or (total > 1 and rising.min() <= 0):
         raise HistogramError("bucket indices out of range or not ascending, or an empty bucket")
+    indices, counts = indices.astype(_INDEX), counts.astype(_COUNT)
     out, start = [], 0
     for n in lengths:
         out.append(Histogram(indices[start:start + n], counts[start:start + n]) if n else EMPTY)

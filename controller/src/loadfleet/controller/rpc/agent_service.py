@@ -83,9 +83,9 @@ class AgentSession:
     """The controller's end of one Connect stream: an outbound queue of messages, and the
     delivery state of the agent's messages.
 
-    `None` in the queue ends the stream (close()). The queue holds lease renewals,
-    acknowledgements and assignments, each answered or consumed within a heartbeat or
-    two; a session whose agent stops reading is lost after 3 silent heartbeats.
+    `None` in the queue ends the stream (close()). The queue holds lease renewals (which
+    carry acknowledgements) and assignments, each answered or consumed within a heartbeat
+    or two; a session whose agent stops reading is lost after 3 silent heartbeats.
     """
 
     def __init__(self, agent_id: str = "") -> None:
@@ -94,9 +94,8 @@ class AgentSession:
         self.delivery = Delivery(agent_id)
 
     def settle(self, seq: int) -> None:
-        through = self.delivery.settled(seq)
-        if through is not None:
-            self._send(agent_pb2.ControllerMessage(ack=agent_pb2.Ack(through_seq=through)))
+        """The agent's message `seq` is stored: the next lease renewal acknowledges it."""
+        self.delivery.settled(seq)
 
     def assign(self, assignment: JobAssignment) -> None:
         self._send(convert.assignment_to_proto(assignment))
@@ -105,7 +104,8 @@ class AgentSession:
         self._send(agent_pb2.ControllerMessage(stop=agent_pb2.StopJob(job_id=job_id)))
 
     def renew_lease(self, lease_ms: int) -> None:
-        self._send(agent_pb2.ControllerMessage(lease=agent_pb2.LeaseRenewal(lease_ms=lease_ms)))
+        self._send(agent_pb2.ControllerMessage(lease=agent_pb2.LeaseRenewal(
+            lease_ms=lease_ms, ack_through_seq=self.delivery.acked)))
 
     def close(self) -> None:
         if not self.closed:

@@ -1,6 +1,8 @@
 """The controller's gRPC server: both services on one port."""
 from __future__ import annotations
 
+import gc
+
 import grpc
 
 from loadfleet.v1 import agent_pb2_grpc, run_pb2_grpc
@@ -11,6 +13,11 @@ from .run_service import RunServicer
 
 # Seconds that in-flight RPCs get to finish when the server stops.
 SHUTDOWN_GRACE_S = 2.0
+# Allocations between collections of the youngest generation (Python's default is 700). A
+# controller allocates a few objects per message, thousands of messages a second, and makes
+# hardly any reference cycles: at the default, the cyclic collector took ~8 % of its CPU at
+# 1,000 agents (bench/fleet).
+GC_YOUNG_THRESHOLD = 50_000
 
 
 class ControllerServer:
@@ -31,6 +38,8 @@ class ControllerServer:
     async def start(self) -> None:
         await self.controller.start()
         await self._server.start()
+        gc.freeze()  # what exists now lives as long as the server: never scan it again
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
     async def wait(self) -> None:
         await self._server.wait_for_termination()
