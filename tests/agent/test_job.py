@@ -60,7 +60,7 @@ def test_intervals_of_all_engines_are_merged_one_per_interval(fake_engine):
     assert all(r.stats[0].requests == 5 for r in intervals), "3 + 2 clients merged"
     assert all(r.stats[-1].target == "*" and r.stats[-1].requests == 5 for r in intervals), "then the agent's total"
     h = histogram_of(intervals[0].stats[0])
-    assert intervals[0].stats[0].latency_bucket_indices, "in the form agents send"
+    assert intervals[0].stats[0].latency_buckets, "in the form agents send"
     assert h.total == 2 and h.max_value >= 3000 * 0.999
     assert intervals[-1].final
     states = [m.job_status.state for m in sent if m.WhichOneof("body") == "job_status"]

@@ -152,9 +152,9 @@ class StatsRow:
             not_sent=self.not_sent,
             latency_missing=self.latency_missing,
         )
-        form = self.histogram.to_buckets() if buckets else None
-        if form is not None:
-            pb.latency_bucket_indices, pb.latency_bucket_counts = form
+        packed = self.histogram.to_buckets() if buckets else None
+        if packed is not None:
+            pb.latency_buckets = packed
         else:
             pb.latency_histogram = self.histogram.encode()
         return pb
@@ -162,8 +162,8 @@ class StatsRow:
 
 def histogram_of(pb: stats_pb2.IntervalStats) -> Histogram:
     """A message's latency histogram, in whichever form it came."""
-    if pb.latency_bucket_indices or pb.latency_bucket_counts:
-        return Histogram.from_buckets(pb.latency_bucket_indices, pb.latency_bucket_counts)
+    if pb.latency_buckets:
+        return Histogram.from_buckets(pb.latency_buckets)
     return Histogram.decode(pb.latency_histogram)
 
 
