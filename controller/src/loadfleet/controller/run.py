@@ -37,6 +37,7 @@ from .hosts import HostRecorder, HostSample, MonitorInfo
 from .jobs import JobAssignment, JobReport, JobState, ReportLimits, job_id_for
 from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
 from .knee import Knee, LevelPoint, find_knee
+from .load import LoadModel
 from .plan import Plan
 from .recovery import Recovered
 from .scaling import server_scaling, usl_of
@@ -468,7 +469,7 @@ class Run:
                  StepState.FAILED if states <= {JobState.FAILED} else StepState.FINISHED)
         result = self._meter.result(step.spec, window, state)
         demand = (result.offered / result.achieved_rps
-                  if self.plan.load.model == "open" and result.achieved_rps else 0.0)
+                  if self.plan.load.model is LoadModel.OPEN and result.achieved_rps else 0.0)
         found = self._generators.verdict(window.name, len(step.engines), demand)
         result = replace(result, hosts=self._hosts.step_loads(window.name))
         if found.bound:
@@ -595,7 +596,7 @@ class Run:
 
     def _sweep_description(self) -> str:
         sweep = self.plan.sweep
-        level = {"closed": "clients", "open": "requests/s", "users": "users"}[self.plan.load.model]
+        level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[self.plan.load.model]
         servers = f" on {', '.join(map(str, sweep.servers))} server(s)" if sweep.servers else ""
         repeat = f", each {sweep.repeat} times" if sweep.repeat > 1 else ""
         return (f"run {self.run_id}: sweep of {sweep.total_steps} steps of {sweep.step_s:g} s "

@@ -21,7 +21,7 @@ from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
 from .codec import row_from_doc, row_to_doc
 from .figures import Figures, Latency, figures_of
 from .hosts import HostLoad
-from .load import Load
+from .load import Load, LoadModel
 from .stream import FinalInterval, StepEnd, StepWindow
 
 if TYPE_CHECKING:
@@ -102,9 +102,9 @@ def expand(plan: Plan) -> list[StepSpec]:
 
 
 def with_level(load: Load, level: float) -> Load:
-    if load.model == "closed":
+    if load.model is LoadModel.CLOSED:
         return replace(load, clients=round(level))
-    if load.model == "open":
+    if load.model is LoadModel.OPEN:
         return replace(load, rate=float(level))
     return replace(load, users=round(level))
 

@@ -14,7 +14,7 @@ from ..events import Event, EventKind
 from ..figures import Figures, Latency
 from ..hosts import HostSample, MonitorInfo, ProcessSample
 from ..jobs import JobAssignment, JobReport, JobState, ReportLimits
-from ..load import Load, Think
+from ..load import Load, LoadModel, Think
 from ..run import RunState
 from ..watchers import IntervalUpdate
 from ..scheduler import combine
@@ -164,9 +164,9 @@ def think_to_proto(think: Think) -> job_pb2.ThinkTime:
 def load_to_proto(load: Load) -> job_pb2.LoadShare:
     share = job_pb2.LoadShare(stages=[job_pb2.Stage(duration_ms=round(s.duration_s * 1000), target=s.target)
                                       for s in load.stages])
-    if load.model == "closed":
+    if load.model is LoadModel.CLOSED:
         share.closed.CopyFrom(job_pb2.ClosedModel(clients=load.clients, think=think_to_proto(load.think)))
-    elif load.model == "open":
+    elif load.model is LoadModel.OPEN:
         share.open.CopyFrom(job_pb2.OpenModel(rate_per_s=load.rate, poisson=load.poisson,
                                               max_connections=load.max_connections))
     else:
