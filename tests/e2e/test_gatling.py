@@ -142,7 +142,7 @@ WORKLOAD = "workload: {requests: [{path: /}]}\n"
 ])
 def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, problems):
     with pytest.raises(PlanError) as caught:
-        parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent)
+        parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent, confined=False)
     found = [(p.path, p.message) for p in caught.value.problems]
     assert [path for path, _ in found] == [path for path, _ in problems], found
     assert all(text in message for (_, message), (_, text) in zip(found, problems)), found
@@ -150,7 +150,7 @@ def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, probl
 
 def test_a_project_plan_needs_no_workload_and_resolves_the_project_where_the_plan_is(tmp_path):
     plan = parse_plan(GATLING_PLAN + "gatling: {project: demo, simulation: example.HookedSimulation}\n",
-                      base_dir=DEMO_PROJECT.parent)
+                      base_dir=DEMO_PROJECT.parent, confined=False)
     assert plan.gatling.project == str(DEMO_PROJECT) and plan.requests == ()
     assert parse_plan(plan.to_yaml()) == plan, "the resolved plan reads back on a controller elsewhere"
     engine = GATLING_PLAN.replace("driver: gatling", "driver: engine") + WORKLOAD + "gatling: {html_report: true}\n"

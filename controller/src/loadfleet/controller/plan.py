@@ -6,6 +6,12 @@ published JSON Schema (`plan.schema.json`, copied to docs/), meaning (URLs, weig
 the manifest) by the checks below. A workload manifest is read here, on the machine
 that has the file, and turned into explicit requests, so a resolved plan is
 self-contained and can be sent to a remote controller.
+
+Plans are untrusted input: the YAML is read by `yamlsafe` (size, encoding, depth,
+aliases, duplicate keys, non-finite numbers), every number has a maximum that fits its
+wire type, and a confined plan (`parse_plan`'s default: what the controller receives)
+names no file at all. Only `load_plan`, on the machine that holds the plan file, reads
+the files a plan names.
 """
 from __future__ import annotations
 
@@ -17,8 +23,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import jsonschema
-import yaml
 
+from . import yamlsafe
 from .errors import PlanError, Problem
 from .load import Load, Think
 from .steps import Sweep
@@ -156,7 +162,7 @@ class Plan:
             doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
             if self.gatling.project:  # the simulation is the workload
                 del doc["workload"]
-        return yaml.safe_dump(doc, sort_keys=False)
+        return yamlsafe.dump(doc)
 
 
 def _request_doc(r: Request) -> dict:
@@ -186,36 +192,111 @@ def plan_schema() -> dict:
 
 
 def load_plan(path: Path) -> Plan:
-    """Reads and validates a plan file; relative manifest paths are relative to it."""
+    """Reads and validates a plan file on this machine: the files it names (a workload
+    manifest, relative to the plan file) are read here and the result is self-contained."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            data = f.read(yamlsafe.MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         raise PlanError([Problem("", f"cannot read {path}: {exc.strerror}")]) from exc
-    return parse_plan(text, base_dir=path.parent, default_name=path.stem)
-
-
-def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "plan") -> Plan:
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise PlanError([Problem("", f"not valid YAML {where}: {getattr(exc, 'problem', exc)}")]) from exc
+        text = yamlsafe.decode(data)
+    except yamlsafe.YamlProblem as exc:
+        raise PlanError([Problem(exc.path, exc.message)]) from None
+    return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False)
+
+
+def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "plan",
+               confined: bool = True) -> Plan:
+    """Validates a plan. `confined` (the default, and the controller's only mode): the plan
+    may name no file (a manifest, a relative Gatling project) since nothing is read on its
+    behalf; `loadfleet run` resolves those where the plan file is and sends them inline."""
+    try:
+        doc = yamlsafe.load(text)
+    except yamlsafe.YamlProblem as exc:
+        raise PlanError([Problem(exc.path, exc.message)]) from None
     if not isinstance(doc, dict):
         raise PlanError([Problem("", "a plan must be a YAML mapping")])
     problems = _schema_problems(doc)
     if problems:
+        raise PlanError(_capped(problems))
+    problems = _confinement_problems(doc) if confined else []
+    if problems:
         raise PlanError(problems)
     problems, requests = _meaning_problems(doc, base_dir)
     if problems:
-        raise PlanError(problems)
+        raise PlanError(_capped(problems))
     return _build(doc, requests, default_name, base_dir)
 
 
+def _confinement_problems(doc: dict) -> list[Problem]:
+    """What a confined plan may not do: make its reader open files."""
+    problems = []
+    if "manifest" in doc.get("workload", {}):
+        problems.append(Problem("workload.manifest", "the controller reads no files named by a plan: "
+                                "`loadfleet run` reads the manifest and sends its requests inline"))
+    project = doc.get("gatling", {}).get("project")
+    if project is not None and not Path(project).is_absolute():
+        problems.append(Problem("gatling.project", f"'{project}' is relative: give the project's absolute path on "
+                                "the agents' hosts (`loadfleet run` makes it absolute)"))
+    return problems
+
+
+# More problems than this are summed up in one line: a plan of 10,000 bad requests is one mistake.
+MAX_PROBLEMS = 50
+
+
+def _capped(problems: list[Problem]) -> list[Problem]:
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return [*problems[:MAX_PROBLEMS], Problem("", f"... and {len(problems) - MAX_PROBLEMS} more problems")]
+
+
+def _strict_integer(checker, instance) -> bool:
+    """JSON Schema counts 1.0 as an integer; wire fields are integers, so only int is one."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer))
+
+
 def _schema_problems(doc: dict) -> list[Problem]:
-    validator = jsonschema.Draft202012Validator(plan_schema())
-    problems = [Problem(_path(e.absolute_path), e.message) for e in validator.iter_errors(doc)]
+    validator = _Validator(plan_schema())
+    problems = [Problem(_path(e.absolute_path), _schema_message(e)) for e in validator.iter_errors(doc)]
     return sorted(problems, key=lambda p: p.path)
+
+
+# The schema's patterns, said in words.
+_PATTERN_MESSAGES = {
+    "header_name": "a header name is a token (letters, digits and !#$%&'*+.^_`|~-; no spaces, colons, CR or LF)",
+    "header_value": "a header value may not contain CR, LF or other control characters",
+    "path": "a path starts with / and has no spaces or control characters (percent-encode them)",
+    "text": "control characters (CR, LF, ...) are not allowed here",
+    "token_env": "the controller passes only its LOADFLEET_INFLUX_TOKEN* variables to a plan's InfluxDB "
+                 "(e.g. LOADFLEET_INFLUX_TOKEN_TEAM_A; docs/security.md)",
+}
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message with the offending value kept short (a 1 MB string is one line)."""
+    kind, limit = error.validator, error.validator_value
+    if kind == "pattern":
+        for name, message in _PATTERN_MESSAGES.items():
+            if plan_schema()["$defs"][name]["pattern"] == limit:
+                return f"{_short(repr(error.instance))}: {message}"
+    if kind == "maxLength":
+        return f"longer than {limit:,} characters"
+    if kind in ("maxItems", "maxProperties"):
+        return f"more than {limit:,} entries"
+    if kind in ("maximum", "exclusiveMaximum"):
+        return f"{_short(repr(error.instance))} is above the maximum of {limit:,}"
+    return _short(error.message, 300)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _path(parts) -> str:
@@ -261,6 +342,10 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
             problems.append(Problem("workload.session", "sessions run on the closed or users model, not open"))
     return problems, requests
 
+
+# A run is a job per sweep step, each with its own barrier and files: bounded in number and time.
+MAX_SWEEP_STEPS = 10_000
+MAX_RUN_S = 7 * 86400
 
 # What each model needs, and what it cannot have.
 _MODEL_NEEDS = {"closed": ("clients",), "open": ("rate",), "users": ("users", "spawn_rate")}
@@ -345,6 +430,12 @@ def _sweep_problems(doc: dict) -> list[Problem]:
         problems.append(Problem("sweep.step_s", f"{sweep['step_s']:g} s less a warm-up of {sweep.get('warmup_s', 0):g} s "
                                 f"leaves less than 2 intervals of {interval_s:g} s (a step's final interval is "
                                 "not measured)"))
+    total = len(sweep["steps"]) * sweep.get("repeat", 1) * max(1, len(sweep.get("servers", [])))
+    if total > MAX_SWEEP_STEPS:
+        problems.append(Problem("sweep", f"{total:,} steps (levels x repeat x servers); at most {MAX_SWEEP_STEPS:,}"))
+    elif total * sweep["step_s"] > MAX_RUN_S:
+        problems.append(Problem("sweep.step_s", f"{total} steps of {sweep['step_s']:g} s run longer than "
+                                f"{MAX_RUN_S // 86400} days"))
     n_targets = len(doc["targets"])
     for i, k in enumerate(sweep.get("servers", [])):
         if k > n_targets:
@@ -359,11 +450,16 @@ def _sweep_problems(doc: dict) -> list[Problem]:
 
 
 def _url_problem(url: str) -> str | None:
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7f for c in url):
+        # urlsplit drops tabs and newlines silently; the engine would get them.
+        return f"{_short(repr(url))} has spaces or control characters"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         return f"'{url}' must start with http:// or https://"
     if not parts.hostname:
         return f"'{url}' has no host"
+    if parts.username is not None or parts.password is not None:
+        return f"'{_short(url.split('@')[-1])}': credentials in a URL are not sent; give an Authorization header"
     try:
         parts.port
     except ValueError:
