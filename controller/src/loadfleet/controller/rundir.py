@@ -25,6 +25,7 @@ from loadfleet.wire.stats import ERROR_KINDS, StatsRow, encode_histogram, error_
 from .aggregate import TOTAL, RunAggregator
 from .errors import LoadfleetError
 from .figures import PERCENTILES, figures_of
+from .redact import redact_plan_yaml
 from .report import REPORT_FILE, write_report
 from .report.rundata import GATLING_DIR
 from .summary import RunSummary
@@ -50,7 +51,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_plan(run_dir: Path, plan_yaml: str) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(run_dir / "plan.yaml", plan_yaml)
+    write_atomic(run_dir / "plan.yaml", redact_plan_yaml(plan_yaml))
 
 
 # An agent's artifact larger than this, packed or unpacked, is refused (a report is a few MB).
