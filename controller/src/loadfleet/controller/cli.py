@@ -16,7 +16,7 @@ from google.protobuf import json_format
 from loadfleet.v1 import run_pb2
 from loadfleet.wire import DEFAULT_CONTROLLER
 
-from . import __version__, console, report
+from . import __version__, certs, console, report
 from .client import RunClient
 from .core import DEFAULT_RUNS_DIR, Controller
 from .errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, LoadfleetError, UsageError
@@ -99,11 +99,67 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
 
+    _add_certs_parser(sub)
+
     p = sub.add_parser("stop", help="stop a run; its results are still written",
                        epilog="example: loadfleet stop 20261123-071223-c3c8 --controller ctrl:7700")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
     return parser
+
+
+def _add_certs_parser(sub) -> None:
+    p = sub.add_parser("certs", help="make a CA and the certificates of a fleet (docs/security.md)",
+                       description="A private CA and certificates for the controller, agents and operators. "
+                                   "The role is carried in the certificate; an agent's id is its certificate's name.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="example:\n"
+                              "  loadfleet certs init --dir pki\n"
+                              "  loadfleet certs controller --dir pki --name ctrl.example --ip 10.0.0.5\n"
+                              "  loadfleet certs agent --dir pki load-1 load-2 load-3\n"
+                              "  loadfleet certs operator --dir pki alice")
+    kinds = p.add_subparsers(dest="certs_command", required=True, metavar="KIND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dir", type=Path, required=True, help="where the CA and certificates are")
+    common.add_argument("--force", action="store_true", help="replace files that exist")
+    k = kinds.add_parser("init", parents=[common], help="a new CA (ca.crt, ca.key)")
+    k.add_argument("--days", type=int, default=certs.DEFAULT_CA_DAYS,
+                   help=f"validity (default {certs.DEFAULT_CA_DAYS})")
+    k = kinds.add_parser("controller", parents=[common], help="the controller's certificate (controller.crt/.key)")
+    k.add_argument("--name", dest="dns_names", action="append", default=[], metavar="HOSTNAME",
+                   help="a DNS name agents and the CLI dial the controller by (repeatable)")
+    k.add_argument("--ip", dest="ips", action="append", default=[], metavar="IP",
+                   help="an IP address they dial it by (repeatable)")
+    for kind, what in (("agent", "agents (agent-NAME.crt/.key); the name is the agent's id"),
+                       ("operator", "operators who start, stop, watch and list runs (operator-NAME.crt/.key)")):
+        k = kinds.add_parser(kind, parents=[common], help=f"certificates for {what}")
+        k.add_argument("names", nargs="+" if kind == "agent" else 1, metavar="NAME")
+    for k in kinds.choices.values():
+        if k.prog.split()[-1] != "init":
+            k.add_argument("--days", type=int, default=certs.DEFAULT_CERT_DAYS,
+                           help=f"validity (default {certs.DEFAULT_CERT_DAYS}; never beyond the CA's)")
+
+
+def make_certs(args) -> int:
+    if args.days < 1:
+        raise UsageError("--days must be at least 1")
+    if args.certs_command == "init":
+        issued = [certs.init_ca(args.dir, days=args.days, force=args.force)]
+    elif args.certs_command == "controller":
+        name = (args.dns_names or args.ips or ["controller"])[0]
+        issued = [certs.issue(args.dir, certs.Role.CONTROLLER, name, dns_names=tuple(args.dns_names),
+                              ips=tuple(args.ips), days=args.days, force=args.force)]
+    else:
+        role = certs.Role(args.certs_command)
+        for name in args.names:  # every name is checked before anything is written
+            certs.check_name(name, f"{role.value} name")
+        issued = [certs.issue(args.dir, role, name, days=args.days, force=args.force) for name in args.names]
+    for i in issued:
+        print(f"wrote {i.cert} and {i.key} (key mode 0600), valid until {i.not_after:%Y-%m-%d}")
+    if args.certs_command == "init":
+        print(f"next: `loadfleet certs controller --dir {args.dir} --name HOST`; keep {issued[0].key} offline "
+              "once the fleet's certificates are made")
+    return EXIT_OK
 
 
 def _add_influx_options(p: argparse.ArgumentParser) -> None:
@@ -161,6 +217,8 @@ async def _dispatch(args) -> int:
         return EXIT_OK
     if args.command == "compare":
         return compare_runs(args.run_dirs, args.out, args.json)
+    if args.command == "certs":
+        return make_certs(args)
     async with RunClient(args.controller) as client:
         if args.command == "status":
             return await _follow(client, args.run_id, args.json)
