@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc
+from loadfleet.wire.dial import ClientCredentials, open_channel
 
 from . import __version__
 from .health import HealthMonitor
@@ -47,6 +48,8 @@ class AgentConfig:
     spool_dir: Path | None = None
     # Monitor-only: no load; every heartbeat reports this host (a target, an NFS server).
     monitor: MonitorConfig | None = None
+    # How to reach the controller: plaintext (loopback), or TLS with a certificate or token.
+    credentials: ClientCredentials = ClientCredentials()
 
 
 class Agent:
@@ -99,7 +102,7 @@ class Agent:
             backoff_s = min(BACKOFF_MAX_S, backoff_s * 2)
 
     async def _session(self) -> None:
-        async with grpc.aio.insecure_channel(self.config.controller) as channel:
+        async with open_channel(self.config.controller, self.config.credentials) as channel:
             try:
                 await asyncio.wait_for(channel.channel_ready(), CONNECT_TIMEOUT_S)
             except TimeoutError:

@@ -4,7 +4,7 @@ Every certificate says who its holder is and what it may do:
 
 - the subject's common name is the holder's name (an agent's id, an operator's name, the
   controller's first DNS name);
-- the role is a URI in the subject alternative names, `loadfleet:role:<role>` (ROLE_URI_PREFIX),
+- the role is a URI in the subject alternative names, `loadfleet:role:<role>` (security.Role),
   repeated as the subject's OU for people reading it with `openssl x509 -text`; the controller
   reads the URI (grpc hands it over verified, as `peer_uri`), never the OU;
 - the extended key usage fits the role: TLS server for the controller, TLS client for
@@ -17,7 +17,6 @@ offline); nothing is overwritten without `force`.
 from __future__ import annotations
 
 import datetime
-import enum
 import ipaddress
 import os
 import re
@@ -30,8 +29,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from .errors import UsageError
+from .security import Role
 
-ROLE_URI_PREFIX = "loadfleet:role:"
 DEFAULT_CA_DAYS = 3650
 DEFAULT_CERT_DAYS = 365
 # Agent ids and operator names become file names and log fields: keep them plain.
@@ -39,18 +38,6 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
 # Clock skew between the machine that issues and the hosts that verify.
 _BACKDATE = datetime.timedelta(minutes=5)
-
-
-class Role(enum.Enum):
-    """What a certificate (or a token) lets its holder do (docs/security.md)."""
-
-    CONTROLLER = "controller"
-    AGENT = "agent"
-    OPERATOR = "operator"
-
-    @property
-    def uri(self) -> str:
-        return ROLE_URI_PREFIX + self.value
 
 
 @dataclass(frozen=True)
