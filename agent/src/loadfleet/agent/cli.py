@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 from loadfleet.wire import DEFAULT_CONTROLLER, dial
+from loadfleet.wire.allowlist import ALLOW_TARGETS_ENV, LOOPBACK_ONLY, AllowList, AllowListError
 from loadfleet.wire.dial import ClientCredentials
 
 from . import __version__
 from .credentials import agent_id
 from .engine import find_engine
+from .guard import LoadPolicy
 from .errors import AgentError, UsageError
 from .hoststats import MonitorConfig, process_groups
 from .servercounters import CounterSource, counter_sources
@@ -72,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     security.add_argument("--token-file", metavar="FILE",
                           help=f"instead of a certificate: a file with this agent's `agent NAME TOKEN` line "
                                f"(${dial.TOKEN_FILE_ENV})")
+    limits = parser.add_argument_group("what this agent agrees to run (docs/security.md)")
+    limits.add_argument("--allow-targets", metavar="CIDR|HOST[:PORT],...",
+                        help=f"where load may go: networks, addresses or host names, each with an optional port "
+                             f"(default ${ALLOW_TARGETS_ENV}, else loopback only: 127.0.0.0/8,::1)")
+    limits.add_argument("--gatling-root", type=Path, metavar="DIR",
+                        help="run users' Gatling projects from under this directory only (default: none)")
     monitor = parser.add_argument_group(
         "monitor-only mode", "run no load; report this host (a target server, an NFS server, a balancer) "
         "with every heartbeat, so that runs show the servers' CPU, memory and network next to the load")
@@ -140,6 +148,18 @@ def default_spool_dir(agent_id: str) -> Path:
     return Path(state) / "loadfleet-agent" / agent_id
 
 
+def load_policy(args: argparse.Namespace, env=os.environ) -> LoadPolicy:
+    text = args.allow_targets or env.get(ALLOW_TARGETS_ENV, "")
+    try:
+        allow = AllowList.parse(text) if text.strip() else LOOPBACK_ONLY
+    except AllowListError as exc:
+        raise UsageError(f"--allow-targets: {exc}") from None
+    root = args.gatling_root
+    if root is not None and not root.is_dir():
+        raise UsageError(f"--gatling-root {root}: no such directory")
+    return LoadPolicy(allow=allow, gatling_root=root.resolve() if root else None)
+
+
 def credentials(args: argparse.Namespace) -> ClientCredentials:
     try:
         return dial.client_credentials(tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key,
@@ -166,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                              engine_program="" if monitor else find_engine(args.engine), cores=args.cores,
                              labels=parse_labels(args.labels),
                              spool_dir=args.spool_dir or default_spool_dir(args.agent_id), monitor=monitor,
-                             credentials=creds)
+                             credentials=creds, policy=load_policy(args))
         asyncio.run(_serve(config))
     except UsageError as exc:
         print(f"loadfleet-agent: {exc}", file=sys.stderr)

@@ -24,6 +24,7 @@ from loadfleet.wire.dial import ClientCredentials, open_channel
 from . import __version__
 from .health import HealthMonitor
 from .hoststats import HostFigures, MonitorConfig
+from .guard import LoadPolicy
 from .job import JobRunner
 from .lease import Lease
 from .outbox import Outbox
@@ -50,6 +51,8 @@ class AgentConfig:
     monitor: MonitorConfig | None = None
     # How to reach the controller: plaintext (loopback), or TLS with a certificate or token.
     credentials: ClientCredentials = ClientCredentials()
+    # Where this agent may send load (allow-list) and which Gatling projects it runs.
+    policy: LoadPolicy = LoadPolicy()
 
 
 class Agent:
@@ -129,7 +132,8 @@ class Agent:
     def _hello(self) -> agent_pb2.Hello:
         hello = agent_pb2.Hello(
             agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
-            version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels))
+            version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels),
+            allow_targets=self.config.policy.allow.texts(), gatling_root=str(self.config.policy.gatling_root or ""))
         if monitor := self.config.monitor:
             hello.capabilities[:] = ["monitor"]
             hello.monitor.targets[:] = monitor.targets
@@ -184,7 +188,7 @@ class Agent:
             self._outbox.put(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
                 job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED, message=refusal)))
             return
-        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put)
+        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put, policy=self.config.policy)
         self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")
 
     async def _run_job(self, job: JobRunner) -> None:

@@ -39,6 +39,10 @@ class AgentIdentity:
     labels: tuple[tuple[str, str], ...] = ()
     # Set for a monitor-only agent: it reports its host and never takes load.
     monitor: MonitorInfo | None = None
+    # Where it may send load, as it advertised (admission.py); empty: it did not say.
+    allow_targets: tuple[str, ...] = ()
+    # Where its Gatling projects must lie ("" : none, if it advertised an allow-list).
+    gatling_root: str = ""
 
 
 @dataclass(frozen=True)

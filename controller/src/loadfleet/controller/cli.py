@@ -243,7 +243,8 @@ async def _dispatch(args) -> int:
     if args.command == "controller":
         security = server_security(tls_cert=args.tls_cert, tls_key=args.tls_key, tls_ca=args.tls_ca,
                                    token_file=args.token_file, insecure=args.insecure)
-        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args))
+        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args),
+                                allow_plan_influx=args.allow_plan_influx)
         return await serve_controller(args.listen, controller, security)
     if args.command == "run":
         return await run_plan(args)
@@ -328,7 +329,8 @@ async def run_plan(args) -> int:
         raise UsageError("--monitor goes with --local; on other hosts start `loadfleet-agent --monitor` "
                          "next to the servers")
     if args.local is not None:
-        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args))
+        # Local: the plan's author owns this controller, so the plan may pick its InfluxDB.
+        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args), allow_plan_influx=True)
         async with local_cluster(args.local, controller, monitor=tuple(args.monitor),
                                  targets=tuple(t.url for t in plan.targets)) as address:
             return await _run_on(address, plan.to_yaml(), args.json)

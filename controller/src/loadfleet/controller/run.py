@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import rundir, steps
+from .admission import may_run
 from .agents import AgentRecord, AgentRegistry, AgentState, Health
 from .aggregate import RunAggregator
 from .errors import NotEnoughAgents
@@ -255,7 +256,7 @@ class Run:
         wanted = selection.count or 1
         deadline = time.monotonic() + selection.wait_s
         while True:
-            idle = self._registry.idle(selection.matches)
+            idle = [r for r in self._registry.idle(selection.matches) if may_run(r, self.plan)]
             if len(idle) >= wanted:
                 chosen = idle[:wanted] if selection.count else idle
                 for record in chosen:  # held for every step of the run

@@ -29,6 +29,7 @@ def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
         labels=tuple(sorted(hello.labels.items())),
         monitor=MonitorInfo(targets=tuple(hello.monitor.targets), role=hello.monitor.role,
                             processes=tuple(hello.monitor.processes)) if hello.HasField("monitor") else None,
+        allow_targets=tuple(hello.allow_targets), gatling_root=hello.gatling_root,
     )
 
 
