@@ -36,6 +36,8 @@ DEFAULT_CERT_DAYS = 365
 # Agent ids and operator names become file names and log fields: keep them plain.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+DNS_NAME = re.compile(rf"^(?:\*\.)?{_LABEL}(?:\.{_LABEL})*$")
 # Clock skew between the machine that issues and the hosts that verify.
 _BACKDATE = datetime.timedelta(minutes=5)
 
@@ -82,7 +84,10 @@ def issue(directory: Path, role: Role, name: str, *, dns_names: tuple[str, ...] 
         if not dns_names and not ips:
             raise UsageError("the controller's certificate needs the names agents dial it by: --name HOST and/or --ip IP")
         for dns in dns_names:
-            check_name(dns.replace("*.", "x.", 1), "--name")
+            if len(dns) > 253 or not DNS_NAME.match(dns):
+                raise UsageError(f"--name {dns!r} is not a DNS name")
+        # A common name has at most 64 characters; clients check the SANs anyway.
+        name = name if len(name) <= 64 else "loadfleet-controller"
     else:
         check_name(name, f"{role.value} name")
     addresses = []
