@@ -315,6 +315,8 @@ def test_a_plan_no_agent_may_run_is_refused_at_start_run(cluster, webs, tmp_path
     assert "targets[0].url: no agent the plan selects may load" in result.stderr
     assert "a1 allows 127.0.0.2" in result.stderr
     assert outside.server.access_log_lines() == 0
+    assert agents_listed(cluster)["a1"]["allowTargets"] == ["127.0.0.2"]
+    assert "allows 127.0.0.2" in cluster.loadfleet("agents").stdout
     # The target the list allows runs.
     run = cluster.start_run(plan_for(tmp_path, webs[0].url))
     _, err = run.communicate(timeout=60)

@@ -224,6 +224,7 @@ def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
         agent_id=i.agent_id, hostname=i.hostname, cores=i.cores, version=i.version,
         labels=dict(i.labels), state=_AGENT_STATES[r.state], last_seen_ms=r.last_seen_ms,
         health=health_to_proto(r.health), monitors=i.monitor.describe() if i.monitor else "",
+        allow_targets=list(i.allow_targets),
     )
 
 
