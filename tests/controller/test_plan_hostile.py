@@ -89,14 +89,14 @@ def same_path(found: str, expected: str) -> bool:
 
 @pytest.mark.parametrize("name, data, path, word", CASES, ids=[c[0] for c in CASES])
 def test_a_hostile_plan_is_one_problem_with_its_path_in_well_under_a_second(name, data, path, word):
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: what the parse costs, whoever else shares the machine
     with pytest.raises(PlanError) as caught:
         try:
             text = yamlsafe.decode(data)
         except yamlsafe.YamlProblem as exc:
             raise PlanError([Problem(exc.path, exc.message)]) from None
         parse_plan(text)
-    elapsed_s = time.perf_counter() - started
+    elapsed_s = time.process_time() - started
     problems = caught.value.problems
     assert len(problems) == 1, problems
     assert same_path(problems[0].path, path) and word in problems[0].message, problems[0]
@@ -121,10 +121,10 @@ def test_the_largest_plan_allowed_parses_in_well_under_a_second():
     """The limits bound the cost of the worst document that passes them (the controller
     parses on its event loop, and agents' leases are 3 s)."""
     requests = ", ".join("{name: n, path: /a, weight: 3}" for _ in range(4200))
-    started = time.perf_counter()
+    started = time.process_time()
     plan = parse_plan(BASE.replace("[{path: /}]", f"[{requests}]"))
     assert len(plan.requests) == 4200
-    assert time.perf_counter() - started < 0.9
+    assert time.process_time() - started < 0.9
 
 
 def test_a_confined_plan_names_no_file():
