@@ -2,7 +2,7 @@
 
 Validation reports every problem at once, each with its path in the plan
 (`targets[1].weight`), and never changes anything. Structure is checked against the
-published JSON Schema (`plan.schema.json`, copied to docs/), meaning (URLs, weights,
+published JSON Schema (planschema.py, `plan.schema.json`), meaning (URLs, weights,
 the manifest) by the checks below. A workload manifest is read here, on the machine
 that has the file, and turned into explicit requests, so a resolved plan is
 self-contained and can be sent to a remote controller.
@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import jsonschema
-
 from . import yamlsafe
 from .errors import PlanError, Problem
+from .planschema import plan_schema, schema_problems  # noqa: F401 (plan_schema: the CLI and tests read it here)
 from .load import Load, Think
 from .steps import Sweep
 from .stops import StopConditions
@@ -185,12 +182,6 @@ def _agents_doc(a: AgentSelection) -> dict:
     return doc
 
 
-@cache
-def plan_schema() -> dict:
-    text = resources.files(__package__).joinpath("plan.schema.json").read_text()
-    return json.loads(text)
-
-
 def load_plan(path: Path) -> Plan:
     """Reads and validates a plan file on this machine: the files it names (a workload
     manifest, relative to the plan file) are read here and the result is self-contained."""
@@ -217,7 +208,7 @@ def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "
         raise PlanError([Problem(exc.path, exc.message)]) from None
     if not isinstance(doc, dict):
         raise PlanError([Problem("", "a plan must be a YAML mapping")])
-    problems = _schema_problems(doc)
+    problems = schema_problems(doc)
     if problems:
         raise PlanError(_capped(problems))
     problems = _confinement_problems(doc) if confined else []
@@ -252,58 +243,8 @@ def _capped(problems: list[Problem]) -> list[Problem]:
     return [*problems[:MAX_PROBLEMS], Problem("", f"... and {len(problems) - MAX_PROBLEMS} more problems")]
 
 
-def _strict_integer(checker, instance) -> bool:
-    """JSON Schema counts 1.0 as an integer; wire fields are integers, so only int is one."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer))
-
-
-def _schema_problems(doc: dict) -> list[Problem]:
-    validator = _Validator(plan_schema())
-    problems = [Problem(_path(e.absolute_path), _schema_message(e)) for e in validator.iter_errors(doc)]
-    return sorted(problems, key=lambda p: p.path)
-
-
-# The schema's patterns, said in words.
-_PATTERN_MESSAGES = {
-    "header_name": "a header name is a token (letters, digits and !#$%&'*+.^_`|~-; no spaces, colons, CR or LF)",
-    "header_value": "a header value may not contain CR, LF or other control characters",
-    "path": "a path starts with / and has no spaces or control characters (percent-encode them)",
-    "text": "control characters (CR, LF, ...) are not allowed here",
-    "token_env": "the controller passes only its LOADFLEET_INFLUX_TOKEN* variables to a plan's InfluxDB "
-                 "(e.g. LOADFLEET_INFLUX_TOKEN_TEAM_A; docs/security.md)",
-}
-
-
-def _schema_message(error: jsonschema.ValidationError) -> str:
-    """jsonschema's message with the offending value kept short (a 1 MB string is one line)."""
-    kind, limit = error.validator, error.validator_value
-    if kind == "pattern":
-        for name, message in _PATTERN_MESSAGES.items():
-            if plan_schema()["$defs"][name]["pattern"] == limit:
-                return f"{_short(repr(error.instance))}: {message}"
-    if kind == "maxLength":
-        return f"longer than {limit:,} characters"
-    if kind in ("maxItems", "maxProperties"):
-        return f"more than {limit:,} entries"
-    if kind in ("maximum", "exclusiveMaximum"):
-        return f"{_short(repr(error.instance))} is above the maximum of {limit:,}"
-    return _short(error.message, 300)
-
-
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _path(parts) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], list[Request]]:
