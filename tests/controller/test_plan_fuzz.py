@@ -199,7 +199,7 @@ def check_accepted(data: bytes) -> None:
             assert assignment_to_proto(assignment).SerializeToString()
 
 
-FUZZ = settings(max_examples=1500, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=1200, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -215,7 +215,7 @@ def test_mutated_plans_exit_0_or_2(data):
     check(data)
 
 
-@settings(FUZZ, max_examples=500)
+@settings(FUZZ, max_examples=400)
 @given(st.binary(max_size=2000))
 def test_random_bytes_exit_0_or_2(data):
     check(data)
