@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="loadfleet-agent",
         description="Connect to a loadfleet controller and run the load it assigns on this host.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n"
+        epilog="examples (TLS flags from $LOADFLEET_TLS_CA/_CERT/_KEY; docs/security.md):\n"
+               "  loadfleet-agent --controller 10.0.0.5:7700 --tls-ca pki/ca.crt --tls-cert pki/agent-load-1.crt "
+               "--tls-key pki/agent-load-1.key --allow-targets 10.0.0.0/24\n"
                "  loadfleet-agent --controller 10.0.0.5:7700 --labels zone=a,rack=3\n"
                "  loadfleet-agent --controller 10.0.0.5:7700 --monitor --target http://10.0.0.7:8080 --process nginx\n"
                "  loadfleet-agent --controller 10.0.0.5:7700 --monitor --role nfs --process ganesha.nfsd\n"
