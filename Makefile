@@ -33,7 +33,7 @@ system-deps:
 $(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest
+	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis
 	touch $@
 
 python-deps: $(VENV)/.installed

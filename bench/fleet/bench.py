@@ -33,9 +33,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fleetsim import tls  # noqa: E402
 from fleetsim.children import Children  # noqa: E402
 from fleetsim.plan import fleet_plan, row_shape  # noqa: E402
 from fleetsim.procstat import ProcessSampler, RssGuard, mem_total_kb, rss_kb  # noqa: E402
@@ -80,6 +80,8 @@ class BenchConfig:
     total_row: str
     outbox: int
     max_controller_rss_mb: int
+    # Mutual TLS between the fleet and the controller (fleetsim/tls.py).
+    tls: bool = False
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -107,6 +109,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(default a quarter of this machine's memory)")
     parser.add_argument("--out", type=Path, help="results file (default bench/fleet/results/<date>-<shape>.json)")
     parser.add_argument("--keep-work", action="store_true", help="keep the controller's log and run directory")
+    parser.add_argument("--tls", action="store_true",
+                        help="mutual TLS: every simulated agent and the bench show their own certificate")
     args = parser.parse_args(argv)
     problems = [text for text, bad in [
         ("--agents must be >= 1", args.agents < 1), ("--rows must be >= 1", args.rows < 1),
@@ -125,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                          processes=args.processes, controller_cmd=args.controller_cmd,
                          controller_label=args.controller_label, controller_core=args.controller_core,
                          sim_cores=args.sim_cores, rss_every_s=args.rss_every_s, total_row=args.total_row,
-                         outbox=args.outbox, max_controller_rss_mb=args.max_controller_rss_mb)
+                         outbox=args.outbox, max_controller_rss_mb=args.max_controller_rss_mb, tls=args.tls)
     command = shlex.join(["bench/fleet/bench.py", *(sys.argv[1:] if argv is None else argv)])
     raise_fd_limit(4 * config.agents + 1024)  # children inherit it: one socket per agent on each side
     os.sched_setaffinity(0, {int(c) for c in config.sim_cores.split(",")})  # off the controller's core
@@ -159,13 +163,17 @@ def main(argv: list[str] | None = None) -> int:
 def run_bench(config: BenchConfig, children: Children, work: Path) -> dict:
     port = free_port()
     address = f"127.0.0.1:{port}"
+    pki = work / "pki" if config.tls else None
+    if pki:
+        tls.make_pki(pki, [f"sim{k}-{i:05d}" for k, share in enumerate(shares(config)) for i in range(share)])
     controller = children.start("controller", ["taskset", "-c", config.controller_core,
                                                *shlex.split(config.controller_cmd), "--listen", address,
-                                               "--runs-dir", str(work / "runs")])
+                                               "--runs-dir", str(work / "runs"),
+                                               *(tls.controller_args(pki) if pki else [])])
     wait_for_port(port, CONTROLLER_START_S, controller, children)
     label = ("fleetsim", secrets.token_hex(4))
-    sims = start_sims(config, children, work, address, label)
-    record, sampler, guard, rss_after = asyncio.run(measure(config, address, controller.pid, label, children))
+    sims = start_sims(config, children, work, address, label, pki)
+    record, sampler, guard, rss_after = asyncio.run(measure(config, address, controller.pid, label, children, pki))
     results = collect_sims(children, sims, work)
     summary = summarize_run(agents=config.agents, rows=config.rows, interval_ms=config.interval_ms, record=record,
                             cpu=sampler.cpu, rss=sampler.rss, sims=results, rss_after_run_kb=rss_after)
@@ -175,30 +183,36 @@ def run_bench(config: BenchConfig, children: Children, work: Path) -> dict:
     targets, names = row_shape(config.rows)
     return {"config": {**asdict(config), "targets": targets, "request_names": names,
                        "bench_commit": git_commit()},
-            "controller_label": config.controller_label or ("streaming" if instances else "pre-streaming"),
+            "controller_label": config.controller_label or (("streaming" if instances else "pre-streaming")
+                                                            + (", mutual TLS" if config.tls else "")),
             "summary": summary}
 
 
+def shares(config: BenchConfig) -> list[int]:
+    """Simulated agents per simulator process."""
+    return [config.agents // config.processes + (k < config.agents % config.processes) for k in range(config.processes)]
+
+
 def start_sims(config: BenchConfig, children: Children, work: Path, address: str,
-               label: tuple[str, str]) -> list[str]:
+               label: tuple[str, str], pki: Path | None = None) -> list[str]:
     names = []
     max_s = AGENTS_WAIT_BASE_S + config.agents * AGENTS_WAIT_PER_AGENT_S + config.duration_s + 2 * RUN_SLACK_S
-    for k in range(config.processes):
-        share = config.agents // config.processes + (k < config.agents % config.processes)
+    for k, share in enumerate(shares(config)):
         name = f"sim{k}"
         children.start(name, ["taskset", "-c", config.sim_cores, sys.executable, str(SIM), "--controller", address,
                               "--agents", str(share), "--id-prefix", f"sim{k}-", "--label", f"{label[0]}={label[1]}",
                               "--total-row", config.total_row, "--outbox", str(config.outbox),
-                              "--max-s", str(max_s), "--results", str(work / f"{name}.json")])
+                              "--max-s", str(max_s), "--results", str(work / f"{name}.json"),
+                              *(["--tls-dir", str(pki)] if pki else [])])
         names.append(name)
     return names
 
 
 async def measure(config: BenchConfig, address: str, controller_pid: int, label: tuple[str, str],
-                  children: Children) -> tuple[RunRecord, ProcessSampler, RssGuard, int | None]:
+                  children: Children, pki: Path | None = None) -> tuple[RunRecord, ProcessSampler, RssGuard, int | None]:
     sampler = ProcessSampler(controller_pid, config.interval_ms, config.rss_every_s)
     guard = RssGuard(controller_pid, config.max_controller_rss_mb * 1024)
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address, pki, "operator", tls.OPERATOR) as channel:
         stub = run_pb2_grpc.RunServiceStub(channel)
         wait_s = AGENTS_WAIT_BASE_S + config.agents * AGENTS_WAIT_PER_AGENT_S
         idle = await wait_for_agents(stub, label, config.agents, wait_s)

@@ -37,6 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="send the agent's */* merge row: auto = only to a controller that names its instance")
     parser.add_argument("--max-s", type=float, default=3600.0, help="stop by itself after this long (default 3600)")
     parser.add_argument("--results", type=Path, required=True, help="where to write this process's results (JSON)")
+    parser.add_argument("--tls-dir", type=Path, help="mutual TLS with the agents' certificates in this directory")
     args = parser.parse_args(argv)
     problems = [text for text, bad in [("--agents must be >= 1", args.agents < 1),
                                        ("--outbox must be >= 1", args.outbox < 1),
@@ -59,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s sim %(levelname)s %(message)s")
     config = FleetConfig(controller=args.controller, agents=args.agents, id_prefix=args.id_prefix,
                          labels=tuple(tuple(label.split("=", 1)) for label in args.label),
-                         outbox_capacity=args.outbox, total_row=TotalRow(args.total_row), max_s=args.max_s)
+                         outbox_capacity=args.outbox, total_row=TotalRow(args.total_row), max_s=args.max_s,
+                         tls_dir=args.tls_dir)
     results = asyncio.run(serve(config))
     partial = args.results.with_suffix(".partial")
     partial.write_text(json.dumps(results) + "\n")

@@ -89,7 +89,7 @@ duration_s: 1
 targets: [{url: "http://h:1"}]
 workload: {manifest: manifest.json}
 load: {model: closed, clients: 1}
-""", base_dir=tmp_path)
+""", base_dir=tmp_path, confined=False)
     assert [(r.name, r.path, r.weight) for r in plan.requests] == [
         ("class0", "/class0/a.html", 35000), ("class1", "/class1/b.html", 50500)]
 
@@ -101,7 +101,7 @@ duration_s: 1
 targets: [{url: "http://h:1"}]
 workload: {manifest: nope.json}
 load: {model: closed, clients: 1}
-""", base_dir=tmp_path)
+""", base_dir=tmp_path, confined=False)
     assert [p.path for p in info.value.problems] == ["workload.manifest"]
 
 

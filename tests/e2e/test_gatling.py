@@ -20,6 +20,7 @@ import psutil
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from loadfleet.agent.guard import LoadPolicy
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.controller.errors import PlanError
 from loadfleet.controller.plan import parse_plan
@@ -142,7 +143,7 @@ WORKLOAD = "workload: {requests: [{path: /}]}\n"
 ])
 def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, problems):
     with pytest.raises(PlanError) as caught:
-        parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent)
+        parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent, confined=False)
     found = [(p.path, p.message) for p in caught.value.problems]
     assert [path for path, _ in found] == [path for path, _ in problems], found
     assert all(text in message for (_, message), (_, text) in zip(found, problems)), found
@@ -150,7 +151,7 @@ def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, probl
 
 def test_a_project_plan_needs_no_workload_and_resolves_the_project_where_the_plan_is(tmp_path):
     plan = parse_plan(GATLING_PLAN + "gatling: {project: demo, simulation: example.HookedSimulation}\n",
-                      base_dir=DEMO_PROJECT.parent)
+                      base_dir=DEMO_PROJECT.parent, confined=False)
     assert plan.gatling.project == str(DEMO_PROJECT) and plan.requests == ()
     assert parse_plan(plan.to_yaml()) == plan, "the resolved plan reads back on a controller elsewhere"
     engine = GATLING_PLAN.replace("driver: gatling", "driver: engine") + WORKLOAD + "gatling: {html_report: true}\n"
@@ -215,7 +216,7 @@ def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(clus
 
 
 def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_path, offline_maven):
-    cluster.add_agent("a1")
+    cluster.add_agent("a1", 1, "--gatling-root", str(DEMO_PROJECT.parent))
     cluster.wait_for_agents(1)
     plan = {"duration_s": 4, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20}, "driver": "gatling",
             "load": {"model": "closed", "clients": 2}}
@@ -250,11 +251,13 @@ def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_pat
 
 
 def run_job(spec: job_pb2.JobSpec, during=None) -> tuple[Outcome, list[agent_pb2.AgentMessage], float]:
-    """A job through the agent's JobRunner (real Maven and JVM); `during(runner)` runs beside it."""
+    """A job through the agent's JobRunner (real Maven and JVM); `during(runner)` runs beside it.
+    The agent runs projects from the directory the job's project is in (its --gatling-root)."""
     sent = []
+    policy = LoadPolicy(gatling_root=Path(spec.gatling.project).parent if spec.gatling.project else None)
 
     async def go():
-        runner = JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append)
+        runner = JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append, policy=policy)
         task = asyncio.create_task(runner.run())
         if during:
             await during(runner)

@@ -27,6 +27,7 @@ from loadfleet.targets.netns_nginx import NamespaceNginx
 from loadfleet.targets.nfs import GaneshaServer
 from loadfleet.targets.workload import generate_tree
 from support.cluster import write_plan
+from support.pki import OPERATOR, make_pki
 from support.procs import program
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -240,8 +241,11 @@ class System:
         generate_tree(self.docroot, scale=0.2, seed=7)
         self.ctrl = net.add_host("ctrl")
         self.address = f"{self.ctrl.address}:{CONTROLLER_PORT}"
+        # Beyond loopback the controller serves TLS with client certificates (docs/security.md).
+        self.pki = make_pki(tmp / "pki", controller_ips=(self.ctrl.address,), agents=("a1", "a2", "web1-host"))
         self.controller = self._spawn(self.ctrl, "controller", [
-            program("loadfleet"), "controller", "--listen", self.address, "--runs-dir", str(tmp / "runs")])
+            program("loadfleet"), "controller", "--listen", self.address, "--runs-dir", str(tmp / "runs"),
+            *self.pki.server_args()])
         self.webs = []
         for name in ("web1", "web2"):
             web = NamespaceNginx(net.add_host(name), WEB_PORT, self.docroot, tmp / "nginx", name)
@@ -254,20 +258,23 @@ class System:
         (tmp / "web1.pid").write_text(str(web1.pid))
         self.monitor = self._spawn(web1.lab_host, "web1-host", [
             program("loadfleet-agent"), "--controller", self.address, "--id", "web1-host", "--monitor",
-            f"--target={web1.url}", f"--pid-file=nginx={tmp / 'web1.pid'}"])
+            f"--target={web1.url}", f"--pid-file=nginx={tmp / 'web1.pid'}", *self.pki.client_args("agent", "web1-host")])
         self.agents = {}
         for agent_id in ("a1", "a2"):
             host = net.add_host(agent_id)
             self.agents[agent_id] = (host, self._spawn(host, agent_id, [
-                program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", "1"]))
+                program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", "1",
+                *self.pki.client_args("agent", agent_id), "--allow-targets", str(net.subnet)]))
 
     def _spawn(self, host, name: str, argv: list[str]) -> subprocess.Popen:
         proc = host.spawn(argv, log=self.tmp / f"{name}.log")
         self.leftovers.pids.append(proc.pid)
         return proc
 
-    def loadfleet(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return self.ctrl.run([program("loadfleet"), *args, "--controller", self.address], timeout=timeout)
+    def loadfleet(self, *args: str, timeout: float = 60, host=None, as_operator: bool = True) -> subprocess.CompletedProcess:
+        credentials = self.pki.client_args("operator", OPERATOR) if as_operator else ()
+        return (host or self.ctrl).run([program("loadfleet"), *args, "--controller", self.address, *credentials],
+                                       timeout=timeout)
 
     def connected_agents(self) -> set[str]:
         result = self.loadfleet("agents", "--json")
@@ -288,7 +295,8 @@ class System:
 
     def start_run(self, plan: Path) -> subprocess.Popen:
         return subprocess.Popen(self.ctrl.argv([program("loadfleet"), "run", str(plan), "--controller", self.address,
-                                                "--json"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                                "--json", *self.pki.client_args("operator", OPERATOR)]),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def engine_pids(self, agent_id: str) -> list[int]:
         agent = psutil.Process(self.agents[agent_id][1].pid)
@@ -376,3 +384,16 @@ def test_a_partitioned_agent_stops_its_engines_within_the_lease(system):
             run.kill()
             run.wait()
     system.wait_for_agents({"a1", "a2"}, timeout_s=30)  # a2 redials once its link is back
+
+
+def test_beyond_loopback_the_controller_serves_only_tls_with_certificates(system):
+    """The namespace addresses are real non-loopback addresses: a plaintext controller refuses
+    to serve on one, and the TLS controller refuses a plaintext client from another host."""
+    refused = system.ctrl.run([program("loadfleet"), "controller", "--listen", f"{system.ctrl.address}:{CONTROLLER_PORT + 1}",
+                               "--runs-dir", str(system.tmp / "runs-plain")], timeout=30)
+    assert refused.returncode == 2 and "refusing to listen" in refused.stderr, refused.stderr
+    a1_host = system.agents["a1"][0]
+    plaintext = system.loadfleet("agents", host=a1_host, as_operator=False, timeout=30)
+    assert plaintext.returncode == 1 and "cannot reach the controller" in plaintext.stderr, plaintext.stderr
+    certified = system.loadfleet("agents", "--json", host=a1_host, timeout=30)
+    assert certified.returncode == 0 and {"a1", "a2", "web1-host"} <= {a["agentId"] for a in json.loads(certified.stdout)}

@@ -12,9 +12,9 @@ import contextlib
 import resource
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-import grpc
-
+from . import tls
 from .agent import SimAgent, SimAgentConfig, TotalRow
 from .outbox import DEFAULT_CAPACITY
 from .payload import TemplateCache, histogram_pool
@@ -40,6 +40,12 @@ class FleetConfig:
     total_row: TotalRow = TotalRow.AUTO
     # Stop by itself after this long, whatever happens (bounded in time).
     max_s: float = 3600.0
+    # Mutual TLS: the directory of the fleet's certificates (fleetsim/tls.py); None: plaintext.
+    tls_dir: Path | None = None
+
+
+def agent_id(config: FleetConfig, index: int) -> str:
+    return f"{config.id_prefix}{index:05d}"
 
 
 async def run_fleet(config: FleetConfig, stop: asyncio.Event, on_ready=lambda: None) -> dict:
@@ -47,8 +53,9 @@ async def run_fleet(config: FleetConfig, stop: asyncio.Event, on_ready=lambda: N
     started = time.monotonic()
     templates = TemplateCache(histogram_pool())
     stats = FleetStats()
-    channels = [grpc.aio.insecure_channel(config.controller, options=CHANNEL_OPTIONS) for _ in range(config.agents)]
-    agents = [SimAgent(SimAgentConfig(agent_id=f"{config.id_prefix}{i:05d}", hostname=f"{config.id_prefix}host{i:05d}",
+    channels = [tls.channel(config.controller, config.tls_dir, "agent", agent_id(config, i), options=CHANNEL_OPTIONS)
+                for i in range(config.agents)]
+    agents = [SimAgent(SimAgentConfig(agent_id=agent_id(config, i), hostname=f"{config.id_prefix}host{i:05d}",
                                       labels=config.labels, index=i, outbox_capacity=config.outbox_capacity,
                                       total_row=config.total_row), channel, templates, stats)
               for i, channel in enumerate(channels)]

@@ -18,6 +18,7 @@ from loadfleet.wire.stats import merge_reports
 from .artifacts import artifact_messages
 from .drivers import ArtifactSource, Driver, is_gatling, launch_drivers
 from .errors import EngineError
+from .guard import LoadPolicy
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,9 @@ class JobRunner:
     """Runs one job; `send` queues a message for the controller (never blocks)."""
 
     def __init__(self, assignment: agent_pb2.Assignment, engine_program: str,
-                 send: Callable[[agent_pb2.AgentMessage], None]):
+                 send: Callable[[agent_pb2.AgentMessage], None], policy: LoadPolicy = LoadPolicy()):
         self.spec = assignment.spec
+        self._policy = policy
         self._engine_specs = engine_specs(assignment)
         self._program = engine_program
         self._send = send
@@ -98,7 +100,7 @@ class JobRunner:
             engine.kill()
 
     async def _start_engines(self) -> None:
-        await launch_drivers(self.spec, self._engine_specs, self._program, self._started)
+        await launch_drivers(self.spec, self._engine_specs, self._program, self._started, self._policy)
 
     def _started(self, driver: Driver) -> None:
         self._engines.append(driver)

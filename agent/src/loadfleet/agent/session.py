@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 import grpc
 
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc
+from loadfleet.wire.dial import ClientCredentials, open_channel
 
 from . import __version__
 from .health import HealthMonitor
 from .hoststats import HostFigures, MonitorConfig
+from .guard import LoadPolicy
 from .job import JobRunner
 from .lease import Lease
 from .outbox import Outbox
@@ -50,6 +52,10 @@ class AgentConfig:
     spool_dir: Path | None = None
     # Monitor-only: no load; every heartbeat reports this host (a target, an NFS server).
     monitor: MonitorConfig | None = None
+    # How to reach the controller: plaintext (loopback), or TLS with a certificate or token.
+    credentials: ClientCredentials = ClientCredentials()
+    # Where this agent may send load (allow-list) and which Gatling projects it runs.
+    policy: LoadPolicy = LoadPolicy()
 
 
 class Agent:
@@ -104,7 +110,7 @@ class Agent:
             backoff_s = min(BACKOFF_MAX_S, backoff_s * 2)
 
     async def _session(self) -> None:
-        async with grpc.aio.insecure_channel(self.config.controller) as channel:
+        async with open_channel(self.config.controller, self.config.credentials) as channel:
             try:
                 await asyncio.wait_for(channel.channel_ready(), CONNECT_TIMEOUT_S)
             except TimeoutError:
@@ -146,7 +152,8 @@ class Agent:
     def _hello(self) -> agent_pb2.Hello:
         hello = agent_pb2.Hello(
             agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
-            version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels))
+            version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels),
+            allow_targets=self.config.policy.allow.texts(), gatling_root=str(self.config.policy.gatling_root or ""))
         if self._job is not None:
             hello.running_jobs.add(job_id=self._job.job_id, controller_instance=self._job_owner)
         if monitor := self.config.monitor:
@@ -202,7 +209,7 @@ class Agent:
             self._outbox.put(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
                 job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED, message=refusal)))
             return
-        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put)
+        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put, policy=self.config.policy)
         self._job_owner = self._instance
         self._job_lease_ms = assignment.lease_ms
         self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")

@@ -3,7 +3,7 @@
 An agent is lost when its session ends or when it has been silent for more than
 `LOST_AFTER_HEARTBEATS` heartbeat periods. Lost agents stay listed (state LOST) so
 that `loadfleet agents` shows them; an agent that reconnects with the same id joins
-again.
+again. While an id's session is live, another session for it is refused (`join`).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .errors import AgentIdInUse
 from .hosts import MonitorInfo
 
 DEFAULT_HEARTBEAT_MS = 1000
@@ -38,6 +39,10 @@ class AgentIdentity:
     labels: tuple[tuple[str, str], ...] = ()
     # Set for a monitor-only agent: it reports its host and never takes load.
     monitor: MonitorInfo | None = None
+    # Where it may send load, as it advertised (admission.py); empty: it did not say.
+    allow_targets: tuple[str, ...] = ()
+    # Where its Gatling projects must lie ("" : none, if it advertised an allow-list).
+    gatling_root: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,10 +95,14 @@ class AgentRegistry:
         self._changed = asyncio.Event()
 
     def join(self, identity: AgentIdentity, link: AgentLink) -> AgentRecord:
+        """Registers a new session. Raises AgentIdInUse while another session of this id is
+        live: the first stays (a newcomer cannot evict it), and the second gets in once the
+        first has ended or gone silent (LOST_AFTER_HEARTBEATS); agents redial with backoff."""
         previous = self._agents.get(identity.agent_id)
         if previous and previous.state is not AgentState.LOST and previous.link:
-            # Same id from a new session: the old session is dead or an impostor.
-            previous.link.close()
+            raise AgentIdInUse(f"agent {identity.agent_id!r} has a live session already "
+                               f"(from {previous.identity.hostname or 'an unknown host'}); two agents may not "
+                               "share an id, and a reconnecting one gets in once the old session is lost")
         record = AgentRecord(identity=identity, link=link, last_seen_s=self._clock())
         self._agents[identity.agent_id] = record
         self._on_joined(record)

@@ -123,8 +123,9 @@ def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
         state = run_pb2.AgentState.Name(a.state).removeprefix("AGENT_STATE_").lower()
         labels = ",".join(f"{k}={v}" for k, v in sorted(a.labels.items()))
         watches = f"  monitors {a.monitors}" if a.monitors else ""
+        allows = f"  allows {','.join(a.allow_targets)}" if a.allow_targets and not a.monitors else ""
         lines.append(f"{a.agent_id:<24} {state:<6} {a.hostname:<16} {a.cores:>5} "
-                     f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f}  {labels}{watches}")
+                     f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f}  {labels}{watches}{allows}")
     return "\n".join(lines)
 
 

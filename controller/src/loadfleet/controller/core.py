@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .admission import admit, influx_config
 from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, Health
 from .errors import LoadfleetError, RunNotFound
 from .hosts import HostSample
@@ -70,9 +70,10 @@ def new_run_id() -> str:
 
 class Controller:
     def __init__(self, *, runs_dir: Path = DEFAULT_RUNS_DIR, heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
-                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None):
+                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None, allow_plan_influx: bool = False):
         self.runs_dir = runs_dir
         self.influx = influx
+        self.allow_plan_influx = allow_plan_influx  # plans may name their InfluxDB (admission.py)
         self.heartbeat_ms = heartbeat_ms
         self.lease_ms = lease_ms
         self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost)
@@ -146,6 +147,7 @@ class Controller:
     def start_run(self, plan_yaml: str) -> Run:
         """Validates the plan (PlanError lists every problem) and starts the run."""
         plan = parse_plan(plan_yaml)
+        admit(plan, self.registry, allow_plan_influx=self.allow_plan_influx)
         run_id = new_run_id()
         run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan),
                   lease_ms=self.lease_ms, settle=self.settle)
@@ -169,11 +171,7 @@ class Controller:
 
     def _sinks_for(self, plan: Plan) -> list[Sink]:
         """The plan's InfluxDB if it names one, else the controller's, else none."""
-        config = self.influx
-        if plan.influxdb:
-            p = plan.influxdb
-            config = InfluxConfig(url=p.url, bucket=p.bucket, org=p.org,
-                                  token=os.environ.get(p.token_env, "") if p.token_env else "")
+        config = influx_config(plan, self.influx)
         if config is None:
             return []
         slug = hashlib.sha256(f"{config.url} {config.org} {config.bucket}".encode()).hexdigest()[:12]

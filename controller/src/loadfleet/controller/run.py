@@ -27,6 +27,7 @@ from pathlib import Path
 from loadfleet.wire.stats import TOTAL
 
 from . import rundir, steps
+from .admission import may_run
 from .agents import AgentRecord, AgentRegistry, AgentState, Health
 from .codec import to_doc
 from .drift import Drift
@@ -40,6 +41,7 @@ from .knee import Knee, LevelPoint, find_knee
 from .load import LoadModel
 from .plan import Plan
 from .recovery import Recovered
+from .redact import has_redactions
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
@@ -279,7 +281,13 @@ class Run:
             finally:
                 watch.cancel()
             done = {r.name for r in self._results} | set(self._skipped)
-            await self._run_steps([s for s in self._specs if s.name not in done])
+            rest = [s for s in self._specs if s.name not in done]
+            if rest and has_redactions(self.plan):  # plan.yaml keeps no credentials
+                self._skip([s.name for s in rest])
+                message = (f"the plan's credentials are not kept on disk, so steps {', '.join(s.name for s in rest)} "
+                           "could not run after the controller restarted")
+            else:
+                await self._run_steps(rest)
         except NotEnoughAgents as exc:
             self.state = RunState.FAILED
             message = str(exc)
@@ -372,7 +380,7 @@ class Run:
         wanted = selection.count or 1
         deadline = time.monotonic() + selection.wait_s
         while True:
-            idle = self._registry.idle(selection.matches)
+            idle = [r for r in self._registry.idle(selection.matches) if may_run(r, self.plan)]
             if len(idle) >= wanted:
                 chosen = idle[:wanted] if selection.count else idle
                 for record in chosen:  # held for every step of the run

@@ -37,6 +37,7 @@ from .errors import LoadfleetError
 from .events import Event
 from .figures import PERCENTILES, Figures
 from .hosts import COUNTERS_CSV_HEADER, HOSTS_CSV_HEADER, HostSample, MonitorInfo, counter_csv_rows, host_csv_rows
+from .redact import redact_plan_yaml
 from .report import REPORT_FILE, write_report
 from .report.rundata import GATLING_DIR
 from .steps import StepResult, steps_csv
@@ -66,7 +67,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_plan(run_dir: Path, plan_yaml: str) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(run_dir / "plan.yaml", plan_yaml)
+    write_atomic(run_dir / "plan.yaml", redact_plan_yaml(plan_yaml))
 
 
 # An agent's artifact larger than this, packed or unpacked, is refused (a report is a few MB).

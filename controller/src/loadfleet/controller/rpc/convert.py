@@ -31,6 +31,7 @@ def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
         labels=tuple(sorted(hello.labels.items())),
         monitor=MonitorInfo(targets=tuple(hello.monitor.targets), role=hello.monitor.role,
                             processes=tuple(hello.monitor.processes)) if hello.HasField("monitor") else None,
+        allow_targets=tuple(hello.allow_targets), gatling_root=hello.gatling_root,
     )
 
 
@@ -259,6 +260,7 @@ def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
         agent_id=i.agent_id, hostname=i.hostname, cores=i.cores, version=i.version,
         labels=dict(i.labels), state=_AGENT_STATES[r.state], last_seen_ms=r.last_seen_ms,
         health=health_to_proto(r.health), monitors=i.monitor.describe() if i.monitor else "",
+        allow_targets=list(i.allow_targets),
     )
 
 

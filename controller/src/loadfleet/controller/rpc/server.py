@@ -1,4 +1,5 @@
-"""The controller's gRPC server: both services on one port."""
+"""The controller's gRPC server: both services on one port, behind the authorization
+interceptor (rpc/auth.py), over TLS unless it serves loopback only (security.py)."""
 from __future__ import annotations
 
 import gc
@@ -8,7 +9,9 @@ import grpc
 from loadfleet.v1 import agent_pb2_grpc, run_pb2_grpc
 
 from ..core import Controller
+from ..security import ServerSecurity, check_listen
 from .agent_service import AgentServicer
+from .auth import AuthInterceptor
 from .run_service import RunServicer
 
 # Seconds that in-flight RPCs get to finish when the server stops.
@@ -21,15 +24,20 @@ GC_YOUNG_THRESHOLD = 50_000
 
 
 class ControllerServer:
-    """Serves a Controller on `listen` ("host:port"; port 0 picks a free one)."""
+    """Serves a Controller on `listen` ("host:port"; port 0 picks a free one). Raises
+    UsageError when `security` does not allow serving on that address."""
 
-    def __init__(self, controller: Controller, listen: str):
+    def __init__(self, controller: Controller, listen: str, security: ServerSecurity = ServerSecurity()):
+        check_listen(listen, security)
         self.controller = controller
-        self._server = grpc.aio.server()
+        self.security = security
+        self._server = grpc.aio.server(interceptors=[AuthInterceptor(security)])
         agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(controller), self._server)
         run_pb2_grpc.add_RunServiceServicer_to_server(RunServicer(controller), self._server)
         host = listen.rsplit(":", 1)[0]
-        self.port = self._server.add_insecure_port(listen)
+        credentials = security.server_credentials()
+        self.port = (self._server.add_secure_port(listen, credentials) if credentials
+                     else self._server.add_insecure_port(listen))
         if self.port == 0:
             raise OSError(f"cannot listen on {listen}")
         self.address = f"{host}:{self.port}"
