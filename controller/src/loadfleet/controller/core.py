@@ -22,7 +22,7 @@ from .jobs import JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
-from .summary import RunSummary
+from .takeover import TakenOverRun
 from .watchers import Follower, Watchers
 from .sinks import Sink
 from .sinks.influx import InfluxConfig, InfluxSink, influx_writer
@@ -97,32 +97,27 @@ class Controller:
             except (OSError, ValueError, LoadfleetError) as exc:
                 log.error("%s: cannot read the run back (%s); it stays as it is", run_dir, exc)
                 continue
-            run = Run(run_dir.name, plan, run_dir, self.registry, sinks=self._sinks_for(plan),
-                      lease_ms=self.lease_ms, settle=self.settle)
+            run = TakenOverRun(run_dir.name, plan, run_dir, self.registry, sinks=self._sinks_for(plan),
+                               lease_ms=self.lease_ms, settle=self.settle)
             run.restore(recovered)
             self._runs[run.run_id] = run
             lease_s = max(self.lease_ms / 1000, plan.agents.lease_s)
             if adoptable(recovered, lease_s):
                 log.warning("run %s: taking it over from its journal; its agents have %.0f s to reconnect",
                             run.run_id, lease_s + ADOPT_SLACK_S)
-                self._spawn(run, run.execute_adopted(lease_s + ADOPT_SLACK_S))
+                self._spawn(run, run.go_on(lease_s + ADOPT_SLACK_S))
             else:
                 log.warning("run %s: closed as interrupted (the controller stopped during it)", run.run_id)
-                self._spawn(run, self._close(run, run.close_interrupted(
+                self._spawn(run, run.close_interrupted(
                     "the controller stopped during the run; the run directory holds every interval "
-                    "published before")))
-
-    @staticmethod
-    async def _close(run: Run, summary: RunSummary) -> RunSummary:
-        for sink in run.sinks:
-            await sink.close()
-        return summary
+                    "published before"))
 
     def adopted_jobs(self, agent_id: str, job_ids: list[str]) -> list[str]:
         """Of an agent's running jobs (Hello.running_jobs), those this controller collects:
         jobs of runs it took over after a restart. The agent is held busy for them."""
         adopted = [job_id for job_id in job_ids
-                   if isinstance(run := self._runs.get(run_id_of(job_id)), Run) and run.adopts(agent_id, job_id)]
+                   if isinstance(run := self._runs.get(run_id_of(job_id)), TakenOverRun)
+                   and run.adopts(agent_id, job_id)]
         record = self.registry.get(agent_id)
         if adopted and record:
             record.state = AgentState.BUSY

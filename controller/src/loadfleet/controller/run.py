@@ -26,32 +26,27 @@ from pathlib import Path
 
 from loadfleet.wire.stats import TOTAL
 
-from . import rundir, steps
+from . import steps
 from .admission import may_run
 from .agents import AgentRecord, AgentRegistry, AgentState, Health
 from .codec import to_doc
-from .drift import Drift
 from .errors import NotEnoughAgents
 from .events import Event, EventKind
-from .genbound import GeneratorHealth, is_loopback
-from .hosts import HostRecorder, HostSample, MonitorInfo
+from .genbound import is_loopback
+from .hosts import HostSample, MonitorInfo
 from .jobs import JobAssignment, JobReport, JobState, ReportLimits, job_id_for
-from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
+from .journal import Record
 from .knee import Knee, LevelPoint, find_knee
 from .load import LoadModel
 from .plan import Plan
-from .recovery import Recovered
-from .redact import has_redactions
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
-from .sinks.output import InfluxOutput
-from .steps import SINGLE_STEP, StepMeter, StepResult, StepSpec, StepState, level_summaries
-from .stops import Condition, StopReason, StopWatch
-from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepEnd, StepWindow, Stream
+from .steps import SINGLE_STEP, StepResult, StepSpec, StepState, level_summaries
+from .stops import Condition, StopReason
+from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
 from .summary import RunSummary, summarize
-from .targethealth import TargetHealth
-from .totals import RunTotals
+from .pipeline import RunPipeline
 from .watchers import Follower, Watchers
 from .window import IntervalWindow, Outcome
 
@@ -143,23 +138,12 @@ class Run:
         self._stop_requested = False
         self._late: dict[str, int] = {}  # agent -> requests in reports that came too late
         self._late_told: set[str] = set()  # steps whose late reports have had their event
-        self._event_times: dict[EventKind, int] = {}
-        # The window publishes into the stream; its revision window is the job's lease
+        # The window publishes into the pipeline; its revision window is the job's lease
         # (an agent late by less than that is late, not lost) and at least the grace.
         revision_ms = max(grace_ms, round(plan.agents.lease_s * 1000) or lease_ms)
         self._window = IntervalWindow(revision_ms=revision_ms, publish=self._publish, settle=settle)
-        self._writer: rundir.RunDirWriter | None = None
-        self._journal: RunJournal | None = None
-        self.watchers = Watchers()
-        self._totals = RunTotals()
-        self._meter = StepMeter()
-        self._generators = GeneratorHealth(registry.heartbeat_ms)
-        self._hosts = HostRecorder(period_ms=registry.heartbeat_ms)
-        self._output = InfluxOutput(run_id, self.sinks) if self.sinks else None
-        self._drift = Drift(plan.interval_ms, emit=self._output.on_drift if self._output else lambda point: None)
-        self._target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms, emit=self._emit)
-        # Followers hear of events from the start; the other consumers join once the run has agents.
-        self._stream = Stream([self.watchers, *filter(None, [self._output])])
+        self._pipeline = RunPipeline(run_id, plan, run_dir, heartbeat_ms=registry.heartbeat_ms, sinks=self.sinks,
+                                     on_stop=self._on_stop_condition)
 
     @property
     def agent_ids(self) -> list[str]:
@@ -185,109 +169,32 @@ class Run:
 
     @property
     def total_requests(self) -> int:
-        return self.summary.total.figures.requests if self.summary else self._totals_requests()
+        totals = self._pipeline.totals
+        return self.summary.total.figures.requests if self.summary else sum(r.requests for r in totals.by_key.values())
 
-    def _totals_requests(self) -> int:
-        return sum(row.requests for row in self._totals.by_key.values())
+    @property
+    def watchers(self) -> Watchers:
+        return self._pipeline.watchers
 
     # ---- driven by the controller -------------------------------------------------
 
     async def execute(self) -> RunSummary:
-        message = ""
-        try:
-            self._agents = [r.agent_id for r in await self._choose_agents()]
-            self._open_outputs()
-            self.state = RunState.RUNNING
-            if self.plan.sweep:
-                self._emit(Event(EventKind.RUN_STARTED, self._sweep_description()))
-            await self._run_steps(self._specs)
-        except NotEnoughAgents as exc:
-            self.state = RunState.FAILED
-            message = str(exc)
-        except Exception as exc:  # a bug must end the run visibly, not hang followers
-            log.exception("run %s failed", self.run_id)
-            self.state = RunState.FAILED
-            message = f"internal error: {exc!r}"
-        summary = self._finish(message)
-        for sink in self.sinks:
-            log.info("run %s: %s", self.run_id, await sink.close())
-        return summary
+        return await self._conclude(self._from_the_start())
 
-    # ---- taken over after a restart ------------------------------------------------
-
-    def restore(self, recovered: Recovered) -> None:
-        """Takes the run's state back from its journal (recovery.py): its agents, its ended
-        steps, the step it was running, the totals as of its last published interval and
-        its files cut back to that interval."""
-        self._agents, self._hostnames = list(recovered.agents), set(recovered.hostnames)
-        self._results = list(recovered.results)
-        self._knees, self._stop_reason, self._skipped = dict(recovered.knees), recovered.stop, list(recovered.skipped)
-        for event in recovered.events:
-            self.watchers.on_event(event)
-        self._writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self.plan.targets], resume=recovered.offsets)
-        self._writer.results = list(self._results)
-        self._journal = RunJournal(self.run_dir)
-        checkpoint = recovered.checkpoint
-        if checkpoint:
-            self._totals = RunTotals.restore(checkpoint["totals"])
-            self._meter.restore(checkpoint["meter"])
-            self._drift.restore(checkpoint["drift"])
-            self._late = dict(checkpoint.get("late", {}))
-        self._subscribe_consumers()
-        step = recovered.step
-        if step is not None:
-            self._step = _StepRun(self._spec(step.window.name), step.window, dict(step.engines),
-                                  {a: JobState(state) for a, state in step.ended.items()})
-            self._job_steps[step.window.job_id] = step.window.name
-        for logged in recovered.intervals:  # published after the checkpoint: fold them in again
-            window = self._window_of(logged.step, step)
-            published = logged.final(window)
-            for consumer in (self._totals, self._meter, self._output):
-                if consumer is not None:
-                    consumer.on_interval(published)
-            self._drift.observe(published.start_ms, published.total)
-        if step is not None:
-            self._window.open_step(step.window, [a for a in step.engines if a not in step.ended],
-                                   watermark_ms=recovered.watermark_ms)
-
-    def _spec(self, name: str) -> StepSpec:
-        return next(s for s in self._specs if s.name == name)
-
-    def _window_of(self, name: str, step) -> StepWindow:
-        if step is not None and step.window.name == name:
-            return step.window
-        result = next(r for r in self._results if r.name == name)
-        return StepWindow(name=name, index=0, job_id="", load="", interval_ms=self.plan.interval_ms,
-                          load_start_ms=result.start_ms, load_end_ms=result.start_ms + round(result.measured_s * 1000))
-
-    def adopts(self, agent_id: str, job_id: str) -> bool:
-        """Whether this (taken over) run collects the agent's running job."""
-        step = self._step
-        return (step is not None and job_id == step.window.job_id and agent_id in step.engines
-                and agent_id not in step.ended and agent_id not in self._lost)
-
-    async def execute_adopted(self, reconnect_s: float) -> RunSummary:
-        """Goes on with a run taken over after a restart: its agents have `reconnect_s` to
-        come back; then its running step ends as usual, and the rest of its steps run."""
-        message = ""
+    async def _from_the_start(self) -> str:
+        self._agents = [r.agent_id for r in await self._choose_agents()]
+        self._pipeline.start(agents=self._agents, hostnames=sorted(self._hostnames))
         self.state = RunState.RUNNING
-        self._emit(Event(EventKind.RUN_RECOVERED, f"run {self.run_id} taken over by a restarted controller; "
-                         f"its intervals go on from {time.strftime('%H:%M:%S', time.localtime(self._window.watermark_ms / 1000))}"))
+        if self.plan.sweep:
+            self._emit(Event(EventKind.RUN_STARTED, self._sweep_description()))
+        await self._run_steps(self._specs)
+        return ""
+
+    async def _conclude(self, course) -> RunSummary:
+        """Runs the run's `course` (returning a message for the summary), whatever it
+        raises, then writes the results and closes the sinks."""
         try:
-            watch = asyncio.create_task(self._lose_absent_agents(reconnect_s), name=f"reconnect-{self.run_id}")
-            try:
-                await self._collect(self._step, not_before_ms=self._clock_ms() + round(reconnect_s * 1000)
-                                    + self._window.revision_ms + FINISH_SLACK_MS)
-            finally:
-                watch.cancel()
-            done = {r.name for r in self._results} | set(self._skipped)
-            rest = [s for s in self._specs if s.name not in done]
-            if rest and has_redactions(self.plan):  # plan.yaml keeps no credentials
-                self._skip([s.name for s in rest])
-                message = (f"the plan's credentials are not kept on disk, so steps {', '.join(s.name for s in rest)} "
-                           "could not run after the controller restarted")
-            else:
-                await self._run_steps(rest)
+            message = await course
         except NotEnoughAgents as exc:
             self.state = RunState.FAILED
             message = str(exc)
@@ -299,18 +206,6 @@ class Run:
         for sink in self.sinks:
             log.info("run %s: %s", self.run_id, await sink.close())
         return summary
-
-    async def _lose_absent_agents(self, reconnect_s: float) -> None:
-        await asyncio.sleep(reconnect_s)
-        for agent_id in self._agents:
-            record = self._registry.get(agent_id)
-            if record is None or record.link is None:
-                self.on_agent_lost(agent_id, f"it did not reconnect within {reconnect_s:g} s of the controller's restart")
-
-    def close_interrupted(self, message: str) -> RunSummary:
-        """Ends a run that cannot go on: its summary from what was published before."""
-        self.state = RunState.INTERRUPTED
-        return self._finish(message)
 
     def on_report(self, report: JobReport) -> None:
         outcome = self._window.add(report)
@@ -334,7 +229,7 @@ class Run:
         step.ended[agent_id] = state
         self._outcomes[state] = self._outcomes.get(state, 0) + 1
         self._window.agent_ended(agent_id)
-        self._record(Record.JOB_ENDED, step=step.window.name, agent=agent_id, state=state.value)
+        self._pipeline.record(Record.JOB_ENDED, step=step.window.name, agent=agent_id, state=state.value)
         if state is JobState.FAILED:
             self._emit(Event(EventKind.JOB_FAILED, f"{agent_id}: {message}", agent_id))
 
@@ -343,12 +238,12 @@ class Run:
         if (step is None or agent_id not in step.engines or agent_id in step.ended
                 or self.state is not RunState.RUNNING):
             return
-        self._stream.health(step.window, agent_id, health, self._clock_ms(), step.engines[agent_id])
+        self._pipeline.health(step.window, agent_id, health, self._clock_ms(), step.engines[agent_id])
 
     def on_host(self, agent_id: str, monitor: MonitorInfo, sample: HostSample) -> None:
         """A monitor-only agent's heartbeat: its host's figures, kept while load runs."""
         if self.state is RunState.RUNNING and self._step is not None:
-            self._stream.host(self._step.window, agent_id, monitor, sample)
+            self._pipeline.host(self._step.window, agent_id, monitor, sample)
 
     def on_agent_lost(self, agent_id: str, reason: str) -> None:
         if agent_id not in self._agents or agent_id in self._lost or self.state.ended:
@@ -371,7 +266,7 @@ class Run:
 
     def follow(self) -> Follower:
         """A follower of this run's updates: past events first, then live ones, then the summary."""
-        return self.watchers.follow()
+        return self._pipeline.watchers.follow()
 
     # ---- phases ------------------------------------------------------------------
 
@@ -392,21 +287,6 @@ class Run:
                     f"needed {wanted} idle agent(s) matching {dict(selection.labels) or 'any labels'}, "
                     f"found {len(idle)} after {selection.wait_s:g} s")
             await self._registry.wait_changed(min(0.5, max(0.0, deadline - time.monotonic())))
-
-    def _open_outputs(self) -> None:
-        rundir.write_plan(self.run_dir, self.plan.to_yaml())
-        self._writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self.plan.targets])
-        self._journal = RunJournal(self.run_dir)
-        self._record(Record.RUN, agents=self._agents, hostnames=sorted(self._hostnames))
-        self._subscribe_consumers()
-
-    def _subscribe_consumers(self) -> None:
-        # The run directory first: what the others publish is then already on disk.
-        consumers = [self._writer, self._totals, self._meter, self._generators, self._hosts, self._drift,
-                     self._target_health,
-                     StopWatch(self.plan.stop, self.plan.interval_ms, on_stop=self._on_stop_condition),
-                     self._output, self.watchers]
-        self._stream = Stream(c for c in consumers if c is not None)
 
     async def _run_steps(self, specs: list[StepSpec]) -> None:
         for i, spec in enumerate(specs):
@@ -438,7 +318,7 @@ class Run:
             agent_detail=len(shares) * len(plan.targets) * len({r.name for r in plan.requests}) <= AGENT_DETAIL_MAX_ROWS)
         step = _StepRun(spec, window, engines={s.agent_id: len(s.engines) for s in shares})
         self._job_steps[window.job_id] = spec.name
-        self._record(Record.STEP, window=to_doc(window), engines=step.engines)
+        self._pipeline.record(Record.STEP, window=to_doc(window), engines=step.engines)
         self._window.open_step(window, step.engines)
         self._step = step
         for share in shares:
@@ -475,19 +355,14 @@ class Run:
         state = (StepState.INTERRUPTED if self.state is RunState.INTERRUPTED else
                  StepState.STOPPED if window.stopped else
                  StepState.FAILED if states <= {JobState.FAILED} else StepState.FINISHED)
-        result = self._meter.result(step.spec, window, state)
-        demand = (result.offered / result.achieved_rps
-                  if self.plan.load.model is LoadModel.OPEN and result.achieved_rps else 0.0)
-        found = self._generators.verdict(window.name, len(step.engines), demand)
-        result = replace(result, hosts=self._hosts.step_loads(window.name))
-        if found.bound:
-            result = replace(result, generator_bound=True, generator_bound_intervals=found.intervals,
-                             generator_advice=found.describe(window.name, result.intervals, one_host=self._one_host()))
+        measured = self._pipeline.meter.result(step.spec, window, state)
+        demand = (measured.offered / measured.achieved_rps
+                  if self.plan.load.model is LoadModel.OPEN and measured.achieved_rps else 0.0)
+        result = self._pipeline.measure(step.spec, window, state, agents=len(step.engines), demand_ratio=demand,
+                                        one_host=self._one_host())
         self._results.append(result)
         self._step = None
-        self._stream.step_end(StepEnd(window, result))
-        self._record(Record.STEP_END, result=to_doc(result))
-        self._checkpoint()
+        self._pipeline.step_end(window, result, watermark_ms=self._window.watermark_ms, late=self._late)
         if self.plan.sweep:
             self._emit(Event(EventKind.STEP_FINISHED, result.describe()))
         if result.generator_bound:
@@ -511,7 +386,7 @@ class Run:
         if knee is None:
             return
         self._knees[servers] = knee
-        self._record(Record.KNEE, servers=servers, knee=to_doc(knee))
+        self._pipeline.record(Record.KNEE, servers=servers, knee=to_doc(knee))
         bound = " (the step was generator-bound: this may be the generators' knee)" if levels[knee.index].generator_bound else ""
         self._emit(Event(EventKind.KNEE, knee.describe() + bound))
 
@@ -524,7 +399,7 @@ class Run:
 
     def _skip(self, names: list[str]) -> None:
         self._skipped += names
-        self._record(Record.SKIPPED, steps=names)
+        self._pipeline.record(Record.SKIPPED, steps=names)
 
     def _on_stop_condition(self, reason: StopReason) -> None:
         self._set_stop_reason(replace(reason, at_ms=self._clock_ms()))
@@ -533,7 +408,7 @@ class Run:
 
     def _set_stop_reason(self, reason: StopReason) -> None:
         self._stop_reason = reason
-        self._record(Record.STOP, reason=to_doc(reason))
+        self._pipeline.record(Record.STOP, reason=to_doc(reason))
 
     def _halt_step(self) -> None:
         step = self._step
@@ -541,7 +416,7 @@ class Run:
             return
         step.window = step.window.halted(self._clock_ms())
         self._window.update_step(step.window)
-        self._record(Record.HALT, step=step.window.name, load_end_ms=step.window.load_end_ms)
+        self._pipeline.record(Record.HALT, step=step.window.name, load_end_ms=step.window.load_end_ms)
         for agent_id in step.engines:
             record = self._registry.get(agent_id)
             if record and record.link:
@@ -563,12 +438,7 @@ class Run:
         self._emit(Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}"
                          + (f": {message}" if message else "")))
         self.summary = self._summarize(message)
-        if self._writer is not None:
-            self._stream.run_end()
-            rundir.write_summary(self.run_dir, self.summary)
-            self._record(Record.END, state=self.state.value)
-            self._journal.close()
-        self.watchers.finish(self.summary)
+        self._pipeline.finish(self.summary, self.state.value)
         return self.summary
 
     def _final_message(self, message: str) -> str:
@@ -588,13 +458,13 @@ class Run:
         return summarize(
             run_id=self.run_id, plan_name=self.plan.name, state=self.state.value, message=message,
             run_dir=str(self.run_dir), started_ms=self._results[0].start_ms if self._results and self._results[0].start_ms else self.started_ms,
-            totals=self._totals, agent_ids=self.agent_ids, events=self.watchers.events,
+            totals=self._pipeline.totals, agent_ids=self.agent_ids, events=self.watchers.events,
             events_left_out=self.watchers.events_left_out, late_requests=dict(sorted(self._late.items())),
             steps=tuple(self._results), levels=tuple(levels), knees=tuple(self._knees.values()),
             skipped_steps=tuple(self._skipped),
             scalability=tuple(server_scaling(levels)) if self.plan.sweep and self.plan.sweep.servers else (),
             usl=usl_of(levels, self.plan.load.model) if levels else None, stop=self._stop_reason,
-            target_outages=self._target_health.outages(), hosts=self._hosts.run_loads(),
+            target_outages=self._pipeline.target_health.outages(), hosts=self._pipeline.hosts.run_loads(),
         )
 
     def _final_state(self) -> RunState:
@@ -614,32 +484,7 @@ class Run:
     # ---- publishing --------------------------------------------------------------
 
     def _publish(self, interval: FinalInterval) -> None:
-        """An interval is final: to every consumer, then into the journal."""
-        self._stream.interval(interval)
-        if self._journal is not None:
-            self._journal.interval(interval, self._writer.offsets)
-            if self._journal.intervals_since_checkpoint >= CHECKPOINT_INTERVALS:
-                self._checkpoint()
-
-    def _checkpoint(self) -> None:
-        if self._journal is None:
-            return
-        self._writer.sync()
-        self._journal.checkpoint({
-            "watermark_ms": self._window.watermark_ms, "offsets": to_doc(self._writer.offsets),
-            "totals": self._totals.snapshot(), "meter": self._meter.snapshot(), "drift": self._drift.snapshot(),
-            "late": self._late})
-
-    def _record(self, kind: Record, **fields) -> None:
-        if self._journal is not None:
-            self._journal.record(kind, **fields)
+        self._pipeline.publish(interval, watermark_ms=self._window.watermark_ms, late=self._late)
 
     def _emit(self, event: Event) -> None:
-        # InfluxDB keeps one `event` point per (run, kind, time): two agents lost or two targets
-        # down in the same millisecond would be one. A later one moves on by a millisecond.
-        last = self._event_times.get(event.kind)
-        if last is not None and event.at_ms == last:
-            event = replace(event, at_ms=last + 1)
-        self._event_times[event.kind] = event.at_ms
-        log.info("%s", event.text)
-        self._stream.event(event)
+        log.info("%s", self._pipeline.event(event).text)
