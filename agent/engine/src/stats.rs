@@ -174,6 +174,7 @@ impl Stats {
                 max_send_lag_us: s.max_send_lag_us,
                 not_sent: s.not_sent,
                 latency_missing: false, // the engine measures every response
+                ..Default::default()    // latency_buckets: the agent's form, not the engine's
             });
             s.start_interval();
         }
