@@ -42,7 +42,7 @@ if mode == "garbage":
 send(engine_pb2.EngineEvent(ready=engine_pb2.EngineReady(version="fake")))
 spec = read_command().start
 clients = spec.load.closed.clients
-intervals = 1 if mode == "die" else 3
+intervals = 1 if mode in ("die", "hang") else 3
 for i in range(intervals):
     row = StatsRow(spec.targets[0].url, "r", requests=clients, status=[0, clients, 0, 0, 0])
     row.histogram = Histogram.of([1000 * clients])
@@ -51,4 +51,7 @@ for i in range(intervals):
         final=i == intervals - 1)))
 if mode == "die":
     sys.exit(3)
+if mode == "hang":  # alive, but never another word
+    import time
+    time.sleep(3600)
 send(engine_pb2.EngineEvent(finished=engine_pb2.EngineFinished()))

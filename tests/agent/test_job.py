@@ -42,12 +42,14 @@ def fake_engine(tmp_path, monkeypatch):
     return make
 
 
-def run_job(program, clients, engines):
+def run_job(program, clients, engines, interval_ms=0):
     sent = []
     shares = [clients // engines + (1 if i < clients % engines else 0) for i in range(engines)]
+    job = assignment(shares)
+    job.spec.interval_ms = interval_ms
 
     async def go():
-        return await JobRunner(assignment(shares), program, sent.append).run()
+        return await JobRunner(job, program, sent.append).run()
     outcome = asyncio.run(go())
     return outcome, sent
 
@@ -74,6 +76,26 @@ def test_a_dying_engine_is_reported_and_its_data_kept(fake_engine):
     last = sent[-1].job_status
     assert last.state == agent_pb2.JOB_STATE_FAILED and "exited with status 3" in last.message
     assert sum(m.interval.report.stats[0].requests for m in sent if m.WhichOneof("body") == "interval") == 2
+
+
+def test_an_engine_that_dies_is_an_engine_failure_at_once_and_the_others_go_on(fake_engine, tmp_path):
+    mixed = tmp_path / "engine-mixed"  # the first engine dies after one interval, the second runs
+    mixed.write_text(f"#!/bin/sh\nif mkdir {tmp_path}/first 2>/dev/null; then export FAKE_ENGINE_MODE=die; fi\n"
+                     f"exec {sys.executable} {FAKE} \"$@\"\n")
+    mixed.chmod(0o755)
+    outcome, sent = run_job(str(mixed), clients=4, engines=2)
+    assert outcome is Outcome.FINISHED
+    (failure,) = [m.engine_failure for m in sent if m.WhichOneof("body") == "engine_failure"]
+    assert (failure.job_id, failure.engine, failure.how, failure.reported_requests) == ("j", 0, "exited with status 3", 2)
+    kinds = [m.WhichOneof("body") for m in sent]
+    assert kinds.index("engine_failure") < kinds.index("job_status", 1), "sent when it happens, not at the end"
+
+
+def test_an_engine_silent_for_three_intervals_is_killed_and_reported(fake_engine):
+    outcome, sent = run_job(fake_engine("hang"), clients=1, engines=1, interval_ms=100)
+    (failure,) = [m.engine_failure for m in sent if m.WhichOneof("body") == "engine_failure"]
+    assert failure.how == "silent for 3 intervals, killed" and failure.reported_requests == 1
+    assert outcome is Outcome.FAILED
 
 
 def test_an_engine_that_breaks_the_protocol_fails_the_job(fake_engine):

@@ -45,6 +45,8 @@ pub struct Shared {
     pub stats: RefCell<Stats>,
     pub in_flight: Cell<u64>,
     started: Cell<u64>,
+    /// The request budget (0: none); the job's, raised when a lost agent's share is handed over.
+    max_requests: Rc<Cell<u64>>,
     /// Clients that completed their sessions' repetitions: not started again.
     retired: RefCell<HashSet<u32>>,
 }
@@ -53,7 +55,8 @@ impl Shared {
     /// Permission to start one more request: false once the budget is spent.
     pub fn take_ticket(&self) -> bool {
         let started = self.started.get();
-        if self.job.max_requests > 0 && started >= self.job.max_requests {
+        let budget = self.max_requests.get();
+        if budget > 0 && started >= budget {
             return false;
         }
         self.started.set(started + 1);
@@ -61,7 +64,8 @@ impl Shared {
     }
 
     fn budget_spent(&self) -> bool {
-        self.job.max_requests > 0 && self.started.get() >= self.job.max_requests && self.in_flight.get() == 0
+        let budget = self.max_requests.get();
+        budget > 0 && self.started.get() >= budget && self.in_flight.get() == 0
     }
 
     pub fn retire(&self, client: u32) {
@@ -74,6 +78,7 @@ impl Shared {
 pub struct Steering {
     control: Rc<watch::Sender<Control>>,
     adjusted: Rc<RefCell<Option<Load>>>,
+    budget: Rc<Cell<u64>>,
 }
 
 impl Steering {
@@ -85,6 +90,15 @@ impl Steering {
 
     pub fn stop(&self) {
         self.control.send_modify(|c| c.stopped = true);
+    }
+
+    /// A new, larger request budget for the whole job (0 or a smaller one changes nothing:
+    /// a budget only grows, when a lost agent's share is handed over).
+    pub fn raise_budget(&self, max_requests: u64) {
+        if self.budget.get() > 0 && max_requests > self.budget.get() {
+            self.budget.set(max_requests);
+            self.control.send_modify(|_| {}); // wakes the run loop and a waiting scheduler
+        }
     }
 }
 
@@ -114,17 +128,19 @@ impl Run {
     pub fn new(job: Job) -> Self {
         let think = job.load.think;
         let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
+        let budget = Rc::new(Cell::new(job.max_requests));
         let shared = Shared {
             stats: RefCell::new(Stats::new(&job)),
             job,
             in_flight: Cell::new(0),
             started: Cell::new(0),
+            max_requests: Rc::clone(&budget),
             retired: RefCell::new(HashSet::new()),
         };
         Run {
             shared: Rc::new(shared),
             control,
-            steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)) },
+            steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)), budget },
             backlog: Rc::new(Backlog::default()),
             tasks: Vec::new(),
         }

@@ -41,6 +41,13 @@ class Driver(Protocol):
 
 
 @runtime_checkable
+class Adjustable(Protocol):
+    """An optional ability: a new share while running (the engine has it, a Gatling JVM not)."""
+
+    async def adjust(self, load: job_pb2.LoadShare, max_requests: int) -> None: ...
+
+
+@runtime_checkable
 class ArtifactSource(Protocol):
     """An optional ability: files for the run directory, as (plain name, bytes), once ended."""
 

@@ -80,6 +80,13 @@ class EngineProcess:
     async def start(self, spec: job_pb2.JobSpec) -> None:
         await self._send(engine_pb2.EngineCommand(start=spec))
 
+    async def adjust(self, load: job_pb2.LoadShare, max_requests: int) -> None:
+        """A new share, effective at once; `max_requests` (0: unchanged) the whole budget."""
+        with contextlib.suppress(EngineError):
+            await self._send(engine_pb2.EngineCommand(adjust=load))
+            if max_requests:
+                await self._send(engine_pb2.EngineCommand(budget=engine_pb2.EngineBudget(max_requests=max_requests)))
+
     async def stop(self) -> None:
         """Graceful: in-flight requests finish, the partial interval is reported."""
         with contextlib.suppress(EngineError):

@@ -175,6 +175,9 @@ class Agent:
             if kind == "stop":
                 if self._job and self._job.job_id == message.stop.job_id:
                     await self._job.stop()
+            elif kind == "adjust":
+                if self._job and self._job.job_id == message.adjust.job_id:
+                    await self._job.adjust(list(message.adjust.engines))
             elif kind not in ("lease", "assignment"):
                 log.warning("ignoring an unexpected %s from the controller", kind)
 

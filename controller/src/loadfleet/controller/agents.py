@@ -61,17 +61,25 @@ class AgentLink(Protocol):
 
     def stop_job(self, job_id: str) -> None: ...
 
+    def adjust(self, job_id: str, engines: tuple) -> None:
+        """Each engine's share of the running job from now on (scheduler.EngineShare)."""
+
     def close(self) -> None: ...
 
 
 @dataclass
 class AgentRecord:
     identity: AgentIdentity
-    link: AgentLink | None
+    link: AgentLink | None  # None while its session is broken (late) or when it is lost
     last_seen_s: float
     state: AgentState = AgentState.IDLE
     health: Health = field(default_factory=Health)
     last_seen_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    # While it runs a job with a lease longer than the heartbeats' patience (the plan's
+    # agents.lease_s), an agent that falls silent or whose session breaks is late, not lost,
+    # until this long has passed: its load goes on that long without word.
+    lease_s: float = 0.0
+    late: bool = False  # told: silent or disconnected, within its lease
 
     @property
     def agent_id(self) -> str:
@@ -86,11 +94,15 @@ class AgentRegistry:
         clock: Callable[[], float] = time.monotonic,
         on_joined: Callable[[AgentRecord], None] = lambda record: None,
         on_lost: Callable[[AgentRecord, str], None] = lambda record, reason: None,
+        on_late: Callable[[AgentRecord, str], None] = lambda record, reason: None,
+        on_back: Callable[[AgentRecord], None] = lambda record: None,
     ):
         self.heartbeat_ms = heartbeat_ms
         self._clock = clock
         self._on_joined = on_joined
         self._on_lost = on_lost
+        self._on_late = on_late
+        self._on_back = on_back
         self._agents: dict[str, AgentRecord] = {}
         self._changed = asyncio.Event()
 
@@ -103,6 +115,12 @@ class AgentRegistry:
             raise AgentIdInUse(f"agent {identity.agent_id!r} has a live session already "
                                f"(from {previous.identity.hostname or 'an unknown host'}); two agents may not "
                                "share an id, and a reconnecting one gets in once the old session is lost")
+        if previous and previous.state is not AgentState.LOST:  # late, back within its lease
+            previous.identity, previous.link, previous.late = identity, link, False
+            previous.last_seen_s, previous.last_seen_ms = self._clock(), int(time.time() * 1000)
+            self._on_back(previous)
+            self._notify()
+            return previous
         record = AgentRecord(identity=identity, link=link, last_seen_s=self._clock())
         self._agents[identity.agent_id] = record
         self._on_joined(record)
@@ -117,18 +135,50 @@ class AgentRegistry:
         record.last_seen_ms = int(time.time() * 1000)
         if health is not None:
             record.health = health
+        if record.late and record.link is not None:  # heard again over the same session
+            record.late = False
+            self._on_back(record)
 
-    def lose(self, agent_id: str, reason: str, link: AgentLink | None = None) -> None:
-        """Marks an agent lost (once). With `link`, only if that session is still current."""
+    def hold(self, agent_id: str, lease_s: float) -> None:
+        """The agent runs a job with this lease (0: none): silence within it is late, not lost."""
+        record = self._agents.get(agent_id)
+        if record is not None:
+            record.lease_s = lease_s
+
+    def disconnected(self, agent_id: str, reason: str, link: AgentLink) -> None:
+        """The agent's session `link` ended: late if its job's lease outlasts the heartbeats'
+        patience (it may come back), else lost at once (its process is gone, or it will find
+        its job stopped)."""
+        record = self._agents.get(agent_id)
+        if record is None or record.state is AgentState.LOST or record.link is not link:
+            return
+        if record.lease_s <= self.patience_s:
+            self.lose(agent_id, reason)
+            return
+        record.link = None
+        self._late(record, reason)
+
+    def lose(self, agent_id: str, reason: str) -> None:
+        """Marks an agent lost (once)."""
         record = self._agents.get(agent_id)
         if record is None or record.state is AgentState.LOST:
             return
-        if link is not None and record.link is not link:
-            return
+        if record.link is not None:
+            record.link.close()
         record.state = AgentState.LOST
         record.link = None
+        record.late = False
         self._on_lost(record, reason)
         self._notify()
+
+    def silent_s(self, record: AgentRecord) -> float:
+        """How long ago the agent was last heard."""
+        return max(0.0, self._clock() - record.last_seen_s)
+
+    @property
+    def patience_s(self) -> float:
+        """How long an agent without a longer lease may be silent before it is lost."""
+        return LOST_AFTER_HEARTBEATS * self.heartbeat_ms / 1000
 
     def forgive_silence(self) -> None:
         """The controller itself was not running (paused, or its loop stalled): the agents'
@@ -138,14 +188,24 @@ class AgentRegistry:
             record.last_seen_s = max(record.last_seen_s, now)
 
     def check_silent(self) -> None:
-        limit_s = LOST_AFTER_HEARTBEATS * self.heartbeat_ms / 1000
+        """Agents silent past the heartbeats' patience are late while their lease lasts, then
+        lost."""
         now = self._clock()
         for record in list(self._agents.values()):
             silent_s = now - record.last_seen_s
-            if record.state is not AgentState.LOST and silent_s > limit_s:
-                if record.link:
-                    record.link.close()
-                self.lose(record.agent_id, f"silent for {silent_s:.1f} s")
+            if record.state is AgentState.LOST or silent_s <= self.patience_s:
+                continue
+            if silent_s > max(self.patience_s, record.lease_s):
+                reason = "silent" if record.link else "disconnected and silent"
+                self.lose(record.agent_id, f"{reason} for {silent_s:.1f} s" + (
+                    f", past its lease of {record.lease_s:g} s" if record.lease_s > self.patience_s else ""))
+            else:
+                self._late(record, f"silent for {silent_s:.1f} s")
+
+    def _late(self, record: AgentRecord, reason: str) -> None:
+        if not record.late:
+            record.late = True
+            self._on_late(record, reason)
 
     def get(self, agent_id: str) -> AgentRecord | None:
         return self._agents.get(agent_id)

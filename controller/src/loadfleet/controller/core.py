@@ -18,7 +18,7 @@ from .admission import admit, influx_config
 from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, Health
 from .errors import LoadfleetError, RunNotFound
 from .hosts import HostSample
-from .jobs import JobReport, JobState, ReportLimits, run_id_of
+from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
@@ -76,7 +76,8 @@ class Controller:
         self.allow_plan_influx = allow_plan_influx  # plans may name their InfluxDB (admission.py)
         self.heartbeat_ms = heartbeat_ms
         self.lease_ms = lease_ms
-        self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost)
+        self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost,
+                                      on_late=self._late, on_back=self._back)
         # This process: agents' jobs belong to it (agent.proto, Ownership).
         self.instance_id = secrets.token_hex(8)
         self._runs: dict[str, Run | EndedRun] = {}
@@ -223,16 +224,33 @@ class Controller:
         if isinstance(run, Run):
             run.on_job_state(agent_id, job_id, state, message)
 
+    def on_engine_failure(self, failure: EngineFailure) -> None:
+        run = self._runs.get(run_id_of(failure.job_id))
+        if isinstance(run, Run):
+            run.on_engine_failure(failure)
+
     def _joined(self, record: AgentRecord) -> None:
         log.info("agent %s joined (%s, %d cores)", record.agent_id, record.identity.hostname,
                  record.identity.cores)
+        for run in self._running():
+            run.on_agent_joined(record)
+
+    def _late(self, record: AgentRecord, reason: str) -> None:
+        log.warning("agent %s late: %s", record.agent_id, reason)
+        for run in self._running():
+            run.on_agent_late(record.agent_id, reason)
+
+    def _back(self, record: AgentRecord) -> None:
+        log.info("agent %s back", record.agent_id)
+        for run in self._running():
+            run.on_agent_back(record.agent_id)
 
     def _lost(self, record: AgentRecord, reason: str) -> None:
         # An idle agent leaving is routine (e.g. --local shutting down); a run's agent is not.
         in_run = bool(self._running())
         log.log(logging.WARNING if in_run else logging.INFO, "agent %s lost: %s", record.agent_id, reason)
         for run in self._running():
-            run.on_agent_lost(record.agent_id, reason)
+            run.on_agent_lost(record.agent_id, reason, silent_s=self.registry.silent_s(record))
 
     async def _watch_agents(self) -> None:
         loop = asyncio.get_running_loop()

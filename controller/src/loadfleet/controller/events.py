@@ -12,6 +12,8 @@ class EventKind(enum.Enum):
     RUN_STOPPED = "run_stopped"
     AGENT_JOINED = "agent_joined"
     AGENT_LOST = "agent_lost"
+    AGENT_LATE = "agent_late"  # silent or disconnected, within its job's lease: waited for
+    AGENT_BACK = "agent_back"  # a late agent heard again, or a lost one back for the next step
     JOB_FAILED = "job_failed"
     STEP_STARTED = "step_started"
     STEP_FINISHED = "step_finished"
@@ -22,6 +24,8 @@ class EventKind(enum.Enum):
     TARGET_UP = "target_up"
     LATE_REPORTS = "late_reports"  # reports after their interval was published without them (window.py)
     RUN_RECOVERED = "run_recovered"  # a restarted controller took the run over from its journal
+    LOSS_POLICY = "loss_policy"  # the plan's agents.on_loss acted on a lost agent's share
+    ENGINE_FAILED = "engine_failed"  # an engine exited or fell silent during a job
 
 
 @dataclass(frozen=True)

@@ -68,3 +68,16 @@ class ReportLimits:
     keys: frozenset[tuple[str, str]] | None
     max_rows: int
     max_histogram_bytes: int = 256 * 1024
+
+
+@dataclass(frozen=True)
+class EngineFailure:
+    """An engine of an agent's job ended before the job (agent.proto EngineFailure)."""
+
+    job_id: str
+    agent_id: str
+    engine: int  # its position among the agent's engines
+    pid: int
+    how: str
+    stderr_tail: str
+    reported_requests: int

@@ -44,7 +44,8 @@ CHECKPOINT_INTERVALS = 30
 
 class Record(enum.StrEnum):
     RUN = "run"  # instance, agents, lease_ms
-    STEP = "step"  # window (StepWindow), engines per agent
+    STEP = "step"  # window (StepWindow), engines per agent, shares (agent -> its engines' shares)
+    LOSS = "loss"  # loss (losses.Loss), shares (agents whose engines' shares changed: theirs now)
     HALT = "halt"  # step, at_ms
     JOB_ENDED = "job_ended"  # step, agent, state
     STEP_END = "step_end"  # result (StepResult)

@@ -15,6 +15,7 @@ the files a plan names.
 """
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -66,6 +67,14 @@ class Session:
     repeat: int = 0
 
 
+class LossPolicy(enum.StrEnum):
+    """What becomes of a share of a step's load lost in the middle of it (losses.py)."""
+
+    REDISTRIBUTE = "redistribute"  # split over the step's live engines
+    CONTINUE = "continue"  # the step goes on without it
+    ABORT = "abort"  # the run ends, exit code 1
+
+
 @dataclass(frozen=True)
 class AgentSelection:
     count: int | None = None
@@ -74,6 +83,7 @@ class AgentSelection:
     # While a job runs, agents keep producing load this long without word from the
     # controller (0: the controller's own lease, 3 s).
     lease_s: float = 0.0
+    on_loss: LossPolicy = LossPolicy.REDISTRIBUTE
 
     def matches(self, labels: dict[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.labels)
@@ -179,6 +189,8 @@ def _agents_doc(a: AgentSelection) -> dict:
         doc["labels"] = dict(a.labels)
     if a.lease_s:
         doc["lease_s"] = a.lease_s
+    if a.on_loss is not LossPolicy.REDISTRIBUTE:
+        doc["on_loss"] = a.on_loss.value
     return doc
 
 
@@ -484,6 +496,7 @@ def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path
             labels=tuple(sorted(agents.get("labels", {}).items())),
             wait_s=float(agents.get("wait_s", DEFAULT_AGENT_WAIT_S)),
             lease_s=float(agents.get("lease_s", 0)),
+            on_loss=LossPolicy(agents.get("on_loss", LossPolicy.REDISTRIBUTE)),
         ),
         influxdb=InfluxTarget(**influx) if influx else None,
         sweep=sweep,

@@ -20,7 +20,9 @@ from .codec import from_doc
 from .events import Event, EventKind
 from .journal import JournalContents, LoggedInterval, Record, has_journal, read_journal
 from .knee import Knee
+from .losses import Loss
 from .rundir import EVENTS_FILE, SUMMARY_FILE, Offsets
+from .scheduler import EngineShare
 from .steps import StepResult
 from .stops import StopReason
 from .stream import StepWindow
@@ -38,6 +40,8 @@ class RecoveredStep:
     window: StepWindow
     engines: dict[str, int]  # agent -> engines running its share
     ended: dict[str, str]  # agent -> the state its job ended in
+    shares: dict[str, tuple[EngineShare, ...]] = field(default_factory=dict)  # as of its last loss
+    losses: list[Loss] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Recovered:
     offsets: Offsets
     watermark_ms: int  # every interval before this one was published
     events: list[Event] = field(default_factory=list)
+    losses: list[Loss] = field(default_factory=list)
     modified_s: float = 0.0
 
     @property
@@ -87,6 +92,7 @@ def recover(run_dir: Path) -> Recovered:
         knees={r["servers"]: from_doc(Knee, r["knee"]) for r in contents.of_kind(Record.KNEE)},
         stop=next((from_doc(StopReason, r["reason"]) for r in contents.of_kind(Record.STOP)), None),
         skipped=[name for r in contents.of_kind(Record.SKIPPED) for name in r["steps"]],
+        losses=[from_doc(Loss, r["loss"]) for r in contents.of_kind(Record.LOSS)],
         step=step, checkpoint=contents.checkpoint, intervals=contents.intervals, offsets=offsets,
         watermark_ms=watermark, events=_events(run_dir), modified_s=contents.modified_s)
 
@@ -104,7 +110,11 @@ def _running_step(contents: JournalContents, record: dict) -> RecoveredStep:
     if halts:
         window = replace(window, load_end_ms=halts[-1]["load_end_ms"], cooldown_ms=0, stopped=True)
     ended = {r["agent"]: r["state"] for r in contents.of_kind(Record.JOB_ENDED) if r["step"] == window.name}
-    return RecoveredStep(window, dict(record["engines"]), ended)
+    shares = from_doc(dict[str, tuple[EngineShare, ...]], record.get("shares", {}))
+    losses = [r for r in contents.of_kind(Record.LOSS) if r["loss"]["step"] == window.name]
+    for r in losses:
+        shares.update(from_doc(dict[str, tuple[EngineShare, ...]], r["shares"]))
+    return RecoveredStep(window, dict(record["engines"]), ended, shares, [from_doc(Loss, r["loss"]) for r in losses])
 
 
 def _written(contents: JournalContents) -> tuple[Offsets, int]:

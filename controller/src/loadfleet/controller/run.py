@@ -34,10 +34,11 @@ from .errors import NotEnoughAgents
 from .events import Event, EventKind
 from .genbound import is_loopback
 from .hosts import HostSample, MonitorInfo
-from .jobs import JobAssignment, JobReport, JobState, ReportLimits, job_id_for
+from .jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits, job_id_for
 from .journal import Record
 from .knee import Knee, LevelPoint, find_knee
 from .load import LoadModel
+from .losses import FleetLosses, Loss, StepShares
 from .plan import Plan
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
@@ -90,6 +91,7 @@ class _StepRun:
     window: StepWindow
     engines: dict[str, int] = field(default_factory=dict)  # agent -> engines running its share
     ended: dict[str, JobState] = field(default_factory=dict)
+    shares: StepShares | None = None  # who runs which part of its load (losses.py)
 
 
 def now_ms() -> int:
@@ -137,6 +139,10 @@ class Run:
         self._skipped: list[str] = []
         self._stop_requested = False
         self._late: dict[str, int] = {}  # agent -> requests in reports that came too late
+        # While a job runs, agents keep its load this long without word from the controller.
+        self._losses = FleetLosses(plan.agents.on_loss, max(plan.agents.lease_s, lease_ms / 1000), registry,
+                                   emit=self._emit, journal=self._journal_loss, halt=self._halt_step,
+                                   clock_ms=clock_ms)
         self._late_told: set[str] = set()  # steps whose late reports have had their event
         # The window publishes into the pipeline; its revision window is the job's lease
         # (an agent late by less than that is late, not lost) and at least the grace.
@@ -227,6 +233,8 @@ class Run:
                 or not state.ended or agent_id in step.ended):
             return
         step.ended[agent_id] = state
+        if step.shares:
+            step.shares.ended(agent_id)
         self._outcomes[state] = self._outcomes.get(state, 0) + 1
         self._window.agent_ended(agent_id)
         self._pipeline.record(Record.JOB_ENDED, step=step.window.name, agent=agent_id, state=state.value)
@@ -245,16 +253,46 @@ class Run:
         if self.state is RunState.RUNNING and self._step is not None:
             self._pipeline.host(self._step.window, agent_id, monitor, sample)
 
-    def on_agent_lost(self, agent_id: str, reason: str) -> None:
+    def on_agent_lost(self, agent_id: str, reason: str, *, silent_s: float = 0.0) -> None:
+        """`silent_s`: how long ago it was last heard (its lease runs from then)."""
         if agent_id not in self._agents or agent_id in self._lost or self.state.ended:
             return
         self._lost.add(agent_id)
+        self._emit(Event(EventKind.AGENT_LOST, f"agent {agent_id} lost: {reason}", agent_id))
         step = self._step
         if step and agent_id in step.engines and agent_id not in step.ended:
             step.ended[agent_id] = JobState.FAILED
             self._window.agent_gone(agent_id)
-        self._emit(Event(EventKind.AGENT_LOST, f"agent {agent_id} lost: {reason}; "
-                         "the run continues with the remaining agents", agent_id))
+            requests, busiest = self._pipeline.meter.agent_use(step.window.name, agent_id)
+            use = (requests + self._window.held_requests(agent_id), busiest)
+            if step.shares:
+                self._losses.agent_lost(step.shares, agent_id, silent_s, use)
+
+    def on_agent_late(self, agent_id: str, reason: str) -> None:
+        step = self._step
+        if step and agent_id in step.engines and agent_id not in step.ended and not self.state.ended:
+            self._losses.late(agent_id, reason)
+
+    def on_agent_back(self, agent_id: str) -> None:
+        if not self.state.ended:
+            self._losses.back(agent_id)
+
+    def on_agent_joined(self, record: AgentRecord) -> None:
+        """A lost agent of this run is back: it takes part again from the next step."""
+        if record.agent_id in self._lost and not self.state.ended:
+            self._lost.discard(record.agent_id)
+            record.state = AgentState.BUSY
+            self._emit(Event(EventKind.AGENT_BACK, f"agent {record.agent_id} reconnected after it was lost; it takes "
+                             "part again from the next step", record.agent_id))
+
+    def on_engine_failure(self, failure: EngineFailure) -> None:
+        step = self._step
+        if step and step.shares and failure.job_id == step.window.job_id and not self.state.ended:
+            _, busiest = self._pipeline.meter.agent_use(step.window.name, failure.agent_id)
+            self._losses.engine_failed(step.shares, failure, busiest)
+
+    def _journal_loss(self, loss: Loss, updated: dict) -> None:
+        self._pipeline.record(Record.LOSS, loss=to_doc(loss), shares={a: to_doc(e) for a, e in updated.items()})
 
     def stop(self) -> None:
         """Asks every agent to end its share now; the run then finishes normally."""
@@ -290,7 +328,8 @@ class Run:
 
     async def _run_steps(self, specs: list[StepSpec]) -> None:
         for i, spec in enumerate(specs):
-            if self._stop_requested or (self._stop_reason and self._stop_reason.condition is not Condition.KNEE):
+            if (self._stop_requested or self._losses.abort
+                    or (self._stop_reason and self._stop_reason.condition is not Condition.KNEE)):
                 self._skip([s.name for s in specs[i:]])
                 break
             if spec.servers in self._knees and self.plan.sweep.stop_at_knee:
@@ -316,14 +355,18 @@ class Run:
             warmup_ms=round(sweep.warmup_s * 1000) if sweep else 0, cooldown_ms=plan.interval_ms if sweep else 0,
             load=plan.load.describe(),
             agent_detail=len(shares) * len(plan.targets) * len({r.name for r in plan.requests}) <= AGENT_DETAIL_MAX_ROWS)
-        step = _StepRun(spec, window, engines={s.agent_id: len(s.engines) for s in shares})
+        step = _StepRun(spec, window, engines={s.agent_id: len(s.engines) for s in shares},
+                        shares=StepShares(window.job_id, spec.name, plan.interval_ms,
+                                          {s.agent_id: s.engines for s in shares}))
         self._job_steps[window.job_id] = spec.name
-        self._pipeline.record(Record.STEP, window=to_doc(window), engines=step.engines)
+        self._pipeline.record(Record.STEP, window=to_doc(window), engines=step.engines,
+                              shares={s.agent_id: to_doc(s.engines) for s in shares})
         self._window.open_step(window, step.engines)
         self._step = step
         for share in shares:
             assignment = JobAssignment(job_id=window.job_id, plan=plan, engines=share.engines, start_at_ms=load_start)
             self._registry.get(share.agent_id).link.assign(assignment)
+            self._registry.hold(share.agent_id, plan.agents.lease_s)
         self._emit(self._step_started_event(spec, plan, shares))
         await self._collect(step)
 
@@ -350,6 +393,10 @@ class Run:
 
     def _end_step(self, step: _StepRun) -> None:
         self._window.close_step()
+        if step.shares:
+            step.shares.closed = True
+        for agent_id in step.engines:
+            self._registry.hold(agent_id, 0)
         window = self._window.step or step.window
         states = set(step.ended.values())
         state = (StepState.INTERRUPTED if self.state is RunState.INTERRUPTED else
@@ -358,8 +405,9 @@ class Run:
         measured = self._pipeline.meter.result(step.spec, window, state)
         demand = (measured.offered / measured.achieved_rps
                   if self.plan.load.model is LoadModel.OPEN and measured.achieved_rps else 0.0)
-        result = self._pipeline.measure(step.spec, window, state, agents=len(step.engines), demand_ratio=demand,
-                                        one_host=self._one_host())
+        result = replace(self._pipeline.measure(step.spec, window, state, agents=len(step.engines),
+                                                demand_ratio=demand, one_host=self._one_host()),
+                         losses=self._losses.in_step(step.spec.name))
         self._results.append(result)
         self._step = None
         self._pipeline.step_end(window, result, watermark_ms=self._window.watermark_ms, late=self._late)
@@ -442,6 +490,8 @@ class Run:
         return self.summary
 
     def _final_message(self, message: str) -> str:
+        if not message and self._losses.abort:
+            message = self._losses.abort
         if not message and self.state is RunState.FAILED:
             message = "no agent finished its share"
         if not message and self._stop_reason:
@@ -465,10 +515,11 @@ class Run:
             scalability=tuple(server_scaling(levels)) if self.plan.sweep and self.plan.sweep.servers else (),
             usl=usl_of(levels, self.plan.load.model) if levels else None, stop=self._stop_reason,
             target_outages=self._pipeline.target_health.outages(), hosts=self._pipeline.hosts.run_loads(),
+            losses=tuple(self._losses.losses),
         )
 
     def _final_state(self) -> RunState:
-        if not (self._outcomes.get(JobState.FINISHED) or self._outcomes.get(JobState.STOPPED)):
+        if self._losses.abort or not (self._outcomes.get(JobState.FINISHED) or self._outcomes.get(JobState.STOPPED)):
             return RunState.FAILED
         return RunState.STOPPED if self._stop_requested or self._stop_reason else RunState.FINISHED
 

@@ -150,6 +150,9 @@ class StepResult:
     generator_advice: str = ""
     # Monitored hosts (monitor-only agents) over the measured window.
     hosts: tuple[HostLoad, ...] = ()
+    # Shares of its load lost in the middle of it: agents lost, engines failed (losses.py;
+    # each is in the summary's losses).
+    losses: int = 0
 
     @property
     def rps_per_server(self) -> float:
@@ -177,10 +180,13 @@ class StepResult:
 class StepMeter:
     """The running step's figures over its measured intervals (warm-up and a sweep step's
     final interval left out; see stream.StepWindow). Holds the step's cluster rows per
-    (target, request) and a few sums: O(targets × requests)."""
+    (target, request), each agent's requests over the whole step (what its share of a budget
+    used) and its busiest interval, and a few sums: O(targets × requests + agents)."""
 
     def __init__(self) -> None:
         self._step = ""
+        self._agent_requests: dict[str, int] = {}
+        self._agent_busiest: dict[str, int] = {}
         self._rows: dict[tuple[str, str], StatsRow] = {}
         self._active_sum = 0
         self._intervals = 0
@@ -191,6 +197,10 @@ class StepMeter:
         if interval.step.name != self._step:
             self.__init__()
             self._step = interval.step.name
+        for agent in interval.agents:
+            requests = agent.total.requests
+            self._agent_requests[agent.agent_id] = self._agent_requests.get(agent.agent_id, 0) + requests
+            self._agent_busiest[agent.agent_id] = max(self._agent_busiest.get(agent.agent_id, 0), requests)
         if not interval.measured:
             return
         for row in interval.cluster:
@@ -203,6 +213,12 @@ class StepMeter:
         self._first_ms = interval.start_ms if self._first_ms is None else self._first_ms
         self._last_ms = interval.start_ms
 
+    def agent_use(self, step: str, agent_id: str) -> tuple[int, int]:
+        """The agent's requests in `step` as published so far, and its busiest interval."""
+        if step != self._step:
+            return 0, 0
+        return self._agent_requests.get(agent_id, 0), self._agent_busiest.get(agent_id, 0)
+
     def on_step_end(self, end: StepEnd) -> None:
         pass
 
@@ -213,13 +229,16 @@ class StepMeter:
         """JSON values to take the step over after a restart (journal.py)."""
         return {"step": self._step, "rows": [row_to_doc(r) for r in self._rows.values()],
                 "active_sum": self._active_sum, "intervals": self._intervals,
-                "first_ms": self._first_ms, "last_ms": self._last_ms}
+                "first_ms": self._first_ms, "last_ms": self._last_ms,
+                "agent_requests": self._agent_requests, "agent_busiest": self._agent_busiest}
 
     def restore(self, doc: dict) -> None:
         rows = [row_from_doc(r) for r in doc["rows"]]
         self._step, self._rows = doc["step"], {r.key: r for r in rows}
         self._active_sum, self._intervals = doc["active_sum"], doc["intervals"]
         self._first_ms, self._last_ms = doc["first_ms"], doc["last_ms"]
+        self._agent_requests = dict(doc.get("agent_requests", {}))
+        self._agent_busiest = dict(doc.get("agent_busiest", {}))
 
     def result(self, spec: StepSpec, step: StepWindow, state: StepState) -> StepResult:
         """The step's figures; call once its end has been published."""
@@ -291,7 +310,7 @@ def level_summaries(results: list[StepResult]) -> list[LevelSummary]:
 STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offered", "state", "start_ms", "measured_s",
                 "intervals", "requests", "ok", "achieved_rps", "ok_rps", "bytes_per_s", "mean_ms", "stddev_ms",
                 "p50_ms", "p90_ms", "p99_ms", "error_pct", "new_conns_per_s", "concurrent_conns",
-                "rps_per_server", "generator_bound", "generator_bound_intervals")
+                "rps_per_server", "generator_bound", "generator_bound_intervals", "losses")
 
 
 def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:

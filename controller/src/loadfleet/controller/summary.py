@@ -11,6 +11,7 @@ from .events import Event
 from .figures import Figures, errors_by_name, figures_of
 from .hosts import HostLoad
 from .knee import Knee
+from .losses import Loss
 from .scaling import ServerScaling, UslResult
 from .steps import LevelSummary, StepResult
 from .stops import StopReason
@@ -58,6 +59,9 @@ class RunSummary:
     # Requests in reports that arrived after their interval was published without them,
     # per agent: not in any interval nor in the totals above (window.py).
     late_requests: dict[str, int] = field(default_factory=dict)
+    # Shares of load lost in the middle of a step (agents lost, engines failed) and what the
+    # plan's agents.on_loss made of them (losses.py).
+    losses: tuple[Loss, ...] = ()
 
     def to_json(self) -> dict:
         doc = asdict(self)

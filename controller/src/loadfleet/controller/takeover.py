@@ -14,6 +14,7 @@ import time
 
 from .events import Event, EventKind
 from .jobs import JobState
+from .losses import StepShares
 from .recovery import Recovered
 from .redact import has_redactions
 from .run import FINISH_SLACK_MS, Run, RunState, _StepRun
@@ -30,10 +31,16 @@ class TakenOverRun(Run):
         self._agents, self._hostnames = list(recovered.agents), set(recovered.hostnames)
         self._results = list(recovered.results)
         self._knees, self._stop_reason, self._skipped = dict(recovered.knees), recovered.stop, list(recovered.skipped)
+        self._losses.losses = list(recovered.losses)
         step = recovered.step
         if step is not None:
+            shares = StepShares(step.window.job_id, step.window.name, step.window.interval_ms, step.shares)
+            for loss in step.losses:
+                shares.restore(loss)
+            for agent in step.ended:
+                shares.ended(agent)
             self._step = _StepRun(self._spec(step.window.name), step.window, dict(step.engines),
-                                  {a: JobState(state) for a, state in step.ended.items()})
+                                  {a: JobState(state) for a, state in step.ended.items()}, shares)
             self._job_steps[step.window.job_id] = step.window.name
         self._pipeline.resume(recovered, self._window_of)
         if recovered.checkpoint:

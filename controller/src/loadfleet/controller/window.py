@@ -122,6 +122,10 @@ class IntervalWindow:
         interval.waiting.discard(agent)
         return Outcome.ACCEPTED
 
+    def held_requests(self, agent_id: str) -> int:
+        """Requests in the agent's reports accepted but not yet published."""
+        return sum(i.reports[agent_id].total.requests for i in self._open.values() if agent_id in i.reports)
+
     def agent_ended(self, agent_id: str) -> None:
         """The agent's job ended: it sends nothing after what it has sent."""
         if agent_id not in self._ended_after:

@@ -13,6 +13,7 @@ from ..core import Controller
 from ..errors import RunNotFound
 from ..jobs import JobAssignment, run_id_of
 from ..rundir import store_artifact_chunk
+from ..scheduler import EngineShare
 from . import convert
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,9 @@ class AgentSession:
     def stop_job(self, job_id: str) -> None:
         self._send(agent_pb2.ControllerMessage(stop=agent_pb2.StopJob(job_id=job_id)))
 
+    def adjust(self, job_id: str, engines: tuple[EngineShare, ...]) -> None:
+        self._send(convert.adjust_to_proto(job_id, engines))
+
     def renew_lease(self, lease_ms: int) -> None:
         self._send(agent_pb2.ControllerMessage(lease=agent_pb2.LeaseRenewal(
             lease_ms=lease_ms, ack_through_seq=self.delivery.acked)))
@@ -146,7 +150,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         finally:
             reader.cancel()
             session.close()
-            registry.lose(identity.agent_id, "its session ended", link=session)
+            registry.disconnected(identity.agent_id, "its session ended", session)
 
     async def _read(self, agent_id: str, request_iterator, session: AgentSession) -> None:
         try:
@@ -179,6 +183,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 controller.on_job_state(agent_id, message.job_status.job_id, state, message.job_status.message)
         elif kind == "artifact":
             self._store_artifact(agent_id, message.artifact)
+        elif kind == "engine_failure":
+            controller.on_engine_failure(convert.engine_failure_from_proto(agent_id, message.engine_failure))
         else:
             log.warning("agent %s sent an unexpected %s", agent_id, kind)
         session.settle(seq)

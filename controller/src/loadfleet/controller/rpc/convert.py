@@ -13,12 +13,15 @@ from ..errors import Problem
 from ..events import Event, EventKind
 from ..figures import Figures, Latency
 from ..hosts import HostSample, MonitorInfo, ProcessSample
-from ..jobs import JobAssignment, JobReport, JobState, ReportLimits
+from ..jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
 from ..load import Load, LoadModel, Think
 from ..run import RunState
 from ..watchers import IntervalUpdate
-from ..scheduler import combine
+from ..scheduler import EngineShare, combine
 from ..summary import NamedFigures, RunSummary
+
+# An engine's last words as kept in an event: its last lines, not a log.
+MAX_STDERR_TAIL = 2000
 
 
 def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
@@ -149,9 +152,19 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
             steps=[job_pb2.SessionStep(request=names.index(step.request), think_after=think_to_proto(step.think))
                    for step in plan.session.steps],
             repeat=plan.session.repeat))
-    engines = [agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in a.engines]
     return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(
-        spec=spec, engines=engines, lease_ms=round(plan.agents.lease_s * 1000)))
+        spec=spec, engines=adjust_to_proto(a.job_id, a.engines).adjust.engines, lease_ms=round(plan.agents.lease_s * 1000)))
+
+
+def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.ControllerMessage:
+    return agent_pb2.ControllerMessage(adjust=agent_pb2.Adjust(
+        job_id=job_id, load=load_to_proto(combine([e.load for e in engines])),
+        engines=[agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in engines]))
+
+
+def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> EngineFailure:
+    return EngineFailure(job_id=pb.job_id, agent_id=agent_id, engine=pb.engine, pid=pb.pid, how=pb.how,
+                         stderr_tail=pb.stderr_tail[-MAX_STDERR_TAIL:], reported_requests=pb.reported_requests)
 
 
 def think_to_proto(think: Think) -> job_pb2.ThinkTime:
@@ -197,6 +210,10 @@ _EVENT_KINDS = {
     EventKind.TARGET_UP: run_pb2.EVENT_KIND_TARGET_UP,
     EventKind.LATE_REPORTS: run_pb2.EVENT_KIND_LATE_REPORTS,
     EventKind.RUN_RECOVERED: run_pb2.EVENT_KIND_RUN_RECOVERED,
+    EventKind.AGENT_LATE: run_pb2.EVENT_KIND_AGENT_LATE,
+    EventKind.AGENT_BACK: run_pb2.EVENT_KIND_AGENT_BACK,
+    EventKind.LOSS_POLICY: run_pb2.EVENT_KIND_LOSS_POLICY,
+    EventKind.ENGINE_FAILED: run_pb2.EVENT_KIND_ENGINE_FAILED,
 }
 
 _RUN_STATES = {
