@@ -108,3 +108,20 @@ def test_a_missing_engine_program_fails_the_job_clearly(tmp_path):
     outcome, sent = run_job(str(tmp_path / "nope"), clients=1, engines=1)
     assert outcome is Outcome.FAILED
     assert "cannot start" in sent[-1].job_status.message
+
+
+def test_a_halted_job_stops_its_engines_kills_a_hung_one_and_reports_no_failure(fake_engine):
+    sent = []
+    job = assignment([1])
+
+    async def go():
+        runner = JobRunner(job, fake_engine("hang"), sent.append)
+        task = asyncio.create_task(runner.run())
+        while not any(m.WhichOneof("body") == "interval" for m in sent):
+            await asyncio.sleep(0.01)
+        await runner.halt("its lease expired")
+        return await asyncio.wait_for(task, 5)  # the hung engine ignores its stop: killed after the grace
+    outcome = asyncio.run(go())
+    assert outcome is Outcome.STOPPED
+    assert sent[-1].job_status.message == "stopped at once: its lease expired"
+    assert not [m for m in sent if m.WhichOneof("body") == "engine_failure"], "a halt is no engine failure"

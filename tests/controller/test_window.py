@@ -83,6 +83,18 @@ def test_a_lost_agent_is_no_longer_waited_for():
     assert [p.start_ms for p in published] == [10_000] and published[0].missing == ()
 
 
+def test_what_a_lost_agent_sends_when_it_is_back_is_late_not_a_resend():
+    w, published, _ = open_window()
+    w.add(report("b", 10_000, row(3), seq=1))
+    w.add(report("a", 10_000, row(1)))
+    w.agent_gone("b")  # its load goes on until its lease ends; its reports wait in its spool
+    w.add(report("a", 11_000, row(1)))
+    w.publish_due(12_100)
+    assert [p.start_ms for p in published] == [10_000, 11_000]
+    assert w.add(report("b", 11_000, row(4), seq=2)) is Outcome.LATE, "counted apart, not dropped"
+    assert w.add(report("b", 10_000, row(3), seq=1)) is Outcome.DUPLICATE, "published with it already"
+
+
 def test_an_agent_that_ended_its_job_is_not_expected_after_its_last_interval():
     w, published, _ = open_window()
     w.add(report("a", 10_000, row(1), final=True))  # a's budget ran out after one interval

@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 # Intervals an engine may miss, while the job runs, before it is taken for hung and killed.
 SILENT_INTERVALS = 3
 DEFAULT_INTERVAL_MS = 1000  # a spec without one (JobSpec.interval_ms 0)
+# A halted job's engines finish their requests in flight and report their partial interval;
+# one still busy this long after (a request hanging) is killed.
+HALT_GRACE_S = 1.0
 
 
 class Outcome(enum.Enum):
@@ -71,6 +74,7 @@ class JobRunner:
         self._pending: dict[int, dict[int, stats_pb2.IntervalReport]] = {}
         self._stopping = False
         self._killed = False
+        self._halted = ""  # why all load stopped at once, its measurements kept (halt)
         self._failures: list[str] = []
 
     @property
@@ -97,7 +101,9 @@ class JobRunner:
         self._flush_all()
         self._send_artifacts()
         if self._killed:
-            return self._report_state(Outcome.STOPPED, "stopped at once (lease expired or agent stopping)")
+            return self._report_state(Outcome.STOPPED, "stopped at once (the agent is stopping)")
+        if self._halted:
+            return self._report_state(Outcome.STOPPED, f"stopped at once: {self._halted}")
         if self._failures and len(self._failures) == len(self._engines):
             return self._report_state(Outcome.FAILED, "; ".join(self._failures))
         if self._stopping:
@@ -115,6 +121,20 @@ class JobRunner:
         """Graceful stop: engines finish in-flight requests and report the partial interval."""
         self._stopping = True
         await asyncio.gather(*(e.stop() for e in self._engines))
+
+    async def halt(self, why: str) -> None:
+        """Stops all load now, keeping its measurements: no engine sends another request,
+        each reports its partial interval, and one still busy after HALT_GRACE_S is killed."""
+        self._halted = why
+        self._stopping = True
+        await asyncio.gather(*(e.stop() for e in self._engines))
+        loop = asyncio.get_running_loop()
+        for engine in self._engines:
+            loop.call_later(HALT_GRACE_S, engine.kill)
+
+    @property
+    def halted(self) -> bool:
+        return bool(self._halted)
 
     def kill(self) -> None:
         """Stops all load now (no final interval)."""

@@ -229,9 +229,9 @@ class Agent:
     async def _watch_lease(self) -> None:
         while True:
             await asyncio.sleep(WATCHDOG_PERIOD_S)
-            if self._job is not None and self._lease.expired():
+            if self._job is not None and self._lease.expired() and not self._job.halted:
                 log.warning("lease expired: no word from the controller; stopping all load")
-                self._job.kill()
+                await self._job.halt("its lease expired (no word from the controller)")
 
     async def _end_job_now(self) -> None:
         if self._job is not None:

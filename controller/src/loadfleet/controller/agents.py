@@ -180,6 +180,13 @@ class AgentRegistry:
         """How long an agent without a longer lease may be silent before it is lost."""
         return LOST_AFTER_HEARTBEATS * self.heartbeat_ms / 1000
 
+    def close_sessions(self) -> None:
+        """Ends every agent's session (the controller is stopping): their streams end cleanly
+        and the agents redial."""
+        for record in self._agents.values():
+            if record.link is not None:
+                record.link.close()
+
     def forgive_silence(self) -> None:
         """The controller itself was not running (paused, or its loop stalled): the agents'
         messages wait unread in its sockets, so their silence is ours, not theirs."""

@@ -137,6 +137,7 @@ class Controller:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._monitor = None
         self._tasks.clear()
+        self.registry.close_sessions()
 
     # ---- runs --------------------------------------------------------------------
 

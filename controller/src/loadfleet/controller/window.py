@@ -156,9 +156,15 @@ class IntervalWindow:
 
     def _skip(self, start: int) -> None:
         """No report of this interval came in its window: every agent expected missed it."""
-        for agent in self._expected_in(start):
-            self._missed.setdefault(agent, collections.deque(maxlen=MISSED_MEMORY)).append(start)
+        self._note_missed(start, self._expected_in(start))
         self._watermark = start + self._step.interval_ms
+
+    def _note_missed(self, start: int, agents: Iterable[str], reported: Iterable[str] = ()) -> None:
+        """`agents`, and every lost agent not among `reported`, missed the interval: what they
+        send for it later is late (counted apart), not a resend. A lost agent's load goes on
+        until its lease ends, and it sends those reports when it is back."""
+        for agent in {*agents, *(self._assigned - self._expected - set(reported))}:
+            self._missed.setdefault(agent, collections.deque(maxlen=MISSED_MEMORY)).append(start)
 
     def _ended(self, agent_id: str, last_start: int) -> None:
         self._ended_after[agent_id] = last_start
@@ -179,8 +185,7 @@ class IntervalWindow:
     def _finalize(self, start: int) -> None:
         interval = self._open.pop(start)
         missing = tuple(sorted(interval.waiting))
-        for agent in missing:
-            self._missed.setdefault(agent, collections.deque(maxlen=MISSED_MEMORY)).append(start)
+        self._note_missed(start, missing, interval.reports)
         self._watermark = start + self._step.interval_ms
         self._publish(merged(self._step, start, interval.reports, missing))
         for agent, report in interval.reports.items():
