@@ -174,6 +174,7 @@ impl Stats {
                 max_send_lag_us: s.max_send_lag_us,
                 not_sent: s.not_sent,
                 latency_missing: false, // the engine measures every response
+                latency_buckets: Vec::new(), // the agent packs buckets for the controller (stats.proto 21)
             });
             s.start_interval();
         }
