@@ -11,7 +11,7 @@ ENGINE := agent/engine/target/release/loadfleet-engine
 DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
-.PHONY: setup system-deps python-deps engine gatling influxdb demo test test-python test-engine clean
+.PHONY: setup system-deps python-deps engine gatling influxdb dist demo test test-python test-engine clean
 
 setup: system-deps python-deps engine gatling influxdb
 
@@ -30,9 +30,18 @@ system-deps:
 	fi
 	@command -v cargo >/dev/null || { echo "Rust (cargo) is needed: https://rustup.rs" >&2; exit 1; }
 
-$(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml
+# loadfleet-agent depends on loadfleet-engine, the wheel that carries the engine program
+# (agent/engine/pyproject.toml): it is packaged by maturin from the release build (no second
+# compile) and installed first, which puts the program in $(BIN) beside the interpreter.
+MATURIN := maturin==1.16.0
+ENGINE_WHEEL_DIR := build/engine-wheel
+$(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml agent/engine/pyproject.toml | $(ENGINE)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(MATURIN)
+	rm -rf $(ENGINE_WHEEL_DIR)
+	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(ENGINE_WHEEL_DIR)
+	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl
 	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis
 	touch $@
 
@@ -42,9 +51,22 @@ $(ENGINE): agent/engine/Cargo.toml agent/engine/build.rs $(wildcard agent/engine
 	cargo build --release --quiet --manifest-path agent/engine/Cargo.toml
 	touch $@
 
-# The engine goes beside the agent in the venv, where loadfleet-agent finds it on PATH.
+# The engine goes beside the agent in the venv, where loadfleet-agent finds it (again after
+# a rebuild: the wheel installed by python-deps holds the build of its day).
 engine: $(ENGINE) python-deps
 	install -m 755 $(ENGINE) $(BIN)/loadfleet-engine
+
+# Wheels for load hosts and the controller's host (docs/deploy.md): every Python distribution,
+# and loadfleet-engine as a platform wheel carrying the engine program, packaged from the
+# release build. On a host with Python 3.11+ alone:
+#   pip install --find-links dist loadfleet-agent      (the agent and its engine)
+#   pip install --find-links dist loadfleet-controller (the controller and the CLI)
+DIST ?= dist
+dist: $(ENGINE) python-deps
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(DIST)
+	$(PY) -m pip wheel -q --no-deps --wheel-dir $(DIST) ./proto ./controller ./agent ./targets
+	@ls -1 $(DIST)
 
 # The Gatling driver (docs/gatling.md): the hook and JobSimulation compiled against Gatling 3.15.1
 # from Maven Central; Maven resolves the dependencies once into ~/.m2 and writes the classpath
@@ -71,7 +93,7 @@ demo: system-deps python-deps engine
 	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2 --monitor nginx
 
-test: setup test-engine test-python
+test: setup dist test-engine test-python
 
 test-engine:
 	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml
@@ -80,4 +102,4 @@ test-python:
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
 
 clean:
-	rm -rf $(VENV) build agent/engine/target agent/gatling/target proto/python/loadfleet/v1
+	rm -rf $(VENV) build $(DIST) agent/engine/target agent/gatling/target proto/python/loadfleet/v1
