@@ -11,9 +11,9 @@ ENGINE := agent/engine/target/release/loadfleet-engine
 DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
-.PHONY: setup system-deps python-deps engine gatling influxdb dist demo test test-python test-engine clean
+.PHONY: setup system-deps python-deps engine gatling influxdb helm dist demo test test-python test-engine clean
 
-setup: system-deps python-deps engine gatling influxdb
+setup: system-deps python-deps engine gatling influxdb helm
 
 # Debian packages the lab, the builds and the tests need (chromium renders report.html in a
 # headless browser test); installs only what is missing. A policy-rc.d keeps the packages'
@@ -87,6 +87,16 @@ $(INFLUXD): | python-deps
 	GOBIN=$(abspath $(BIN)) go install -ldflags "$(INFLUX_LDFLAGS)" github.com/influxdata/influxdb/cmd/influxd@v1.8.10
 
 influxdb: $(INFLUXD)
+
+# helm, for the chart's tests (helm lint and helm template of deploy/helm/loadfleet), built from
+# the Go module proxy like InfluxDB (~4 min on 2 cores the first time; the module cache stays).
+HELM := $(BIN)/helm
+HELM_VERSION := v3.22.0
+$(HELM): | python-deps
+	@command -v go >/dev/null || { echo "Go is needed to build helm: https://go.dev/dl" >&2; exit 1; }
+	GOBIN=$(abspath $(BIN)) go install -ldflags "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+helm: $(HELM)
 
 demo: system-deps python-deps engine
 	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
