@@ -1,26 +1,32 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set everything up, start 2 local nginx, run plans/quickstart.yaml on 2 local agents
 #   make test   set everything up and run every test
-# Both work on a fresh Debian 12 machine (as root, or with the Debian packages below installed).
+# Both work on a fresh Debian 12 machine (as root, or with the Debian packages below installed);
+# `make demo` installs only what it needs (DEMO_PACKAGES), `make test` everything.
 
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE := agent/engine/target/release/loadfleet-engine
-DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
+# What `make demo` needs: nginx for the two local servers, and what builds the engine (protoc for
+# its wire types, a C compiler and libc headers for ring's assembly) and the venv.
+DEMO_PACKAGES := nginx-light protobuf-compiler python3-venv gcc libc6-dev
+# What the lab and the tests need besides (`make lab`, part of `make test`): the other servers,
+# balancers and NFS of the lab, chromium for the report's browser test, Java and Maven for
+# Gatling, systemd for checking the units, docker-compose for checking the compose file.
+LAB_PACKAGES := wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
-.PHONY: setup system-deps python-deps engine gatling influxdb helm dist demo test test-python test-engine clean
+.PHONY: setup demo-deps system-deps lab python-deps engine gatling influxdb helm dist demo test test-python test-engine clean
 
 setup: system-deps python-deps engine gatling influxdb helm
 
-# Debian packages the lab, the builds and the tests need (chromium renders report.html in a
-# headless browser test); installs only what is missing. A policy-rc.d keeps the packages'
-# stock services (Apache on *:80, Varnish, HAProxy, PHP-FPM) from starting on install: the
-# lab runs its own instances on loopback only.
-system-deps:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+# Installs the Debian packages of $(1) that are missing. A policy-rc.d keeps the packages' stock
+# services (Apache on *:80, Varnish, HAProxy, PHP-FPM) from starting on install: the lab runs
+# its own instances on loopback only.
+define install_debian
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "please install as root: apt-get install $$missing" >&2; exit 1; fi; \
 	  echo "installing Debian packages: $$missing"; \
@@ -28,7 +34,17 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	  status=$$?; [ -n "$$guard" ] && rm -f /usr/sbin/policy-rc.d; [ $$status = 0 ] || exit $$status; \
 	fi
+endef
+
+demo-deps:
+	$(call install_debian,$(DEMO_PACKAGES))
 	@command -v cargo >/dev/null || { echo "Rust (cargo) is needed: https://rustup.rs" >&2; exit 1; }
+
+# Everything the lab, the builds and the tests need.
+system-deps: demo-deps
+	$(call install_debian,$(LAB_PACKAGES))
+
+lab: system-deps
 
 # loadfleet-agent depends on loadfleet-engine, the wheel that carries the engine program
 # (agent/engine/pyproject.toml): it is packaged by maturin from the release build (no second
@@ -98,7 +114,8 @@ $(HELM): | python-deps
 
 helm: $(HELM)
 
-demo: system-deps python-deps engine
+# Only what the demo needs (DEMO_PACKAGES, the venv, the engine), not the lab's packages.
+demo: demo-deps python-deps engine
 	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
 	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2 --monitor nginx
