@@ -18,9 +18,9 @@ DEMO_PACKAGES := nginx-light protobuf-compiler python3-venv gcc libc6-dev
 LAB_PACKAGES := wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
-.PHONY: setup demo-deps system-deps lab python-deps engine gatling influxdb helm dist demo test test-python test-engine clean
+.PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test test-python test-engine clean
 
-setup: system-deps python-deps engine gatling influxdb helm
+setup: system-deps python-deps engine report-assets gatling influxdb helm
 
 # Installs the Debian packages of $(1) that are missing. A policy-rc.d keeps the packages' stock
 # services (Apache on *:80, Varnish, HAProxy, PHP-FPM) from starting on install: the lab runs
@@ -72,13 +72,29 @@ $(ENGINE): agent/engine/Cargo.toml agent/engine/build.rs $(wildcard agent/engine
 engine: $(ENGINE) python-deps
 	install -m 755 $(ENGINE) $(BIN)/loadfleet-engine
 
+# The chart library report.html and compare.html embed inline (uPlot, pinned by
+# controller/report-js/package-lock.json): npm installs it into build/report-js, and its
+# minified script, style and licence are copied into the controller package (report/vendor/,
+# package data, not in git), so the wheel carries them and a report opens offline.
+REPORT_VENDOR := controller/src/loadfleet/controller/report/vendor
+REPORT_JS_BUILD := build/report-js
+$(REPORT_VENDOR)/uPlot.iife.min.js: controller/report-js/package.json controller/report-js/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js and npm are needed for the report's charts: apt-get install npm" >&2; exit 1; }
+	rm -rf $(REPORT_JS_BUILD) && mkdir -p $(REPORT_JS_BUILD) $(REPORT_VENDOR)
+	cp controller/report-js/package.json controller/report-js/package-lock.json $(REPORT_JS_BUILD)/
+	cd $(REPORT_JS_BUILD) && npm ci --no-audit --no-fund --silent
+	cp $(REPORT_JS_BUILD)/node_modules/uplot/dist/uPlot.min.css $(REPORT_JS_BUILD)/node_modules/uplot/LICENSE $(REPORT_VENDOR)/
+	cp $(REPORT_JS_BUILD)/node_modules/uplot/dist/uPlot.iife.min.js $(REPORT_VENDOR)/
+
+report-assets: $(REPORT_VENDOR)/uPlot.iife.min.js
+
 # Wheels for load hosts and the controller's host (docs/deploy.md): every Python distribution,
 # and loadfleet-engine as a platform wheel carrying the engine program, packaged from the
 # release build. On a host with Python 3.11+ alone:
 #   pip install --find-links dist loadfleet-agent      (the agent and its engine)
 #   pip install --find-links dist loadfleet-controller (the controller and the CLI)
 DIST ?= dist
-dist: $(ENGINE) python-deps
+dist: $(ENGINE) python-deps report-assets
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(DIST)
 	$(PY) -m pip wheel -q --no-deps --wheel-dir $(DIST) ./proto ./controller ./agent ./targets
@@ -115,7 +131,7 @@ $(HELM): | python-deps
 helm: $(HELM)
 
 # Only what the demo needs (DEMO_PACKAGES, the venv, the engine), not the lab's packages.
-demo: demo-deps python-deps engine
+demo: demo-deps python-deps engine report-assets
 	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
 	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2 --monitor nginx
@@ -129,4 +145,4 @@ test-python:
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
 
 clean:
-	rm -rf $(VENV) build $(DIST) agent/engine/target agent/gatling/target proto/python/loadfleet/v1
+	rm -rf $(VENV) build $(DIST) $(REPORT_VENDOR) agent/engine/target agent/gatling/target proto/python/loadfleet/v1

@@ -46,6 +46,14 @@ def test_the_engine_wheel_is_a_platform_wheel_carrying_the_program():
     assert "Requires-Dist: loadfleet-engine==0.1.0" in metadata
 
 
+def test_the_controller_wheel_carries_its_schema_and_the_reports_chart_library():
+    with zipfile.ZipFile(built_wheels()["loadfleet_controller"]) as wheel:
+        names = set(wheel.namelist())
+    assert {"loadfleet/controller/plan.schema.json", "loadfleet/controller/report/charts.js",
+            "loadfleet/controller/report/vendor/uPlot.iife.min.js", "loadfleet/controller/report/vendor/uPlot.min.css",
+            "loadfleet/controller/report/vendor/LICENSE"} <= names
+
+
 def test_a_fresh_virtualenv_without_cargo_runs_a_job_with_the_installed_engine(processes, webs, tmp_path):
     built_wheels()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOADFLEET_", "VIRTUAL_ENV", "CARGO", "RUSTUP"))}

@@ -55,12 +55,14 @@ def test_the_html_overlays_one_curve_per_run(two_runs, tmp_path):
     html = out.read_text()
     svgs = [ET.fromstring(s) for s in re.findall(r'<svg class="chart".*?</svg>', html, re.S)]
     assert [svg.find("s:title", NS).text for svg in svgs] == ["Requests/s (cluster)", "p99 latency (cluster)"]
+    names = ["20300101-000000-aaaa", "20300101-000100-bbbb", "20300101-000000-aaaa #2"]
     for svg in svgs:
-        names = [g.get("data-name") for g in svg.iterfind(".//s:g[@class='series']", NS)]
-        assert names == ["20300101-000000-aaaa", "20300101-000100-bbbb", "20300101-000000-aaaa #2"]
+        assert [g.get("data-name") for g in svg.iterfind(".//s:g[@class='series']", NS)] == names
         assert len(svg.findall(".//s:polyline", NS)) == 3
     assert "(+100.0%)" in html
-    assert "<script" not in html and "src=" not in html
+    assert "src=" not in html and "<link" not in html, "one file, nothing fetched"
+    datas = [json.loads(d) for d in re.findall(r'<script type="application/json" class="chart-data">(.*?)</script>', html)]
+    assert [[s["name"] for s in d["series"]] for d in datas] == [names, names]
 
 
 def test_runs_an_hour_apart_are_aligned_at_their_start(two_runs):

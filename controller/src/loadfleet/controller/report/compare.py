@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 
+from . import interactive
 from .page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from .rundata import RunData
-from .svg import Chart, Series, line_chart
+from .svg import Chart, Series
 
 # (key in compare_rows, label, format); the keys are also the JSON keys.
 METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
@@ -82,12 +83,12 @@ def render_compare(runs: Sequence[RunData]) -> str:
     body = ["<h1>loadfleet: " + escape(", ".join(r.run_id for r in runs)) + "</h1>",
             "<h2>Totals</h2>", table(header, grid, css_class="compare"),
             "<p>Changes in brackets are against the first run.</p>",
-            "<h2>Over time (runs aligned at their start)</h2>", '<div class="charts">',
-            line_chart(Chart("Requests/s (cluster)", "req/s", rps)),
-            line_chart(Chart("p99 latency (cluster)", "ms", p99)), "</div>",
+            "<h2>Over time (runs aligned at their start)</h2>", interactive.hint(), '<div class="charts">',
+            interactive.figure(Chart("Requests/s (cluster)", "req/s", rps)),
+            interactive.figure(Chart("p99 latency (cluster)", "ms", p99)), "</div>",
             "<h2>Runs</h2>", table(("run", "plan", "directory"),
                                    [[r.run_id, str(r.summary.get("plan_name", "")), str(r.run_dir)] for r in runs])]
-    return page("loadfleet compare", "\n".join(body))
+    return page("loadfleet compare", "\n".join(body), interactive.scripts())
 
 
 def _series_names(runs: Sequence[RunData]) -> list[str]:

@@ -9,9 +9,10 @@ import math
 from datetime import datetime, timezone
 from html import escape
 
+from . import interactive
 from .page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from .rundata import Points, RunData
-from .svg import Chart, Marker, Series, line_chart
+from .svg import Chart, Marker, Series
 
 # More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
 MAX_LINES = 10
@@ -26,9 +27,10 @@ def render_report(run: RunData) -> str:
     body = [f"<h1>loadfleet run {escape(run.run_id)}</h1>", facts(_header_facts(run)),
             "<h2>Summary</h2>", summary_table(s), *_latency_note(s), *_gatling_section(run), *_hosts_section(s),
             *_saturation_section(s),
-            "<h2>Over time</h2>", '<div class="charts">', *(line_chart(c) for c in charts(run)), "</div>",
+            "<h2>Over time</h2>", interactive.hint(), '<div class="charts">',
+            *(interactive.figure(c) for c in charts(run)), "</div>",
             "<h2>Events</h2>", events_table(run)]
-    return page(f"loadfleet run {run.run_id}", "\n".join(body))
+    return page(f"loadfleet run {run.run_id}", "\n".join(body), interactive.scripts())
 
 
 def _header_facts(run: RunData) -> list[tuple[str, str]]:
@@ -144,7 +146,7 @@ def _saturation_section(summary: dict) -> list[str]:
     found = saturation_charts(summary)
     if not found:
         return []
-    return ["<h2>Saturation</h2>", '<div class="charts">', *(line_chart(c) for c in found), "</div>"]
+    return ["<h2>Saturation</h2>", '<div class="charts">', *(interactive.figure(c) for c in found), "</div>"]
 
 
 def charts(run: RunData) -> list[Chart]:
