@@ -22,6 +22,7 @@ class EventKind(enum.Enum):
     TARGET_UP = "target_up"
     LATE_REPORTS = "late_reports"  # reports after their interval was published without them (window.py)
     RUN_RECOVERED = "run_recovered"  # a restarted controller took the run over from its journal
+    DRIVER_READY = "driver_ready"  # a Gatling JVM is ready on an agent (its start-up, how late its load starts)
 
 
 @dataclass(frozen=True)

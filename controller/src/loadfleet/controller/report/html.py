@@ -37,8 +37,9 @@ def _header_facts(run: RunData) -> list[tuple[str, str]]:
     s = run.summary
     state = str(s.get("state", "?")) + (f": {s['message']}" if s.get("message") else "")
     agents = [a.get("name", "?") for a in s.get("agents", [])]
-    return [("plan", str(s.get("plan_name", "?"))), ("state", state),
-            ("started", utc_time(run.started_ms)), ("duration", f"{float(s.get('duration_s', 0)):g} s"),
+    warmup = [("warm-up", f"{run.warmup_s:g} s, left out of the step's figures")] if run.warmup_s else []
+    return [("plan", str(s.get("plan_name", "?"))), ("driver", run.driver), ("state", state),
+            ("started", utc_time(run.started_ms)), ("duration", f"{float(s.get('duration_s', 0)):g} s"), *warmup,
             ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
             ("run directory", str(run.run_dir))]
 
