@@ -3,8 +3,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from loadfleet.controller.report import interactive, load_run
 from loadfleet.controller.report.html import MAX_LINES, render_report
 from loadfleet.controller.report.rundata import IntervalRow, RunData
