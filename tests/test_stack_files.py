@@ -60,3 +60,18 @@ def test_the_compose_agents_may_load_the_compose_plans_targets_and_nothing_else(
         for target in yaml.safe_load((REPO / "plans" / plan).read_text())["targets"]:
             assert all(allow.verdict(target["url"]) is Verdict.ALLOWED for allow in lists.values()), target
     assert all(allow.verdict("http://10.0.0.1:80") is Verdict.REFUSED for allow in lists.values())
+
+
+def engine_stage(dockerfile: str) -> str:
+    text = (REPO / dockerfile).read_text()
+    return text[text.index("FROM rust:"):text.index("\nFROM python:")]
+
+
+def test_images_install_the_engine_wheel_built_by_one_shared_stage():
+    """loadfleet-agent depends on loadfleet-engine: both images that install the agent build
+    that wheel with maturin in the same stage (so Docker's cache builds it once)."""
+    stages = [engine_stage(name) for name in ("agent/Dockerfile", "targets/Dockerfile")]
+    assert stages[0] == stages[1]
+    assert "maturin build --release --locked" in stages[0]
+    for name in ("agent/Dockerfile", "targets/Dockerfile"):
+        assert "pip install --no-cache-dir /wheels/loadfleet_engine-*.whl ./proto ./agent" in (REPO / name).read_text()

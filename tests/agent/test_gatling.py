@@ -367,3 +367,33 @@ def test_artifacts_travel_in_ordered_chunks_the_last_marked(size, chunks):
     assert [(len(m.artifact.data), m.artifact.last) for m in messages] == chunks
     assert b"".join(m.artifact.data for m in messages) == data
     assert {(m.artifact.job_id, m.artifact.name) for m in messages} == {("job", "r.zip")}
+
+
+def console_run(blocks: list[tuple[int, str]], finish_at_ms: int):
+    """ConsoleCounts of a load from 10,000 to 13,000 ms fed `blocks` (read at, index count)."""
+    now = [10_000]
+    counts = ConsoleCounts("t", start_at_ms=10_000, interval_ms=1000, end_at_ms=13_000, clock_ms=lambda: now[0])
+    reports = []
+    for n, (at_ms, index) in enumerate(blocks):
+        now[0] = at_ms
+        reports += feed(counts, SUMMARY.format(n=n, total=index, index=index, bar=0))
+    now[0] = finish_at_ms
+    reports += counts.finish()
+    return [(r.interval_start_ms, sum(s.requests for s in r.stats if s.request == "index"), r.final) for r in reports]
+
+
+def test_console_counts_after_the_end_count_in_the_loads_last_interval():
+    # The last block comes 0.4 s after the end, the JVM exits 0.8 s after it.
+    assert console_run([(10_500, "100"), (11_500, "200"), (12_500, "300"), (13_400, "330")], 13_800) == [
+        (10_000, 100, False), (11_000, 100, False), (12_000, 130, True)]
+
+
+def test_console_counts_later_than_the_grace_make_one_final_interval_past_the_end():
+    reports = console_run([(10_500, "100"), (12_500, "300"), (14_100, "310"), (14_600, "315")], 15_000)
+    assert reports == [(10_000, 100, False), (11_000, 0, False), (12_000, 200, False), (13_000, 15, True)]
+
+
+def test_nothing_past_the_end_when_nothing_grew_after_the_grace():
+    reports = console_run([(10_500, "100"), (12_500, "300"), (14_100, "300")], 16_000)
+    assert reports == [(10_000, 100, False), (11_000, 0, False), (12_000, 200, False)]
+    assert sum(n for _, n, _ in reports) == 300

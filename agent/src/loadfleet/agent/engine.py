@@ -32,13 +32,14 @@ STREAM_LIMIT_BYTES = 16 * 2**20
 
 def find_engine(explicit: str | None = None) -> str:
     """The engine program: --engine, then $LOADFLEET_ENGINE, then beside this
-    interpreter (the venv that `make setup` fills), then PATH."""
+    interpreter (where pip puts the loadfleet-engine wheel's program in a virtualenv, and
+    `make setup` a fresh build), then PATH (a system-wide or --user install)."""
     beside = Path(sys.executable).parent / ENGINE_PROGRAM
     candidate = (explicit or os.environ.get(ENGINE_ENV)
                  or (str(beside) if beside.exists() else shutil.which(ENGINE_PROGRAM)))
     if not candidate or not os.access(candidate, os.X_OK):
         raise EngineError(f"cannot find the {ENGINE_PROGRAM} program (give --engine PATH, set "
-                          f"${ENGINE_ENV}, or install it with `make setup`)")
+                          f"${ENGINE_ENV}, or install the loadfleet-engine wheel: `make dist`, docs/deploy.md)")
     return candidate
 
 

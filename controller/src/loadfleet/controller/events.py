@@ -24,6 +24,7 @@ class EventKind(enum.Enum):
     TARGET_UP = "target_up"
     LATE_REPORTS = "late_reports"  # reports after their interval was published without them (window.py)
     RUN_RECOVERED = "run_recovered"  # a restarted controller took the run over from its journal
+    DRIVER_READY = "driver_ready"  # a Gatling JVM is ready on an agent (its start-up, how late its load starts)
     LOSS_POLICY = "loss_policy"  # the plan's agents.on_loss acted on a lost agent's share
     ENGINE_FAILED = "engine_failed"  # an engine exited or fell silent during a job
 

@@ -129,6 +129,9 @@ class Plan:
     influxdb: InfluxTarget | None = None
     # Steps of load (with a sweep, duration_s is the sum of its steps' step_s).
     sweep: Sweep | None = None
+    # Without a sweep: the first seconds of load, left out of the step's figures (a sweep has
+    # its own per step, sweep.warmup_s).
+    warmup_s: float = 0.0
     stop: StopConditions | None = None
     driver: str = DEFAULT_DRIVER
     gatling: GatlingOptions | None = None
@@ -163,6 +166,8 @@ class Plan:
             doc["sweep"] = self.sweep.to_doc()
         if self.stop:
             doc["stop"] = self.stop.to_doc()
+        if self.warmup_s:
+            doc["warmup_s"] = self.warmup_s
         if self.driver != DEFAULT_DRIVER:
             doc["driver"] = self.driver
         if self.gatling:
@@ -366,12 +371,24 @@ def _gatling_problems(doc: dict, base_dir: Path | None) -> list[Problem]:
     return problems
 
 
+def _warmup_problems(doc: dict) -> list[Problem]:
+    """A plain plan's warm-up must leave at least one interval of load to measure."""
+    warmup_s, interval_s = doc.get("warmup_s", 0), doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
+    if warmup_s and doc["duration_s"] - warmup_s < interval_s:
+        return [Problem("warmup_s", f"a warm-up of {warmup_s:g} s leaves less than one interval of {interval_s:g} s "
+                                    f"of the {doc['duration_s']:g} s of load to measure")]
+    return []
+
+
 def _sweep_problems(doc: dict) -> list[Problem]:
     """duration_s xor sweep; steps that fit the model; server counts that fit the targets."""
     sweep = doc.get("sweep")
     if sweep is None:
-        return [] if "duration_s" in doc else [Problem("duration_s", "give duration_s, or a sweep with step_s")]
+        return _warmup_problems(doc) if "duration_s" in doc else [
+            Problem("duration_s", "give duration_s, or a sweep with step_s")]
     problems = []
+    if "warmup_s" in doc:
+        problems.append(Problem("warmup_s", "a sweep warms each step up: give sweep.warmup_s"))
     if "duration_s" in doc:
         problems.append(Problem("duration_s", "a sweep runs each step for sweep.step_s; leave duration_s out"))
     model = doc["load"]["model"]
@@ -500,6 +517,7 @@ def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path
         ),
         influxdb=InfluxTarget(**influx) if influx else None,
         sweep=sweep,
+        warmup_s=float(doc.get("warmup_s", 0)),
         stop=StopConditions.from_doc(doc.get("stop")),
         driver=doc.get("driver", DEFAULT_DRIVER),
         gatling=_gatling(doc.get("gatling"), base_dir),

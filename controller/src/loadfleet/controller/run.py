@@ -229,6 +229,9 @@ class Run:
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         step = self._step
+        if state is JobState.READY:
+            self._driver_ready(step, agent_id, job_id, message)
+            return
         if (step is None or job_id != step.window.job_id or agent_id not in step.engines
                 or not state.ended or agent_id in step.ended):
             return
@@ -240,6 +243,13 @@ class Run:
         self._pipeline.record(Record.JOB_ENDED, step=step.window.name, agent=agent_id, state=state.value)
         if state is JobState.FAILED:
             self._emit(Event(EventKind.JOB_FAILED, f"{agent_id}: {message}", agent_id))
+
+    def _driver_ready(self, step: _StepRun | None, agent_id: str, job_id: str, message: str) -> None:
+        """Gatling's JVM takes seconds to start: its agent says when it is ready and how late
+        its load starts (an engine is ready at once: nothing to tell)."""
+        if (step is not None and job_id == step.window.job_id and agent_id in step.engines
+                and self.plan.driver == "gatling"):
+            self._emit(Event(EventKind.DRIVER_READY, f"{agent_id}: {message}", agent_id))
 
     def on_health(self, agent_id: str, health: Health) -> None:
         step = self._step
@@ -352,7 +362,8 @@ class Run:
         window = StepWindow(
             name=spec.name, index=len(self._results), job_id=job_id_for(self.run_id, spec.name, single=sweep is None),
             interval_ms=plan.interval_ms, load_start_ms=load_start, load_end_ms=load_start + int(plan.duration_s * 1000),
-            warmup_ms=round(sweep.warmup_s * 1000) if sweep else 0, cooldown_ms=plan.interval_ms if sweep else 0,
+            warmup_ms=round((sweep.warmup_s if sweep else plan.warmup_s) * 1000),
+            cooldown_ms=plan.interval_ms if sweep else 0,
             load=plan.load.describe(),
             agent_detail=len(shares) * len(plan.targets) * len({r.name for r in plan.requests}) <= AGENT_DETAIL_MAX_ROWS)
         step = _StepRun(spec, window, engines={s.agent_id: len(s.engines) for s in shares},
