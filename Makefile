@@ -14,8 +14,9 @@ ENGINE := agent/engine/target/release/loadfleet-engine
 DEMO_PACKAGES := nginx-light protobuf-compiler python3-venv gcc libc6-dev
 # What the lab and the tests need besides (`make lab`, part of `make test`): the other servers,
 # balancers and NFS of the lab, chromium for the report's browser test, Java and Maven for
-# Gatling, systemd for checking the units, docker-compose for checking the compose file.
-LAB_PACKAGES := wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
+# Gatling, systemd for checking the units, docker-compose for checking the compose file, faketime
+# for an agent whose clock is off (the chaos suite).
+LAB_PACKAGES := wrk docker-compose chromium faketime apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
 .PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test test-python test-engine clean

@@ -125,3 +125,18 @@ def test_a_halted_job_stops_its_engines_kills_a_hung_one_and_reports_no_failure(
     assert outcome is Outcome.STOPPED
     assert sent[-1].job_status.message == "stopped at once: its lease expired"
     assert not [m for m in sent if m.WhichOneof("body") == "engine_failure"], "a halt is no engine failure"
+
+
+def test_an_agent_whose_clock_is_off_starts_at_the_barrier_in_its_own_clock_and_reports_on_the_controllers_grid(
+        fake_engine):
+    sent = []
+    job = assignment([2])
+
+    runner = JobRunner(job, fake_engine("ok"), sent.append, clock_offset_ms=-2000)
+    assert runner.spec.start_at_ms == 12_000
+    asyncio.run(runner.run())
+    # This host's clock is 2 s ahead of the controller's: the engine got the barrier 2 s later
+    # on it (the fake engine reports from its start_at_ms), and the reports come back on the grid.
+    starts = [m.interval.report.interval_start_ms for m in sent if m.WhichOneof("body") == "interval"]
+    assert starts == [10_000, 11_000, 12_000]
+    assert engine_specs(job)[0].start_at_ms == 10_000, "the controller's assignment is left as it was"

@@ -8,6 +8,7 @@ delays and drops) and a path that flaps (routes blackholed and restored).
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import threading
@@ -171,3 +172,33 @@ def test_a_slow_flapping_link_still_counts_every_request_once(fleet):
     assert summary["total"]["figures"]["requests"] == fleet.served() - before
     cluster, in_a2 = agent_intervals(summary, "a2")
     assert len(cluster) >= 11 and in_a2 == cluster
+
+
+def first_request_s(web_logs: list[list[str]], address: str) -> float:
+    """When the first request from `address` was logged ($msec, the last field)."""
+    return min(float(line.split()[-1]) for lines in web_logs for line in lines if line.split()[0] == address)
+
+
+def test_an_agent_whose_clock_is_two_seconds_ahead_starts_and_reports_with_the_others(fleet):
+    fleet.kill_agent("a2")
+    fleet.start_agent("a2", clock_ahead_s=2)
+    try:
+        fleet.wait_for_agents({"a1", "a2"})
+        time.sleep(3)  # a few heartbeat round trips
+        listed = {a["agentId"]: a for a in json.loads(fleet.loadfleet("agents", "--json").stdout)}
+        assert abs(int(listed["a2"]["clockOffsetMs"]) + 2000) < 50, listed["a2"]
+        assert abs(int(listed["a1"].get("clockOffsetMs", 0))) < 50
+        logged = [web.access_log_lines() for web in fleet.webs]
+        code, summary, err = finish(fleet.start_run(fleet.plan(4, name="clock", load={"model": "closed", "clients": 2})))
+        assert code == 0, err + fleet.logs()
+        [event] = events(summary, "clock_offset")
+        assert event["agent_id"] == "a2" and "ahead of the controller's" in event["text"]
+        assert abs(summary["clock_offsets_ms"]["a2"] + 2000) < 50
+        new_lines = [web.access_log.read_text().splitlines()[n:] for web, n in zip(fleet.webs, logged)]
+        a1_first = first_request_s(new_lines, fleet.hosts["a1"].address)
+        a2_first = first_request_s(new_lines, fleet.hosts["a2"].address)
+        assert abs(a1_first - a2_first) <= 0.020, f"a2 started {a2_first - a1_first:+.3f} s after a1"
+        cluster, in_a2 = agent_intervals(summary, "a2")
+        assert len(cluster) == 4 and in_a2 == cluster  # on the controller's grid, every interval
+    finally:
+        fleet.kill_agent("a2")  # the fixture starts it again with the true time

@@ -96,7 +96,7 @@ def fill(influx) -> None:
         output.on_host(step, "lb1", LB_HOST, _lb_sample(at + 900, i))
     total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
     points.append(step_point(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
-                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False))
+                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False, losses=1))
     points += step_host_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
                                hosts=_step_hosts())
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
@@ -138,7 +138,7 @@ def all_points() -> dict:
         "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(), at_ms=0, saturated=False),
         "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
         "step": step_point(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
-                           total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False),
+                           total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False, losses=0),
         "host": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[0],
         "host_process": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[1],
         "host_counter": host_points(run_id=RUN_ID, host="lb1", monitor=LB_HOST, sample=_lb_sample(0, 1))[-1],

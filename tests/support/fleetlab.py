@@ -26,6 +26,7 @@ from support.procs import program
 
 CONTROLLER_PORT = 7700
 WEB_PORT = 8080
+FAKETIME_LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"  # Debian's faketime
 
 
 def root_veths() -> set[str]:
@@ -87,9 +88,13 @@ class FleetLab:
         for agent_id in agent_ids:
             self.start_agent(agent_id)
 
-    def start_agent(self, agent_id: str) -> subprocess.Popen:
+    def start_agent(self, agent_id: str, *, clock_ahead_s: int = 0) -> subprocess.Popen:
+        """`clock_ahead_s`: the agent and its engines see a wall clock that far ahead
+        (libfaketime: their monotonic clocks stay as they are)."""
+        faked = ["env", f"FAKETIME=+{clock_ahead_s}s", "FAKETIME_DONT_FAKE_MONOTONIC=1",
+                 f"LD_PRELOAD={FAKETIME_LIBRARY}"] if clock_ahead_s else []
         self.agents[agent_id] = self._spawn(self.hosts[agent_id], agent_id, [
-            program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", "1",
+            *faked, program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", "1",
             "--spool-dir", str(self.tmp / "spool" / agent_id),
             *self.pki.client_args("agent", agent_id), "--allow-targets", str(self.net.subnet)])
         return self.agents[agent_id]

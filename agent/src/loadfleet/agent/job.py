@@ -60,10 +60,19 @@ class JobRunner:
     """Runs one job; `send` queues a message for the controller (never blocks)."""
 
     def __init__(self, assignment: agent_pb2.Assignment, engine_program: str,
-                 send: Callable[[agent_pb2.AgentMessage], None], policy: LoadPolicy = LoadPolicy()):
-        self.spec = assignment.spec
+                 send: Callable[[agent_pb2.AgentMessage], None], policy: LoadPolicy = LoadPolicy(),
+                 *, clock_offset_ms: int = 0):
+        """`clock_offset_ms`: the controller's clock minus this host's (clock.py). The job's
+        barrier is the controller's time: the engines get it in this host's, and the reports'
+        interval times go back in the controller's."""
+        local = agent_pb2.Assignment()
+        local.CopyFrom(assignment)
+        if local.spec.start_at_ms:
+            local.spec.start_at_ms -= clock_offset_ms
+        self._clock_offset_ms = clock_offset_ms
+        self.spec = local.spec
         self._policy = policy
-        self._engine_specs = engine_specs(assignment)
+        self._engine_specs = engine_specs(local)
         self._program = engine_program
         self._send = send
         self._engines: list[Driver] = []
@@ -231,6 +240,7 @@ class JobRunner:
 
     def _emit(self, reports: dict[int, stats_pb2.IntervalReport]) -> None:
         merged = merge_reports(reports.values(), with_total=True, buckets=True)
+        merged.interval_start_ms += self._clock_offset_ms
         self._send(agent_pb2.AgentMessage(interval=agent_pb2.AgentInterval(job_id=self.job_id, report=merged)))
 
     def _report_state(self, outcome: Outcome, message: str) -> Outcome:

@@ -27,6 +27,7 @@ from loadfleet.wire.dial import ClientCredentials, open_channel
 from . import __version__
 from .health import HealthMonitor
 from .hoststats import HostFigures, MonitorConfig
+from .clock import ClockEstimate, wall_ms
 from .guard import LoadPolicy
 from .job import JobRunner
 from .lease import Lease
@@ -73,6 +74,7 @@ class Agent:
         self._job_lease_ms = 0  # the running job's own minimum lease, if any
         self._instance = ""  # the controller instance of the current session
         self._job_owner = ""  # the controller instance that owns the running job
+        self._clock = ClockEstimate()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Runs until `stop` is set; then kills any load and returns."""
@@ -121,6 +123,7 @@ class Agent:
             if welcome is grpc.aio.EOF or not welcome.HasField("welcome"):
                 raise ConnectionError("the controller did not welcome this agent")
             self._welcomed(welcome.welcome)
+            self._clock_echo(welcome.welcome.clock)
             log.info("connected to %s as %s", self.config.controller, self.config.agent_id)
             self._outbox.rewind()
             tasks = [asyncio.create_task(self._write(call), name="session-writer"),
@@ -144,6 +147,10 @@ class Agent:
                         self._instance or "(unnamed)", self._job.job_id)
         self._renew_lease()
 
+    def _clock_echo(self, echo: agent_pb2.ClockEcho) -> None:
+        if echo.agent_sent_at_ms:
+            self._clock.add(echo.agent_sent_at_ms, echo.controller_at_ms, wall_ms())
+
     def _renew_lease(self) -> None:
         """Only the controller that owns the running job may extend its life."""
         if self._job is None or self._job_owner == self._instance:
@@ -153,7 +160,8 @@ class Agent:
         hello = agent_pb2.Hello(
             agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
             version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels),
-            allow_targets=self.config.policy.allow.texts(), gatling_root=str(self.config.policy.gatling_root or ""))
+            allow_targets=self.config.policy.allow.texts(), gatling_root=str(self.config.policy.gatling_root or ""),
+            sent_at_ms=wall_ms())
         if self._job is not None:
             hello.running_jobs.add(job_id=self._job.job_id, controller_instance=self._job_owner)
         if monitor := self.config.monitor:
@@ -167,6 +175,7 @@ class Agent:
         while (message := await call.read()) is not grpc.aio.EOF:
             kind = message.WhichOneof("body")
             if kind == "lease":
+                self._clock_echo(message.lease.clock)
                 self._lease_ms = message.lease.lease_ms or self._lease_ms
                 self._outbox.ack(message.lease.ack_through_seq)
             elif kind == "assignment":
@@ -196,9 +205,11 @@ class Agent:
             expected += period_s
             h = self._health.sample(self._job.pids if self._job else [], lag_ms)
             beat = agent_pb2.Heartbeat(
-                sent_at_ms=int(time.time() * 1000),
+                sent_at_ms=wall_ms(),
                 health=agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
                                         loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct))
+            if best := self._clock.best:
+                beat.clock.CopyFrom(agent_pb2.ClockOffset(offset_ms=best.offset_ms, rtt_ms=best.rtt_ms))
             if self._host is not None:
                 # Off the event loop: a server's counters may take up to a second to read.
                 beat.host.CopyFrom(host_to_proto(await asyncio.to_thread(self._host.sample)))
@@ -212,7 +223,8 @@ class Agent:
             self._outbox.put(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
                 job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED, message=refusal)))
             return
-        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put, policy=self.config.policy)
+        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put, policy=self.config.policy,
+                              clock_offset_ms=self._clock.offset_ms)
         self._job_owner = self._instance
         self._job_lease_ms = assignment.lease_ms
         self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")

@@ -67,6 +67,19 @@ class AgentLink(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class ClockOffset:
+    """The controller's clock minus an agent's, as the agent estimates it from heartbeat round
+    trips (agent/clock.py: off by at most half of `rtt_ms`)."""
+
+    offset_ms: int
+    rtt_ms: int
+
+    def describe(self) -> str:
+        way = "ahead of" if self.offset_ms < 0 else "behind"
+        return f"{abs(self.offset_ms):,} ms {way} the controller's (± {self.rtt_ms / 2:g} ms)"
+
+
 @dataclass
 class AgentRecord:
     identity: AgentIdentity
@@ -80,6 +93,7 @@ class AgentRecord:
     # until this long has passed: its load goes on that long without word.
     lease_s: float = 0.0
     late: bool = False  # told: silent or disconnected, within its lease
+    clock: ClockOffset | None = None  # None until the agent has an estimate
 
     @property
     def agent_id(self) -> str:
@@ -127,7 +141,7 @@ class AgentRegistry:
         self._notify()
         return record
 
-    def seen(self, agent_id: str, health: Health | None = None) -> None:
+    def seen(self, agent_id: str, health: Health | None = None, clock: ClockOffset | None = None) -> None:
         record = self._agents.get(agent_id)
         if record is None or record.state is AgentState.LOST:
             return
@@ -135,6 +149,8 @@ class AgentRegistry:
         record.last_seen_ms = int(time.time() * 1000)
         if health is not None:
             record.health = health
+        if clock is not None:
+            record.clock = clock
         if record.late and record.link is not None:  # heard again over the same session
             record.late = False
             self._on_back(record)

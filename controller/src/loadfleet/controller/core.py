@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .admission import admit, influx_config
-from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, Health
+from .agents import (DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, ClockOffset,
+                     Health)
 from .errors import LoadfleetError, RunNotFound
 from .hosts import HostSample
 from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
@@ -210,8 +211,9 @@ class Controller:
         if record and record.link:
             record.link.settle(seq)
 
-    def on_heartbeat(self, agent_id: str, health: Health, host: HostSample | None = None) -> None:
-        self.registry.seen(agent_id, health)
+    def on_heartbeat(self, agent_id: str, health: Health, host: HostSample | None = None,
+                     clock: ClockOffset | None = None) -> None:
+        self.registry.seen(agent_id, health, clock)
         record = self.registry.get(agent_id)
         monitor = record.identity.monitor if record else None
         for run in self._running():

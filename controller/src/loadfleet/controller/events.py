@@ -26,6 +26,7 @@ class EventKind(enum.Enum):
     RUN_RECOVERED = "run_recovered"  # a restarted controller took the run over from its journal
     DRIVER_READY = "driver_ready"  # a Gatling JVM is ready on an agent (its start-up, how late its load starts)
     LOSS_POLICY = "loss_policy"  # the plan's agents.on_loss acted on a lost agent's share
+    CLOCK_OFFSET = "clock_offset"  # an agent's clock is off the controller's by more than the limit
     ENGINE_FAILED = "engine_failed"  # an engine exited or fell silent during a job
 
 

@@ -43,7 +43,7 @@ CHECKPOINT_INTERVALS = 30
 
 
 class Record(enum.StrEnum):
-    RUN = "run"  # instance, agents, lease_ms
+    RUN = "run"  # agents, hostnames, clock_offsets_ms
     STEP = "step"  # window (StepWindow), engines per agent, shares (agent -> its engines' shares)
     LOSS = "loss"  # loss (losses.Loss), shares (agents whose engines' shares changed: theirs now)
     HALT = "halt"  # step, at_ms

@@ -57,12 +57,12 @@ class RunPipeline:
     def open(self) -> bool:
         return self._journal is not None
 
-    def start(self, *, agents: list[str], hostnames: list[str]) -> None:
+    def start(self, *, agents: list[str], hostnames: list[str], clock_offsets_ms: dict[str, int]) -> None:
         """The run has its agents: plan.yaml, the run directory's files, the journal."""
         rundir.write_plan(self.run_dir, self._plan.to_yaml())
         self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets])
         self._journal = RunJournal(self.run_dir)
-        self.record(Record.RUN, agents=agents, hostnames=hostnames)
+        self.record(Record.RUN, agents=agents, hostnames=hostnames, clock_offsets_ms=clock_offsets_ms)
         self._subscribe()
 
     def resume(self, recovered: Recovered, window_of: Callable[[str], StepWindow]) -> None:

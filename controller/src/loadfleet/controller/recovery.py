@@ -51,6 +51,7 @@ class Recovered:
     run_dir: Path
     agents: list[str]
     hostnames: list[str]
+    clock_offsets_ms: dict[str, int]
     results: list[StepResult]
     knees: dict[int, Knee]
     stop: StopReason | None
@@ -89,6 +90,7 @@ def recover(run_dir: Path) -> Recovered:
     offsets, watermark = _written(contents)
     return Recovered(
         run_dir=run_dir, agents=start["agents"], hostnames=start.get("hostnames", []), results=results,
+        clock_offsets_ms=start.get("clock_offsets_ms", {}),
         knees={r["servers"]: from_doc(Knee, r["knee"]) for r in contents.of_kind(Record.KNEE)},
         stop=next((from_doc(StopReason, r["reason"]) for r in contents.of_kind(Record.STOP)), None),
         skipped=[name for r in contents.of_kind(Record.SKIPPED) for name in r["steps"]],

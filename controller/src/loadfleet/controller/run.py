@@ -64,6 +64,8 @@ TICK_S = 0.2
 STEP_BARRIER_LEAD_MS = 1000
 # A JVM takes 3-8 s to start and warm up Gatling: its barrier is set further ahead.
 GATLING_BARRIER_LEAD_MS = 10_000
+# An agent's clock off the controller's by more than this is an event (its times are converted).
+CLOCK_OFFSET_LIMIT_MS = 100
 # Rows a report may hold when a Gatling project names its own requests.
 MAX_UNNAMED_ROWS = 1000
 
@@ -129,6 +131,7 @@ class Run:
         self._specs = steps.expand(plan)
         self._agents: list[str] = []
         self._hostnames: set[str] = set()
+        self._clock_offsets_ms: dict[str, int] = {}  # the controller's clock minus each agent's
         self._lost: set[str] = set()
         self._step: _StepRun | None = None
         self._job_steps: dict[str, str] = {}  # job id -> step name: O(steps)
@@ -188,9 +191,16 @@ class Run:
         return await self._conclude(self._from_the_start())
 
     async def _from_the_start(self) -> str:
-        self._agents = [r.agent_id for r in await self._choose_agents()]
-        self._pipeline.start(agents=self._agents, hostnames=sorted(self._hostnames))
+        chosen = await self._choose_agents()
+        self._agents = [r.agent_id for r in chosen]
+        self._clock_offsets_ms = {r.agent_id: r.clock.offset_ms for r in chosen if r.clock}
+        self._pipeline.start(agents=self._agents, hostnames=sorted(self._hostnames),
+                             clock_offsets_ms=self._clock_offsets_ms)
         self.state = RunState.RUNNING
+        for r in chosen:  # its times are converted; its own logs' are not
+            if r.clock and abs(r.clock.offset_ms) > CLOCK_OFFSET_LIMIT_MS:
+                self._emit(Event(EventKind.CLOCK_OFFSET, f"agent {r.agent_id}'s clock is {r.clock.describe()}: its "
+                                 "barrier and intervals are converted, its own logs' times are not", r.agent_id))
         if self.plan.sweep:
             self._emit(Event(EventKind.RUN_STARTED, self._sweep_description()))
         await self._run_steps(self._specs)
@@ -526,7 +536,7 @@ class Run:
             scalability=tuple(server_scaling(levels)) if self.plan.sweep and self.plan.sweep.servers else (),
             usl=usl_of(levels, self.plan.load.model) if levels else None, stop=self._stop_reason,
             target_outages=self._pipeline.target_health.outages(), hosts=self._pipeline.hosts.run_loads(),
-            losses=tuple(self._losses.losses),
+            losses=tuple(self._losses.losses), clock_offsets_ms=dict(sorted(self._clock_offsets_ms.items())),
         )
 
     def _final_state(self) -> RunState:

@@ -62,6 +62,8 @@ class RunSummary:
     # Shares of load lost in the middle of a step (agents lost, engines failed) and what the
     # plan's agents.on_loss made of them (losses.py).
     losses: tuple[Loss, ...] = ()
+    # The controller's clock minus each agent's, when the run chose it (agents.ClockOffset).
+    clock_offsets_ms: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         doc = asdict(self)

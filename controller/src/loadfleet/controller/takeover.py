@@ -29,6 +29,7 @@ class TakenOverRun(Run):
         steps, the step it was running, the totals as of its last published interval and
         its files cut back to that interval."""
         self._agents, self._hostnames = list(recovered.agents), set(recovered.hostnames)
+        self._clock_offsets_ms = dict(recovered.clock_offsets_ms)
         self._results = list(recovered.results)
         self._knees, self._stop_reason, self._skipped = dict(recovered.knees), recovered.stop, list(recovered.skipped)
         self._losses.losses = list(recovered.losses)

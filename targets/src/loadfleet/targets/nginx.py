@@ -11,7 +11,7 @@ from .daemon import (LabError, LoopbackServer, check_loopback, find_program, hos
 from .tls import self_signed_cert
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
-LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent'
+LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent $msec'  # $msec: when it was logged, s.ms
 # Older names, kept for importers of this module.
 _alive = pid_alive
 

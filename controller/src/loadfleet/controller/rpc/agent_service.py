@@ -80,6 +80,11 @@ class Delivery:
         return None
 
 
+def clock_echo(agent_sent_at_ms: int) -> agent_pb2.ClockEcho:
+    """The controller's clock now, answering the agent's reading (agent/clock.py)."""
+    return agent_pb2.ClockEcho(agent_sent_at_ms=agent_sent_at_ms, controller_at_ms=int(time.time() * 1000))
+
+
 class AgentSession:
     """The controller's end of one Connect stream: an outbound queue of messages, and the
     delivery state of the agent's messages.
@@ -107,9 +112,12 @@ class AgentSession:
     def adjust(self, job_id: str, engines: tuple[EngineShare, ...]) -> None:
         self._send(convert.adjust_to_proto(job_id, engines))
 
-    def renew_lease(self, lease_ms: int) -> None:
-        self._send(agent_pb2.ControllerMessage(lease=agent_pb2.LeaseRenewal(
-            lease_ms=lease_ms, ack_through_seq=self.delivery.acked)))
+    def renew_lease(self, lease_ms: int, agent_sent_at_ms: int = 0) -> None:
+        """With `agent_sent_at_ms` (a heartbeat's clock), the controller's clock now answers it."""
+        renewal = agent_pb2.LeaseRenewal(lease_ms=lease_ms, ack_through_seq=self.delivery.acked)
+        if agent_sent_at_ms:
+            renewal.clock.CopyFrom(clock_echo(agent_sent_at_ms))
+        self._send(agent_pb2.ControllerMessage(lease=renewal))
 
     def close(self) -> None:
         if not self.closed:
@@ -141,7 +149,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         yield agent_pb2.ControllerMessage(welcome=agent_pb2.Welcome(
             agent_id=identity.agent_id, heartbeat_ms=self._controller.heartbeat_ms,
             lease_ms=self._controller.lease_ms, controller_instance=self._controller.instance_id,
-            adopted_jobs=adopted))
+            adopted_jobs=adopted, clock=clock_echo(first.hello.sent_at_ms)))
         reader = asyncio.create_task(self._read(identity.agent_id, request_iterator, session),
                                      name=f"agent-reader-{identity.agent_id}")
         try:
@@ -167,9 +175,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         controller = self._controller
         kind = message.WhichOneof("body")
         if kind == "heartbeat":
-            controller.on_heartbeat(agent_id, convert.health_from_proto(message.heartbeat.health),
-                                    convert.host_from_proto(message.heartbeat))
-            session.renew_lease(controller.lease_ms)
+            beat = message.heartbeat
+            clock = convert.clock_from_proto(beat)
+            controller.on_heartbeat(agent_id, convert.health_from_proto(beat.health),
+                                    convert.host_from_proto(beat, clock), clock)
+            session.renew_lease(controller.lease_ms, beat.sent_at_ms)
             return
         controller.registry.seen(agent_id)
         seq = message.seq

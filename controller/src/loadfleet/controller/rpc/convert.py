@@ -8,7 +8,7 @@ from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
 from loadfleet.wire.histogram import HistogramError, decode_buckets
 from loadfleet.wire.stats import TOTAL, StatsRow, total_row
 
-from ..agents import AgentIdentity, AgentRecord, AgentState, Health
+from ..agents import AgentIdentity, AgentRecord, AgentState, ClockOffset, Health
 from ..errors import Problem
 from ..events import Event, EventKind
 from ..figures import Figures, Latency
@@ -38,12 +38,17 @@ def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
     )
 
 
-def host_from_proto(beat: agent_pb2.Heartbeat) -> HostSample | None:
+def clock_from_proto(beat: agent_pb2.Heartbeat) -> ClockOffset | None:
+    return ClockOffset(beat.clock.offset_ms, beat.clock.rtt_ms) if beat.HasField("clock") else None
+
+
+def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> HostSample | None:
+    """The host's figures, stamped in the controller's clock."""
     if not beat.HasField("host"):
         return None
     h = beat.host
     return HostSample(
-        at_ms=beat.sent_at_ms, cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct,
+        at_ms=beat.sent_at_ms + (clock.offset_ms if clock else 0), cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct,
         net_rx_bytes_per_s=h.net_rx_bytes_per_s, net_tx_bytes_per_s=h.net_tx_bytes_per_s,
         tcp_established=h.tcp_established,
         processes=tuple(ProcessSample(p.name, p.count, p.cpu_pct, p.rss_mb) for p in h.processes),
@@ -215,6 +220,7 @@ _EVENT_KINDS = {
     EventKind.AGENT_BACK: run_pb2.EVENT_KIND_AGENT_BACK,
     EventKind.LOSS_POLICY: run_pb2.EVENT_KIND_LOSS_POLICY,
     EventKind.ENGINE_FAILED: run_pb2.EVENT_KIND_ENGINE_FAILED,
+    EventKind.CLOCK_OFFSET: run_pb2.EVENT_KIND_CLOCK_OFFSET,
 }
 
 _RUN_STATES = {
@@ -278,7 +284,8 @@ def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
         agent_id=i.agent_id, hostname=i.hostname, cores=i.cores, version=i.version,
         labels=dict(i.labels), state=_AGENT_STATES[r.state], last_seen_ms=r.last_seen_ms,
         health=health_to_proto(r.health), monitors=i.monitor.describe() if i.monitor else "",
-        allow_targets=list(i.allow_targets),
+        allow_targets=list(i.allow_targets), clock_measured=r.clock is not None,
+        clock_offset_ms=r.clock.offset_ms if r.clock else 0, clock_rtt_ms=r.clock.rtt_ms if r.clock else 0,
     )
 
 

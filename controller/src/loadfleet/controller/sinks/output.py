@@ -40,7 +40,7 @@ class InfluxOutput:
         start_ms = r.start_ms or end.step.load_start_ms
         self._add([step_point(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
                               start_ms=start_ms, total=r.figures(), bytes_per_s=r.bytes_per_s,
-                              generator_bound=r.generator_bound)])
+                              generator_bound=r.generator_bound, losses=r.losses)])
         self._add(step_host_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
                                    start_ms=start_ms, hosts=r.hosts))
 

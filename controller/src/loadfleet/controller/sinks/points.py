@@ -122,7 +122,7 @@ def event_point(*, run_id: str, event: Event, value: float = 1.0) -> Point:
 
 
 def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,
-               total: Figures, bytes_per_s: float, generator_bound: bool) -> Point:
+               total: Figures, bytes_per_s: float, generator_bound: bool, losses: int) -> Point:
     lat = total.latency
     return Point("step", tags=(("run", run_id), ("step", step), ("servers", str(servers))),
                  fields=(("offered", offered), ("achieved_rps", total.rps), ("bytes_per_s", bytes_per_s),
@@ -130,5 +130,5 @@ def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms
                          ("stddev_ms", lat.stddev_ms), ("p50_ms", lat.p50_ms), ("p90_ms", lat.p90_ms),
                          ("p99_ms", lat.p99_ms), ("error_pct", total.error_pct),
                          ("rps_per_server", total.rps / max(1, servers)),
-                         ("generator_bound", generator_bound)),
+                         ("generator_bound", generator_bound), ("losses", losses)),
                  time_ms=start_ms)
