@@ -110,7 +110,8 @@ def _shares_described(shares) -> str:
         return ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
     ordered = sorted(shares, key=lambda s: (s.load.clients, s.load.rate, s.load.users))
     low, high = ordered[0].load.describe(), ordered[-1].load.describe()
-    return f"{low} each" if low == high else f"from {low} to {high} each"
+    engines = f"{sum(len(s.engines) for s in shares)} engines; "
+    return engines + (f"{low} each agent" if low == high else f"from {low} to {high} an agent")
 
 
 class Run:

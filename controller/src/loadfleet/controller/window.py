@@ -187,15 +187,18 @@ class IntervalWindow:
         missing = tuple(sorted(interval.waiting))
         self._note_missed(start, missing, interval.reports)
         self._watermark = start + self._step.interval_ms
-        self._publish(merged(self._step, start, interval.reports, missing))
+        lost = tuple(sorted(self._assigned - self._expected))
+        self._publish(merged(self._step, start, interval.reports, missing, lost))
         for agent, report in interval.reports.items():
             for seq in report.seqs:
                 self._settle(agent, seq)
 
 
-def merged(step: StepWindow, start: int, reports: dict[str, _Report], missing: tuple[str, ...]) -> FinalInterval:
+def merged(step: StepWindow, start: int, reports: dict[str, _Report], missing: tuple[str, ...],
+           lost: tuple[str, ...] = ()) -> FinalInterval:
     agents = tuple(AgentRows(agent, reports[agent].rows, reports[agent].total) for agent in sorted(reports))
     by_key = merge_rows(row for a in agents for row in a.rows)
     cluster = tuple(by_key[key] for key in sorted(by_key))
     total = merge_rows(cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
-    return FinalInterval(step=step, start_ms=start, agents=agents, cluster=cluster, total=total, missing=missing)
+    return FinalInterval(step=step, start_ms=start, agents=agents, cluster=cluster, total=total, missing=missing,
+                         lost=lost)

@@ -248,7 +248,7 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
     return run_pb2.IntervalSummary(
         interval_start_ms=u.interval_start_ms, agents=u.agents, requests=f.requests,
         errors=f.failed, rps=f.rps, mb_per_s=f.mb_per_s, p50_ms=f.latency.p50_ms,
-        p99_ms=f.latency.p99_ms, missing_agents=u.missing,
+        p99_ms=f.latency.p99_ms, missing_agents=u.missing, lost_agents=u.lost,
     )
 
 
