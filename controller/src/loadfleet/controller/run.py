@@ -148,6 +148,7 @@ class Run:
                                    emit=self._emit, journal=self._journal_loss, halt=self._halt_step,
                                    clock_ms=clock_ms)
         self._late_told: set[str] = set()  # steps whose late reports have had their event
+        self._off_grid: set[str] = set()  # agents whose reports fell off the interval grid: O(agents)
         # The window publishes into the pipeline; its revision window is the job's lease
         # (an agent late by less than that is late, not lost) and at least the grace.
         revision_ms = max(grace_ms, round(plan.agents.lease_s * 1000) or lease_ms)
@@ -228,6 +229,11 @@ class Run:
         outcome = self._window.add(report)
         if outcome is Outcome.ACCEPTED:
             self._window.publish_due(self._clock_ms())
+        elif outcome is Outcome.UNEXPECTED and report.agent_id not in self._off_grid:
+            self._off_grid.add(report.agent_id)  # told once: every later report would be the same
+            log.warning("run %s: agent %s reported an interval at %d ms, which is not on the step's grid of job %s "
+                        "(its clock, or another job's report): not counted", self.run_id, report.agent_id,
+                        report.interval_start_ms, report.job_id)
         elif outcome is Outcome.LATE:
             self._late[report.agent_id] = self._late.get(report.agent_id, 0) + report.total.requests
             step = self._step
