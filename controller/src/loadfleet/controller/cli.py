@@ -20,7 +20,8 @@ from loadfleet.wire.dial import TLS_CA_ENV, TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_FIL
 from . import __version__, certs, console, report
 from .client import RunClient
 from .core import DEFAULT_RUNS_DIR, Controller
-from .errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, LoadfleetError, UsageError
+from .errors import (EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, ControllerUnreachable, LoadfleetError,
+                     UsageError)
 from .local import local_cluster
 from .plan import load_plan, plan_schema
 from .rpc.server import ControllerServer
@@ -360,6 +361,9 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
                 print(console.event_line(update.event), file=progress, flush=True)
             else:
                 summary = update.finished
+    except ControllerUnreachable as exc:
+        raise ControllerUnreachable(f"{exc}; run {run_id} may still be going: `loadfleet status {run_id}` "
+                                    "follows it again") from None
     finally:
         stopping()
     if summary is None:
