@@ -22,6 +22,7 @@ from .jobs import JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
+from .spooldrops import AgentSpoolDrop, agent_drop_event
 from .takeover import TakenOverRun
 from .watchers import Follower, Watchers
 from .sinks import Sink
@@ -217,6 +218,14 @@ class Controller:
                 run.on_host(agent_id, monitor, host)
             else:
                 run.on_health(agent_id, health)
+
+    def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
+        """An agent dropped unsent messages of a job from its spool: the job's run says so."""
+        run = self._runs.get(run_id_of(drop.job_id))
+        if isinstance(run, Run):
+            run.on_spool_dropped(agent_id, drop)
+        else:
+            log.warning("%s (job %s, of no running run)", agent_drop_event(agent_id, drop).text, drop.job_id)
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         run = self._runs.get(run_id_of(job_id))

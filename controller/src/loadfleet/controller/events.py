@@ -22,6 +22,8 @@ class EventKind(enum.Enum):
     TARGET_UP = "target_up"
     LATE_REPORTS = "late_reports"  # reports after their interval was published without them (window.py)
     RUN_RECOVERED = "run_recovered"  # a restarted controller took the run over from its journal
+    SPOOL_DROPPED = "spool_dropped"  # an agent's spool or the InfluxDB spool dropped its oldest data (spooldrops.py)
+    DISK_FULL = "disk_full"  # a file of the run directory could not be written (rundisk.py)
 
 
 @dataclass(frozen=True)

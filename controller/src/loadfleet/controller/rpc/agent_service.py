@@ -13,6 +13,7 @@ from ..core import Controller
 from ..errors import RunNotFound
 from ..jobs import JobAssignment, run_id_of
 from ..rundir import store_artifact_chunk
+from ..spooldrops import NoticeLog
 from . import convert
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, controller: Controller):
         self._controller = controller
         self._refused = OncePerAgent()
+        self._drop_notices = NoticeLog()
 
     async def Connect(self, request_iterator, context: grpc.aio.ServicerContext):
         try:
@@ -179,6 +181,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 controller.on_job_state(agent_id, message.job_status.job_id, state, message.job_status.message)
         elif kind == "artifact":
             self._store_artifact(agent_id, message.artifact)
+        elif kind == "spool_drop":
+            if self._drop_notices.first_time(agent_id, seq):
+                controller.on_spool_dropped(agent_id, convert.spool_drop_from_proto(message.spool_drop))
         else:
             log.warning("agent %s sent an unexpected %s", agent_id, kind)
         session.settle(seq)

@@ -18,6 +18,7 @@ from ..load import Load, LoadModel, Think
 from ..run import RunState
 from ..watchers import IntervalUpdate
 from ..scheduler import combine
+from ..spooldrops import AgentSpoolDrop
 from ..summary import NamedFigures, RunSummary
 
 
@@ -50,6 +51,11 @@ def host_from_proto(beat: agent_pb2.Heartbeat) -> HostSample | None:
 def health_from_proto(pb: agent_pb2.Health) -> Health:
     return Health(cpu_pct=pb.cpu_pct, engine_cpu_pct=pb.engine_cpu_pct, rss_mb=pb.rss_mb,
                   loop_lag_ms=pb.loop_lag_ms, mem_used_pct=pb.mem_used_pct)
+
+
+def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
+    return AgentSpoolDrop(job_id=pb.job_id, messages=pb.messages, reports=pb.reports, requests=pb.requests,
+                          first_interval_ms=pb.first_interval_ms, last_interval_ms=pb.last_interval_ms, cause=pb.cause)
 
 
 def health_to_proto(h: Health) -> agent_pb2.Health:
@@ -197,6 +203,8 @@ _EVENT_KINDS = {
     EventKind.TARGET_UP: run_pb2.EVENT_KIND_TARGET_UP,
     EventKind.LATE_REPORTS: run_pb2.EVENT_KIND_LATE_REPORTS,
     EventKind.RUN_RECOVERED: run_pb2.EVENT_KIND_RUN_RECOVERED,
+    EventKind.SPOOL_DROPPED: run_pb2.EVENT_KIND_SPOOL_DROPPED,
+    EventKind.DISK_FULL: run_pb2.EVENT_KIND_DISK_FULL,
 }
 
 _RUN_STATES = {
