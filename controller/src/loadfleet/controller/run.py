@@ -43,6 +43,7 @@ from .plan import Plan
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
+from .spooldrops import AgentSpoolDrop, agent_drop_event
 from .steps import SINGLE_STEP, StepResult, StepSpec, StepState, level_summaries
 from .stops import Condition, StopReason
 from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
@@ -320,6 +321,17 @@ class Run:
 
     def _journal_loss(self, loss: Loss, updated: dict) -> None:
         self._pipeline.record(Record.LOSS, loss=to_doc(loss), shares={a: to_doc(e) for a, e in updated.items()})
+
+    def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
+        """An agent's spool dropped messages of a job (spooldrops.py): an event, and the
+        reports dropped are waited for no longer."""
+        if self.state.ended:
+            return
+        step = self._step
+        if drop.reports and step is not None and drop.job_id == step.window.job_id:
+            self._window.reports_dropped(agent_id, drop.first_interval_ms, drop.last_interval_ms)
+            self._window.publish_due(self._clock_ms())
+        self._emit(agent_drop_event(agent_id, drop))
 
     def stop(self) -> None:
         """Asks every agent to end its share now; the run then finishes normally."""
