@@ -346,8 +346,8 @@ _MODEL_ONLY = {"clients": "closed", "rate": "open", "poisson": "open", "max_conn
 def _load_problems(load: dict, *, sweeping: bool = False) -> list[Problem]:
     model = load["model"]
     level = _SWEEP_LEVEL[model]
-    problems = [Problem(f"load.{key}", f"the {model} model needs '{key}'")
-                for key in _MODEL_NEEDS[model] if key not in load and not (sweeping and key == level)]
+    problems = [Problem(f"load.{key}", f"the {model} model needs '{key}'") for key in _MODEL_NEEDS[model]
+                if key not in load and not (sweeping and key in (level, "spawn_rate"))]  # a sweep's: _sweep_problems
     if sweeping and level in load:
         problems.append(Problem(f"load.{level}", f"sweep.steps sets the {level} of each step; leave '{level}' out"))
     problems += [Problem(f"load.{key}", f"'{key}' belongs to the {owner} model, not {model}")
@@ -424,9 +424,16 @@ def _sweep_problems(doc: dict) -> list[Problem]:
     if "duration_s" in doc:
         problems.append(Problem("duration_s", "a sweep runs each step for sweep.step_s; leave duration_s out"))
     model = doc["load"]["model"]
+    pairs = [i for i, v in enumerate(sweep["steps"]) if isinstance(v, list)]
+    if pairs and model != "users":
+        problems.append(Problem(f"sweep.steps[{pairs[0]}]", "a [users, spawn_rate] step goes with the users model"))
+    levels = [v[0] if isinstance(v, list) else v for v in sweep["steps"]]
     if model != "open":
         problems += [Problem(f"sweep.steps[{i}]", f"{v} is not a whole number of {_SWEEP_LEVEL[model]}")
-                     for i, v in enumerate(sweep["steps"]) if float(v) != int(v)]
+                     for i, v in enumerate(levels) if float(v) != int(v)]
+    if model == "users" and "spawn_rate" not in doc["load"] and len(pairs) < len(levels):
+        problems.append(Problem("load.spawn_rate", "the users model needs 'spawn_rate' (or every step as "
+                                "[users, spawn_rate])"))
     interval_s = doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
     if sweep["step_s"] - sweep.get("warmup_s", 0) < 2 * interval_s:
         problems.append(Problem("sweep.step_s", f"{sweep['step_s']:g} s less a warm-up of {sweep.get('warmup_s', 0):g} s "
