@@ -54,3 +54,13 @@ def test_a_fleets_shares_are_summed_up_not_listed():
     assert _shares_described(shares) == "126 engines; from 2 clients to 4 clients an agent"
     few = split_over_engines(Load("closed", clients=4), 0, [("a1", 1), ("a2", 1)])
     assert _shares_described(few) == "a1: 2 clients, a2: 2 clients"
+
+
+def test_a_step_on_several_targets_shows_each_side_by_side():
+    target = {"url": "http://web1", "achieved_rps": 120.0, "ok_rps": 118.0, "error_pct": 1.67, "mean_ms": 3.5,
+              "p99_ms": 20.25}
+    lines = steps_table({"steps": [{**step("s1", "finished"), "targets": [target, {**target, "url": "http://web2"}]},
+                                   {**step("s2", "finished"), "targets": [target]}]}).splitlines()
+    assert lines[2] == "  http://web1: 120.0 req/s, 118.0 ok/s, 1.67 % errors, mean 3.50 ms, p99 20.25 ms"
+    assert lines[3].startswith("  http://web2:") and lines[4].startswith("s2")
+    assert len(lines) == 5, "one target: no lines of its own"

@@ -111,6 +111,13 @@ def test_a_step_is_measured_without_warm_up_and_final_interval():
     rows = list(csv.DictReader(io.StringIO(steps_csv([result], [t.url for t in plan.targets]))))
     assert rows[0]["step"] == "s1" and rows[0]["state"] == "finished" and rows[0]["generator_bound"] == "false"
     assert rows[0]["rps http://127.0.0.2:80"] == "150.0" and rows[0]["rps http://127.0.0.4:80"] == ""
+    # Each target side by side: the slow one (4 ms, no errors) and the failing one (2 ms, 10 of 150/s).
+    fast, slow = result.targets
+    assert (fast.url, fast.achieved_rps, fast.ok_rps, fast.error_pct) == ("http://127.0.0.2:80", 150.0, 140.0,
+                                                                          pytest.approx(100 * 20 / 300))
+    assert (slow.error_pct, slow.mean_ms, slow.p99_ms) == (0.0, pytest.approx(4.0, rel=0.01), pytest.approx(4.0, rel=0.01))
+    assert fast.mean_ms == pytest.approx(2.0, rel=0.01)
+    assert rows[0]["p99_ms http://127.0.0.3:80"] == str(round(slow.p99_ms, 3)) and rows[0]["mean_ms http://127.0.0.4:80"] == ""
 
 
 def test_a_step_stopped_early_is_measured_up_to_when_it_stopped():

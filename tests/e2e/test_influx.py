@@ -156,6 +156,13 @@ def check_panel(title, series, *, total, steps, agents, targets):
         for key, row in rows.items():
             assert row["cpu_pct"] == pytest.approx(expected[key]["cpu_pct"], rel=1e-9)
             assert row["process_cpu_pct"] == pytest.approx(expected[key]["process_cpu_pct"], rel=1e-9)
+    elif title == "Targets side by side per step":
+        rows = {(s["tags"]["step"], s["tags"]["target"]): values(s)[0] for s in series}
+        expected = {(name, t["url"]): t for name, st in steps.items() for t in st["targets"]}
+        assert sorted(rows) == sorted(expected) and {url for _, url in rows} == set(targets)
+        for key, row in rows.items():
+            assert row["achieved_rps"] == pytest.approx(expected[key]["achieved_rps"], rel=1e-9)
+            assert row["p99_ms"] == pytest.approx(expected[key]["p99_ms"], rel=1e-9)
     elif title.startswith("Monitored hosts:"):
         assert {s["tags"]["host"] for s in series} == {"web1-host"}
     elif title == "p99 drift from the first hour":

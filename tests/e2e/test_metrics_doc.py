@@ -14,7 +14,7 @@ from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.drift import Drift
 from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.sinks.points import (agent_point, drift_point, event_point, host_points, http_points,
-                                               step_host_points, step_point)
+                                               step_host_points, step_point, step_target_points)
 from loadfleet.controller.sinks.output import InfluxOutput
 from loadfleet.controller.stream import Scope
 from loadfleet.v1 import stats_pb2
@@ -99,6 +99,8 @@ def fill(influx) -> None:
                              total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False, losses=1))
     points += step_host_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
                                hosts=_step_hosts())
+    points += step_target_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
+                                 targets=[_target_figures(url) for url in ("http://127.0.0.2:80", "http://127.0.0.3:80")])
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
 
@@ -147,7 +149,14 @@ def all_points() -> dict:
         "step_host_counter": step_host_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
                                               hosts=_step_hosts())[-1],
         "drift": drift_point(run_id=RUN_ID, drift=Drift(1000).observe(0, total)),
+        "step_target": step_target_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
+                                          targets=[_target_figures("http://127.0.0.2:80")])[0],
     }
+
+
+def _target_figures(url: str):
+    from loadfleet.controller.steps import target_figures
+    return target_figures(_row(url, "*", 150), 10)
 
 
 def test_the_doc_lists_exactly_the_tags_and_fields_the_controller_writes():
@@ -164,7 +173,7 @@ def test_the_doc_has_examples_of_every_measurement():
     queries = doc_queries()
     assert len(queries) >= 10
     for measurement in ("http", "agent", "event", "step", "host", "host_process", "host_counter", "step_host",
-                        "step_host_counter", "drift"):
+                        "step_host_counter", "drift", "step_target"):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 
 

@@ -190,3 +190,14 @@ def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
     assert [s.points for s in p99.series] == [((100, 2), (200, 3), (300, 300), (400, 900))]
     assert achieved.markers[0].x == 300 and "knee s3" in line_chart(achieved)
     assert saturation_charts({"steps": steps[:1]}) == []
+
+
+def test_targets_of_a_step_are_shown_side_by_side_only_when_there_are_several():
+    from loadfleet.controller.report.html import _targets_section
+    target = {"url": "http://web1", "achieved_rps": 1200.0, "ok_rps": 1190.0, "error_pct": 0.83, "mean_ms": 3.5,
+              "p50_ms": 2.0, "p99_ms": 40.0}
+    two = {"name": "s1", "targets": [target, {**target, "url": "http://web2", "p99_ms": 900.0}]}
+    section = "".join(_targets_section({"steps": [two, {"name": "s2", "targets": [target]}]}))
+    assert "Targets side by side" in section and "http://web2" in section and "900.00" in section
+    assert section.count("<tr>") == 3, "a header and the two targets of s1; s2 had one target"
+    assert _targets_section({"steps": [{"name": "s2", "targets": [target]}]}) == []

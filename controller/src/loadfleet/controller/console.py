@@ -104,6 +104,10 @@ def steps_table(doc: dict) -> str:
         flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
         lines.append(f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS))
                      + flag)
+        targets = st.get("targets", ())
+        if len(targets) > 1:  # servers side by side in the same minutes
+            lines += [f"  {t['url']}: {t['achieved_rps']:.1f} req/s, {t['ok_rps']:.1f} ok/s, {t['error_pct']:.2f} % errors, "
+                      f"mean {t['mean_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms" for t in targets]
     for lv in doc.get("levels", []):
         if lv["repetitions"] > 1:
             lines.append(f"{lv['name']}: {lv['repetitions']} repetitions, {lv['achieved_rps']['mean']:.1f} "

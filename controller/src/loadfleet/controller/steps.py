@@ -131,6 +131,23 @@ def step_plan(plan: Plan, spec: StepSpec) -> Plan:
 
 
 @dataclass(frozen=True)
+class TargetFigures:
+    """One target's figures over a step's measured intervals: servers compared side by side
+    in the same minutes (one plan with several targets), not in runs minutes apart."""
+
+    url: str
+    requests: int
+    ok: int
+    achieved_rps: float
+    ok_rps: float
+    mean_ms: float
+    stddev_ms: float
+    p50_ms: float
+    p99_ms: float
+    error_pct: float
+
+
+@dataclass(frozen=True)
 class StepResult:
     """A step's figures over its measured intervals (warm-up left out)."""
 
@@ -158,6 +175,7 @@ class StepResult:
     new_conns_per_s: float
     concurrent_conns: float
     per_server_rps: dict[str, float] = field(default_factory=dict)
+    targets: tuple[TargetFigures, ...] = ()  # each target's figures, in url order
     generator_bound: bool = False
     generator_bound_intervals: int = 0
     generator_advice: str = ""
@@ -276,7 +294,16 @@ class StepMeter:
             new_conns_per_s=total.connections_opened / seconds if seconds else 0.0,
             concurrent_conns=self._active_sum / intervals if intervals else 0.0,
             per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
+            targets=tuple(target_figures(row, seconds) for _, row in sorted(per_target.items())) if seconds else (),
         )
+
+
+def target_figures(row: StatsRow, seconds: float) -> TargetFigures:
+    f = figures_of(row, seconds)
+    lat = f.latency
+    return TargetFigures(url=row.target, requests=row.requests, ok=row.ok, achieved_rps=f.rps, ok_rps=row.ok / seconds,
+                         mean_ms=lat.mean_ms, stddev_ms=lat.stddev_ms, p50_ms=lat.p50_ms, p99_ms=lat.p99_ms,
+                         error_pct=f.error_pct)
 
 
 @dataclass(frozen=True)
@@ -326,20 +353,27 @@ STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offere
                 "rps_per_server", "generator_bound", "generator_bound_intervals", "losses")
 
 
+# Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.
+TARGET_COLUMNS = ("rps", "mean_ms", "p99_ms", "error_pct")
+
+
 def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
-    """One row per step; then one `rps <url>` column per target of the plan (empty when the
-    step did not use it), and `cpu_pct <host>` and `server_cpu_pct <host>` per monitored host."""
+    """One row per step; then `rps <url>`, `mean_ms <url>`, `p99_ms <url>` and `error_pct <url>`
+    per target of the plan (empty when the step did not use it), and `cpu_pct <host>` and
+    `server_cpu_pct <host>` per monitored host."""
     hosts = sorted({h.host for r in results for h in r.hosts})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*STEP_COLUMNS, *(f"rps {url}" for url in target_urls),
+    writer.writerow([*STEP_COLUMNS, *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
                      *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct"))])
     for r in results:
         doc = asdict(r)
         doc["step"] = r.name
         doc["rps_per_server"] = r.rps_per_server
         row = [_cell(doc[c]) for c in STEP_COLUMNS]
-        row += [_cell(r.per_server_rps[u]) if u in r.per_server_rps else "" for u in target_urls]
+        by_url = {t.url: t for t in r.targets}
+        row += [_cell(getattr(by_url[u], "achieved_rps" if c == "rps" else c)) if u in by_url else ""
+                for u in target_urls for c in TARGET_COLUMNS]
         loads = {h.host: h for h in r.hosts}
         row += [_cell(getattr(loads[host], field)) if host in loads else ""
                 for host in hosts for field in ("cpu_pct", "process_cpu_pct")]

@@ -21,6 +21,7 @@ from ..figures import PERCENTILES, Figures, figures_of
 from ..drift import DriftPoint
 from ..hosts import HostLoad, HostSample, MonitorInfo
 from ..stream import Scope
+from ..steps import TargetFigures
 from .lineproto import Point
 
 
@@ -119,6 +120,16 @@ def event_point(*, run_id: str, event: Event, value: float = 1.0) -> Point:
     return Point("event", tags=(("run", run_id), ("kind", event.kind.value)),
                  fields=(("text", event.text), ("agent", event.agent_id), ("value", value)),
                  time_ms=event.at_ms)
+
+
+def step_target_points(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,
+                       targets: Iterable[TargetFigures]) -> list[Point]:
+    """Each target's figures over a step, stamped like its `step` point."""
+    return [Point("step_target", tags=(("run", run_id), ("step", step), ("servers", str(servers)), ("target", t.url)),
+                  fields=(("offered", offered), ("achieved_rps", t.achieved_rps), ("ok_rps", t.ok_rps),
+                          ("requests", t.requests), ("mean_ms", t.mean_ms), ("stddev_ms", t.stddev_ms),
+                          ("p50_ms", t.p50_ms), ("p99_ms", t.p99_ms), ("error_pct", t.error_pct)),
+                  time_ms=start_ms) for t in targets]
 
 
 def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,
