@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import rundir
+from .rundisk import DiskTrouble
 from .agents import Health
 from .codec import to_doc
 from .drift import Drift
@@ -39,6 +40,9 @@ class RunPipeline:
                  on_stop: Callable[[StopReason], None]):
         self.run_dir = run_dir
         self._plan = plan
+        # Files of the run directory that could not be written (a full disk): the first is
+        # an event, all are in the summary.
+        self.trouble = DiskTrouble(run_dir, on_first=lambda text: self.event(Event(EventKind.DISK_FULL, text)))
         self.watchers = Watchers()
         self.totals = RunTotals()
         self.meter = StepMeter()
@@ -59,9 +63,9 @@ class RunPipeline:
 
     def start(self, *, agents: list[str], hostnames: list[str], clock_offsets_ms: dict[str, int]) -> None:
         """The run has its agents: plan.yaml, the run directory's files, the journal."""
-        rundir.write_plan(self.run_dir, self._plan.to_yaml())
-        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets])
-        self._journal = RunJournal(self.run_dir)
+        rundir.write_plan(self.run_dir, self._plan.to_yaml(), self.trouble)
+        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets], trouble=self.trouble)
+        self._journal = RunJournal(self.run_dir, self.trouble)
         self.record(Record.RUN, agents=agents, hostnames=hostnames, clock_offsets_ms=clock_offsets_ms)
         self._subscribe()
 
@@ -72,9 +76,9 @@ class RunPipeline:
         for event in recovered.events:
             self.watchers.on_event(event)
         self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets],
-                                          resume=recovered.offsets)
+                                          resume=recovered.offsets, trouble=self.trouble)
         self.writer.results = list(recovered.results)
-        self._journal = RunJournal(self.run_dir)
+        self._journal = RunJournal(self.run_dir, self.trouble)
         if recovered.checkpoint:
             self.totals = RunTotals.restore(recovered.checkpoint["totals"])
             self.meter.restore(recovered.checkpoint["meter"])
@@ -150,12 +154,23 @@ class RunPipeline:
         self.record(Record.STEP_END, result=to_doc(result))
         self.checkpoint(watermark_ms=watermark_ms, late=late)
 
-    def finish(self, summary: RunSummary, state: str) -> None:
+    def finish(self, summary: RunSummary, state: str) -> RunSummary:
         """The run has ended: summary.json and report.html, the journal closed, and the
-        summary to every follower."""
+        summary to every follower; returns it as published (with the files a full disk
+        left incomplete, if any)."""
         if self._journal is not None:
             self._stream.run_end()
-            rundir.write_summary(self.run_dir, summary)
+            told = self._with_disk(summary)
+            if not rundir.write_summary(self.run_dir, told, self.trouble):
+                told = self._with_disk(summary)  # followers hear of summary.json and report.html too
+            summary = told
             self.record(Record.END, state=state)
             self._journal.close()
         self.watchers.finish(summary)
+        return summary
+
+    def _with_disk(self, summary: RunSummary) -> RunSummary:
+        if not self.trouble.incomplete:
+            return summary
+        return replace(summary, message="; ".join(filter(None, [summary.message, self.trouble.describe()])),
+                       incomplete_files=self.trouble.incomplete)

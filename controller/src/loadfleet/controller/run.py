@@ -526,7 +526,7 @@ class Run:
         self._emit(Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}"
                          + (f": {message}" if message else "")))
         self.summary = self._summarize(message)
-        self._pipeline.finish(self.summary, self.state.value)
+        self.summary = self._pipeline.finish(self.summary, self.state.value)
         return self.summary
 
     def _final_message(self, message: str) -> str:

@@ -1,0 +1,74 @@
+"""A full disk under a run directory (a real tmpfs): a file that cannot be written is cut
+back to its last complete flush and written no more; the first failure is told once,
+naming the disk; whole files keep their earlier version; what is incomplete is listed."""
+from __future__ import annotations
+
+import csv
+
+from loadfleet.controller.rundir import RunDirWriter, write_atomic
+from loadfleet.controller.rundisk import AppendFile, DiskTrouble, describe_disk
+from support.streamdata import interval, row, window
+from support.tmpfs import fill, small_disk
+
+
+def test_an_appended_file_stays_a_clean_beginning_and_the_first_failure_is_told_once(tmp_path):
+    told = []
+    with small_disk(tmp_path / "disk", 64) as disk:
+        trouble = DiskTrouble(disk, on_first=told.append)
+        log = AppendFile(disk / "intervals.csv", trouble, header="n,text\n")
+        fill(disk, leave_bytes=8192)
+        lines = 0
+        while not log.closed:
+            log.write(f"{lines},{'x' * 100}\n")
+            if lines % 10 == 9:
+                log.flush()  # as the run directory does at each interval's end
+            lines += 1
+        ended_at = log.tell()
+        log.write("more\n")
+        log.flush()
+        other = AppendFile(disk / "events.jsonl", trouble)
+        other.write("y" * 20_000)
+        other.flush()
+        content = (disk / "intervals.csv").read_text()
+        assert len(content.encode()) == ended_at and log.tell() == ended_at
+        rows = list(csv.reader(content.splitlines()))
+        assert rows[0] == ["n", "text"] and all(len(r) == 2 for r in rows)
+        assert len(rows) - 1 == (len(rows) - 1) // 10 * 10, "whole flushes only"
+        assert trouble.incomplete == ("intervals.csv", "events.jsonl")
+        assert len(told) == 1 and told[0].startswith(f"the disk of {disk} (tmpfs mounted at {disk},")
+        assert "is full: intervals.csv" in told[0]
+        assert "intervals.csv, events.jsonl incomplete" in trouble.describe()
+
+
+def test_a_whole_file_that_cannot_be_written_keeps_its_earlier_version(tmp_path):
+    with small_disk(tmp_path / "disk", 64) as disk:
+        write_atomic(disk / "steps.csv", "step\nmain\n")
+        fill(disk, leave_bytes=0)
+        trouble = DiskTrouble(disk)
+        assert not trouble.attempt("steps.csv", lambda: write_atomic(disk / "steps.csv", "step\n" + "s\n" * 50_000))
+        assert (disk / "steps.csv").read_text() == "step\nmain\n"
+        assert not (disk / "steps.csv.tmp").exists()
+        assert trouble.incomplete == ("steps.csv",)
+
+
+def test_the_run_directory_writer_goes_on_past_a_full_disk(tmp_path):
+    told = []
+    with small_disk(tmp_path / "disk", 256) as disk:
+        run_dir = disk / "run"
+        trouble = DiskTrouble(run_dir, on_first=told.append)
+        writer = RunDirWriter(run_dir, ["http://t:1"], trouble=trouble)
+        step = window("main", start_ms=0, seconds=1000)
+        fill(disk, leave_bytes=16_384)
+        for i in range(200):  # never raises
+            writer.on_interval(interval(step, i * 1000, a=[row(5, latencies=[1000 + j for j in range(50)])]))
+        assert {"intervals.csv", "latency.hlog"} <= set(trouble.incomplete) and len(told) == 1
+        rows = list(csv.DictReader((run_dir / "intervals.csv").open()))
+        starts = sorted({int(r["interval_start_ms"]) for r in rows})
+        assert starts == list(range(0, len(starts) * 1000, 1000)), "whole intervals, from the first on"
+        assert writer.offsets.intervals == (run_dir / "intervals.csv").stat().st_size
+        writer.close()
+
+
+def test_the_disk_is_named_by_its_mount_point_device_and_room(tmp_path):
+    text = describe_disk(tmp_path)
+    assert text.startswith(f"the disk of {tmp_path} (") and "mounted at /" in text and " free)" in text
