@@ -4,7 +4,9 @@ naming the disk; whole files keep their earlier version; what is incomplete is l
 from __future__ import annotations
 
 import csv
+import json
 
+from loadfleet.controller.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
 from loadfleet.controller.rundir import RunDirWriter, write_atomic
 from loadfleet.controller.rundisk import AppendFile, DiskTrouble, describe_disk
 from support.streamdata import interval, row, window
@@ -49,6 +51,49 @@ def test_a_whole_file_that_cannot_be_written_keeps_its_earlier_version(tmp_path)
         assert (disk / "steps.csv").read_text() == "step\nmain\n"
         assert not (disk / "steps.csv.tmp").exists()
         assert trouble.incomplete == ("steps.csv",)
+
+
+def test_a_whole_file_written_again_once_there_is_room_is_whole(tmp_path):
+    with small_disk(tmp_path / "disk", 64) as disk:
+        filler = fill(disk, leave_bytes=0)
+        trouble = DiskTrouble(disk)
+        assert not trouble.attempt("steps.csv", lambda: write_atomic(disk / "steps.csv", "s\n" * 50_000))
+        filler.unlink()
+        assert trouble.attempt("steps.csv", lambda: write_atomic(disk / "steps.csv", "step\nmain\n"))
+        assert trouble.incomplete == ()
+
+
+def test_the_journal_stops_as_a_whole_at_its_first_failure(tmp_path):
+    told = []
+    with small_disk(tmp_path / "disk", 64) as disk:
+        trouble = DiskTrouble(disk, on_first=told.append)
+        journal = RunJournal(disk, trouble)
+        journal.record(Record.RUN, agents=["a1"])
+        journal.checkpoint({"n": 1})
+        filler = fill(disk, leave_bytes=0)
+        journal.record(Record.SKIPPED, steps=["x" * 100] * 200)
+        assert journal.stopped and trouble.incomplete == (f"journal/{RECORDS_FILE}",) and len(told) == 1
+        filler.unlink()  # room again: still no checkpoint beside an interval log it does not match
+        journal.checkpoint({"n": 2})
+        journal.record(Record.END, state="finished")
+        directory = disk / "journal"
+        assert json.loads((directory / CHECKPOINT_FILE).read_text()) == {"n": 1}
+        assert [json.loads(line)["kind"] for line in (directory / RECORDS_FILE).read_text().splitlines()] == ["run"]
+
+
+def test_a_file_left_incomplete_is_left_as_it_is_by_a_controller_that_takes_the_run_over(tmp_path):
+    (tmp_path / "intervals.csv").write_text("head\n1\n")
+    (tmp_path / "latency.hlog").write_text("head\n")
+    trouble = DiskTrouble(tmp_path)
+    trouble.cut_short("intervals.csv")  # the journal says so
+    cut = AppendFile(tmp_path / "intervals.csv", trouble, header="head\n", keep_bytes=5)
+    short = AppendFile(tmp_path / "latency.hlog", trouble, header="head\n", keep_bytes=100)  # not extended
+    for f in (cut, short):
+        f.write("2\n")
+        f.flush()
+    assert (tmp_path / "intervals.csv").read_text() == "head\n1\n" and cut.tell() == 7
+    assert (tmp_path / "latency.hlog").read_text() == "head\n" and short.tell() == 5
+    assert trouble.incomplete == ("intervals.csv", "latency.hlog")
 
 
 def test_the_run_directory_writer_goes_on_past_a_full_disk(tmp_path):

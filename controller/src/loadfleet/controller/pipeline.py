@@ -41,8 +41,10 @@ class RunPipeline:
         self.run_dir = run_dir
         self._plan = plan
         # Files of the run directory that could not be written (a full disk): the first is
-        # an event, all are in the summary.
-        self.trouble = DiskTrouble(run_dir, on_first=lambda text: self.event(Event(EventKind.DISK_FULL, text)))
+        # an event, each is in the journal (a restarted controller leaves it as it is) and
+        # all are in the summary.
+        self.trouble = DiskTrouble(run_dir, on_first=lambda text: self.event(Event(EventKind.DISK_FULL, text)),
+                                   on_incomplete=self._incomplete)
         self.watchers = Watchers()
         self.totals = RunTotals()
         self.meter = StepMeter()
@@ -67,6 +69,8 @@ class RunPipeline:
         self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets], trouble=self.trouble)
         self._journal = RunJournal(self.run_dir, self.trouble)
         self.record(Record.RUN, agents=agents, hostnames=hostnames, clock_offsets_ms=clock_offsets_ms)
+        for name in self.trouble.incomplete:  # before the journal was there: plan.yaml
+            self._incomplete(name)
         self._subscribe()
 
     def resume(self, recovered: Recovered, window_of: Callable[[str], StepWindow]) -> None:
@@ -75,6 +79,8 @@ class RunPipeline:
         folded in again (InfluxDB gets their points again; it replaces them)."""
         for event in recovered.events:
             self.watchers.on_event(event)
+        for name in recovered.incomplete_files:
+            self.trouble.cut_short(name)
         self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets],
                                           resume=recovered.offsets, trouble=self.trouble)
         self.writer.results = list(recovered.results)
@@ -168,6 +174,10 @@ class RunPipeline:
             self._journal.close()
         self.watchers.finish(summary)
         return summary
+
+    def _incomplete(self, name: str) -> None:
+        if self._journal is not None:
+            self.record(Record.INCOMPLETE, file=name)
 
     def _with_disk(self, summary: RunSummary) -> RunSummary:
         if not self.trouble.incomplete:

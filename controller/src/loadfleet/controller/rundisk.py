@@ -7,9 +7,11 @@ steps.csv, summary.json, report.html, the journal's checkpoint) are written thro
 OSError):
 
 - an appended file is cut back to its last complete flush (every flush ends a whole interval,
-  event or record) and written no more: it stays a clean beginning of what it should hold;
-  a file written whole keeps its earlier version, if any (it is written to a temporary name
-  and renamed);
+  event or record) and written no more, not even by a controller that takes the run over
+  (the journal lists it): it stays a clean beginning of what it should hold; the journal
+  stops as a whole at its first failure, so that it stays consistent (journal.py);
+- a file written whole keeps its earlier version, if any (it is written to a temporary name
+  and renamed), and is whole again once a later version is written;
 - the run's first failure is logged and reported once, naming the disk (a `disk_full`
   event); later ones only add their file to the list;
 - the run goes on: its totals, steps and summary are computed in memory as ever, followers
@@ -34,9 +36,13 @@ FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 class DiskTrouble:
     """Which of a run's files could not be written, and why. O(files of a run)."""
 
-    def __init__(self, run_dir: Path, on_first: Callable[[str], object] = lambda text: None):
+    def __init__(self, run_dir: Path, on_first: Callable[[str], object] = lambda text: None,
+                 on_incomplete: Callable[[str], object] = lambda name: None):
+        """`on_first` gets the text of the run's first failure (once); `on_incomplete` the
+        name of each file that fails."""
         self.run_dir = run_dir
         self._on_first = on_first
+        self._on_incomplete = on_incomplete
         self._incomplete: list[str] = []
         self.first: str = ""  # the first failure, as told
 
@@ -49,6 +55,7 @@ class DiskTrouble:
         if name in self._incomplete:
             return
         self._incomplete.append(name)
+        self._on_incomplete(name)
         if self.first:
             log.info("%s: %s not written either (%s)", self.run_dir, name, exc.strerror or exc)
             return
@@ -58,6 +65,19 @@ class DiskTrouble:
         log.error("run directory %s: %s", self.run_dir, self.first)
         self._on_first(self.first)
 
+    def cut_short(self, name: str) -> None:
+        """`name` was left incomplete before a controller took the run over (its journal
+        says so, or the file is shorter than the journal says): listed, left as it is,
+        logged, and not told as an event again."""
+        if name in self._incomplete:
+            return
+        self._incomplete.append(name)
+        self.first = self.first or f"{name} was cut short before the controller took the run over"
+        log.warning("%s: %s was cut short earlier (a full disk) and is written no more", self.run_dir, name)
+
+    def has_failed(self, name: str) -> bool:
+        return name in self._incomplete
+
     def attempt(self, name: str, write: Callable[[], object]) -> bool:
         """Runs `write` (a whole file, `name`); False when it failed (and is recorded)."""
         try:
@@ -65,6 +85,8 @@ class DiskTrouble:
         except OSError as exc:
             self.failed(name, exc)
             return False
+        if name in self._incomplete:  # room was made: this version is whole
+            self._incomplete.remove(name)
         return True
 
     def describe(self) -> str:
@@ -87,7 +109,10 @@ class AppendFile:
         self._file = None
         self._good = 0  # bytes complete on disk: the last flush
         try:
-            if keep_bytes and path.exists():
+            if path.exists() and (trouble.has_failed(self._name()) or path.stat().st_size < (keep_bytes or 0)):
+                self._good = path.stat().st_size  # left as it is: neither extended nor written
+                trouble.cut_short(self._name())
+            elif keep_bytes and path.exists():
                 with path.open("r+b") as raw:
                     raw.truncate(keep_bytes)
                 self._file = path.open("ab")
@@ -159,9 +184,11 @@ class AppendFile:
         with contextlib.suppress(OSError):
             os.truncate(self.path, self._good)
         self._file = None
-        name = self.path.relative_to(self._trouble.run_dir) if self.path.is_relative_to(self._trouble.run_dir) \
-            else self.path
-        self._trouble.failed(str(name), exc)
+        self._trouble.failed(self._name(), exc)
+
+    def _name(self) -> str:
+        run_dir = self._trouble.run_dir
+        return str(self.path.relative_to(run_dir) if self.path.is_relative_to(run_dir) else self.path)
 
 
 def describe_disk(path: Path) -> str:
