@@ -1,13 +1,16 @@
 """A full disk under a run directory (a real tmpfs): a file that cannot be written is cut
 back to its last complete flush and written no more; the first failure is told once,
-naming the disk; whole files keep their earlier version; what is incomplete is listed."""
+naming the disk; whole files keep their earlier version; what is incomplete is listed; the
+journal stops as a whole; a controller taking the run over leaves incomplete files as they are."""
 from __future__ import annotations
 
 import csv
 import json
 
+import pytest
+
 from loadfleet.controller.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
-from loadfleet.controller.rundir import RunDirWriter, write_atomic
+from loadfleet.controller.rundir import RunDirWriter, store_artifact_chunk, write_atomic
 from loadfleet.controller.rundisk import AppendFile, DiskTrouble, describe_disk
 from support.streamdata import interval, row, window
 from support.tmpfs import fill, small_disk
@@ -112,6 +115,15 @@ def test_the_run_directory_writer_goes_on_past_a_full_disk(tmp_path):
         assert starts == list(range(0, len(starts) * 1000, 1000)), "whole intervals, from the first on"
         assert writer.offsets.intervals == (run_dir / "intervals.csv").stat().st_size
         writer.close()
+
+
+def test_an_artifact_chunk_the_disk_cannot_take_gives_its_room_back(tmp_path):
+    with small_disk(tmp_path / "disk", 64) as disk:
+        store_artifact_chunk(disk, "a1", "report.zip", b"PK" * 1000, last=False)
+        fill(disk, leave_bytes=0)
+        with pytest.raises(OSError):
+            store_artifact_chunk(disk, "a1", "report.zip", b"PK" * 100_000, last=False)
+        assert not list((disk / "gatling" / "a1").iterdir())
 
 
 def test_the_disk_is_named_by_its_mount_point_device_and_room(tmp_path):

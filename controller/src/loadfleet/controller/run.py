@@ -49,6 +49,7 @@ from .stops import Condition, StopReason
 from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
 from .summary import RunSummary, summarize
 from .pipeline import RunPipeline
+from .rundisk import DiskTrouble
 from .watchers import Follower, Watchers
 from .window import IntervalWindow, Outcome
 
@@ -187,6 +188,10 @@ class Run:
     @property
     def watchers(self) -> Watchers:
         return self._pipeline.watchers
+
+    @property
+    def disk(self) -> DiskTrouble:
+        return self._pipeline.trouble
 
     # ---- driven by the controller -------------------------------------------------
 

@@ -100,8 +100,12 @@ def store_artifact_chunk(run_dir: Path, agent_id: str, name: str, data: bytes, *
     if part.exists() and part.stat().st_size + len(data) > MAX_ARTIFACT_BYTES:
         part.unlink()
         raise ValueError(f"{name} from {agent_id} is larger than {MAX_ARTIFACT_BYTES} bytes")
-    with part.open("ab") as f:
-        f.write(data)
+    try:
+        with part.open("ab") as f:
+            f.write(data)
+    except OSError:
+        part.unlink(missing_ok=True)  # a full disk: its room given back, the file incomplete
+        raise
     if not last:
         return None
     try:
