@@ -5,11 +5,15 @@ journal stops as a whole; a controller taking the run over leaves incomplete fil
 from __future__ import annotations
 
 import csv
+import errno
 import json
 
 import pytest
 
 from loadfleet.controller.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
+from loadfleet.controller.pipeline import RunPipeline
+from loadfleet.controller.plan import parse_plan
+from loadfleet.controller.recovery import recover
 from loadfleet.controller.rundir import RunDirWriter, store_artifact_chunk, write_atomic
 from loadfleet.controller.rundisk import AppendFile, DiskTrouble, describe_disk
 from support.streamdata import interval, row, window
@@ -97,6 +101,49 @@ def test_a_file_left_incomplete_is_left_as_it_is_by_a_controller_that_takes_the_
     assert (tmp_path / "intervals.csv").read_text() == "head\n1\n" and cut.tell() == 7
     assert (tmp_path / "latency.hlog").read_text() == "head\n" and short.tell() == 5
     assert trouble.incomplete == ("intervals.csv", "latency.hlog")
+
+
+class FullFile:
+    """A file on a disk that just filled up: every write fails."""
+
+    closed = False
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def close(self):
+        self.closed = True
+
+
+PLAN = """
+name: t
+duration_s: 100
+targets: [{url: "http://t:1"}]
+workload: {requests: [{name: r, path: /}]}
+load: {model: closed, clients: 1}
+"""
+
+
+def pipeline(run_dir):
+    return RunPipeline("run-1", parse_plan(PLAN), run_dir, heartbeat_ms=1000, sinks=[], on_stop=lambda reason: None)
+
+
+def test_a_controller_that_takes_the_run_over_leaves_a_file_cut_short_as_it_is(tmp_path):
+    step = window("main", start_ms=0, seconds=100)
+    first = pipeline(tmp_path)
+    first.start(agents=["a"], hostnames=[], clock_offsets_ms={})
+    first.publish(interval(step, 0, a=[row(5)]), watermark_ms=1000, late={})
+    first.writer._intervals._file = FullFile()  # the disk fills up under intervals.csv only
+    first.publish(interval(step, 1000, a=[row(5)]), watermark_ms=2000, late={})
+    kept = (tmp_path / "intervals.csv").read_text()
+    assert [e.kind.value for e in first.watchers.events] == ["disk_full"]
+    # The controller dies; the next one takes the run over from its journal.
+    second = pipeline(tmp_path)
+    second.resume(recover(tmp_path), lambda name: step)
+    second.publish(interval(step, 2000, a=[row(5)]), watermark_ms=3000, late={})
+    assert (tmp_path / "intervals.csv").read_text() == kept, "no gap: written no more"
+    assert second.trouble.incomplete == ("intervals.csv",) and second.totals.total().requests == 15
+    assert [e.kind.value for e in second.watchers.events] == ["disk_full"], "told once, by the first controller"
 
 
 def test_the_run_directory_writer_goes_on_past_a_full_disk(tmp_path):
