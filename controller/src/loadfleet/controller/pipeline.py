@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import rundir
-from .rundisk import DiskTrouble
 from .agents import Health
 from .codec import to_doc
 from .drift import Drift
@@ -24,6 +23,7 @@ from .hosts import HostRecorder, HostSample, MonitorInfo
 from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
 from .plan import Plan
 from .recovery import Recovered
+from .rundisk import DiskTrouble
 from .sinks import Sink
 from .sinks.output import InfluxOutput
 from .steps import StepMeter, StepResult, StepSpec, StepState
