@@ -39,7 +39,8 @@ _FAILED_STATES = (run_pb2.RUN_STATE_FAILED,)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadfleet", description="Distributed HTTP load testing: controller and CLI.",
-        epilog="Exit codes: 0 done, 1 run failed or controller unreachable, 2 bad input, "
+        epilog="Exit codes: 0 done, 1 run failed, its run directory incomplete (a full disk) or controller "
+               "unreachable, 2 bad input, "
                "3 a stop condition of the plan ended the run early (results are written).")
     parser.add_argument("--version", action="version", version=f"loadfleet {__version__}")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
@@ -407,8 +408,8 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
             print(console.steps_table(doc))
         if doc.get("hosts"):
             print(console.hosts_table(doc))
-    if summary.state in _FAILED_STATES:
-        return EXIT_RUN_FAILED
+    if summary.state in _FAILED_STATES or doc.get("incomplete_files"):
+        return EXIT_RUN_FAILED  # a full disk left results out: scripts must not take them as whole
     return EXIT_STOPPED_BY_CONDITION if doc.get("stop") else EXIT_OK
 
 
