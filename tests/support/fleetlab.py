@@ -88,10 +88,10 @@ class FleetLab:
         for agent_id in agent_ids:
             self.start_agent(agent_id)
 
-    def start_agent(self, agent_id: str, *, clock_ahead_s: int = 0) -> subprocess.Popen:
+    def start_agent(self, agent_id: str, *, clock_ahead_s: float = 0) -> subprocess.Popen:
         """`clock_ahead_s`: the agent and its engines see a wall clock that far ahead
         (libfaketime: their monotonic clocks stay as they are)."""
-        faked = ["env", f"FAKETIME=+{clock_ahead_s}s", "FAKETIME_DONT_FAKE_MONOTONIC=1",
+        faked = ["env", f"FAKETIME=+{clock_ahead_s:g}s", "FAKETIME_DONT_FAKE_MONOTONIC=1",
                  f"LD_PRELOAD={FAKETIME_LIBRARY}"] if clock_ahead_s else []
         self.agents[agent_id] = self._spawn(self.hosts[agent_id], agent_id, [
             *faked, program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", "1",

@@ -94,7 +94,8 @@ def machine_subnet() -> str | None:
     routes = json.loads(subprocess.run(["ip", "-j", "-4", "route"], capture_output=True, text=True).stdout)
     for route in routes:
         dst = route.get("dst", "default")
-        if dst != "default" and "/" in dst:
+        # A guard route (type unreachable) is a lab's, maybe a crashed one's, not the machine's LAN.
+        if dst != "default" and "/" in dst and route.get("type", "unicast") == "unicast":
             try:
                 return str(check_subnet(dst))
             except ValueError:

@@ -168,7 +168,10 @@ impl Run {
         if let Model::Open { poisson, max_connections, .. } = load.model {
             self.start_open(poisson, max_connections, origin, origin + Duration::from_millis(job.duration_ms));
         }
-        let mut interval_start = now_ms() / interval * interval;
+        // Intervals run on the barrier's grid, which is the controller's (the agent converts the
+        // barrier into this host's clock), not on this clock's own: an agent whose clock is off by
+        // a fraction of an interval still reports on the others' grid.
+        let mut interval_start = job.start_at_ms + (now_ms() - job.start_at_ms).max(0) / interval * interval;
         loop {
             if let Some(adjusted) = self.steering.adjusted.borrow_mut().take() {
                 if adjusted.is_open() == load.is_open() {

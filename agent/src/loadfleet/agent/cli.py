@@ -21,8 +21,10 @@ from .engine import find_engine
 from .guard import LoadPolicy
 from .errors import AgentError, UsageError
 from .hoststats import MonitorConfig, process_groups
+from .outbox import DEFAULT_MEMORY_LIMIT
 from .servercounters import CounterSource, counter_sources
 from .session import Agent, AgentConfig
+from .spool import DEFAULT_LIMIT_MB
 
 CONTROLLER_ENV = dial.CONTROLLER_ENV
 
@@ -65,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--spool-dir", type=Path,
                         help="where measurements wait on disk while the controller is unreachable "
                              "(default $XDG_STATE_HOME/loadfleet-agent/<id>, i.e. ~/.local/state/...)")
+    parser.add_argument("--spool-limit-mb", type=float, default=DEFAULT_LIMIT_MB, metavar="MIB",
+                        help=f"most the spool may hold; beyond, its oldest measurements are dropped, counted "
+                             f"and reported to the run (default {DEFAULT_LIMIT_MB:g})")
+    parser.add_argument("--outbox-memory", type=int, default=DEFAULT_MEMORY_LIMIT, metavar="N",
+                        help=f"unacknowledged messages kept in memory before they go to the spool "
+                             f"(default {DEFAULT_MEMORY_LIMIT})")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     security = parser.add_argument_group(
         "security", "how to reach a controller that serves TLS (docs/security.md); each flag defaults to its "
@@ -183,11 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cores < 1:
             raise UsageError("--cores must be at least 1")
+        if not args.spool_limit_mb > 0:
+            raise UsageError("--spool-limit-mb must be more than 0")
+        if args.outbox_memory < 0:
+            raise UsageError("--outbox-memory must be at least 0")
         monitor = monitor_config(args)
         config = AgentConfig(controller=args.controller, agent_id=args.agent_id,
                              engine_program="" if monitor else find_engine(args.engine), cores=args.cores,
                              labels=parse_labels(args.labels),
                              spool_dir=args.spool_dir or default_spool_dir(args.agent_id), monitor=monitor,
+                             spool_limit_mb=args.spool_limit_mb, outbox_memory=args.outbox_memory,
                              credentials=creds, policy=load_policy(args))
         asyncio.run(_serve(config))
     except UsageError as exc:

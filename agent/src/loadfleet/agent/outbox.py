@@ -11,11 +11,12 @@ process's start time in microseconds: an agent restarted on the spool of an earl
 process numbers everything after what the earlier one sent.
 
 Measurements must not be lost when the controller is away for long, nor when the agent
-itself restarts: past `memory_limit` messages, and always once anything is on disk (so
-that order is kept), messages go to a spool file of length-delimited frames. It is read
-back in order as acknowledgements make room, and removed once everything in it is
-acknowledged; an agent started on a spool left by an earlier run sends what it holds
-first. Heartbeats are never kept: a stale heartbeat says nothing about now.
+itself restarts: past `memory_limit` messages, and always once anything unread is on disk
+(so that order is kept), messages go to the disk spool (spool.py). It is read back in order
+as acknowledgements make room; an agent started on a spool left by an earlier run sends what
+it holds first. The spool is bounded: past its limit it drops its oldest messages, never
+one in memory, and a `SpoolDrop` notice takes their place in the sequence (spool.py).
+Heartbeats are never kept: a stale heartbeat says nothing about now.
 """
 from __future__ import annotations
 
@@ -26,21 +27,21 @@ import time
 from pathlib import Path
 
 from loadfleet.v1 import agent_pb2
-from loadfleet.wire.framing import FramingError, frame, parse_frames
+
+from .spool import DEFAULT_LIMIT_MB, Spool, limit_bytes_of
 
 log = logging.getLogger(__name__)
 
+# Unacknowledged messages kept in memory (loadfleet-agent --outbox-memory): four minutes of
+# 1 s reports; beyond, they go to the spool.
 DEFAULT_MEMORY_LIMIT = 256
-SPOOL_FILE = "outbox.spool"
-# Messages read back from the spool at a time, from at most this many bytes.
-READ_BACK_BATCH = 64
-READ_BACK_BYTES = 8 << 20  # more than any message (gRPC's 4 MiB limit)
 # Heartbeats waiting to be written; older ones are dropped (they only say "alive").
 HEARTBEATS_KEPT = 2
 
 
 class Outbox:
-    def __init__(self, spool_dir: Path | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT):
+    def __init__(self, spool_dir: Path | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
+                 spool_limit_bytes: int = limit_bytes_of(DEFAULT_LIMIT_MB)):
         self._held: collections.deque[agent_pb2.AgentMessage] = collections.deque()
         # The next message this session writes is the first held one numbered from here (by
         # number, not position: an acknowledgement may arrive while a write is under way).
@@ -49,33 +50,29 @@ class Outbox:
         self._ready = asyncio.Event()
         self._memory_limit = memory_limit
         self._next_seq = time.time_ns() // 1000
-        self._spool = Path(spool_dir) / SPOOL_FILE if spool_dir else None
-        self._spool_offset = 0  # bytes of the spool already read back into memory
-        self._spool_last_seq = 0  # the last message read back from the spool
+        self._spool = Spool(Path(spool_dir), spool_limit_bytes) if spool_dir else None
         self.acked = 0
-        if self._spooling:
+        if self._spool and self._spool.has_unread:
             log.warning("sending %d bytes of measurements spooled by an earlier run (%s)",
-                        self._spool.stat().st_size, self._spool)
+                        self._spool.bytes_on_disk, self._spool.directory)
             self._refill()
 
     def put(self, message: agent_pb2.AgentMessage) -> None:
         """Queues a message; numbers it unless it is a heartbeat. Never blocks."""
         if message.WhichOneof("body") == "heartbeat":
             self._heartbeats.append(message)
+        elif self._spool and (self._spool.has_unread or len(self._held) >= self._memory_limit):
+            self._spool.append(message)
+            self._refill()
         else:
-            if self._spool and (self._spooling or len(self._held) >= self._memory_limit):
-                self._spool.parent.mkdir(parents=True, exist_ok=True)
-                with self._spool.open("ab") as f:
-                    f.write(frame(message.SerializeToString()))
-                self._refill()
-            else:
-                self._hold(message)
+            self._hold(message)
         self._ready.set()
 
-    def _hold(self, message: agent_pb2.AgentMessage) -> None:
+    def _hold(self, message: agent_pb2.AgentMessage) -> int:
         message.seq = self._next_seq
         self._next_seq += 1
         self._held.append(message)
+        return message.seq
 
     async def next(self) -> agent_pb2.AgentMessage:
         """The next message to write on this session (heartbeats first), waiting for one;
@@ -101,6 +98,8 @@ class Outbox:
         while self._held and self._held[0].seq <= through_seq:
             self._held.popleft()
         self._refill()
+        if self._spool:
+            self._spool.release(self.acked)
         self._ready.set()
 
     def rewind(self) -> None:
@@ -115,39 +114,8 @@ class Outbox:
         """Messages in memory not yet acknowledged (the spool's are on disk)."""
         return len(self._held)
 
-    @property
-    def _spooling(self) -> bool:
-        return bool(self._spool and self._spool.exists())
-
     def _refill(self) -> None:
-        """Reads the spool back while memory has room; removes the spool once everything
-        in it has been read back and acknowledged."""
-        while self._spooling and len(self._held) < self._memory_limit:
-            if not self._read_back():
-                return
-
-    def _read_back(self) -> bool:
-        """Moves the next batch from the spool into memory; False when there is none."""
-        with self._spool.open("rb") as f:
-            f.seek(self._spool_offset)
-            chunk = f.read(READ_BACK_BYTES)
-        if not chunk:
-            if self._spool_last_seq <= self.acked:
-                self._spool.unlink()
-                self._spool_offset, self._spool_last_seq = 0, 0
-            return False
-        try:
-            frames, used = parse_frames(chunk, limit=READ_BACK_BATCH)
-        except FramingError as exc:
-            frames, used = [], len(chunk)
-            log.error("spool %s is damaged after byte %d (%s); skipping the rest", self._spool, self._spool_offset, exc)
-        if not frames:
-            if len(chunk) < READ_BACK_BYTES:  # a frame cut short (the agent died writing it)
-                log.error("skipping %d unreadable bytes at the end of %s", len(chunk), self._spool)
-            used = len(chunk)
-        for data in frames:
-            self._hold(agent_pb2.AgentMessage.FromString(data))
-        self._spool_offset += used
-        if frames:
-            self._spool_last_seq = self._held[-1].seq
-        return True
+        """Reads the spool back while memory has room."""
+        room = self._memory_limit - len(self._held)
+        if self._spool and room > 0:
+            self._spool.read_back(self._hold, room)

@@ -31,7 +31,8 @@ from .clock import ClockEstimate, wall_ms
 from .guard import LoadPolicy
 from .job import JobRunner
 from .lease import Lease
-from .outbox import Outbox
+from .outbox import DEFAULT_MEMORY_LIMIT, Outbox
+from .spool import DEFAULT_LIMIT_MB, limit_bytes_of
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ class AgentConfig:
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     labels: tuple[tuple[str, str], ...] = ()
     spool_dir: Path | None = None
+    # The spool's size limit (its oldest messages are dropped beyond it), and how many
+    # unacknowledged messages stay in memory before messages go to the spool.
+    spool_limit_mb: float = DEFAULT_LIMIT_MB
+    outbox_memory: int = DEFAULT_MEMORY_LIMIT
     # Monitor-only: no load; every heartbeat reports this host (a target, an NFS server).
     monitor: MonitorConfig | None = None
     # How to reach the controller: plaintext (loopback), or TLS with a certificate or token.
@@ -62,7 +67,8 @@ class AgentConfig:
 class Agent:
     def __init__(self, config: AgentConfig):
         self.config = config
-        self._outbox = Outbox(config.spool_dir)
+        self._outbox = Outbox(config.spool_dir, memory_limit=config.outbox_memory,
+                              spool_limit_bytes=limit_bytes_of(config.spool_limit_mb))
         self._lease = Lease()
         self._health = HealthMonitor()
         self._host = config.monitor.sampler() if config.monitor else None

@@ -20,12 +20,13 @@ from loadfleet.wire.dial import TLS_CA_ENV, TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_FIL
 from . import __version__, certs, console, report
 from .client import RunClient
 from .core import DEFAULT_RUNS_DIR, Controller
-from .errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, LoadfleetError, UsageError
+from .errors import (EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, ControllerUnreachable, LoadfleetError,
+                     UsageError)
 from .local import local_cluster
 from .plan import load_plan, plan_schema
 from .rpc.server import ControllerServer
 from .security import ServerSecurity, server_security
-from .sinks.influx import InfluxConfig
+from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig
 
 CONTROLLER_ENV = dial.CONTROLLER_ENV
 INFLUX_ENV = {"url": "LOADFLEET_INFLUX_URL", "bucket": "LOADFLEET_INFLUX_BUCKET",
@@ -211,6 +212,9 @@ def _add_influx_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--influx-bucket", help=f"bucket, or db/retention-policy on 1.8 (default ${INFLUX_ENV['bucket']} or loadfleet/autogen)")
     g.add_argument("--influx-org", help=f"organization (default ${INFLUX_ENV['org']} or -)")
     g.add_argument("--influx-token", help=f"token, or user:password on 1.8 (default ${INFLUX_ENV['token']})")
+    g.add_argument("--influx-spool-limit-mb", type=float, default=DEFAULT_SPOOL_LIMIT_MB, metavar="MIB",
+                   help="most a run's spool of points may hold on disk while InfluxDB is unreachable; beyond, "
+                        f"its oldest points are dropped and the run says so (default {DEFAULT_SPOOL_LIMIT_MB:g})")
 
 
 def influx_config(args: argparse.Namespace, env=os.environ) -> InfluxConfig | None:
@@ -224,6 +228,12 @@ def influx_config(args: argparse.Namespace, env=os.environ) -> InfluxConfig | No
         if flag:
             values[key] = flag
     return InfluxConfig(**values) if values.get("url") else None
+
+
+def spool_limit_mb(args: argparse.Namespace) -> float:
+    if not args.influx_spool_limit_mb > 0:
+        raise UsageError("--influx-spool-limit-mb must be more than 0")
+    return args.influx_spool_limit_mb
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,7 +254,8 @@ async def _dispatch(args) -> int:
         security = server_security(tls_cert=args.tls_cert, tls_key=args.tls_key, tls_ca=args.tls_ca,
                                    token_file=args.token_file, insecure=args.insecure)
         controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args),
-                                allow_plan_influx=args.allow_plan_influx)
+                                allow_plan_influx=args.allow_plan_influx,
+                                influx_spool_limit_mb=spool_limit_mb(args))
         return await serve_controller(args.listen, controller, security)
     if args.command == "run":
         return await run_plan(args)
@@ -330,7 +341,8 @@ async def run_plan(args) -> int:
                          "next to the servers")
     if args.local is not None:
         # Local: the plan's author owns this controller, so the plan may pick its InfluxDB.
-        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args), allow_plan_influx=True)
+        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args), allow_plan_influx=True,
+                                influx_spool_limit_mb=spool_limit_mb(args))
         async with local_cluster(args.local, controller, monitor=tuple(args.monitor),
                                  targets=tuple(t.url for t in plan.targets)) as address:
             return await _run_on(address, plan.to_yaml(), args.json)
@@ -360,6 +372,9 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
                 print(console.event_line(update.event), file=progress, flush=True)
             else:
                 summary = update.finished
+    except ControllerUnreachable as exc:
+        raise ControllerUnreachable(f"{exc}; run {run_id} may still be going: `loadfleet status {run_id}` "
+                                    "follows it again") from None
     finally:
         stopping()
     if summary is None:

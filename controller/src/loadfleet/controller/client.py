@@ -8,13 +8,15 @@ import grpc
 
 from loadfleet.v1 import run_pb2, run_pb2_grpc
 
-from loadfleet.wire.dial import ClientCredentials, open_channel
+from loadfleet.wire.dial import KEEPALIVE_TIMEOUT_MS, ClientCredentials, open_channel
 
 from .errors import (AccessDenied, ControllerUnreachable, Problem, PlanError, RunFailed, RunNotFound,
                      Unauthenticated)
 from .rpc.status import PLAN_PROBLEMS_KEY
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
+# What grpc-core says when a keepalive ping went unanswered (loadfleet.wire.dial).
+_PING_TIMEOUT_DETAIL = "ping timeout"
 
 
 class RunClient:
@@ -83,7 +85,11 @@ def _translate(exc: grpc.aio.AioRpcError, address: str) -> Exception:
     if code == grpc.StatusCode.PERMISSION_DENIED:
         return AccessDenied(f"the controller at {address} refused the call: {exc.details()}")
     if code == grpc.StatusCode.UNAVAILABLE:
-        return ControllerUnreachable(f"lost the controller at {address}: {exc.details()}")
+        details = exc.details() or "unavailable"
+        if _PING_TIMEOUT_DETAIL in details:
+            details = (f"it answered no keepalive ping for {KEEPALIVE_TIMEOUT_MS / 1000:g} s: its host or "
+                       "network is down, or its process is stopped")
+        return ControllerUnreachable(f"lost the controller at {address} ({details})")
     return RunFailed(f"controller error {code.name}: {exc.details()}")
 
 

@@ -13,8 +13,9 @@ PROGRESS_HEADER = f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p5
 
 def progress_line(s: run_pb2.IntervalSummary) -> str:
     clock = time.strftime("%H:%M:%S", time.localtime(s.interval_start_ms / 1000))
-    missing = (f"  ({s.missing_agents} agent{'s' * (s.missing_agents > 1)} missing: lost, or later than the "
-               "revision window)" if s.missing_agents else "")
+    missing = (f"  ({s.missing_agents} agent{'s' * (s.missing_agents > 1)} missing: later than the revision "
+               "window)" if s.missing_agents else "")
+    missing += f"  ({s.lost_agents} lost)" if s.lost_agents else ""
     return (f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.mb_per_s:>8.2f}  {s.p50_ms:>8.2f}  "
             f"{s.p99_ms:>8.2f}  {s.errors:>7}{missing}")
 

@@ -23,10 +23,12 @@ from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
+from .spooldrops import AgentSpoolDrop, agent_drop_event
 from .takeover import TakenOverRun
 from .watchers import Follower, Watchers
 from .sinks import Sink
-from .sinks.influx import InfluxConfig, InfluxSink, influx_writer
+from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
+from .sinks.spool import SpoolBusy
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +73,11 @@ def new_run_id() -> str:
 
 class Controller:
     def __init__(self, *, runs_dir: Path = DEFAULT_RUNS_DIR, heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
-                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None, allow_plan_influx: bool = False):
+                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None, allow_plan_influx: bool = False,
+                 influx_spool_limit_mb: float = DEFAULT_SPOOL_LIMIT_MB):
         self.runs_dir = runs_dir
         self.influx = influx
+        self.influx_spool_limit_mb = influx_spool_limit_mb
         self.allow_plan_influx = allow_plan_influx  # plans may name their InfluxDB (admission.py)
         self.heartbeat_ms = heartbeat_ms
         self.lease_ms = lease_ms
@@ -99,7 +103,7 @@ class Controller:
             except (OSError, ValueError, LoadfleetError) as exc:
                 log.error("%s: cannot read the run back (%s); it stays as it is", run_dir, exc)
                 continue
-            run = TakenOverRun(run_dir.name, plan, run_dir, self.registry, sinks=self._sinks_for(plan),
+            run = TakenOverRun(run_dir.name, plan, run_dir, self.registry, sinks=self._sinks_for(plan, run_dir.name),
                                lease_ms=self.lease_ms, settle=self.settle)
             run.restore(recovered)
             self._runs[run.run_id] = run
@@ -147,7 +151,7 @@ class Controller:
         plan = parse_plan(plan_yaml)
         admit(plan, self.registry, allow_plan_influx=self.allow_plan_influx)
         run_id = new_run_id()
-        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan),
+        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan, run_id),
                   lease_ms=self.lease_ms, settle=self.settle)
         self._runs[run_id] = run
         self._spawn(run, run.execute())
@@ -167,14 +171,21 @@ class Controller:
             for old in ended[:-KEPT_ENDED_RUNS]:
                 del self._runs[old.run_id]
 
-    def _sinks_for(self, plan: Plan) -> list[Sink]:
-        """The plan's InfluxDB if it names one, else the controller's, else none."""
+    def _sinks_for(self, plan: Plan, run_id: str) -> list[Sink]:
+        """The plan's InfluxDB if it names one, else the controller's, else none. Each run
+        has its own spool (sinks/spool.py), beside those of other runs to the same InfluxDB,
+        which it sends first if their runs ended with points left."""
         config = influx_config(plan, self.influx)
         if config is None:
             return []
         slug = hashlib.sha256(f"{config.url} {config.org} {config.bucket}".encode()).hexdigest()[:12]
-        sink = InfluxSink(influx_writer(config), self.runs_dir / ".spool" / f"influx-{slug}",
-                          description=f"InfluxDB {config.url} ({config.bucket})")
+        try:
+            sink = InfluxSink(influx_writer(config), self.runs_dir / ".spool" / f"influx-{slug}" / run_id,
+                              spool_limit_bytes=int(self.influx_spool_limit_mb * 2**20), adopt_orphans=True,
+                              description=f"InfluxDB {config.url} ({config.bucket})")
+        except (SpoolBusy, OSError) as exc:
+            log.error("run %s: no InfluxDB: its spool is unusable (%s)", run_id, exc)
+            return []
         sink.start()
         return [sink]
 
@@ -221,6 +232,14 @@ class Controller:
                 run.on_host(agent_id, monitor, host)
             else:
                 run.on_health(agent_id, health)
+
+    def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
+        """An agent dropped unsent messages of a job from its spool: the job's run says so."""
+        run = self._runs.get(run_id_of(drop.job_id))
+        if isinstance(run, Run):
+            run.on_spool_dropped(agent_id, drop)
+        else:
+            log.warning("%s (job %s, of no running run)", agent_drop_event(agent_id, drop).text, drop.job_id)
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         run = self._runs.get(run_id_of(job_id))

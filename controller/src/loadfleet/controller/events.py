@@ -28,6 +28,8 @@ class EventKind(enum.Enum):
     LOSS_POLICY = "loss_policy"  # the plan's agents.on_loss acted on a lost agent's share
     CLOCK_OFFSET = "clock_offset"  # an agent's clock is off the controller's by more than the limit
     ENGINE_FAILED = "engine_failed"  # an engine exited or fell silent during a job
+    SPOOL_DROPPED = "spool_dropped"  # an agent's spool or the InfluxDB spool dropped its oldest data (spooldrops.py)
+    DISK_FULL = "disk_full"  # a file of the run directory could not be written (rundisk.py)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from .plan import Plan
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
+from .spooldrops import AgentSpoolDrop, agent_drop_event
 from .steps import SINGLE_STEP, StepResult, StepSpec, StepState, level_summaries
 from .stops import Condition, StopReason
 from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
@@ -110,7 +111,8 @@ def _shares_described(shares) -> str:
         return ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
     ordered = sorted(shares, key=lambda s: (s.load.clients, s.load.rate, s.load.users))
     low, high = ordered[0].load.describe(), ordered[-1].load.describe()
-    return f"{low} each" if low == high else f"from {low} to {high} each"
+    engines = f"{sum(len(s.engines) for s in shares)} engines; "
+    return engines + (f"{low} each agent" if low == high else f"from {low} to {high} an agent")
 
 
 class Run:
@@ -147,6 +149,7 @@ class Run:
                                    emit=self._emit, journal=self._journal_loss, halt=self._halt_step,
                                    clock_ms=clock_ms)
         self._late_told: set[str] = set()  # steps whose late reports have had their event
+        self._off_grid: set[str] = set()  # agents whose reports fell off the interval grid: O(agents)
         # The window publishes into the pipeline; its revision window is the job's lease
         # (an agent late by less than that is late, not lost) and at least the grace.
         revision_ms = max(grace_ms, round(plan.agents.lease_s * 1000) or lease_ms)
@@ -227,6 +230,11 @@ class Run:
         outcome = self._window.add(report)
         if outcome is Outcome.ACCEPTED:
             self._window.publish_due(self._clock_ms())
+        elif outcome is Outcome.UNEXPECTED and report.agent_id not in self._off_grid:
+            self._off_grid.add(report.agent_id)  # told once: every later report would be the same
+            log.warning("run %s: agent %s reported an interval at %d ms, which is not on the step's grid of job %s "
+                        "(its clock, or another job's report): not counted", self.run_id, report.agent_id,
+                        report.interval_start_ms, report.job_id)
         elif outcome is Outcome.LATE:
             self._late[report.agent_id] = self._late.get(report.agent_id, 0) + report.total.requests
             step = self._step
@@ -313,6 +321,17 @@ class Run:
 
     def _journal_loss(self, loss: Loss, updated: dict) -> None:
         self._pipeline.record(Record.LOSS, loss=to_doc(loss), shares={a: to_doc(e) for a, e in updated.items()})
+
+    def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
+        """An agent's spool dropped messages of a job (spooldrops.py): an event, and the
+        reports dropped are waited for no longer."""
+        if self.state.ended:
+            return
+        step = self._step
+        if drop.reports and step is not None and drop.job_id == step.window.job_id:
+            self._window.reports_dropped(agent_id, drop.first_interval_ms, drop.last_interval_ms)
+            self._window.publish_due(self._clock_ms())
+        self._emit(agent_drop_event(agent_id, drop))
 
     def stop(self) -> None:
         """Asks every agent to end its share now; the run then finishes normally."""

@@ -104,6 +104,7 @@ class FinalInterval:
     cluster: tuple[StatsRow, ...]  # per (target, request), merged over agents, by key
     total: StatsRow  # everything merged
     missing: tuple[str, ...] = ()  # expected agents whose report never came in time
+    lost: tuple[str, ...] = ()  # agents of the step lost before it was published (not waited for)
     # Each row's figures, computed once for all consumers (percentiles cost CPU).
     _figures: dict = field(default_factory=dict, compare=False, repr=False)
 

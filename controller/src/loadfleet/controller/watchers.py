@@ -24,6 +24,7 @@ class IntervalUpdate:
     interval_start_ms: int
     agents: int  # agents whose reports are merged into the interval
     missing: int  # agents with a share whose reports did not come in time
+    lost: int  # agents of the step lost before it (their share may have moved: losses.py)
     figures: Figures
 
 
@@ -82,7 +83,7 @@ class Watchers:
         return follower
 
     def on_interval(self, interval: FinalInterval) -> None:
-        update = IntervalUpdate(interval.start_ms, len(interval.agents), len(interval.missing),
+        update = IntervalUpdate(interval.start_ms, len(interval.agents), len(interval.missing), len(interval.lost),
                                 figures_of(interval.total, interval.interval_ms / 1000))
         for follower in self._followers:
             follower.put(update)

@@ -67,6 +67,9 @@ class IntervalWindow:
         self._open: dict[int, _Open] = {}
         self._watermark = 0  # every interval before this one is published
         self._missed: dict[str, collections.deque[int]] = {}
+        # agent -> intervals (first, last start) whose reports its spool dropped: they will
+        # never come. Only ranges not yet all published are kept: O(agents).
+        self._dropped: dict[str, list[tuple[int, int]]] = {}
 
     @property
     def step(self) -> StepWindow | None:
@@ -90,6 +93,7 @@ class IntervalWindow:
         self._expected = set(agents)
         self._ended_after.clear()
         self._last_reported.clear()
+        self._dropped.clear()
         self._watermark = max(self._watermark, watermark_ms if watermark_ms is not None else step.load_start_ms)
 
     def update_step(self, step: StepWindow) -> None:
@@ -131,6 +135,15 @@ class IntervalWindow:
         if agent_id not in self._ended_after:
             self._ended(agent_id, self._last_reported.get(agent_id, self._watermark - 1))
 
+    def reports_dropped(self, agent_id: str, first_ms: int, last_ms: int) -> None:
+        """The agent's spool dropped its reports of the intervals from `first_ms` to
+        `last_ms` (it says so in order, after everything it sent before): stop waiting."""
+        ranges = [r for r in self._dropped.get(agent_id, ()) if r[1] >= self._watermark]
+        self._dropped[agent_id] = [*ranges, (first_ms, last_ms)]
+        for start, interval in self._open.items():
+            if first_ms <= start <= last_ms:
+                interval.waiting.discard(agent_id)
+
     def agent_gone(self, agent_id: str) -> None:
         """The agent is lost: stop waiting for it (what it sent stays, and what it sends
         again after reconnecting still counts while its interval is open)."""
@@ -149,7 +162,7 @@ class IntervalWindow:
                 if self._open[start].waiting and now_ms < start + interval_ms + self.revision_ms:
                     return
                 self._finalize(start)
-            elif now_ms >= self._watermark + interval_ms + self.revision_ms:
+            elif now_ms >= self._watermark + interval_ms + self.revision_ms or self._all_dropped(self._watermark):
                 self._skip(self._watermark)
             else:
                 return
@@ -179,23 +192,32 @@ class IntervalWindow:
         if self._step is not None:
             self._watermark = max(self._watermark, self._step.load_end_ms)
 
+    def _all_dropped(self, start: int) -> bool:
+        """Whether every agent expected in this interval dropped its report: none will come."""
+        return (any(first <= start <= last for ranges in self._dropped.values() for first, last in ranges)
+                and not self._expected_in(start))
+
     def _expected_in(self, start: int) -> set[str]:
-        return {a for a in self._expected if self._ended_after.get(a, start) >= start}
+        return {a for a in self._expected if self._ended_after.get(a, start) >= start
+                and not any(first <= start <= last for first, last in self._dropped.get(a, ()))}
 
     def _finalize(self, start: int) -> None:
         interval = self._open.pop(start)
         missing = tuple(sorted(interval.waiting))
         self._note_missed(start, missing, interval.reports)
         self._watermark = start + self._step.interval_ms
-        self._publish(merged(self._step, start, interval.reports, missing))
+        lost = tuple(sorted(self._assigned - self._expected))
+        self._publish(merged(self._step, start, interval.reports, missing, lost))
         for agent, report in interval.reports.items():
             for seq in report.seqs:
                 self._settle(agent, seq)
 
 
-def merged(step: StepWindow, start: int, reports: dict[str, _Report], missing: tuple[str, ...]) -> FinalInterval:
+def merged(step: StepWindow, start: int, reports: dict[str, _Report], missing: tuple[str, ...],
+           lost: tuple[str, ...] = ()) -> FinalInterval:
     agents = tuple(AgentRows(agent, reports[agent].rows, reports[agent].total) for agent in sorted(reports))
     by_key = merge_rows(row for a in agents for row in a.rows)
     cluster = tuple(by_key[key] for key in sorted(by_key))
     total = merge_rows(cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
-    return FinalInterval(step=step, start_ms=start, agents=agents, cluster=cluster, total=total, missing=missing)
+    return FinalInterval(step=step, start_ms=start, agents=agents, cluster=cluster, total=total, missing=missing,
+                         lost=lost)

@@ -9,6 +9,12 @@ A token file holds one line: the token alone, or `role name token` as the contro
 token file has it (so an operator can copy their line); `#` starts a comment. Tokens
 never come from a command-line argument (other users see those in `ps`). gRPC sends
 access tokens only over TLS, and so does this module.
+
+Every channel pings its controller (`KEEPALIVE_OPTIONS`): a controller whose host vanished
+without a FIN or RST (powered off, a link cut, the process stopped) is noticed within
+KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS of the last thing heard from it, where TCP alone
+would wait many minutes (or forever, when the peer's kernel still acknowledges). The
+controller's server accepts pings that often (rpc/server.py).
 """
 from __future__ import annotations
 
@@ -25,6 +31,28 @@ TLS_KEY_ENV = "LOADFLEET_TLS_KEY"
 TOKEN_FILE_ENV = "LOADFLEET_TOKEN_FILE"
 # A file larger than this is not a token file or a PEM file.
 MAX_CREDENTIAL_FILE_BYTES = 1 * 2**20
+
+# An HTTP/2 PING when nothing was heard for this long (grpc-core's keepalive,
+# doc/keepalive.md) ...
+KEEPALIVE_TIME_MS = 2_000
+# ... and the transport is closed when its answer has not come this long after it. A silent
+# peer is noticed 11 to 13 s after the last thing heard from it (the fleet promises 15 s;
+# measured: tests/e2e/test_keepalive.py), and a stall of 10 s (a long GC pause, a VM
+# migrated, a link that flaps) is ridden out without reconnecting.
+KEEPALIVE_TIMEOUT_MS = 11_000
+KEEPALIVE_OPTIONS = (
+    ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    # What ends a keepalive ping that gets no answer in grpc-core 1.85 is the general ping
+    # timeout (default 1 min; chttp2 writing.cc arms no separate keepalive timer): without
+    # it a stopped peer went unnoticed for a minute.
+    ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    # Ping while no call is in flight too (between a CLI's calls), else nothing notices then.
+    ("grpc.keepalive_permit_without_calls", 1),
+    # grpc-core stops pinging after 2 pings without a data frame sent (the default): a CLI
+    # following a run sends nothing after its request, so it would go blind. 0: no limit.
+    ("grpc.http2.max_pings_without_data", 0),
+)
 
 
 class CredentialsError(Exception):
@@ -72,6 +100,9 @@ class ClientCredentials:
 
 
 def open_channel(address: str, credentials: ClientCredentials, options=()) -> grpc.aio.Channel:
+    """A channel to the controller, with keepalive pings (`KEEPALIVE_OPTIONS`; `options` are
+    added to them)."""
+    options = (*KEEPALIVE_OPTIONS, *options)
     if credentials.secure:
         return grpc.aio.secure_channel(address, credentials.channel_credentials(), options=options)
     return grpc.aio.insecure_channel(address, options=options)

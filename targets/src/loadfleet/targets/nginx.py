@@ -99,7 +99,7 @@ http {{
     def bytes_sent(self) -> int:
         """Sum of $bytes_sent over the access log."""
         with self.access_log.open() as f:
-            return sum(int(line.rsplit(" ", 1)[1]) for line in f if line.strip())
+            return sum(int(line.rsplit(" ", 2)[1]) for line in f if line.strip())
 
     def error_tail(self) -> str:
         return log_tail(self.error_log)

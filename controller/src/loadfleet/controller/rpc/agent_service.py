@@ -14,6 +14,7 @@ from ..errors import RunNotFound
 from ..jobs import JobAssignment, run_id_of
 from ..rundir import store_artifact_chunk
 from ..scheduler import EngineShare
+from ..spooldrops import NoticeLog
 from . import convert
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, controller: Controller):
         self._controller = controller
         self._refused = OncePerAgent()
+        self._drop_notices = NoticeLog()
 
     async def Connect(self, request_iterator, context: grpc.aio.ServicerContext):
         try:
@@ -195,6 +197,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             self._store_artifact(agent_id, message.artifact)
         elif kind == "engine_failure":
             controller.on_engine_failure(convert.engine_failure_from_proto(agent_id, message.engine_failure))
+        elif kind == "spool_drop":
+            if self._drop_notices.first_time(agent_id, seq):
+                controller.on_spool_dropped(agent_id, convert.spool_drop_from_proto(message.spool_drop))
         else:
             log.warning("agent %s sent an unexpected %s", agent_id, kind)
         session.settle(seq)

@@ -18,6 +18,7 @@ from ..load import Load, LoadModel, Think
 from ..run import RunState
 from ..watchers import IntervalUpdate
 from ..scheduler import EngineShare, combine
+from ..spooldrops import AgentSpoolDrop
 from ..summary import NamedFigures, RunSummary
 
 # An engine's last words as kept in an event: its last lines, not a log.
@@ -58,6 +59,11 @@ def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> Hos
 def health_from_proto(pb: agent_pb2.Health) -> Health:
     return Health(cpu_pct=pb.cpu_pct, engine_cpu_pct=pb.engine_cpu_pct, rss_mb=pb.rss_mb,
                   loop_lag_ms=pb.loop_lag_ms, mem_used_pct=pb.mem_used_pct)
+
+
+def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
+    return AgentSpoolDrop(job_id=pb.job_id, messages=pb.messages, reports=pb.reports, requests=pb.requests,
+                          first_interval_ms=pb.first_interval_ms, last_interval_ms=pb.last_interval_ms, cause=pb.cause)
 
 
 def health_to_proto(h: Health) -> agent_pb2.Health:
@@ -221,6 +227,8 @@ _EVENT_KINDS = {
     EventKind.LOSS_POLICY: run_pb2.EVENT_KIND_LOSS_POLICY,
     EventKind.ENGINE_FAILED: run_pb2.EVENT_KIND_ENGINE_FAILED,
     EventKind.CLOCK_OFFSET: run_pb2.EVENT_KIND_CLOCK_OFFSET,
+    EventKind.SPOOL_DROPPED: run_pb2.EVENT_KIND_SPOOL_DROPPED,
+    EventKind.DISK_FULL: run_pb2.EVENT_KIND_DISK_FULL,
 }
 
 _RUN_STATES = {
@@ -248,7 +256,7 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
     return run_pb2.IntervalSummary(
         interval_start_ms=u.interval_start_ms, agents=u.agents, requests=f.requests,
         errors=f.failed, rps=f.rps, mb_per_s=f.mb_per_s, p50_ms=f.latency.p50_ms,
-        p99_ms=f.latency.p99_ms, missing_agents=u.missing,
+        p99_ms=f.latency.p99_ms, missing_agents=u.missing, lost_agents=u.lost,
     )
 
 
