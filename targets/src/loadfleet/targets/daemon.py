@@ -54,6 +54,10 @@ class Launcher(Protocol):
     def check_address(self, host: str) -> None:
         """Raises ValueError unless a server started here may listen on `host`."""
 
+    def check_peer(self, host: str) -> None:
+        """Raises ValueError unless a server started here may forward to `host` (a balancer's
+        backend): loopback from loopback, the same lab network from a lab host."""
+
     def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
         """Starts a program here, in its own session."""
 
@@ -70,6 +74,9 @@ class LocalLauncher:
     confine: Callable[[], None] | None = None
 
     def check_address(self, host: str) -> None:
+        check_loopback(host)
+
+    def check_peer(self, host: str) -> None:
         check_loopback(host)
 
     def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
@@ -133,6 +140,18 @@ class LabServer:
 
 # The name before servers could run in lab network namespaces.
 LoopbackServer = LabServer
+
+
+def check_upstreams(launcher: Launcher, upstreams: list[Upstream], *, what: str) -> None:
+    """A balancer forwards only where its launcher allows: loopback backends for one on loopback,
+    backends on the same lab network for one on a lab host; anything else is refused."""
+    if not upstreams:
+        raise ValueError(f"{what} needs at least one backend")
+    for upstream in upstreams:
+        try:
+            launcher.check_peer(upstream.host)
+        except ValueError as exc:
+            raise ValueError(f"{what} backend {upstream.name}: {exc}") from None
 
 
 def http_url(host: str, port: int, scheme: str = "http") -> str:

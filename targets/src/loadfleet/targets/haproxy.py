@@ -11,7 +11,7 @@ from pathlib import Path
 
 from loadfleet.agent.servercounters import CounterError, haproxy_counters, haproxy_show_stat
 
-from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, find_program, host_port, log_tail
+from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, check_upstreams, find_program, host_port, log_tail
 
 BACKEND_GROUP = "group"
 STATS_TIMEOUT_S = 5.0
@@ -22,15 +22,15 @@ def haproxy_program() -> str:
 
 
 class HaproxyServer(LabServer):
-    """HAProxy on one loopback address, balancing round robin over `backends`."""
+    """HAProxy on a loopback address or a lab host's (its launcher's), balancing round robin over
+    `backends` (loopback ones, or on a lab host the same lab network's: `check_upstreams`)."""
 
     kind = "haproxy"
 
     def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
                  launcher: Launcher = LOCAL):
         super().__init__(host, port, state_dir, name, launcher=launcher)
-        if not backends:
-            raise ValueError("haproxy needs at least one backend")
+        check_upstreams(launcher, list(backends), what=f"haproxy {name}")
         self.backends = list(backends)
 
     @property

@@ -119,6 +119,20 @@ class Host:
         if not guarded(address):
             raise ValueError(f"'{address}' of lab host {self.name} has no guard route in the root namespace")
 
+    def check_peer(self, address: str) -> None:
+        """A balancer on this host forwards to loopback (its own namespace's) or to hosts of the
+        same lab network: addresses under the same guard route as this host's."""
+        try:
+            peer = ipaddress.ip_address(address)
+        except ValueError:
+            raise ValueError(f"'{address}' is not an IP address") from None
+        if peer.is_loopback:
+            return
+        subnet = guard_subnet(self.address)
+        if subnet is None or peer not in subnet:
+            raise ValueError(f"'{address}' is not on the lab network of host {self.name} "
+                             f"({subnet or 'no guard route'}): only loopback or lab hosts")
+
     def start_listening(self, argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
                         log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
         """Starts a server in the namespace; returns once `port` listens there (refused if taken)."""
@@ -204,8 +218,9 @@ class LabNetwork:
                 raise LabError(f"ip route add unreachable {subnet}: {result.stderr.strip()}")
         raise LabError(f"no free /24 left in {AUTO_SUBNETS} for a lab network")
 
-    def add_host(self, name: str) -> Host:
-        """A new namespace with the next free address of the subnet, linked to the bridge."""
+    def add_host(self, name: str, *, confine: Callable[[], None] | None = None) -> Host:
+        """A new namespace with the next free address of the subnet, linked to the bridge.
+        `confine` runs in every process started on it before exec (its CPU cap, caps.py)."""
         if not self._guarded:
             raise LabError("the lab network is not started (use it as a context manager)")
         if not _NAME.match(name) or name == BRIDGE_NS:
@@ -217,7 +232,8 @@ class LabNetwork:
             address = str(next(self._addresses))
         except StopIteration:
             raise LabError(f"no free address left in {self.subnet}") from None
-        host = Host(name, address, f"{self.tag}-{name}", len(self.hosts), on_spawn=self._processes.append)
+        host = Host(name, address, f"{self.tag}-{name}", len(self.hosts), on_spawn=self._processes.append,
+                    confine=confine)
         self._add_namespace(host.netns)
         port = self._port(host)
         ip("link", "add", port, "netns", self.bridge_netns, "type", "veth", "peer", "name", "eth0", "netns", host.netns)
@@ -324,8 +340,11 @@ class LabNetwork:
         self._namespaces.append(netns)
 
     def _record(self) -> None:
-        owner = {"pid": None, "owner": str(self._owner)} if self._owner else {"pid": os.getpid()}
-        _state_file(self.tag).write_text(json.dumps({**owner, "tag": self.tag, "subnet": str(self.subnet)}) + "\n")
+        # Always the creator's pid (a record must be judgeable by it); a kept network also names
+        # its owner file, which then decides (`_alive`).
+        owner = {"owner": str(self._owner)} if self._owner else {}
+        record = {"pid": os.getpid(), **owner, "tag": self.tag, "subnet": str(self.subnet)}
+        _state_file(self.tag).write_text(json.dumps(record) + "\n")
 
 
 def check_subnet(subnet: str) -> ipaddress.IPv4Network:
@@ -361,9 +380,18 @@ def check_no_overlap(subnet: ipaddress.IPv4Network) -> None:
 
 def guarded(address: str) -> bool:
     """Whether an `unreachable` guard route of the root namespace covers `address`."""
+    return guard_subnet(address) is not None
+
+
+def guard_subnet(address: str) -> ipaddress.IPv4Network | None:
+    """The subnet of the `unreachable` guard route that covers `address` (None: none does)."""
     routes = json.loads(ip("-j", "-4", "route", "show", "type", "unreachable").stdout or "[]")
-    return any(ipaddress.IPv4Address(address) in ipaddress.IPv4Network(r["dst"], strict=False)
-               for r in routes if r.get("dst", "default") != "default")
+    for route in routes:
+        if route.get("dst", "default") != "default":
+            network = ipaddress.IPv4Network(route["dst"], strict=False)
+            if ipaddress.IPv4Address(address) in network:
+                return network
+    return None
 
 
 def guard_present(subnet: ipaddress.IPv4Network) -> bool:
@@ -425,14 +453,16 @@ def cleanup_stale(prefix: str = DEFAULT_PREFIX) -> list[str]:
 
 
 def _alive(record: dict) -> bool:
-    """A network's creator is alive, or its owner file still names it."""
+    """A network's creator is alive, or its owner file still names it. A record with neither a
+    pid nor an owner (written by an early version: `"pid": null`) cannot be alive: stale."""
     if record.get("owner"):
         try:
             # The tag as a JSON string: "lab-1-1" must not match "lab-1-12".
             return f'"{record.get("tag")}"' in Path(record["owner"]).read_text()
         except OSError:
             return False
-    return pid_alive(int(record["pid"]))
+    pid = record.get("pid")
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid_alive(pid)
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loadfleet.agent.servercounters import CounterError, varnish_counters, varnishstat
 
-from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, find_program, host_port, log_tail
+from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, check_upstreams, find_program, host_port, log_tail
 
 DEFAULT_CACHE = True
 CACHE_MEMORY = "64m"
@@ -35,15 +35,15 @@ def varnishd_program() -> str:
 
 
 class VarnishServer(LabServer):
-    """Varnish on one loopback address; `cache=False` passes every request to a backend."""
+    """Varnish on a loopback address or a lab host's, with backends as HAProxy's (`check_upstreams`);
+    `cache=False` passes every request to a backend."""
 
     kind = "varnish"
 
     def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
                  cache: bool = DEFAULT_CACHE, launcher: Launcher = LOCAL):
         super().__init__(host, port, state_dir, name, launcher=launcher)
-        if not backends:
-            raise ValueError("varnish needs at least one backend")
+        check_upstreams(launcher, list(backends), what=f"varnish {name}")
         self.backends, self.cache = list(backends), cache
 
     @property
