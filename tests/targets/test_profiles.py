@@ -14,7 +14,7 @@ from loadfleet.targets.apache import MPMS, ApacheServer, apache_program
 from loadfleet.targets.daemon import unprivileged_user
 from loadfleet.targets.nginx import NginxServer, nginx_program
 from loadfleet.targets.php import PhpServer
-from loadfleet.targets.profiles import (APACHE_MODS, APACHE_STOCK_CORE, APACHE_STOCK_MODULES, APACHE_STOCK_MPM,
+from loadfleet.targets.profiles import (APACHE_MODS, PHP_FPM_POOL_CONF, PHP_FPM_STOCK_POOL, APACHE_STOCK_CORE, APACHE_STOCK_MODULES, APACHE_STOCK_MPM,
                                         APACHE_STOCK_SECURITY, NGINX_STOCK_EVENTS, NGINX_STOCK_HTTP,
                                         NGINX_STOCK_MAIN)
 from loadfleet.targets.spec import SpecError, parse_spec
@@ -132,3 +132,19 @@ def test_bad_profiles_are_named_by_field(server, problem):
         parse_spec({"servers": [{"name": "x", "kind": "nginx", "listen": "127.0.0.2:0"},
                                 {"name": "s", "listen": "127.0.0.3:0", **server}]})
     assert any(problem in p for p in caught.value.problems), caught.value.problems
+
+
+def test_php_fpm_stock_pool_is_debians_www_conf(tmp_path):
+    need(PHP_FPM_POOL_CONF)
+    installed = {k: v[-1] for k, v in directives_of(PHP_FPM_POOL_CONF).items()}
+    for name, value in PHP_FPM_STOCK_POOL.items():
+        assert installed.get(name) == f"= {value}", (name, installed.get(name))
+    stock = PhpServer("127.0.0.2", 18099, tmp_path, tmp_path, "p", profile="stock").pool.config()
+    assert "pm = dynamic\npm.max_children = 5\n" in stock
+    lab = PhpServer("127.0.0.2", 18099, tmp_path, tmp_path, "q", workers=3).pool.config()
+    assert "pm = static\npm.max_children = 3\n" in lab
+
+
+def test_a_stock_php_server_takes_no_workers():
+    with pytest.raises(SpecError, match="PHP-FPM pool"):
+        parse_spec({"servers": [{"kind": "php", "profile": "stock", "workers": 4, "listen": "127.0.0.2:0"}]})

@@ -22,7 +22,7 @@ from .daemon import (LOCAL, LabError, Launcher, check_readable_by, find_program,
 from .dbpages import DB_PAGES, write_db_pages
 from .mariadb import MariaDbServer
 from .nginx import NginxServer
-from .profiles import DEFAULT_PROFILE
+from .profiles import DEFAULT_PROFILE, PHP_FPM_STOCK_POOL, Profile
 
 FRONTS = ("nginx", "apache")
 DEFAULT_FRONT = "nginx"
@@ -81,8 +81,12 @@ def fpm_program() -> str:
 class FpmPool:
     """One PHP-FPM master with one static pool listening on a Unix socket."""
 
-    def __init__(self, directory: Path, name: str, *, workers: int, launcher: Launcher = LOCAL):
+    def __init__(self, directory: Path, name: str, *, workers: int, launcher: Launcher = LOCAL,
+                 profile: str = DEFAULT_PROFILE):
+        """`profile`: `lab` (a static pool of `workers` children) or `stock` (Debian's www.conf pool
+        settings, profiles.PHP_FPM_STOCK_POOL; `workers` does not apply)."""
         self.dir, self.name, self.workers, self.launcher = directory, name, workers, launcher
+        self.profile = Profile(profile)
         self.pid: int | None = None
 
     @property
@@ -111,11 +115,14 @@ daemonize = no
 {identity}listen = {self.socket}
 listen.mode = 0666
 listen.backlog = 4096
-pm = static
-pm.max_children = {self.workers}
-access.log = {self.access_log}
+{self._pm()}access.log = {self.access_log}
 access.format = "%R \\"%m %r%Q%q\\" %s"
 """
+
+    def _pm(self) -> str:
+        if self.profile is Profile.STOCK:
+            return "".join(f"{k} = {v}\n" for k, v in PHP_FPM_STOCK_POOL.items())
+        return f"pm = static\npm.max_children = {self.workers}\n"
 
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -162,7 +169,8 @@ class PhpServer:
         self.pages = (PAGE, *(DB_PAGES if database else ()))
         self.dir = Path(state_dir).resolve() / name
         self.app = self.dir / "app"
-        self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2, launcher=launcher)
+        self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2, launcher=launcher,
+                            profile=profile)
         if front == "nginx":
             self.front = NginxServer(host, port, docroot, state_dir, name, extra_conf=self._nginx_location(),
                                      profile=profile, launcher=launcher)

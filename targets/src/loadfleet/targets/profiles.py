@@ -3,7 +3,8 @@
 - `lab` (the default): the lab's own tuning for load tests — nginx with `workers` worker
   processes (default 1), 4,096 connections each and unlimited keep-alive requests; Apache with
   three modules and its compiled-in MPM limits (prefork: at most 256 children).
-- `stock`: the distribution's own defaults, as the classic comparisons ran their servers ("the
+- `stock`: the distribution's own defaults (for a PHP server also PHP-FPM's pool: `pm = dynamic`,
+  at most 5 children), as the classic comparisons ran their servers ("the
   default configuration of each server, unchanged", study 000; "all in their default
   configuration", study 002). The values are Debian 12's, from the files its packages ship;
   `tests/targets/test_profiles.py` compares them with the installed files, so a Debian update
@@ -59,6 +60,11 @@ APACHE_STOCK_MPM = {
               "ThreadsPerChild": "25", "MaxRequestWorkers": "150", "MaxConnectionsPerChild": "0"},
 }
 
+# Debian 12 (PHP 8.2) /etc/php/8.2/fpm/pool.d/www.conf: a dynamic pool of at most 5 children.
+PHP_FPM_POOL_CONF = Path("/etc/php/8.2/fpm/pool.d/www.conf")
+PHP_FPM_STOCK_POOL = {"pm": "dynamic", "pm.max_children": "5", "pm.start_servers": "2",
+                      "pm.min_spare_servers": "1", "pm.max_spare_servers": "3"}
+
 
 def directives(values: dict[str, str], indent: str = "") -> str:
     """`name value;` lines (nginx) for a dict of directives."""
@@ -80,5 +86,5 @@ def apache_stock_settings() -> str:
     return "".join(f"{k} {v}\n" for k, v in {**APACHE_STOCK_CORE, **APACHE_STOCK_SECURITY}.items())
 
 
-__all__ = ["APACHE_STOCK_CORE", "APACHE_STOCK_MODULES", "APACHE_STOCK_MPM", "DEFAULT_PROFILE", "NGINX_STOCK_EVENTS",
+__all__ = ["PHP_FPM_STOCK_POOL", "APACHE_STOCK_CORE", "APACHE_STOCK_MODULES", "APACHE_STOCK_MPM", "DEFAULT_PROFILE", "NGINX_STOCK_EVENTS",
            "NGINX_STOCK_HTTP", "NGINX_STOCK_MAIN", "PROFILES", "Profile"]

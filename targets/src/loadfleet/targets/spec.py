@@ -281,8 +281,9 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
         problems.append(f"{where}.categories: must not be more than items (every category has an item)")
         return None
-    if fields.get("profile") == "stock" and "workers" in fields and kind == "nginx":
-        problems.append(f"{where}.workers: a stock nginx has Debian's worker_processes auto")
+    if fields.get("profile") == "stock" and "workers" in fields and kind in ("nginx", "php"):
+        problems.append(f"{where}.workers: a stock {kind} has Debian's " +
+                        ("worker_processes auto" if kind == "nginx" else "PHP-FPM pool (pm = dynamic, at most 5)"))
         return None
     for key in ("backends", "cpus"):
         if key in fields:
