@@ -13,9 +13,11 @@ import ipaddress
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from loadfleet.targets.caps import CpuGroup, machine_cpus
 from loadfleet.targets.daemon import LocalLauncher, Upstream, check_upstreams, pid_alive
 from loadfleet.targets.haproxy import HaproxyServer
 from loadfleet.targets.hostlab import teardown
@@ -26,7 +28,7 @@ from support.procs import program
 SPEC = """
 workload: {kind: tree, scale: 0.1, seed: 3}
 hosts:
-  web1: {servers: [nginx]}
+  web1: {servers: [nginx], cpus: [{cpu}], cpu_pct: 50}
   lb:   {servers: [{name: lb, kind: haproxy, backends: [web1]}]}
   ctrl: {controller: true}
 agents: {count: 1}
@@ -74,7 +76,8 @@ def hosted(open_dir):
 def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
     state_dir, seen = hosted
     spec = tmp_path / "hosts.yaml"
-    spec.write_text(SPEC)
+    cpu = max(machine_cpus())
+    spec.write_text(SPEC.replace("{cpu}", str(cpu)))
     up = lab("up", str(spec), "--state-dir", str(state_dir))
     assert up.returncode == 0, up.stderr
     state = json.loads((state_dir / "lab.json").read_text())
@@ -83,6 +86,12 @@ def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
     assert set(hosts) == {"web1", "lb", "ctrl", "agent1"}
     assert f"web1: http://{hosts['web1']}:80 (nginx on web1" in up.stdout
     assert f"controller: {hosts['ctrl']}:7700 on ctrl" in up.stdout
+    # web1's caps hold for its nginx, all its processes: pinned, and in the host's quota group.
+    (nginx,) = [e for e in state["servers"] if e["name"] == "web1"]
+    (group,) = [Path(g) for g in state["cgroups"] if g.endswith("-web1")]
+    assert os.sched_getaffinity(nginx["pid"]) == {cpu}
+    assert nginx["pid"] in {int(p) for p in (group / "cgroup.procs").read_text().split()}
+    assert CpuGroup(group, 50).quota_us() == 50_000
 
     status = lab("status", "--state-dir", str(state_dir))
     assert status.returncode == 0
@@ -111,7 +120,7 @@ def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
     down = lab("down", "--state-dir", str(state_dir))
     assert down.returncode == 0, down.stderr
     assert "web1" in down.stdout and "agent1" in down.stdout
-    assert not (state_dir / "lab.json").exists()
+    assert not (state_dir / "lab.json").exists() and not group.exists()
     after = lab("status", "--state-dir", str(state_dir))
     assert "no lab in this state directory" in after.stdout
 

@@ -66,6 +66,14 @@ class CpuGroup:
         except OSError:
             return []
 
+    def quota_us(self) -> int | None:
+        """The group's CPU time per `PERIOD_US`, as the kernel holds it (None: unlimited)."""
+        if (self.path / "cpu.max").exists():
+            quota = (self.path / "cpu.max").read_text().split()[0]
+        else:
+            quota = (self.path / "cpu.cfs_quota_us").read_text().strip()
+        return None if quota in ("max", "-1") else int(quota)
+
     def throttled(self) -> int:
         """How many periods the group ran out of quota (cpu.stat nr_throttled)."""
         for line in (self.path / "cpu.stat").read_text().splitlines():
