@@ -189,7 +189,8 @@ class Lab:
             return ApacheServer(*args, docroot, self.state_dir, spec.name, mpm=spec.mpm, profile=spec.profile, **common)
         if spec.kind == "php":
             database = self.server(spec.database) if spec.database else None
-            return PhpServer(*args, docroot, self.state_dir, spec.name, front=spec.front, workers=spec.workers,
+            return PhpServer(*args, docroot, self.state_dir, spec.name, front=spec.front, mpm=spec.mpm,
+                             workers=spec.workers,
                              cost=spec.cost, database=database, max_age_s=spec.max_age_s, profile=spec.profile,
                              **common)
         if spec.kind == "tomcat":

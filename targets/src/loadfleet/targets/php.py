@@ -155,7 +155,8 @@ class PhpServer:
     kind = "php"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
-                 front: str = DEFAULT_FRONT, workers: int | None = None, cost: int = DEFAULT_COST,
+                 front: str = DEFAULT_FRONT, mpm: str = DEFAULT_MPM, workers: int | None = None,
+                 cost: int = DEFAULT_COST,
                  database: MariaDbServer | None = None, max_age_s: int = DEFAULT_MAX_AGE_S,
                  profile: str = DEFAULT_PROFILE, launcher: Launcher = LOCAL):
         if front not in FRONTS:
@@ -175,7 +176,7 @@ class PhpServer:
             self.front = NginxServer(host, port, docroot, state_dir, name, extra_conf=self._nginx_location(),
                                      profile=profile, launcher=launcher)
         else:
-            self.front = ApacheServer(host, port, docroot, state_dir, name, mpm=DEFAULT_MPM,
+            self.front = ApacheServer(host, port, docroot, state_dir, name, mpm=mpm,
                                       modules=("proxy", "proxy_fcgi"), extra_conf=self._apache_location(),
                                       profile=profile, launcher=launcher)
 

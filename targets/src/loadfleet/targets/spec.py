@@ -50,7 +50,7 @@ PLACED_FIELDS = ("name", "kind", "port")
 KIND_FIELDS = {
     "nginx": ("workers", "tls", "profile"),
     "apache": ("mpm", "profile"),
-    "php": ("front", "workers", "cost", "database", "max_age_s", "profile"),
+    "php": ("front", "mpm", "workers", "cost", "database", "max_age_s", "profile"),
     "haproxy": ("backends",),
     "varnish": ("backends", "cache"),
     "mariadb": ("seed", "items", "categories"),
@@ -85,7 +85,7 @@ class ServerSpec:
     port: int
     workers: int | None = None          # nginx worker processes, PHP-FPM children
     tls: bool = False                   # nginx: https with a self-signed certificate
-    mpm: str = DEFAULT_MPM              # apache
+    mpm: str = DEFAULT_MPM              # apache, php with front apache
     front: str = DEFAULT_FRONT          # php: nginx or apache
     cost: int = DEFAULT_COST            # php: SHA-256 rounds per page by default
     backends: tuple[str, ...] = ()      # haproxy, varnish: names of other servers
@@ -280,6 +280,9 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
         return None
     if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
         problems.append(f"{where}.categories: must not be more than items (every category has an item)")
+        return None
+    if kind == "php" and "mpm" in fields and fields.get("front", DEFAULT_FRONT) != "apache":
+        problems.append(f"{where}.mpm: only for front: apache (an nginx front has no MPM)")
         return None
     if fields.get("profile") == "stock" and "workers" in fields and kind in ("nginx", "php"):
         problems.append(f"{where}.workers: a stock {kind} has Debian's " +
