@@ -126,6 +126,8 @@ def test_a_php_server_passes_its_profile_to_its_front(tmp_path):
     ({"kind": "nginx", "profile": "stock", "workers": 2}, "worker_processes auto"),
     ({"kind": "nginx", "profile": "tuned"}, "profile"),
     ({"kind": "haproxy", "profile": "stock", "backends": ["x"]}, "profile: not a field of kind 'haproxy'"),
+    ({"kind": "php", "mpm": "prefork"}, "mpm: only for front: apache"),
+    ({"kind": "php", "front": "apache", "mpm": "threaded"}, "mpm"),
 ])
 def test_bad_profiles_are_named_by_field(server, problem):
     with pytest.raises(SpecError) as caught:
