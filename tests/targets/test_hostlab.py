@@ -125,6 +125,46 @@ def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
     assert "no lab in this state directory" in after.stdout
 
 
+NFS_SPEC = """
+workload: {kind: tree, scale: 0.1, seed: 4}
+hosts:
+  nfs:  {nfs: true}
+  web1: {servers: [nginx], link_mbit: 100}
+  web2: {servers: [{kind: apache, mpm: prefork, profile: stock}]}
+  lb:   {servers: [{name: lb, kind: varnish, backends: [web1, web2], cache: false}]}
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_cli_up_of_a_lab_with_an_nfs_host_serves_its_export_through_a_balancer(hosted, tmp_path):
+    """ganesha on its own host; each web host mounts the export over its link; Varnish on a
+    fourth host passes to both. Requests from the NFS host (any lab host will do) read files
+    that crossed the lab network twice."""
+    state_dir, seen = hosted
+    spec = tmp_path / "nfs.yaml"
+    spec.write_text(NFS_SPEC)
+    up = lab("up", str(spec), "--state-dir", str(state_dir))
+    assert up.returncode == 0, up.stderr
+    state = json.loads((state_dir / "lab.json").read_text())
+    seen.update(state)
+    placed = {e["name"]: e.get("host") for e in state["servers"]}
+    assert placed == {"nfs-server": "nfs", "nfs-mount-web1": "web1", "nfs-mount-web2": "web2", "web1": "web1",
+                      "web2": "web2", "lb": "lb"}
+    hosts = {h["name"]: h["address"] for h in state["network"]["hosts"]}
+    files = json.loads((state_dir / "export" / "manifest.json").read_text())["files"][:4]
+    for entry in files:  # round robin: two to each web server
+        fetched = lab("exec", "--state-dir", str(state_dir), "nfs", "--", "curl", "-sS", "-m", "10",
+                      f"http://{hosts['lb']}{entry['path']}", timeout_s=30)
+        assert fetched.returncode == 0
+        assert fetched.stdout.encode() == (state_dir / "export" / entry["path"].lstrip("/")).read_bytes()
+    status = lab("status", "--state-dir", str(state_dir))
+    assert f"nfs client ::ffff:{hosts['web1']}" in status.stdout and f"nfs client ::ffff:{hosts['web2']}" in status.stdout
+    down = lab("down", "--state-dir", str(state_dir))
+    assert down.returncode == 0, down.stderr
+    mounts = Path("/proc/mounts").read_text()
+    assert not any(e.get("mountpoint", "\0") in mounts for e in state["servers"]), "a FUSE mount stayed"
+
+
 @pytest.mark.parametrize("launcher_kind, backend, error", [
     ("loopback", "10.231.9.10", "not a loopback address"),
     ("loopback", "192.0.2.1", "not a loopback address"),
