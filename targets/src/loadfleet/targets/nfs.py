@@ -42,12 +42,11 @@ class GaneshaServer:
 
     def __init__(self, export_dir: Path, state_dir: Path, host: str = "127.0.0.1", port: int | None = None, *,
                  launcher: Launcher | None = None):
-        if launcher is None:
-            launcher = LOCAL
-            port = port or free_port(host)
-        elif not port:
+        if launcher is not None and not port:
             raise ValueError("a port is needed to start ganesha through a launcher")
-        launcher.check_address(host)
+        launcher = launcher or LOCAL
+        launcher.check_address(host)  # before anything binds: refused addresses stay untouched
+        port = port or free_port(host)
         self.export_dir = Path(export_dir).resolve()
         self.dir = Path(state_dir).resolve()
         self.host, self.port, self.launcher = host, port, launcher
