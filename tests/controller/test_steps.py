@@ -41,6 +41,17 @@ def test_open_and_users_levels():
     assert step_plan(plan, expand(plan)[1]).load.users == 10
 
 
+def test_users_steps_may_each_have_their_spawn_rate():
+    """Locust's series of tests: (users, spawn rate) pairs in one sweep."""
+    plan = plan_of(load={"model": "users"}, sweep={"steps": [[100, 10], [200, 20], [400, 40]], "step_s": 5})
+    loads = [step_plan(plan, spec).load for spec in expand(plan)]
+    assert [(load.users, load.spawn_rate) for load in loads] == [(100, 10), (200, 20), (400, 40)]
+    assert parse_plan(plan.to_yaml()) == plan
+    mixed = plan_of(load={"model": "users", "spawn_rate": 5}, sweep={"steps": [[100, 10], 200], "step_s": 5})
+    assert [step_plan(mixed, spec).load.spawn_rate for spec in expand(mixed)] == [10, 5]
+    assert parse_plan(mixed.to_yaml()) == mixed
+
+
 def test_round_trip():
     plan = plan_of(stop={"error_pct": {"above": 5, "for_s": 3}, "latency": {"above_ms": 8000, "for_s": 3}},
                    sweep={"steps": [1, 2], "step_s": 3, "repeat": 2, "servers": [1, 2], "stop_at_knee": True})
@@ -59,6 +70,9 @@ def test_round_trip():
     ({"budget": {"requests": 10}}, ["budget"]),
     ({"stop": {"latency": {"above_ms": 0, "for_s": 1}}}, ["stop.latency.above_ms"]),
     ({"stop": {"error_pct": {"above": 5}}}, ["stop.error_pct"]),
+    ({"sweep": {"steps": [[10, 2]], "step_s": 3}}, ["sweep.steps[0]"]),  # pairs are for the users model
+    ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2], 20], "step_s": 3}}, ["load.spawn_rate"]),
+    ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2, 3]], "step_s": 3}}, ["sweep.steps[0]"]),
 ])
 def test_problems_have_paths(changes, paths):
     doc = {**BASE, **changes}

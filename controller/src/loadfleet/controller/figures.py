@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loadfleet.wire.histogram import summaries
 from loadfleet.wire.stats import StatsRow, error_kind_name
 
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p999", 99.9))
@@ -57,7 +58,23 @@ def latency_of(row: StatsRow) -> Latency:
     )
 
 
-def figures_of(row: StatsRow, seconds: float) -> Figures:
+def latencies_of(rows: list[StatsRow]) -> list[Latency]:
+    """latency_of for many rows at once (histogram.summaries): a fleet's rows of an interval
+    cost a dozen numpy calls instead of a dozen each."""
+    filled = [i for i, row in enumerate(rows) if row.histogram]
+    s = summaries([rows[i].histogram for i in filled], (p for _, p in PERCENTILES))
+    us = 1000.0
+    out = [Latency()] * len(rows)
+    columns = zip(filled, s.mean.tolist(), s.stddev.tolist(), s.min_value.tolist(), s.max_value.tolist(),
+                  s.percentiles.tolist())
+    for i, mean, stddev, low, high, at in columns:
+        out[i] = Latency(mean_ms=mean / us, stddev_ms=stddev / us, min_ms=low / us, max_ms=high / us,
+                         **{f"{name}_ms": value / us for (name, _), value in zip(PERCENTILES, at)})
+    return out
+
+
+def figures_of(row: StatsRow, seconds: float, latency: Latency | None = None) -> Figures:
+    """The row's figures over `seconds`; `latency`: its latency figures, if known already."""
     seconds = max(seconds, 1e-9)
     return Figures(
         requests=row.requests,
@@ -68,7 +85,7 @@ def figures_of(row: StatsRow, seconds: float) -> Figures:
         rps=row.requests / seconds,
         mb_per_s=row.bytes_in / 1e6 / seconds,
         bytes_in=row.bytes_in,
-        latency=latency_of(row),
+        latency=latency if latency is not None else latency_of(row),
         latency_missing=row.latency_missing,
     )
 

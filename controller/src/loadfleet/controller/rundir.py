@@ -160,13 +160,15 @@ class RunDirWriter:
 
     def on_interval(self, interval: FinalInterval) -> None:
         start = interval.start_ms
-        out = io.StringIO()
-        rows = csv.writer(out, lineterminator="\n")
-        for row in (*interval.cluster, interval.total):
-            rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, interval.figures(row)))
+        written = [(Scope.CLUSTER, "", row) for row in (*interval.cluster, interval.total)]
         for agent in interval.agents:
-            for row in (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,):
-                rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, interval.figures(row)))
+            rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
+            written += [(Scope.AGENT, agent.agent_id, row) for row in rows]
+        interval.compute_figures([row for _, _, row in written])
+        out = io.StringIO()
+        lines = csv.writer(out, lineterminator="\n")
+        for scope, agent_id, row in written:
+            lines.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row)))
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:

@@ -45,18 +45,29 @@ class Sweep:
     repeat: int = 1
     servers: tuple[int, ...] = ()  # empty: every target in every step
     stop_at_knee: bool = False
+    # Per level, the users model's spawn rate for that step (a [users, spawn_rate] step);
+    # 0: the plan's load.spawn_rate. Empty: every step uses the plan's.
+    spawn_rates: tuple[float, ...] = ()
 
     @classmethod
     def from_doc(cls, doc: dict | None) -> Sweep | None:
         if not doc:
             return None
-        return cls(levels=tuple(float(v) for v in doc["steps"]), step_s=float(doc["step_s"]),
+        steps = doc["steps"]
+        rates = tuple(float(v[1]) if isinstance(v, list) else 0.0 for v in steps)
+        return cls(levels=tuple(float(v[0] if isinstance(v, list) else v) for v in steps), step_s=float(doc["step_s"]),
                    warmup_s=float(doc.get("warmup_s", 0)), repeat=doc.get("repeat", 1),
-                   servers=tuple(doc.get("servers", ())), stop_at_knee=doc.get("stop_at_knee", False))
+                   servers=tuple(doc.get("servers", ())), stop_at_knee=doc.get("stop_at_knee", False),
+                   spawn_rates=rates if any(rates) else ())
+
+    def spawn_rate(self, level_index: int) -> float:
+        """The spawn rate of the level at this 1-based position (0: the plan's)."""
+        return self.spawn_rates[level_index - 1] if self.spawn_rates else 0.0
 
     def to_doc(self) -> dict:
-        doc: dict = {"steps": [_number(v) for v in self.levels], "step_s": self.step_s,
-                     "warmup_s": self.warmup_s, "repeat": self.repeat}
+        steps = [[_number(v), _number(rate)] if rate else _number(v)
+                 for v, rate in zip(self.levels, self.spawn_rates or (0.0,) * len(self.levels))]
+        doc: dict = {"steps": steps, "step_s": self.step_s, "warmup_s": self.warmup_s, "repeat": self.repeat}
         if self.servers:
             doc["servers"] = list(self.servers)
         if self.stop_at_knee:
@@ -101,20 +112,22 @@ def expand(plan: Plan) -> list[StepSpec]:
     return specs
 
 
-def with_level(load: Load, level: float) -> Load:
+def with_level(load: Load, level: float, spawn_rate: float = 0.0) -> Load:
+    """The load at a sweep's level; `spawn_rate` (users model, 0: the load's own)."""
     if load.model is LoadModel.CLOSED:
         return replace(load, clients=round(level))
     if load.model is LoadModel.OPEN:
         return replace(load, rate=float(level))
-    return replace(load, users=round(level))
+    return replace(load, users=round(level), spawn_rate=spawn_rate or load.spawn_rate)
 
 
 def step_plan(plan: Plan, spec: StepSpec) -> Plan:
     """The plan one step runs: its level, its targets, step_s long."""
     if plan.sweep is None:
         return plan
-    return replace(plan, duration_s=plan.sweep.step_s, load=with_level(plan.load, spec.level),
-                   targets=plan.targets[:spec.servers], sweep=None, stop=None)
+    load = with_level(plan.load, spec.level, plan.sweep.spawn_rate(spec.level_index))
+    return replace(plan, duration_s=plan.sweep.step_s, load=load, targets=plan.targets[:spec.servers], sweep=None,
+                   stop=None)
 
 
 @dataclass(frozen=True)

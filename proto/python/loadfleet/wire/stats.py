@@ -116,7 +116,7 @@ class StatsRow:
             request=pb.request,
             requests=pb.requests,
             status=[pb.status_1xx, pb.status_2xx, pb.status_3xx, pb.status_4xx, pb.status_5xx],
-            errors={e.kind: e.count for e in pb.errors if e.count},
+            errors={e.kind: e.count for e in pb.errors if e.count} if pb.errors else {},  # most rows have none
             bytes_in=pb.bytes_in,
             bytes_out=pb.bytes_out,
             connections_opened=pb.connections_opened,
