@@ -61,7 +61,10 @@ def hosted(open_dir):
         state_file = state_dir / "lab.json"
         state = json.loads(state_file.read_text()) if state_file.exists() else {}
         seen.update(state)
-        lab("down", "--state-dir", str(state_dir))
+        try:
+            lab("down", "--state-dir", str(state_dir))
+        except subprocess.TimeoutExpired:
+            pass
         if state_file.exists():  # down failed: remove what it recorded all the same
             teardown(state)
     network = seen.get("network")
