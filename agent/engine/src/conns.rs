@@ -5,7 +5,9 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::http::{self, Connection};
+use crate::job::Target;
 use crate::run::Shared;
+use crate::socket::Socket;
 use crate::stats::Outcome;
 use crate::wire::pb::ErrorKind;
 
@@ -19,13 +21,17 @@ pub struct Connections {
     shared: Rc<Shared>,
     /// One per target, so that weighted target picks can keep connections alive.
     held: Vec<Option<Held>>,
-    /// Read buffers of closed connections, for the next ones (no allocation per connect).
+    /// Read buffers of closed connections, for the next ones (no allocation per connect),
+    /// and their sockets when they can be reused (see `socket.rs`). At most one of each
+    /// per target.
     spare_buffers: Vec<Vec<u8>>,
+    spare_sockets: Vec<Socket>,
 }
 
 impl Connections {
     pub fn new(shared: &Rc<Shared>) -> Self {
-        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new() }
+        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new(),
+                      spare_sockets: Vec::new() }
     }
 
     /// Sends request number `request` to target number `target` and records how it ended.
@@ -42,7 +48,7 @@ impl Connections {
 
     pub fn close_all(&mut self) {
         for target in 0..self.held.len() {
-            self.close(target);
+            self.close(target, false);
         }
     }
 
@@ -62,7 +68,12 @@ impl Connections {
                 }
                 None => {
                     let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
-                    match http::connect(job.targets[target].addr, job.connect_timeout, job.targets[target].tls.as_ref(), buffer).await {
+                    let Target { addr, tls, .. } = &job.targets[target];
+                    let spare = match tls {
+                        None => self.spare_socket(addr.is_ipv6()),
+                        Some(_) => None,
+                    };
+                    match http::connect(*addr, job.connect_timeout, tls.as_ref(), buffer, &shared.reactor, spare).await {
                     Ok(connection) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });
@@ -78,12 +89,12 @@ impl Connections {
             match result {
                 Ok(Ok(response)) => {
                     if !(response.reusable && job.keep_alive) {
-                        self.close(target);
+                        self.close(target, true);
                     }
                     return (Outcome::Response { status: response.status }, response.bytes_in, bytes_out);
                 }
                 Ok(Err(failure)) => {
-                    self.close(target);
+                    self.close(target, false);
                     // An idle keep-alive connection the server had already closed: not the
                     // request's fault, so it goes again on a new connection.
                     if reused && failure.nothing_received {
@@ -92,7 +103,7 @@ impl Connections {
                     return (Outcome::Failed { kind: failure.kind, message: failure.message }, 0, bytes_out);
                 }
                 Err(_) => {
-                    self.close(target);
+                    self.close(target, false);
                     let message = format!("no complete response within {:?}", job.request_timeout);
                     return (Outcome::Failed { kind: ErrorKind::Timeout, message }, 0, bytes_out);
                 }
@@ -100,10 +111,18 @@ impl Connections {
         }
     }
 
-    fn close(&mut self, target: usize) {
+    /// `ended`: the last response was read to its end and nothing more goes over the connection.
+    fn close(&mut self, target: usize, ended: bool) {
         if let Some(held) = self.held[target].take() {
             self.shared.stats.borrow_mut().connection_closed(held.owner);
-            self.spare_buffers.push(held.connection.into_buffer());
+            let (buffer, socket) = held.connection.close(ended);
+            self.spare_buffers.push(buffer);
+            self.spare_sockets.extend(socket);
         }
+    }
+
+    fn spare_socket(&mut self, ipv6: bool) -> Option<Socket> {
+        let index = self.spare_sockets.iter().position(|s| s.is_ipv6() == ipv6)?;
+        Some(self.spare_sockets.swap_remove(index))
     }
 }

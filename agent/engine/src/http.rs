@@ -6,6 +6,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -16,6 +17,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::reactor::Reactor;
+use crate::socket::Socket;
 use crate::wire::pb::ErrorKind;
 
 /// A connection's read buffer starts small (most responses' headers and many bodies fit)
@@ -57,25 +60,37 @@ pub struct Tls {
 }
 
 /// Connects (TCP, then TLS for https); `timeout` bounds each of the two. `buffer` is the
-/// read buffer to use (recycled from a closed connection, or new).
-pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buffer: Vec<u8>) -> Result<Connection, Failure> {
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Err(_) => return Err(Failure::new(ErrorKind::ConnectTimeout, format!("connect to {addr}: no answer within {timeout:?}"))),
-        Ok(Err(e)) => {
-            let kind = match e.kind() {
-                io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
-                io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
-                _ => ErrorKind::Other,
-            };
-            return Err(Failure::new(kind, format!("connect to {addr}: {e}")));
-        }
-        Ok(Ok(stream)) => stream,
+/// read buffer to use (recycled from a closed connection, or new). Plain TCP goes through
+/// the engine's reactor on `spare` (a socket a closed connection left, see `socket.rs`) or
+/// a new socket; https through tokio's.
+pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buffer: Vec<u8>, reactor: &Rc<Reactor>,
+                     spare: Option<Socket>) -> Result<Connection, Failure> {
+    let connect_failure = |e: io::Error| {
+        let kind = match e.kind() {
+            io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
+            io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+            _ => ErrorKind::Other,
+        };
+        Failure::new(kind, format!("connect to {addr}: {e}"))
     };
-    // Requests are written whole; Nagle would only delay them.
-    stream.set_nodelay(true).map_err(|e| Failure::new(ErrorKind::Other, format!("set TCP_NODELAY: {e}")))?;
+    let no_answer = || Failure::new(ErrorKind::ConnectTimeout, format!("connect to {addr}: no answer within {timeout:?}"));
     let stream = match tls {
-        None => Stream::Plain(stream),
+        None => {
+            let socket = Socket::connect(reactor, addr, spare).map_err(connect_failure)?;
+            match tokio::time::timeout(timeout, socket.connected()).await {
+                Err(_) => return Err(no_answer()),
+                Ok(Err(e)) => return Err(connect_failure(e)),
+                Ok(Ok(())) => Stream::Plain(socket),
+            }
+        }
         Some(tls) => {
+            let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+                Err(_) => return Err(no_answer()),
+                Ok(Err(e)) => return Err(connect_failure(e)),
+                Ok(Ok(stream)) => stream,
+            };
+            // The handshake's messages are written whole; Nagle would only delay them.
+            stream.set_nodelay(true).map_err(|e| Failure::new(ErrorKind::Other, format!("set TCP_NODELAY: {e}")))?;
             let handshake = TlsConnector::from(Arc::clone(&tls.config)).connect(tls.server_name.clone(), stream);
             match tokio::time::timeout(timeout, handshake).await {
                 Err(_) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: no answer within {timeout:?}"))),
@@ -84,12 +99,12 @@ pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buf
             }
         }
     };
-    Ok(Connection { stream, buf: buffer, start: 0, end: 0, received: 0 })
+    Ok(Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0 })
 }
 
 /// Plain TCP or TLS; an enum rather than a trait object keeps plain HTTP free of dynamic calls.
 enum Stream {
-    Plain(TcpStream),
+    Plain(Socket),
     Tls(Box<TlsStream<TcpStream>>),
 }
 
@@ -131,8 +146,9 @@ pub struct Connection {
     /// Unconsumed received bytes are buf[start..end].
     start: usize,
     end: usize,
-    /// Bytes received during the current exchange.
+    /// Bytes received during the current exchange, and over the connection's life.
     received: u64,
+    received_in_all: u64,
 }
 
 enum Body {
@@ -216,9 +232,15 @@ impl Connection {
         }
     }
 
-    /// The read buffer, for the next connection to reuse.
-    pub fn into_buffer(self) -> Vec<u8> {
-        self.buf
+    /// Closes the connection: its read buffer for the next connection to reuse, and its socket
+    /// too if `ended` (its last response was read to the end and the server closes the
+    /// connection) and the socket can be reused (see `Socket::finish`).
+    pub fn close(self, ended: bool) -> (Vec<u8>, Option<Socket>) {
+        let socket = match self.stream {
+            Stream::Plain(socket) if ended => socket.finish(self.received_in_all),
+            _ => None,
+        };
+        (self.buf, socket)
     }
 
     /// Doubles a full buffer, up to MAX_HEAD_BYTES; false if it may not grow.
@@ -247,6 +269,7 @@ impl Connection {
             Ok(n) => {
                 self.end += n;
                 self.received += n as u64;
+                self.received_in_all += n as u64;
                 Ok(())
             }
             Err(e) => Err(Failure { nothing_received: self.received == 0, ..io_failure(waiting_for, &e) }),
@@ -304,7 +327,10 @@ impl Connection {
         loop {
             match self.stream.read(&mut self.buf[..]).await {
                 Ok(0) => return Ok(()),
-                Ok(n) => self.received += n as u64,
+                Ok(n) => {
+                    self.received += n as u64;
+                    self.received_in_all += n as u64;
+                }
                 Err(e) => return Err(io_failure("a body delimited by close", &e)),
             }
         }

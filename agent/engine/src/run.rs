@@ -16,6 +16,7 @@ use crate::closed::run_client;
 use crate::job::Job;
 use crate::load::{Load, Model, Think};
 use crate::open::{schedule, work, Backlog};
+use crate::reactor::Reactor;
 use crate::stats::Stats;
 use crate::wire::pb;
 
@@ -44,6 +45,8 @@ pub struct Shared {
     pub job: Job,
     pub stats: RefCell<Stats>,
     pub in_flight: Cell<u64>,
+    /// Readiness of the plain TCP sockets (see `reactor.rs`).
+    pub reactor: Rc<Reactor>,
     started: Cell<u64>,
     /// Clients that completed their sessions' repetitions: not started again.
     retired: RefCell<HashSet<u32>>,
@@ -111,23 +114,25 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(job: Job) -> Self {
+    /// Must be called inside the engine's LocalSet (the reactor starts a local task).
+    pub fn new(job: Job) -> std::io::Result<Self> {
         let think = job.load.think;
         let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
         let shared = Shared {
             stats: RefCell::new(Stats::new(&job)),
             job,
             in_flight: Cell::new(0),
+            reactor: Reactor::new()?,
             started: Cell::new(0),
             retired: RefCell::new(HashSet::new()),
         };
-        Run {
+        Ok(Run {
             shared: Rc::new(shared),
             control,
             steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)) },
             backlog: Rc::new(Backlog::default()),
             tasks: Vec::new(),
-        }
+        })
     }
 
     pub fn steering(&self) -> Steering {
