@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crate::http::{self, Connection};
 use crate::job::Target;
+use crate::phases::Phases;
 use crate::run::Shared;
 use crate::socket::Socket;
 use crate::stats::Outcome;
@@ -15,6 +16,20 @@ use crate::wire::pb::ErrorKind;
 struct Held {
     connection: Connection,
     owner: usize,
+}
+
+/// How a request ended; `at` (when its response's last byte was read) for responses only.
+struct Ended {
+    outcome: Outcome,
+    bytes_in: u64,
+    bytes_out: u64,
+    at: Option<Instant>,
+}
+
+impl Ended {
+    fn failed(kind: ErrorKind, message: String, bytes_out: u64) -> Self {
+        Ended { outcome: Outcome::Failed { kind, message }, bytes_in: 0, bytes_out, at: None }
+    }
 }
 
 pub struct Connections {
@@ -40,8 +55,8 @@ impl Connections {
         let shared = Rc::clone(&self.shared);
         let slot = shared.stats.borrow().slot(target, shared.job.requests[request].name);
         shared.in_flight.set(shared.in_flight.get() + 1);
-        let (outcome, bytes_in, bytes_out) = self.send(target, request, slot).await;
-        let latency_us = due.elapsed().as_micros() as u64;
+        let Ended { outcome, bytes_in, bytes_out, at } = self.send(target, request, slot).await;
+        let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
         shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
         shared.in_flight.set(shared.in_flight.get() - 1);
     }
@@ -52,13 +67,16 @@ impl Connections {
         }
     }
 
-    /// One exchange on the target's connection (connecting if needed): outcome, bytes in, bytes out.
-    async fn send(&mut self, target: usize, request: usize, slot: usize) -> (Outcome, u64, u64) {
+    /// One exchange on the target's connection (connecting if needed).
+    async fn send(&mut self, target: usize, request: usize, slot: usize) -> Ended {
         let shared = Rc::clone(&self.shared);
         let job = &shared.job;
         let request = &job.requests[request];
         let wire = &request.wire[target];
         let mut bytes_out = 0;
+        let failed = |failure: http::Failure, bytes_out| Ended::failed(failure.kind, failure.message, bytes_out);
+        // Set when this request opened a connection (the one its response came on).
+        let mut handshakes = None;
         loop {
             let reused = match &mut self.held[target] {
                 Some(held) => {
@@ -74,12 +92,13 @@ impl Connections {
                         Some(_) => None,
                     };
                     match http::connect(*addr, job.connect_timeout, tls.as_ref(), buffer, &shared.reactor, spare).await {
-                    Ok(connection) => {
+                    Ok((connection, opened)) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });
+                        handshakes = Some(opened);
                         false
                     }
-                    Err(failure) => return (Outcome::Failed { kind: failure.kind, message: failure.message }, 0, 0),
+                    Err(failure) => return failed(failure, 0),
                     }
                 }
             };
@@ -91,7 +110,14 @@ impl Connections {
                     if !(response.reusable && job.keep_alive) {
                         self.close(target, true);
                     }
-                    return (Outcome::Response { status: response.status }, response.bytes_in, bytes_out);
+                    let phases = Phases {
+                        connect: handshakes.map(|h| h.connect),
+                        tls: handshakes.and_then(|h| h.tls),
+                        waiting: response.waiting,
+                        receiving: response.receiving,
+                    };
+                    let outcome = Outcome::Response { status: response.status, phases };
+                    return Ended { outcome, bytes_in: response.bytes_in, bytes_out, at: Some(response.done) };
                 }
                 Ok(Err(failure)) => {
                     self.close(target, false);
@@ -100,12 +126,12 @@ impl Connections {
                     if reused && failure.nothing_received {
                         continue;
                     }
-                    return (Outcome::Failed { kind: failure.kind, message: failure.message }, 0, bytes_out);
+                    return failed(failure, bytes_out);
                 }
                 Err(_) => {
                     self.close(target, false);
                     let message = format!("no complete response within {:?}", job.request_timeout);
-                    return (Outcome::Failed { kind: ErrorKind::Timeout, message }, 0, bytes_out);
+                    return Ended::failed(ErrorKind::Timeout, message, bytes_out);
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -50,6 +50,18 @@ pub struct Response {
     pub bytes_in: u64,
     /// The connection can carry another request.
     pub reusable: bool,
+    /// From the request fully written to the first response byte read, and from there to the last.
+    pub waiting: Duration,
+    pub receiving: Duration,
+    /// When the last byte was read.
+    pub done: Instant,
+}
+
+/// How long opening a connection took: the TCP handshake, then the TLS one (https).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Handshakes {
+    pub connect: Duration,
+    pub tls: Option<Duration>,
 }
 
 /// What an https target needs for the handshake.
@@ -64,7 +76,7 @@ pub struct Tls {
 /// the engine's reactor on `spare` (a socket a closed connection left, see `socket.rs`) or
 /// a new socket; https through tokio's.
 pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buffer: Vec<u8>, reactor: &Rc<Reactor>,
-                     spare: Option<Socket>) -> Result<Connection, Failure> {
+                     spare: Option<Socket>) -> Result<(Connection, Handshakes), Failure> {
     let connect_failure = |e: io::Error| {
         let kind = match e.kind() {
             io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
@@ -74,13 +86,14 @@ pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buf
         Failure::new(kind, format!("connect to {addr}: {e}"))
     };
     let no_answer = || Failure::new(ErrorKind::ConnectTimeout, format!("connect to {addr}: no answer within {timeout:?}"));
-    let stream = match tls {
+    let started = Instant::now();
+    let (stream, handshakes) = match tls {
         None => {
             let socket = Socket::connect(reactor, addr, spare).map_err(connect_failure)?;
             match tokio::time::timeout(timeout, socket.connected()).await {
                 Err(_) => return Err(no_answer()),
                 Ok(Err(e)) => return Err(connect_failure(e)),
-                Ok(Ok(())) => Stream::Plain(socket),
+                Ok(Ok(())) => (Stream::Plain(socket), Handshakes { connect: started.elapsed(), tls: None }),
             }
         }
         Some(tls) => {
@@ -89,17 +102,21 @@ pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buf
                 Ok(Err(e)) => return Err(connect_failure(e)),
                 Ok(Ok(stream)) => stream,
             };
+            let connected = Instant::now();
             // The handshake's messages are written whole; Nagle would only delay them.
             stream.set_nodelay(true).map_err(|e| Failure::new(ErrorKind::Other, format!("set TCP_NODELAY: {e}")))?;
             let handshake = TlsConnector::from(Arc::clone(&tls.config)).connect(tls.server_name.clone(), stream);
             match tokio::time::timeout(timeout, handshake).await {
                 Err(_) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: no answer within {timeout:?}"))),
                 Ok(Err(e)) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: {e}"))),
-                Ok(Ok(stream)) => Stream::Tls(Box::new(stream)),
+                Ok(Ok(stream)) => {
+                    let handshakes = Handshakes { connect: connected - started, tls: Some(connected.elapsed()) };
+                    (Stream::Tls(Box::new(stream)), handshakes)
+                }
             }
         }
     };
-    Ok(Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0 })
+    Ok((Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0, first_byte: None }, handshakes))
 }
 
 /// Plain TCP or TLS; an enum rather than a trait object keeps plain HTTP free of dynamic calls.
@@ -149,6 +166,8 @@ pub struct Connection {
     /// Bytes received during the current exchange, and over the connection's life.
     received: u64,
     received_in_all: u64,
+    /// When the current exchange read its first byte.
+    first_byte: Option<Instant>,
 }
 
 enum Body {
@@ -161,10 +180,11 @@ enum Body {
 impl Connection {
     /// Sends one request and reads its whole response, discarding the body.
     pub async fn exchange(&mut self, request: &[u8], head_request: bool) -> Result<Response, Failure> {
-        self.received = 0;
+        (self.received, self.first_byte) = (0, None);
         if let Err(e) = self.stream.write_all(request).await {
             return Err(Failure { nothing_received: true, ..io_failure("sending the request", &e) });
         }
+        let written = Instant::now();
         let (status, body, mut reusable) = loop {
             let (consumed, status, body, reusable) = self.read_head(head_request).await?;
             self.start += consumed;
@@ -184,7 +204,10 @@ impl Connection {
         }
         // We never pipeline: bytes beyond the response mean the framing went wrong.
         reusable &= self.start == self.end;
-        Ok(Response { status, bytes_in: self.received, reusable })
+        let done = Instant::now();
+        // Every response has bytes of this exchange (a reused connection starts with none left).
+        let first_byte = self.first_byte.unwrap_or(written);
+        Ok(Response { status, bytes_in: self.received, reusable, waiting: first_byte - written, receiving: done - first_byte, done })
     }
 
     /// Parses the status line and headers: (bytes consumed, status, body framing, keep-alive).
@@ -268,12 +291,19 @@ impl Connection {
             }),
             Ok(n) => {
                 self.end += n;
-                self.received += n as u64;
-                self.received_in_all += n as u64;
+                self.count_received(n);
                 Ok(())
             }
             Err(e) => Err(Failure { nothing_received: self.received == 0, ..io_failure(waiting_for, &e) }),
         }
+    }
+
+    fn count_received(&mut self, n: usize) {
+        if self.first_byte.is_none() {
+            self.first_byte = Some(Instant::now());
+        }
+        self.received += n as u64;
+        self.received_in_all += n as u64;
     }
 
     async fn skip(&mut self, mut remaining: u64) -> Result<(), Failure> {
@@ -327,10 +357,7 @@ impl Connection {
         loop {
             match self.stream.read(&mut self.buf[..]).await {
                 Ok(0) => return Ok(()),
-                Ok(n) => {
-                    self.received += n as u64;
-                    self.received_in_all += n as u64;
-                }
+                Ok(n) => self.count_received(n),
                 Err(e) => return Err(io_failure("a body delimited by close", &e)),
             }
         }

@@ -11,6 +11,7 @@ pub mod http;
 pub mod job;
 pub mod load;
 pub mod open;
+pub mod phases;
 pub mod reactor;
 pub mod rng;
 pub mod run;

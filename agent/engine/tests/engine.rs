@@ -37,6 +37,10 @@ fn keep_alive_counts_match_the_server_exactly() {
     assert_eq!(total(&reports, |s| s.connections_opened), 4);
     assert_eq!(total(&reports, |s| s.connections_closed), 4);
     assert_eq!(server.served.connections.load(Ordering::Relaxed), 4);
+    // Phases: every response waited and received; only the 4 first requests connected.
+    assert_eq!(total(&reports, |s| s.waiting_count), requests);
+    assert_eq!(total(&reports, |s| s.receiving_count), requests);
+    assert_eq!(total(&reports, |s| s.connect_count), 4);
     let mid: u64 = reports[1].stats.iter().map(|s| s.active_connections).sum();
     assert_eq!(mid, 4, "4 connections open in the middle of the job");
     let small = total(&reports, |s| if s.request == "small" { s.requests } else { 0 });
@@ -60,6 +64,7 @@ fn connection_per_request_and_close_delimited_bodies() {
     assert_eq!(server.served.connections.load(Ordering::Relaxed), requests);
     assert_eq!(total(&reports, |s| s.bytes_in), server.served.bytes.load(Ordering::Relaxed));
     assert!(total(&reports, |s| s.bytes_out) > requests * 40, "request bytes are counted");
+    assert_eq!(total(&reports, |s| s.connect_count), requests, "every response's request connected");
 }
 
 #[test]
