@@ -86,12 +86,13 @@ impl Connections {
                 }
                 None => {
                     let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
-                    let Target { addr, tls, .. } = &job.targets[target];
+                    let Target { tls, .. } = &job.targets[target];
+                    let addr = job.targets[target].next_addr();
                     let spare = match tls {
                         None => self.spare_socket(addr.is_ipv6()),
                         Some(_) => None,
                     };
-                    match http::connect(*addr, job.connect_timeout, tls.as_ref(), buffer, &shared.reactor, spare).await {
+                    match http::connect(addr, job.connect_timeout, tls.as_ref(), buffer, &shared.reactor, spare).await {
                     Ok((connection, opened)) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });

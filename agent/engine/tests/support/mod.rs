@@ -22,6 +22,8 @@ pub struct Served {
     pub connections: AtomicU64,
     /// While set, /stallable answers only after this moment.
     pub stall_until: std::sync::Mutex<Option<Instant>>,
+    /// The Host header of the last request.
+    pub last_host: std::sync::Mutex<Option<String>>,
 }
 
 pub struct TestServer {
@@ -81,6 +83,9 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 length = v.trim().parse().unwrap_or(0);
             }
             close |= lower.starts_with("connection:") && lower.contains("close");
+            if lower.starts_with("host:") {
+                *served.last_host.lock().unwrap() = Some(header[5..].trim().to_string());
+            }
             if header == "\r\n" {
                 break;
             }
@@ -94,10 +99,7 @@ fn serve_connection(stream: TcpStream, served: &Served) {
         let n: usize = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
         let body = "x".repeat(n);
         let response = match kind {
-            "ok" => format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n{}",
-                if head_request { "" } else { &body }
-            ),
+            "ok" => format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n{}", if head_request { "" } else { &body }),
             "chunked" => {
                 let (a, b) = (n / 3, n / 3);
                 let c = n - a - b;
@@ -114,17 +116,11 @@ fn serve_connection(stream: TcpStream, served: &Served) {
             }
             "dribble" => {
                 let first = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello";
-                if writer
-                    .write_all(first.as_bytes())
-                    .and_then(|()| writer.flush())
-                    .is_err()
-                {
+                if writer.write_all(first.as_bytes()).and_then(|()| writer.flush()).is_err() {
                     return;
                 }
                 thread::sleep(Duration::from_millis(n as u64));
-                served
-                    .bytes
-                    .fetch_add(first.len() as u64, Ordering::Relaxed);
+                served.bytes.fetch_add(first.len() as u64, Ordering::Relaxed);
                 "world".to_string()
             }
             "status" => format!("HTTP/1.1 {n} X\r\nContent-Length: 0\r\n\r\n"),
@@ -136,29 +132,21 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_string()
             }
             "cut" => {
-                let _ = writer.write_all(
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", 2 * n)
-                        .as_bytes(),
-                );
+                let _ = writer.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", 2 * n).as_bytes());
                 return;
             }
             "garbage" => {
                 let _ = writer.write_all(b"HTTP/1.1 2x0 \x01\r\nzz\r\n\r\n");
                 return;
             }
-            "bighead" => format!(
-                "HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n",
-                "h".repeat(80_000)
-            ),
+            "bighead" => format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "h".repeat(80_000)),
             _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
         };
         if writer.write_all(response.as_bytes()).is_err() {
             return;
         }
         served.responses.fetch_add(1, Ordering::Relaxed);
-        served
-            .bytes
-            .fetch_add(response.len() as u64, Ordering::Relaxed);
+        served.bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
         if close {
             return;
         }
@@ -170,22 +158,11 @@ fn serve_connection(stream: TcpStream, served: &Served) {
 pub fn unanswering_listener() -> (socket2::Socket, String, Vec<std::net::TcpStream>) {
     use socket2::{Domain, Socket, Type};
     let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    socket
-        .bind(
-            &"127.0.0.1:0"
-                .parse::<std::net::SocketAddr>()
-                .unwrap()
-                .into(),
-        )
-        .unwrap();
+    socket.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
     socket.listen(0).unwrap();
     let addr = socket.local_addr().unwrap().as_socket().unwrap();
     // Fill the accept queue; later SYNs are dropped.
-    let fillers = (0..3)
-        .filter_map(|_| {
-            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()
-        })
-        .collect();
+    let fillers = (0..3).filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()).collect();
     (socket, format!("http://{addr}"), fillers)
 }
 
@@ -195,19 +172,11 @@ pub fn unanswering_listener() -> (socket2::Socket, String, Vec<std::net::TcpStre
 pub fn start_stalled_server(stall: Duration) -> TestServer {
     use socket2::{Domain, Socket, Type};
     let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    socket
-        .bind(
-            &"127.0.0.1:0"
-                .parse::<std::net::SocketAddr>()
-                .unwrap()
-                .into(),
-        )
-        .unwrap();
+    socket.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
     socket.listen(0).unwrap();
     let listener: TcpListener = socket.into();
     let addr = listener.local_addr().unwrap();
-    let filler = TcpStream::connect_timeout(&addr, Duration::from_millis(500))
-        .expect("the one connection the queue holds");
+    let filler = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).expect("the one connection the queue holds");
     let served = Arc::new(Served::default());
     let counts = Arc::clone(&served);
     thread::spawn(move || {
@@ -219,10 +188,7 @@ pub fn start_stalled_server(stall: Duration) -> TestServer {
             thread::spawn(move || serve_connection(stream, &counts));
         }
     });
-    TestServer {
-        url: format!("http://{addr}"),
-        served,
-    }
+    TestServer { url: format!("http://{addr}"), served }
 }
 
 /// A port on 127.0.0.1 that nothing listens on.
@@ -232,29 +198,13 @@ pub fn closed_port_url() -> String {
 }
 
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
 }
 
-pub fn open_job(
-    url: &str,
-    path: &str,
-    rate_per_s: f64,
-    poisson: bool,
-    duration_ms: u32,
-) -> pb::JobSpec {
+pub fn open_job(url: &str, path: &str, rate_per_s: f64, poisson: bool, duration_ms: u32) -> pb::JobSpec {
     let mut spec = closed_job(&[(url, 1)], vec![get("r", path, 1)], 1, duration_ms, 1000);
-    let open = pb::OpenModel {
-        rate_per_s,
-        poisson,
-        max_connections: 64,
-    };
-    spec.load = Some(pb::LoadShare {
-        model: Some(pb::load_share::Model::Open(open)),
-        stages: vec![],
-    });
+    let open = pb::OpenModel { rate_per_s, poisson, max_connections: 64 };
+    spec.load = Some(pb::LoadShare { model: Some(pb::load_share::Model::Open(open)), stages: vec![] });
     spec
 }
 
@@ -262,59 +212,29 @@ pub fn open_job(
 pub fn latency(reports: &[pb::IntervalReport]) -> hdrhistogram::Histogram<u64> {
     use hdrhistogram::serialization::Deserializer;
     let mut all = loadfleet_engine::stats::new_histogram();
-    for s in reports
-        .iter()
-        .flat_map(|r| &r.stats)
-        .filter(|s| !s.latency_histogram.is_empty())
-    {
-        let h: hdrhistogram::Histogram<u64> = Deserializer::new()
-            .deserialize(&mut s.latency_histogram.as_slice())
-            .unwrap();
+    for s in reports.iter().flat_map(|r| &r.stats).filter(|s| !s.latency_histogram.is_empty()) {
+        let h: hdrhistogram::Histogram<u64> = Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).unwrap();
         all.add(h).unwrap();
     }
     all
 }
 
 pub fn get(name: &str, path: &str, weight: u32) -> pb::RequestSpec {
-    pb::RequestSpec {
-        name: name.into(),
-        method: "GET".into(),
-        path: path.into(),
-        weight,
-        ..Default::default()
-    }
+    pb::RequestSpec { name: name.into(), method: "GET".into(), path: path.into(), weight, ..Default::default() }
 }
 
 /// A closed-model job starting at the next interval boundary at least 200 ms away.
-pub fn closed_job(
-    targets: &[(&str, u32)],
-    requests: Vec<pb::RequestSpec>,
-    clients: u32,
-    duration_ms: u32,
-    interval_ms: u32,
-) -> pb::JobSpec {
+pub fn closed_job(targets: &[(&str, u32)], requests: Vec<pb::RequestSpec>, clients: u32, duration_ms: u32, interval_ms: u32) -> pb::JobSpec {
     let interval = i64::from(interval_ms);
     let start_at_ms = (now_ms() + 200 + interval) / interval * interval;
     pb::JobSpec {
         job_id: "test".into(),
-        targets: targets
-            .iter()
-            .map(|(url, weight)| pb::Target {
-                url: url.to_string(),
-                weight: *weight,
-            })
-            .collect(),
+        targets: targets.iter().map(|(url, weight)| pb::Target { url: url.to_string(), weight: *weight, addresses: vec![] }).collect(),
         requests,
         keep_alive: true,
         connect_timeout_ms: 1000,
         request_timeout_ms: 2000,
-        load: Some(pb::LoadShare {
-            model: Some(pb::load_share::Model::Closed(pb::ClosedModel {
-                clients,
-                think: None,
-            })),
-            stages: vec![],
-        }),
+        load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients, think: None })), stages: vec![] }),
         start_at_ms,
         duration_ms,
         interval_ms,
@@ -339,11 +259,7 @@ impl Engine {
             .expect("start loadfleet-engine");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
-        let mut engine = Engine {
-            child,
-            stdin,
-            stdout,
-        };
+        let mut engine = Engine { child, stdin, stdout };
         match engine.next_event() {
             Some(pb::engine_event::Event::Ready(_)) => engine,
             other => panic!("expected ready, got {other:?}"),
@@ -351,10 +267,7 @@ impl Engine {
     }
 
     pub fn send(&mut self, command: pb::engine_command::Command) {
-        let bytes = pb::EngineCommand {
-            command: Some(command),
-        }
-        .encode_length_delimited_to_vec();
+        let bytes = pb::EngineCommand { command: Some(command) }.encode_length_delimited_to_vec();
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(&bytes).unwrap();
         stdin.flush().unwrap();
@@ -381,9 +294,7 @@ impl Engine {
         }
         let mut payload = vec![0; length];
         self.stdout.read_exact(&mut payload).expect("whole frame");
-        pb::EngineEvent::decode(payload.as_slice())
-            .expect("an EngineEvent")
-            .event
+        pb::EngineEvent::decode(payload.as_slice()).expect("an EngineEvent").event
     }
 
     /// Runs a job to its end: every interval report, checking the protocol's promises
@@ -398,10 +309,7 @@ impl Engine {
         loop {
             match self.next_event() {
                 Some(pb::engine_event::Event::Interval(report)) => {
-                    assert!(
-                        !reports.last().is_some_and(|r| r.r#final),
-                        "a report after the final one"
-                    );
+                    assert!(!reports.last().is_some_and(|r| r.r#final), "a report after the final one");
                     reports.push(report)
                 }
                 Some(pb::engine_event::Event::Finished(_)) => break,
@@ -410,15 +318,9 @@ impl Engine {
         }
         assert!(reports.last().expect("at least one report").r#final);
         for pair in reports.windows(2) {
-            assert_eq!(
-                pair[1].interval_start_ms - pair[0].interval_start_ms,
-                i64::from(pair[0].interval_ms)
-            );
+            assert_eq!(pair[1].interval_start_ms - pair[0].interval_start_ms, i64::from(pair[0].interval_ms));
         }
-        assert!(self
-            .wait_exit(Duration::from_secs(5))
-            .expect("exits after finished")
-            .success());
+        assert!(self.wait_exit(Duration::from_secs(5)).expect("exits after finished").success());
         reports
     }
 
@@ -447,13 +349,7 @@ pub fn total(reports: &[pb::IntervalReport], field: impl Fn(&pb::IntervalStats) 
 }
 
 pub fn errors_of(reports: &[pb::IntervalReport], kind: pb::ErrorKind) -> u64 {
-    total(reports, |s| {
-        s.errors
-            .iter()
-            .filter(|e| e.kind == kind as i32)
-            .map(|e| e.count)
-            .sum()
-    })
+    total(reports, |s| s.errors.iter().filter(|e| e.kind == kind as i32).map(|e| e.count).sum())
 }
 
 /// Responses counted in the latency histograms.
@@ -464,9 +360,7 @@ pub fn histogram_count(reports: &[pb::IntervalReport]) -> u64 {
         .flat_map(|r| &r.stats)
         .filter(|s| !s.latency_histogram.is_empty())
         .map(|s| {
-            let h: hdrhistogram::Histogram<u64> = Deserializer::new()
-                .deserialize(&mut s.latency_histogram.as_slice())
-                .expect("V2 histogram");
+            let h: hdrhistogram::Histogram<u64> = Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).expect("V2 histogram");
             h.len()
         })
         .sum()
@@ -482,13 +376,11 @@ pub fn start_tls_server() -> TestServer {
 /// it answers the client's hello (a server slow to handshake).
 pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
+        .with_safe_default_protocol_versions().unwrap()
         .with_no_client_auth()
         .with_single_cert(vec![certified.cert.der().clone()], key)
         .unwrap();
@@ -499,24 +391,17 @@ pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
     let served = Arc::new(Served::default());
     let counts = Arc::clone(&served);
     thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let local = tokio::task::LocalSet::new();
         local.block_on(&runtime, async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
+                let Ok((stream, _)) = listener.accept().await else { continue };
                 counts.connections.fetch_add(1, Ordering::Relaxed);
                 let (acceptor, counts) = (acceptor.clone(), Arc::clone(&counts));
                 tokio::task::spawn_local(async move {
                     tokio::time::sleep(delay).await;
-                    let Ok(tls) = acceptor.accept(stream).await else {
-                        return;
-                    };
+                    let Ok(tls) = acceptor.accept(stream).await else { return };
                     let mut stream = tokio::io::BufReader::new(tls);
                     loop {
                         let mut line = String::new();
@@ -532,15 +417,11 @@ pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
                             }
                         }
                         let response = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-                        if stream.write_all(response).await.is_err()
-                            || stream.flush().await.is_err()
-                        {
+                        if stream.write_all(response).await.is_err() || stream.flush().await.is_err() {
                             return;
                         }
                         counts.responses.fetch_add(1, Ordering::Relaxed);
-                        counts
-                            .bytes
-                            .fetch_add(response.len() as u64, Ordering::Relaxed);
+                        counts.bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
                         if close {
                             let _ = stream.shutdown().await;
                             return;
