@@ -224,6 +224,10 @@ def write_results(results: dict, *, quick: bool) -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     path = RESULTS_DIR / f"{stamp}{'-quick' if quick else ''}.json"
+    n = 2
+    while path.exists():  # an earlier run of the same day stays
+        path = RESULTS_DIR / f"{stamp}{'-quick' if quick else ''}-{n}.json"
+        n += 1
     path.write_text(json.dumps(results, indent=1) + "\n")
     return path
 
