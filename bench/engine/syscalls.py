@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import (DEFAULT_ENGINE, FILES_BYTES, MODES, RESULTS_DIR, THROUGHPUT_CONNECTIONS,  # noqa: E402
-                   machine, raise_fd_limit)
+from bench import (DEFAULT_ENGINE, FILES_BYTES, MODES, THROUGHPUT_CONNECTIONS, machine,  # noqa: E402
+                   new_results_path, raise_fd_limit)
 from generators import Measurement, run_engine, run_wrk  # noqa: E402
 from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
 
@@ -58,8 +58,7 @@ def main() -> int:
     results = {"date": stamp.isoformat(timespec="seconds"),
                "command": " ".join(["bench/engine/syscalls.py"] + sys.argv[1:]),
                "machine": machine(), "duration_s": args.duration_s, "cases": cases}
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{stamp:%Y-%m-%d}-syscalls.json"
+    path = new_results_path("-syscalls")
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\nresults: {path}")
     return 0

@@ -9,6 +9,7 @@ use crate::job::Target;
 use crate::phases::Phases;
 use crate::run::Shared;
 use crate::socket::Socket;
+use crate::timer::Timer;
 use crate::stats::Outcome;
 use crate::wire::pb::ErrorKind;
 
@@ -41,12 +42,15 @@ pub struct Connections {
     /// per target.
     spare_buffers: Vec<Vec<u8>>,
     spare_sockets: Vec<Socket>,
+    /// The connect and request timeouts of this driver's requests (see `timer.rs`).
+    connect_timer: Timer,
+    request_timer: Timer,
 }
 
 impl Connections {
     pub fn new(shared: &Rc<Shared>) -> Self {
         Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new(),
-                      spare_sockets: Vec::new() }
+                      spare_sockets: Vec::new(), connect_timer: Timer::default(), request_timer: Timer::default() }
     }
 
     /// Sends request number `request` to target number `target` and records how it ended.
@@ -92,7 +96,8 @@ impl Connections {
                         None => self.spare_socket(addr.is_ipv6()),
                         Some(_) => None,
                     };
-                    match http::connect(addr, job.connect_timeout, tls.as_ref(), buffer, &shared.reactor, spare).await {
+                    let timer = &mut self.connect_timer;
+                    match http::connect(addr, job.connect_timeout, timer, tls.as_ref(), buffer, &shared.reactor, spare).await {
                     Ok((connection, opened)) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });
@@ -105,9 +110,9 @@ impl Connections {
             };
             let connection = &mut self.held[target].as_mut().expect("held above").connection;
             bytes_out += wire.len() as u64;
-            let result = tokio::time::timeout(job.request_timeout, connection.exchange(wire, request.head)).await;
-            match result {
-                Ok(Ok(response)) => {
+            let deadline = Instant::now() + job.request_timeout;
+            match self.request_timer.run(deadline, connection.exchange(wire, request.head)).await {
+                Some(Ok(response)) => {
                     if !(response.reusable && job.keep_alive) {
                         self.close(target, true);
                     }
@@ -120,7 +125,7 @@ impl Connections {
                     let outcome = Outcome::Response { status: response.status, phases };
                     return Ended { outcome, bytes_in: response.bytes_in, bytes_out, at: Some(response.done) };
                 }
-                Ok(Err(failure)) => {
+                Some(Err(failure)) => {
                     self.close(target, false);
                     // An idle keep-alive connection the server had already closed: not the
                     // request's fault, so it goes again on a new connection.
@@ -129,7 +134,7 @@ impl Connections {
                     }
                     return failed(failure, bytes_out);
                 }
-                Err(_) => {
+                None => {
                     self.close(target, false);
                     let message = format!("no complete response within {:?}", job.request_timeout);
                     return Ended::failed(ErrorKind::Timeout, message, bytes_out);

@@ -20,6 +20,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::reactor::Reactor;
 use crate::socket::Socket;
+use crate::timer::Timer;
 use crate::wire::pb::ErrorKind;
 
 /// A connection's read buffer starts small (most responses' headers and many bodies fit)
@@ -72,12 +73,12 @@ pub struct Tls {
     pub server_name: ServerName<'static>,
 }
 
-/// Connects (TCP, then TLS for https); `timeout` bounds each of the two. `buffer` is the
+/// Connects (TCP, then TLS for https); `timeout` bounds each of the two (on `timer`). `buffer` is the
 /// read buffer to use (recycled from a closed connection, or new). Plain TCP goes through
 /// the engine's reactor on `spare` (a socket a closed connection left, see `socket.rs`) or
 /// a new socket; https through tokio's.
-pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buffer: Vec<u8>, reactor: &Rc<Reactor>,
-                     spare: Option<Socket>) -> Result<(Connection, Handshakes), Failure> {
+pub async fn connect(addr: SocketAddr, timeout: Duration, timer: &mut Timer, tls: Option<&Tls>, buffer: Vec<u8>,
+                     reactor: &Rc<Reactor>, spare: Option<Socket>) -> Result<(Connection, Handshakes), Failure> {
     let connect_failure = |e: io::Error| {
         let kind = match e.kind() {
             io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
@@ -91,26 +92,26 @@ pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buf
     let (stream, handshakes) = match tls {
         None => {
             let socket = Socket::connect(reactor, addr, spare).map_err(connect_failure)?;
-            match tokio::time::timeout(timeout, socket.connected()).await {
-                Err(_) => return Err(no_answer()),
-                Ok(Err(e)) => return Err(connect_failure(e)),
-                Ok(Ok(())) => (Stream::Plain(socket), Handshakes { connect: started.elapsed(), tls: None }),
+            match timer.run(started + timeout, socket.connected()).await {
+                None => return Err(no_answer()),
+                Some(Err(e)) => return Err(connect_failure(e)),
+                Some(Ok(())) => (Stream::Plain(socket), Handshakes { connect: started.elapsed(), tls: None }),
             }
         }
         Some(tls) => {
-            let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-                Err(_) => return Err(no_answer()),
-                Ok(Err(e)) => return Err(connect_failure(e)),
-                Ok(Ok(stream)) => stream,
+            let stream = match timer.run(started + timeout, TcpStream::connect(addr)).await {
+                None => return Err(no_answer()),
+                Some(Err(e)) => return Err(connect_failure(e)),
+                Some(Ok(stream)) => stream,
             };
             let connected = Instant::now();
             // The handshake's messages are written whole; Nagle would only delay them.
             stream.set_nodelay(true).map_err(|e| Failure::new(ErrorKind::Other, format!("set TCP_NODELAY: {e}")))?;
             let handshake = TlsConnector::from(Arc::clone(&tls.config)).connect(tls.server_name.clone(), stream);
-            match tokio::time::timeout(timeout, handshake).await {
-                Err(_) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: no answer within {timeout:?}"))),
-                Ok(Err(e)) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: {e}"))),
-                Ok(Ok(stream)) => {
+            match timer.run(connected + timeout, handshake).await {
+                None => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: no answer within {timeout:?}"))),
+                Some(Err(e)) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: {e}"))),
+                Some(Ok(stream)) => {
                     let handshakes = Handshakes { connect: connected - started, tls: Some(connected.elapsed()) };
                     (Stream::Tls(Box::new(stream)), handshakes)
                 }

@@ -17,5 +17,6 @@ pub mod rng;
 pub mod run;
 pub mod socket;
 pub mod stats;
+pub mod timer;
 pub mod tls;
 pub mod wire;

@@ -24,6 +24,29 @@ pub struct Served {
     pub stall_until: std::sync::Mutex<Option<Instant>>,
     /// The Host header of the last request.
     pub last_host: std::sync::Mutex<Option<String>>,
+    /// Deliberate delays (/slow, /dribble, a TLS handshake delay) as they happened: on a busy
+    /// machine a thread sleeps longer than asked.
+    pub delays: AtomicU64,
+    pub delayed_us: AtomicU64,
+}
+
+impl Served {
+    /// Sleeps `ms` and counts the time it took.
+    fn delay(&self, ms: u64) {
+        let started = Instant::now();
+        thread::sleep(Duration::from_millis(ms));
+        self.count_delay(started.elapsed());
+    }
+
+    fn count_delay(&self, delay: Duration) {
+        self.delays.fetch_add(1, Ordering::Relaxed);
+        self.delayed_us.fetch_add(delay.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// The mean of the delays so far, in ms.
+    pub fn mean_delay_ms(&self) -> f64 {
+        self.delayed_us.load(Ordering::Relaxed) as f64 / self.delays.load(Ordering::Relaxed).max(1) as f64 / 1000.0
+    }
 }
 
 pub struct TestServer {
@@ -111,7 +134,7 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 format!("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{body}")
             }
             "slow" => {
-                thread::sleep(Duration::from_millis(n as u64));
+                served.delay(n as u64);
                 "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
             }
             "dribble" => {
@@ -119,7 +142,7 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 if writer.write_all(first.as_bytes()).and_then(|()| writer.flush()).is_err() {
                     return;
                 }
-                thread::sleep(Duration::from_millis(n as u64));
+                served.delay(n as u64);
                 served.bytes.fetch_add(first.len() as u64, Ordering::Relaxed);
                 "world".to_string()
             }
@@ -400,7 +423,11 @@ pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
                 counts.connections.fetch_add(1, Ordering::Relaxed);
                 let (acceptor, counts) = (acceptor.clone(), Arc::clone(&counts));
                 tokio::task::spawn_local(async move {
-                    tokio::time::sleep(delay).await;
+                    if !delay.is_zero() {
+                        let started = std::time::Instant::now();
+                        tokio::time::sleep(delay).await;
+                        counts.count_delay(started.elapsed());
+                    }
                     let Ok(tls) = acceptor.accept(stream).await else { return };
                     let mut stream = tokio::io::BufReader::new(tls);
                     loop {
