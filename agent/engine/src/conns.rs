@@ -50,16 +50,18 @@ pub struct Connections {
 impl Connections {
     pub fn new(shared: &Rc<Shared>) -> Self {
         Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new(),
-                      spare_sockets: Vec::new(), connect_timer: Timer::default(), request_timer: Timer::default() }
+                      spare_sockets: Vec::new(), connect_timer: Timer::new(shared.job.connect_timeout), request_timer: Timer::new(shared.job.request_timeout) }
     }
 
     /// Sends request number `request` to target number `target` and records how it ended.
-    /// Latency runs from `due`: when the request was meant to go out.
-    pub async fn request(&mut self, target: usize, request: usize, due: Instant) {
+    /// Latency runs from `due` (when the request was meant to go out), or from now.
+    pub async fn request(&mut self, target: usize, request: usize, due: Option<Instant>) {
         let shared = Rc::clone(&self.shared);
         let slot = shared.stats.borrow().slot(target, shared.job.requests[request].name);
         shared.in_flight.set(shared.in_flight.get() + 1);
-        let Ended { outcome, bytes_in, bytes_out, at } = self.send(target, request, slot).await;
+        let started = Instant::now();
+        let due = due.unwrap_or(started);
+        let Ended { outcome, bytes_in, bytes_out, at } = self.send(target, request, slot, started).await;
         let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
         shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
         shared.in_flight.set(shared.in_flight.get() - 1);
@@ -71,8 +73,8 @@ impl Connections {
         }
     }
 
-    /// One exchange on the target's connection (connecting if needed).
-    async fn send(&mut self, target: usize, request: usize, slot: usize) -> Ended {
+    /// One exchange on the target's connection (connecting if needed), from `started`.
+    async fn send(&mut self, target: usize, request: usize, slot: usize, mut started: Instant) -> Ended {
         let shared = Rc::clone(&self.shared);
         let job = &shared.job;
         let request = &job.requests[request];
@@ -97,11 +99,12 @@ impl Connections {
                         Some(_) => None,
                     };
                     let timer = &mut self.connect_timer;
-                    match http::connect(addr, job.connect_timeout, timer, tls.as_ref(), buffer, &shared.reactor, spare).await {
+                    match http::connect(addr, started, timer, tls.as_ref(), buffer, &shared.reactor, spare).await {
                     Ok((connection, opened)) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });
                         handshakes = Some(opened);
+                        started += opened.connect + opened.tls.unwrap_or_default();
                         false
                     }
                     Err(failure) => return failed(failure, 0),
@@ -110,8 +113,8 @@ impl Connections {
             };
             let connection = &mut self.held[target].as_mut().expect("held above").connection;
             bytes_out += wire.len() as u64;
-            let deadline = Instant::now() + job.request_timeout;
-            match self.request_timer.run(deadline, connection.exchange(wire, request.head)).await {
+            // The request timeout runs from when the request can go (connected, if it had to).
+            match self.request_timer.run(started, connection.exchange(wire, request.head, &shared.discard)).await {
                 Some(Ok(response)) => {
                     if !(response.reusable && job.keep_alive) {
                         self.close(target, true);
@@ -130,6 +133,7 @@ impl Connections {
                     // An idle keep-alive connection the server had already closed: not the
                     // request's fault, so it goes again on a new connection.
                     if reused && failure.nothing_received {
+                        started = Instant::now();
                         continue;
                     }
                     return failed(failure, bytes_out);

@@ -47,6 +47,8 @@ pub struct Shared {
     pub in_flight: Cell<u64>,
     /// Readiness of the plain TCP sockets (see `reactor.rs`).
     pub reactor: Rc<Reactor>,
+    /// Where every connection's response bodies are read and dropped (see `Connection::exchange`).
+    pub discard: RefCell<Vec<u8>>,
     started: Cell<u64>,
     /// Clients that completed their sessions' repetitions: not started again.
     retired: RefCell<HashSet<u32>>,
@@ -123,6 +125,7 @@ impl Run {
             job,
             in_flight: Cell::new(0),
             reactor: Reactor::new()?,
+            discard: RefCell::new(vec![0; crate::http::DISCARD_BUFFER_BYTES]),
             started: Cell::new(0),
             retired: RefCell::new(HashSet::new()),
         };

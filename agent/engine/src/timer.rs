@@ -9,26 +9,29 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::time::Sleep;
 
 pub struct Timer {
     sleep: Pin<Box<Sleep>>,
-}
-
-impl Default for Timer {
-    fn default() -> Self {
-        // Not in the wheel until first used.
-        Timer {
-            sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
-        }
-    }
+    timeout: Duration,
 }
 
 impl Timer {
-    /// The output of `future`, or None if `deadline` passes first.
-    pub async fn run<F: Future>(&mut self, deadline: Instant, future: F) -> Option<F::Output> {
+    /// A timer for `timeout` after each start; not in the wheel until first used.
+    pub fn new(timeout: Duration) -> Self {
+        let sleep = Box::pin(tokio::time::sleep_until(tokio::time::Instant::now()));
+        Timer { sleep, timeout }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The output of `future`, or None if the timeout after `started` passes first.
+    pub async fn run<F: Future>(&mut self, started: Instant, future: F) -> Option<F::Output> {
+        let deadline = started + self.timeout;
         self.sleep.as_mut().reset(deadline.into());
         tokio::select! {
             biased;
@@ -50,39 +53,27 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let mut timer = Timer::default();
             let ms = Duration::from_millis;
+            let mut timer = Timer::new(ms(200));
             for _ in 0..3 {
-                let ended = timer
-                    .run(Instant::now() + ms(200), tokio::time::sleep(ms(10)))
-                    .await;
+                let ended = timer.run(Instant::now(), tokio::time::sleep(ms(10))).await;
                 assert_eq!(ended, Some(()), "ends before its deadline");
             }
             let started = Instant::now();
-            assert_eq!(
-                timer
-                    .run(started + ms(50), tokio::time::sleep(ms(1000)))
-                    .await,
-                None
-            );
+            let slow = timer.run(started, tokio::time::sleep(ms(1000))).await;
+            assert_eq!(slow, None, "times out");
             let waited = started.elapsed();
             assert!(
-                waited >= ms(50) && waited < ms(500),
+                waited >= ms(200) && waited < ms(700),
                 "timed out after {waited:?}"
             );
-            // After it fired, the timer serves the next deadline again.
-            assert_eq!(
-                timer
-                    .run(Instant::now() + ms(200), tokio::time::sleep(ms(10)))
-                    .await,
-                Some(())
-            );
-            assert_eq!(
-                timer
-                    .run(Instant::now() + ms(20), std::future::pending::<()>())
-                    .await,
-                None
-            );
+            // After it fired, the timer serves the next requests again.
+            let quick = timer.run(Instant::now(), tokio::time::sleep(ms(10))).await;
+            assert_eq!(quick, Some(()));
+            let never = timer
+                .run(Instant::now(), std::future::pending::<()>())
+                .await;
+            assert_eq!(never, None);
         });
     }
 }

@@ -68,6 +68,26 @@ fn connection_per_request_and_close_delimited_bodies() {
 }
 
 #[test]
+fn bodies_larger_than_every_buffer_are_read_exactly() {
+    // Bodies beyond the connection's 8 KiB buffer and the engine's 64 KiB discard buffer, in
+    // every framing; keep-alive goes on after each (the framing ended exactly).
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let requests = vec![get("length", "/ok/200000", 1), get("chunked", "/chunked/300000", 1), get("close", "/close/150000", 1)];
+    let reports = engine.run(closed_job(&[(&server.url, 1)], requests, 2, 600, 300));
+    settle();
+    let requests = total(&reports, |s| s.requests);
+    assert!(requests > 30, "only {requests} requests");
+    assert_eq!(total(&reports, |s| s.status_2xx), requests);
+    assert_eq!(requests, server.served.responses.load(Ordering::Relaxed));
+    assert_eq!(total(&reports, |s| s.bytes_in), server.served.bytes.load(Ordering::Relaxed));
+    let (closes, opened) = (total(&reports, |s| if s.request == "close" { s.requests } else { 0 }), total(&reports, |s| s.connections_opened));
+    assert_eq!(opened, server.served.connections.load(Ordering::Relaxed));
+    // Each client's first connection, then one after every close-delimited body (but its last).
+    assert!(opened <= 2 + closes && opened + 2 >= 2 + closes, "{opened} connections for {closes} close-delimited bodies");
+}
+
+#[test]
 fn weighted_targets_split_three_to_one() {
     let (a, b) = (start_server(), start_server());
     let mut engine = Engine::spawn();
