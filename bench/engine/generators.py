@@ -55,8 +55,9 @@ IntervalWatch = Callable[[int, stats_pb2.IntervalReport], None]
 
 def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: bool, duration_s: float,
                connect_timeout_ms: int = 5000, watch: IntervalWatch | None = None,
-               log: Path | None = None, wrap: Sequence[str] = ()) -> Measurement:
-    """One closed-model job of `clients` clients against url+path for `duration_s`.
+               log: Path | None = None, wrap: Sequence[str] = (), max_requests: int = 0) -> Measurement:
+    """One closed-model job of `clients` clients against url+path for `duration_s` (or until
+    `max_requests` requests, if set).
     `wrap` is put before the command (e.g. a `perf stat` that counts the engine's system calls)."""
     argv = [*wrap, "taskset", "-c", str(GENERATOR_CORE), str(engine)]
     stderr = open(log, "ab") if log else subprocess.DEVNULL
@@ -72,6 +73,7 @@ def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: b
                 raise RuntimeError(f"engine: expected ready, got {event}")
             spec = _closed_job(url, path, clients=clients, keep_alive=keep_alive, duration_s=duration_s,
                                connect_timeout_ms=connect_timeout_ms)
+            spec.max_requests = max_requests
             proc.stdin.write(frame(engine_pb2.EngineCommand(start=spec).SerializeToString()))
             proc.stdin.flush()
             reports = _collect(proc, watch)
