@@ -6,8 +6,11 @@ CPU time on a shared machine swings by ±10 % from run to run, too much to price
 1 or 2 %. Instructions executed in user space do not depend on what else runs: each engine
 runs under callgrind against the bench's nginx, keep-alive and connection per request, for
 two request budgets, and the difference of instructions over the difference of requests is
-the cost of one request (start-up cancels out). The kernel's work is not counted: compare system
-calls per request with syscalls.py. Results go to bench/engine/results/<date>-instructions.json.
+the cost of one request (start-up cancels out). Two figures: all of the engine's instructions,
+which include work per wakeup and per interval that the engine, slowed down ~50 times, spreads
+over far fewer requests than at full speed; and those under `Connections::request` (sending
+one request and recording it, phases included), which are per request only. The kernel's work
+is not counted: compare system calls per request with syscalls.py. Results go to bench/engine/results/<date>-instructions.json.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -49,13 +53,14 @@ def main() -> int:
         for engine in args.engines:
             for mode, keep_alive in MODES.items():
                 points = [count(engine, server.url, keep_alive, budget, work) for budget in BUDGETS]
-                (r1, i1), (r2, i2) = points
-                per_request = (i2 - i1) / (r2 - r1)
+                (r1, i1, q1), (r2, i2, q2) = points
+                per_request, in_request = (i2 - i1) / (r2 - r1), (q2 - q1) / (r2 - r1)
                 rows.append({"engine": str(engine), "sha256": hashlib.sha256(engine.read_bytes()).hexdigest(),
-                             "mode": mode, "points": [{"requests": r, "instructions": i} for r, i in points],
-                             "instructions_per_request": round(per_request)})
-                print(f"{engine} {mode}: {per_request:,.0f} instructions per request "
-                      f"({r1} and {r2} requests)", flush=True)
+                             "mode": mode,
+                             "points": [{"requests": r, "instructions": i, "in_request": q} for r, i, q in points],
+                             "instructions_per_request": round(per_request), "in_request_per_request": round(in_request)})
+                print(f"{engine} {mode}: {per_request:,.0f} instructions per request, {in_request:,.0f} of them "
+                      f"under Connections::request ({r1} and {r2} requests)", flush=True)
     finally:
         if server:
             server.stop()
@@ -80,8 +85,8 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def count(engine: Path, url: str, keep_alive: bool, budget: int, work: Path) -> tuple[int, int]:
-    """(requests, user-space instructions) of one run under callgrind."""
+def count(engine: Path, url: str, keep_alive: bool, budget: int, work: Path) -> tuple[int, int, int]:
+    """(requests, user-space instructions, those under Connections::request) of one run."""
     out = work / "callgrind.out"
     # taskset (put before the engine by run_engine) execs the engine: follow it, and keep the
     # last output written, the engine's.
@@ -96,7 +101,12 @@ def count(engine: Path, url: str, keep_alive: bool, budget: int, work: Path) -> 
     totals = re.search(r"^totals:\s+(\d+)", out.read_text(), re.M) or re.search(r"^summary:\s+(\d+)", out.read_text(), re.M)
     if not totals:
         raise RuntimeError(f"no instruction total in {out}")
-    return m.requests, int(totals.group(1))
+    annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)], capture_output=True, text=True,
+                               check=True).stdout
+    request = re.search(r"^\s*([\d,]+) \([^)]*\)\s+\S*Connections::request::\{\{closure\}\}", annotated, re.M)
+    if not request:
+        raise RuntimeError(f"no Connections::request in callgrind_annotate {out}")
+    return m.requests, int(totals.group(1)), int(request.group(1).replace(",", ""))
 
 
 if __name__ == "__main__":

@@ -5,12 +5,11 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::http::{self, Connection};
-use crate::job::Target;
 use crate::phases::Phases;
 use crate::run::Shared;
 use crate::socket::Socket;
-use crate::timer::Timer;
 use crate::stats::Outcome;
+use crate::timer::Timer;
 use crate::wire::pb::ErrorKind;
 
 /// A kept-alive connection and the statistics slot of the last request it carried.
@@ -92,14 +91,11 @@ impl Connections {
                 }
                 None => {
                     let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
-                    let Target { tls, .. } = &job.targets[target];
-                    let addr = job.targets[target].next_addr();
-                    let spare = match tls {
-                        None => self.spare_socket(addr.is_ipv6()),
-                        Some(_) => None,
-                    };
+                    let (addr, tls) = (job.targets[target].next_addr(), job.targets[target].tls.as_ref());
+                    // Only plain TCP reuses sockets (see socket.rs).
+                    let spare = if tls.is_none() { self.spare_socket(addr.is_ipv6()) } else { None };
                     let timer = &mut self.connect_timer;
-                    match http::connect(addr, started, timer, tls.as_ref(), buffer, &shared.reactor, spare).await {
+                    match http::connect(addr, started, timer, tls, buffer, &shared.reactor, spare).await {
                     Ok((connection, opened)) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });

@@ -254,23 +254,26 @@ impl Connection {
         let status = response.code.unwrap_or(0);
         let mut body = Body::UntilClose;
         let mut reusable = response.version == Some(1);
+        // Every response's headers go through this loop: names are told apart by length first.
         for h in response.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
-                let length = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok())
-                    .ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid Content-Length"))?;
-                if !matches!(body, Body::Chunked) {
-                    body = Body::Length(length);
+            match h.name.len() {
+                14 if h.name.eq_ignore_ascii_case("content-length") => {
+                    let length = parse_length(h.value).ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid Content-Length"))?;
+                    if !matches!(body, Body::Chunked) {
+                        body = Body::Length(length);
+                    }
                 }
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                if contains_token(h.value, b"chunked") {
+                17 if h.name.eq_ignore_ascii_case("transfer-encoding") && contains_token(h.value, b"chunked") => {
                     body = Body::Chunked;
                 }
-            } else if h.name.eq_ignore_ascii_case("connection") {
-                if contains_token(h.value, b"close") {
-                    reusable = false;
-                } else if contains_token(h.value, b"keep-alive") {
-                    reusable = true;
+                10 if h.name.eq_ignore_ascii_case("connection") => {
+                    if contains_token(h.value, b"close") {
+                        reusable = false;
+                    } else if contains_token(h.value, b"keep-alive") {
+                        reusable = true;
+                    }
                 }
+                _ => {}
             }
         }
         if head_request || status == 204 || status == 304 || (100..200).contains(&status) {
@@ -424,7 +427,17 @@ impl Connection {
 }
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
-    value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+    // The usual value is the token alone.
+    value.eq_ignore_ascii_case(token) || value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// A Content-Length value: decimal digits, optionally surrounded by blanks.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| if b.is_ascii_digit() { n.checked_mul(10)?.checked_add(u64::from(b - b'0')) } else { None })
 }
 
 fn io_failure(doing: &str, e: &io::Error) -> Failure {
@@ -435,4 +448,21 @@ fn io_failure(doing: &str, e: &io::Error) -> Failure {
         _ => ErrorKind::Other,
     };
     Failure::new(kind, format!("{doing}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_read_as_http_defines_them() {
+        assert_eq!(parse_length(b"1024"), Some(1024));
+        assert_eq!(parse_length(b" 7 "), Some(7));
+        for bad in [&b""[..], b" ", b"-1", b"1e3", b"12 3", b"99999999999999999999999"] {
+            assert_eq!(parse_length(bad), None, "{bad:?}");
+        }
+        assert!(contains_token(b"Keep-Alive", b"keep-alive"));
+        assert!(contains_token(b"upgrade, close", b"close"));
+        assert!(!contains_token(b"closed", b"close"));
+    }
 }

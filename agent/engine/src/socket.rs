@@ -8,7 +8,10 @@
 //! connect(2)) and connected again: same descriptor, same epoll registration, same options.
 //! The server sees what close(2) would have shown it, provided the socket is disconnected
 //! only when its connection has fully ended (the server's FIN received, ours sent and
-//! acknowledged: state CLOSE). Any other socket is simply closed.
+//! acknowledged: state CLOSE). Any other socket is simply closed. One difference remains:
+//! close(2) with unread bytes in the socket sends a reset where `finish` has already sent a
+//! FIN; only a server that sends bytes after a complete response (which the engine never
+//! read) would see it.
 
 use std::io;
 use std::net::SocketAddr;
