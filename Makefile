@@ -1,26 +1,33 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set everything up, start 2 local nginx, run plans/quickstart.yaml on 2 local agents
 #   make test   set everything up and run every test
-# Both work on a fresh Debian 12 machine (as root, or with the Debian packages below installed).
+# Both work on a fresh Debian 12 machine (as root, or with the Debian packages below installed);
+# `make demo` installs only what it needs (DEMO_PACKAGES), `make test` everything.
 
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE := agent/engine/target/release/loadfleet-engine
-DEBIAN_PACKAGES := nginx-light protobuf-compiler python3-venv wrk docker-compose chromium apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
+# What `make demo` needs: nginx for the two local servers, and what builds the engine (protoc for
+# its wire types, a C compiler and libc headers for ring's assembly) and the venv.
+DEMO_PACKAGES := nginx-light protobuf-compiler python3-venv gcc libc6-dev
+# What the lab and the tests need besides (`make lab`, part of `make test`): the other servers,
+# balancers and NFS of the lab, chromium for the report's browser test, Java and Maven for
+# Gatling, systemd for checking the units, docker-compose for checking the compose file, faketime
+# for an agent whose clock is off (the chaos suite).
+LAB_PACKAGES := wrk docker-compose chromium faketime apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
-.PHONY: setup system-deps python-deps engine gatling influxdb demo test test-python test-engine clean
+.PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test test-python test-engine clean
 
-setup: system-deps python-deps engine gatling influxdb
+setup: system-deps python-deps engine report-assets gatling influxdb helm
 
-# Debian packages the lab, the builds and the tests need (chromium renders report.html in a
-# headless browser test); installs only what is missing. A policy-rc.d keeps the packages'
-# stock services (Apache on *:80, Varnish, HAProxy, PHP-FPM) from starting on install: the
-# lab runs its own instances on loopback only.
-system-deps:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+# Installs the Debian packages of $(1) that are missing. A policy-rc.d keeps the packages' stock
+# services (Apache on *:80, Varnish, HAProxy, PHP-FPM) from starting on install: the lab runs
+# its own instances on loopback only.
+define install_debian
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "please install as root: apt-get install $$missing" >&2; exit 1; fi; \
 	  echo "installing Debian packages: $$missing"; \
@@ -28,12 +35,31 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	  status=$$?; [ -n "$$guard" ] && rm -f /usr/sbin/policy-rc.d; [ $$status = 0 ] || exit $$status; \
 	fi
+endef
+
+demo-deps:
+	$(call install_debian,$(DEMO_PACKAGES))
 	@command -v cargo >/dev/null || { echo "Rust (cargo) is needed: https://rustup.rs" >&2; exit 1; }
 
-$(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml
+# Everything the lab, the builds and the tests need.
+system-deps: demo-deps
+	$(call install_debian,$(LAB_PACKAGES))
+
+lab: system-deps
+
+# loadfleet-agent depends on loadfleet-engine, the wheel that carries the engine program
+# (agent/engine/pyproject.toml): it is packaged by maturin from the release build (no second
+# compile) and installed first, which puts the program in $(BIN) beside the interpreter.
+MATURIN := maturin==1.16.0
+ENGINE_WHEEL_DIR := build/engine-wheel
+$(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml agent/engine/pyproject.toml | $(ENGINE)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest
+	$(PY) -m pip install -q $(MATURIN)
+	rm -rf $(ENGINE_WHEEL_DIR)
+	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(ENGINE_WHEEL_DIR)
+	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl
+	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis
 	touch $@
 
 python-deps: $(VENV)/.installed
@@ -42,9 +68,38 @@ $(ENGINE): agent/engine/Cargo.toml agent/engine/build.rs $(wildcard agent/engine
 	cargo build --release --quiet --manifest-path agent/engine/Cargo.toml
 	touch $@
 
-# The engine goes beside the agent in the venv, where loadfleet-agent finds it on PATH.
+# The engine goes beside the agent in the venv, where loadfleet-agent finds it (again after
+# a rebuild: the wheel installed by python-deps holds the build of its day).
 engine: $(ENGINE) python-deps
 	install -m 755 $(ENGINE) $(BIN)/loadfleet-engine
+
+# The chart library report.html and compare.html embed inline (uPlot, pinned by
+# controller/report-js/package-lock.json): npm installs it into build/report-js, and its
+# minified script, style and licence are copied into the controller package (report/vendor/,
+# package data, not in git), so the wheel carries them and a report opens offline.
+REPORT_VENDOR := controller/src/loadfleet/controller/report/vendor
+REPORT_JS_BUILD := build/report-js
+$(REPORT_VENDOR)/uPlot.iife.min.js: controller/report-js/package.json controller/report-js/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js and npm are needed for the report's charts: apt-get install npm" >&2; exit 1; }
+	rm -rf $(REPORT_JS_BUILD) && mkdir -p $(REPORT_JS_BUILD) $(REPORT_VENDOR)
+	cp controller/report-js/package.json controller/report-js/package-lock.json $(REPORT_JS_BUILD)/
+	cd $(REPORT_JS_BUILD) && npm ci --no-audit --no-fund --silent
+	cp $(REPORT_JS_BUILD)/node_modules/uplot/dist/uPlot.min.css $(REPORT_JS_BUILD)/node_modules/uplot/LICENSE $(REPORT_VENDOR)/
+	cp $(REPORT_JS_BUILD)/node_modules/uplot/dist/uPlot.iife.min.js $(REPORT_VENDOR)/
+
+report-assets: $(REPORT_VENDOR)/uPlot.iife.min.js
+
+# Wheels for load hosts and the controller's host (docs/deploy.md): every Python distribution,
+# and loadfleet-engine as a platform wheel carrying the engine program, packaged from the
+# release build. On a host with Python 3.11+ alone:
+#   pip install --find-links dist loadfleet-agent      (the agent and its engine)
+#   pip install --find-links dist loadfleet-controller (the controller and the CLI)
+DIST ?= dist
+dist: $(ENGINE) python-deps report-assets
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(DIST)
+	$(PY) -m pip wheel -q --no-deps --wheel-dir $(DIST) ./proto ./controller ./agent ./targets
+	@ls -1 $(DIST)
 
 # The Gatling driver (docs/gatling.md): the hook and JobSimulation compiled against Gatling 3.15.1
 # from Maven Central; Maven resolves the dependencies once into ~/.m2 and writes the classpath
@@ -66,12 +121,23 @@ $(INFLUXD): | python-deps
 
 influxdb: $(INFLUXD)
 
-demo: system-deps python-deps engine
+# helm, for the chart's tests (helm lint and helm template of deploy/helm/loadfleet), built from
+# the Go module proxy like InfluxDB (~4 min on 2 cores the first time; the module cache stays).
+HELM := $(BIN)/helm
+HELM_VERSION := v3.22.0
+$(HELM): | python-deps
+	@command -v go >/dev/null || { echo "Go is needed to build helm: https://go.dev/dl" >&2; exit 1; }
+	GOBIN=$(abspath $(BIN)) go install -ldflags "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+helm: $(HELM)
+
+# Only what the demo needs (DEMO_PACKAGES, the venv, the engine), not the lab's packages.
+demo: demo-deps python-deps engine report-assets
 	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
 	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2 --monitor nginx
 
-test: setup test-engine test-python
+test: setup dist test-engine test-python
 
 test-engine:
 	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml
@@ -80,4 +146,4 @@ test-python:
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
 
 clean:
-	rm -rf $(VENV) build agent/engine/target agent/gatling/target proto/python/loadfleet/v1
+	rm -rf $(VENV) build $(DIST) $(REPORT_VENDOR) agent/engine/target agent/gatling/target proto/python/loadfleet/v1

@@ -10,6 +10,7 @@ import sys
 
 from loadfleet.v1 import engine_pb2, stats_pb2
 from loadfleet.wire.framing import frame
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 
 out = sys.stdout.buffer
@@ -41,13 +42,16 @@ if mode == "garbage":
 send(engine_pb2.EngineEvent(ready=engine_pb2.EngineReady(version="fake")))
 spec = read_command().start
 clients = spec.load.closed.clients
-intervals = 1 if mode == "die" else 3
+intervals = 1 if mode in ("die", "hang") else 3
 for i in range(intervals):
     row = StatsRow(spec.targets[0].url, "r", requests=clients, status=[0, clients, 0, 0, 0])
-    row.histogram.record_value(1000 * clients)
+    row.histogram = Histogram.of([1000 * clients])
     send(engine_pb2.EngineEvent(interval=stats_pb2.IntervalReport(
         interval_start_ms=spec.start_at_ms + 1000 * i, interval_ms=1000, stats=[row.to_proto()],
         final=i == intervals - 1)))
 if mode == "die":
     sys.exit(3)
+if mode == "hang":  # alive, but never another word
+    import time
+    time.sleep(3600)
 send(engine_pb2.EngineEvent(finished=engine_pb2.EngineFinished()))

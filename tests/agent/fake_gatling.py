@@ -19,6 +19,7 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from loadfleet.v1 import engine_pb2, job_pb2, stats_pb2
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 
 
@@ -29,7 +30,7 @@ def emit(event):
 def interval(spec, i, final):
     clients = spec.load.closed.clients
     row = StatsRow(spec.targets[0].url, spec.requests[0].name, requests=clients, status=[0, clients, 0, 0, 0])
-    row.histogram.record_value(1000 * clients)
+    row.histogram = Histogram.of([1000 * clients])
     emit(engine_pb2.EngineEvent(interval=stats_pb2.IntervalReport(
         interval_start_ms=spec.start_at_ms + 1000 * i, interval_ms=1000, stats=[row.to_proto()], final=final)))
 

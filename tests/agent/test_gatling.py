@@ -22,7 +22,8 @@ from loadfleet.agent.gatling_console import ConsoleCounts
 from loadfleet.agent.gatling_project import ProjectBuild, error_lines, project_key
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
-from loadfleet.wire.stats import StatsRow, decode_histogram, encode_histogram, merge_rows, new_histogram
+from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.stats import StatsRow, merge_rows
 
 FAKE = Path(__file__).with_name("fake_gatling.py")
 
@@ -45,10 +46,8 @@ def test_lines_without_the_prefix_are_gatlings_own_output():
 
 
 def test_an_interval_line_becomes_the_engines_interval_report():
-    histogram = new_histogram()
-    for us in (250, 1200, 1200, 98_000):
-        histogram.record_value(us)
-    payload = base64.b64encode(encode_histogram(histogram)).decode()
+    histogram = Histogram.of([250, 1200, 1200, 98_000])
+    payload = base64.b64encode(histogram.encode()).decode()
     line = (EVENT_PREFIX + '{"interval":{"interval_start_ms":1795421209000,"interval_ms":1000,"stats":[{"target":'
             '"http://127.0.0.2:18080","request":"index","requests":5,"status_1xx":0,"status_2xx":4,"status_3xx":0,'
             '"status_4xx":0,"status_5xx":0,"errors":[{"kind":"ERROR_KIND_CONNECT_REFUSED","count":1}],'
@@ -60,9 +59,8 @@ def test_an_interval_line_becomes_the_engines_interval_report():
     s = report.stats[0]
     assert (s.requests, s.status_2xx, s.bytes_in, s.bytes_out) == (5, 4, 960, 256)
     assert [(e.kind, e.count) for e in s.errors] == [(stats_pb2.ERROR_KIND_CONNECT_REFUSED, 1)]
-    decoded = decode_histogram(s.latency_histogram)
-    assert decoded.get_total_count() == 4
-    assert decoded.get_value_at_percentile(50) == histogram.get_value_at_percentile(50)
+    decoded = Histogram.decode(s.latency_histogram)
+    assert decoded == histogram and decoded.total == 4
     assert report.error_samples[0].message == "Connection refused"
 
 
@@ -199,9 +197,9 @@ def test_a_simulation_without_the_hook_is_followed_through_gatlings_console(fake
     outcome, sent = run_job(clients=5, start_at_ms=int(time.time() * 1000))  # intervals from the wall clock
     assert outcome is Outcome.FINISHED
     rows = [StatsRow.from_proto(s) for r in intervals(sent) for s in r.stats]
-    (total,) = merge_rows(rows).values()
+    (total,) = merge_rows(r for r in rows if r.target != "*").values()
     assert (total.request, total.requests, total.ok, total.failed) == ("home", 18, 15, 3), "the last block's totals"
-    assert total.latency_missing and total.histogram.get_total_count() == 0
+    assert total.latency_missing and total.histogram.total == 0
     assert intervals(sent)[-1].final
     assert "latency is not measured" in states(sent)[0][1]
 
@@ -267,11 +265,10 @@ def test_console_counts_add_up_to_the_last_block():
 
 
 def test_latency_missing_survives_every_merge():
-    measured = StatsRow("t", "r", requests=1)
-    measured.histogram.record_value(100)
+    measured = StatsRow("t", "r", requests=1, histogram=Histogram.of([100]))
     counted = StatsRow("t", "r", requests=2, latency_missing=True)
     (merged,) = merge_rows([measured, counted]).values()
-    assert merged.latency_missing and merged.requests == 3 and merged.histogram.get_total_count() == 1
+    assert merged.latency_missing and merged.requests == 3 and merged.histogram.total == 1
     assert StatsRow.from_proto(merged.to_proto()).latency_missing
     assert not merge_rows([measured])[("t", "r")].latency_missing
 
@@ -370,3 +367,33 @@ def test_artifacts_travel_in_ordered_chunks_the_last_marked(size, chunks):
     assert [(len(m.artifact.data), m.artifact.last) for m in messages] == chunks
     assert b"".join(m.artifact.data for m in messages) == data
     assert {(m.artifact.job_id, m.artifact.name) for m in messages} == {("job", "r.zip")}
+
+
+def console_run(blocks: list[tuple[int, str]], finish_at_ms: int):
+    """ConsoleCounts of a load from 10,000 to 13,000 ms fed `blocks` (read at, index count)."""
+    now = [10_000]
+    counts = ConsoleCounts("t", start_at_ms=10_000, interval_ms=1000, end_at_ms=13_000, clock_ms=lambda: now[0])
+    reports = []
+    for n, (at_ms, index) in enumerate(blocks):
+        now[0] = at_ms
+        reports += feed(counts, SUMMARY.format(n=n, total=index, index=index, bar=0))
+    now[0] = finish_at_ms
+    reports += counts.finish()
+    return [(r.interval_start_ms, sum(s.requests for s in r.stats if s.request == "index"), r.final) for r in reports]
+
+
+def test_console_counts_after_the_end_count_in_the_loads_last_interval():
+    # The last block comes 0.4 s after the end, the JVM exits 0.8 s after it.
+    assert console_run([(10_500, "100"), (11_500, "200"), (12_500, "300"), (13_400, "330")], 13_800) == [
+        (10_000, 100, False), (11_000, 100, False), (12_000, 130, True)]
+
+
+def test_console_counts_later_than_the_grace_make_one_final_interval_past_the_end():
+    reports = console_run([(10_500, "100"), (12_500, "300"), (14_100, "310"), (14_600, "315")], 15_000)
+    assert reports == [(10_000, 100, False), (11_000, 0, False), (12_000, 200, False), (13_000, 15, True)]
+
+
+def test_nothing_past_the_end_when_nothing_grew_after_the_grace():
+    reports = console_run([(10_500, "100"), (12_500, "300"), (14_100, "300")], 16_000)
+    assert reports == [(10_000, 100, False), (11_000, 0, False), (12_000, 200, False)]
+    assert sum(n for _, n, _ in reports) == 300

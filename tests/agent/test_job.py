@@ -7,7 +7,7 @@ import pytest
 
 from loadfleet.agent.job import JobRunner, Outcome, engine_specs
 from loadfleet.v1 import agent_pb2, job_pb2
-from loadfleet.wire.stats import decode_histogram
+from loadfleet.wire.stats import histogram_of
 
 FAKE = Path(__file__).with_name("fake_engine.py")
 
@@ -42,12 +42,14 @@ def fake_engine(tmp_path, monkeypatch):
     return make
 
 
-def run_job(program, clients, engines):
+def run_job(program, clients, engines, interval_ms=0):
     sent = []
     shares = [clients // engines + (1 if i < clients % engines else 0) for i in range(engines)]
+    job = assignment(shares)
+    job.spec.interval_ms = interval_ms
 
     async def go():
-        return await JobRunner(assignment(shares), program, sent.append).run()
+        return await JobRunner(job, program, sent.append).run()
     outcome = asyncio.run(go())
     return outcome, sent
 
@@ -58,8 +60,10 @@ def test_intervals_of_all_engines_are_merged_one_per_interval(fake_engine):
     intervals = [m.interval.report for m in sent if m.WhichOneof("body") == "interval"]
     assert [r.interval_start_ms for r in intervals] == [10_000, 11_000, 12_000]
     assert all(r.stats[0].requests == 5 for r in intervals), "3 + 2 clients merged"
-    h = decode_histogram(intervals[0].stats[0].latency_histogram)
-    assert h.get_total_count() == 2 and h.get_max_value() >= 3000 * 0.999
+    assert all(r.stats[-1].target == "*" and r.stats[-1].requests == 5 for r in intervals), "then the agent's total"
+    h = histogram_of(intervals[0].stats[0])
+    assert intervals[0].stats[0].latency_buckets, "in the form agents send"
+    assert h.total == 2 and h.max_value >= 3000 * 0.999
     assert intervals[-1].final
     states = [m.job_status.state for m in sent if m.WhichOneof("body") == "job_status"]
     assert states == [agent_pb2.JOB_STATE_READY, agent_pb2.JOB_STATE_FINISHED]
@@ -74,6 +78,26 @@ def test_a_dying_engine_is_reported_and_its_data_kept(fake_engine):
     assert sum(m.interval.report.stats[0].requests for m in sent if m.WhichOneof("body") == "interval") == 2
 
 
+def test_an_engine_that_dies_is_an_engine_failure_at_once_and_the_others_go_on(fake_engine, tmp_path):
+    mixed = tmp_path / "engine-mixed"  # the first engine dies after one interval, the second runs
+    mixed.write_text(f"#!/bin/sh\nif mkdir {tmp_path}/first 2>/dev/null; then export FAKE_ENGINE_MODE=die; fi\n"
+                     f"exec {sys.executable} {FAKE} \"$@\"\n")
+    mixed.chmod(0o755)
+    outcome, sent = run_job(str(mixed), clients=4, engines=2)
+    assert outcome is Outcome.FINISHED
+    (failure,) = [m.engine_failure for m in sent if m.WhichOneof("body") == "engine_failure"]
+    assert (failure.job_id, failure.engine, failure.how, failure.reported_requests) == ("j", 0, "exited with status 3", 2)
+    kinds = [m.WhichOneof("body") for m in sent]
+    assert kinds.index("engine_failure") < kinds.index("job_status", 1), "sent when it happens, not at the end"
+
+
+def test_an_engine_silent_for_three_intervals_is_killed_and_reported(fake_engine):
+    outcome, sent = run_job(fake_engine("hang"), clients=1, engines=1, interval_ms=100)
+    (failure,) = [m.engine_failure for m in sent if m.WhichOneof("body") == "engine_failure"]
+    assert failure.how == "silent for 3 intervals, killed" and failure.reported_requests == 1
+    assert outcome is Outcome.FAILED
+
+
 def test_an_engine_that_breaks_the_protocol_fails_the_job(fake_engine):
     outcome, sent = run_job(fake_engine("garbage"), clients=1, engines=1)
     assert outcome is Outcome.FAILED
@@ -84,3 +108,35 @@ def test_a_missing_engine_program_fails_the_job_clearly(tmp_path):
     outcome, sent = run_job(str(tmp_path / "nope"), clients=1, engines=1)
     assert outcome is Outcome.FAILED
     assert "cannot start" in sent[-1].job_status.message
+
+
+def test_a_halted_job_stops_its_engines_kills_a_hung_one_and_reports_no_failure(fake_engine):
+    sent = []
+    job = assignment([1])
+
+    async def go():
+        runner = JobRunner(job, fake_engine("hang"), sent.append)
+        task = asyncio.create_task(runner.run())
+        while not any(m.WhichOneof("body") == "interval" for m in sent):
+            await asyncio.sleep(0.01)
+        await runner.halt("its lease expired")
+        return await asyncio.wait_for(task, 5)  # the hung engine ignores its stop: killed after the grace
+    outcome = asyncio.run(go())
+    assert outcome is Outcome.STOPPED
+    assert sent[-1].job_status.message == "stopped at once: its lease expired"
+    assert not [m for m in sent if m.WhichOneof("body") == "engine_failure"], "a halt is no engine failure"
+
+
+def test_an_agent_whose_clock_is_off_starts_at_the_barrier_in_its_own_clock_and_reports_on_the_controllers_grid(
+        fake_engine):
+    sent = []
+    job = assignment([2])
+
+    runner = JobRunner(job, fake_engine("ok"), sent.append, clock_offset_ms=-2000)
+    assert runner.spec.start_at_ms == 12_000
+    asyncio.run(runner.run())
+    # This host's clock is 2 s ahead of the controller's: the engine got the barrier 2 s later
+    # on it (the fake engine reports from its start_at_ms), and the reports come back on the grid.
+    starts = [m.interval.report.interval_start_ms for m in sent if m.WhichOneof("body") == "interval"]
+    assert starts == [10_000, 11_000, 12_000]
+    assert engine_specs(job)[0].start_at_ms == 10_000, "the controller's assignment is left as it was"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from loadfleet.controller.drift import Drift
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 
 
@@ -11,8 +12,7 @@ def interval(requests: int, latency_ms: float, errors: int = 0) -> StatsRow:
     row = StatsRow("*", "*")
     row.requests = requests
     row.status = [0, requests - errors, 0, 0, errors]
-    for _ in range(requests - errors):
-        row.histogram.record_value(int(latency_ms * 1000))
+    row.histogram = Histogram.of([int(latency_ms * 1000)], count=requests - errors) if requests > errors else row.histogram
     return row
 
 

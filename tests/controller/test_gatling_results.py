@@ -12,8 +12,9 @@ from loadfleet.controller.console import LATENCY_NOT_MEASURED, summary_table
 from loadfleet.controller.figures import figures_of
 from loadfleet.controller.rundir import store_artifact_chunk
 from loadfleet.controller.sinks.points import http_points
+from loadfleet.controller.stream import Scope
 from loadfleet.v1 import run_pb2
-from loadfleet.wire.stats import StatsRow
+from loadfleet.wire.stats import StatsRow, total_row
 
 
 def zipped(files: dict[str, bytes]) -> bytes:
@@ -65,8 +66,8 @@ def counted_only() -> StatsRow:
 
 
 def test_rows_without_latency_reach_sinks_as_counts_without_latency_fields():
-    (point, total) = http_points(run_id="r", step="main", scope="cluster", agent="", interval_start_ms=0,
-                                 interval_ms=1000, rows=[counted_only()])
+    (point, total) = http_points(run_id="r", step="main", scope=Scope.CLUSTER, agent="", interval_start_ms=0,
+                                 interval_ms=1000, rows=[counted_only(), total_row([counted_only()])])
     fields = dict(point.fields)
     assert (fields["requests"], fields["ok"], fields["errors"]) == (10, 8, 2)
     assert not [k for k in fields if k.endswith("_ms")], "no latency from an empty histogram"

@@ -1,12 +1,12 @@
-"""Monitored hosts: which samples belong to a step's window, their means, counter rates, the CSVs."""
+"""Monitored hosts: which samples belong to a step's window, their means, counter rates, the
+CSV rows; what is kept does not grow with the number of samples."""
 from __future__ import annotations
-
-import csv
-import io
 
 import pytest
 
-from loadfleet.controller.hosts import HostRecorder, HostSample, MonitorInfo, ProcessSample, counter_rates
+from loadfleet.controller.hosts import (HostRecorder, HostSample, HostWindow, MonitorInfo, ProcessSample,
+                                        counter_csv_rows, counter_rates, host_csv_rows)
+from support.streamdata import window
 
 WEB = MonitorInfo(targets=("http://127.0.0.2:8080",), processes=("nginx",))
 
@@ -18,26 +18,37 @@ def sample(at_ms: int, cpu: float, nginx: float = 0.0) -> HostSample:
 
 
 def test_a_window_holds_the_samples_whose_period_is_mostly_inside_it():
-    hosts = HostRecorder(period_ms=1000)
+    hosts = HostWindow(10_000, period_ms=1000)
     # A heartbeat at t covers (t - 1 s, t]: the one at 10.4 s is mostly before 10 s.
     for at_ms, cpu in ((10_400, 90.0), (10_600, 10.0), (11_600, 30.0), (12_600, 70.0)):
-        hosts.add("web1", WEB, sample(at_ms, cpu, nginx=cpu / 2))
-    [load] = hosts.loads(10_000, 12_000)
+        hosts.add("web1", WEB, sample(at_ms, cpu, nginx=cpu / 2), end_ms=12_000)
+    [load] = hosts.loads()
     assert load.samples == 2
     assert load.cpu_pct == pytest.approx(20.0) and load.max_cpu_pct == 30.0
     assert load.process_cpu_pct == pytest.approx(10.0)
     assert (load.net_rx_mb_per_s, load.net_tx_mb_per_s) == (1.0, 2.0)
     assert load.targets == WEB.targets
-    assert hosts.loads(20_000, 30_000) == ()
+    assert HostWindow(20_000, period_ms=1000).loads() == ()
 
 
-def test_hosts_csv_has_a_row_per_sample_and_process_group():
+def test_each_step_gets_its_measured_window_and_the_run_all_of_its_load():
     hosts = HostRecorder(period_ms=1000)
-    hosts.add("web1", WEB, sample(1000, 50.0, nginx=80.0))
-    hosts.add("nfs", MonitorInfo(role="nfs"), HostSample(1000, 2, 20.0, 5.0, 0.0, 0.0, 1))
-    rows = list(csv.DictReader(io.StringIO(hosts.csv())))
-    assert [(r["host"], r["role"], r["targets"], r["process"], r["process_cpu_pct"]) for r in rows] == [
-        ("nfs", "nfs", "", "", "0.0"), ("web1", "", "http://127.0.0.2:8080", "nginx", "80.0")]
+    s1 = window("s1", start_ms=10_000, seconds=3, warmup_ms=1000, cooldown_ms=1000)
+    s2 = window("s2", start_ms=14_000, seconds=2)
+    for at_ms, cpu in ((10_600, 10.0), (11_600, 20.0), (12_600, 90.0)):
+        hosts.on_host(s1, "web1", WEB, sample(at_ms, cpu))
+    for at_ms, cpu in ((14_600, 40.0), (15_600, 60.0), (16_600, 99.0)):  # the last is after its load
+        hosts.on_host(s2, "web1", WEB, sample(at_ms, cpu))
+    assert [load.cpu_pct for load in hosts.step_loads("s1")] == [20.0]
+    assert [load.cpu_pct for load in hosts.step_loads("s2")] == [50.0]
+    assert [load.samples for load in hosts.run_loads()] == [5]
+
+
+def test_csv_rows_have_a_row_per_sample_and_process_group():
+    rows = [*host_csv_rows("web1", WEB, sample(1000, 50.0, nginx=80.0)),
+            *host_csv_rows("nfs", MonitorInfo(role="nfs"), HostSample(1000, 2, 20.0, 5.0, 0.0, 0.0, 1))]
+    assert [(r[1], r[2], r[3], r[10], r[12]) for r in rows] == [
+        ("web1", "", "http://127.0.0.2:8080", "nginx", 80.0), ("nfs", "nfs", "", "", 0.0)]
 
 
 def counted(at_ms: int, **counters: float) -> HostSample:
@@ -66,14 +77,15 @@ def test_counter_rates_over_a_window(samples, rates):
     assert counter_rates(samples, 1000, 4000) == pytest.approx(rates)
 
 
-def test_a_hosts_load_carries_its_counter_rates_and_host_counters_csv_every_reading():
-    hosts = HostRecorder(period_ms=1000)
-    hosts.add("lb", MonitorInfo(role="lb"), counted(1000, haproxy__group__web1__req_tot=0.0))
-    hosts.add("lb", MonitorInfo(role="lb"), counted(2000, haproxy__group__web1__req_tot=2**40))
-    hosts.add("web1", WEB, sample(2000, 10.0))
-    lb, web1 = hosts.loads(500, 2500)
+def test_a_hosts_load_carries_its_counter_rates_and_counter_rows_every_reading():
+    hosts = HostWindow(500, period_ms=1000)
+    first = counted(1000, haproxy__group__web1__req_tot=0.0)
+    second = counted(2000, haproxy__group__web1__req_tot=2**40)
+    for s in (first, second):
+        hosts.add("lb", MonitorInfo(role="lb"), s, end_ms=2500)
+    hosts.add("web1", WEB, sample(2000, 10.0), end_ms=2500)
+    lb, web1 = hosts.loads()
     assert lb.counter_rates == {"haproxy.group.web1.req_tot": 2**40} and web1.counter_rates == {}
-    assert hosts.has_counters()
-    rows = list(csv.reader(io.StringIO(hosts.counters_csv())))
-    assert rows == [["time_ms", "host", "counter", "value"], ["1000", "lb", "haproxy.group.web1.req_tot", "0"],
-                    ["2000", "lb", "haproxy.group.web1.req_tot", str(2**40)]]  # whole numbers, every digit
+    assert counter_csv_rows("lb", first) + counter_csv_rows("lb", second) == [
+        [1000, "lb", "haproxy.group.web1.req_tot", 0],
+        [2000, "lb", "haproxy.group.web1.req_tot", 2**40]]  # whole numbers, every digit

@@ -89,7 +89,7 @@ duration_s: 1
 targets: [{url: "http://h:1"}]
 workload: {manifest: manifest.json}
 load: {model: closed, clients: 1}
-""", base_dir=tmp_path)
+""", base_dir=tmp_path, confined=False)
     assert [(r.name, r.path, r.weight) for r in plan.requests] == [
         ("class0", "/class0/a.html", 35000), ("class1", "/class1/b.html", 50500)]
 
@@ -101,7 +101,7 @@ duration_s: 1
 targets: [{url: "http://h:1"}]
 workload: {manifest: nope.json}
 load: {model: closed, clients: 1}
-""", base_dir=tmp_path)
+""", base_dir=tmp_path, confined=False)
     assert [p.path for p in info.value.problems] == ["workload.manifest"]
 
 
@@ -161,3 +161,31 @@ def test_load_mistakes_name_their_field(load, session, paths):
     with pytest.raises(PlanError) as info:
         parse_plan(models_plan(load, session))
     assert paths <= {p.path for p in info.value.problems}, info.value.problems
+
+
+def test_a_plain_plan_warms_up_and_keeps_its_warm_up_through_yaml():
+    plan = parse_plan(GOOD + "warmup_s: 2\n")
+    assert plan.warmup_s == 2.0 and plan.sweep is None
+    assert parse_plan(plan.to_yaml()) == plan
+    assert parse_plan(GOOD).warmup_s == 0.0 and "warmup_s" not in parse_plan(GOOD).to_yaml()
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("warmup_s: 4.5\n", "a warm-up of 4.5 s leaves less than one interval of 1 s of the 5 s of load to measure"),
+    ("warmup_s: -1\n", "-1 is less than the minimum of 0"),
+    ("warmup_s: 1\ninterval_ms: 5000\n", "a warm-up of 1 s leaves less than one interval of 5 s"),
+])
+def test_a_warm_up_must_leave_load_to_measure(extra, message):
+    with pytest.raises(PlanError) as info:
+        parse_plan(GOOD + extra)
+    [problem] = info.value.problems
+    assert problem.path == "warmup_s" and message in problem.message
+
+
+def test_a_sweep_takes_its_warm_up_per_step():
+    sweep = GOOD.replace("duration_s: 5\n", "").replace("clients: 10", "clients: 1")
+    with pytest.raises(PlanError) as info:
+        parse_plan(sweep.replace("load: {model: closed, clients: 1}", "load: {model: closed}")
+                   + "sweep: {steps: [1, 2], step_s: 5}\nwarmup_s: 1\n")
+    assert [(p.path, p.message) for p in info.value.problems] == [
+        ("warmup_s", "a sweep warms each step up: give sweep.warmup_s")]

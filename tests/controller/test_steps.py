@@ -7,12 +7,12 @@ import io
 import pytest
 import yaml
 
-from loadfleet.controller.aggregate import RunAggregator
 from loadfleet.controller.errors import PlanError
-from loadfleet.controller.genbound import GeneratorVerdict
 from loadfleet.controller.plan import parse_plan
-from loadfleet.controller.steps import expand, measure, measured_intervals, step_plan, steps_csv
+from loadfleet.controller.steps import StepMeter, StepState, expand, step_plan, steps_csv
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
+from support.streamdata import interval, window
 
 BASE = {"targets": [{"url": "http://127.0.0.2:80"}, {"url": "http://127.0.0.3:80"}, {"url": "http://127.0.0.4:80"}],
         "workload": {"requests": [{"path": "/"}]}, "load": {"model": "closed"},
@@ -70,33 +70,40 @@ def test_problems_have_paths(changes, paths):
 
 def _row(target, requests, ok, latency_ms, opened=0, active=0):
     row = StatsRow(target, "/", requests=requests, bytes_in=100 * requests,
-                   connections_opened=opened, active_connections=active)
+                   connections_opened=opened, active_connections=active,
+                   histogram=Histogram.of([int(latency_ms * 1000)], count=requests))
     row.status[1] = ok
     row.status[4] = requests - ok
-    for _ in range(requests):
-        row.histogram.record_value(int(latency_ms * 1000))
     return row
 
 
 def test_a_step_is_measured_without_warm_up_and_final_interval():
     plan = plan_of(sweep={"steps": [4], "step_s": 4, "warmup_s": 1}, load={"model": "closed"})
     spec = expand(plan)[0]
-    agg = RunAggregator(["a1"])
+    step = window("s1", start_ms=10_000, seconds=4, warmup_ms=1000, cooldown_ms=1000)
+    meter = StepMeter()
     for i, n in enumerate([1000, 100, 200, 5000]):  # warm-up, two measured, final (drain)
-        agg.add("a1", 10_000 + 1000 * i, [_row("http://127.0.0.2:80", n, n - 10, 2.0, opened=5, active=8),
-                                          _row("http://127.0.0.3:80", n, n, 4.0, active=2)])
-    starts = measured_intervals(agg, 10_000, 14_000, 1.0, cooldown_ms=1000)
-    assert starts == [11_000, 12_000]
-    verdict = GeneratorVerdict(1, ("a1",), ("CPU 99 %",), 1)
-    result = measure(spec, state="finished", aggregator=agg, starts=starts, load_end_ms=14_000, interval_ms=1000,
-                     verdict=verdict)
-    assert (result.requests, result.measured_s, result.achieved_rps) == (600, 2.0, 300.0)
+        meter.on_interval(interval(step, 10_000 + 1000 * i,
+                                   a1=[_row("http://127.0.0.2:80", n, n - 10, 2.0, opened=5, active=8),
+                                       _row("http://127.0.0.3:80", n, n, 4.0, active=2)]))
+    result = meter.result(spec, step, StepState.FINISHED)
+    assert (result.requests, result.measured_s, result.achieved_rps, result.intervals) == (600, 2.0, 300.0, 2)
+    assert result.start_ms == 11_000
     assert result.ok_rps == (600 - 20) / 2 and result.error_pct == pytest.approx(100 * 20 / 600)
     assert result.per_server_rps == {"http://127.0.0.2:80": 150.0, "http://127.0.0.3:80": 150.0}
     assert (result.new_conns_per_s, result.concurrent_conns) == (5.0, 10.0)
     assert result.p50_ms == pytest.approx(2.0, rel=0.01) and result.p99_ms == pytest.approx(4.0, rel=0.01)
-    assert result.generator_bound and result.generator_bound_intervals == 1
 
     rows = list(csv.DictReader(io.StringIO(steps_csv([result], [t.url for t in plan.targets]))))
-    assert rows[0]["step"] == "s1" and rows[0]["generator_bound"] == "true"
+    assert rows[0]["step"] == "s1" and rows[0]["state"] == "finished" and rows[0]["generator_bound"] == "false"
     assert rows[0]["rps http://127.0.0.2:80"] == "150.0" and rows[0]["rps http://127.0.0.4:80"] == ""
+
+
+def test_a_step_stopped_early_is_measured_up_to_when_it_stopped():
+    spec = expand(plan_of(sweep={"steps": [4], "step_s": 10}))[0]
+    step = window("s1", start_ms=10_000, seconds=10, cooldown_ms=1000).halted(12_500)
+    meter = StepMeter()
+    for i in range(3):
+        meter.on_interval(interval(step, 10_000 + 1000 * i, a1=[_row("http://127.0.0.2:80", 100, 100, 1.0)]))
+    result = meter.result(spec, step, StepState.STOPPED)
+    assert (result.intervals, result.measured_s, result.requests) == (3, 2.5, 300)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from loadfleet.controller.stops import ErrorStop, LatencyStop, StopConditions, StopWatch
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 
 
@@ -9,8 +10,7 @@ def interval(requests: int, failed: int = 0, latency_ms: float = 1.0) -> StatsRo
     row = StatsRow("*", "*", requests=requests)
     row.status[1] = requests - failed
     row.status[4] = failed
-    for _ in range(requests):
-        row.histogram.record_value(int(latency_ms * 1000))
+    row.histogram = Histogram.of([int(latency_ms * 1000)], count=requests) if requests else row.histogram
     return row
 
 
@@ -38,3 +38,18 @@ def test_no_conditions_never_stop_and_reset_forgets():
     watch.observe(interval(10, 10))
     watch.reset()
     assert watch.observe(interval(10, 10)) is None
+
+
+def test_as_a_consumer_it_watches_each_steps_measured_intervals_and_stops_once():
+    from support.streamdata import interval as published, row, window
+    stops = []
+    watch = StopWatch(StopConditions(error_pct=ErrorStop(5, 2)), 1000, on_stop=stops.append)
+    s1 = window("s1", start_ms=0, seconds=3, warmup_ms=1000)
+    watch.on_interval(published(s1, 0, a=[row(10, failed=10)]))  # warm-up: not measured
+    watch.on_interval(published(s1, 1000, a=[row(10, failed=10)]))
+    s2 = window("s2", start_ms=3000, seconds=5)
+    watch.on_interval(published(s2, 3000, a=[row(10, failed=10)]))  # a new step: streaks start over
+    assert stops == []
+    for start in (4000, 5000):
+        watch.on_interval(published(s2, start, a=[row(10, failed=10)]))
+    assert [(r.condition, r.step) for r in stops] == [("error_pct", "s2")]

@@ -1,6 +1,6 @@
-"""Target health on cluster intervals: down after two silent intervals or many failed
-requests, up at the first answer, partial failures and answers with errors not down, late
-reports re-judged."""
+"""Target health on published cluster intervals: down after two silent intervals or many
+failed requests, up at the first answer, partial failures and answers with errors not
+down; a long outage costs a few sums."""
 from __future__ import annotations
 
 import pytest
@@ -105,30 +105,23 @@ def test_a_target_down_from_the_start_and_still_down_at_the_end():
     assert outage.errors == {"connect_refused": 1200}
 
 
-def test_a_late_report_with_answers_ends_the_outage():
+def test_a_long_outage_holds_sums_not_intervals():
     health = new_health()
-    assert kinds(feed(health, [OK, FEW, FEW])) == [(2, "target_down")]
-    # Agent a2's report of the second silent interval arrives late: it got answers.
-    late = health.observe(T0 + 2000, [*FEW, row(ok=50)])
-    assert [e.kind for e in late] == [EventKind.TARGET_UP]
-    assert "after 1 s down (3 requests failed" in late[0].text
+    feed(health, [OK])
+    for i in range(1, 5000):
+        health.observe(T0 + 1000 * i, FEW)
+    watch = health._watches[A]
+    assert watch.silent_intervals == 4999 and len(watch.healthy) == 1
     (outage,) = health.outages()
-    assert (outage.down_ms, outage.up_ms) == (T0 + 1000, T0 + 2000)
-    # The next silent intervals start a new streak.
-    assert health.observe(T0 + 3000, FEW) == []
-    assert [e.kind for e in health.observe(T0 + 4000, FEW)] == [EventKind.TARGET_DOWN]
+    assert outage.failed == 3 * 4999 and outage.down_s == 4999.0 and outage.up_ms is None
 
 
-def test_a_late_report_can_complete_a_streak():
-    health = new_health()
-    assert feed(health, [OK, FEW, [row(B, ok=5)]]) == []  # a2's rows of the third interval are late
-    (event,) = health.observe(T0 + 2000, [row(B, ok=5), row(A, reset=1)])
-    assert event.kind is EventKind.TARGET_DOWN and event.at_ms == T0 + 1000 and "4 requests in 2 s" in event.text
-
-
-def test_a_revision_before_the_latest_answer_changes_nothing():
-    health = new_health()
-    feed(health, [OK, FEW, OK])
-    assert health.observe(T0 + 1000, [*REFUSED, *REFUSED]) == []
-    assert health.observe(T0 + 3000, FEW) == []
-    assert health.outages() == ()
+def test_as_a_consumer_it_names_the_step_and_emits_its_events():
+    from support.streamdata import interval, window
+    events = []
+    health = TargetHealth([A], 1000, emit=events.append)
+    step = window("s2", start_ms=T0, load="300/s")
+    for i, rows in enumerate([OK, REFUSED, OK]):
+        health.on_interval(interval(step, T0 + 1000 * i, a1=rows))
+    assert [e.kind for e in events] == [EventKind.TARGET_DOWN, EventKind.TARGET_UP]
+    assert "step s2: 300/s offered" in events[0].text

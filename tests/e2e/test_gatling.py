@@ -10,6 +10,7 @@ import asyncio
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import psutil
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from loadfleet.agent.guard import LoadPolicy
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.controller.errors import PlanError
 from loadfleet.controller.plan import parse_plan
@@ -73,6 +75,20 @@ def test_gatling_results_are_merged_exactly_like_the_engines(cluster, webs, docr
     assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "java"
                 and any(c.pid == p.pid for a in cluster.agents.values()
                         for c in psutil.Process(a.pid).children(recursive=True))], "no JVM outlives its job"
+
+
+def check_the_step_is_every_interval_after_the_warm_up_and_none_past_the_end(summary, run_dir, duration_s):
+    """The run's one step measured every interval after its warm-up; no interval lies past the
+    end of the load (stragglers of the last second count in its last interval)."""
+    cluster = {int(r["interval_start_ms"]): int(r["requests"]) for r in csv.DictReader((run_dir / "intervals.csv").open())
+               if r["scope"] == "cluster" and r["target"] == "*"}
+    [step] = summary["steps"]
+    load_start = step["start_ms"] - WARMUP_S * 1000  # the first measured interval follows the warm-up
+    load_end = load_start + duration_s * 1000
+    assert min(cluster) == load_start and summary["started_ms"] == step["start_ms"]
+    assert max(cluster) < load_end, f"an interval past the end: {sorted(cluster)} (load {load_start}..{load_end})"
+    assert step["requests"] == sum(n for start, n in cluster.items() if start >= step["start_ms"]) > 0
+    assert sum(cluster.values()) == summary["total"]["figures"]["requests"]
 
 
 def finish(run, timeout_s):
@@ -142,7 +158,7 @@ WORKLOAD = "workload: {requests: [{path: /}]}\n"
 ])
 def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, problems):
     with pytest.raises(PlanError) as caught:
-        parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent)
+        parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent, confined=False)
     found = [(p.path, p.message) for p in caught.value.problems]
     assert [path for path, _ in found] == [path for path, _ in problems], found
     assert all(text in message for (_, message), (_, text) in zip(found, problems)), found
@@ -150,7 +166,7 @@ def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, probl
 
 def test_a_project_plan_needs_no_workload_and_resolves_the_project_where_the_plan_is(tmp_path):
     plan = parse_plan(GATLING_PLAN + "gatling: {project: demo, simulation: example.HookedSimulation}\n",
-                      base_dir=DEMO_PROJECT.parent)
+                      base_dir=DEMO_PROJECT.parent, confined=False)
     assert plan.gatling.project == str(DEMO_PROJECT) and plan.requests == ()
     assert parse_plan(plan.to_yaml()) == plan, "the resolved plan reads back on a controller elsewhere"
     engine = GATLING_PLAN.replace("driver: gatling", "driver: engine") + WORKLOAD + "gatling: {html_report: true}\n"
@@ -180,10 +196,13 @@ def run_plan(cluster, path: Path, timeout_s: float = 90) -> dict:
     return summary
 
 
+WARMUP_S = 1
+
+
 def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(cluster, webs, tmp_path):
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    plan = {"duration_s": 4, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20},
+    plan = {"duration_s": 4, "warmup_s": WARMUP_S, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20},
             "workload": {"keep_alive": True, "requests": [{"name": "index", "path": "/index.html"}]},
             "load": {"model": "closed", "clients": 4, "think": {"fixed_ms": 2}}}
     engine = run_plan(cluster, write_plan(tmp_path / "engine.yaml", name="same-plan", **plan))
@@ -193,18 +212,26 @@ def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(clus
     figures = [s["total"]["figures"] for s in (engine, gatling)]
     assert all(f["requests"] > 100 and f["latency"]["p50_ms"] > 0 for f in figures), figures
     assert sum(f["requests"] for f in figures) == webs[0].server.access_log_lines(), "both counted exactly"
+    # Gatling's JVM said when it was ready, where the console shows it.
+    [ready] = [e for e in gatling["events"] if e["kind"] == "driver_ready"]
+    assert ready["agent_id"] == "a1" and ready["text"].startswith("a1: Gatling ready (JVM start-up "), ready
+    assert not [e for e in engine["events"] if e["kind"] == "driver_ready"]
 
     run_dirs = [cluster.runs_dir / s["run_id"] for s in (engine, gatling)]
+    for summary, run_dir in zip((engine, gatling), run_dirs):
+        check_the_step_is_every_interval_after_the_warm_up_and_none_past_the_end(summary, run_dir, plan["duration_s"])
     compared = subprocess.run([program("loadfleet"), "compare", *map(str, run_dirs), "--json",
                                "--out", str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60)
     assert compared.returncode == 0, compared.stderr
     rows = json.loads(compared.stdout)["runs"]
-    assert [(r["run_id"], r["requests"]) for r in rows] == [(s["run_id"], f["requests"])
-                                                            for s, f in zip((engine, gatling), figures)]
+    assert [(r["run_id"], r["requests"], r["driver"], r["measured"]) for r in rows] == [
+        (s["run_id"], s["steps"][0]["requests"], driver, f"after a {WARMUP_S} s warm-up")
+        for s, driver in zip((engine, gatling), ("engine", "gatling"))]
     assert all(r["p99_ms"] > 0 and not r["latency_missing"] for r in rows)
     text = subprocess.run([program("loadfleet"), "compare", *map(str, run_dirs), "--out",
                            str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60).stdout
     assert engine["run_id"] in text and gatling["run_id"] in text and "p99 ms" in text
+    assert re.search(r"^driver\s+engine\s+gatling$", text, re.M), text
 
     # Gatling's own HTML report came through the agent's outbox into the run directory.
     reports = sorted((run_dirs[1] / "gatling" / "a1").glob("*/index.html"))
@@ -215,7 +242,7 @@ def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(clus
 
 
 def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_path, offline_maven):
-    cluster.add_agent("a1")
+    cluster.add_agent("a1", 1, "--gatling-root", str(DEMO_PROJECT.parent))
     cluster.wait_for_agents(1)
     plan = {"duration_s": 4, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20}, "driver": "gatling",
             "load": {"model": "closed", "clients": 2}}
@@ -250,11 +277,13 @@ def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_pat
 
 
 def run_job(spec: job_pb2.JobSpec, during=None) -> tuple[Outcome, list[agent_pb2.AgentMessage], float]:
-    """A job through the agent's JobRunner (real Maven and JVM); `during(runner)` runs beside it."""
+    """A job through the agent's JobRunner (real Maven and JVM); `during(runner)` runs beside it.
+    The agent runs projects from the directory the job's project is in (its --gatling-root)."""
     sent = []
+    policy = LoadPolicy(gatling_root=Path(spec.gatling.project).parent if spec.gatling.project else None)
 
     async def go():
-        runner = JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append)
+        runner = JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append, policy=policy)
         task = asyncio.create_task(runner.run())
         if during:
             await during(runner)
@@ -317,7 +346,7 @@ def test_a_jvm_killed_mid_run_is_a_failed_job_with_its_exit_and_output(cluster, 
     assert time.monotonic() - killed_at < 20, "the run ends soon after its only driver died (no 30 s wait)"
     failed = [e["text"] for e in summary["events"] if e["kind"] == "job_failed"]
     assert summary["state"] == "failed" and code != 0, summary
-    assert len(failed) == 1 and f"engine {java.pid}: was killed by SIGKILL" in failed[0], failed
+    assert len(failed) == 1 and f"engine {java.pid}: killed by SIGKILL" in failed[0], failed
     assert 0 < summary["total"]["figures"]["requests"] <= webs[0].server.access_log_lines()
 
 

@@ -11,11 +11,17 @@ import time
 
 import pytest
 
-from support.cluster import write_plan
+from support.cluster import Cluster, write_plan
 from support.grafana import dashboards, render
 from support.procs import program
 
 BUCKET = "loadfleet/autogen"
+
+
+@pytest.fixture
+def cluster(processes, tmp_path):
+    """These plans name their InfluxDB: a controller allows that only when told to."""
+    return Cluster(processes, tmp_path, controller_args=("--allow-plan-influx",))
 
 
 def run_with_influx(cluster, webs, docroot, tmp_path, influx, duration_s):

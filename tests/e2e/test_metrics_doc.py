@@ -15,9 +15,13 @@ from loadfleet.controller.drift import Drift
 from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.sinks.points import (agent_point, drift_point, event_point, host_points, http_points,
                                                step_host_points, step_point)
+from loadfleet.controller.sinks.output import InfluxOutput
+from loadfleet.controller.stream import Scope
 from loadfleet.v1 import stats_pb2
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, merge_rows
 from support.procs import REPO
+from support.streamdata import interval, window
 
 pytestmark = pytest.mark.e2e
 
@@ -43,8 +47,7 @@ def _row(target: str, request: str, n: int) -> StatsRow:
     row = StatsRow(target, request, requests=n + 1, bytes_in=n * 500, bytes_out=n * 80, active_connections=2)
     row.status[1] = n
     row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = 1
-    for i in range(n):
-        row.histogram.record_value(1000 + 10 * i)
+    row.histogram = Histogram.of(1000 + 10 * i for i in range(n))
     return row
 
 
@@ -78,30 +81,36 @@ def fill(influx) -> None:
     now_ms = int(time.time() * 1000) // 1000 * 1000
     start_ms = now_ms - 30_000
     points = []
-    drift = Drift(interval_ms=1000)
+    output = InfluxOutput(RUN_ID, [Collect(points)])  # the run's own stream into points
+    drift = Drift(interval_ms=1000, emit=output.on_drift)
+    step = window("main", start_ms=start_ms, seconds=10)
     for i in range(10):
         at = start_ms + i * 1000
-        by_agent = {agent: [_row("http://127.0.0.2:80", "home", 20 + i), _row("http://127.0.0.3:80", "home", 10)]
-                    for agent in ("a1", "a2")}
-        for agent, rows in by_agent.items():
-            points += http_points(run_id=RUN_ID, step="main", scope="agent", agent=agent, interval_start_ms=at,
-                                  interval_ms=1000, rows=rows)
-            points.append(agent_point(run_id=RUN_ID, agent_id=agent, at_ms=at + 500, saturated=i == 3,
-                                      health=Health(cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0)))
-        cluster = [r for rows in by_agent.values() for r in rows]
-        points += http_points(run_id=RUN_ID, step="main", scope="cluster", agent="", interval_start_ms=at,
-                              interval_ms=1000, rows=cluster)
-        points += host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(at + 900))
-        points += host_points(run_id=RUN_ID, host="lb1", monitor=LB_HOST, sample=_lb_sample(at + 900, i))
-        total = merge_rows(cluster, target="*", request="*")[("*", "*")]
-        points.append(drift_point(run_id=RUN_ID, drift=drift.observe(at, total)))
+        published = interval(step, at, **{agent: [_row("http://127.0.0.2:80", "home", 20 + i),
+                                                  _row("http://127.0.0.3:80", "home", 10)] for agent in ("a1", "a2")})
+        output.on_interval(published)
+        drift.on_interval(published)
+        for agent in ("a1", "a2"):
+            output.on_health(step, agent, Health(cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0), at + 500, 1)
+        output.on_host(step, "web1", WEB_HOST, _host_sample(at + 900))
+        output.on_host(step, "lb1", LB_HOST, _lb_sample(at + 900, i))
     total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
     points.append(step_point(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
-                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False))
+                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False, losses=1))
     points += step_host_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
                                hosts=_step_hosts())
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
+
+
+class Collect:
+    """A sink that keeps what it is given."""
+
+    def __init__(self, points: list):
+        self.points = points
+
+    def add(self, points) -> None:
+        self.points += points
 
 
 def doc_schema() -> dict[str, tuple[set[str], set[str]]]:
@@ -124,12 +133,12 @@ def all_points() -> dict:
     row.scheduled, row.sent_late, row.max_send_lag_us, row.not_sent = 6, 1, 2500, 1
     total = merge_rows([row], target="*", request="*")[("*", "*")]
     return {
-        "http": http_points(run_id=RUN_ID, step="main", scope="agent", agent="a1", interval_start_ms=0,
+        "http": http_points(run_id=RUN_ID, step="main", scope=Scope.AGENT, agent="a1", interval_start_ms=0,
                             interval_ms=1000, rows=[row])[0],
         "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(), at_ms=0, saturated=False),
         "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
         "step": step_point(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
-                           total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False),
+                           total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False, losses=0),
         "host": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[0],
         "host_process": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[1],
         "host_counter": host_points(run_id=RUN_ID, host="lb1", monitor=LB_HOST, sample=_lb_sample(0, 1))[-1],

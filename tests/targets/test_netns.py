@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from loadfleet.targets.daemon import LabError, pid_alive
@@ -26,34 +25,11 @@ from loadfleet.targets.netns import (STATE_DIR, LabNetwork, check_subnet, cleanu
 from loadfleet.targets.netns_nginx import NamespaceNginx
 from loadfleet.targets.nfs import GaneshaServer
 from loadfleet.targets.workload import generate_tree
-from support.cluster import write_plan
+from support.fleetlab import CONTROLLER_PORT, WEB_PORT, FleetLab, Leftovers, finish
 from support.procs import program
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
-CONTROLLER_PORT = 7700
-WEB_PORT = 8080
-
-
-def root_veths() -> set[str]:
-    out = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True, text=True).stdout
-    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines()}
-
-
-class Leftovers:
-    """What a lab network must not leave behind: checked after teardown."""
-
-    def __init__(self):
-        self.veths = root_veths()
-        self.pids: list[int] = []
-
-    def check(self, net: LabNetwork) -> None:
-        assert not any(n.startswith(f"{net.tag}-") for n in list_namespaces(net.prefix)), "a namespace stayed"
-        assert root_veths() <= self.veths, "a veth stayed"
-        assert not guard_present(net.subnet), "the guard route stayed"
-        assert not (STATE_DIR / f"{net.tag}.json").exists()
-        alive = [pid for pid in self.pids if pid_alive(pid)]
-        assert not alive, f"processes stayed: {alive}"
 
 
 @pytest.fixture
@@ -118,7 +94,8 @@ def machine_subnet() -> str | None:
     routes = json.loads(subprocess.run(["ip", "-j", "-4", "route"], capture_output=True, text=True).stdout)
     for route in routes:
         dst = route.get("dst", "default")
-        if dst != "default" and "/" in dst:
+        # A guard route (type unreachable) is a lab's, maybe a crashed one's, not the machine's LAN.
+        if dst != "default" and "/" in dst and route.get("type", "unicast") == "unicast":
             try:
                 return str(check_subnet(dst))
             except ValueError:
@@ -230,98 +207,15 @@ def test_nginx_on_one_host_serves_an_nfs_export_of_another(leftovers, tmp_path):
 
 # ---------------------------------------------------------------- the real system across hosts
 
-class System:
-    """Controller, agents a1 and a2, nginx web1 and web2, each in its own namespace; on web1's
-    host a monitor-only agent reports that host (its veth traffic, its nginx processes)."""
-
-    def __init__(self, net: LabNetwork, tmp: Path, leftovers: Leftovers):
-        self.net, self.tmp, self.leftovers = net, tmp, leftovers
-        self.docroot = tmp / "docroot"
-        generate_tree(self.docroot, scale=0.2, seed=7)
-        self.ctrl = net.add_host("ctrl")
-        self.address = f"{self.ctrl.address}:{CONTROLLER_PORT}"
-        self.controller = self._spawn(self.ctrl, "controller", [
-            program("loadfleet"), "controller", "--listen", self.address, "--runs-dir", str(tmp / "runs")])
-        self.webs = []
-        for name in ("web1", "web2"):
-            web = NamespaceNginx(net.add_host(name), WEB_PORT, self.docroot, tmp / "nginx", name)
-            web.start()
-            leftovers.pids.append(web.pid)
-            self.webs.append(web)
-        self.ctrl.wait_listening(self.controller, CONTROLLER_PORT, what="controller",
-                                 error_tail=lambda: (tmp / "controller.log").read_text()[-2000:])
-        web1 = self.webs[0]
-        (tmp / "web1.pid").write_text(str(web1.pid))
-        self.monitor = self._spawn(web1.lab_host, "web1-host", [
-            program("loadfleet-agent"), "--controller", self.address, "--id", "web1-host", "--monitor",
-            f"--target={web1.url}", f"--pid-file=nginx={tmp / 'web1.pid'}"])
-        self.agents = {}
-        for agent_id in ("a1", "a2"):
-            host = net.add_host(agent_id)
-            self.agents[agent_id] = (host, self._spawn(host, agent_id, [
-                program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", "1"]))
-
-    def _spawn(self, host, name: str, argv: list[str]) -> subprocess.Popen:
-        proc = host.spawn(argv, log=self.tmp / f"{name}.log")
-        self.leftovers.pids.append(proc.pid)
-        return proc
-
-    def loadfleet(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        return self.ctrl.run([program("loadfleet"), *args, "--controller", self.address], timeout=timeout)
-
-    def connected_agents(self) -> set[str]:
-        result = self.loadfleet("agents", "--json")
-        assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
-        return {a["agentId"] for a in json.loads(result.stdout) if a.get("state", "").lower() != "lost"}
-
-    def wait_for_agents(self, ids: set[str], timeout_s: float = 30) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not ids <= self.connected_agents():
-            assert time.monotonic() < deadline, f"agents {ids} did not connect: {self.connected_agents()}"
-            time.sleep(0.2)
-
-    def plan(self, duration_s: int) -> Path:
-        return write_plan(self.tmp / f"plan-{duration_s}.yaml", name="netns", duration_s=duration_s,
-                          targets=[{"url": web.url} for web in self.webs],
-                          workload={"keep_alive": True, "manifest": str(self.docroot / "manifest.json")},
-                          load={"model": "closed", "clients": 8}, agents={"wait_s": 20})
-
-    def start_run(self, plan: Path) -> subprocess.Popen:
-        return subprocess.Popen(self.ctrl.argv([program("loadfleet"), "run", str(plan), "--controller", self.address,
-                                                "--json"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def engine_pids(self, agent_id: str) -> list[int]:
-        agent = psutil.Process(self.agents[agent_id][1].pid)
-        return [c.pid for c in agent.children(recursive=True) if c.name() == "loadfleet-engine"]
-
-    def logs(self) -> str:
-        """The tails of the controller's and agents' logs, for failure messages."""
-        return "".join(f"\n--- {name}.log\n" + (self.tmp / f"{name}.log").read_text()[-1500:]
-                       for name in ("controller", *self.agents))
-
-    def served(self) -> int:
-        return sum(web.access_log_lines() for web in self.webs)
-
-
 @pytest.fixture(scope="module")
 def system(tmp_path_factory):
     leftovers = Leftovers()
     with LabNetwork() as net:
-        system = System(net, tmp_path_factory.mktemp("netns-system"), leftovers)
+        system = FleetLab(net, tmp_path_factory.mktemp("netns-system"), leftovers)
         system.wait_for_agents({"a1", "a2", "web1-host"})
         yield system
-        for proc in [system.controller, system.monitor, *(p for _, p in system.agents.values())]:
-            try:
-                leftovers.pids += [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-            except psutil.NoSuchProcess:
-                pass
+        system.stop()
     leftovers.check(net)
-
-
-def finish(run: subprocess.Popen, timeout_s: float = 60) -> tuple[int, dict | None, str]:
-    out, err = run.communicate(timeout=timeout_s)
-    assert "Traceback" not in err, err
-    return run.returncode, json.loads(out) if out.strip() else None, err
 
 
 def test_a_run_across_namespaces_counts_exactly_what_the_servers_served(system):
@@ -341,20 +235,16 @@ def test_a_run_across_namespaces_counts_exactly_what_the_servers_served(system):
     assert all(web.access_log_lines() > 0 for web in system.webs)
     # Each request came from an agent's namespace address.
     sources = {line.split()[0] for web in system.webs for line in web.access_log.read_text().splitlines()}
-    assert sources == {host.address for host, _ in system.agents.values()}
+    assert sources == {host.address for host in system.hosts.values()}
 
 
 def test_a_partitioned_agent_stops_its_engines_within_the_lease(system):
     system.wait_for_agents({"a1", "a2"})
     run = system.start_run(system.plan(duration_s=10))
     try:
-        deadline = time.monotonic() + 20
-        while not (engines := system.engine_pids("a2")):
-            assert time.monotonic() < deadline, "a2 started no engine"
-            time.sleep(0.1)
-        system.leftovers.pids += engines
+        engines = system.wait_for_engines("a2")
         time.sleep(2 + 1)  # the barrier start is 2 s after the engines start; then 1 s of load
-        host, agent = system.agents["a2"]
+        host, agent = system.hosts["a2"], system.agents["a2"]
         system.net.cut(host)
         cut_at = time.monotonic()
         while any(pid_alive(pid) for pid in engines) and time.monotonic() - cut_at < 5:
@@ -371,8 +261,21 @@ def test_a_partitioned_agent_stops_its_engines_within_the_lease(system):
         by_agent = {a["name"]: a["figures"]["requests"] for a in summary["agents"]}
         assert by_agent["a1"] > 0  # a2's figures count only if its reports arrived before the cut
     finally:
-        system.net.restore(system.agents["a2"][0])
+        system.net.restore(system.hosts["a2"])
         if run.poll() is None:
             run.kill()
             run.wait()
     system.wait_for_agents({"a1", "a2"}, timeout_s=30)  # a2 redials once its link is back
+
+
+def test_beyond_loopback_the_controller_serves_only_tls_with_certificates(system):
+    """The namespace addresses are real non-loopback addresses: a plaintext controller refuses
+    to serve on one, and the TLS controller refuses a plaintext client from another host."""
+    refused = system.ctrl.run([program("loadfleet"), "controller", "--listen", f"{system.ctrl.address}:{CONTROLLER_PORT + 1}",
+                               "--runs-dir", str(system.tmp / "runs-plain")], timeout=30)
+    assert refused.returncode == 2 and "refusing to listen" in refused.stderr, refused.stderr
+    a1_host = system.hosts["a1"]
+    plaintext = system.loadfleet("agents", host=a1_host, as_operator=False, timeout=30)
+    assert plaintext.returncode == 1 and "cannot reach the controller" in plaintext.stderr, plaintext.stderr
+    certified = system.loadfleet("agents", "--json", host=a1_host, timeout=30)
+    assert certified.returncode == 0 and {"a1", "a2", "web1-host"} <= {a["agentId"] for a in json.loads(certified.stdout)}

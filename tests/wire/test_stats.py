@@ -3,29 +3,18 @@ import random
 import pytest
 
 from loadfleet.v1 import stats_pb2
-from loadfleet.wire.stats import StatsRow, decode_histogram, encode_histogram, merge_reports, merge_rows, new_histogram
+from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.stats import TOTAL, StatsRow, merge_reports, merge_rows
 
 
 def _row(target, request, samples, **counts):
-    row = StatsRow(target, request, **counts)
-    for v in samples:
-        row.histogram.record_value(v)
-    return row
+    return StatsRow(target, request, histogram=Histogram.of(samples), **counts)
 
 
-def test_histogram_round_trip_keeps_every_count():
-    h = new_histogram()
-    for v in (1, 10, 999, 123_456, 3_000_000):
-        h.record_value(v)
-    back = decode_histogram(encode_histogram(h))
-    assert back.get_total_count() == 5
-    assert back.get_max_value() == h.get_max_value()
-    assert back.get_value_at_percentile(50) == h.get_value_at_percentile(50)
-
-
-def test_empty_histogram_encodes_to_nothing_and_back():
-    assert encode_histogram(new_histogram()) == b""
-    assert decode_histogram(b"").get_total_count() == 0
+def test_a_row_round_trips_through_protobuf_with_every_count():
+    row = _row("t", "r", [1, 10, 999, 123_456, 3_000_000], requests=5, status=[0, 5, 0, 0, 0], errors={3: 1})
+    back = StatsRow.from_proto(row.to_proto())
+    assert back == row and back.histogram.total == 5
 
 
 @pytest.mark.parametrize("percentile", [50, 90, 99, 99.9, 100])
@@ -34,11 +23,9 @@ def test_merged_percentiles_equal_one_histogram_of_all_samples(percentile):
     parts = [[int(rng.lognormvariate(8, 1.5)) + 1 for _ in range(n)] for n in (10, 500, 3000, 1)]
     rows = [StatsRow.from_proto(_row("t", "r", p, requests=len(p)).to_proto()) for p in parts]
     merged = merge_rows(rows)[("t", "r")]
-    everything = new_histogram()
-    for p in parts:
-        for v in p:
-            everything.record_value(v)
-    assert merged.histogram.get_value_at_percentile(percentile) == everything.get_value_at_percentile(percentile)
+    everything = Histogram.of([v for p in parts for v in p])
+    assert merged.histogram == everything
+    assert merged.histogram.percentiles([percentile]) == everything.percentiles([percentile])
     assert merged.requests == sum(len(p) for p in parts)
 
 
@@ -71,4 +58,16 @@ def test_merge_reports_merges_rows_and_final_flag():
     assert merged.interval_start_ms == 1000
     assert not merged.final
     assert len(merged.stats) == 1 and merged.stats[0].requests == 3
-    assert decode_histogram(merged.stats[0].latency_histogram).get_total_count() == 3
+    assert Histogram.decode(merged.stats[0].latency_histogram).total == 3
+
+
+def test_an_agents_report_ends_with_its_total_and_a_drivers_total_is_not_merged_again():
+    r1 = stats_pb2.IntervalReport(interval_start_ms=1000, interval_ms=1000,
+                                  stats=[_row("t", "a", [5], requests=1).to_proto(),
+                                         _row("t", "b", [7, 9], requests=2).to_proto()])
+    r2 = merge_reports([r1], with_total=True)  # e.g. a driver that already sends a total
+    merged = merge_reports([r1, r2], with_total=True)
+    rows = [StatsRow.from_proto(s) for s in merged.stats]
+    assert [r.key for r in rows] == [("t", "a"), ("t", "b"), (TOTAL, TOTAL)]
+    assert [r.requests for r in rows] == [2, 4, 6]
+    assert rows[-1].histogram == Histogram.of([5, 7, 9, 5, 7, 9])

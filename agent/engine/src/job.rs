@@ -253,7 +253,7 @@ mod tests {
     fn spec() -> pb::JobSpec {
         pb::JobSpec {
             job_id: "j".into(),
-            targets: vec![pb::Target { url: "http://127.0.0.1:8080".into(), weight: 1, addresses: vec![] }],
+            targets: vec![pb::Target { url: "http://127.0.0.1:8080".into(), weight: 1, ..Default::default() }],
             requests: vec![pb::RequestSpec {
                 name: "post".into(),
                 method: "POST".into(),

@@ -51,6 +51,7 @@ async fn engine() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             Some(Command::Adjust(_)) => eprintln!("loadfleet-engine: adjust before start ignored"),
+            Some(Command::Budget(_)) => eprintln!("loadfleet-engine: budget before start ignored"),
             None => return ExitCode::SUCCESS,
         }
     };
@@ -82,6 +83,7 @@ async fn engine() -> ExitCode {
                     Err(e) => eprintln!("loadfleet-engine: adjust ignored: {e}"),
                 },
                 Command::Stop(_) => steering.stop(),
+                Command::Budget(budget) => steering.raise_budget(budget.max_requests),
                 Command::Start(_) => eprintln!("loadfleet-engine: a job is already running; start ignored"),
             },
         }

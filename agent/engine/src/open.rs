@@ -76,11 +76,16 @@ pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: wat
         }
         let now_s = origin.elapsed().as_secs_f64();
         let mut next_s = last_due_s + unit_gap / rate_per_s;
+        let mut spent = false;
         while next_s <= now_s {
             // Nothing falls due at or after the end (give or take rounding), however late the
             // run loop notices the end.
-            if next_s >= end_s - 1e-9 || !shared.take_ticket() {
+            if next_s >= end_s - 1e-9 {
                 return;
+            }
+            if !shared.take_ticket() {
+                spent = true;
+                break;
             }
             let (target, request) = (job.target_choice.pick(&mut rng), job.request_choice.pick(&mut rng));
             let slot = shared.stats.borrow().slot(target, job.requests[request].name);
@@ -89,6 +94,13 @@ pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: wat
             last_due_s = next_s;
             unit_gap = if poisson { rng.exponential() } else { 1.0 };
             next_s = last_due_s + unit_gap / rate_per_s;
+        }
+        if spent {
+            // The budget is spent: wait for more (a lost agent's share handed over) or the end.
+            if control.changed().await.is_err() {
+                return;
+            }
+            continue;
         }
         tokio::select! {
             () = tokio::time::sleep_until(at(next_s).into()) => {}

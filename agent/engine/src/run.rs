@@ -50,6 +50,8 @@ pub struct Shared {
     /// Where every connection's response bodies are read and dropped (see `Connection::exchange`).
     pub discard: RefCell<Vec<u8>>,
     started: Cell<u64>,
+    /// The request budget (0: none); the job's, raised when a lost agent's share is handed over.
+    max_requests: Rc<Cell<u64>>,
     /// Clients that completed their sessions' repetitions: not started again.
     retired: RefCell<HashSet<u32>>,
 }
@@ -58,7 +60,8 @@ impl Shared {
     /// Permission to start one more request: false once the budget is spent.
     pub fn take_ticket(&self) -> bool {
         let started = self.started.get();
-        if self.job.max_requests > 0 && started >= self.job.max_requests {
+        let budget = self.max_requests.get();
+        if budget > 0 && started >= budget {
             return false;
         }
         self.started.set(started + 1);
@@ -66,7 +69,8 @@ impl Shared {
     }
 
     fn budget_spent(&self) -> bool {
-        self.job.max_requests > 0 && self.started.get() >= self.job.max_requests && self.in_flight.get() == 0
+        let budget = self.max_requests.get();
+        budget > 0 && self.started.get() >= budget && self.in_flight.get() == 0
     }
 
     pub fn retire(&self, client: u32) {
@@ -79,6 +83,7 @@ impl Shared {
 pub struct Steering {
     control: Rc<watch::Sender<Control>>,
     adjusted: Rc<RefCell<Option<Load>>>,
+    budget: Rc<Cell<u64>>,
 }
 
 impl Steering {
@@ -90,6 +95,15 @@ impl Steering {
 
     pub fn stop(&self) {
         self.control.send_modify(|c| c.stopped = true);
+    }
+
+    /// A new, larger request budget for the whole job (0 or a smaller one changes nothing:
+    /// a budget only grows, when a lost agent's share is handed over).
+    pub fn raise_budget(&self, max_requests: u64) {
+        if self.budget.get() > 0 && max_requests > self.budget.get() {
+            self.budget.set(max_requests);
+            self.control.send_modify(|_| {}); // wakes the run loop and a waiting scheduler
+        }
     }
 }
 
@@ -120,6 +134,7 @@ impl Run {
     pub fn new(job: Job) -> std::io::Result<Self> {
         let think = job.load.think;
         let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
+        let budget = Rc::new(Cell::new(job.max_requests));
         let shared = Shared {
             stats: RefCell::new(Stats::new(&job)),
             job,
@@ -127,12 +142,13 @@ impl Run {
             reactor: Reactor::new()?,
             discard: RefCell::new(vec![0; crate::http::DISCARD_BUFFER_BYTES]),
             started: Cell::new(0),
+            max_requests: Rc::clone(&budget),
             retired: RefCell::new(HashSet::new()),
         };
         Ok(Run {
             shared: Rc::new(shared),
             control,
-            steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)) },
+            steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)), budget },
             backlog: Rc::new(Backlog::default()),
             tasks: Vec::new(),
         })
@@ -160,7 +176,10 @@ impl Run {
         if let Model::Open { poisson, max_connections, .. } = load.model {
             self.start_open(poisson, max_connections, origin, origin + Duration::from_millis(job.duration_ms));
         }
-        let mut interval_start = now_ms() / interval * interval;
+        // Intervals run on the barrier's grid, which is the controller's (the agent converts the
+        // barrier into this host's clock), not on this clock's own: an agent whose clock is off by
+        // a fraction of an interval still reports on the others' grid.
+        let mut interval_start = job.start_at_ms + (now_ms() - job.start_at_ms).max(0) / interval * interval;
         loop {
             if let Some(adjusted) = self.steering.adjusted.borrow_mut().take() {
                 if adjusted.is_open() == load.is_open() {

@@ -190,7 +190,7 @@ impl Stats {
                 max_send_lag_us: s.max_send_lag_us,
                 not_sent: s.not_sent,
                 latency_missing: false, // the engine measures every response
-                ..Default::default()
+                ..Default::default()    // latency_buckets: the agent's form, not the engine's
             });
             s.phases.write_to(stats.last_mut().expect("just pushed"));
             s.start_interval();

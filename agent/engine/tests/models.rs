@@ -170,3 +170,26 @@ fn adjust_changes_the_rate_within_one_interval() {
     let next_full = scheduled(&reports[1]);
     assert!((980..=1020).contains(&next_full), "first full interval after adjust: {next_full}");
 }
+
+#[test]
+fn a_raised_budget_is_spent_exactly_on_top_of_the_first() {
+    let server = start_server();
+    for open in [false, true] {
+        let before = server.served.responses.load(Ordering::Relaxed);
+        let mut engine = Engine::spawn();
+        let mut spec = if open {
+            open_job(&server.url, "/ok/10", 2000.0, false, 30_000)
+        } else {
+            closed_job(&[(&server.url, 1)], vec![get("r", "/slow/5", 1)], 2, 30_000, 500)
+        };
+        spec.max_requests = 600;
+        spec.start_at_ms = now_ms() + 300;
+        engine.send(Command::Start(spec));
+        engine.send(Command::Budget(pb::EngineBudget { max_requests: 900 }));
+        engine.send(Command::Budget(pb::EngineBudget { max_requests: 100 })); // a budget never shrinks
+        let reports = engine.collect();
+        thread::sleep(Duration::from_millis(100));
+        assert_eq!(total(&reports, |s| s.requests), 900, "open {open}");
+        assert_eq!(server.served.responses.load(Ordering::Relaxed) - before, 900, "open {open}");
+    }
+}

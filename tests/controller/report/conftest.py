@@ -1,7 +1,7 @@
 """Run directories for the report tests.
 
-`synthetic_run` writes a run directory with the controller's own writer (rundir.py and
-summary.py) from made-up interval rows: two agents, two targets, connection refusals in
+`synthetic_run` writes a run directory with the controller's own writer (rundir.py,
+totals.py and summary.py) from made-up published intervals: two agents, two targets, connection refusals in
 one interval and an agent lost. `real_run` is made by the real system: `loadfleet run
 --local 1` for 2 s against an nginx, plus a target that refuses connections.
 """
@@ -15,13 +15,15 @@ import pytest
 import yaml
 
 from loadfleet.controller import rundir
-from loadfleet.controller.aggregate import RunAggregator
 from loadfleet.controller.events import Event, EventKind
 from loadfleet.controller.summary import summarize
+from loadfleet.controller.totals import RunTotals
 from loadfleet.targets.nginx import NginxServer
 from loadfleet.v1 import stats_pb2
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 from support.procs import Processes, free_port, program
+from support.streamdata import interval, window
 
 START_MS = 1_800_000_000_000
 INTERVAL_MS = 1000
@@ -37,33 +39,42 @@ def _row(target: str, requests: int, latency_us: int, refused: int = 0) -> Stats
     row.status[1] = requests
     if refused:
         row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = refused
-    for i in range(requests):
-        row.histogram.record_value(latency_us + i % 50)
+    row.histogram = Histogram.of(latency_us + i % 50 for i in range(requests))
     return row
 
 
 def write_synthetic_run(run_dir: Path, start_ms: int = START_MS) -> Path:
-    aggregator = RunAggregator(AGENTS)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    writer, totals = rundir.RunDirWriter(run_dir, list(TARGETS)), RunTotals()
+    step = window(start_ms=start_ms, seconds=N_INTERVALS)
     for i in range(N_INTERVALS):
         start = start_ms + i * INTERVAL_MS
-        for n, agent in enumerate(AGENTS):
-            if agent == "agent-b" and i >= LOST_AT_INTERVAL:
-                continue
-            aggregator.add(agent, start, [
-                _row(TARGETS[0], 100 + 10 * i + n, 2000),
-                _row(TARGETS[1], 50, 8000 + 1000 * i, refused=7 if i == 2 else 0),
-            ])
+        agents = {agent: [_row(TARGETS[0], 100 + 10 * i + n, 2000),
+                          _row(TARGETS[1], 50, 8000 + 1000 * i, refused=7 if i == 2 else 0)]
+                  for n, agent in enumerate(AGENTS) if not (agent == "agent-b" and i >= LOST_AT_INTERVAL)}
+        published = interval(step, start, **{a.replace("-", "_"): rows for a, rows in agents.items()})
+        published = _named_agents(published)
+        writer.on_interval(published)
+        totals.on_interval(published)
     events = [Event(EventKind.RUN_STARTED, "run synthetic started", at_ms=start_ms - 2000),
               Event(EventKind.AGENT_LOST, "agent-b lost: no heartbeat", agent_id="agent-b",
                     at_ms=start_ms + LOST_AT_INTERVAL * INTERVAL_MS + 300),
               Event(EventKind.RUN_FINISHED, "run synthetic finished <done>",
                     at_ms=start_ms + N_INTERVALS * INTERVAL_MS + 500)]
+    for event in events:
+        writer.on_event(event)
+    writer.close()
     summary = summarize(run_id=run_dir.name, plan_name="synthetic <plan>", state="finished", message="",
-                        run_dir=str(run_dir), started_ms=start_ms, duration_s=N_INTERVALS * INTERVAL_MS / 1000,
-                        aggregator=aggregator, agent_ids=list(AGENTS), events=events)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    rundir.write_results(run_dir, summary, aggregator, INTERVAL_MS)
+                        run_dir=str(run_dir), started_ms=start_ms, totals=totals, agent_ids=list(AGENTS),
+                        events=events)
+    rundir.write_summary(run_dir, summary)
     return run_dir
+
+
+def _named_agents(published):
+    """Agent ids with dashes (keyword arguments cannot have them)."""
+    from dataclasses import replace
+    return replace(published, agents=tuple(replace(a, agent_id=a.agent_id.replace("_", "-")) for a in published.agents))
 
 
 @pytest.fixture

@@ -55,12 +55,14 @@ def test_the_html_overlays_one_curve_per_run(two_runs, tmp_path):
     html = out.read_text()
     svgs = [ET.fromstring(s) for s in re.findall(r'<svg class="chart".*?</svg>', html, re.S)]
     assert [svg.find("s:title", NS).text for svg in svgs] == ["Requests/s (cluster)", "p99 latency (cluster)"]
+    names = ["20300101-000000-aaaa", "20300101-000100-bbbb", "20300101-000000-aaaa #2"]
     for svg in svgs:
-        names = [g.get("data-name") for g in svg.iterfind(".//s:g[@class='series']", NS)]
-        assert names == ["20300101-000000-aaaa", "20300101-000100-bbbb", "20300101-000000-aaaa #2"]
+        assert [g.get("data-name") for g in svg.iterfind(".//s:g[@class='series']", NS)] == names
         assert len(svg.findall(".//s:polyline", NS)) == 3
     assert "(+100.0%)" in html
-    assert "<script" not in html and "src=" not in html
+    assert "src=" not in html and "<link" not in html, "one file, nothing fetched"
+    datas = [json.loads(d) for d in re.findall(r'<script type="application/json" class="chart-data">(.*?)</script>', html)]
+    assert [[s["name"] for s in d["series"]] for d in datas] == [names, names]
 
 
 def test_runs_an_hour_apart_are_aligned_at_their_start(two_runs):
@@ -70,3 +72,34 @@ def test_runs_an_hour_apart_are_aligned_at_their_start(two_runs):
     firsts = [p.get("points").split()[0] for p in svg.iterfind(".//s:polyline", NS)]
     lasts = [p.get("points").split()[-1].split(",")[0] for p in svg.iterfind(".//s:polyline", NS)]
     assert firsts[0].split(",")[0] == firsts[1].split(",")[0] and lasts[0] == lasts[1]
+
+
+def gatling_after_warm_up(run_dir, warmup_s: float):
+    """The synthetic run as a Gatling run with a warm-up: its plan.yaml and its step `main`."""
+    (run_dir / "plan.yaml").write_text(f"# the controller's copy\nname: x\ndriver: gatling\nwarmup_s: {warmup_s}\n")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["steps"] = [{"name": "main", "requests": 900, "achieved_rps": 225.0, "bytes_per_s": 2_000_000.0,
+                         "error_pct": 0.5, "mean_ms": 4.0, "stddev_ms": 1.0, "p50_ms": 3.5, "p99_ms": 9.0}]
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return load_run(run_dir)
+
+
+def test_the_table_names_each_runs_driver_and_measures_a_warmed_up_run_after_its_warm_up(two_runs):
+    (two_runs[0].run_dir / "plan.yaml").write_text("name: x\nduration_s: 6\n")  # no driver: the engine
+    engine = load_run(two_runs[0].run_dir)
+    gatling = gatling_after_warm_up(two_runs[1].run_dir, 2)
+    rows = compare_rows([engine, gatling])
+    assert [(r["driver"], r["measured"]) for r in rows] == [("engine", "whole run"), ("gatling", "after a 2 s warm-up")]
+    assert (rows[0]["requests"], rows[0]["p99_ms"]) == (engine.summary["total"]["figures"]["requests"],
+                                                        engine.summary["total"]["figures"]["latency"]["p99_ms"])
+    assert {k: rows[1][k] for k in ("requests", "rps", "mb_per_s", "error_pct", "p99_ms")} == {
+        "requests": 900, "rps": 225.0, "mb_per_s": 2.0, "error_pct": 0.5, "p99_ms": 9.0}
+    lines = {line.split()[0]: line.split()[1:] for line in compare_text([engine, gatling]).splitlines()}
+    assert lines["driver"] == ["engine", "gatling"]
+    assert lines["measured"] == ["whole", "run", "after", "a", "2", "s", "warm-up"]
+
+
+def test_a_run_directory_without_a_plan_has_an_unknown_driver_and_no_measured_row(two_runs):
+    rows = compare_rows(two_runs)  # the synthetic runs have no plan.yaml
+    assert [r["driver"] for r in rows] == ["?", "?"]
+    assert not [line for line in compare_text(two_runs).splitlines() if line.startswith("measured")]

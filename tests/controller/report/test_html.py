@@ -117,10 +117,12 @@ def test_more_lines_than_a_chart_can_hold_are_summed_into_one():
 
 def test_the_report_is_self_contained(synthetic_run):
     html = render_report(load_run(synthetic_run))
-    for fetching in ("<script", "<link", "<img", "<iframe", "src=", "url(", "@import"):
+    for fetching in ("<link", "<img", "<iframe", "src=", "url(", "@import", "fetch(", "XMLHttpRequest"):
         assert fetching not in html
+    assert html.count("<script>") == 2, "uPlot and charts.js, inline"
     addresses = set(re.findall(r"https?://[^\s\"<]+", html))
-    assert addresses == {"http://www.w3.org/2000/svg", *TARGETS}  # a namespace, and text
+    # a namespace, text, and the library's home in its licence comment
+    assert addresses == {"http://www.w3.org/2000/svg", *TARGETS, "https://github.com/leeoniya/uPlot"}
 
 
 def test_write_report_to_another_file(synthetic_run, tmp_path):

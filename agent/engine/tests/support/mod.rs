@@ -252,7 +252,7 @@ pub fn closed_job(targets: &[(&str, u32)], requests: Vec<pb::RequestSpec>, clien
     let start_at_ms = (now_ms() + 200 + interval) / interval * interval;
     pb::JobSpec {
         job_id: "test".into(),
-        targets: targets.iter().map(|(url, weight)| pb::Target { url: url.to_string(), weight: *weight, addresses: vec![] }).collect(),
+        targets: targets.iter().map(|(url, weight)| pb::Target { url: url.to_string(), weight: *weight, ..Default::default() }).collect(),
         requests,
         keep_alive: true,
         connect_timeout_ms: 1000,

@@ -14,6 +14,7 @@ from loadfleet.v1 import engine_pb2, job_pb2
 from .engine import EngineProcess
 from .gatling import GatlingProcess, find_gatling
 from .gatling_project import build_project
+from .guard import LoadPolicy
 
 
 class Driver(Protocol):
@@ -40,6 +41,13 @@ class Driver(Protocol):
 
 
 @runtime_checkable
+class Adjustable(Protocol):
+    """An optional ability: a new share while running (the engine has it, a Gatling JVM not)."""
+
+    async def adjust(self, load: job_pb2.LoadShare, max_requests: int) -> None: ...
+
+
+@runtime_checkable
 class ArtifactSource(Protocol):
     """An optional ability: files for the run directory, as (plain name, bytes), once ended."""
 
@@ -51,11 +59,13 @@ def is_gatling(spec: job_pb2.JobSpec) -> bool:
 
 
 async def launch_drivers(job_spec: job_pb2.JobSpec, engine_specs: list[job_pb2.JobSpec], engine_program: str,
-                         started: Callable[[Driver], None]) -> None:
+                         started: Callable[[Driver], None], policy: LoadPolicy = LoadPolicy()) -> None:
     """Starts the job's drivers, handing each to `started` as soon as it runs (so that a
     failure half-way leaves nothing the caller cannot kill). Gatling gets the agent's whole
     share in one JVM (it uses every core itself); engines get one share each.
-    Raises EngineError when a driver cannot start."""
+    Raises EngineError when a driver cannot start, JobRefused (before starting anything)
+    when `policy` does not allow the job; drivers get the addresses the policy checked."""
+    job_spec, engine_specs = await policy.confine(job_spec, engine_specs)
     if is_gatling(job_spec):
         install = find_gatling()
         project = job_spec.gatling.project

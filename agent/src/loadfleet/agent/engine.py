@@ -32,13 +32,14 @@ STREAM_LIMIT_BYTES = 16 * 2**20
 
 def find_engine(explicit: str | None = None) -> str:
     """The engine program: --engine, then $LOADFLEET_ENGINE, then beside this
-    interpreter (the venv that `make setup` fills), then PATH."""
+    interpreter (where pip puts the loadfleet-engine wheel's program in a virtualenv, and
+    `make setup` a fresh build), then PATH (a system-wide or --user install)."""
     beside = Path(sys.executable).parent / ENGINE_PROGRAM
     candidate = (explicit or os.environ.get(ENGINE_ENV)
                  or (str(beside) if beside.exists() else shutil.which(ENGINE_PROGRAM)))
     if not candidate or not os.access(candidate, os.X_OK):
         raise EngineError(f"cannot find the {ENGINE_PROGRAM} program (give --engine PATH, set "
-                          f"${ENGINE_ENV}, or install it with `make setup`)")
+                          f"${ENGINE_ENV}, or install the loadfleet-engine wheel: `make dist`, docs/deploy.md)")
     return candidate
 
 
@@ -79,6 +80,13 @@ class EngineProcess:
 
     async def start(self, spec: job_pb2.JobSpec) -> None:
         await self._send(engine_pb2.EngineCommand(start=spec))
+
+    async def adjust(self, load: job_pb2.LoadShare, max_requests: int) -> None:
+        """A new share, effective at once; `max_requests` (0: unchanged) the whole budget."""
+        with contextlib.suppress(EngineError):
+            await self._send(engine_pb2.EngineCommand(adjust=load))
+            if max_requests:
+                await self._send(engine_pb2.EngineCommand(budget=engine_pb2.EngineBudget(max_requests=max_requests)))
 
     async def stop(self) -> None:
         """Graceful: in-flight requests finish, the partial interval is reported."""

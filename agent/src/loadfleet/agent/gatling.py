@@ -265,7 +265,7 @@ class GatlingProcess:
             # Gatling started the simulation and its before() printed no `ready`: no hook.
             spec = self._spec
             self._console = ConsoleCounts(spec.targets[0].url if spec.targets else "", spec.start_at_ms,
-                                          spec.interval_ms)
+                                          spec.interval_ms, end_at_ms=spec.start_at_ms + spec.duration_ms)
             self._events.append(engine_pb2.EngineEvent(ready=engine_pb2.EngineReady(version=NO_HOOK_VERSION)))
         self._keep(line)
 

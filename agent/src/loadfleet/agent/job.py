@@ -3,6 +3,10 @@
 The assignment names each engine's share (one per core). Each engine
 reports every interval; an interval is merged and sent up as soon as every engine
 still alive has reported it, so the controller gets one report per interval per agent.
+
+An engine that exits before the job ends, or falls silent for `SILENT_INTERVALS`
+intervals while the others report (it is then killed), is an `EngineFailure` sent at once:
+the controller's loss policy decides what becomes of its share (`adjust`).
 """
 from __future__ import annotations
 
@@ -10,16 +14,25 @@ import asyncio
 import enum
 import logging
 import signal
+import time
 from collections.abc import Callable
 
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.stats import merge_reports
 
 from .artifacts import artifact_messages
-from .drivers import ArtifactSource, Driver, is_gatling, launch_drivers
+from .drivers import Adjustable, ArtifactSource, Driver, is_gatling, launch_drivers
 from .errors import EngineError
+from .guard import LoadPolicy
 
 log = logging.getLogger(__name__)
+
+# Intervals an engine may miss, while the job runs, before it is taken for hung and killed.
+SILENT_INTERVALS = 3
+DEFAULT_INTERVAL_MS = 1000  # a spec without one (JobSpec.interval_ms 0)
+# A halted job's engines finish their requests in flight and report their partial interval;
+# one still busy this long after (a request hanging) is killed.
+HALT_GRACE_S = 1.0
 
 
 class Outcome(enum.Enum):
@@ -47,16 +60,30 @@ class JobRunner:
     """Runs one job; `send` queues a message for the controller (never blocks)."""
 
     def __init__(self, assignment: agent_pb2.Assignment, engine_program: str,
-                 send: Callable[[agent_pb2.AgentMessage], None]):
-        self.spec = assignment.spec
-        self._engine_specs = engine_specs(assignment)
+                 send: Callable[[agent_pb2.AgentMessage], None], policy: LoadPolicy = LoadPolicy(),
+                 *, clock_offset_ms: int = 0):
+        """`clock_offset_ms`: the controller's clock minus this host's (clock.py). The job's
+        barrier is the controller's time: the engines get it in this host's, and the reports'
+        interval times go back in the controller's."""
+        local = agent_pb2.Assignment()
+        local.CopyFrom(assignment)
+        if local.spec.start_at_ms:
+            local.spec.start_at_ms -= clock_offset_ms
+        self._clock_offset_ms = clock_offset_ms
+        self.spec = local.spec
+        self._policy = policy
+        self._engine_specs = engine_specs(local)
         self._program = engine_program
         self._send = send
         self._engines: list[Driver] = []
         self._live: set[int] = set()
+        self._reported: dict[int, int] = {}  # engine -> requests it reported
+        self._last_report_s: dict[int, float] = {}  # engine -> when it last reported (monotonic)
+        self._silent: set[int] = set()  # engines killed for falling silent
         self._pending: dict[int, dict[int, stats_pb2.IntervalReport]] = {}
         self._stopping = False
         self._killed = False
+        self._halted = ""  # why all load stopped at once, its measurements kept (halt)
         self._failures: list[str] = []
 
     @property
@@ -75,21 +102,48 @@ class JobRunner:
             await asyncio.gather(*(e.wait() for e in self._engines))
             return self._report_state(Outcome.FAILED, str(exc))
         self._report_state_raw(agent_pb2.JOB_STATE_READY, self._ready_message())
-        await asyncio.gather(*(self._follow(i, e) for i, e in enumerate(self._engines)))
+        watchdog = asyncio.create_task(self._watch_silence(), name=f"silence-{self.job_id}")
+        try:
+            await asyncio.gather(*(self._follow(i, e) for i, e in enumerate(self._engines)))
+        finally:
+            watchdog.cancel()
         self._flush_all()
         self._send_artifacts()
         if self._killed:
-            return self._report_state(Outcome.STOPPED, "stopped at once (lease expired or agent stopping)")
+            return self._report_state(Outcome.STOPPED, "stopped at once (the agent is stopping)")
+        if self._halted:
+            return self._report_state(Outcome.STOPPED, f"stopped at once: {self._halted}")
         if self._failures and len(self._failures) == len(self._engines):
             return self._report_state(Outcome.FAILED, "; ".join(self._failures))
         if self._stopping:
             return self._report_state(Outcome.STOPPED, "stopped by the controller")
         return self._report_state(Outcome.FINISHED, "; ".join(self._failures))
 
+    async def adjust(self, shares: list[agent_pb2.EngineShare]) -> None:
+        """Each live engine's new share (Adjust: the loss policy moved a lost share here)."""
+        for index, share in enumerate(shares):
+            engine = self._engines[index] if index < len(self._engines) else None
+            if index in self._live and isinstance(engine, Adjustable):
+                await engine.adjust(share.load, share.max_requests)
+
     async def stop(self) -> None:
         """Graceful stop: engines finish in-flight requests and report the partial interval."""
         self._stopping = True
         await asyncio.gather(*(e.stop() for e in self._engines))
+
+    async def halt(self, why: str) -> None:
+        """Stops all load now, keeping its measurements: no engine sends another request,
+        each reports its partial interval, and one still busy after HALT_GRACE_S is killed."""
+        self._halted = why
+        self._stopping = True
+        await asyncio.gather(*(e.stop() for e in self._engines))
+        loop = asyncio.get_running_loop()
+        for engine in self._engines:
+            loop.call_later(HALT_GRACE_S, engine.kill)
+
+    @property
+    def halted(self) -> bool:
+        return bool(self._halted)
 
     def kill(self) -> None:
         """Stops all load now (no final interval)."""
@@ -98,7 +152,7 @@ class JobRunner:
             engine.kill()
 
     async def _start_engines(self) -> None:
-        await launch_drivers(self.spec, self._engine_specs, self._program, self._started)
+        await launch_drivers(self.spec, self._engine_specs, self._program, self._started, self._policy)
 
     def _started(self, driver: Driver) -> None:
         self._engines.append(driver)
@@ -127,13 +181,36 @@ class JobRunner:
             failure = str(exc)
             engine.kill()
         code = await engine.wait()
+        how = ""
         if failure is None and not finished and not self._killed:
-            how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+            how = (f"silent for {SILENT_INTERVALS} intervals, killed" if index in self._silent
+                   else f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}")
             failure = f"{how}: {engine.stderr_tail()}"
         if failure:
             self._failures.append(f"engine {engine.pid}: {failure}")
         self._live.discard(index)
         self._flush_complete()
+        if failure and not self._killed and not self._stopping:
+            self._send(agent_pb2.AgentMessage(engine_failure=agent_pb2.EngineFailure(
+                job_id=self.job_id, engine=index, pid=engine.pid, how=how or failure,
+                stderr_tail=engine.stderr_tail(), reported_requests=self._reported.get(index, 0))))
+
+    async def _watch_silence(self) -> None:
+        """Kills an engine that has reported nothing for SILENT_INTERVALS intervals while the
+        job runs (its `_follow` then reports the failure)."""
+        interval_s = (self.spec.interval_ms or DEFAULT_INTERVAL_MS) / 1000
+        limit_s = SILENT_INTERVALS * interval_s
+        # Load starts at the barrier (or now, when it has passed): no report is due before.
+        barrier = time.monotonic() + max(0.0, self.spec.start_at_ms / 1000 - time.time())
+        while True:
+            await asyncio.sleep(interval_s)
+            now = time.monotonic()
+            for index in list(self._live):
+                if now - max(barrier, self._last_report_s.get(index, barrier)) > limit_s:
+                    log.warning("job %s: engine %d reported nothing for %d intervals; killing it",
+                                self.job_id, self._engines[index].pid, SILENT_INTERVALS)
+                    self._silent.add(index)
+                    self._engines[index].kill()
 
     def _send_artifacts(self) -> None:
         """Files the drivers left for the run directory (Gatling's report), before the job's
@@ -145,6 +222,8 @@ class JobRunner:
                         self._send(message)
 
     def _collect(self, index: int, report: stats_pb2.IntervalReport) -> None:
+        self._reported[index] = self._reported.get(index, 0) + sum(s.requests for s in report.stats)
+        self._last_report_s[index] = time.monotonic()
         self._pending.setdefault(report.interval_start_ms, {})[index] = report
         self._flush_complete()
 
@@ -160,7 +239,8 @@ class JobRunner:
             self._emit(self._pending.pop(start))
 
     def _emit(self, reports: dict[int, stats_pb2.IntervalReport]) -> None:
-        merged = merge_reports(reports.values())
+        merged = merge_reports(reports.values(), with_total=True, buckets=True)
+        merged.interval_start_ms += self._clock_offset_ms
         self._send(agent_pb2.AgentMessage(interval=agent_pb2.AgentInterval(job_id=self.job_id, report=merged)))
 
     def _report_state(self, outcome: Outcome, message: str) -> Outcome:

@@ -1,102 +1,121 @@
-"""Messages waiting to reach the controller. They survive a broken session: a message
-leaves the outbox only once it has been written to a live stream.
+"""Messages waiting for the controller, kept until it acknowledges them.
+
+Every message but a heartbeat stays here until an `Ack` covers it (the controller
+acknowledges a report once its interval is stored in the run directory; agent.proto,
+Delivery). A message written to a session that then breaks is written again on the next
+session (`rewind`); the controller merges a resend once.
+
+A message gets its sequence number when it enters memory, so the numbers of what is
+written are always consecutive and the controller can tell a gap. They start at the
+process's start time in microseconds: an agent restarted on the spool of an earlier
+process numbers everything after what the earlier one sent.
 
 Measurements must not be lost when the controller is away for long, nor when the agent
-itself restarts: past `memory_limit` queued messages, and always once anything is on
-disk (so that order is kept), interval reports and job states go to a spool file of
-length-delimited frames. It is read back in order as the queue drains and removed once
-empty; an agent started on a spool left by an earlier run sends what it holds first.
-Heartbeats are never spooled: a stale heartbeat says nothing about now.
+itself restarts: past `memory_limit` messages, and always once anything unread is on disk
+(so that order is kept), messages go to the disk spool (spool.py). It is read back in order
+as acknowledgements make room; an agent started on a spool left by an earlier run sends what
+it holds first. The spool is bounded: past its limit it drops its oldest messages, never
+one in memory, and a `SpoolDrop` notice takes their place in the sequence (spool.py).
+Heartbeats are never kept: a stale heartbeat says nothing about now.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import logging
+import time
 from pathlib import Path
 
 from loadfleet.v1 import agent_pb2
-from loadfleet.wire.framing import FramingError, frame, parse_frames
+
+from .spool import DEFAULT_LIMIT_MB, Spool, limit_bytes_of
 
 log = logging.getLogger(__name__)
 
+# Unacknowledged messages kept in memory (loadfleet-agent --outbox-memory): four minutes of
+# 1 s reports; beyond, they go to the spool.
 DEFAULT_MEMORY_LIMIT = 256
-SPOOL_FILE = "outbox.spool"
-# Messages read back from the spool at a time.
-READ_BACK_BATCH = 64
+# Heartbeats waiting to be written; older ones are dropped (they only say "alive").
+HEARTBEATS_KEPT = 2
 
 
 class Outbox:
-    def __init__(self, spool_dir: Path | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT):
-        self._queue: collections.deque[agent_pb2.AgentMessage] = collections.deque()
+    def __init__(self, spool_dir: Path | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
+                 spool_limit_bytes: int = limit_bytes_of(DEFAULT_LIMIT_MB)):
+        self._held: collections.deque[agent_pb2.AgentMessage] = collections.deque()
+        # The next message this session writes is the first held one numbered from here (by
+        # number, not position: an acknowledgement may arrive while a write is under way).
+        self._write_from = 0
+        self._heartbeats: collections.deque[agent_pb2.AgentMessage] = collections.deque(maxlen=HEARTBEATS_KEPT)
         self._ready = asyncio.Event()
         self._memory_limit = memory_limit
-        self._spool = Path(spool_dir) / SPOOL_FILE if spool_dir else None
-        self._spool_offset = 0  # bytes of the spool already moved back into memory
-        if self._spool and self._spool.exists():
+        self._next_seq = time.time_ns() // 1000
+        self._spool = Spool(Path(spool_dir), spool_limit_bytes) if spool_dir else None
+        self.acked = 0
+        if self._spool and self._spool.has_unread:
             log.warning("sending %d bytes of measurements spooled by an earlier run (%s)",
-                        self._spool.stat().st_size, self._spool)
+                        self._spool.bytes_on_disk, self._spool.directory)
+            self._refill()
 
     def put(self, message: agent_pb2.AgentMessage) -> None:
-        spoolable = message.WhichOneof("body") != "heartbeat"
-        if self._spool and spoolable and (self._spooling or len(self._queue) >= self._memory_limit):
-            self._spool.parent.mkdir(parents=True, exist_ok=True)
-            with self._spool.open("ab") as f:
-                f.write(frame(message.SerializeToString()))
+        """Queues a message; numbers it unless it is a heartbeat. Never blocks."""
+        if message.WhichOneof("body") == "heartbeat":
+            self._heartbeats.append(message)
+        elif self._spool and (self._spool.has_unread or len(self._held) >= self._memory_limit):
+            self._spool.append(message)
+            self._refill()
         else:
-            self._queue.append(message)
+            self._hold(message)
         self._ready.set()
 
-    async def peek(self) -> agent_pb2.AgentMessage:
-        """The oldest message, waiting for one if needed; it stays until `done()`."""
-        while not self._queue:
-            if self._read_back():
-                break
+    def _hold(self, message: agent_pb2.AgentMessage) -> int:
+        message.seq = self._next_seq
+        self._next_seq += 1
+        self._held.append(message)
+        return message.seq
+
+    async def next(self) -> agent_pb2.AgentMessage:
+        """The next message to write on this session (heartbeats first), waiting for one;
+        call `written` once it is written."""
+        while not self._heartbeats and self._unwritten() >= len(self._held):
             self._ready.clear()
             await self._ready.wait()
-        return self._queue[0]
+        return self._heartbeats[0] if self._heartbeats else self._held[self._unwritten()]
 
-    def done(self) -> None:
-        self._queue.popleft()
+    def written(self, message: agent_pb2.AgentMessage) -> None:
+        if message.WhichOneof("body") != "heartbeat":
+            self._write_from = message.seq + 1
+        elif self._heartbeats and message is self._heartbeats[0]:  # else a newer one pushed it out
+            self._heartbeats.popleft()
 
-    def drop_heartbeats(self) -> None:
-        """Heartbeats queued during an outage say nothing about now; keep everything else."""
-        kept = [m for m in self._queue if m.WhichOneof("body") != "heartbeat"]
-        self._queue.clear()
-        self._queue.extend(kept)
+    def _unwritten(self) -> int:
+        """The position in `_held` of the next message to write (numbers are consecutive)."""
+        return max(0, self._write_from - self._held[0].seq) if self._held else 0
 
-    def __len__(self) -> int:
-        return len(self._queue) + (self._spooled_count() if self._spooling else 0)
+    def ack(self, through_seq: int) -> None:
+        """The controller has stored every message up to `through_seq`: forget them."""
+        self.acked = max(self.acked, through_seq)
+        while self._held and self._held[0].seq <= through_seq:
+            self._held.popleft()
+        self._refill()
+        if self._spool:
+            self._spool.release(self.acked)
+        self._ready.set()
+
+    def rewind(self) -> None:
+        """A new session: every unacknowledged message is written again, and heartbeats
+        queued during the break are dropped."""
+        self._write_from = 0
+        self._heartbeats.clear()
+        self._ready.set()
 
     @property
-    def _spooling(self) -> bool:
-        return bool(self._spool and self._spool.exists())
+    def unacknowledged(self) -> int:
+        """Messages in memory not yet acknowledged (the spool's are on disk)."""
+        return len(self._held)
 
-    def _read_back(self) -> bool:
-        """Moves the next batch from the spool into memory; False if the spool is empty."""
-        if not self._spooling:
-            return False
-        data = self._spool.read_bytes()
-        rest = data[self._spool_offset:]
-        try:
-            frames, used = parse_frames(rest, limit=READ_BACK_BATCH)
-        except FramingError as exc:
-            frames, used = [], 0
-            log.error("spool %s is damaged after byte %d (%s)", self._spool, self._spool_offset, exc)
-        if not frames and rest:
-            # A frame cut short (the agent died while writing it) or damage: skip the rest.
-            log.error("skipping %d unreadable bytes at the end of %s", len(rest), self._spool)
-            used = len(rest)
-        self._queue.extend(agent_pb2.AgentMessage.FromString(f) for f in frames)
-        self._spool_offset += used
-        if self._spool_offset >= len(data):
-            self._spool.unlink()  # all of it is in memory now; new messages may queue there
-            self._spool_offset = 0
-        return bool(frames)
-
-    def _spooled_count(self) -> int:
-        try:
-            frames, _ = parse_frames(self._spool.read_bytes()[self._spool_offset:])
-        except FramingError:
-            return 0
-        return len(frames)
+    def _refill(self) -> None:
+        """Reads the spool back while memory has room."""
+        room = self._memory_limit - len(self._held)
+        if self._spool and room > 0:
+            self._spool.read_back(self._hold, room)

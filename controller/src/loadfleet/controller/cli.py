@@ -14,18 +14,21 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from loadfleet.v1 import run_pb2
-from loadfleet.wire import DEFAULT_CONTROLLER
+from loadfleet.wire import DEFAULT_CONTROLLER, dial
+from loadfleet.wire.dial import TLS_CA_ENV, TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_FILE_ENV, ClientCredentials
 
-from . import __version__, console, report
+from . import __version__, certs, console, report
 from .client import RunClient
 from .core import DEFAULT_RUNS_DIR, Controller
-from .errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, LoadfleetError, UsageError
+from .errors import (EXIT_OK, EXIT_RUN_FAILED, EXIT_STOPPED_BY_CONDITION, ControllerUnreachable, LoadfleetError,
+                     UsageError)
 from .local import local_cluster
 from .plan import load_plan, plan_schema
 from .rpc.server import ControllerServer
-from .sinks.influx import InfluxConfig
+from .security import ServerSecurity, server_security
+from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig
 
-CONTROLLER_ENV = "LOADFLEET_CONTROLLER"
+CONTROLLER_ENV = dial.CONTROLLER_ENV
 INFLUX_ENV = {"url": "LOADFLEET_INFLUX_URL", "bucket": "LOADFLEET_INFLUX_BUCKET",
               "org": "LOADFLEET_INFLUX_ORG", "token": "LOADFLEET_INFLUX_TOKEN"}
 
@@ -43,11 +46,30 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     default_controller = os.environ.get(CONTROLLER_ENV, DEFAULT_CONTROLLER)
 
-    p = sub.add_parser("controller", help="serve the controller (agents and the CLI connect to it)")
+    p = sub.add_parser("controller", help="serve the controller (agents and the CLI connect to it)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples (docs/security.md):\n"
+                              "  loadfleet controller --listen 0.0.0.0:7700 --tls-cert pki/controller.crt "
+                              "--tls-key pki/controller.key --tls-ca pki/ca.crt\n"
+                              "  loadfleet controller --listen 0.0.0.0:7700 --tls-cert pki/controller.crt "
+                              "--tls-key pki/controller.key --token-file /etc/loadfleet/tokens")
     p.add_argument("--listen", default=DEFAULT_CONTROLLER, metavar="HOST:PORT",
-                   help=f"address to serve on (default {DEFAULT_CONTROLLER})")
+                   help=f"address to serve on (default {DEFAULT_CONTROLLER}); beyond loopback only with TLS and "
+                        "authentication, or --insecure")
     p.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, help="where run directories go (default ./runs)")
+    g = p.add_argument_group("security (docs/security.md)")
+    g.add_argument("--tls-cert", metavar="FILE", help="the controller's certificate (PEM; `loadfleet certs controller`)")
+    g.add_argument("--tls-key", metavar="FILE", help="its private key (PEM)")
+    g.add_argument("--tls-ca", metavar="FILE",
+                   help="CA that signs the clients' certificates: every agent and operator must show one")
+    g.add_argument("--token-file", metavar="FILE",
+                   help="instead of client certificates: `role name token` lines (roles agent, operator)")
+    g.add_argument("--insecure", action="store_true",
+                   help="serve without TLS and authentication on any address (anyone who reaches it controls "
+                        "the agents)")
     _add_influx_options(p)
+    p.add_argument("--allow-plan-influx", action="store_true",
+                   help="let plans name their own InfluxDB (sinks.influxdb); off: only the --influx-* destination")
 
     p = sub.add_parser("run", help="run a plan and print live figures and a summary",
                        description="Run a plan on a controller's agents (--controller), or on N agents "
@@ -63,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --local: also report this host's CPU, memory, network and the named server "
                         "processes (e.g. nginx) in the results (repeatable)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+    _add_client_security(p)
     _add_influx_options(p)
 
     p = sub.add_parser("validate", help="check a plan and list every problem")
@@ -92,18 +115,94 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
         p.add_argument("--json", action="store_true")
+        _add_client_security(p)
 
     p = sub.add_parser("status", help="follow a run that is going (progress lines, then its summary)",
                        epilog="example: loadfleet status 20261123-071223-c3c8 --controller ctrl:7700")
     p.add_argument("run_id", metavar="RUN_ID", help="as `loadfleet runs` lists it")
     p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+    _add_client_security(p)
+
+    _add_certs_parser(sub)
 
     p = sub.add_parser("stop", help="stop a run; its results are still written",
                        epilog="example: loadfleet stop 20261123-071223-c3c8 --controller ctrl:7700")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
+    _add_client_security(p)
     return parser
+
+
+def _add_client_security(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("security: how to reach a controller that serves TLS (docs/security.md)")
+    g.add_argument("--tls-ca", metavar="FILE", help=f"CA that signed the controller's certificate (default ${TLS_CA_ENV})")
+    g.add_argument("--tls-cert", metavar="FILE", help=f"this operator's certificate (default ${TLS_CERT_ENV})")
+    g.add_argument("--tls-key", metavar="FILE", help=f"its private key (default ${TLS_KEY_ENV})")
+    g.add_argument("--token-file", metavar="FILE",
+                   help=f"instead of a certificate: a file holding this operator's token (default ${TOKEN_FILE_ENV})")
+
+
+def client_credentials(args: argparse.Namespace, env=os.environ) -> ClientCredentials:
+    try:
+        return dial.client_credentials(tls_ca=args.tls_ca, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                                       token_file=args.token_file, env=env)
+    except dial.CredentialsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _add_certs_parser(sub) -> None:
+    p = sub.add_parser("certs", help="make a CA and the certificates of a fleet (docs/security.md)",
+                       description="A private CA and certificates for the controller, agents and operators. "
+                                   "The role is carried in the certificate; an agent's id is its certificate's name.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="example:\n"
+                              "  loadfleet certs init --dir pki\n"
+                              "  loadfleet certs controller --dir pki --name ctrl.example --ip 10.0.0.5\n"
+                              "  loadfleet certs agent --dir pki load-1 load-2 load-3\n"
+                              "  loadfleet certs operator --dir pki alice")
+    kinds = p.add_subparsers(dest="certs_command", required=True, metavar="KIND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dir", type=Path, required=True, help="where the CA and certificates are")
+    common.add_argument("--force", action="store_true", help="replace files that exist")
+    k = kinds.add_parser("init", parents=[common], help="a new CA (ca.crt, ca.key)")
+    k.add_argument("--days", type=int, default=certs.DEFAULT_CA_DAYS,
+                   help=f"validity (default {certs.DEFAULT_CA_DAYS})")
+    k = kinds.add_parser("controller", parents=[common], help="the controller's certificate (controller.crt/.key)")
+    k.add_argument("--name", dest="dns_names", action="append", default=[], metavar="HOSTNAME",
+                   help="a DNS name agents and the CLI dial the controller by (repeatable)")
+    k.add_argument("--ip", dest="ips", action="append", default=[], metavar="IP",
+                   help="an IP address they dial it by (repeatable)")
+    for kind, what in (("agent", "agents (agent-NAME.crt/.key); the name is the agent's id"),
+                       ("operator", "operators who start, stop, watch and list runs (operator-NAME.crt/.key)")):
+        k = kinds.add_parser(kind, parents=[common], help=f"certificates for {what}")
+        k.add_argument("names", nargs="+" if kind == "agent" else 1, metavar="NAME")
+    for k in kinds.choices.values():
+        if k.prog.split()[-1] != "init":
+            k.add_argument("--days", type=int, default=certs.DEFAULT_CERT_DAYS,
+                           help=f"validity (default {certs.DEFAULT_CERT_DAYS}; never beyond the CA's)")
+
+
+def make_certs(args) -> int:
+    if args.days < 1:
+        raise UsageError("--days must be at least 1")
+    if args.certs_command == "init":
+        issued = [certs.init_ca(args.dir, days=args.days, force=args.force)]
+    elif args.certs_command == "controller":
+        name = (args.dns_names or args.ips or ["controller"])[0]
+        issued = [certs.issue(args.dir, certs.Role.CONTROLLER, name, dns_names=tuple(args.dns_names),
+                              ips=tuple(args.ips), days=args.days, force=args.force)]
+    else:
+        role = certs.Role(args.certs_command)
+        for name in args.names:  # every name is checked before anything is written
+            certs.check_name(name, f"{role.value} name")
+        issued = [certs.issue(args.dir, role, name, days=args.days, force=args.force) for name in args.names]
+    for i in issued:
+        print(f"wrote {i.cert} and {i.key} (key mode 0600), valid until {i.not_after:%Y-%m-%d}")
+    if args.certs_command == "init":
+        print(f"next: `loadfleet certs controller --dir {args.dir} --name HOST`; keep {issued[0].key} offline "
+              "once the fleet's certificates are made")
+    return EXIT_OK
 
 
 def _add_influx_options(p: argparse.ArgumentParser) -> None:
@@ -113,6 +212,9 @@ def _add_influx_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--influx-bucket", help=f"bucket, or db/retention-policy on 1.8 (default ${INFLUX_ENV['bucket']} or loadfleet/autogen)")
     g.add_argument("--influx-org", help=f"organization (default ${INFLUX_ENV['org']} or -)")
     g.add_argument("--influx-token", help=f"token, or user:password on 1.8 (default ${INFLUX_ENV['token']})")
+    g.add_argument("--influx-spool-limit-mb", type=float, default=DEFAULT_SPOOL_LIMIT_MB, metavar="MIB",
+                   help="most a run's spool of points may hold on disk while InfluxDB is unreachable; beyond, "
+                        f"its oldest points are dropped and the run says so (default {DEFAULT_SPOOL_LIMIT_MB:g})")
 
 
 def influx_config(args: argparse.Namespace, env=os.environ) -> InfluxConfig | None:
@@ -126,6 +228,12 @@ def influx_config(args: argparse.Namespace, env=os.environ) -> InfluxConfig | No
         if flag:
             values[key] = flag
     return InfluxConfig(**values) if values.get("url") else None
+
+
+def spool_limit_mb(args: argparse.Namespace) -> float:
+    if not args.influx_spool_limit_mb > 0:
+        raise UsageError("--influx-spool-limit-mb must be more than 0")
+    return args.influx_spool_limit_mb
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +251,12 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _dispatch(args) -> int:
     if args.command == "controller":
-        return await serve_controller(args.listen, Controller(runs_dir=args.runs_dir, influx=influx_config(args)))
+        security = server_security(tls_cert=args.tls_cert, tls_key=args.tls_key, tls_ca=args.tls_ca,
+                                   token_file=args.token_file, insecure=args.insecure)
+        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args),
+                                allow_plan_influx=args.allow_plan_influx,
+                                influx_spool_limit_mb=spool_limit_mb(args))
+        return await serve_controller(args.listen, controller, security)
     if args.command == "run":
         return await run_plan(args)
     if args.command == "validate":
@@ -161,7 +274,9 @@ async def _dispatch(args) -> int:
         return EXIT_OK
     if args.command == "compare":
         return compare_runs(args.run_dirs, args.out, args.json)
-    async with RunClient(args.controller) as client:
+    if args.command == "certs":
+        return make_certs(args)
+    async with RunClient(args.controller, credentials=client_credentials(args)) as client:
         if args.command == "status":
             return await _follow(client, args.run_id, args.json)
         if args.command == "stop":
@@ -196,15 +311,18 @@ def compare_runs(run_dirs: list[Path], out: Path, as_json: bool) -> int:
     return EXIT_OK
 
 
-async def serve_controller(listen: str, controller: Controller) -> int:
+async def serve_controller(listen: str, controller: Controller, security: ServerSecurity = ServerSecurity()) -> int:
     try:
-        server = ControllerServer(controller, listen)
+        server = ControllerServer(controller, listen, security)
     except (OSError, RuntimeError) as exc:
         raise UsageError(f"cannot listen on {listen}: {exc}") from exc
     await server.start()
     influx = f"; points go to {controller.influx.url}" if controller.influx else ""
-    print(f"loadfleet controller listening on {server.address}; runs go to {controller.runs_dir}/{influx}",
-          flush=True)
+    print(f"loadfleet controller listening on {server.address} ({security.describe()}); "
+          f"runs go to {controller.runs_dir}/{influx}", flush=True)
+    if security.insecure:
+        logging.getLogger(__name__).warning("--insecure: anyone who reaches %s can start runs and join as an agent",
+                                            server.address)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -222,15 +340,18 @@ async def run_plan(args) -> int:
         raise UsageError("--monitor goes with --local; on other hosts start `loadfleet-agent --monitor` "
                          "next to the servers")
     if args.local is not None:
-        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args))
+        # Local: the plan's author owns this controller, so the plan may pick its InfluxDB.
+        controller = Controller(runs_dir=args.runs_dir, influx=influx_config(args), allow_plan_influx=True,
+                                influx_spool_limit_mb=spool_limit_mb(args))
         async with local_cluster(args.local, controller, monitor=tuple(args.monitor),
                                  targets=tuple(t.url for t in plan.targets)) as address:
             return await _run_on(address, plan.to_yaml(), args.json)
-    return await _run_on(args.controller, plan.to_yaml(), args.json)
+    return await _run_on(args.controller, plan.to_yaml(), args.json, client_credentials(args))
 
 
-async def _run_on(address: str, plan_yaml: str, as_json: bool) -> int:
-    async with RunClient(address) as client:
+async def _run_on(address: str, plan_yaml: str, as_json: bool,
+                  credentials: ClientCredentials = ClientCredentials()) -> int:
+    async with RunClient(address, credentials=credentials) as client:
         started = await client.start_run(plan_yaml)
         print(f"run {started.run_id} started on {address}", file=sys.stderr if as_json else sys.stdout, flush=True)
         return await _follow(client, started.run_id, as_json)
@@ -251,6 +372,9 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
                 print(console.event_line(update.event), file=progress, flush=True)
             else:
                 summary = update.finished
+    except ControllerUnreachable as exc:
+        raise ControllerUnreachable(f"{exc}; run {run_id} may still be going: `loadfleet status {run_id}` "
+                                    "follows it again") from None
     finally:
         stopping()
     if summary is None:

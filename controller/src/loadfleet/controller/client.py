@@ -8,28 +8,35 @@ import grpc
 
 from loadfleet.v1 import run_pb2, run_pb2_grpc
 
-from .errors import ControllerUnreachable, Problem, PlanError, RunFailed, RunNotFound
+from loadfleet.wire.dial import KEEPALIVE_TIMEOUT_MS, ClientCredentials, open_channel
+
+from .errors import (AccessDenied, ControllerUnreachable, Problem, PlanError, RunFailed, RunNotFound,
+                     Unauthenticated)
 from .rpc.status import PLAN_PROBLEMS_KEY
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
+# What grpc-core says when a keepalive ping went unanswered (loadfleet.wire.dial).
+_PING_TIMEOUT_DETAIL = "ping timeout"
 
 
 class RunClient:
-    def __init__(self, address: str, *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S):
+    def __init__(self, address: str, *, credentials: ClientCredentials = ClientCredentials(),
+                 connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S):
         self.address = address
+        self._credentials = credentials
         self._connect_timeout_s = connect_timeout_s
         self._channel: grpc.aio.Channel | None = None
         self._stub: run_pb2_grpc.RunServiceStub | None = None
 
     async def __aenter__(self) -> RunClient:
-        self._channel = grpc.aio.insecure_channel(self.address)
+        self._channel = open_channel(self.address, self._credentials)
         try:
             await asyncio.wait_for(self._channel.channel_ready(), self._connect_timeout_s)
         except TimeoutError:
             await self._channel.close()
             raise ControllerUnreachable(
                 f"cannot reach the controller at {self.address} "
-                f"(no connection within {self._connect_timeout_s:g} s)") from None
+                f"(no connection within {self._connect_timeout_s:g} s; {_hint(self._credentials)})") from None
         self._stub = run_pb2_grpc.RunServiceStub(self._channel)
         return self
 
@@ -73,6 +80,23 @@ def _translate(exc: grpc.aio.AioRpcError, address: str) -> Exception:
         return PlanError([Problem("", exc.details() or "invalid")])
     if code == grpc.StatusCode.NOT_FOUND:
         return RunNotFound(exc.details())
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return Unauthenticated(f"the controller at {address} refused the call: {exc.details()}")
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        return AccessDenied(f"the controller at {address} refused the call: {exc.details()}")
     if code == grpc.StatusCode.UNAVAILABLE:
-        return ControllerUnreachable(f"lost the controller at {address}: {exc.details()}")
+        details = exc.details() or "unavailable"
+        if _PING_TIMEOUT_DETAIL in details:
+            details = (f"it answered no keepalive ping for {KEEPALIVE_TIMEOUT_MS / 1000:g} s: its host or "
+                       "network is down, or its process is stopped")
+        return ControllerUnreachable(f"lost the controller at {address} ({details})")
     return RunFailed(f"controller error {code.name}: {exc.details()}")
+
+
+def _hint(credentials: ClientCredentials) -> str:
+    """What to check when no connection comes up: a TLS handshake that fails looks the same
+    as a controller that is not there."""
+    if not credentials.secure:
+        return "plaintext: a controller serving TLS needs --tls-ca and a certificate or token"
+    return (f"{credentials.describe()}: check that the controller runs, that --tls-ca signed its certificate "
+            "for this address, and that it accepts this client's certificate")

@@ -5,14 +5,19 @@ import time
 
 from loadfleet.v1 import run_pb2
 
+from .codec import from_doc
+from .losses import Loss
+
 PROGRESS_HEADER = f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  {'errors':>7}"
 
 
 def progress_line(s: run_pb2.IntervalSummary) -> str:
     clock = time.strftime("%H:%M:%S", time.localtime(s.interval_start_ms / 1000))
-    revised = "  (revised: a late report arrived)" if s.revised else ""
+    missing = (f"  ({s.missing_agents} agent{'s' * (s.missing_agents > 1)} missing: later than the revision "
+               "window)" if s.missing_agents else "")
+    missing += f"  ({s.lost_agents} lost)" if s.lost_agents else ""
     return (f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.mb_per_s:>8.2f}  {s.p50_ms:>8.2f}  "
-            f"{s.p99_ms:>8.2f}  {s.errors:>7}{revised}")
+            f"{s.p99_ms:>8.2f}  {s.errors:>7}{missing}")
 
 
 def event_line(e: run_pb2.RunEvent) -> str:
@@ -39,6 +44,11 @@ def summary_table(s: run_pb2.RunSummary, doc: dict) -> str:
             lines.extend(_row("  " + t.name, t, name_width) for t in group)
     if doc.get("total", {}).get("figures", {}).get("latency_missing"):
         lines.append(LATENCY_NOT_MEASURED)
+    lines += [f"lost in step {loss.step}: {loss.describe()}" for loss in from_doc(tuple[Loss, ...], doc.get("losses", []))]
+    late = sum(doc.get("late_requests", {}).values())
+    if late:
+        lines.append(f"late: {late:,} requests were reported after their interval was published; they are counted "
+                     "apart (summary.json's late_requests), not in the figures above")
     return "\n".join(lines)
 
 
@@ -90,6 +100,7 @@ def steps_table(doc: dict) -> str:
                   f"{st['p99_ms']:.2f}", f"{st['concurrent_conns']:.0f}")
         flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
         flag += "  generator-bound" if st["generator_bound"] else ""
+        flag += f"  {st['losses']} share(s) lost" if st.get("losses") else ""
         flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
         lines.append(f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS))
                      + flag)
@@ -117,13 +128,17 @@ def steps_table(doc: dict) -> str:
 def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
     if not agents:
         return "no agents connected"
-    lines = [f"{'agent':<24} {'state':<6} {'host':<16} {'cores':>5} {'cpu %':>6} {'rss MB':>7}  labels"]
+    lines = [f"{'agent':<24} {'state':<6} {'host':<16} {'version':<8} {'cores':>5} {'cpu %':>6} {'rss MB':>7} "
+             f"{'clock ms':>9}  labels"]
     for a in agents:
         state = run_pb2.AgentState.Name(a.state).removeprefix("AGENT_STATE_").lower()
         labels = ",".join(f"{k}={v}" for k, v in sorted(a.labels.items()))
         watches = f"  monitors {a.monitors}" if a.monitors else ""
-        lines.append(f"{a.agent_id:<24} {state:<6} {a.hostname:<16} {a.cores:>5} "
-                     f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f}  {labels}{watches}")
+        allows = f"  allows {','.join(a.allow_targets)}" if a.allow_targets and not a.monitors else ""
+        # The agent's clock against the controller's (+: ahead); "?" until it has measured it.
+        clock = f"{-a.clock_offset_ms:+d}" if a.clock_measured else "?"
+        lines.append(f"{a.agent_id:<24} {state:<6} {a.hostname:<16} {a.version:<8} {a.cores:>5} "
+                     f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f} {clock:>9}  {labels}{watches}{allows}")
     return "\n".join(lines)
 
 

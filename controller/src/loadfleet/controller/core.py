@@ -1,23 +1,34 @@
 """The controller's state: the agent registry and the runs, and the tasks that keep
-them moving. The RPC servicers are thin adapters over this object."""
+them moving. The RPC servicers are thin adapters over this object.
+
+Memory: running runs hold O(agents × rows + steps) each (run.py); an ended run is kept
+as its summary only, and only the latest `KEPT_ENDED_RUNS` of them (the rest are on disk
+in their run directories)."""
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import logging
-import os
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, Health
-from .errors import RunNotFound
+from .admission import admit, influx_config
+from .agents import (DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, ClockOffset,
+                     Health)
+from .errors import LoadfleetError, RunNotFound
 from .hosts import HostSample
-from .jobs import JobReport, JobState, run_id_of
+from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
-from .run import Run
+from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
+from .run import Run, RunState
+from .spooldrops import AgentSpoolDrop, agent_drop_event
+from .takeover import TakenOverRun
+from .watchers import Follower, Watchers
 from .sinks import Sink
-from .sinks.influx import InfluxConfig, InfluxSink, influx_writer
+from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
+from .sinks.spool import SpoolBusy
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +38,33 @@ MONITOR_PERIOD_S = 0.25
 STALL_S = 1.0
 # How long closing the controller waits for runs to write their results and flush sinks.
 CLOSE_TIMEOUT_S = 30.0
+# Ended runs whose summaries stay in memory (for `loadfleet runs`, `status`).
+KEPT_ENDED_RUNS = 100
+
+
+@dataclass(frozen=True)
+class EndedRun:
+    """What the controller keeps of a run once it has ended: its summary and events."""
+
+    run_id: str
+    plan_name: str
+    state: RunState
+    started_ms: int
+    finished_ms: int
+    total_requests: int
+    run_dir: Path
+    watchers: Watchers
+
+    @classmethod
+    def of(cls, run: Run) -> EndedRun:
+        return cls(run.run_id, run.plan_name, run.state, run.started_ms, run.finished_ms, run.total_requests,
+                   run.run_dir, run.watchers)
+
+    def follow(self) -> Follower:
+        return self.watchers.follow()
+
+    def stop(self) -> None:
+        pass
 
 
 def new_run_id() -> str:
@@ -35,23 +73,66 @@ def new_run_id() -> str:
 
 class Controller:
     def __init__(self, *, runs_dir: Path = DEFAULT_RUNS_DIR, heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
-                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None):
+                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None, allow_plan_influx: bool = False,
+                 influx_spool_limit_mb: float = DEFAULT_SPOOL_LIMIT_MB):
         self.runs_dir = runs_dir
         self.influx = influx
+        self.influx_spool_limit_mb = influx_spool_limit_mb
+        self.allow_plan_influx = allow_plan_influx  # plans may name their InfluxDB (admission.py)
         self.heartbeat_ms = heartbeat_ms
         self.lease_ms = lease_ms
-        self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost)
-        self._runs: dict[str, Run] = {}
+        self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost,
+                                      on_late=self._late, on_back=self._back)
+        # This process: agents' jobs belong to it (agent.proto, Ownership).
+        self.instance_id = secrets.token_hex(8)
+        self._runs: dict[str, Run | EndedRun] = {}
         self._tasks: set[asyncio.Task] = set()
         self._monitor: asyncio.Task | None = None
 
     async def start(self) -> None:
+        """Takes over or closes the runs an earlier controller left (before any agent can
+        connect), then watches agents."""
+        self._recover_runs()
         self._monitor = asyncio.create_task(self._watch_agents(), name="agent-monitor")
+
+    def _recover_runs(self) -> None:
+        for run_dir in interrupted_runs(self.runs_dir):
+            try:
+                recovered = recover(run_dir)
+                plan = parse_plan((run_dir / "plan.yaml").read_text())
+            except (OSError, ValueError, LoadfleetError) as exc:
+                log.error("%s: cannot read the run back (%s); it stays as it is", run_dir, exc)
+                continue
+            run = TakenOverRun(run_dir.name, plan, run_dir, self.registry, sinks=self._sinks_for(plan, run_dir.name),
+                               lease_ms=self.lease_ms, settle=self.settle)
+            run.restore(recovered)
+            self._runs[run.run_id] = run
+            lease_s = max(self.lease_ms / 1000, plan.agents.lease_s)
+            if adoptable(recovered, lease_s):
+                log.warning("run %s: taking it over from its journal; its agents have %.0f s to reconnect",
+                            run.run_id, lease_s + ADOPT_SLACK_S)
+                self._spawn(run, run.go_on(lease_s + ADOPT_SLACK_S))
+            else:
+                log.warning("run %s: closed as interrupted (the controller stopped during it)", run.run_id)
+                self._spawn(run, run.close_interrupted(
+                    "the controller stopped during the run; the run directory holds every interval "
+                    "published before"))
+
+    def adopted_jobs(self, agent_id: str, job_ids: list[str]) -> list[str]:
+        """Of an agent's running jobs (Hello.running_jobs), those this controller collects:
+        jobs of runs it took over after a restart. The agent is held busy for them."""
+        adopted = [job_id for job_id in job_ids
+                   if isinstance(run := self._runs.get(run_id_of(job_id)), TakenOverRun)
+                   and run.adopts(agent_id, job_id)]
+        record = self.registry.get(agent_id)
+        if adopted and record:
+            record.state = AgentState.BUSY
+        return adopted
 
     async def close(self) -> None:
         """Stops running runs, lets them write results and flush their sinks, then
         stops background tasks; safe to call twice."""
-        for run in self._runs.values():
+        for run in self._running():
             run.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=CLOSE_TIMEOUT_S)
@@ -61,76 +142,137 @@ class Controller:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._monitor = None
         self._tasks.clear()
+        self.registry.close_sessions()
 
     # ---- runs --------------------------------------------------------------------
 
     def start_run(self, plan_yaml: str) -> Run:
         """Validates the plan (PlanError lists every problem) and starts the run."""
         plan = parse_plan(plan_yaml)
+        admit(plan, self.registry, allow_plan_influx=self.allow_plan_influx)
         run_id = new_run_id()
-        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan))
+        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan, run_id),
+                  lease_ms=self.lease_ms, settle=self.settle)
         self._runs[run_id] = run
-        task = asyncio.create_task(run.execute(), name=f"run-{run_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(run, run.execute())
         return run
 
-    def _sinks_for(self, plan: Plan) -> list[Sink]:
-        """The plan's InfluxDB if it names one, else the controller's, else none."""
-        config = self.influx
-        if plan.influxdb:
-            p = plan.influxdb
-            config = InfluxConfig(url=p.url, bucket=p.bucket, org=p.org,
-                                  token=os.environ.get(p.token_env, "") if p.token_env else "")
+    def _spawn(self, run: Run, work) -> None:
+        task = asyncio.create_task(self._until_ended(run, work), name=f"run-{run.run_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _until_ended(self, run: Run, work) -> None:
+        try:
+            await work
+        finally:
+            self._runs[run.run_id] = EndedRun.of(run)
+            ended = [r for r in self._runs.values() if isinstance(r, EndedRun)]
+            for old in ended[:-KEPT_ENDED_RUNS]:
+                del self._runs[old.run_id]
+
+    def _sinks_for(self, plan: Plan, run_id: str) -> list[Sink]:
+        """The plan's InfluxDB if it names one, else the controller's, else none. Each run
+        has its own spool (sinks/spool.py), beside those of other runs to the same InfluxDB,
+        which it sends first if their runs ended with points left."""
+        config = influx_config(plan, self.influx)
         if config is None:
             return []
         slug = hashlib.sha256(f"{config.url} {config.org} {config.bucket}".encode()).hexdigest()[:12]
-        sink = InfluxSink(influx_writer(config), self.runs_dir / ".spool" / f"influx-{slug}",
-                          description=f"InfluxDB {config.url} ({config.bucket})")
+        try:
+            sink = InfluxSink(influx_writer(config), self.runs_dir / ".spool" / f"influx-{slug}" / run_id,
+                              spool_limit_bytes=int(self.influx_spool_limit_mb * 2**20), adopt_orphans=True,
+                              description=f"InfluxDB {config.url} ({config.bucket})")
+        except (SpoolBusy, OSError) as exc:
+            log.error("run %s: no InfluxDB: its spool is unusable (%s)", run_id, exc)
+            return []
         sink.start()
         return [sink]
 
-    def get_run(self, run_id: str) -> Run:
+    def get_run(self, run_id: str) -> Run | EndedRun:
         try:
             return self._runs[run_id]
         except KeyError:
             raise RunNotFound(f"no run {run_id!r} on this controller") from None
 
-    def runs(self) -> list[Run]:
+    def runs(self) -> list[Run | EndedRun]:
         return sorted(self._runs.values(), key=lambda r: r.started_ms)
+
+    def _running(self) -> list[Run]:
+        return [r for r in self._runs.values() if isinstance(r, Run)]
 
     # ---- from agents -------------------------------------------------------------
 
+    def report_limits(self, agent_id: str, job_id: str) -> ReportLimits | None:
+        """What the agent may report for the job; None when it is no running job of that agent."""
+        run = self._runs.get(run_id_of(job_id))
+        return run.report_limits(agent_id, job_id) if isinstance(run, Run) else None
+
     def on_report(self, report: JobReport) -> None:
         run = self._runs.get(run_id_of(report.job_id))
-        if run:
+        if isinstance(run, Run):
             run.on_report(report)
+        else:
+            self.settle(report.agent_id, report.seq)
 
-    def on_heartbeat(self, agent_id: str, health: Health, host: HostSample | None = None) -> None:
-        self.registry.seen(agent_id, health)
+    def settle(self, agent_id: str, seq: int) -> None:
+        """The agent's message `seq` is stored for good (or deliberately dropped): its
+        session may acknowledge it."""
+        record = self.registry.get(agent_id)
+        if record and record.link:
+            record.link.settle(seq)
+
+    def on_heartbeat(self, agent_id: str, health: Health, host: HostSample | None = None,
+                     clock: ClockOffset | None = None) -> None:
+        self.registry.seen(agent_id, health, clock)
         record = self.registry.get(agent_id)
         monitor = record.identity.monitor if record else None
-        for run in self._runs.values():
+        for run in self._running():
             if monitor and host:
                 run.on_host(agent_id, monitor, host)
             else:
                 run.on_health(agent_id, health)
 
+    def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
+        """An agent dropped unsent messages of a job from its spool: the job's run says so."""
+        run = self._runs.get(run_id_of(drop.job_id))
+        if isinstance(run, Run):
+            run.on_spool_dropped(agent_id, drop)
+        else:
+            log.warning("%s (job %s, of no running run)", agent_drop_event(agent_id, drop).text, drop.job_id)
+
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         run = self._runs.get(run_id_of(job_id))
-        if run:
+        if isinstance(run, Run):
             run.on_job_state(agent_id, job_id, state, message)
+
+    def on_engine_failure(self, failure: EngineFailure) -> None:
+        run = self._runs.get(run_id_of(failure.job_id))
+        if isinstance(run, Run):
+            run.on_engine_failure(failure)
 
     def _joined(self, record: AgentRecord) -> None:
         log.info("agent %s joined (%s, %d cores)", record.agent_id, record.identity.hostname,
                  record.identity.cores)
+        for run in self._running():
+            run.on_agent_joined(record)
+
+    def _late(self, record: AgentRecord, reason: str) -> None:
+        log.warning("agent %s late: %s", record.agent_id, reason)
+        for run in self._running():
+            run.on_agent_late(record.agent_id, reason)
+
+    def _back(self, record: AgentRecord) -> None:
+        log.info("agent %s back", record.agent_id)
+        for run in self._running():
+            run.on_agent_back(record.agent_id)
 
     def _lost(self, record: AgentRecord, reason: str) -> None:
         # An idle agent leaving is routine (e.g. --local shutting down); a run's agent is not.
-        in_run = any(not run.state.ended for run in self._runs.values())
+        in_run = bool(self._running())
         log.log(logging.WARNING if in_run else logging.INFO, "agent %s lost: %s", record.agent_id, reason)
-        for run in self._runs.values():
-            run.on_agent_lost(record.agent_id, reason)
+        for run in self._running():
+            run.on_agent_lost(record.agent_id, reason, silent_s=self.registry.silent_s(record))
 
     async def _watch_agents(self) -> None:
         loop = asyncio.get_running_loop()

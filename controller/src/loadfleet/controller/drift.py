@@ -8,12 +8,14 @@ hour, the baseline is all of it so far.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from loadfleet.wire.stats import StatsRow
+from loadfleet.wire.stats import TOTAL, StatsRow
 
-from .aggregate import TOTAL
+from .codec import row_from_doc, row_to_doc
 from .figures import figures_of
+from .stream import FinalInterval, StepEnd
 
 BASELINE_MS = 3_600_000
 
@@ -43,13 +45,39 @@ def _pct_change(value: float, base: float) -> float:
 
 
 class Drift:
-    def __init__(self, interval_ms: int, baseline_ms: int = BASELINE_MS):
+    """Consumes the run's published intervals and emits each one's drift; holds one merged
+    row for the baseline."""
+
+    def __init__(self, interval_ms: int, baseline_ms: int = BASELINE_MS,
+                 emit: Callable[[DriftPoint], None] = lambda point: None):
+        self._emit = emit
         self._interval_s = interval_ms / 1000
         self._baseline_ms = baseline_ms
         self._baseline = StatsRow(TOTAL, TOTAL)
         self._baseline_intervals = 0
         self._first_ms: int | None = None
         self._base = figures_of(self._baseline, 0.0)
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        point = self.observe(interval.start_ms, interval.total)
+        if point:
+            self._emit(point)
+
+    def on_step_end(self, end: StepEnd) -> None:
+        pass
+
+    def on_run_end(self) -> None:
+        pass
+
+    def snapshot(self) -> dict:
+        """JSON values to take the baseline over after a restart (journal.py)."""
+        return {"baseline": row_to_doc(self._baseline), "intervals": self._baseline_intervals,
+                "first_ms": self._first_ms}
+
+    def restore(self, doc: dict) -> None:
+        self._baseline = row_from_doc(doc["baseline"])
+        self._baseline_intervals, self._first_ms = doc["intervals"], doc["first_ms"]
+        self._base = figures_of(self._baseline, self._baseline_intervals * self._interval_s)
 
     def observe(self, start_ms: int, total: StatsRow) -> DriftPoint | None:
         """The drift of a published cluster interval; None when no request was sent in it
@@ -67,5 +95,5 @@ class Drift:
         return DriftPoint(
             interval_start_ms=start_ms, baseline_complete=complete, rps=now.rps, base_rps=base.rps,
             error_pct=now.error_pct, base_error_pct=base.error_pct,
-            p99_ms=now.latency.p99_ms if total.histogram.get_total_count() else None,
+            p99_ms=now.latency.p99_ms if total.histogram else None,
             base_p99_ms=base.latency.p99_ms)

@@ -6,7 +6,10 @@
     ├── NotEnoughAgents       too few matching agents connected in time (exit 1)
     ├── ControllerUnreachable the CLI cannot reach the controller (exit 1)
     ├── RunNotFound           no run with that id (exit 2)
-    └── RunFailed             the run ended without results (exit 1)
+    ├── RunFailed             the run ended without results (exit 1)
+    ├── AccessDenied          the caller may not do this: its role does not allow it (exit 2)
+    │   └── Unauthenticated   no valid certificate or token came with the call (exit 2)
+    └── AgentIdInUse          an agent of this id has a live session already (exit 1)
 
 A run that a stop condition ended early (error rate, latency, or the knee with
 stop_at_knee) is not an error: its results are written, and `loadfleet run` exits 3.
@@ -66,4 +69,16 @@ class RunNotFound(LoadfleetError):
 
 
 class RunFailed(LoadfleetError):
+    pass
+
+
+class AccessDenied(LoadfleetError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class Unauthenticated(AccessDenied):
+    pass
+
+
+class AgentIdInUse(LoadfleetError):
     pass

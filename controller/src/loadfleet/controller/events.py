@@ -12,6 +12,8 @@ class EventKind(enum.Enum):
     RUN_STOPPED = "run_stopped"
     AGENT_JOINED = "agent_joined"
     AGENT_LOST = "agent_lost"
+    AGENT_LATE = "agent_late"  # silent or disconnected, within its job's lease: waited for
+    AGENT_BACK = "agent_back"  # a late agent heard again, or a lost one back for the next step
     JOB_FAILED = "job_failed"
     STEP_STARTED = "step_started"
     STEP_FINISHED = "step_finished"
@@ -20,6 +22,14 @@ class EventKind(enum.Enum):
     GENERATOR_BOUND = "generator_bound"
     TARGET_DOWN = "target_down"  # every request to a target failed without an answer (targethealth.py)
     TARGET_UP = "target_up"
+    LATE_REPORTS = "late_reports"  # reports after their interval was published without them (window.py)
+    RUN_RECOVERED = "run_recovered"  # a restarted controller took the run over from its journal
+    DRIVER_READY = "driver_ready"  # a Gatling JVM is ready on an agent (its start-up, how late its load starts)
+    LOSS_POLICY = "loss_policy"  # the plan's agents.on_loss acted on a lost agent's share
+    CLOCK_OFFSET = "clock_offset"  # an agent's clock is off the controller's by more than the limit
+    ENGINE_FAILED = "engine_failed"  # an engine exited or fell silent during a job
+    SPOOL_DROPPED = "spool_dropped"  # an agent's spool or the InfluxDB spool dropped its oldest data (spooldrops.py)
+    DISK_FULL = "disk_full"  # a file of the run directory could not be written (rundisk.py)
 
 
 @dataclass(frozen=True)

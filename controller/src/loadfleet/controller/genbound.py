@@ -14,12 +14,14 @@ connection, which is the targets' limit.
 """
 from __future__ import annotations
 
+import collections
 import ipaddress
 import math
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .agents import Health
+from .stream import StepWindow
 
 SATURATED_CPU_PCT = 90.0
 SATURATED_LOOP_LAG_MS = 250.0
@@ -81,25 +83,43 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def verdict(samples: list[Saturation], interval_starts: list[int], interval_ms: int, n_agents: int,
-            demand_ratio: float) -> GeneratorVerdict:
-    """The verdict over a step's measured intervals. A sample at `at_ms` describes the
-    second before it. `demand_ratio` is offered/achieved where known (open model), else 0:
-    the advice is then to double the saturated agents."""
-    measured = set(interval_starts)
-    bound_intervals: set[int] = set()
-    first_reason: dict[str, str] = {}
-    for s in samples:
-        start = (s.at_ms - 500) // interval_ms * interval_ms
-        if start in measured:
-            bound_intervals.add(start)
-            first_reason.setdefault(s.agent_id, s.reason)
-    if not bound_intervals:
-        return NOT_BOUND
-    saturated = len(first_reason)
-    if demand_ratio > 1:
-        add = max(1, math.ceil(n_agents * (demand_ratio - 1)))
-    else:
-        add = saturated
-    agents = tuple(sorted(first_reason))
-    return GeneratorVerdict(len(bound_intervals), agents, tuple(first_reason[a] for a in agents), add)
+class GeneratorHealth:
+    """Watches load agents' heartbeats during each step and counts the step's measured
+    intervals in which at least one generator was saturated. Keeps per step the count, the
+    first reason of each saturated agent and the last few intervals seen (heartbeats from
+    different agents arrive a little out of order): O(agents)."""
+
+    RECENT = 16  # intervals remembered to count each one once
+
+    def __init__(self, heartbeat_ms: int):
+        self._heartbeat_ms = heartbeat_ms
+        self._step = ""
+        self._intervals = 0
+        self._recent: collections.deque[int] = collections.deque(maxlen=self.RECENT)
+        self._reasons: dict[str, str] = {}
+
+    def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
+        sample = saturation(agent_id, health, engines, at_ms)
+        if step.name != self._step:
+            self.__init__(self._heartbeat_ms)
+            self._step = step.name
+        if sample is None:
+            return
+        # A heartbeat at t describes the period before it: the interval holding its middle.
+        start = (at_ms - self._heartbeat_ms // 2) // step.interval_ms * step.interval_ms
+        if not step.measures(start):
+            return
+        self._reasons.setdefault(agent_id, sample.reason)
+        if start not in self._recent:
+            self._recent.append(start)
+            self._intervals += 1
+
+    def verdict(self, step: str, n_agents: int, demand_ratio: float) -> GeneratorVerdict:
+        """The step's verdict. `demand_ratio` is offered/achieved where known (open model),
+        else 0: the advice is then to double the saturated agents."""
+        if step != self._step or not self._intervals:
+            return NOT_BOUND
+        saturated = len(self._reasons)
+        add = max(1, math.ceil(n_agents * (demand_ratio - 1))) if demand_ratio > 1 else saturated
+        agents = tuple(sorted(self._reasons))
+        return GeneratorVerdict(self._intervals, agents, tuple(self._reasons[a] for a in agents), add)

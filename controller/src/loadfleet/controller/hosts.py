@@ -6,13 +6,18 @@ those samples, and each step gets the hosts' mean figures over its measured wind
 saturation curve shows the servers' CPU next to their throughput.
 
 Agents that read a server's own counters (HAProxy, Varnish, nfs-ganesha) send them
-cumulative; a window gets each counter's rate per second (`counter_rates`).
+cumulative; a window gets each counter's rate per second (`CounterRates`).
+
+Samples are not kept: the run directory appends them to hosts.csv as they come, and each
+window (a step's measured intervals, the whole run's load) keeps running sums.
 """
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .stream import StepWindow
 
 
 @dataclass(frozen=True)
@@ -73,99 +78,163 @@ class HostLoad:
     counter_rates: dict[str, float] = field(default_factory=dict)  # per second, by counter name
 
 
+class CounterRates:
+    """Each server counter's increase per second over a window [start, end], fed the
+    readings in time order (those before the window too; none after it).
+
+    From a counter's first reading in the window to its last, or from the last reading
+    before the window when the window holds only one (a span that begins before the load
+    starts would dilute the rate). A span over which a counter went down (the server
+    restarted) is left out, time and all; so are the readings a sample lacks (that server
+    did not answer). Holds O(counters)."""
+
+    def __init__(self, start_ms: int):
+        self._start_ms = start_ms
+        self._last: dict[str, tuple[int, float]] = {}
+        self._inside: dict[str, int] = {}  # readings in the window
+        self._lead_in: dict[str, tuple[float, float]] = {}  # (increase, ms) from before the window
+        self._spans: dict[str, tuple[float, float]] = {}  # (increase, ms) within the window
+
+    def add(self, sample: HostSample) -> None:
+        for name, value in sample.counters.items():
+            last = self._last.get(name)
+            self._last[name] = (sample.at_ms, value)
+            if sample.at_ms < self._start_ms:
+                continue
+            inside = self._inside.get(name, 0)
+            self._inside[name] = inside + 1
+            if last is None:
+                continue
+            t0, v0 = last
+            span = (value - v0, sample.at_ms - t0) if value >= v0 else (0.0, 0.0)
+            if inside == 0:
+                self._lead_in[name] = span
+            else:
+                increase, elapsed_ms = self._spans.get(name, (0.0, 0.0))
+                self._spans[name] = (increase + span[0], elapsed_ms + span[1])
+
+    def rates(self) -> dict[str, float]:
+        rates = {}
+        for name in sorted(self._inside):
+            increase, elapsed_ms = (self._spans.get(name, (0.0, 0.0)) if self._inside[name] > 1
+                                    else self._lead_in.get(name, (0.0, 0.0)))
+            if elapsed_ms > 0:
+                rates[name] = increase * 1000 / elapsed_ms
+        return rates
+
+
 def counter_rates(samples: list[HostSample], start_ms: int, end_ms: int) -> dict[str, float]:
-    """Each counter's increase per second over [start, end]: from its first reading in the
-    window to its last, or from the last reading before the window when the window holds
-    only one (a span that begins before the load starts would dilute the rate). A span over
-    which a counter went down (the server restarted) is left out, time and all; so are the
-    readings a sample lacks (that server did not answer)."""
-    series: dict[str, list[tuple[int, float]]] = {}
+    """CounterRates over a list of samples (see there)."""
+    rates = CounterRates(start_ms)
     for s in samples:
         if s.at_ms <= end_ms:
-            for name, value in s.counters.items():
-                series.setdefault(name, []).append((s.at_ms, value))
-    rates = {}
-    for name, points in sorted(series.items()):
-        inside = [i for i, (at_ms, _) in enumerate(points) if at_ms >= start_ms]
-        if not inside or (len(inside) == 1 and inside[0] == 0):
-            continue
-        first = inside[0] if len(inside) > 1 else inside[0] - 1
-        increase = elapsed_ms = 0.0
-        for (t0, v0), (t1, v1) in zip(points[first:], points[first + 1:]):
-            if v1 >= v0:
-                increase, elapsed_ms = increase + v1 - v0, elapsed_ms + t1 - t0
-        if elapsed_ms > 0:
-            rates[name] = increase * 1000 / elapsed_ms
-    return rates
+            rates.add(s)
+    return rates.rates()
 
 
-@dataclass
+class _HostMeans:
+    """One host's sums over a window: O(counters) whatever the window's length."""
+
+    def __init__(self, monitor: MonitorInfo, start_ms: int):
+        self.monitor = monitor
+        self.samples = 0
+        self.sums = [0.0] * 6  # cpu, process cpu, memory, rx, tx, tcp established
+        self.max_cpu_pct = 0.0
+        self.counters = CounterRates(start_ms)
+
+    def add(self, s: HostSample, in_window: bool) -> None:
+        self.counters.add(s)
+        if in_window:
+            self.samples += 1
+            for i, value in enumerate((s.cpu_pct, s.process_cpu_pct, s.mem_used_pct, s.net_rx_bytes_per_s,
+                                       s.net_tx_bytes_per_s, s.tcp_established)):
+                self.sums[i] += value
+            self.max_cpu_pct = max(self.max_cpu_pct, s.cpu_pct)
+
+    def load(self, host: str) -> HostLoad:
+        cpu, process, mem, rx, tx, tcp = (v / self.samples for v in self.sums)
+        return HostLoad(host=host, role=self.monitor.role, targets=self.monitor.targets, samples=self.samples,
+                        cpu_pct=cpu, max_cpu_pct=self.max_cpu_pct, process_cpu_pct=process, mem_used_pct=mem,
+                        net_rx_mb_per_s=rx / 1e6, net_tx_mb_per_s=tx / 1e6, tcp_established=tcp,
+                        counter_rates=self.counters.rates())
+
+
+class HostWindow:
+    """Every monitored host's means over one window [start, end): the samples whose
+    heartbeat period has its midpoint inside (a sample at t covers the period before t).
+    The end may move earlier while samples come (a step stopped early); samples arrive in
+    time order. O(hosts × counters)."""
+
+    def __init__(self, start_ms: int, period_ms: int):
+        self.start_ms = start_ms
+        self._period_ms = period_ms
+        self._hosts: dict[str, _HostMeans] = {}
+
+    def add(self, host: str, monitor: MonitorInfo, sample: HostSample, end_ms: int) -> None:
+        if sample.at_ms > end_ms:
+            return
+        means = self._hosts.get(host)
+        if means is None:
+            means = self._hosts[host] = _HostMeans(monitor, self.start_ms)
+        middle = sample.at_ms - self._period_ms // 2
+        means.add(sample, self.start_ms <= middle < end_ms)
+
+    def loads(self) -> tuple[HostLoad, ...]:
+        return tuple(m.load(host) for host, m in sorted(self._hosts.items()) if m.samples)
+
+
 class HostRecorder:
-    """The samples of every monitored host during one run, in arrival order."""
+    """Monitored hosts' means for each step (over its measured window) and for the whole
+    run (from its first load to the end of the latest step's). Keeps the running step's
+    window, every ended step's loads and the run's window: O(steps + hosts × counters)."""
 
-    period_ms: int  # the heartbeat period a sample covers
-    monitors: dict[str, MonitorInfo] = field(default_factory=dict)
-    samples: dict[str, list[HostSample]] = field(default_factory=dict)
+    def __init__(self, period_ms: int):
+        self._period_ms = period_ms
+        self._run: HostWindow | None = None
+        self._step = ""
+        self._window: HostWindow | None = None
+        self._ended: dict[str, tuple[HostLoad, ...]] = {}
 
-    def add(self, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
-        self.monitors[host] = monitor
-        self.samples.setdefault(host, []).append(sample)
+    def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
+        if self._run is None:
+            self._run = HostWindow(step.load_start_ms, self._period_ms)
+        self._run.add(host, monitor, sample, step.load_end_ms)
+        if step.name != self._step:
+            self._close_step()
+            self._step, self._window = step.name, HostWindow(step.measured_start_ms, self._period_ms)
+        self._window.add(host, monitor, sample, step.measured_end_ms)
 
-    def loads(self, start_ms: int, end_ms: int) -> tuple[HostLoad, ...]:
-        """Each host's means over the samples whose period's midpoint is in [start, end)."""
-        loads = []
-        for host in sorted(self.samples):
-            inside = [s for s in self.samples[host] if start_ms <= s.at_ms - self.period_ms // 2 < end_ms]
-            if inside:
-                loads.append(self._load(host, inside, counter_rates(self.samples[host], start_ms, end_ms)))
-        return tuple(loads)
+    def step_loads(self, step: str) -> tuple[HostLoad, ...]:
+        if step == self._step:
+            self._close_step()
+        return self._ended.get(step, ())
 
-    def _load(self, host: str, inside: list[HostSample], rates: dict[str, float]) -> HostLoad:
-        monitor = self.monitors[host]
+    def run_loads(self) -> tuple[HostLoad, ...]:
+        return self._run.loads() if self._run else ()
 
-        def mean(values) -> float:
-            values = list(values)
-            return sum(values) / len(values)
+    def _close_step(self) -> None:
+        if self._window is not None:
+            self._ended[self._step] = self._window.loads()
+        self._step, self._window = "", None
 
-        return HostLoad(
-            host=host, role=monitor.role, targets=monitor.targets, samples=len(inside),
-            cpu_pct=mean(s.cpu_pct for s in inside), max_cpu_pct=max(s.cpu_pct for s in inside),
-            process_cpu_pct=mean(s.process_cpu_pct for s in inside),
-            mem_used_pct=mean(s.mem_used_pct for s in inside),
-            net_rx_mb_per_s=mean(s.net_rx_bytes_per_s for s in inside) / 1e6,
-            net_tx_mb_per_s=mean(s.net_tx_bytes_per_s for s in inside) / 1e6,
-            tcp_established=mean(s.tcp_established for s in inside),
-            counter_rates=rates)
 
-    def csv(self) -> str:
-        """hosts.csv: one row per sample and watched process group (or one without)."""
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["time_ms", "host", "role", "targets", "cores", "cpu_pct", "mem_used_pct",
-                         "net_rx_bytes_per_s", "net_tx_bytes_per_s", "tcp_established",
-                         "process", "process_count", "process_cpu_pct", "process_rss_mb"])
-        for host in sorted(self.samples):
-            monitor = self.monitors[host]
-            for s in self.samples[host]:
-                common = [s.at_ms, host, monitor.role, " ".join(monitor.targets), s.cores, round(s.cpu_pct, 2),
-                          round(s.mem_used_pct, 2), round(s.net_rx_bytes_per_s), round(s.net_tx_bytes_per_s),
-                          s.tcp_established]
-                for p in s.processes or (ProcessSample("", 0, 0.0, 0.0),):
-                    writer.writerow([*common, p.name, p.count, round(p.cpu_pct, 2), round(p.rss_mb, 2)])
-        return out.getvalue()
+def host_csv_rows(host: str, monitor: MonitorInfo, s: HostSample) -> list[list]:
+    """hosts.csv rows of one sample: one per watched process group (or one without)."""
+    common = [s.at_ms, host, monitor.role, " ".join(monitor.targets), s.cores, round(s.cpu_pct, 2),
+              round(s.mem_used_pct, 2), round(s.net_rx_bytes_per_s), round(s.net_tx_bytes_per_s), s.tcp_established]
+    return [[*common, p.name, p.count, round(p.cpu_pct, 2), round(p.rss_mb, 2)]
+            for p in s.processes or (ProcessSample("", 0, 0.0, 0.0),)]
 
-    def counters_csv(self) -> str:
-        """host_counters.csv: one row per sample and server counter (cumulative values)."""
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["time_ms", "host", "counter", "value"])
-        for host in sorted(self.samples):
-            for s in self.samples[host]:
-                writer.writerows([s.at_ms, host, name, _plain(value)] for name, value in sorted(s.counters.items()))
-        return out.getvalue()
 
-    def has_counters(self) -> bool:
-        return any(s.counters for samples in self.samples.values() for s in samples)
+def counter_csv_rows(host: str, s: HostSample) -> list[list]:
+    """host_counters.csv rows of one sample: one per server counter (cumulative values)."""
+    return [[s.at_ms, host, name, _plain(value)] for name, value in sorted(s.counters.items())]
+
+
+HOSTS_CSV_HEADER = ["time_ms", "host", "role", "targets", "cores", "cpu_pct", "mem_used_pct", "net_rx_bytes_per_s",
+                    "net_tx_bytes_per_s", "tcp_established", "process", "process_count", "process_cpu_pct",
+                    "process_rss_mb"]
+COUNTERS_CSV_HEADER = ["time_ms", "host", "counter", "value"]
 
 
 def _plain(value: float) -> int | float:

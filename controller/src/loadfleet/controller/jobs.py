@@ -4,6 +4,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from loadfleet.wire.stats import StatsRow
+
 from .plan import Plan
 from .scheduler import EngineShare
 
@@ -44,11 +46,38 @@ class JobAssignment:
 
 @dataclass(frozen=True)
 class JobReport:
-    """One interval of one job from one agent, already decoded (see convert.py)."""
+    """One interval of one job from one agent, already decoded (see convert.py): a row per
+    (target, request), and the agent's own `*`/`*` merge of them."""
 
     job_id: str
     agent_id: str
+    seq: int  # the agent's sequence number, acknowledged once the interval is stored
     interval_start_ms: int
-    rows: list
+    rows: tuple[StatsRow, ...]
+    total: StatsRow
     final: bool
     error_samples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportLimits:
+    """What an agent's report for a job may hold, checked before anything is decoded: rows
+    only for the plan's (target, request) pairs (any names when a Gatling project names
+    its own requests) plus the agent's `*`/`*` total, and histograms of a sane size."""
+
+    keys: frozenset[tuple[str, str]] | None
+    max_rows: int
+    max_histogram_bytes: int = 256 * 1024
+
+
+@dataclass(frozen=True)
+class EngineFailure:
+    """An engine of an agent's job ended before the job (agent.proto EngineFailure)."""
+
+    job_id: str
+    agent_id: str
+    engine: int  # its position among the agent's engines
+    pid: int
+    how: str
+    stderr_tail: str
+    reported_requests: int

@@ -7,10 +7,17 @@ parts that add up (largest remainder); rates and spawn rates are split in propor
 """
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, replace
 
-MODELS = ("closed", "open", "users")
+class LoadModel(enum.StrEnum):
+    CLOSED = "closed"  # N clients, each sending its next request when the last one ended
+    OPEN = "open"  # requests due at a rate, whatever the servers do
+    USERS = "users"  # a population growing at a spawn rate
+
+
+MODELS = tuple(m.value for m in LoadModel)
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,7 @@ class Stage:
 
 @dataclass(frozen=True)
 class Load:
-    model: str
+    model: LoadModel
     clients: int = 0
     rate: float = 0.0
     poisson: bool = False
@@ -55,10 +62,13 @@ class Load:
     think: Think = Think()
     stages: tuple[Stage, ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", LoadModel(self.model))  # "closed" reads as LoadModel.CLOSED
+
     @classmethod
     def from_doc(cls, doc: dict) -> Load:
         return cls(
-            model=doc["model"], clients=doc.get("clients", 0), rate=float(doc.get("rate", 0)),
+            model=LoadModel(doc["model"]), clients=doc.get("clients", 0), rate=float(doc.get("rate", 0)),
             poisson=doc.get("poisson", False), max_connections=doc.get("max_connections", 0),
             users=doc.get("users", 0), spawn_rate=float(doc.get("spawn_rate", 0)),
             think=Think.from_doc(doc.get("think"), doc.get("think_time_ms", 0)),
@@ -66,16 +76,16 @@ class Load:
         )
 
     def to_doc(self) -> dict:
-        doc: dict = {"model": self.model}
-        if self.model == "closed":
+        doc: dict = {"model": self.model.value}
+        if self.model is LoadModel.CLOSED:
             doc["clients"] = self.clients
-        elif self.model == "open":
+        elif self.model is LoadModel.OPEN:
             doc.update(rate=self.rate, poisson=self.poisson)
             if self.max_connections:
                 doc["max_connections"] = self.max_connections
         else:
             doc.update(users=self.users, spawn_rate=self.spawn_rate)
-        if self.model != "open" and self.think != Think():
+        if self.model is not LoadModel.OPEN and self.think != Think():
             doc["think"] = self.think.to_doc()
         if self.stages:
             doc["stages"] = [{"duration_s": s.duration_s, "target": s.target} for s in self.stages]
@@ -84,12 +94,12 @@ class Load:
     @property
     def peak(self) -> float:
         """The highest level the load reaches: clients, requests/s or users."""
-        start = {"closed": self.clients, "open": self.rate, "users": self.users}[self.model]
+        start = {LoadModel.CLOSED: self.clients, LoadModel.OPEN: self.rate, LoadModel.USERS: self.users}[self.model]
         return max([float(start), *(s.target for s in self.stages)])
 
     def describe(self) -> str:
-        level = {"closed": f"{self.clients} clients", "open": f"{self.rate:g}/s",
-                 "users": f"{self.users} users at {self.spawn_rate:g}/s"}[self.model]
+        level = {LoadModel.CLOSED: f"{self.clients} clients", LoadModel.OPEN: f"{self.rate:g}/s",
+                 LoadModel.USERS: f"{self.users} users at {self.spawn_rate:g}/s"}[self.model]
         if self.stages:
             level += " → " + " → ".join(f"{s.target:g} in {s.duration_s:g} s" for s in self.stages)
         return level
@@ -130,14 +140,14 @@ def split_load(load: Load, max_requests: int, weights: list[int]) -> list[tuple[
     whole = {"clients": split_exact(load.clients, weights), "users": split_exact(load.users, weights),
              "max_connections": split_exact(load.max_connections, weights)}
     budgets = split_exact(max_requests, weights)
-    stage_clients = [split_exact(round(s.target), weights) for s in load.stages] if load.model == "closed" else []
+    stage_clients = [split_exact(round(s.target), weights) for s in load.stages] if load.model is LoadModel.CLOSED else []
     parts: list[tuple[Load, int] | None] = []
     for i, weight in enumerate(weights):
         part = load.part(weight, total, {k: v[i] for k, v in whole.items()})
         if stage_clients:
             part = replace(part, stages=tuple(Stage(s.duration_s, float(n[i])) for s, n in zip(load.stages, stage_clients)))
-        if load.model == "open" and load.max_connections:
+        if load.model is LoadModel.OPEN and load.max_connections:
             part = replace(part, max_connections=max(1, part.max_connections))
-        idle = (part.peak == 0 if load.model != "open" else False) or (max_requests and budgets[i] == 0)
+        idle = (part.peak == 0 if load.model is not LoadModel.OPEN else False) or (max_requests and budgets[i] == 0)
         parts.append(None if idle else (part, budgets[i]))
     return parts

@@ -2,24 +2,28 @@
 
 Validation reports every problem at once, each with its path in the plan
 (`targets[1].weight`), and never changes anything. Structure is checked against the
-published JSON Schema (`plan.schema.json`, copied to docs/), meaning (URLs, weights,
+published JSON Schema (planschema.py, `plan.schema.json`), meaning (URLs, weights,
 the manifest) by the checks below. A workload manifest is read here, on the machine
 that has the file, and turned into explicit requests, so a resolved plan is
 self-contained and can be sent to a remote controller.
+
+Plans are untrusted input: the YAML is read by `yamlsafe` (size, encoding, depth,
+aliases, duplicate keys, non-finite numbers), every number has a maximum that fits its
+wire type, and a confined plan (`parse_plan`'s default: what the controller receives)
+names no file at all. Only `load_plan`, on the machine that holds the plan file, reads
+the files a plan names.
 """
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import asdict, dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import jsonschema
-import yaml
-
+from . import yamlsafe
 from .errors import PlanError, Problem
+from .planschema import plan_schema, schema_problems  # noqa: F401 (plan_schema: the CLI and tests read it here)
 from .load import Load, Think
 from .steps import Sweep
 from .stops import StopConditions
@@ -63,6 +67,14 @@ class Session:
     repeat: int = 0
 
 
+class LossPolicy(enum.StrEnum):
+    """What becomes of a share of a step's load lost in the middle of it (losses.py)."""
+
+    REDISTRIBUTE = "redistribute"  # split over the step's live engines
+    CONTINUE = "continue"  # the step goes on without it
+    ABORT = "abort"  # the run ends, exit code 1
+
+
 @dataclass(frozen=True)
 class AgentSelection:
     count: int | None = None
@@ -71,6 +83,7 @@ class AgentSelection:
     # While a job runs, agents keep producing load this long without word from the
     # controller (0: the controller's own lease, 3 s).
     lease_s: float = 0.0
+    on_loss: LossPolicy = LossPolicy.REDISTRIBUTE
 
     def matches(self, labels: dict[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.labels)
@@ -116,6 +129,9 @@ class Plan:
     influxdb: InfluxTarget | None = None
     # Steps of load (with a sweep, duration_s is the sum of its steps' step_s).
     sweep: Sweep | None = None
+    # Without a sweep: the first seconds of load, left out of the step's figures (a sweep has
+    # its own per step, sweep.warmup_s).
+    warmup_s: float = 0.0
     stop: StopConditions | None = None
     driver: str = DEFAULT_DRIVER
     gatling: GatlingOptions | None = None
@@ -150,13 +166,15 @@ class Plan:
             doc["sweep"] = self.sweep.to_doc()
         if self.stop:
             doc["stop"] = self.stop.to_doc()
+        if self.warmup_s:
+            doc["warmup_s"] = self.warmup_s
         if self.driver != DEFAULT_DRIVER:
             doc["driver"] = self.driver
         if self.gatling:
             doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
             if self.gatling.project:  # the simulation is the workload
                 del doc["workload"]
-        return yaml.safe_dump(doc, sort_keys=False)
+        return yamlsafe.dump(doc)
 
 
 def _request_doc(r: Request) -> dict:
@@ -176,53 +194,74 @@ def _agents_doc(a: AgentSelection) -> dict:
         doc["labels"] = dict(a.labels)
     if a.lease_s:
         doc["lease_s"] = a.lease_s
+    if a.on_loss is not LossPolicy.REDISTRIBUTE:
+        doc["on_loss"] = a.on_loss.value
     return doc
 
 
-@cache
-def plan_schema() -> dict:
-    text = resources.files(__package__).joinpath("plan.schema.json").read_text()
-    return json.loads(text)
-
-
 def load_plan(path: Path) -> Plan:
-    """Reads and validates a plan file; relative manifest paths are relative to it."""
+    """Reads and validates a plan file on this machine: the files it names (a workload
+    manifest, relative to the plan file) are read here and the result is self-contained."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            data = f.read(yamlsafe.MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         raise PlanError([Problem("", f"cannot read {path}: {exc.strerror}")]) from exc
-    return parse_plan(text, base_dir=path.parent, default_name=path.stem)
-
-
-def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "plan") -> Plan:
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise PlanError([Problem("", f"not valid YAML {where}: {getattr(exc, 'problem', exc)}")]) from exc
+        text = yamlsafe.decode(data)
+    except yamlsafe.YamlProblem as exc:
+        raise PlanError([Problem(exc.path, exc.message)]) from None
+    return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False)
+
+
+def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "plan",
+               confined: bool = True) -> Plan:
+    """Validates a plan. `confined` (the default, and the controller's only mode): the plan
+    may name no file (a manifest, a relative Gatling project) since nothing is read on its
+    behalf; `loadfleet run` resolves those where the plan file is and sends them inline."""
+    try:
+        doc = yamlsafe.load(text)
+    except yamlsafe.YamlProblem as exc:
+        raise PlanError([Problem(exc.path, exc.message)]) from None
     if not isinstance(doc, dict):
         raise PlanError([Problem("", "a plan must be a YAML mapping")])
-    problems = _schema_problems(doc)
+    problems = schema_problems(doc)
+    if problems:
+        raise PlanError(_capped(problems))
+    problems = _confinement_problems(doc) if confined else []
     if problems:
         raise PlanError(problems)
     problems, requests = _meaning_problems(doc, base_dir)
     if problems:
-        raise PlanError(problems)
+        raise PlanError(_capped(problems))
     return _build(doc, requests, default_name, base_dir)
 
 
-def _schema_problems(doc: dict) -> list[Problem]:
-    validator = jsonschema.Draft202012Validator(plan_schema())
-    problems = [Problem(_path(e.absolute_path), e.message) for e in validator.iter_errors(doc)]
-    return sorted(problems, key=lambda p: p.path)
+def _confinement_problems(doc: dict) -> list[Problem]:
+    """What a confined plan may not do: make its reader open files."""
+    problems = []
+    if "manifest" in doc.get("workload", {}):
+        problems.append(Problem("workload.manifest", "the controller reads no files named by a plan: "
+                                "`loadfleet run` reads the manifest and sends its requests inline"))
+    project = doc.get("gatling", {}).get("project")
+    if project is not None and not Path(project).is_absolute():
+        problems.append(Problem("gatling.project", f"'{project}' is relative: give the project's absolute path on "
+                                "the agents' hosts (`loadfleet run` makes it absolute)"))
+    return problems
 
 
-def _path(parts) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+# More problems than this are summed up in one line: a plan of 10,000 bad requests is one mistake.
+MAX_PROBLEMS = 50
+
+
+def _capped(problems: list[Problem]) -> list[Problem]:
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return [*problems[:MAX_PROBLEMS], Problem("", f"... and {len(problems) - MAX_PROBLEMS} more problems")]
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], list[Request]]:
@@ -261,6 +300,10 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
             problems.append(Problem("workload.session", "sessions run on the closed or users model, not open"))
     return problems, requests
 
+
+# A run is a job per sweep step, each with its own barrier and files: bounded in number and time.
+MAX_SWEEP_STEPS = 10_000
+MAX_RUN_S = 7 * 86400
 
 # What each model needs, and what it cannot have.
 _MODEL_NEEDS = {"closed": ("clients",), "open": ("rate",), "users": ("users", "spawn_rate")}
@@ -328,12 +371,24 @@ def _gatling_problems(doc: dict, base_dir: Path | None) -> list[Problem]:
     return problems
 
 
+def _warmup_problems(doc: dict) -> list[Problem]:
+    """A plain plan's warm-up must leave at least one interval of load to measure."""
+    warmup_s, interval_s = doc.get("warmup_s", 0), doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
+    if warmup_s and doc["duration_s"] - warmup_s < interval_s:
+        return [Problem("warmup_s", f"a warm-up of {warmup_s:g} s leaves less than one interval of {interval_s:g} s "
+                                    f"of the {doc['duration_s']:g} s of load to measure")]
+    return []
+
+
 def _sweep_problems(doc: dict) -> list[Problem]:
     """duration_s xor sweep; steps that fit the model; server counts that fit the targets."""
     sweep = doc.get("sweep")
     if sweep is None:
-        return [] if "duration_s" in doc else [Problem("duration_s", "give duration_s, or a sweep with step_s")]
+        return _warmup_problems(doc) if "duration_s" in doc else [
+            Problem("duration_s", "give duration_s, or a sweep with step_s")]
     problems = []
+    if "warmup_s" in doc:
+        problems.append(Problem("warmup_s", "a sweep warms each step up: give sweep.warmup_s"))
     if "duration_s" in doc:
         problems.append(Problem("duration_s", "a sweep runs each step for sweep.step_s; leave duration_s out"))
     model = doc["load"]["model"]
@@ -345,6 +400,12 @@ def _sweep_problems(doc: dict) -> list[Problem]:
         problems.append(Problem("sweep.step_s", f"{sweep['step_s']:g} s less a warm-up of {sweep.get('warmup_s', 0):g} s "
                                 f"leaves less than 2 intervals of {interval_s:g} s (a step's final interval is "
                                 "not measured)"))
+    total = len(sweep["steps"]) * sweep.get("repeat", 1) * max(1, len(sweep.get("servers", [])))
+    if total > MAX_SWEEP_STEPS:
+        problems.append(Problem("sweep", f"{total:,} steps (levels x repeat x servers); at most {MAX_SWEEP_STEPS:,}"))
+    elif total * sweep["step_s"] > MAX_RUN_S:
+        problems.append(Problem("sweep.step_s", f"{total} steps of {sweep['step_s']:g} s run longer than "
+                                f"{MAX_RUN_S // 86400} days"))
     n_targets = len(doc["targets"])
     for i, k in enumerate(sweep.get("servers", [])):
         if k > n_targets:
@@ -359,11 +420,16 @@ def _sweep_problems(doc: dict) -> list[Problem]:
 
 
 def _url_problem(url: str) -> str | None:
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7f for c in url):
+        # urlsplit drops tabs and newlines silently; the engine would get them.
+        return f"{_short(repr(url))} has spaces or control characters"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         return f"'{url}' must start with http:// or https://"
     if not parts.hostname:
         return f"'{url}' has no host"
+    if parts.username is not None or parts.password is not None:
+        return f"'{_short(url.split('@')[-1])}': credentials in a URL are not sent; give an Authorization header"
     try:
         parts.port
     except ValueError:
@@ -447,9 +513,11 @@ def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path
             labels=tuple(sorted(agents.get("labels", {}).items())),
             wait_s=float(agents.get("wait_s", DEFAULT_AGENT_WAIT_S)),
             lease_s=float(agents.get("lease_s", 0)),
+            on_loss=LossPolicy(agents.get("on_loss", LossPolicy.REDISTRIBUTE)),
         ),
         influxdb=InfluxTarget(**influx) if influx else None,
         sweep=sweep,
+        warmup_s=float(doc.get("warmup_s", 0)),
         stop=StopConditions.from_doc(doc.get("stop")),
         driver=doc.get("driver", DEFAULT_DRIVER),
         gatling=_gatling(doc.get("gatling"), base_dir),

@@ -1,15 +1,18 @@
-"""One run of a plan: choose agents, then run its steps one after the other, finish.
+"""One run of a plan: choose agents, run its steps one after the other, finish.
 
 Every step is a job of its own (`jobs.job_id_for`): the step's load is split over the
 run's agents, each agent gets an assignment with a barrier start, and the step ends when
 every agent has ended its job. A plan without a sweep has one step, `main`, whose job is
-the run itself. While a step runs, its measured cluster intervals go through the stop
-conditions and agents' heartbeats through the generator-saturation check; when it ends,
-its figures are measured, the knee is looked for, and the next step starts.
+the run itself.
 
-A `Run` owns its aggregator, its events and its watchers. The RPC layer feeds it
-decoded agent reports, job states and health; it sends assignments through the agents'
-links. Watchers receive `IntervalUpdate`, `Event` and finally the `RunSummary`.
+The run is a stream (stream.py). Agents' reports go into the revision window
+(window.py), which publishes each interval once, final, in order, to the consumers: the
+run directory and its journal, run totals, step measurement, drift, target health, stop
+conditions, InfluxDB and the live followers. When a step ends its figures are measured
+(with the generators' health and the monitored hosts over it) and published as the
+step's end; at the run's end the summary is written. Nothing here grows with the run's
+length: per-interval state lives in the window, everything else is O(agents × rows +
+steps).
 """
 from __future__ import annotations
 
@@ -21,32 +24,38 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import rundir, steps
+from loadfleet.wire.stats import TOTAL
+
+from . import steps
+from .admission import may_run
 from .agents import AgentRecord, AgentRegistry, AgentState, Health
-from .aggregate import RunAggregator
+from .codec import to_doc
 from .errors import NotEnoughAgents
 from .events import Event, EventKind
-from .figures import Figures, figures_of
-from .drift import Drift
-from .genbound import Saturation, is_loopback, saturation, verdict
-from .hosts import HostRecorder, HostSample, MonitorInfo
-from .jobs import JobAssignment, JobReport, JobState, job_id_for
+from .genbound import is_loopback
+from .hosts import HostSample, MonitorInfo
+from .jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits, job_id_for
+from .journal import Record
 from .knee import Knee, LevelPoint, find_knee
+from .load import LoadModel
+from .losses import FleetLosses, Loss, StepShares
 from .plan import Plan
 from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
-from .sinks.points import (agent_point, drift_point, event_point, host_points, http_points, step_host_points,
-                           step_point)
-from .steps import SINGLE_STEP, StepResult, StepSpec, level_summaries, measure, measured_intervals
-from .stops import StopReason, StopWatch
-from .targethealth import TargetHealth
+from .spooldrops import AgentSpoolDrop, agent_drop_event
+from .steps import SINGLE_STEP, StepResult, StepSpec, StepState, level_summaries
+from .stops import Condition, StopReason
+from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
 from .summary import RunSummary, summarize
+from .pipeline import RunPipeline
+from .watchers import Follower, Watchers
+from .window import IntervalWindow, Outcome
 
 log = logging.getLogger(__name__)
 
-# How long after an interval ends the controller waits for missing agent reports
-# before publishing the interval without them (a late report revises it).
+# How long after an interval ends the controller waits for missing agent reports before
+# publishing the interval without them (at least; a job's lease, if longer, counts).
 DEFAULT_GRACE_MS = 2500
 # Extra time after the planned end for final reports before the run ends anyway.
 FINISH_SLACK_MS = 10_000
@@ -56,50 +65,60 @@ TICK_S = 0.2
 STEP_BARRIER_LEAD_MS = 1000
 # A JVM takes 3-8 s to start and warm up Gatling: its barrier is set further ahead.
 GATLING_BARRIER_LEAD_MS = 10_000
+# An agent's clock off the controller's by more than this is an event (its times are converted).
+CLOCK_OFFSET_LIMIT_MS = 100
+# Rows a report may hold when a Gatling project names its own requests.
+MAX_UNNAMED_ROWS = 1000
 
-__all__ = ["SINGLE_STEP", "IntervalUpdate", "Run", "RunState"]
+__all__ = ["SINGLE_STEP", "Run", "RunState"]
 
 
-class RunState(enum.Enum):
+class RunState(enum.StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     FINISHED = "finished"
     STOPPED = "stopped"
     FAILED = "failed"
+    INTERRUPTED = "interrupted"
 
     @property
     def ended(self) -> bool:
-        return self in (RunState.FINISHED, RunState.STOPPED, RunState.FAILED)
-
-
-@dataclass(frozen=True)
-class IntervalUpdate:
-    interval_start_ms: int
-    agents: int
-    figures: Figures
-    revised: bool
+        return self in (RunState.FINISHED, RunState.STOPPED, RunState.FAILED, RunState.INTERRUPTED)
 
 
 @dataclass
 class _StepRun:
-    """The step being run: its job, its agents' shares and how their jobs ended."""
+    """The step being run: its window, its agents' shares and how their jobs ended."""
 
     spec: StepSpec
-    job_id: str
-    load_start_ms: int
-    load_end_ms: int
-    assigned: dict[str, JobAssignment] = field(default_factory=dict)
+    window: StepWindow
+    engines: dict[str, int] = field(default_factory=dict)  # agent -> engines running its share
     ended: dict[str, JobState] = field(default_factory=dict)
-    stopped: bool = False
+    shares: StepShares | None = None  # who runs which part of its load (losses.py)
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# Up to this many agents, an event names each one's share; beyond, it gives their range.
+LISTED_SHARES = 8
+
+
+def _shares_described(shares) -> str:
+    """Each agent's share, or for a fleet the range of shares (its details are in the journal)."""
+    if len(shares) <= LISTED_SHARES:
+        return ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
+    ordered = sorted(shares, key=lambda s: (s.load.clients, s.load.rate, s.load.users))
+    low, high = ordered[0].load.describe(), ordered[-1].load.describe()
+    engines = f"{sum(len(s.engines) for s in shares)} engines; "
+    return engines + (f"{low} each agent" if low == high else f"from {low} to {high} an agent")
+
+
 class Run:
     def __init__(self, run_id: str, plan: Plan, run_dir: Path, registry: AgentRegistry,
-                 *, sinks: list[Sink] = (), grace_ms: int = DEFAULT_GRACE_MS,
+                 *, sinks: list[Sink] = (), grace_ms: int = DEFAULT_GRACE_MS, lease_ms: int = 0,
+                 settle: Callable[[str, int], None] = lambda agent, seq: None,
                  clock_ms: Callable[[], int] = now_ms):
         self.run_id = run_id
         self.plan = plan
@@ -109,123 +128,210 @@ class Run:
         self.finished_ms = 0
         self.summary: RunSummary | None = None
         self._registry = registry
-        self._sinks = list(sinks)
-        self._grace_ms = grace_ms
+        self.sinks = list(sinks)
         self._clock_ms = clock_ms
-        self._events: list[Event] = []
-        self._event_times: set[tuple[EventKind, int]] = set()
-        self._watchers: set[asyncio.Queue] = set()
-        self._aggregator = RunAggregator([])
         self._specs = steps.expand(plan)
-        self._agents: list[AgentRecord] = []
+        self._agents: list[str] = []
+        self._hostnames: set[str] = set()
+        self._clock_offsets_ms: dict[str, int] = {}  # the controller's clock minus each agent's
         self._lost: set[str] = set()
         self._step: _StepRun | None = None
-        self._job_steps: dict[str, StepSpec] = {}  # job id -> its step
-        self._interval_steps: dict[int, str] = {}  # interval start -> step name
-        self._outcomes: list[JobState] = []
-        self._windows: list[tuple[int, int]] = []  # each step's load, [start, end) ms
+        self._job_steps: dict[str, str] = {}  # job id -> step name: O(steps)
+        self._outcomes: dict[JobState, int] = {}
         self._results: list[StepResult] = []
-        self._saturations: list[Saturation] = []
-        self._hosts = HostRecorder(period_ms=registry.heartbeat_ms)
-        self._drift = Drift(plan.interval_ms)
-        self._stopwatch = StopWatch(plan.stop, plan.interval_ms)
-        self._target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms)
         self._stop_reason: StopReason | None = None
         self._knees: dict[int, Knee] = {}  # servers -> the knee found for them
         self._skipped: list[str] = []
         self._stop_requested = False
+        self._late: dict[str, int] = {}  # agent -> requests in reports that came too late
+        # While a job runs, agents keep its load this long without word from the controller.
+        self._losses = FleetLosses(plan.agents.on_loss, max(plan.agents.lease_s, lease_ms / 1000), registry,
+                                   emit=self._emit, journal=self._journal_loss, halt=self._halt_step,
+                                   clock_ms=clock_ms)
+        self._late_told: set[str] = set()  # steps whose late reports have had their event
+        self._off_grid: set[str] = set()  # agents whose reports fell off the interval grid: O(agents)
+        # The window publishes into the pipeline; its revision window is the job's lease
+        # (an agent late by less than that is late, not lost) and at least the grace.
+        revision_ms = max(grace_ms, round(plan.agents.lease_s * 1000) or lease_ms)
+        self._window = IntervalWindow(revision_ms=revision_ms, publish=self._publish, settle=settle)
+        self._pipeline = RunPipeline(run_id, plan, run_dir, heartbeat_ms=registry.heartbeat_ms, sinks=self.sinks,
+                                     on_stop=self._on_stop_condition)
 
     @property
     def agent_ids(self) -> list[str]:
-        return sorted(a.agent_id for a in self._agents)
+        return sorted(self._agents)
+
+    @property
+    def plan_name(self) -> str:
+        return self.plan.name
+
+    def report_limits(self, agent_id: str, job_id: str) -> ReportLimits | None:
+        """What `agent_id` may report for `job_id`; None when that is no job of this agent."""
+        if job_id not in self._job_steps or agent_id not in self._agents:
+            return None
+        return self._limits
+
+    @property
+    def _limits(self) -> ReportLimits:
+        names = sorted({r.name for r in self.plan.requests})
+        if self.plan.gatling and self.plan.gatling.project:  # the simulation names its requests
+            return ReportLimits(keys=None, max_rows=MAX_UNNAMED_ROWS)
+        keys = frozenset((t.url, n) for t in self.plan.targets for n in names) | {(TOTAL, TOTAL)}
+        return ReportLimits(keys=keys, max_rows=len(keys))
 
     @property
     def total_requests(self) -> int:
-        return self.summary.total.figures.requests if self.summary else 0
+        totals = self._pipeline.totals
+        return self.summary.total.figures.requests if self.summary else sum(r.requests for r in totals.by_key.values())
+
+    @property
+    def watchers(self) -> Watchers:
+        return self._pipeline.watchers
 
     # ---- driven by the controller -------------------------------------------------
 
     async def execute(self) -> RunSummary:
-        message = ""
+        return await self._conclude(self._from_the_start())
+
+    async def _from_the_start(self) -> str:
+        chosen = await self._choose_agents()
+        self._agents = [r.agent_id for r in chosen]
+        self._clock_offsets_ms = {r.agent_id: r.clock.offset_ms for r in chosen if r.clock}
+        self._pipeline.start(agents=self._agents, hostnames=sorted(self._hostnames),
+                             clock_offsets_ms=self._clock_offsets_ms)
+        self.state = RunState.RUNNING
+        for r in chosen:  # its times are converted; its own logs' are not
+            if r.clock and abs(r.clock.offset_ms) > CLOCK_OFFSET_LIMIT_MS:
+                self._emit(Event(EventKind.CLOCK_OFFSET, f"agent {r.agent_id}'s clock is {r.clock.describe()}: its "
+                                 "barrier and intervals are converted, its own logs' times are not", r.agent_id))
+        if self.plan.sweep:
+            self._emit(Event(EventKind.RUN_STARTED, self._sweep_description()))
+        await self._run_steps(self._specs)
+        return ""
+
+    async def _conclude(self, course) -> RunSummary:
+        """Runs the run's `course` (returning a message for the summary), whatever it
+        raises, then writes the results and closes the sinks."""
         try:
-            self._agents = await self._choose_agents()
-            rundir.write_plan(self.run_dir, self.plan.to_yaml())
-            self.state = RunState.RUNNING
-            if self.plan.sweep:
-                self._emit(Event(EventKind.RUN_STARTED, self._sweep_description()))
-            for i, spec in enumerate(self._specs):
-                if self._stop_requested or (self._stop_reason and self._stop_reason.condition != "knee"):
-                    self._skipped += [s.name for s in self._specs[i:]]
-                    break
-                if spec.servers in self._knees and self.plan.sweep.stop_at_knee:
-                    self._skip_past_knee(spec)
-                    continue
-                await self._run_step(spec, first=i == 0)
+            message = await course
         except NotEnoughAgents as exc:
             self.state = RunState.FAILED
             message = str(exc)
-        except Exception as exc:  # a bug must end the run visibly, not hang watchers
+        except Exception as exc:  # a bug must end the run visibly, not hang followers
             log.exception("run %s failed", self.run_id)
             self.state = RunState.FAILED
             message = f"internal error: {exc!r}"
         summary = self._finish(message)
-        for sink in self._sinks:
+        for sink in self.sinks:
             log.info("run %s: %s", self.run_id, await sink.close())
         return summary
 
     def on_report(self, report: JobReport) -> None:
-        spec = self._job_steps.get(report.job_id)
-        if spec is None or self.state.ended:
-            return
-        revised = self._aggregator.add(report.agent_id, report.interval_start_ms, report.rows)
-        self._interval_steps[report.interval_start_ms] = spec.name
-        if self._sinks:  # points carry percentiles, which cost CPU to compute
-            self._to_sinks(http_points(run_id=self.run_id, step=spec.name, scope="agent",
-                                       agent=report.agent_id, interval_start_ms=report.interval_start_ms,
-                                       interval_ms=self.plan.interval_ms, rows=report.rows))
-        if revised:
-            self._publish_interval(report.interval_start_ms, revised=True)
+        outcome = self._window.add(report)
+        if outcome is Outcome.ACCEPTED:
+            self._window.publish_due(self._clock_ms())
+        elif outcome is Outcome.UNEXPECTED and report.agent_id not in self._off_grid:
+            self._off_grid.add(report.agent_id)  # told once: every later report would be the same
+            log.warning("run %s: agent %s reported an interval at %d ms, which is not on the step's grid of job %s "
+                        "(its clock, or another job's report): not counted", self.run_id, report.agent_id,
+                        report.interval_start_ms, report.job_id)
+        elif outcome is Outcome.LATE:
+            self._late[report.agent_id] = self._late.get(report.agent_id, 0) + report.total.requests
+            step = self._step
+            if step is not None and step.window.name not in self._late_told:  # once a step: a fleet can be late at once
+                self._late_told.add(step.window.name)
+                self._emit(Event(EventKind.LATE_REPORTS, f"step {step.window.name}: agent {report.agent_id}'s report of "
+                                 f"{time.strftime('%H:%M:%S', time.localtime(report.interval_start_ms / 1000))} came "
+                                 "after the interval was published without it; late requests are counted per agent in "
+                                 "the summary's late_requests, not in the intervals", report.agent_id))
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         step = self._step
-        if step is None or job_id != step.job_id or agent_id not in step.assigned or not state.ended:
+        if state is JobState.READY:
+            self._driver_ready(step, agent_id, job_id, message)
             return
-        if agent_id in step.ended:
+        if (step is None or job_id != step.window.job_id or agent_id not in step.engines
+                or not state.ended or agent_id in step.ended):
             return
         step.ended[agent_id] = state
-        self._outcomes.append(state)
+        if step.shares:
+            step.shares.ended(agent_id)
+        self._outcomes[state] = self._outcomes.get(state, 0) + 1
+        self._window.agent_ended(agent_id)
+        self._pipeline.record(Record.JOB_ENDED, step=step.window.name, agent=agent_id, state=state.value)
         if state is JobState.FAILED:
             self._emit(Event(EventKind.JOB_FAILED, f"{agent_id}: {message}", agent_id))
 
+    def _driver_ready(self, step: _StepRun | None, agent_id: str, job_id: str, message: str) -> None:
+        """Gatling's JVM takes seconds to start: its agent says when it is ready and how late
+        its load starts (an engine is ready at once: nothing to tell)."""
+        if (step is not None and job_id == step.window.job_id and agent_id in step.engines
+                and self.plan.driver == "gatling"):
+            self._emit(Event(EventKind.DRIVER_READY, f"{agent_id}: {message}", agent_id))
+
     def on_health(self, agent_id: str, health: Health) -> None:
         step = self._step
-        if (step is None or agent_id not in step.assigned or agent_id in step.ended
+        if (step is None or agent_id not in step.engines or agent_id in step.ended
                 or self.state is not RunState.RUNNING):
             return
-        at_ms = self._clock_ms()
-        sample = saturation(agent_id, health, len(step.assigned[agent_id].engines), at_ms)
-        if sample:
-            self._saturations.append(sample)
-        self._to_sinks([agent_point(run_id=self.run_id, agent_id=agent_id, health=health, at_ms=at_ms,
-                                    saturated=sample is not None)])
+        self._pipeline.health(step.window, agent_id, health, self._clock_ms(), step.engines[agent_id])
 
     def on_host(self, agent_id: str, monitor: MonitorInfo, sample: HostSample) -> None:
         """A monitor-only agent's heartbeat: its host's figures, kept while load runs."""
-        if self.state is not RunState.RUNNING:
-            return
-        self._hosts.add(agent_id, monitor, sample)
-        self._to_sinks(host_points(run_id=self.run_id, host=agent_id, monitor=monitor, sample=sample))
+        if self.state is RunState.RUNNING and self._step is not None:
+            self._pipeline.host(self._step.window, agent_id, monitor, sample)
 
-    def on_agent_lost(self, agent_id: str, reason: str) -> None:
-        if agent_id not in self.agent_ids or agent_id in self._lost or self.state.ended:
+    def on_agent_lost(self, agent_id: str, reason: str, *, silent_s: float = 0.0) -> None:
+        """`silent_s`: how long ago it was last heard (its lease runs from then)."""
+        if agent_id not in self._agents or agent_id in self._lost or self.state.ended:
             return
         self._lost.add(agent_id)
+        self._emit(Event(EventKind.AGENT_LOST, f"agent {agent_id} lost: {reason}", agent_id))
         step = self._step
-        if step and agent_id in step.assigned and agent_id not in step.ended:
+        if step and agent_id in step.engines and agent_id not in step.ended:
             step.ended[agent_id] = JobState.FAILED
-            self._aggregator.drop_agent(agent_id)
-        self._emit(Event(EventKind.AGENT_LOST, f"agent {agent_id} lost: {reason}; "
-                         "the run continues with the remaining agents", agent_id))
+            self._window.agent_gone(agent_id)
+            requests, busiest = self._pipeline.meter.agent_use(step.window.name, agent_id)
+            use = (requests + self._window.held_requests(agent_id), busiest)
+            if step.shares:
+                self._losses.agent_lost(step.shares, agent_id, silent_s, use)
+
+    def on_agent_late(self, agent_id: str, reason: str) -> None:
+        step = self._step
+        if step and agent_id in step.engines and agent_id not in step.ended and not self.state.ended:
+            self._losses.late(agent_id, reason)
+
+    def on_agent_back(self, agent_id: str) -> None:
+        if not self.state.ended:
+            self._losses.back(agent_id)
+
+    def on_agent_joined(self, record: AgentRecord) -> None:
+        """A lost agent of this run is back: it takes part again from the next step."""
+        if record.agent_id in self._lost and not self.state.ended:
+            self._lost.discard(record.agent_id)
+            record.state = AgentState.BUSY
+            self._emit(Event(EventKind.AGENT_BACK, f"agent {record.agent_id} reconnected after it was lost; it takes "
+                             "part again from the next step", record.agent_id))
+
+    def on_engine_failure(self, failure: EngineFailure) -> None:
+        step = self._step
+        if step and step.shares and failure.job_id == step.window.job_id and not self.state.ended:
+            _, busiest = self._pipeline.meter.agent_use(step.window.name, failure.agent_id)
+            self._losses.engine_failed(step.shares, failure, busiest)
+
+    def _journal_loss(self, loss: Loss, updated: dict) -> None:
+        self._pipeline.record(Record.LOSS, loss=to_doc(loss), shares={a: to_doc(e) for a, e in updated.items()})
+
+    def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
+        """An agent's spool dropped messages of a job (spooldrops.py): an event, and the
+        reports dropped are waited for no longer."""
+        if self.state.ended:
+            return
+        step = self._step
+        if drop.reports and step is not None and drop.job_id == step.window.job_id:
+            self._window.reports_dropped(agent_id, drop.first_interval_ms, drop.last_interval_ms)
+            self._window.publish_due(self._clock_ms())
+        self._emit(agent_drop_event(agent_id, drop))
 
     def stop(self) -> None:
         """Asks every agent to end its share now; the run then finishes normally."""
@@ -235,18 +341,9 @@ class Run:
         self._emit(Event(EventKind.RUN_STOPPED, "stopped by request"))
         self._halt_step()
 
-    def subscribe(self) -> asyncio.Queue:
-        """A queue of this run's updates: past events first, then live ones, then the
-        summary; None marks the end."""
-        queue: asyncio.Queue = asyncio.Queue()
-        for event in self._events:
-            queue.put_nowait(event)
-        if self.summary:
-            queue.put_nowait(self.summary)
-            queue.put_nowait(None)
-        else:
-            self._watchers.add(queue)
-        return queue
+    def follow(self) -> Follower:
+        """A follower of this run's updates: past events first, then live ones, then the summary."""
+        return self._pipeline.watchers.follow()
 
     # ---- phases ------------------------------------------------------------------
 
@@ -255,11 +352,12 @@ class Run:
         wanted = selection.count or 1
         deadline = time.monotonic() + selection.wait_s
         while True:
-            idle = self._registry.idle(selection.matches)
+            idle = [r for r in self._registry.idle(selection.matches) if may_run(r, self.plan)]
             if len(idle) >= wanted:
                 chosen = idle[:wanted] if selection.count else idle
                 for record in chosen:  # held for every step of the run
                     record.state = AgentState.BUSY
+                self._hostnames = {r.identity.hostname for r in chosen}
                 return chosen
             if time.monotonic() >= deadline or self._stop_requested:
                 raise NotEnoughAgents(
@@ -267,8 +365,20 @@ class Run:
                     f"found {len(idle)} after {selection.wait_s:g} s")
             await self._registry.wait_changed(min(0.5, max(0.0, deadline - time.monotonic())))
 
+    async def _run_steps(self, specs: list[StepSpec]) -> None:
+        for i, spec in enumerate(specs):
+            if (self._stop_requested or self._losses.abort
+                    or (self._stop_reason and self._stop_reason.condition is not Condition.KNEE)):
+                self._skip([s.name for s in specs[i:]])
+                break
+            if spec.servers in self._knees and self.plan.sweep.stop_at_knee:
+                self._skip_past_knee(spec)
+                continue
+            await self._run_step(spec, first=not self._results)
+
     async def _run_step(self, spec: StepSpec, *, first: bool) -> None:
-        agents = [a for a in self._agents if a.agent_id not in self._lost and a.link]
+        agents = [record for a in self._agents if a not in self._lost
+                  and (record := self._registry.get(a)) and record.link]
         if not agents:
             raise NotEnoughAgents(f"no agent of the run is left for step {spec.name}")
         plan = steps.step_plan(self.plan, spec)
@@ -277,77 +387,81 @@ class Run:
         if plan.driver == "gatling":
             lead_ms = max(lead_ms, GATLING_BARRIER_LEAD_MS)
         load_start = barrier_start_ms(self._clock_ms(), plan.interval_ms, lead_ms)
-        step = _StepRun(spec, job_id_for(self.run_id, spec.name, single=self.plan.sweep is None),
-                        load_start, load_start + int(plan.duration_s * 1000))
-        self._job_steps[step.job_id] = spec
-        self._aggregator.expect(s.agent_id for s in shares)
-        self._stopwatch.reset()
-        self._target_health.step_started(spec.name, plan.load.describe())
+        sweep = self.plan.sweep
+        window = StepWindow(
+            name=spec.name, index=len(self._results), job_id=job_id_for(self.run_id, spec.name, single=sweep is None),
+            interval_ms=plan.interval_ms, load_start_ms=load_start, load_end_ms=load_start + int(plan.duration_s * 1000),
+            warmup_ms=round((sweep.warmup_s if sweep else plan.warmup_s) * 1000),
+            cooldown_ms=plan.interval_ms if sweep else 0,
+            load=plan.load.describe(),
+            agent_detail=len(shares) * len(plan.targets) * len({r.name for r in plan.requests}) <= AGENT_DETAIL_MAX_ROWS)
+        step = _StepRun(spec, window, engines={s.agent_id: len(s.engines) for s in shares},
+                        shares=StepShares(window.job_id, spec.name, plan.interval_ms,
+                                          {s.agent_id: s.engines for s in shares}))
+        self._job_steps[window.job_id] = spec.name
+        self._pipeline.record(Record.STEP, window=to_doc(window), engines=step.engines,
+                              shares={s.agent_id: to_doc(s.engines) for s in shares})
+        self._window.open_step(window, step.engines)
         self._step = step
         for share in shares:
-            assignment = JobAssignment(job_id=step.job_id, plan=plan, engines=share.engines, start_at_ms=load_start)
-            step.assigned[share.agent_id] = assignment
+            assignment = JobAssignment(job_id=window.job_id, plan=plan, engines=share.engines, start_at_ms=load_start)
             self._registry.get(share.agent_id).link.assign(assignment)
-        split = ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
-        if self.plan.sweep:
-            self._emit(Event(EventKind.STEP_STARTED, f"step {spec.name}: {plan.load.describe()} on "
-                             f"{spec.servers} server(s) for {plan.duration_s:g} s ({split})"))
-        else:
-            budget = f", {plan.max_requests} requests at most" if plan.max_requests else ""
-            self._emit(Event(EventKind.RUN_STARTED,
-                             f"run {self.run_id}: {plan.load.describe()} on {len(shares)} agent(s) "
-                             f"({split}) for {plan.duration_s:g} s{budget}"))
+            self._registry.hold(share.agent_id, plan.agents.lease_s)
+        self._emit(self._step_started_event(spec, plan, shares))
         await self._collect(step)
-        self._publish_due(2**62)
-        self._end_step(step)
 
-    async def _collect(self, step: _StepRun) -> None:
-        deadline_ms = step.load_end_ms + self.plan.request_timeout_ms + FINISH_SLACK_MS
-        while len(step.ended) < len(step.assigned) and self._clock_ms() < deadline_ms:
-            self._publish_due(self._clock_ms())
+    def _step_started_event(self, spec: StepSpec, plan: Plan, shares) -> Event:
+        split = _shares_described(shares)
+        if self.plan.sweep:
+            return Event(EventKind.STEP_STARTED, f"step {spec.name}: {plan.load.describe()} on "
+                         f"{spec.servers} server(s) for {plan.duration_s:g} s ({split})")
+        budget = f", {plan.max_requests} requests at most" if plan.max_requests else ""
+        return Event(EventKind.RUN_STARTED, f"run {self.run_id}: {plan.load.describe()} on {len(shares)} agent(s) "
+                     f"({split}) for {plan.duration_s:g} s{budget}")
+
+    async def _collect(self, step: _StepRun, *, not_before_ms: int = 0) -> None:
+        """Waits for every agent to end its share (or the deadline, not before
+        `not_before_ms`), publishing intervals as they fall due; then ends the step."""
+        deadline_ms = max(not_before_ms, step.window.load_end_ms + self.plan.request_timeout_ms + FINISH_SLACK_MS)
+        while len(step.ended) < len(step.engines) and self._clock_ms() < deadline_ms:
+            self._window.publish_due(self._clock_ms())
             await asyncio.sleep(TICK_S)
-        missing = sorted(set(step.assigned) - set(step.ended))
+        missing = sorted(set(step.engines) - set(step.ended))
         if missing:
             log.warning("run %s: no final report of %s from %s", self.run_id, step.spec.name, ", ".join(missing))
+        self._end_step(step)
 
     def _end_step(self, step: _StepRun) -> None:
-        sweep = self.plan.sweep
-        warmup_s = sweep.warmup_s if sweep else 0.0
-        cooldown_ms = self.plan.interval_ms if sweep and not step.stopped else 0
-        starts = measured_intervals(self._aggregator, step.load_start_ms, step.load_end_ms, warmup_s, cooldown_ms)
-        self._windows.append((step.load_start_ms, step.load_end_ms))
+        self._window.close_step()
+        if step.shares:
+            step.shares.closed = True
+        for agent_id in step.engines:
+            self._registry.hold(agent_id, 0)
+        window = self._window.step or step.window
         states = set(step.ended.values())
-        state = ("stopped" if step.stopped else
-                 "failed" if states <= {JobState.FAILED} else "finished")
-        result = measure(step.spec, state=state, aggregator=self._aggregator, starts=starts,
-                         load_end_ms=step.load_end_ms, interval_ms=self.plan.interval_ms)
-        demand = result.offered / result.achieved_rps if self.plan.load.model == "open" and result.achieved_rps else 0.0
-        found = verdict(self._saturations, starts, self.plan.interval_ms, len(step.assigned), demand)
-        if starts:
-            result = replace(result, hosts=self._hosts.loads(starts[0], starts[-1] + self.plan.interval_ms))
-        if found.bound:
-            result = replace(result, generator_bound=True, generator_bound_intervals=found.intervals,
-                             generator_advice=found.describe(step.spec.name, len(starts),
-                                                             one_host=self._one_host()))
+        state = (StepState.INTERRUPTED if self.state is RunState.INTERRUPTED else
+                 StepState.STOPPED if window.stopped else
+                 StepState.FAILED if states <= {JobState.FAILED} else StepState.FINISHED)
+        measured = self._pipeline.meter.result(step.spec, window, state)
+        demand = (measured.offered / measured.achieved_rps
+                  if self.plan.load.model is LoadModel.OPEN and measured.achieved_rps else 0.0)
+        result = replace(self._pipeline.measure(step.spec, window, state, agents=len(step.engines),
+                                                demand_ratio=demand, one_host=self._one_host()),
+                         losses=self._losses.in_step(step.spec.name))
         self._results.append(result)
         self._step = None
-        if sweep:
+        self._pipeline.step_end(window, result, watermark_ms=self._window.watermark_ms, late=self._late)
+        if self.plan.sweep:
             self._emit(Event(EventKind.STEP_FINISHED, result.describe()))
         if result.generator_bound:
             self._emit(Event(EventKind.GENERATOR_BOUND, result.generator_advice))
-        self._to_sinks([step_point(
-            run_id=self.run_id, step=result.name, servers=result.servers, offered=result.offered,
-            start_ms=result.start_ms or step.load_start_ms, total=result.figures(),
-            bytes_per_s=result.bytes_per_s, generator_bound=result.generator_bound)])
-        self._to_sinks(step_host_points(run_id=self.run_id, step=result.name, servers=result.servers,
-                                        offered=result.offered, start_ms=result.start_ms or step.load_start_ms,
-                                        hosts=result.hosts))
-        if sweep and (step.spec.repetition == sweep.repeat or step.stopped):
+        sweep = self.plan.sweep
+        if sweep and (step.spec.repetition == sweep.repeat or window.stopped):
             self._look_for_knee(step.spec.servers)
 
     def _one_host(self) -> bool:
         """Whether the run's agents share one host with each other or with loopback targets."""
-        if len({a.identity.hostname for a in self._agents}) != 1:
+        if len(self._hostnames) != 1:
             return False
         return len(self._agents) > 1 or any(is_loopback(t.url) for t in self.plan.targets)
 
@@ -360,91 +474,98 @@ class Run:
         if knee is None:
             return
         self._knees[servers] = knee
+        self._pipeline.record(Record.KNEE, servers=servers, knee=to_doc(knee))
         bound = " (the step was generator-bound: this may be the generators' knee)" if levels[knee.index].generator_bound else ""
         self._emit(Event(EventKind.KNEE, knee.describe() + bound))
 
     def _skip_past_knee(self, spec: StepSpec) -> None:
-        self._skipped.append(spec.name)
+        self._skip([spec.name])
         if self._stop_reason is None:
             knee = self._knees[spec.servers]
-            self._stop_reason = StopReason("knee", f"stop_at_knee: {knee.describe()}", knee.name, self._clock_ms())
+            self._set_stop_reason(StopReason(Condition.KNEE, f"stop_at_knee: {knee.describe()}", knee.name,
+                                             self._clock_ms()))
+
+    def _skip(self, names: list[str]) -> None:
+        self._skipped += names
+        self._pipeline.record(Record.SKIPPED, steps=names)
+
+    def _on_stop_condition(self, reason: StopReason) -> None:
+        self._set_stop_reason(replace(reason, at_ms=self._clock_ms()))
+        self._emit(Event(EventKind.STOP_CONDITION, f"step {reason.step}: {reason.text}; stopping the run"))
+        self._halt_step()
+
+    def _set_stop_reason(self, reason: StopReason) -> None:
+        self._stop_reason = reason
+        self._pipeline.record(Record.STOP, reason=to_doc(reason))
 
     def _halt_step(self) -> None:
         step = self._step
-        if step is None or step.stopped:
+        if step is None or step.window.stopped:
             return
-        step.stopped = True
-        step.load_end_ms = min(step.load_end_ms, max(step.load_start_ms, self._clock_ms()))
-        for agent_id in step.assigned:
+        step.window = step.window.halted(self._clock_ms())
+        self._window.update_step(step.window)
+        self._pipeline.record(Record.HALT, step=step.window.name, load_end_ms=step.window.load_end_ms)
+        for agent_id in step.engines:
             record = self._registry.get(agent_id)
             if record and record.link:
-                record.link.stop_job(step.job_id)
+                record.link.stop_job(step.window.job_id)
+
+    # ---- the end -----------------------------------------------------------------
 
     def _finish(self, message: str) -> RunSummary:
-        self._publish_due(2**62)
+        if self._step is not None:  # the run failed or was interrupted in the middle of a step
+            self._end_step(self._step)
         if not self.state.ended:
             self.state = self._final_state()
+        message = self._final_message(message)
+        self.finished_ms = self._clock_ms()
+        for agent_id in self._agents:
+            record = self._registry.get(agent_id)
+            if record and record.state is AgentState.BUSY:
+                record.state = AgentState.IDLE
+        self._emit(Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}"
+                         + (f": {message}" if message else "")))
+        self.summary = self._summarize(message)
+        self._pipeline.finish(self.summary, self.state.value)
+        return self.summary
+
+    def _final_message(self, message: str) -> str:
+        if not message and self._losses.abort:
+            message = self._losses.abort
         if not message and self.state is RunState.FAILED:
             message = "no agent finished its share"
         if not message and self._stop_reason:
             message = f"stopped by a stop condition: {self._stop_reason.text}"
-        failed_steps = [r.name for r in self._results if r.state == "failed"]
+        failed_steps = [r.name for r in self._results if r.state is StepState.FAILED]
         if failed_steps and self.state is not RunState.FAILED:
             # The run goes on past a step no agent finished, but its figures are missing or partial.
             message = "; ".join(filter(None, [message, f"step(s) {', '.join(failed_steps)} failed: "
                                                        "no agent finished its share"]))
-        self.finished_ms = self._clock_ms()
-        for record in self._agents:
-            if record.state is AgentState.BUSY:
-                record.state = AgentState.IDLE
-        self._emit(Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}"
-                         + (f": {message}" if message else "")))
+        return message
+
+    def _summarize(self, message: str) -> RunSummary:
         levels = level_summaries(self._results) if self.plan.sweep else []
-        self.summary = summarize(
+        return summarize(
             run_id=self.run_id, plan_name=self.plan.name, state=self.state.value, message=message,
-            run_dir=str(self.run_dir), started_ms=self._windows[0][0] if self._windows else self.started_ms,
-            duration_s=self._measured_seconds(), aggregator=self._aggregator,
-            agent_ids=self.agent_ids, events=self._events,
+            run_dir=str(self.run_dir), started_ms=self._results[0].start_ms if self._results and self._results[0].start_ms else self.started_ms,
+            totals=self._pipeline.totals, agent_ids=self.agent_ids, events=self.watchers.events,
+            events_left_out=self.watchers.events_left_out, late_requests=dict(sorted(self._late.items())),
             steps=tuple(self._results), levels=tuple(levels), knees=tuple(self._knees.values()),
             skipped_steps=tuple(self._skipped),
             scalability=tuple(server_scaling(levels)) if self.plan.sweep and self.plan.sweep.servers else (),
             usl=usl_of(levels, self.plan.load.model) if levels else None, stop=self._stop_reason,
-            target_outages=self._target_health.outages(),
-            hosts=self._hosts.loads(self._windows[0][0], self._windows[-1][1]) if self._windows else (),
+            target_outages=self._pipeline.target_health.outages(), hosts=self._pipeline.hosts.run_loads(),
+            losses=tuple(self._losses.losses), clock_offsets_ms=dict(sorted(self._clock_offsets_ms.items())),
         )
-        if self._windows:
-            rundir.write_atomic(self.run_dir / "steps.csv",
-                                steps.steps_csv(self._results, [t.url for t in self.plan.targets]))
-            rundir.write_results(self.run_dir, self.summary, self._aggregator, self.plan.interval_ms)
-        if self._hosts.samples:
-            rundir.write_atomic(self.run_dir / "hosts.csv", self._hosts.csv())
-        if self._hosts.has_counters():
-            rundir.write_atomic(self.run_dir / "host_counters.csv", self._hosts.counters_csv())
-        for queue in self._watchers:
-            queue.put_nowait(self.summary)
-            queue.put_nowait(None)
-        self._watchers.clear()
-        return self.summary
 
     def _final_state(self) -> RunState:
-        if not any(state is JobState.FINISHED or state is JobState.STOPPED for state in self._outcomes):
+        if self._losses.abort or not (self._outcomes.get(JobState.FINISHED) or self._outcomes.get(JobState.STOPPED)):
             return RunState.FAILED
         return RunState.STOPPED if self._stop_requested or self._stop_reason else RunState.FINISHED
 
-    def _measured_seconds(self) -> float:
-        """Seconds covered by the intervals that hold data, step by step (the whole planned
-        duration for a full run; less when stopped early)."""
-        intervals = self._aggregator.intervals()
-        total = 0.0
-        for start, end in self._windows:
-            inside = [s for s in intervals if start <= s < end]
-            if inside:
-                total += (min(inside[-1] + self.plan.interval_ms, end) - inside[0]) / 1000
-        return max(0.001, total) if intervals else 0.0
-
     def _sweep_description(self) -> str:
         sweep = self.plan.sweep
-        level = {"closed": "clients", "open": "requests/s", "users": "users"}[self.plan.load.model]
+        level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[self.plan.load.model]
         servers = f" on {', '.join(map(str, sweep.servers))} server(s)" if sweep.servers else ""
         repeat = f", each {sweep.repeat} times" if sweep.repeat > 1 else ""
         return (f"run {self.run_id}: sweep of {sweep.total_steps} steps of {sweep.step_s:g} s "
@@ -453,57 +574,8 @@ class Run:
 
     # ---- publishing --------------------------------------------------------------
 
-    def _publish_due(self, at_ms: int) -> None:
-        for start in self._aggregator.due(at_ms, self.plan.interval_ms, self._grace_ms):
-            self._publish_interval(start, revised=False)
-
-    def _publish_interval(self, start: int, *, revised: bool) -> None:
-        total = self._aggregator.cluster_total(start)
-        update = IntervalUpdate(
-            interval_start_ms=start,
-            agents=len(self._aggregator.agents_in(start)),
-            figures=figures_of(total, self.plan.interval_ms / 1000),
-            revised=revised,
-        )
-        for queue in self._watchers:
-            queue.put_nowait(update)
-        if self._sinks:
-            self._to_sinks(http_points(run_id=self.run_id, step=self._interval_steps.get(start, SINGLE_STEP),
-                                       scope="cluster", agent="", interval_start_ms=start,
-                                       interval_ms=self.plan.interval_ms, rows=self._aggregator.rows_in(start)))
-            drift = None if revised else self._drift.observe(start, total)
-            if drift:
-                self._to_sinks([drift_point(run_id=self.run_id, drift=drift)])
-        for event in self._target_health.observe(start, self._aggregator.rows_in(start)):
-            self._emit(event)
-        if not revised:
-            self._check_stop(start, total)
-
-    def _check_stop(self, start: int, total) -> None:
-        step = self._step
-        warmup_ms = round(self.plan.sweep.warmup_s * 1000) if self.plan.sweep else 0
-        if (step is None or self._stop_reason or self.plan.stop is None
-                or not step.load_start_ms + warmup_ms <= start < step.load_end_ms - self.plan.interval_ms * bool(self.plan.sweep)):
-            return
-        reason = self._stopwatch.observe(total)
-        if reason:
-            self._stop_reason = replace(reason, step=step.spec.name, at_ms=self._clock_ms())
-            self._emit(Event(EventKind.STOP_CONDITION, f"step {step.spec.name}: {reason.text}; stopping the run"))
-            self._halt_step()
-
-    def _to_sinks(self, points) -> None:
-        for sink in self._sinks:
-            sink.add(points)
+    def _publish(self, interval: FinalInterval) -> None:
+        self._pipeline.publish(interval, watermark_ms=self._window.watermark_ms, late=self._late)
 
     def _emit(self, event: Event) -> None:
-        # InfluxDB keeps one `event` point per (run, kind, time): two agents lost or two targets
-        # down in the same millisecond would be one. Later ones move on by a millisecond.
-        while (event.kind, event.at_ms) in self._event_times:
-            event = replace(event, at_ms=event.at_ms + 1)
-        self._event_times.add((event.kind, event.at_ms))
-        log.info("%s", event.text)
-        self._events.append(event)
-        for queue in self._watchers:
-            queue.put_nowait(event)
-        self._to_sinks([event_point(run_id=self.run_id, event=event)])
-
+        log.info("%s", self._pipeline.event(event).text)

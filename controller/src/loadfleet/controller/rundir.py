@@ -1,13 +1,21 @@
-"""The run directory `runs/<run-id>/`: plan.yaml, summary.json, intervals.csv,
-latency.hlog, and report.html built from them (report/).
+"""The run directory `runs/<run-id>/`, written as the run goes.
 
-intervals.csv has one row per interval per scope: `cluster` rows merge all agents,
-`agent` rows are one agent's; within a scope there is a row per (target, request) and
-a `*`,`*` row for the whole interval. latency.hlog holds the same intervals' latency
-histograms (microseconds) in the standard HdrHistogram log format, tagged `cluster` or
-`agent:<id>`, so that any percentile can be recomputed or merged later. Files are written to a temporary name and
-renamed, so a reader never sees half a file. `gatling/<agent>/` holds each agent's Gatling HTML
-report when the plan asks for it (`store_artifact_chunk`).
+plan.yaml at the start; then, appended and flushed as each interval is published:
+intervals.csv (one row per interval per scope: `cluster` rows merge all agents, `agent`
+rows are one agent's; within a scope a row per (target, request) and a `*`,`*` row for the
+whole interval), latency.hlog (the same intervals' latency histograms in microseconds, in
+the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any
+percentile can be recomputed or merged later; with very many agents, `StepWindow.agent_detail`
+off, agents' rows are their totals only and the log has the cluster's lines only), events.jsonl (one run event per line), hosts.csv and
+host_counters.csv (monitored hosts' samples); steps.csv after each step; summary.json
+and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
+when the plan asks for it (`store_artifact_chunk`). journal/ is the controller's own
+record for recovering the run after a crash (journal.py).
+
+Everything is appended as it is known: after the controller dies (even `kill -9`), the
+directory holds every interval published before. Whole files (plan.yaml, steps.csv,
+summary.json) are written to a temporary name and renamed, so a reader never sees half a
+file.
 """
 from __future__ import annotations
 
@@ -20,14 +28,23 @@ import os
 import zipfile
 from pathlib import Path
 
-from loadfleet.wire.stats import ERROR_KINDS, StatsRow, encode_histogram, error_kind_name, merge_rows
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-from .aggregate import TOTAL, RunAggregator
+from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
+
 from .errors import LoadfleetError
-from .figures import PERCENTILES, figures_of
+from .events import Event
+from .figures import PERCENTILES, Figures
+from .hosts import COUNTERS_CSV_HEADER, HOSTS_CSV_HEADER, HostSample, MonitorInfo, counter_csv_rows, host_csv_rows
+from .redact import redact_plan_yaml
 from .report import REPORT_FILE, write_report
 from .report.rundata import GATLING_DIR
-from .summary import RunSummary
+from .steps import StepResult, steps_csv
+from .stream import FinalInterval, Scope, StepEnd, StepWindow
+
+if TYPE_CHECKING:
+    from .summary import RunSummary
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +67,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_plan(run_dir: Path, plan_yaml: str) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(run_dir / "plan.yaml", plan_yaml)
+    write_atomic(run_dir / "plan.yaml", redact_plan_yaml(plan_yaml))
 
 
 # An agent's artifact larger than this, packed or unpacked, is refused (a report is a few MB).
@@ -101,57 +118,142 @@ def _unzip_inside(archive: Path, dest: Path) -> None:
         raise ValueError(f"{archive.name} is not a zip file: {exc}") from exc
 
 
-def write_results(run_dir: Path, summary: RunSummary, aggregator: RunAggregator, interval_ms: int) -> None:
-    write_atomic(run_dir / "summary.json", json.dumps(summary.to_json(), indent=2) + "\n")
-    write_atomic(run_dir / "intervals.csv", intervals_csv(aggregator, interval_ms))
-    write_atomic(run_dir / "latency.hlog", latency_log(aggregator, interval_ms))
+INTERVALS_FILE = "intervals.csv"
+HLOG_FILE = "latency.hlog"
+EVENTS_FILE = "events.jsonl"
+HOSTS_FILE = "hosts.csv"
+COUNTERS_FILE = "host_counters.csv"
+STEPS_FILE = "steps.csv"
+SUMMARY_FILE = "summary.json"
+_HLOG_HEADER = ("#[Histogram log of a loadfleet run: latency in microseconds, one interval per line]\n"
+                "#[BaseTime: 0.000 (seconds since epoch)]\n"
+                '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n')
+
+
+@dataclass(frozen=True)
+class Offsets:
+    """How far intervals.csv and latency.hlog are written (bytes): what a recovery keeps."""
+
+    intervals: int = 0
+    hlog: int = 0
+
+
+class RunDirWriter:
+    """Appends the run's stream to its directory (see the module's docstring). Holds a
+    few open files and the steps' results: O(steps)."""
+
+    def __init__(self, run_dir: Path, target_urls: list[str], *, resume: Offsets | None = None):
+        self.run_dir = run_dir
+        self._target_urls = target_urls
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self._intervals = _append(run_dir / INTERVALS_FILE, resume.intervals if resume else None,
+                                  _csv_line(INTERVAL_COLUMNS))
+        self._hlog = _append(run_dir / HLOG_FILE, resume.hlog if resume else None, _HLOG_HEADER)
+        self._events = (run_dir / EVENTS_FILE).open("a")
+        self._hosts = None
+        self._counters = None
+        self.results: list[StepResult] = []
+
+    @property
+    def offsets(self) -> Offsets:
+        return Offsets(self._intervals.tell(), self._hlog.tell())
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        start = interval.start_ms
+        out = io.StringIO()
+        rows = csv.writer(out, lineterminator="\n")
+        for row in (*interval.cluster, interval.total):
+            rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, interval.figures(row)))
+        for agent in interval.agents:
+            for row in (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,):
+                rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, interval.figures(row)))
+        self._intervals.write(out.getvalue())
+        lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
+        if interval.step.agent_detail:
+            lines += [_hlog_line(f"agent:{a.agent_id}", start, interval.interval_ms, a.total) for a in interval.agents]
+        self._hlog.write("".join(filter(None, lines)))
+        self.flush()
+
+    def on_step_end(self, end: StepEnd) -> None:
+        self.results.append(end.result)
+        write_atomic(self.run_dir / STEPS_FILE, steps_csv(self.results, self._target_urls))
+
+    def on_run_end(self) -> None:
+        self.close()
+
+    def on_event(self, event: Event) -> None:
+        self._events.write(json.dumps({**asdict(event), "kind": event.kind.value}) + "\n")
+        self._events.flush()
+
+    def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
+        if self._hosts is None:
+            self._hosts = _append(self.run_dir / HOSTS_FILE, None, _csv_line(HOSTS_CSV_HEADER))
+        self._hosts.write("".join(_csv_line(r) for r in host_csv_rows(host, monitor, sample)))
+        if sample.counters:
+            if self._counters is None:
+                self._counters = _append(self.run_dir / COUNTERS_FILE, None, _csv_line(COUNTERS_CSV_HEADER))
+            self._counters.write("".join(_csv_line(r) for r in counter_csv_rows(host, sample)))
+
+    def flush(self) -> None:
+        """Hands what is written to the OS: it survives the process dying (not the host)."""
+        for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters):
+            if f is not None and not f.closed:
+                f.flush()
+
+    def sync(self) -> None:
+        """Flushes and makes what is written survive the host crashing too."""
+        self.flush()
+        for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters):
+            if f is not None and not f.closed:
+                os.fsync(f.fileno())
+
+    def close(self) -> None:
+        """Safe to call twice."""
+        self.flush()
+        for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters):
+            if f is not None:
+                f.close()
+
+
+def _append(path: Path, keep_bytes: int | None, header: str):
+    """`path` opened for appending: new with `header`, or (resuming) cut back to what a
+    journal says was written, dropping a line half-written by a controller that died."""
+    if not keep_bytes or not path.exists():
+        f = path.open("w")
+        f.write(header)
+        return f
+    with path.open("r+b") as raw:
+        raw.truncate(keep_bytes)
+    return path.open("a")
+
+
+def _csv_line(values) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(values)
+    return out.getvalue()
+
+
+def _hlog_line(tag: str, start: int, interval_ms: int, row: StatsRow) -> str:
+    if not row.histogram:
+        return ""
+    payload = base64.b64encode(row.histogram.encode()).decode()
+    return (f"Tag={tag},{start / 1000:.3f},{interval_ms / 1000:.3f},"
+            f"{row.histogram.max_value / 1000:.3f},{payload}\n")
+
+
+def write_summary(run_dir: Path, summary: RunSummary) -> None:
+    """summary.json, then report.html built from the run directory."""
+    write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary.to_json(), indent=2) + "\n")
     try:  # built from the files above; the run's results stand even when the report fails
         write_report(run_dir)
     except (LoadfleetError, OSError, ValueError) as exc:
         log.warning("%s not written: %s", run_dir / REPORT_FILE, exc)
 
 
-def intervals_csv(aggregator: RunAggregator, interval_ms: int) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(INTERVAL_COLUMNS)
-    seconds = interval_ms / 1000
-    for start in aggregator.intervals():
-        for scope, agent, rows in _scopes(aggregator, start):
-            merged = merge_rows(rows)
-            total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL), StatsRow(TOTAL, TOTAL))
-            for row in [*(merged[k] for k in sorted(merged)), total]:
-                writer.writerow(_csv_row(start, scope, agent, row, seconds))
-    return out.getvalue()
-
-
-def latency_log(aggregator: RunAggregator, interval_ms: int) -> str:
-    lines = ["#[Histogram log of a loadfleet run: latency in microseconds, one interval per line]",
-             "#[BaseTime: 0.000 (seconds since epoch)]",
-             '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"']
-    for start in aggregator.intervals():
-        for scope, agent, rows in _scopes(aggregator, start):
-            total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL))
-            if total is None or total.histogram.get_total_count() == 0:
-                continue
-            tag = "cluster" if scope == "cluster" else f"agent:{agent}"
-            payload = base64.b64encode(encode_histogram(total.histogram)).decode()
-            lines.append(f"Tag={tag},{start / 1000:.3f},{interval_ms / 1000:.3f},"
-                         f"{total.histogram.get_max_value() / 1000:.3f},{payload}")
-    return "\n".join(lines) + "\n"
-
-
-def _scopes(aggregator: RunAggregator, start: int):
-    """(scope, agent, rows) of one interval: the cluster, then each agent."""
-    return [("cluster", "", aggregator.rows_in(start)),
-            *(("agent", agent, aggregator.agent_rows(start, agent)) for agent in aggregator.agents_in(start))]
-
-
-def _csv_row(start: int, scope: str, agent: str, row: StatsRow, seconds: float) -> list:
-    f = figures_of(row, seconds)
+def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list:
     lat = f.latency
     return [
-        start, scope, agent, row.target, row.request, row.requests, row.ok, row.failed, *row.status,
+        start, scope.value, agent, row.target, row.request, row.requests, row.ok, row.failed, *row.status,
         *(row.errors.get(k, 0) for k in ERROR_KINDS),
         row.bytes_in, row.bytes_out, row.connections_opened, row.connections_closed,
         row.active_connections, round(f.rps, 3), round(f.mb_per_s, 6),

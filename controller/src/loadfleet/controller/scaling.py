@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .load import LoadModel
 from .steps import LevelSummary
 from .usl import MIN_POINTS, UslFit, fit_usl
 
@@ -50,13 +51,13 @@ def server_scaling(levels: list[LevelSummary]) -> list[ServerScaling]:
     return rows
 
 
-def usl_of(levels: list[LevelSummary], model: str) -> UslResult | None:
+def usl_of(levels: list[LevelSummary], model: LoadModel) -> UslResult | None:
     scaling = server_scaling(levels)
     try:
         if len(scaling) >= MIN_POINTS:
             return UslResult("servers", fit_usl([(s.servers, s.peak_ok_rps) for s in scaling]))
-        if model != "open" and len(scaling) == 1 and len(levels) >= MIN_POINTS:
-            return UslResult("clients" if model == "closed" else "users",
+        if model is not LoadModel.OPEN and len(scaling) == 1 and len(levels) >= MIN_POINTS:
+            return UslResult("clients" if model is LoadModel.CLOSED else "users",
                              fit_usl([(lv.offered, lv.ok_rps.mean) for lv in levels]))
     except ValueError:  # too few points with throughput
         return None

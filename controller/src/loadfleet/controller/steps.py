@@ -9,24 +9,32 @@ level on the first 2 servers. A plan without a sweep is one step, `main`.
 from __future__ import annotations
 
 import csv
+import enum
 import io
 import math
 import statistics
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from loadfleet.wire.stats import StatsRow, merge_rows
+from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
 
-from .aggregate import TOTAL, RunAggregator
+from .codec import row_from_doc, row_to_doc
 from .figures import Figures, Latency, figures_of
-from .genbound import NOT_BOUND, GeneratorVerdict
 from .hosts import HostLoad
-from .load import Load
+from .load import Load, LoadModel
+from .stream import FinalInterval, StepEnd, StepWindow
 
 if TYPE_CHECKING:
     from .plan import Plan
 
 SINGLE_STEP = "main"
+
+
+class StepState(enum.StrEnum):
+    FINISHED = "finished"
+    STOPPED = "stopped"
+    FAILED = "failed"  # no agent finished its share
+    INTERRUPTED = "interrupted"  # the controller died during it (figures up to then)
 
 
 @dataclass(frozen=True)
@@ -94,9 +102,9 @@ def expand(plan: Plan) -> list[StepSpec]:
 
 
 def with_level(load: Load, level: float) -> Load:
-    if load.model == "closed":
+    if load.model is LoadModel.CLOSED:
         return replace(load, clients=round(level))
-    if load.model == "open":
+    if load.model is LoadModel.OPEN:
         return replace(load, rate=float(level))
     return replace(load, users=round(level))
 
@@ -119,7 +127,7 @@ class StepResult:
     level_index: int
     repetition: int
     offered: float  # clients, requests/s or users
-    state: str  # finished | stopped | failed
+    state: StepState
     start_ms: int  # first measured interval
     measured_s: float
     intervals: int
@@ -142,13 +150,16 @@ class StepResult:
     generator_advice: str = ""
     # Monitored hosts (monitor-only agents) over the measured window.
     hosts: tuple[HostLoad, ...] = ()
+    # Shares of its load lost in the middle of it: agents lost, engines failed (losses.py;
+    # each is in the summary's losses).
+    losses: int = 0
 
     @property
     def rps_per_server(self) -> float:
         return self.achieved_rps / max(1, self.servers)
 
     def describe(self) -> str:
-        state = "" if self.state == "finished" else f" ({self.state})"
+        state = "" if self.state is StepState.FINISHED else f" ({self.state.value})"
         return (f"step {self.name}{state}: offered {self.offered:g}, {self.achieved_rps:.1f} req/s "
                 f"({self.ok_rps:.1f} ok/s), {self.bytes_per_s / 1e6:.2f} MB/s, mean {self.mean_ms:.2f} ms, "
                 f"p99 {self.p99_ms:.2f} ms, {self.error_pct:.2f} % errors, {self.new_conns_per_s:.1f} new conns/s, "
@@ -166,40 +177,93 @@ class StepResult:
                                        p90_ms=self.p90_ms, p99_ms=self.p99_ms))
 
 
-def measured_intervals(aggregator: RunAggregator, load_start_ms: int, load_end_ms: int,
-                       warmup_s: float, cooldown_ms: int = 0) -> list[int]:
-    """The intervals a step is measured over: from the end of its warm-up to `cooldown_ms`
-    before its end. A sweep leaves out its steps' final interval: the engines finish the
-    requests in flight at the end within it, which for an overloaded open model is a burst
-    of queued responses that would inflate the step's throughput."""
-    first = load_start_ms + round(warmup_s * 1000)
-    return [s for s in aggregator.intervals() if first <= s < load_end_ms - cooldown_ms]
+class StepMeter:
+    """The running step's figures over its measured intervals (warm-up and a sweep step's
+    final interval left out; see stream.StepWindow). Holds the step's cluster rows per
+    (target, request), each agent's requests over the whole step (what its share of a budget
+    used) and its busiest interval, and a few sums: O(targets × requests + agents)."""
 
+    def __init__(self) -> None:
+        self._step = ""
+        self._agent_requests: dict[str, int] = {}
+        self._agent_busiest: dict[str, int] = {}
+        self._rows: dict[tuple[str, str], StatsRow] = {}
+        self._active_sum = 0
+        self._intervals = 0
+        self._first_ms: int | None = None
+        self._last_ms = 0
 
-def measure(spec: StepSpec, *, state: str, aggregator: RunAggregator, starts: list[int], load_end_ms: int,
-            interval_ms: int, verdict: GeneratorVerdict = NOT_BOUND) -> StepResult:
-    """The step's figures from the cluster rows of its measured intervals `starts`."""
-    rows = [row for s in starts for row in aggregator.rows_in(s)]
-    total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL), StatsRow(TOTAL, TOTAL))
-    seconds = (min(starts[-1] + interval_ms, load_end_ms) - starts[0]) / 1000 if starts else 0.0
-    f = figures_of(total, seconds)
-    lat = f.latency
-    per_target = merge_rows(rows, request=TOTAL)
-    active = [aggregator.cluster_total(s).active_connections for s in starts]
-    return StepResult(
-        name=spec.name, level=spec.level_name, servers=spec.servers, level_index=spec.level_index, repetition=spec.repetition,
-        offered=spec.level, state=state, start_ms=starts[0] if starts else 0, measured_s=seconds,
-        intervals=len(starts), requests=total.requests, ok=total.ok,
-        achieved_rps=f.rps if seconds else 0.0, ok_rps=total.ok / seconds if seconds else 0.0,
-        bytes_per_s=total.bytes_in / seconds if seconds else 0.0,
-        mean_ms=lat.mean_ms, stddev_ms=lat.stddev_ms, p50_ms=lat.p50_ms, p90_ms=lat.p90_ms, p99_ms=lat.p99_ms,
-        error_pct=f.error_pct,
-        new_conns_per_s=total.connections_opened / seconds if seconds else 0.0,
-        concurrent_conns=sum(active) / len(active) if active else 0.0,
-        per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
-        generator_bound=verdict.bound, generator_bound_intervals=verdict.intervals,
-        generator_advice=verdict.describe(spec.name, len(starts)) if verdict.bound else "",
-    )
+    def on_interval(self, interval: FinalInterval) -> None:
+        if interval.step.name != self._step:
+            self.__init__()
+            self._step = interval.step.name
+        for agent in interval.agents:
+            requests = agent.total.requests
+            self._agent_requests[agent.agent_id] = self._agent_requests.get(agent.agent_id, 0) + requests
+            self._agent_busiest[agent.agent_id] = max(self._agent_busiest.get(agent.agent_id, 0), requests)
+        if not interval.measured:
+            return
+        for row in interval.cluster:
+            held = self._rows.get(row.key)
+            if held is None:
+                held = self._rows[row.key] = StatsRow(*row.key)
+            held.add(row)
+        self._active_sum += interval.total.active_connections
+        self._intervals += 1
+        self._first_ms = interval.start_ms if self._first_ms is None else self._first_ms
+        self._last_ms = interval.start_ms
+
+    def agent_use(self, step: str, agent_id: str) -> tuple[int, int]:
+        """The agent's requests in `step` as published so far, and its busiest interval."""
+        if step != self._step:
+            return 0, 0
+        return self._agent_requests.get(agent_id, 0), self._agent_busiest.get(agent_id, 0)
+
+    def on_step_end(self, end: StepEnd) -> None:
+        pass
+
+    def on_run_end(self) -> None:
+        pass
+
+    def snapshot(self) -> dict:
+        """JSON values to take the step over after a restart (journal.py)."""
+        return {"step": self._step, "rows": [row_to_doc(r) for r in self._rows.values()],
+                "active_sum": self._active_sum, "intervals": self._intervals,
+                "first_ms": self._first_ms, "last_ms": self._last_ms,
+                "agent_requests": self._agent_requests, "agent_busiest": self._agent_busiest}
+
+    def restore(self, doc: dict) -> None:
+        rows = [row_from_doc(r) for r in doc["rows"]]
+        self._step, self._rows = doc["step"], {r.key: r for r in rows}
+        self._active_sum, self._intervals = doc["active_sum"], doc["intervals"]
+        self._first_ms, self._last_ms = doc["first_ms"], doc["last_ms"]
+        self._agent_requests = dict(doc.get("agent_requests", {}))
+        self._agent_busiest = dict(doc.get("agent_busiest", {}))
+
+    def result(self, spec: StepSpec, step: StepWindow, state: StepState) -> StepResult:
+        """The step's figures; call once its end has been published."""
+        mine = self._step == step.name
+        rows = list(self._rows.values()) if mine else []
+        intervals = self._intervals if mine else 0
+        total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL), StatsRow(TOTAL, TOTAL))
+        seconds = ((min(self._last_ms + step.interval_ms, step.load_end_ms) - self._first_ms) / 1000
+                   if mine and self._first_ms is not None else 0.0)
+        f = figures_of(total, seconds)
+        lat = f.latency
+        per_target = merge_rows(rows, request=TOTAL)
+        return StepResult(
+            name=spec.name, level=spec.level_name, servers=spec.servers, level_index=spec.level_index,
+            repetition=spec.repetition, offered=spec.level, state=state,
+            start_ms=self._first_ms if mine and self._first_ms is not None else 0, measured_s=seconds,
+            intervals=intervals, requests=total.requests, ok=total.ok,
+            achieved_rps=f.rps if seconds else 0.0, ok_rps=total.ok / seconds if seconds else 0.0,
+            bytes_per_s=total.bytes_in / seconds if seconds else 0.0,
+            mean_ms=lat.mean_ms, stddev_ms=lat.stddev_ms, p50_ms=lat.p50_ms, p90_ms=lat.p90_ms, p99_ms=lat.p99_ms,
+            error_pct=f.error_pct,
+            new_conns_per_s=total.connections_opened / seconds if seconds else 0.0,
+            concurrent_conns=self._active_sum / intervals if intervals else 0.0,
+            per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
+        )
 
 
 @dataclass(frozen=True)
@@ -246,7 +310,7 @@ def level_summaries(results: list[StepResult]) -> list[LevelSummary]:
 STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offered", "state", "start_ms", "measured_s",
                 "intervals", "requests", "ok", "achieved_rps", "ok_rps", "bytes_per_s", "mean_ms", "stddev_ms",
                 "p50_ms", "p90_ms", "p99_ms", "error_pct", "new_conns_per_s", "concurrent_conns",
-                "rps_per_server", "generator_bound", "generator_bound_intervals")
+                "rps_per_server", "generator_bound", "generator_bound_intervals", "losses")
 
 
 def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:

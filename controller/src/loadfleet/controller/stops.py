@@ -8,9 +8,13 @@ streak covers at least `for_s` seconds.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from loadfleet.wire.stats import StatsRow
+
+from .stream import FinalInterval, StepEnd
 
 
 @dataclass(frozen=True)
@@ -50,23 +54,54 @@ class StopConditions:
         return doc
 
 
+class Condition(enum.StrEnum):
+    ERROR_PCT = "error_pct"
+    LATENCY = "latency"
+    KNEE = "knee"  # the sweep's stop_at_knee
+
+
 @dataclass(frozen=True)
 class StopReason:
-    condition: str  # error_pct | latency | knee
+    condition: Condition
     text: str
     step: str = ""
     at_ms: int = 0
 
     def to_json(self) -> dict:
-        return {"condition": self.condition, "text": self.text, "step": self.step, "at_ms": self.at_ms}
+        return {"condition": self.condition.value, "text": self.text, "step": self.step, "at_ms": self.at_ms}
 
 
 class StopWatch:
-    def __init__(self, conditions: StopConditions | None, interval_ms: int):
+    """Consumes the run's published intervals: each step's measured cluster intervals go
+    through the conditions (streaks start over with each step), and a condition met calls
+    `on_stop` once."""
+
+    def __init__(self, conditions: StopConditions | None, interval_ms: int,
+                 on_stop: Callable[[StopReason], None] = lambda reason: None):
         self._conditions = conditions or StopConditions()
         self._interval_s = interval_ms / 1000
-        self._streak_s = {"error_pct": 0.0, "latency": 0.0}
-        self._worst = {"error_pct": 0.0, "latency": 0.0}
+        self._on_stop = on_stop
+        self._step = ""
+        self._stopped = False
+        self._streak_s = {c: 0.0 for c in (Condition.ERROR_PCT, Condition.LATENCY)}
+        self._worst = dict(self._streak_s)
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        if interval.step.name != self._step:
+            self._step = interval.step.name
+            self.reset()
+        if self._stopped or not interval.measured:
+            return
+        reason = self.observe(interval.total)
+        if reason:
+            self._stopped = True
+            self._on_stop(replace(reason, step=interval.step.name))
+
+    def on_step_end(self, end: StepEnd) -> None:
+        pass
+
+    def on_run_end(self) -> None:
+        pass
 
     def reset(self) -> None:
         """Forget streaks (a new step starts)."""
@@ -81,17 +116,17 @@ class StopWatch:
         c = self._conditions
         if c.error_pct:
             pct = 100.0 * total.failed / total.requests
-            if self._extend("error_pct", pct, pct > c.error_pct.above_pct) >= c.error_pct.for_s:
-                return StopReason("error_pct", f"error rate above {c.error_pct.above_pct:g} % for "
-                                  f"{self._streak_s['error_pct']:g} s (up to {self._worst['error_pct']:.1f} %)")
-        if c.latency and total.histogram.get_total_count():
-            ms = total.histogram.get_value_at_percentile(c.latency.percentile) / 1000
-            if self._extend("latency", ms, ms > c.latency.above_ms) >= c.latency.for_s:
-                return StopReason("latency", f"p{c.latency.percentile:g} latency above {c.latency.above_ms:g} ms "
-                                  f"for {self._streak_s['latency']:g} s (up to {self._worst['latency']:.0f} ms)")
+            if self._extend(Condition.ERROR_PCT, pct, pct > c.error_pct.above_pct) >= c.error_pct.for_s:
+                return StopReason(Condition.ERROR_PCT, f"error rate above {c.error_pct.above_pct:g} % for "
+                                  f"{self._streak_s[Condition.ERROR_PCT]:g} s (up to {self._worst[Condition.ERROR_PCT]:.1f} %)")
+        if c.latency and total.histogram:
+            ms = total.histogram.percentiles([c.latency.percentile])[0] / 1000
+            if self._extend(Condition.LATENCY, ms, ms > c.latency.above_ms) >= c.latency.for_s:
+                return StopReason(Condition.LATENCY, f"p{c.latency.percentile:g} latency above {c.latency.above_ms:g} ms "
+                                  f"for {self._streak_s[Condition.LATENCY]:g} s (up to {self._worst[Condition.LATENCY]:.0f} ms)")
         return None
 
-    def _extend(self, key: str, value: float, above: bool) -> float:
+    def _extend(self, key: Condition, value: float, above: bool) -> float:
         if above:
             self._streak_s[key] += self._interval_s
             self._worst[key] = max(self._worst[key], value)

@@ -1,15 +1,17 @@
 """The end-of-run summary: totals for the run, each target, request and agent."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
-from loadfleet.wire.stats import StatsRow
+from .totals import RunTotals
 
-from .aggregate import TOTAL, RunAggregator
+from loadfleet.wire.stats import TOTAL, StatsRow
+
 from .events import Event
 from .figures import Figures, errors_by_name, figures_of
 from .hosts import HostLoad
 from .knee import Knee
+from .losses import Loss
 from .scaling import ServerScaling, UslResult
 from .steps import LevelSummary, StepResult
 from .stops import StopReason
@@ -51,6 +53,17 @@ class RunSummary:
     hosts: tuple[HostLoad, ...] = ()
     # Spans during which a target answered nothing (targethealth.py).
     target_outages: tuple[Outage, ...] = ()
+    # Events kept in memory are the first and last thousand: this many in between are only
+    # in events.jsonl.
+    events_left_out: int = 0
+    # Requests in reports that arrived after their interval was published without them,
+    # per agent: not in any interval nor in the totals above (window.py).
+    late_requests: dict[str, int] = field(default_factory=dict)
+    # Shares of load lost in the middle of a step (agents lost, engines failed) and what the
+    # plan's agents.on_loss made of them (losses.py).
+    losses: tuple[Loss, ...] = ()
+    # The controller's clock minus each agent's, when the run chose it (agents.ClockOffset).
+    clock_offsets_ms: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         doc = asdict(self)
@@ -66,12 +79,10 @@ def _named(name: str, row, seconds: float) -> NamedFigures:
 
 
 def summarize(*, run_id: str, plan_name: str, state: str, message: str, run_dir: str,
-              started_ms: int, duration_s: float, aggregator: RunAggregator,
-              agent_ids: list[str], events: list[Event], **sweep) -> RunSummary:
-    """`sweep` holds the optional step fields of RunSummary (steps, levels, knees, ...)."""
-    total = aggregator.run_total(target=TOTAL, request=TOTAL)
-    by_target = aggregator.run_total(request=TOTAL)
-    by_request = aggregator.run_total(target=TOTAL)
+              started_ms: int, totals: RunTotals, agent_ids: list[str], events: list[Event], **more) -> RunSummary:
+    """`more` holds the optional fields of RunSummary (steps, levels, knees, ...)."""
+    duration_s = totals.measured_s
+    empty = StatsRow(TOTAL, TOTAL)
     return RunSummary(
         run_id=run_id,
         plan_name=plan_name,
@@ -80,15 +91,10 @@ def summarize(*, run_id: str, plan_name: str, state: str, message: str, run_dir:
         run_dir=run_dir,
         started_ms=started_ms,
         duration_s=duration_s,
-        total=_named(TOTAL, total[(TOTAL, TOTAL)], duration_s) if total else _named(TOTAL, StatsRow(TOTAL, TOTAL), duration_s),
-        targets=tuple(_named(t, row, duration_s) for (t, _), row in sorted(by_target.items())),
-        requests=tuple(_named(r, row, duration_s) for (_, r), row in sorted(by_request.items())),
-        agents=tuple(
-            _named(agent, row, duration_s)
-            for agent in agent_ids
-            for row in aggregator.run_total(target=TOTAL, request=TOTAL, agent_id=agent).values()
-        ),
+        total=_named(TOTAL, totals.total(), duration_s),
+        targets=tuple(_named(t, row, duration_s) for t, row in sorted(totals.by_target().items())),
+        requests=tuple(_named(r, row, duration_s) for r, row in sorted(totals.by_request().items())),
+        agents=tuple(_named(agent, totals.by_agent.get(agent, empty), duration_s) for agent in agent_ids),
         events=tuple(events),
-        **sweep,
+        **more,
     )
-

@@ -1,7 +1,7 @@
 """Target health: a target that stops answering is down, and up again when it answers.
 
-The run feeds `TargetHealth.observe` every published cluster interval, revised ones
-included, with all agents' rows of that interval. Per target, an interval is
+`TargetHealth` consumes the run's published cluster intervals (final, in order). Per
+target, an interval is
 
 - *answered*: a response came back (any status: a 503 is an answer), or a TLS or
   protocol error shows that something on the other end spoke;
@@ -18,23 +18,20 @@ refuses, resets or ignores everything. The count matters when a stop condition e
 run at the first bad second: the target is still named. The outage starts at the first
 silent interval; the target is **up** again at its first answered interval.
 
-A late agent report re-judges its interval (the run publishes it again, revised). It
-only adds requests, so it can turn a silent interval answered or an empty one silent;
-the target's state is recomputed from its latest answered interval and the silent ones
-after it, so a revision can end an outage (the target did answer) or complete one. An
-event already emitted stays: the next one corrects it.
-
 Events are stamped at the outage's start and end (interval starts), so annotations
-line up with the per-target curves.
+line up with the per-target curves. A target's state is a few sums, however long it is
+down: O(targets), plus the run's outages (at most `MAX_OUTAGES` kept).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import collections
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from loadfleet.wire.stats import StatsRow, error_kind_name
 
 from .events import Event, EventKind
+from .stream import FinalInterval, StepEnd
 
 DOWN_AFTER_INTERVALS = 2
 DOWN_AFTER_FAILURES = 10
@@ -65,6 +62,14 @@ class _Tally:
             if name in _SPOKE:
                 self.spoke += count
 
+    def merge(self, other: _Tally) -> None:
+        self.requests += other.requests
+        self.responses += other.responses
+        self.spoke += other.spoke
+        self.active_conns += other.active_conns
+        for kind, count in other.errors.items():
+            self.errors[kind] = self.errors.get(kind, 0) + count
+
     @property
     def answered(self) -> bool:
         return self.responses > 0 or self.spoke > 0
@@ -90,37 +95,64 @@ class Outage:
 
 @dataclass
 class _Watch:
-    """One target's recent history: enough to judge its state again after a revision."""
+    """One target's recent history: its latest answered intervals and the silent streak
+    after them (summed)."""
 
-    answered_ms: int = -1  # start of its latest answered interval
-    answered: _Tally = field(default_factory=_Tally)
-    silent: dict[int, _Tally] = field(default_factory=dict)  # silent intervals after answered_ms (and an open outage's)
-    healthy: dict[int, _Tally] = field(default_factory=dict)  # its latest answered intervals
+    healthy: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HEALTHY_WINDOW))
+    silent_from_ms: int | None = None  # first silent interval after the latest answered one
+    silent_intervals: int = 0
+    silent: _Tally = field(default_factory=_Tally)
+    last_silent_ms: int = 0
     outage: Outage | None = None  # open while the target is down
 
 
+# Outages kept for the summary; a run with more says how many it left out.
+MAX_OUTAGES = 1000
+
+
 class TargetHealth:
-    def __init__(self, targets: Iterable[str], interval_ms: int):
+    def __init__(self, targets: Iterable[str], interval_ms: int,
+                 emit: Callable[[Event], None] = lambda event: None):
         self._interval_ms = interval_ms
+        self._emit = emit
         self._watches = {url: _Watch() for url in targets}
         self._step, self._offered = "", ""
         self._outages: list[Outage] = []
+        self.outages_left_out = 0
+
+    # ---- the stream -------------------------------------------------------------
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        if interval.step.name != self._step:
+            self.step_started(interval.step.name, interval.step.load)
+        for event in self.observe(interval.start_ms, interval.cluster):
+            self._emit(event)
+
+    def on_step_end(self, end: StepEnd) -> None:
+        pass
+
+    def on_run_end(self) -> None:
+        pass
+
+    # ---- the rule ---------------------------------------------------------------
 
     def step_started(self, step: str, offered: str) -> None:
         """Outages found from now on are reported with this step and its load."""
         self._step, self._offered = step, offered
 
     def observe(self, interval_start_ms: int, rows: Iterable[StatsRow]) -> list[Event]:
-        """Judges one interval (again, when revised) from every agent's rows of it; returns
-        an event for each target that went down or came up."""
+        """Judges one interval from its rows (any number per target); returns an event for
+        each target that went down or came up."""
         tallies: dict[str, _Tally] = {}
         for row in rows:
             tallies.setdefault(row.target, _Tally()).add(row)
         events = []
         for target, tally in tallies.items():
             watch = self._watches.setdefault(target, _Watch())
-            self._record(watch, interval_start_ms, tally)
-            events += self._judge(target, watch)
+            if tally.answered:
+                events += self._answered(target, watch, interval_start_ms, tally)
+            elif tally.requests:
+                events += self._silent(target, watch, interval_start_ms, tally)
         return events
 
     def outages(self) -> tuple[Outage, ...]:
@@ -128,54 +160,46 @@ class TargetHealth:
         still_down = [self._figures(w.outage, w, None) for w in self._watches.values() if w.outage]
         return tuple(sorted([*self._outages, *still_down], key=lambda o: (o.down_ms, o.target)))
 
-    def _record(self, watch: _Watch, start: int, tally: _Tally) -> None:
-        if start < watch.answered_ms:
-            return  # a revision before its latest answer cannot change its state
-        if tally.answered:
-            watch.answered_ms, watch.answered = start, tally
-            watch.healthy[start] = tally
-            for old in sorted(watch.healthy)[:-HEALTHY_WINDOW]:
-                del watch.healthy[old]
-        elif tally.requests:
-            watch.silent[start] = tally
-
-    def _judge(self, target: str, watch: _Watch) -> list[Event]:
+    def _answered(self, target: str, watch: _Watch, start: int, tally: _Tally) -> list[Event]:
         events = []
-        if watch.outage and watch.answered_ms >= watch.outage.down_ms:
-            outage = self._figures(watch.outage, watch, watch.answered_ms)
-            self._outages.append(outage)
+        if watch.outage:
+            outage = self._figures(watch.outage, watch, start)
+            if len(self._outages) < MAX_OUTAGES:
+                self._outages.append(outage)
+            else:
+                self.outages_left_out += 1
             watch.outage = None
-            events.append(Event(EventKind.TARGET_UP, _up_text(outage, watch.answered.responses),
-                                at_ms=watch.answered_ms))
-        if watch.outage is None:
-            watch.silent = {s: t for s, t in watch.silent.items() if s > watch.answered_ms}
-            if (len(watch.silent) >= DOWN_AFTER_INTERVALS
-                    or sum(t.requests for t in watch.silent.values()) >= DOWN_AFTER_FAILURES):
-                watch.outage = self._opened(target, watch)
-                events.append(Event(EventKind.TARGET_DOWN, _down_text(watch.outage),
-                                    at_ms=watch.outage.down_ms))
+            events.append(Event(EventKind.TARGET_UP, _up_text(outage, tally.responses), at_ms=start))
+        watch.healthy.append((start, tally))
+        watch.silent_from_ms, watch.silent_intervals, watch.silent = None, 0, _Tally()
         return events
+
+    def _silent(self, target: str, watch: _Watch, start: int, tally: _Tally) -> list[Event]:
+        if watch.silent_from_ms is None:
+            watch.silent_from_ms = start
+        watch.silent_intervals += 1
+        watch.silent.merge(tally)
+        watch.last_silent_ms = start
+        if watch.outage is None and (watch.silent_intervals >= DOWN_AFTER_INTERVALS
+                                     or watch.silent.requests >= DOWN_AFTER_FAILURES):
+            watch.outage = self._opened(target, watch)
+            return [Event(EventKind.TARGET_DOWN, _down_text(watch.outage), at_ms=watch.outage.down_ms)]
+        return []
 
     def _opened(self, target: str, watch: _Watch) -> Outage:
         seconds = self._interval_ms / 1000
-        down_ms = min(watch.silent)
-        healthy = [t for s, t in watch.healthy.items() if s < down_ms]
-        outage = Outage(target=target, step=self._step, offered=self._offered, down_ms=down_ms,
+        healthy = [t for _, t in watch.healthy]
+        outage = Outage(target=target, step=self._step, offered=self._offered, down_ms=watch.silent_from_ms,
                         up_ms=None, down_s=0.0, failed=0, errors={},
                         rps_before=max((t.responses / seconds for t in healthy), default=0.0),
                         conns_before=max((t.active_conns for t in healthy), default=0))
         return self._figures(outage, watch, None)
 
     def _figures(self, outage: Outage, watch: _Watch, up_ms: int | None) -> Outage:
-        """`outage` ending at `up_ms`, with its figures over its silent intervals."""
-        spans = [(s, t) for s, t in watch.silent.items() if s >= outage.down_ms and (up_ms is None or s < up_ms)]
-        errors: dict[str, int] = {}
-        for _, tally in spans:
-            for kind, count in tally.errors.items():
-                errors[kind] = errors.get(kind, 0) + count
-        end_ms = up_ms if up_ms is not None else max((s for s, _ in spans), default=outage.down_ms) + self._interval_ms
+        """`outage` ending at `up_ms` (None: still down), with its figures over its silent intervals."""
+        end_ms = up_ms if up_ms is not None else watch.last_silent_ms + self._interval_ms
         return replace(outage, up_ms=up_ms, down_s=(end_ms - outage.down_ms) / 1000,
-                       failed=sum(t.requests for _, t in spans), errors=dict(sorted(errors.items())))
+                       failed=watch.silent.requests, errors=dict(sorted(watch.silent.errors.items())))
 
 
 def _failures(errors: dict[str, int]) -> str:

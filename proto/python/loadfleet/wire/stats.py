@@ -2,56 +2,39 @@
 
 A `StatsRow` holds what one driver, agent or the whole cluster measured for one
 (target, request) in one interval (or over a whole run). Rows merge by adding counts
-and merging HDR histograms; percentiles are only ever read from a merged histogram,
-never averaged. Both the agent (merging its engines) and the controller (merging
-agents) use this module, so the merge is defined once.
+and merging HDR histograms (`histogram.py`); percentiles are only ever read from a merged
+histogram, never averaged. Both the agent (merging its engines) and the controller
+(merging agents) use this module, so the merge is defined once.
+
+An agent's report carries one row per (target, request) and one more, `*`/`*`, the merge
+of all of them (`TOTAL`): the agent does that merge once for its own rows, so the
+controller can read an agent's figures without merging them again.
 """
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hdrh.histogram import HdrHistogram
-
 from loadfleet.v1 import stats_pb2
 
-# Latency range of every histogram, microseconds: 1 µs .. 1 h, 3 significant digits.
-# Histograms from the engine use the same bounds, so they merge without loss.
-LOWEST_US = 1
-HIGHEST_US = 3_600_000_000
-SIGNIFICANT_DIGITS = 3
+from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram, HistogramSum
+
+__all__ = ["ERROR_KINDS", "HIGHEST_US", "LOWEST_US", "MAX_ERROR_SAMPLES", "SIGNIFICANT_DIGITS", "STATUS_CLASSES",
+           "TOTAL", "StatsRow", "error_kind_name", "histogram_of", "merge_reports", "merge_rows", "total_row"]
 
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
 ERROR_KINDS = tuple(
     v for v in stats_pb2.ErrorKind.values() if v != stats_pb2.ERROR_KIND_UNSPECIFIED
 )
+# Target and request name of a row that merges all targets or all requests.
+TOTAL = "*"
+# Histograms merged with Histogram.merge up to this many; beyond, a dense HistogramSum is cheaper.
+_FEW = 4
 
 
 def error_kind_name(kind: int) -> str:
     """`ERROR_KIND_CONNECT_REFUSED` -> `connect_refused`."""
     return stats_pb2.ErrorKind.Name(kind).removeprefix("ERROR_KIND_").lower()
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
-
-
-def decode_histogram(raw: bytes) -> HdrHistogram:
-    """Decodes the standard V2 compressed encoding (an empty payload is an empty histogram)."""
-    if not raw:
-        return new_histogram()
-    decoded = HdrHistogram.decode(base64.b64encode(raw))
-    # Re-home into the common bounds so that every later add() is lossless.
-    histogram = new_histogram()
-    histogram.add(decoded)
-    return histogram
-
-
-def encode_histogram(histogram: HdrHistogram) -> bytes:
-    if histogram.get_total_count() == 0:
-        return b""
-    return base64.b64decode(histogram.encode())
 
 
 @dataclass
@@ -68,7 +51,7 @@ class StatsRow:
     connections_opened: int = 0
     connections_closed: int = 0
     active_connections: int = 0
-    histogram: HdrHistogram = field(default_factory=new_histogram)
+    histogram: Histogram = EMPTY
     # Open model: requests due, sent late (> 1 ms), the worst send lag, and never sent.
     scheduled: int = 0
     sent_late: int = 0
@@ -97,7 +80,13 @@ class StatsRow:
 
     def add(self, other: StatsRow) -> None:
         """Merges `other` into this row exactly. Gauges (active connections) add too:
-        rows merged this way must be from the same interval, different drivers."""
+        rows merged this way must be from the same interval, different drivers. To merge
+        many rows, `merge_rows` is cheaper (it merges their histograms at once)."""
+        self.add_counts(other)
+        self.histogram = self.histogram + other.histogram
+
+    def add_counts(self, other: StatsRow) -> None:
+        """`add` without the histogram."""
         self.requests += other.requests
         self.status = [a + b for a, b in zip(self.status, other.status)]
         for kind, count in other.errors.items():
@@ -107,15 +96,21 @@ class StatsRow:
         self.connections_opened += other.connections_opened
         self.connections_closed += other.connections_closed
         self.active_connections += other.active_connections
-        self.histogram.add(other.histogram)
         self.scheduled += other.scheduled
         self.sent_late += other.sent_late
         self.max_send_lag_us = max(self.max_send_lag_us, other.max_send_lag_us)
         self.not_sent += other.not_sent
         self.latency_missing = self.latency_missing or other.latency_missing
 
+    def check(self) -> StatsRow:
+        """Decodes the histogram now (HistogramError if it is not one); returns the row."""
+        self.histogram.check()
+        return self
+
     @classmethod
-    def from_proto(cls, pb: stats_pb2.IntervalStats) -> StatsRow:
+    def from_proto(cls, pb: stats_pb2.IntervalStats, histogram: Histogram | None = None) -> StatsRow:
+        """The row of a message; `histogram`: its histogram, already decoded (a report's
+        rows are decoded at once: `decode_buckets`)."""
         return cls(
             target=pb.target,
             request=pb.request,
@@ -127,7 +122,7 @@ class StatsRow:
             connections_opened=pb.connections_opened,
             connections_closed=pb.connections_closed,
             active_connections=pb.active_connections,
-            histogram=decode_histogram(pb.latency_histogram),
+            histogram=histogram if histogram is not None else histogram_of(pb),
             scheduled=pb.scheduled,
             sent_late=pb.sent_late,
             max_send_lag_us=pb.max_send_lag_us,
@@ -135,9 +130,11 @@ class StatsRow:
             latency_missing=pb.latency_missing,
         )
 
-    def to_proto(self) -> stats_pb2.IntervalStats:
+    def to_proto(self, *, buckets: bool = False) -> stats_pb2.IntervalStats:
+        """The row on the wire; its histogram in V2 encoding, or (`buckets`) in the bucket
+        form an agent sends its controller (histogram.py)."""
         s1, s2, s3, s4, s5 = self.status
-        return stats_pb2.IntervalStats(
+        pb = stats_pb2.IntervalStats(
             target=self.target,
             request=self.request,
             requests=self.requests,
@@ -148,13 +145,26 @@ class StatsRow:
             connections_opened=self.connections_opened,
             connections_closed=self.connections_closed,
             active_connections=self.active_connections,
-            latency_histogram=encode_histogram(self.histogram),
+
             scheduled=self.scheduled,
             sent_late=self.sent_late,
             max_send_lag_us=self.max_send_lag_us,
             not_sent=self.not_sent,
             latency_missing=self.latency_missing,
         )
+        packed = self.histogram.to_buckets() if buckets else None
+        if packed is not None:
+            pb.latency_buckets = packed
+        else:
+            pb.latency_histogram = self.histogram.encode()
+        return pb
+
+
+def histogram_of(pb: stats_pb2.IntervalStats) -> Histogram:
+    """A message's latency histogram, in whichever form it came."""
+    if pb.latency_buckets:
+        return Histogram.from_buckets(pb.latency_buckets)
+    return Histogram.decode(pb.latency_histogram)
 
 
 def merge_rows(
@@ -167,26 +177,53 @@ def merge_rows(
     The inputs are never modified.
     """
     merged: dict[tuple[str, str], StatsRow] = {}
+    histograms: dict[tuple[str, str], list[Histogram]] = {}
     for row in rows:
         key = (target if target is not None else row.target,
                request if request is not None else row.request)
-        if key not in merged:
-            merged[key] = StatsRow(target=key[0], request=key[1])
-        merged[key].add(row)
+        into = merged.get(key)
+        if into is None:
+            into = merged[key] = StatsRow(target=key[0], request=key[1])
+            histograms[key] = []
+        into.add_counts(row)
+        if row.histogram:
+            histograms[key].append(row.histogram)
+    for key, parts in histograms.items():
+        merged[key].histogram = merge_histograms(parts)
     return merged
 
 
-def merge_reports(reports: Iterable[stats_pb2.IntervalReport]) -> stats_pb2.IntervalReport:
-    """Merges reports of the same interval from several drivers into one report."""
+def merge_histograms(parts: list[Histogram]) -> Histogram:
+    if len(parts) <= _FEW:
+        return Histogram.merge(parts)
+    total = HistogramSum()
+    for part in parts:
+        total.add(part)
+    return total.result()
+
+
+def total_row(rows: Iterable[StatsRow]) -> StatsRow:
+    """All rows merged into one `*`/`*` row."""
+    return merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
+
+
+def merge_reports(reports: Iterable[stats_pb2.IntervalReport], *, with_total: bool = False,
+                  buckets: bool = False) -> stats_pb2.IntervalReport:
+    """Merges reports of the same interval from several drivers into one report; with
+    `with_total`, a `*`/`*` row of everything follows the per-(target, request) rows, and
+    with `buckets` histograms are in the bucket form (what an agent sends its controller)."""
     reports = list(reports)
     if not reports:
         raise ValueError("merge_reports needs at least one report")
     first = reports[0]
-    rows = (StatsRow.from_proto(s) for r in reports for s in r.stats)
+    rows = merge_rows(StatsRow.from_proto(s) for r in reports for s in r.stats if s.target != TOTAL)
+    ordered = [rows[key] for key in sorted(rows)]
+    if with_total:
+        ordered.append(total_row(ordered))
     merged = stats_pb2.IntervalReport(
         interval_start_ms=first.interval_start_ms,
         interval_ms=first.interval_ms,
-        stats=[row.to_proto() for row in merge_rows(rows).values()],
+        stats=[row.to_proto(buckets=buckets) for row in ordered],
         final=all(r.final for r in reports),
     )
     merged.error_samples.extend([s for r in reports for s in r.error_samples][:MAX_ERROR_SAMPLES])

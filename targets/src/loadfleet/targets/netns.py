@@ -51,9 +51,18 @@ _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # short: it goes into namespace na
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Runs `ip ARGS`; raises LabError with its message on failure (when `check`)."""
-    result = subprocess.run([find_program("ip", "iproute2"), *args], capture_output=True, text=True, timeout=10)
+    return _iproute2("ip", args, check)
+
+
+def tc(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs `tc ARGS` (traffic control); raises LabError on failure (when `check`)."""
+    return _iproute2("tc", args, check)
+
+
+def _iproute2(program: str, args: tuple[str, ...], check: bool) -> subprocess.CompletedProcess:
+    result = subprocess.run([find_program(program, "iproute2"), *args], capture_output=True, text=True, timeout=10)
     if check and result.returncode != 0:
-        raise LabError(f"ip {' '.join(args)}: {result.stderr.strip() or f'exit {result.returncode}'}")
+        raise LabError(f"{program} {' '.join(args)}: {result.stderr.strip() or f'exit {result.returncode}'}")
     return result
 
 
@@ -203,6 +212,25 @@ class LabNetwork:
 
     def restore(self, host: Host) -> None:
         ip("-n", self.bridge_netns, "link", "set", self._port(host), "up")
+
+    def sever(self, host: Host, other: Host) -> None:
+        """Cuts the path between two hosts only (each drops what it would send the other, in
+        silence): a broken link between them, with their other paths intact."""
+        for a, b in ((host, other), (other, host)):
+            ip("-n", a.netns, "route", "add", "blackhole", f"{b.address}/32")
+
+    def mend(self, host: Host, other: Host) -> None:
+        for a, b in ((host, other), (other, host)):
+            ip("-n", a.netns, "route", "del", "blackhole", f"{b.address}/32", check=False)
+
+    def congest(self, host: Host, rate_kbit: int, latency_ms: int) -> None:
+        """What `host` sends leaves at `rate_kbit` through a queue of at most `latency_ms`:
+        beyond it packets are dropped (a token bucket, `tc tbf`; this kernel has no netem)."""
+        tc("-n", host.netns, "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", f"{rate_kbit}kbit",
+           "burst", "4kb", "latency", f"{latency_ms}ms")
+
+    def uncongest(self, host: Host) -> None:
+        tc("-n", host.netns, "qdisc", "del", "dev", "eth0", "root", check=False)
 
     def close(self) -> None:
         """Stops every process in the namespaces (by PID), deletes the namespaces (their veths go

@@ -11,7 +11,7 @@ from .daemon import (LabError, LoopbackServer, check_loopback, find_program, hos
 from .tls import self_signed_cert
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
-LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent'
+LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent $msec'  # $msec: when it was logged, s.ms
 # Older names, kept for importers of this module.
 _alive = pid_alive
 
@@ -93,7 +93,7 @@ http {{
     def bytes_sent(self) -> int:
         """Sum of $bytes_sent over the access log."""
         with self.access_log.open() as f:
-            return sum(int(line.rsplit(" ", 1)[1]) for line in f if line.strip())
+            return sum(int(line.rsplit(" ", 2)[1]) for line in f if line.strip())
 
     def error_tail(self) -> str:
         return log_tail(self.error_log)

@@ -1,10 +1,11 @@
 """Reports people look at: `report.html` of one run and a comparison of runs, each one
-self-contained HTML file (inline CSS and SVG, no script, no external URL) built only
-from run directories (summary.json, intervals.csv).
+self-contained HTML file (inline CSS, SVG and scripts, no external URL) built only from run
+directories (summary.json, intervals.csv).
 
-    rundata.py   a run directory read back (RunData)
-    svg.py       the line chart
-    page.py      the page shell, tables, number formats
+    rundata.py      a run directory read back (RunData)
+    svg.py          the static line chart (what a browser without scripts shows)
+    interactive.py  the same charts drawn by uPlot, embedded inline (charts.js): hover, zoom, toggles
+    page.py         the page shell, tables, number formats
     html.py      report.html of one run
     compare.py   runs side by side (text, JSON, HTML)
 

@@ -1,14 +1,19 @@
 """Runs side by side: a table (text, JSON or HTML; each run after the first also shows
 its change against the first, the baseline) and overlaid curves of req/s and p99 over
-time, the runs aligned at their start."""
+time, the runs aligned at their start.
+
+The figures are each run's totals, or, for a run without a sweep that had a warm-up
+(`warmup_s`), those of its step: measured after the warm-up. The table says which driver
+(engine or Gatling) each run used and what was measured."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from html import escape
 
+from . import interactive
 from .page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from .rundata import RunData
-from .svg import Chart, Series, line_chart
+from .svg import Chart, Series
 
 # (key in compare_rows, label, format); the keys are also the JSON keys.
 METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
@@ -24,19 +29,33 @@ METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
 
 
 def compare_rows(runs: Sequence[RunData]) -> list[dict]:
-    """One flat dict per run: identity, then every metric of METRICS (run totals)."""
+    """One flat dict per run: identity, then every metric of METRICS (run totals, or the
+    step measured after a warm-up)."""
     rows = []
     for run in runs:
         figures = run.summary["total"].get("figures", {})
         latency = figures.get("latency", {})
         row = {"run_id": run.run_id, "run_dir": str(run.run_dir),
                "plan_name": run.summary.get("plan_name", ""), "state": run.summary.get("state", ""),
-               "duration_s": run.summary.get("duration_s", 0.0)}
+               "duration_s": run.summary.get("duration_s", 0.0), "driver": run.driver, "warmup_s": run.warmup_s}
         for key, _, _ in METRICS:
             row[key] = figures.get(key, latency.get(key, 0))
+        step = run.measured_step
+        if step is not None:
+            row.update(_step_metrics(step))
+        row["measured"] = f"after a {run.warmup_s:g} s warm-up" if step is not None else "whole run"
         row["latency_missing"] = bool(figures.get("latency_missing", False))
         rows.append(row)
     return rows
+
+
+def _step_metrics(step: dict) -> dict:
+    """METRICS of a step's figures (steps.StepResult as summary.json holds it)."""
+    def number(key: str) -> float:
+        return float(step.get(key) or 0)
+    return {"requests": int(number("requests")), "rps": number("achieved_rps"),
+            "mb_per_s": number("bytes_per_s") / 1e6, "error_pct": number("error_pct"),
+            **{key: number(key) for key in ("mean_ms", "stddev_ms", "p50_ms", "p99_ms")}}
 
 
 def change(base: float, value: float) -> str:
@@ -51,8 +70,11 @@ def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
     rows = compare_rows(runs)
     header = ["", *(r["run_id"] for r in rows)]
     grid = [["plan", *(str(r["plan_name"]) for r in rows)],
+            ["driver", *(str(r["driver"]) for r in rows)],
             ["state", *(str(r["state"]) for r in rows)],
             ["duration s", *(f"{float(r['duration_s']):g}" for r in rows)]]
+    if any(r["warmup_s"] for r in rows):
+        grid.append(["measured", *(str(r["measured"]) for r in rows)])
     for key, label, fmt in METRICS:
         base = rows[0][key]
         cells = [fmt(rows[0][key])]
@@ -82,12 +104,12 @@ def render_compare(runs: Sequence[RunData]) -> str:
     body = ["<h1>loadfleet: " + escape(", ".join(r.run_id for r in runs)) + "</h1>",
             "<h2>Totals</h2>", table(header, grid, css_class="compare"),
             "<p>Changes in brackets are against the first run.</p>",
-            "<h2>Over time (runs aligned at their start)</h2>", '<div class="charts">',
-            line_chart(Chart("Requests/s (cluster)", "req/s", rps)),
-            line_chart(Chart("p99 latency (cluster)", "ms", p99)), "</div>",
+            "<h2>Over time (runs aligned at their start)</h2>", interactive.hint(), '<div class="charts">',
+            interactive.figure(Chart("Requests/s (cluster)", "req/s", rps)),
+            interactive.figure(Chart("p99 latency (cluster)", "ms", p99)), "</div>",
             "<h2>Runs</h2>", table(("run", "plan", "directory"),
                                    [[r.run_id, str(r.summary.get("plan_name", "")), str(r.run_dir)] for r in runs])]
-    return page("loadfleet compare", "\n".join(body))
+    return page("loadfleet compare", "\n".join(body), interactive.scripts())
 
 
 def _series_names(runs: Sequence[RunData]) -> list[str]:

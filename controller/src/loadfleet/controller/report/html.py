@@ -9,9 +9,10 @@ import math
 from datetime import datetime, timezone
 from html import escape
 
+from . import interactive
 from .page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from .rundata import Points, RunData
-from .svg import Chart, Marker, Series, line_chart
+from .svg import Chart, Marker, Series
 
 # More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
 MAX_LINES = 10
@@ -26,17 +27,19 @@ def render_report(run: RunData) -> str:
     body = [f"<h1>loadfleet run {escape(run.run_id)}</h1>", facts(_header_facts(run)),
             "<h2>Summary</h2>", summary_table(s), *_latency_note(s), *_gatling_section(run), *_hosts_section(s),
             *_saturation_section(s),
-            "<h2>Over time</h2>", '<div class="charts">', *(line_chart(c) for c in charts(run)), "</div>",
+            "<h2>Over time</h2>", interactive.hint(), '<div class="charts">',
+            *(interactive.figure(c) for c in charts(run)), "</div>",
             "<h2>Events</h2>", events_table(run)]
-    return page(f"loadfleet run {run.run_id}", "\n".join(body))
+    return page(f"loadfleet run {run.run_id}", "\n".join(body), interactive.scripts())
 
 
 def _header_facts(run: RunData) -> list[tuple[str, str]]:
     s = run.summary
     state = str(s.get("state", "?")) + (f": {s['message']}" if s.get("message") else "")
     agents = [a.get("name", "?") for a in s.get("agents", [])]
-    return [("plan", str(s.get("plan_name", "?"))), ("state", state),
-            ("started", utc_time(run.started_ms)), ("duration", f"{float(s.get('duration_s', 0)):g} s"),
+    warmup = [("warm-up", f"{run.warmup_s:g} s, left out of the step's figures")] if run.warmup_s else []
+    return [("plan", str(s.get("plan_name", "?"))), ("driver", run.driver), ("state", state),
+            ("started", utc_time(run.started_ms)), ("duration", f"{float(s.get('duration_s', 0)):g} s"), *warmup,
             ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
             ("run directory", str(run.run_dir))]
 
@@ -144,7 +147,7 @@ def _saturation_section(summary: dict) -> list[str]:
     found = saturation_charts(summary)
     if not found:
         return []
-    return ["<h2>Saturation</h2>", '<div class="charts">', *(line_chart(c) for c in found), "</div>"]
+    return ["<h2>Saturation</h2>", '<div class="charts">', *(interactive.figure(c) for c in found), "</div>"]
 
 
 def charts(run: RunData) -> list[Chart]:

@@ -1,4 +1,4 @@
-"""The HTML around reports: one self-contained page (inline CSS, no script, no external
+"""The HTML around reports: one self-contained page (inline CSS and scripts, no external
 URL), tables, and the number formats tables use."""
 from __future__ import annotations
 
@@ -22,18 +22,25 @@ table.events td, table.events th { text-align: left; }
 tr.group td { background: #fafafa; font-weight: bold; text-align: left; }
 .charts { display: flex; flex-wrap: wrap; gap: 16px; }
 svg.chart { border: 1px solid #eee; background: #fff; }
+figure.chart-box { margin: 0; }
+figure.chart-box.interactive > svg.chart { display: none; }
+.chart-interactive { border: 1px solid #eee; background: #fff; padding-top: 4px; }
+.chart-hint { display: none; color: #666; font-size: 12px; }
+body.charts-interactive .chart-hint { display: block; }
+p.note { color: #666; font-size: 12px; }
 .state-failed, .bad { color: #b00; font-weight: bold; }
 footer { margin-top: 32px; color: #888; font-size: 12px; }
 """
 
 
-def page(title: str, body: str) -> str:
+def page(title: str, body: str, scripts: str = "") -> str:
+    """`scripts` go at the end of the body, after everything they draw on."""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n"
-        f"<body>\n{body}\n<footer>made by loadfleet {escape(__version__)}</footer>\n</body></html>\n"
+        f"<body>\n{body}\n<footer>made by loadfleet {escape(__version__)}</footer>\n{scripts}\n</body></html>\n"
     )
 
 

@@ -1,5 +1,6 @@
-"""A run directory read back for reports: `summary.json` and the rows of `intervals.csv`
-that reports plot (see rundir.py for both formats).
+"""A run directory read back for reports: `summary.json`, the rows of `intervals.csv`
+that reports plot (see rundir.py for both formats), and from `plan.yaml` the driver and the
+warm-up.
 
 Only three kinds of rows are kept: the cluster's `*`,`*` row of each interval, the
 cluster's per-(target, request) rows (to split by target) and each agent's `*`,`*` row;
@@ -15,11 +16,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from ..errors import UsageError
 
 SUMMARY_FILE = "summary.json"
 INTERVALS_FILE = "intervals.csv"
 HOSTS_FILE = "hosts.csv"  # monitored hosts, when the run had monitor-only agents
+PLAN_FILE = "plan.yaml"
+DEFAULT_DRIVER = "engine"  # what a plan without `driver` runs on
+UNKNOWN = "?"  # a run directory without a readable plan.yaml
 GATLING_DIR = "gatling"  # agents' Gatling HTML reports, unpacked under <agent id>/
 TOTAL = "*"
 _KEY_COLUMNS = ("interval_start_ms", "scope", "agent", "target", "request")
@@ -47,6 +53,17 @@ class RunData:
     agent_totals: tuple[IntervalRow, ...]
     # host -> the host's CPU % and its server processes' CPU % over time
     host_cpu: dict[str, dict[str, Points]] = field(default_factory=dict)
+    driver: str = DEFAULT_DRIVER  # engine or gatling
+    warmup_s: float = 0.0  # a plain plan's warm-up, left out of its step's figures
+
+    @property
+    def measured_step(self) -> dict | None:
+        """The figures a run without a sweep measured after its warm-up (its step `main`);
+        None for a sweep, or a run without a warm-up (its totals are its figures)."""
+        steps = self.summary.get("steps") or []
+        if self.warmup_s <= 0 or len(steps) != 1 or not isinstance(steps[0], dict):
+            return None
+        return steps[0]
 
     @property
     def run_id(self) -> str:
@@ -100,9 +117,24 @@ def load_run(run_dir: Path) -> RunData:
     summary = read_summary(run_dir)
     kinds, total, rows, agents = _read_intervals(run_dir / INTERVALS_FILE)
     started_ms = int(summary.get("started_ms") or (total[0].start_ms if total else 0))
+    driver, warmup_s = _read_plan_facts(run_dir / PLAN_FILE)
     return RunData(run_dir=run_dir, summary=summary, error_kinds=kinds,
                    cluster_total=total, cluster_rows=rows, agent_totals=agents,
-                   host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms))
+                   host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms), driver=driver, warmup_s=warmup_s)
+
+
+def _read_plan_facts(path: Path) -> tuple[str, float]:
+    """(driver, warmup_s) of the run's plan.yaml, as the controller wrote it; unknown when it
+    is missing or unreadable (a report still shows everything else)."""
+    try:
+        plan = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return UNKNOWN, 0.0
+    if not isinstance(plan, dict):
+        return UNKNOWN, 0.0
+    warmup_s = plan.get("warmup_s", 0)
+    return (str(plan.get("driver", DEFAULT_DRIVER)),
+            float(warmup_s) if isinstance(warmup_s, (int, float)) and not isinstance(warmup_s, bool) else 0.0)
 
 
 def _read_host_cpu(path: Path, started_ms: int) -> dict[str, dict[str, Points]]:

@@ -22,6 +22,7 @@ _MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_TOP, _MARGIN_BOTTOM = 64, 18, 30, 40
 _LEGEND_ROW_PX = 18
 _LEGEND_TOP_PX = 12  # below the x axis label
 _CHAR_PX = 7.0  # rough width of a legend character at 12px
+TIME_X_LABEL = "seconds since start"  # the x axis of plots over time
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Chart:
     title: str
     y_label: str
     series: tuple[Series, ...]
-    x_label: str = "seconds since start"
+    x_label: str = TIME_X_LABEL
     markers: tuple[Marker, ...] = ()
     width: int = DEFAULT_WIDTH
     height: int = DEFAULT_HEIGHT

@@ -5,18 +5,24 @@ from __future__ import annotations
 import json
 
 from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
-from loadfleet.wire.stats import StatsRow
+from loadfleet.wire.histogram import HistogramError, decode_buckets
+from loadfleet.wire.stats import TOTAL, StatsRow, total_row
 
-from ..agents import AgentIdentity, AgentRecord, AgentState, Health
+from ..agents import AgentIdentity, AgentRecord, AgentState, ClockOffset, Health
 from ..errors import Problem
 from ..events import Event, EventKind
 from ..figures import Figures, Latency
 from ..hosts import HostSample, MonitorInfo, ProcessSample
-from ..jobs import JobAssignment, JobReport, JobState
-from ..load import Load, Think
-from ..run import IntervalUpdate, Run, RunState
-from ..scheduler import combine
+from ..jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
+from ..load import Load, LoadModel, Think
+from ..run import RunState
+from ..watchers import IntervalUpdate
+from ..scheduler import EngineShare, combine
+from ..spooldrops import AgentSpoolDrop
 from ..summary import NamedFigures, RunSummary
+
+# An engine's last words as kept in an event: its last lines, not a log.
+MAX_STDERR_TAIL = 2000
 
 
 def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
@@ -29,15 +35,21 @@ def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
         labels=tuple(sorted(hello.labels.items())),
         monitor=MonitorInfo(targets=tuple(hello.monitor.targets), role=hello.monitor.role,
                             processes=tuple(hello.monitor.processes)) if hello.HasField("monitor") else None,
+        allow_targets=tuple(hello.allow_targets), gatling_root=hello.gatling_root,
     )
 
 
-def host_from_proto(beat: agent_pb2.Heartbeat) -> HostSample | None:
+def clock_from_proto(beat: agent_pb2.Heartbeat) -> ClockOffset | None:
+    return ClockOffset(beat.clock.offset_ms, beat.clock.rtt_ms) if beat.HasField("clock") else None
+
+
+def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> HostSample | None:
+    """The host's figures, stamped in the controller's clock."""
     if not beat.HasField("host"):
         return None
     h = beat.host
     return HostSample(
-        at_ms=beat.sent_at_ms, cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct,
+        at_ms=beat.sent_at_ms + (clock.offset_ms if clock else 0), cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct,
         net_rx_bytes_per_s=h.net_rx_bytes_per_s, net_tx_bytes_per_s=h.net_tx_bytes_per_s,
         tcp_established=h.tcp_established,
         processes=tuple(ProcessSample(p.name, p.count, p.cpu_pct, p.rss_mb) for p in h.processes),
@@ -49,18 +61,54 @@ def health_from_proto(pb: agent_pb2.Health) -> Health:
                   loop_lag_ms=pb.loop_lag_ms, mem_used_pct=pb.mem_used_pct)
 
 
+def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
+    return AgentSpoolDrop(job_id=pb.job_id, messages=pb.messages, reports=pb.reports, requests=pb.requests,
+                          first_interval_ms=pb.first_interval_ms, last_interval_ms=pb.last_interval_ms, cause=pb.cause)
+
+
 def health_to_proto(h: Health) -> agent_pb2.Health:
     return agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
                             loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct)
 
 
-def report_from_proto(agent_id: str, pb: agent_pb2.AgentInterval) -> JobReport:
+class BadReport(ValueError):
+    """An agent's report that its job cannot hold; refused before it costs anything."""
+
+
+def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limits: ReportLimits) -> JobReport:
+    """The report decoded, once its shape is checked against `limits` (rows and histogram
+    sizes first, so a hostile report costs no decoding). The agent's `*`/`*` row becomes the
+    report's total (computed here when an agent did not send one)."""
     report = pb.report
+    stats = report.stats
+    if len(stats) > limits.max_rows:
+        raise BadReport(f"{len(stats)} rows, more than the job's {limits.max_rows}")
+    for s in stats:
+        if limits.keys is not None and (s.target, s.request) not in limits.keys:
+            raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
+        size = len(s.latency_buckets) + len(s.latency_histogram)
+        if size > limits.max_histogram_bytes:
+            raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
+    try:
+        if all(not s.latency_histogram for s in stats):  # the agent's form: every row's at once
+            histograms = decode_buckets([s.latency_buckets for s in stats])
+            rows = [StatsRow.from_proto(s, h) for s, h in zip(stats, histograms)]
+        else:
+            rows = [StatsRow.from_proto(s).check() for s in stats]
+    except HistogramError as exc:
+        raise BadReport(str(exc)) from exc
+    totals = [r for r in rows if r.key == (TOTAL, TOTAL)]
+    rows = tuple(r for r in rows if r.key != (TOTAL, TOTAL))
+    total = totals[0] if totals else total_row(rows)
+    if len(totals) > 1 or total.requests != sum(r.requests for r in rows):
+        raise BadReport("its total row does not add up to its rows")
     return JobReport(
         job_id=pb.job_id,
         agent_id=agent_id,
+        seq=seq,
         interval_start_ms=report.interval_start_ms,
-        rows=[StatsRow.from_proto(s) for s in report.stats],
+        rows=rows,
+        total=total,
         final=report.final,
         error_samples=tuple(f"{s.target} {s.request}: {s.message}" for s in report.error_samples),
     )
@@ -115,9 +163,19 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
             steps=[job_pb2.SessionStep(request=names.index(step.request), think_after=think_to_proto(step.think))
                    for step in plan.session.steps],
             repeat=plan.session.repeat))
-    engines = [agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in a.engines]
     return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(
-        spec=spec, engines=engines, lease_ms=round(plan.agents.lease_s * 1000)))
+        spec=spec, engines=adjust_to_proto(a.job_id, a.engines).adjust.engines, lease_ms=round(plan.agents.lease_s * 1000)))
+
+
+def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.ControllerMessage:
+    return agent_pb2.ControllerMessage(adjust=agent_pb2.Adjust(
+        job_id=job_id, load=load_to_proto(combine([e.load for e in engines])),
+        engines=[agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in engines]))
+
+
+def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> EngineFailure:
+    return EngineFailure(job_id=pb.job_id, agent_id=agent_id, engine=pb.engine, pid=pb.pid, how=pb.how,
+                         stderr_tail=pb.stderr_tail[-MAX_STDERR_TAIL:], reported_requests=pb.reported_requests)
 
 
 def think_to_proto(think: Think) -> job_pb2.ThinkTime:
@@ -131,9 +189,9 @@ def think_to_proto(think: Think) -> job_pb2.ThinkTime:
 def load_to_proto(load: Load) -> job_pb2.LoadShare:
     share = job_pb2.LoadShare(stages=[job_pb2.Stage(duration_ms=round(s.duration_s * 1000), target=s.target)
                                       for s in load.stages])
-    if load.model == "closed":
+    if load.model is LoadModel.CLOSED:
         share.closed.CopyFrom(job_pb2.ClosedModel(clients=load.clients, think=think_to_proto(load.think)))
-    elif load.model == "open":
+    elif load.model is LoadModel.OPEN:
         share.open.CopyFrom(job_pb2.OpenModel(rate_per_s=load.rate, poisson=load.poisson,
                                               max_connections=load.max_connections))
     else:
@@ -161,6 +219,16 @@ _EVENT_KINDS = {
     EventKind.GENERATOR_BOUND: run_pb2.EVENT_KIND_GENERATOR_BOUND,
     EventKind.TARGET_DOWN: run_pb2.EVENT_KIND_TARGET_DOWN,
     EventKind.TARGET_UP: run_pb2.EVENT_KIND_TARGET_UP,
+    EventKind.LATE_REPORTS: run_pb2.EVENT_KIND_LATE_REPORTS,
+    EventKind.RUN_RECOVERED: run_pb2.EVENT_KIND_RUN_RECOVERED,
+    EventKind.DRIVER_READY: run_pb2.EVENT_KIND_DRIVER_READY,
+    EventKind.AGENT_LATE: run_pb2.EVENT_KIND_AGENT_LATE,
+    EventKind.AGENT_BACK: run_pb2.EVENT_KIND_AGENT_BACK,
+    EventKind.LOSS_POLICY: run_pb2.EVENT_KIND_LOSS_POLICY,
+    EventKind.ENGINE_FAILED: run_pb2.EVENT_KIND_ENGINE_FAILED,
+    EventKind.CLOCK_OFFSET: run_pb2.EVENT_KIND_CLOCK_OFFSET,
+    EventKind.SPOOL_DROPPED: run_pb2.EVENT_KIND_SPOOL_DROPPED,
+    EventKind.DISK_FULL: run_pb2.EVENT_KIND_DISK_FULL,
 }
 
 _RUN_STATES = {
@@ -169,6 +237,7 @@ _RUN_STATES = {
     RunState.FINISHED: run_pb2.RUN_STATE_FINISHED,
     RunState.STOPPED: run_pb2.RUN_STATE_STOPPED,
     RunState.FAILED: run_pb2.RUN_STATE_FAILED,
+    RunState.INTERRUPTED: run_pb2.RUN_STATE_INTERRUPTED,
 }
 
 _AGENT_STATES = {
@@ -187,7 +256,7 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
     return run_pb2.IntervalSummary(
         interval_start_ms=u.interval_start_ms, agents=u.agents, requests=f.requests,
         errors=f.failed, rps=f.rps, mb_per_s=f.mb_per_s, p50_ms=f.latency.p50_ms,
-        p99_ms=f.latency.p99_ms, revised=u.revised,
+        p99_ms=f.latency.p99_ms, missing_agents=u.missing, lost_agents=u.lost,
     )
 
 
@@ -223,12 +292,15 @@ def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
         agent_id=i.agent_id, hostname=i.hostname, cores=i.cores, version=i.version,
         labels=dict(i.labels), state=_AGENT_STATES[r.state], last_seen_ms=r.last_seen_ms,
         health=health_to_proto(r.health), monitors=i.monitor.describe() if i.monitor else "",
+        allow_targets=list(i.allow_targets), clock_measured=r.clock is not None,
+        clock_offset_ms=r.clock.offset_ms if r.clock else 0, clock_rtt_ms=r.clock.rtt_ms if r.clock else 0,
     )
 
 
-def run_to_proto(run: Run) -> run_pb2.RunInfo:
+def run_to_proto(run) -> run_pb2.RunInfo:
+    """A running `Run` or an `EndedRun`."""
     return run_pb2.RunInfo(
-        run_id=run.run_id, plan_name=run.plan.name, state=_RUN_STATES[run.state],
+        run_id=run.run_id, plan_name=run.plan_name, state=_RUN_STATES[run.state],
         started_ms=run.started_ms, finished_ms=run.finished_ms, requests=run.total_requests,
         run_dir=str(run.run_dir),
     )

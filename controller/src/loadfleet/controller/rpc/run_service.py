@@ -8,7 +8,7 @@ from loadfleet.v1 import run_pb2, run_pb2_grpc
 from ..core import Controller
 from ..errors import LoadfleetError, PlanError
 from . import convert
-from .status import PLAN_PROBLEMS_KEY, status_code
+from .status import abort
 
 
 class RunServicer(run_pb2_grpc.RunServiceServicer):
@@ -19,14 +19,13 @@ class RunServicer(run_pb2_grpc.RunServiceServicer):
         try:
             run = self._controller.start_run(request.plan_yaml)
         except PlanError as exc:
-            problems = convert.problems_to_proto(exc.problems).SerializeToString()
-            await context.abort(status_code(exc), str(exc), trailing_metadata=((PLAN_PROBLEMS_KEY, problems),))
+            await abort(context, exc)
         return run_pb2.StartRunResponse(run_id=run.run_id, run_dir=str(run.run_dir))
 
     async def WatchRun(self, request: run_pb2.WatchRunRequest, context: grpc.aio.ServicerContext):
         run = await self._get_run(request.run_id, context)
-        queue = run.subscribe()
-        while (update := await queue.get()) is not None:
+        follower = run.follow()
+        while (update := await follower.get()) is not None:
             yield convert.update_to_proto(update)
 
     async def StopRun(self, request: run_pb2.StopRunRequest, context: grpc.aio.ServicerContext):
@@ -44,4 +43,4 @@ class RunServicer(run_pb2_grpc.RunServiceServicer):
         try:
             return self._controller.get_run(run_id)
         except LoadfleetError as exc:
-            await context.abort(status_code(exc), str(exc))
+            await abort(context, exc)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import grpc
 
-from ..errors import LoadfleetError, NotEnoughAgents, PlanError, RunNotFound
+from ..errors import (AccessDenied, AgentIdInUse, LoadfleetError, NotEnoughAgents, PlanError, RunNotFound,
+                      Unauthenticated)
 
 # Trailing-metadata key that carries a serialized PlanProblems with INVALID_ARGUMENT.
 PLAN_PROBLEMS_KEY = "loadfleet-plan-problems-bin"
@@ -16,4 +17,19 @@ def status_code(error: LoadfleetError) -> grpc.StatusCode:
         return grpc.StatusCode.NOT_FOUND
     if isinstance(error, NotEnoughAgents):
         return grpc.StatusCode.FAILED_PRECONDITION
+    if isinstance(error, Unauthenticated):
+        return grpc.StatusCode.UNAUTHENTICATED
+    if isinstance(error, AccessDenied):
+        return grpc.StatusCode.PERMISSION_DENIED
+    if isinstance(error, AgentIdInUse):
+        return grpc.StatusCode.ALREADY_EXISTS
     return grpc.StatusCode.INTERNAL
+
+
+async def abort(context: grpc.aio.ServicerContext, error: LoadfleetError) -> None:
+    """Ends the call with the error's status (a plan's problems travel as PlanProblems)."""
+    metadata = ()
+    if isinstance(error, PlanError):
+        from . import convert  # convert imports the run machinery; only plan errors need it
+        metadata = ((PLAN_PROBLEMS_KEY, convert.problems_to_proto(error.problems).SerializeToString()),)
+    await context.abort(status_code(error), str(error), trailing_metadata=metadata)

@@ -1,5 +1,6 @@
 """The InfluxDB sink: batched line-protocol writes, retried with backoff, spooled to
-disk while InfluxDB is unreachable and replayed in order when it returns.
+disk while InfluxDB is unreachable (spool.py: one spool per sink, bounded, its oldest points
+dropped and counted past its limit) and replayed in order when it returns.
 
 Works with InfluxDB 1.8 (the v2-compatible /api/v2/write; token "user:password" or
 empty, bucket "db/retention-policy") and with 2.x (token, org, bucket).
@@ -16,14 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .lineproto import Point
-from .spool import Spool
+from .spool import Dropped, Spool
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_POINTS = 5000
 DEFAULT_FLUSH_INTERVAL_S = 1.0
-# Points kept in memory while InfluxDB is slow or down; beyond this they go to disk.
+# Points kept in memory while InfluxDB is slow; beyond this they go to disk. While it is
+# down (a write failed and none has succeeded since), points go to disk every flush.
 DEFAULT_MEMORY_POINTS = 50_000
+# The spool's size limit, MiB (loadfleet controller --influx-spool-limit-mb): an hour of a
+# 500-agent fleet's points (~0.3 MB/s), or days of a small one.
+DEFAULT_SPOOL_LIMIT_MB = 1024.0
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 10.0
 DEFAULT_CLOSE_TIMEOUT_S = 15.0
@@ -74,9 +79,13 @@ class InfluxSink:
                  batch_points: int = DEFAULT_BATCH_POINTS,
                  flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
                  memory_points: int = DEFAULT_MEMORY_POINTS,
+                 spool_limit_bytes: int = int(DEFAULT_SPOOL_LIMIT_MB * 2**20),
+                 adopt_orphans: bool = False,
                  description: str = "InfluxDB"):
+        """`spool_dir` is this sink's own; with `adopt_orphans`, spools that ended sinks left
+        beside it are sent first (spool.py)."""
         self._write = write
-        self._spool = Spool(spool_dir)
+        self._spool = Spool(spool_dir, spool_limit_bytes, adopt=adopt_orphans)
         self._batch_points = batch_points
         self._flush_interval_s = flush_interval_s
         self._memory_points = memory_points
@@ -98,9 +107,17 @@ class InfluxSink:
     def add(self, points: list[Point]) -> None:
         self._pending.extend(p.line() for p in points)
         while len(self._pending) > self._memory_points:
-            self._spool.push([self._pending.popleft() for _ in range(min(self._batch_points, len(self._pending)))])
+            self._spill(self._batch_points)
         if len(self._pending) >= self._batch_points:
             self._wake.set()
+
+    def dropped(self) -> Dropped:
+        """What the spool dropped since the sink started (sinks.DropCounting)."""
+        return self._spool.dropped()
+
+    def _spill(self, n: int) -> None:
+        """The oldest `n` pending points to the spool."""
+        self._spool.push([self._pending.popleft() for _ in range(min(n, len(self._pending)))])
 
     async def close(self, timeout_s: float = DEFAULT_CLOSE_TIMEOUT_S) -> str:
         # The writer loop is told to end rather than cancelled: a cancel can land in the
@@ -115,13 +132,15 @@ class InfluxSink:
         while (self._pending or len(self._spool)) and time.monotonic() < deadline:
             if not await self._drain_once():
                 await asyncio.sleep(min(self._backoff_s, max(0.0, deadline - time.monotonic())))
-        if self._pending:
-            self._spool.push(list(self._pending))
-            self._pending.clear()
+        while self._pending:
+            self._spill(self._batch_points)
         left = self._spool.points()
+        self._spool.close()
         account = f"{self.written_points} points written to {self._description}"
         if self.rejected_points:
             account += f", {self.rejected_points} rejected as invalid"
+        if dropped := self._spool.dropped().points:
+            account += f", {dropped} dropped from the spool ({self._spool.dropped().cause})"
         if left:
             account += f"; {left} points wait in {self._spool.directory} and are sent when InfluxDB is back"
         return account
@@ -136,31 +155,38 @@ class InfluxSink:
                    and time.monotonic() >= self._retry_at):
                 if not await self._drain_once():
                     break
+            while self._outage_logged and self._pending:  # InfluxDB is down: onto disk, where it lasts
+                self._spill(self._batch_points)
 
     async def _drain_once(self) -> bool:
         """Writes one batch, spooled batches first (order is kept). False on failure."""
-        spooled = self._spool.oldest()
-        if spooled is not None:
-            path, lines = spooled
+        spooled = self._spool.oldest(self._batch_points)
+        if spooled:
+            try:
+                lines = Spool.read(spooled)
+            except OSError as exc:
+                log.error("cannot read spooled points back (%s); dropping them", exc)
+                self._spool.remove(spooled)
+                return True
         else:
             n = min(self._batch_points, len(self._pending))
             lines = [self._pending.popleft() for _ in range(n)]
-            path = None
         try:
             await asyncio.to_thread(self._write, lines)
         except InfluxRejected as exc:
             log.error("%s; dropping %d points", exc, len(lines))
             self.rejected_points += len(lines)
         except InfluxUnavailable as exc:
-            if path is None:
+            if spooled:
+                self._spool.release(spooled)
+            else:
                 self._spool.push(lines)
             self._failed(exc)
             return False
         else:
             self.written_points += len(lines)
             self._recovered()
-        if path is not None:
-            self._spool.remove(path)
+        self._spool.remove(spooled)
         return True
 
     def _failed(self, exc: Exception) -> None:

@@ -11,32 +11,32 @@ rewritten interval lands on the same series and timestamp and replaces the old p
 """
 from __future__ import annotations
 
-from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name, merge_rows
+from collections.abc import Callable, Iterable
+
+from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
 from ..agents import Health
 from ..events import Event
 from ..figures import PERCENTILES, Figures, figures_of
 from ..drift import DriftPoint
 from ..hosts import HostLoad, HostSample, MonitorInfo
+from ..stream import Scope
 from .lineproto import Point
 
-TOTAL = "*"
 
-
-def http_points(*, run_id: str, step: str, scope: str, agent: str, interval_start_ms: int,
-                interval_ms: int, rows: list[StatsRow]) -> list[Point]:
-    # An agent's report has one row per key already: merging would only copy histograms.
-    unique = len({row.key for row in rows}) == len(rows)
-    merged = {row.key: row for row in rows} if unique else merge_rows(rows)
-    total = merge_rows(rows, target=TOTAL, request=TOTAL)
-    seconds = interval_ms / 1000
+def http_points(*, run_id: str, step: str, scope: Scope, agent: str, interval_start_ms: int,
+                interval_ms: int, rows: Iterable[StatsRow],
+                figures: Callable[[StatsRow], Figures] | None = None) -> list[Point]:
+    """One point per row: rows with one (target, request) each, and the `*`/`*` total.
+    `figures`: the rows' figures where already computed."""
+    figures = figures or (lambda row: figures_of(row, interval_ms / 1000))
     return [
         Point("http",
-              tags=(("run", run_id), ("step", step), ("scope", scope), ("agent", agent),
+              tags=(("run", run_id), ("step", step), ("scope", scope.value), ("agent", agent),
                     ("target", row.target), ("request", row.request)),
-              fields=_http_fields(row, figures_of(row, seconds)),
+              fields=_http_fields(row, figures(row)),
               time_ms=interval_start_ms)
-        for row in [*merged.values(), *total.values()]
+        for row in rows
     ]
 
 
@@ -54,7 +54,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
     if row.scheduled or row.not_sent:  # open model
         fields += [("scheduled", row.scheduled), ("sent_late", row.sent_late),
                    ("max_send_lag_ms", row.max_send_lag_us / 1000), ("not_sent", row.not_sent)]
-    if row.histogram.get_total_count():
+    if row.histogram:
         fields += [("mean_ms", lat.mean_ms), ("stddev_ms", lat.stddev_ms), ("min_ms", lat.min_ms),
                    *((f"{name}_ms", getattr(lat, f"{name}_ms")) for name, _ in PERCENTILES),
                    ("max_ms", lat.max_ms)]
@@ -122,7 +122,7 @@ def event_point(*, run_id: str, event: Event, value: float = 1.0) -> Point:
 
 
 def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,
-               total: Figures, bytes_per_s: float, generator_bound: bool) -> Point:
+               total: Figures, bytes_per_s: float, generator_bound: bool, losses: int) -> Point:
     lat = total.latency
     return Point("step", tags=(("run", run_id), ("step", step), ("servers", str(servers))),
                  fields=(("offered", offered), ("achieved_rps", total.rps), ("bytes_per_s", bytes_per_s),
@@ -130,5 +130,5 @@ def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms
                          ("stddev_ms", lat.stddev_ms), ("p50_ms", lat.p50_ms), ("p90_ms", lat.p90_ms),
                          ("p99_ms", lat.p99_ms), ("error_pct", total.error_pct),
                          ("rps_per_server", total.rps / max(1, servers)),
-                         ("generator_bound", generator_bound)),
+                         ("generator_bound", generator_bound), ("losses", losses)),
                  time_ms=start_ms)

@@ -17,7 +17,11 @@ import org.HdrHistogram.Histogram;
  *
  * <p>A request counts in the interval in which it ended; intervals are wall-clock multiples of
  * {@code intervalMs} from {@code startAtMs}. A request that ends in an interval already taken (a
- * race with the ticker) counts in the oldest interval not yet taken: it is never lost.
+ * race with the ticker) counts in the oldest interval not yet taken: it is never lost. A request
+ * that ends after the load does (it was in flight at the end) counts in the load's last interval
+ * while that one is not taken, as the native engine counts it: the run then has no interval past
+ * its end holding a handful of stragglers (a drop in requests/s and a spike of p99 on a chart, and
+ * requests outside the run's step).
  *
  * <p>Thread-safe: Gatling's event loops record concurrently; one lock keeps it simple and exact
  * (a record is a few counter increments and one histogram record).
@@ -60,12 +64,25 @@ final class IntervalRecorder {
 
   private final long startAtMs;
   private final int intervalMs;
+  private final long lastIndex;
   private final TreeMap<Long, Bucket> buckets = new TreeMap<>();
   private long nextToTake;
 
-  IntervalRecorder(long startAtMs, int intervalMs) {
+  /** Intervals from {@code startAtMs} until the load ends at {@code endAtMs}. */
+  IntervalRecorder(long startAtMs, int intervalMs, long endAtMs) {
     this.startAtMs = startAtMs;
     this.intervalMs = intervalMs;
+    this.lastIndex = Math.max(0, Math.floorDiv(endAtMs - 1 - startAtMs, intervalMs));
+  }
+
+  /** Index of the load's last interval (the one holding its end). */
+  long lastIndex() {
+    return lastIndex;
+  }
+
+  /** True when something was recorded that no take has reported yet. */
+  synchronized boolean pending() {
+    return !buckets.isEmpty();
   }
 
   long startAtMs() {
@@ -102,7 +119,7 @@ final class IntervalRecorder {
       Cell cell = cell(now, target, request);
       cell.requests++;
       cell.errors[kind.ordinal()]++;
-      Bucket bucket = buckets.get(Math.max(intervalAt(now), nextToTake));
+      Bucket bucket = buckets.get(indexAt(now));
       if (bucket.samples.size() < ERROR_SAMPLES_PER_INTERVAL) {
         bucket.samples.add(new String[] {target, request, kind.protoName(), message});
       }
@@ -133,9 +150,13 @@ final class IntervalRecorder {
     }
   }
 
+  /** Where a record made at {@code nowMs} counts (see the class comment). */
+  private long indexAt(long nowMs) {
+    return Math.max(Math.min(intervalAt(nowMs), lastIndex), nextToTake);
+  }
+
   private Cell cell(long nowMs, String target, String request) {
-    long index = Math.max(intervalAt(nowMs), nextToTake);
-    return buckets.computeIfAbsent(index, i -> new Bucket())
+    return buckets.computeIfAbsent(indexAt(nowMs), i -> new Bucket())
         .cells.computeIfAbsent(List.of(target, request), k -> new Cell());
   }
 

@@ -31,11 +31,14 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -93,6 +96,10 @@ public class JobSimulation extends Simulation {
     if (!spec.path("keep_alive").asBoolean(false)) {
       protocol = protocol.connectionHeader("close");
     }
+    Map<String, List<String>> aliases = checkedAddresses(spec.path("targets"));
+    if (!aliases.isEmpty()) {
+      protocol = protocol.hostNameAliases(aliases);
+    }
     JsonNode load = spec.path("load");
     if (load.has("open")) {
       protocol = protocol.shareConnections();
@@ -135,6 +142,30 @@ public class JobSimulation extends Simulation {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start the warm-up server on loopback: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The addresses the agent resolved and checked against its allow-list, by target host name:
+   * Gatling connects to those and never resolves the name again (the Host header and TLS
+   * server name still come from the URL). A target given as an IP address needs no alias.
+   */
+  static Map<String, List<String>> checkedAddresses(JsonNode targets) {
+    Map<String, List<String>> aliases = new LinkedHashMap<>();
+    for (JsonNode t : targets) {
+      String host = URI.create(t.path("url").asText()).getHost();
+      if (host == null || host.startsWith("[") || host.matches("[0-9.]+")) {
+        continue;
+      }
+      for (JsonNode address : t.path("addresses")) {
+        String text = address.asText();
+        String ip = text.startsWith("[") ? text.substring(1, text.indexOf(']')) : text.substring(0, text.lastIndexOf(':'));
+        List<String> ips = aliases.computeIfAbsent(host, h -> new ArrayList<>());
+        if (!ips.contains(ip)) {
+          ips.add(ip);
+        }
+      }
+    }
+    return aliases;
   }
 
   private static String warmUpUrl(HttpServer server) {

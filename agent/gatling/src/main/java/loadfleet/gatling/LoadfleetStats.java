@@ -45,6 +45,9 @@ public final class LoadfleetStats {
   public static final String VERSION = "loadfleet-gatling 0.1.0 (Gatling 3.15.1)";
   // Time given to the ticker after an interval ends, for requests that ended just before it.
   private static final long TICK_GRACE_MS = 20;
+  // The load's last interval waits this long after the end for the requests in flight then
+  // (unless the simulation ends first); well inside the controller's revision window (2.5 s+).
+  private static final long END_GRACE_MS = 1000;
   private static final String T0 = "loadfleet.t0";
   private static final String STATUS = "loadfleet.status";
   /**
@@ -69,7 +72,7 @@ public final class LoadfleetStats {
   private boolean finished;
 
   public LoadfleetStats(long startAtMs, int intervalMs, long endAtMs, long drainTimeoutMs) {
-    this.recorder = new IntervalRecorder(startAtMs, intervalMs);
+    this.recorder = new IntervalRecorder(startAtMs, intervalMs, endAtMs);
     this.endAtMs = endAtMs;
     this.drainTimeoutMs = drainTimeoutMs;
     ErrorCapture.install();
@@ -162,23 +165,30 @@ public final class LoadfleetStats {
     return active;
   }
 
-  /** Reports every interval not yet reported, the last one final, then `finished`. Idempotent. */
+  /**
+   * Reports every interval not yet reported, the last one final, then `finished`. Idempotent.
+   * The last is the load's last interval (or the current one, when stopped early); only what
+   * ended after the ticker reported that one (see END_GRACE_MS) is reported in the interval
+   * after it.
+   */
   public synchronized void finish() {
     if (finished) {
       return;
     }
     finished = true;
     ticker.shutdownNow();
-    long last = Math.max(nextToEmit, recorder.intervalAt(System.currentTimeMillis()));
-    for (long i = nextToEmit; i < last; i++) {
-      emitInterval(recorder.take(i, false));
+    long last = Math.max(nextToEmit, Math.min(recorder.intervalAt(System.currentTimeMillis()), recorder.lastIndex()));
+    if (nextToEmit <= recorder.lastIndex() || recorder.pending()) {
+      for (long i = nextToEmit; i < last; i++) {
+        emitInterval(recorder.take(i, false));
+      }
+      emitInterval(recorder.take(last, true));
     }
-    emitInterval(recorder.take(last, true));
     emit(event("finished"));
   }
 
   private void scheduleTick() {
-    long due = recorder.intervalStartMs(nextToEmit + 1) + TICK_GRACE_MS;
+    long due = recorder.intervalStartMs(nextToEmit + 1) + (nextToEmit == recorder.lastIndex() ? END_GRACE_MS : TICK_GRACE_MS);
     long delay = Math.max(0, due - System.currentTimeMillis());
     ticker.schedule(this::tick, delay, TimeUnit.MILLISECONDS);
   }
@@ -187,11 +197,17 @@ public final class LoadfleetStats {
     if (finished) {
       return;
     }
-    long current = recorder.intervalAt(System.currentTimeMillis() - TICK_GRACE_MS);
+    long now = System.currentTimeMillis();
+    long current = recorder.intervalAt(now - TICK_GRACE_MS);
+    if (current > recorder.lastIndex() && now < recorder.intervalStartMs(recorder.lastIndex() + 1) + END_GRACE_MS) {
+      current = recorder.lastIndex();  // the last interval waits for the requests in flight at the end
+    }
     for (; nextToEmit < current; nextToEmit++) {
       emitInterval(recorder.take(nextToEmit, false));
     }
-    scheduleTick();
+    if (nextToEmit <= recorder.lastIndex()) {
+      scheduleTick();
+    }
   }
 
   private void emitInterval(ObjectNode report) {

@@ -1,0 +1,161 @@
+"""A run's pipeline: the consumers of its stream, its run directory and its journal.
+
+The run (run.py) decides what happens: which agents, which steps, when a step ends. The
+pipeline is where what happened goes: each published interval to every consumer and then
+into the journal, each event and heartbeat to those that take them, a step's figures out of
+the consumers that measure it, a checkpoint every `CHECKPOINT_INTERVALS` intervals, and at
+the end the summary's files. Followers (WatchRun) hear events from the start; the other
+consumers join once the run has its agents (`open`), or its journal read back (`resume`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from . import rundir
+from .agents import Health
+from .codec import to_doc
+from .drift import Drift
+from .events import Event, EventKind
+from .genbound import GeneratorHealth
+from .hosts import HostRecorder, HostSample, MonitorInfo
+from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
+from .plan import Plan
+from .recovery import Recovered
+from .sinks import Sink
+from .sinks.output import InfluxOutput
+from .steps import StepMeter, StepResult, StepSpec, StepState
+from .stops import StopReason, StopWatch
+from .stream import FinalInterval, StepEnd, StepWindow, Stream
+from .summary import RunSummary
+from .targethealth import TargetHealth
+from .totals import RunTotals
+from .watchers import Watchers
+
+
+class RunPipeline:
+    def __init__(self, run_id: str, plan: Plan, run_dir: Path, *, heartbeat_ms: int, sinks: list[Sink],
+                 on_stop: Callable[[StopReason], None]):
+        self.run_dir = run_dir
+        self._plan = plan
+        self.watchers = Watchers()
+        self.totals = RunTotals()
+        self.meter = StepMeter()
+        self.generators = GeneratorHealth(heartbeat_ms)
+        self.hosts = HostRecorder(period_ms=heartbeat_ms)
+        self._output = InfluxOutput(run_id, sinks, emit=self.event) if sinks else None
+        self.drift = Drift(plan.interval_ms, emit=self._output.on_drift if self._output else lambda point: None)
+        self.target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms, emit=self.event)
+        self._stopwatch = StopWatch(plan.stop, plan.interval_ms, on_stop=on_stop)
+        self.writer: rundir.RunDirWriter | None = None
+        self._journal: RunJournal | None = None
+        self._event_times: dict[EventKind, int] = {}
+        self._stream = Stream([self.watchers, *filter(None, [self._output])])
+
+    @property
+    def open(self) -> bool:
+        return self._journal is not None
+
+    def start(self, *, agents: list[str], hostnames: list[str], clock_offsets_ms: dict[str, int]) -> None:
+        """The run has its agents: plan.yaml, the run directory's files, the journal."""
+        rundir.write_plan(self.run_dir, self._plan.to_yaml())
+        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets])
+        self._journal = RunJournal(self.run_dir)
+        self.record(Record.RUN, agents=agents, hostnames=hostnames, clock_offsets_ms=clock_offsets_ms)
+        self._subscribe()
+
+    def resume(self, recovered: Recovered, window_of: Callable[[str], StepWindow]) -> None:
+        """The run's files cut back to its last published interval, its journal reopened,
+        and its totals as they were then: the checkpoint, and the intervals logged after it
+        folded in again (InfluxDB gets their points again; it replaces them)."""
+        for event in recovered.events:
+            self.watchers.on_event(event)
+        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets],
+                                          resume=recovered.offsets)
+        self.writer.results = list(recovered.results)
+        self._journal = RunJournal(self.run_dir)
+        if recovered.checkpoint:
+            self.totals = RunTotals.restore(recovered.checkpoint["totals"])
+            self.meter.restore(recovered.checkpoint["meter"])
+            self.drift.restore(recovered.checkpoint["drift"])
+        self._subscribe()
+        for logged in recovered.intervals:
+            published = logged.final(window_of(logged.step))
+            for consumer in filter(None, (self.totals, self.meter, self._output)):
+                consumer.on_interval(published)
+            self.drift.observe(published.start_ms, published.total)
+
+    def _subscribe(self) -> None:
+        # The run directory first: what the others publish is then already on disk.
+        self._stream = Stream(filter(None, [self.writer, self.totals, self.meter, self.generators, self.hosts,
+                                            self.drift, self.target_health, self._stopwatch, self._output,
+                                            self.watchers]))
+
+    # ---- what flows -------------------------------------------------------------
+
+    def publish(self, interval: FinalInterval, *, watermark_ms: int, late: dict[str, int]) -> None:
+        """An interval is final: to every consumer, then into the journal."""
+        self._stream.interval(interval)
+        if self._journal is not None:
+            self._journal.interval(interval, self.writer.offsets)
+            if self._journal.intervals_since_checkpoint >= CHECKPOINT_INTERVALS:
+                self.checkpoint(watermark_ms=watermark_ms, late=late)
+
+    def checkpoint(self, *, watermark_ms: int, late: dict[str, int]) -> None:
+        """The running totals on disk as of `watermark_ms` (the interval log starts over)."""
+        if self._journal is None:
+            return
+        self.writer.sync()
+        self._journal.checkpoint({
+            "watermark_ms": watermark_ms, "offsets": to_doc(self.writer.offsets), "totals": self.totals.snapshot(),
+            "meter": self.meter.snapshot(), "drift": self.drift.snapshot(), "late": late})
+
+    def record(self, kind: Record, **fields) -> None:
+        if self._journal is not None:
+            self._journal.record(kind, **fields)
+
+    def event(self, event: Event) -> Event:
+        """To every consumer of events; returns it as published. InfluxDB keeps one `event`
+        point per (run, kind, time): two agents lost or two targets down in the same
+        millisecond would be one, so a later one moves on by a millisecond."""
+        last = self._event_times.get(event.kind)
+        if last is not None and event.at_ms == last:
+            event = replace(event, at_ms=last + 1)
+        self._event_times[event.kind] = event.at_ms
+        self._stream.event(event)
+        return event
+
+    def health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
+        self._stream.health(step, agent_id, health, at_ms, engines)
+
+    def host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
+        self._stream.host(step, host, monitor, sample)
+
+    # ---- steps and the end --------------------------------------------------------
+
+    def measure(self, spec: StepSpec, window: StepWindow, state: StepState, *, agents: int, demand_ratio: float,
+                one_host: bool) -> StepResult:
+        """A step's figures, once every interval of it is published: the cluster's over its
+        measured window, the generators' verdict and the monitored hosts."""
+        result = replace(self.meter.result(spec, window, state), hosts=self.hosts.step_loads(window.name))
+        found = self.generators.verdict(window.name, agents, demand_ratio)
+        if found.bound:
+            result = replace(result, generator_bound=True, generator_bound_intervals=found.intervals,
+                             generator_advice=found.describe(window.name, result.intervals, one_host=one_host))
+        return result
+
+    def step_end(self, window: StepWindow, result: StepResult, *, watermark_ms: int, late: dict[str, int]) -> None:
+        self._stream.step_end(StepEnd(window, result))
+        self.record(Record.STEP_END, result=to_doc(result))
+        self.checkpoint(watermark_ms=watermark_ms, late=late)
+
+    def finish(self, summary: RunSummary, state: str) -> None:
+        """The run has ended: summary.json and report.html, the journal closed, and the
+        summary to every follower."""
+        if self._journal is not None:
+            self._stream.run_end()
+            rundir.write_summary(self.run_dir, summary)
+            self.record(Record.END, state=state)
+            self._journal.close()
+        self.watchers.finish(summary)

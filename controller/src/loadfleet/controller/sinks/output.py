@@ -1,0 +1,97 @@
+"""The run's stream into InfluxDB: every published interval, step, event, heartbeat and
+monitored host becomes points (points.py, docs/metrics.md) for the run's sinks.
+
+Cluster points are written for every interval. Agent points are each agent's total, and
+its rows per (target, request) as well unless the fleet is too large for that
+(`StepWindow.agent_detail`). Adding points only queues them (Sink.add never blocks).
+
+Points a sink had to drop (its spool's limit, a full disk) become `spool_dropped` events of
+the run: the first at once, then at most one a minute and one at each step's end, each
+saying how many went since the last. Drops during the sinks' final flush, after the run's
+results are written, are only logged (the sink's account).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..agents import Health
+from ..drift import DriftPoint
+from ..events import Event
+from ..spooldrops import influx_drop_event
+from ..genbound import saturation
+from ..hosts import HostSample, MonitorInfo
+from ..stream import FinalInterval, Scope, StepEnd, StepWindow
+from . import DropCounting, Sink
+from .lineproto import Point
+from .points import agent_point, drift_point, event_point, host_points, http_points, step_host_points, step_point
+
+
+# While a sink keeps dropping points, a run event about it at most this often.
+DROP_EVENT_PERIOD_S = 60.0
+
+
+class InfluxOutput:
+    def __init__(self, run_id: str, sinks: list[Sink], emit: Callable[[Event], object] = lambda event: None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.run_id = run_id
+        self._sinks = sinks
+        self._emit = emit
+        self._clock = clock
+        self._told: dict[int, tuple[int, float]] = {}  # sink -> (dropped points told, when): O(sinks)
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        step, start, interval_ms = interval.step.name, interval.start_ms, interval.interval_ms
+        points = http_points(run_id=self.run_id, step=step, scope=Scope.CLUSTER, agent="", interval_start_ms=start,
+                             interval_ms=interval_ms, rows=(*interval.cluster, interval.total),
+                             figures=interval.figures)
+        for agent in interval.agents:
+            rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
+            points += http_points(run_id=self.run_id, step=step, scope=Scope.AGENT, agent=agent.agent_id,
+                                  interval_start_ms=start, interval_ms=interval_ms, rows=rows,
+                                  figures=interval.figures)
+        self._add(points)
+        self._tell_drops(at_once=False)
+
+    def on_step_end(self, end: StepEnd) -> None:
+        r = end.result
+        start_ms = r.start_ms or end.step.load_start_ms
+        self._add([step_point(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
+                              start_ms=start_ms, total=r.figures(), bytes_per_s=r.bytes_per_s,
+                              generator_bound=r.generator_bound, losses=r.losses)])
+        self._add(step_host_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
+                                   start_ms=start_ms, hosts=r.hosts))
+        self._tell_drops(at_once=True)
+
+    def on_run_end(self) -> None:
+        pass
+
+    def on_event(self, event: Event) -> None:
+        self._add([event_point(run_id=self.run_id, event=event)])
+
+    def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
+        saturated = saturation(agent_id, health, engines, at_ms) is not None
+        self._add([agent_point(run_id=self.run_id, agent_id=agent_id, health=health, at_ms=at_ms,
+                               saturated=saturated)])
+
+    def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
+        self._add(host_points(run_id=self.run_id, host=host, monitor=monitor, sample=sample))
+
+    def on_drift(self, drift: DriftPoint) -> None:
+        self._add([drift_point(run_id=self.run_id, drift=drift)])
+
+    def _tell_drops(self, *, at_once: bool) -> None:
+        """An event for the points a sink dropped since the last one told."""
+        now = self._clock()
+        for i, sink in enumerate(self._sinks):
+            if not isinstance(sink, DropCounting):
+                continue
+            dropped = sink.dropped()
+            told, when = self._told.get(i, (0, 0.0))
+            if dropped.points > told and (at_once or not told or now - when >= DROP_EVENT_PERIOD_S):
+                self._told[i] = (dropped.points, now)
+                self._emit(influx_drop_event(dropped.points - told, dropped.points, dropped.cause))
+
+    def _add(self, points: list[Point]) -> None:
+        for sink in self._sinks:
+            sink.add(points)

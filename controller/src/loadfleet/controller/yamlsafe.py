@@ -1,0 +1,234 @@
+"""YAML from people we do not trust: PyYAML's safe loader behind limits that hold before
+the document costs memory or time.
+
+A plan reaches the controller from anyone who may start runs, and `loadfleet validate`
+reads whatever file it is given. PyYAML's `safe_load` builds no Python objects, but it
+still (a) recurses once per nesting level (5,000 levels end in RecursionError), (b) shares
+aliased nodes, so a 500-byte "billion laughs" is cheap to load and stalls whatever walks
+it next (the schema validator), (c) keeps the last of duplicate keys silently, and (d)
+turns `.nan`, `.inf` and `1e400` into floats that pass every `minimum` check.
+
+So a document is checked in two passes:
+
+1. bytes: size, encoding (UTF-8 only; a UTF-16 file or binary data is named as such),
+   control characters;
+2. events (the parser is iterative, so no recursion yet): nesting depth, alias count,
+   the size of the tree with every alias expanded, duplicate and non-text keys; each
+   with the document path where it happens;
+
+and only then composed and constructed by the safe loader (libyaml when present), and
+walked once for non-finite numbers. Every refusal is a `YamlProblem` with a path.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+# A resolved plan holds a manifest's requests inline (~30-100 bytes each; the lab's largest
+# manifest has 144 files). The limits keep the worst case, a document right at them, below
+# ~0.6 s of CPU on a slow core (docs/security.md): well inside the 3 s lease.
+MAX_DOCUMENT_BYTES = 2**20
+# Plans nest 6 levels; 32 leaves room and stays far from Python's recursion limit.
+MAX_DEPTH = 32
+# Anchors are allowed for the odd shared header block, not as a compression scheme.
+MAX_ALIASES = 64
+# Nodes of the document with every alias expanded (a scalar, a list, a mapping: 1 each):
+# ~4,000 requests of a name, a path and a weight.
+MAX_NODES = 30_000
+
+_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Parser):
+    """The safe loader, reading exponents without a dot (`1e12`) as numbers, as YAML 1.2
+    and JSON do (YAML 1.1 reads them as strings, a surprise in a plan)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+# YAML allows tab, LF and CR among the C0 controls; everything else is binary or a trick.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class YamlProblem(Exception):
+    """Why a document was refused, and where (`targets[0].url`, or "" for the whole)."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(path, message)
+        self.path = path
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.path or '<document>'}: {self.message}"
+
+
+def decode(data: bytes) -> str:
+    """The text of a YAML file: UTF-8 (a BOM is allowed), nothing else."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise YamlProblem("", f"{len(data):,} bytes is larger than the {MAX_DOCUMENT_BYTES:,} bytes a plan may have")
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            raise YamlProblem("", f"the file is {name} text; save it as UTF-8")
+    if b"\x00" in data[:4096]:
+        raise YamlProblem("", f"binary data (a NUL byte at offset {data.index(0)}), not YAML text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise YamlProblem("", f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+                              "is invalid (save the file as UTF-8)") from None
+
+
+def load(text: str):
+    """The document in `text` as plain Python data (dicts, lists, str, int, float, bool,
+    None, dates), or YamlProblem."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise YamlProblem("", f"{size:,} bytes is larger than the {MAX_DOCUMENT_BYTES:,} bytes a plan may have")
+    if match := _CONTROL.search(text):
+        line, column = _position(text, match.start())
+        raise YamlProblem("", f"control character U+{ord(match.group()):04X} at line {line}, column {column} "
+                              "(binary data is not a plan)")
+    try:
+        _scan(text)
+        loader = _Loader(text)
+        try:
+            doc = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        raise YamlProblem("", f"not valid YAML{_where(exc.problem_mark)}: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem("", f"not valid YAML: {exc}") from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        if "digits" in str(exc):  # Python's int() refuses more than 4,300 digits
+            raise YamlProblem("", "a number has thousands of digits") from None
+        raise YamlProblem("", f"a value cannot be read: {exc}") from None
+    _check_numbers(doc, "")
+    return doc
+
+
+def _where(mark) -> str:
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def path_join(path: str, part) -> str:
+    """`a.b[2].c`: the way plan problems name places."""
+    if isinstance(part, int):
+        return f"{path}[{part}]"
+    return f"{path}.{part}" if path else str(part)
+
+
+@dataclass
+class _Frame:
+    """An open mapping or sequence during the event scan."""
+
+    path: str
+    mapping: bool
+    anchor: str | None
+    size: int = 1
+    index: int = 0
+    key: str | None = None  # mappings: the key whose value comes next (None: a key comes next)
+    keys: set[str] = field(default_factory=set)
+
+
+def _scan(text: str) -> None:
+    """Checks depth, aliases, expanded size and keys on the event stream (no recursion)."""
+    frames: list[_Frame] = []
+    anchors: dict[str, int] = {}
+    aliases = 0
+    total = 0
+    for event in yaml.parse(text, Loader=_Parser):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            path = _place(frames, event, is_scalar=False)
+            frames.append(_Frame(path, isinstance(event, yaml.MappingStartEvent), event.anchor))
+            total += 1
+            if len(frames) > MAX_DEPTH:
+                raise YamlProblem(path, f"nested more than {MAX_DEPTH} levels deep{_where(event.start_mark)}")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            done = frames.pop()
+            if done.anchor:
+                anchors[done.anchor] = done.size
+            if frames:
+                frames[-1].size += done.size
+        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+            path = _place(frames, event, is_scalar=isinstance(event, yaml.ScalarEvent))
+            size = 1
+            if isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > MAX_ALIASES:
+                    raise YamlProblem(path, f"more than {MAX_ALIASES} aliases (*name){_where(event.start_mark)}")
+                size = anchors.get(event.anchor, 1)
+            elif event.anchor:
+                anchors[event.anchor] = 1
+            total += size
+            if frames:
+                frames[-1].size += size
+        if total > MAX_NODES:
+            how = " (aliases repeat what they name)" if aliases else ""
+            raise YamlProblem("", f"more than {MAX_NODES:,} values{how}{_where(event.start_mark)}")
+
+
+def _place(frames: list[_Frame], event, *, is_scalar: bool) -> str:
+    """The path of the node `event` starts, updating its parent frame; keys are checked here."""
+    if not frames:
+        return ""
+    parent = frames[-1]
+    if not parent.mapping:
+        parent.index += 1
+        return path_join(parent.path, parent.index - 1)
+    if parent.key is None:  # this node is a key
+        if not is_scalar:
+            raise YamlProblem(parent.path, f"a key must be plain text{_where(event.start_mark)}")
+        key = event.value
+        if key in parent.keys and key != "<<":
+            raise YamlProblem(path_join(parent.path, key),
+                              f"duplicate key '{_short(key)}'{_where(event.start_mark)} (the first one would be lost)")
+        parent.keys.add(key)
+        parent.key = key
+        return path_join(parent.path, key)
+    key, parent.key = parent.key, None
+    return path_join(parent.path, key)
+
+
+def _check_numbers(node, path: str) -> None:
+    """NaN and infinities pass every `minimum` of a schema (comparisons with NaN are false):
+    refuse them here. Keys must be text (YAML 1.1 reads `on:` as True, `1:` as 1)."""
+    stack = [(node, path)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise YamlProblem(where, f"{value} is not a finite number")
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if not isinstance(key, str):
+                    raise YamlProblem(path_join(where, str(key)), f"the key {key!r} must be text (quote it)")
+                stack.append((child, path_join(where, key)))
+        elif isinstance(value, list):
+            stack.extend((child, path_join(where, i)) for i, child in enumerate(value))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes every value in full: what we write must load back under MAX_ALIASES."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def dump(doc) -> str:
+    return yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False)

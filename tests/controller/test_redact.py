@@ -1,0 +1,45 @@
+"""Credential headers never reach a run directory's plan.yaml in the clear."""
+import pytest
+
+from loadfleet.controller.plan import parse_plan
+from loadfleet.controller.redact import REDACTED, is_sensitive, redact_plan, redact_plan_yaml
+from loadfleet.controller.rundir import write_plan
+
+PLAN = """
+duration_s: 1
+targets: [{url: "http://127.0.0.1:1"}]
+workload:
+  requests:
+    - path: /a
+      headers: {Authorization: "Bearer s3cret-1", Cookie: "sid=s3cret-2", X-Api-Key: s3cret-3,
+                Proxy-Authorization: "Basic s3cret-4", X-Vault-Token: s3cret-5, Accept: text/html}
+    - {path: /b}
+load: {model: closed, clients: 1}
+"""
+
+
+@pytest.mark.parametrize("name, sensitive", [
+    ("Authorization", True), ("authorization", True), ("Proxy-Authorization", True), ("Cookie", True),
+    ("X-Api-Key", True), ("X-Vault-Token", True), ("X-Upstream-Password", True), ("Accept", False),
+    ("Content-Type", False), ("X-Request-Id", False),
+])
+def test_which_headers_are_credentials(name, sensitive):
+    assert is_sensitive(name) is sensitive
+
+
+def test_the_stored_plan_has_no_credential_and_still_reads_back(tmp_path):
+    plan = parse_plan(PLAN)
+    write_plan(tmp_path, plan.to_yaml())
+    stored = (tmp_path / "plan.yaml").read_text()
+    assert "s3cret" not in stored and "redacted" in stored.splitlines()[0]
+    back = parse_plan(stored)
+    assert back == redact_plan(plan)
+    assert dict(back.requests[0].headers) == {
+        "Accept": "text/html", "Authorization": REDACTED, "Cookie": REDACTED, "Proxy-Authorization": REDACTED,
+        "X-Api-Key": REDACTED, "X-Vault-Token": REDACTED}
+
+
+def test_a_plan_without_credentials_is_stored_as_it_is():
+    text = parse_plan(PLAN.replace("Authorization", "X-A").replace("Cookie", "X-B").replace("X-Api-Key", "X-C")
+                      .replace("X-Vault-Token", "X-D")).to_yaml()
+    assert redact_plan_yaml(text) == text

@@ -1,0 +1,157 @@
+"""The sparse histogram against hdrh, the reference implementation: the same bytes on the
+wire, the same figures, exact merges; damaged or foreign bytes refused with a clear error."""
+from __future__ import annotations
+
+import base64
+import random
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from loadfleet.wire.histogram import (COUNTS_LEN, EMPTY, HIGHEST_US, Histogram, HistogramError, HistogramSum,
+                                      bucket_index, decode_buckets)
+
+
+def reference(values) -> HdrHistogram:
+    h = HdrHistogram(1, HIGHEST_US, 3)
+    for v in values:
+        h.record_value(v)
+    return h
+
+
+def lognormal(seed: int, n: int, sigma: float = 1.5) -> list[int]:
+    rng = random.Random(seed)
+    return [min(HIGHEST_US, int(rng.lognormvariate(7, sigma)) + 1) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed, n, sigma", [(1, 1, 1.0), (2, 7, 0.2), (3, 5000, 1.5), (4, 20000, 3.0)])
+def test_decoding_and_encoding_match_hdrh_byte_for_byte(seed, n, sigma):
+    values = lognormal(seed, n, sigma)
+    raw = base64.b64decode(reference(values).encode())
+    decoded = Histogram.decode(raw)
+    assert decoded == Histogram.of(values)
+    assert Histogram(decoded.indices, decoded.counts).encode() == raw
+
+
+@pytest.mark.parametrize("seed, n, sigma", [(3, 5000, 1.5), (4, 1, 1.0), (5, 7, 0.2), (6, 20000, 3.0)])
+def test_figures_equal_hdrh_own(seed, n, sigma):
+    values = lognormal(seed, n, sigma)
+    h, mine = reference(values), Histogram.of(values)
+    percents = [0.1, 50, 90, 99, 99.9, 100]
+    assert mine.percentiles(percents) == [h.get_value_at_percentile(p) for p in percents]
+    mean, stddev = mine.mean_and_stddev()
+    assert mean == pytest.approx(h.get_mean_value(), rel=1e-12)
+    assert stddev == pytest.approx(h.get_stddev(), rel=1e-9, abs=1e-9)
+    assert mine.max_value == h.get_max_value() and mine.total == n
+    assert mine.min_value == h.get_lowest_equivalent_value(min(values))
+
+
+def test_merges_are_exact_whichever_way():
+    parts = [Histogram.of(lognormal(seed, n)) for seed, n in ((1, 10), (2, 500), (3, 3000), (4, 1))]
+    everything = Histogram.of([v for seed, n in ((1, 10), (2, 500), (3, 3000), (4, 1)) for v in lognormal(seed, n)])
+    summed = HistogramSum()
+    for part in parts:
+        summed.add(part)
+    assert Histogram.merge(parts) == everything == summed.result()
+    assert parts[0] + parts[1] + parts[2] + parts[3] == everything
+
+
+def test_empty_histograms_cost_nothing_and_encode_to_nothing():
+    assert Histogram.decode(b"") is EMPTY and not EMPTY and EMPTY.encode() == b""
+    assert EMPTY.percentiles([50]) == [0] and EMPTY.max_value == 0 and EMPTY.total == 0
+    assert Histogram.merge([EMPTY, EMPTY]) is EMPTY and HistogramSum().result() is EMPTY
+
+
+def test_bucket_index_is_hdrh_own():
+    h = HdrHistogram(1, HIGHEST_US, 3)
+    for v in (0, 1, 1023, 1024, 2047, 2048, 2049, 123_456, HIGHEST_US):
+        assert bucket_index(v) == h._counts_index_for(v), v
+
+
+def test_decoding_is_lazy_and_a_passed_on_histogram_is_never_encoded_again():
+    raw = base64.b64decode(reference([5, 900, 1500]).encode())
+    lazy = Histogram.decode(raw)
+    assert lazy._indices is None and lazy.encode() is not None and lazy._indices is None
+    assert lazy.total == 3 and lazy.encode() == raw
+
+
+def _damaged(raw: bytes, how: str) -> bytes:
+    if how == "cookie":
+        return b"\x00\x00\x00\x00" + raw[4:]
+    if how == "length":
+        return raw[:4] + (len(raw) + 5).to_bytes(4, "big") + raw[8:]
+    if how == "deflate":
+        return raw[:8] + b"\xff" * (len(raw) - 8)
+    if how == "digits":  # another shape: 2 significant digits
+        data = bytearray(zlib.decompress(raw[8:]))
+        data[12:16] = (2).to_bytes(4, "big")
+        packed = zlib.compress(bytes(data))
+        return raw[:4] + len(packed).to_bytes(4, "big") + packed
+    if how == "short":
+        return raw[:5]
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["cookie", "length", "deflate", "digits", "short"])
+def test_bytes_that_are_not_a_histogram_are_refused_clearly(how):
+    raw = base64.b64decode(reference([5, 900]).encode())
+    with pytest.raises(HistogramError):
+        Histogram.decode(_damaged(raw, how)).check()
+
+
+def test_values_beyond_the_range_are_refused():
+    too_big = HdrHistogram(1, 10 * HIGHEST_US, 3)
+    too_big.record_value(5 * HIGHEST_US)
+    with pytest.raises(HistogramError, match="above"):
+        Histogram.decode(base64.b64decode(too_big.encode())).check()
+    assert Histogram.decode(base64.b64decode(reference([7]).encode())).total == 1, "the scratch array is clean again"
+
+
+def test_a_histogram_holds_its_filled_buckets_only():
+    h = Histogram.of(lognormal(9, 100_000, sigma=0.5))
+    assert h.buckets < COUNTS_LEN // 5 and h.indices.nbytes + h.counts.nbytes == 16 * h.buckets  # dense: 188 KB
+    assert np.all(np.diff(h.indices) > 0)
+
+
+@pytest.mark.parametrize("values, count", [([5], 1), ([0, 1, 900, 1500, 2_000_000, HIGHEST_US], 300),
+                                           (lognormal(7, 20000, 3.0), 1), ([7], 2**32 - 1)])
+def test_the_packed_bucket_form_round_trips_in_about_two_bytes_a_bucket(values, count):
+    h = Histogram.of(values, count=count)
+    packed = h.to_buckets()
+    assert Histogram.from_buckets(packed) == h
+    assert len(packed) <= 8 + 2 * h.buckets + 6 * h.buckets
+    assert Histogram.from_buckets(b"") is EMPTY and EMPTY.to_buckets() == b""
+
+
+def test_a_bucket_too_full_for_the_form_says_so():
+    assert Histogram.of([12, 13], count=2**33).to_buckets() is None
+
+
+def test_a_reports_rows_are_decoded_at_once_each_its_own():
+    parts = [Histogram.of(lognormal(s, 300)) for s in range(5)] + [EMPTY, Histogram.of([0]), Histogram.of([5])]
+    assert decode_buckets([h.to_buckets() for h in parts]) == parts
+    typical = Histogram.of(lognormal(1, 1000, 0.6))
+    assert len(typical.to_buckets()) < 2.6 * typical.buckets, "about two bytes a bucket"
+
+
+def packed(deltas, counts, wide_deltas=(), wide_counts=(), n=None):
+    header = struct.pack("<HHHH", len(deltas) if n is None else n, len(wide_deltas), len(wide_counts), 0)
+    return (header + bytes(deltas) + bytes(counts) + np.array(wide_deltas, "<u2").tobytes()
+            + np.array(wide_counts, "<u4").tobytes())
+
+
+@pytest.mark.parametrize("rows", [
+    [b"\x01\x00"],  # shorter than a header
+    [packed([5], [1], n=2)],  # its header says 2 buckets
+    [packed([5, 0], [1, 1])],  # an escape without its wide value: a repeat
+    [packed([0], [1], wide_deltas=[COUNTS_LEN])],  # out of range
+    [packed([5], [0])],  # an escaped count without its wide value
+    [packed([5], [0], wide_counts=[0])],  # an empty bucket
+    [packed([5, 4], [1, 1]), packed([250, 0], [1, 1], wide_deltas=[COUNTS_LEN - 200])],  # one bad row: all refused
+])
+def test_damaged_packed_buckets_are_refused(rows):
+    with pytest.raises(HistogramError):
+        decode_buckets(rows)
