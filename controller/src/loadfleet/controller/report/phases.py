@@ -16,7 +16,7 @@ from .svg import PALETTE
 SEGMENTS = (("connect", "connect"), ("TLS", "tls"), ("waiting (time to first byte)", "waiting"),
             ("receiving", "receiving"), ("other (queueing, writing the request)", "other"))
 HEADERS = ("", "responses", "connect ms", "TLS ms", "waiting ms", "receiving ms", "other ms", "mean ms",
-           "waiting p50 ms", "waiting p99 ms", "connect mean ms (new connections)", "TLS mean ms (new connections)")
+           "waiting p50 ms", "waiting p99 ms", "connect mean ms", "TLS mean ms")
 _WIDTH = 760
 _LABEL_PX = 220
 _BAR_PX = 18
@@ -30,7 +30,8 @@ def phases_section(summary: dict) -> list[str]:
         return []
     return ["<h2>Where the time goes</h2>",
             '<p class="note">A response\'s mean latency in phases. Connect and TLS are spread over every '
-            "response (a kept-alive connection connects once); docs/metrics.md defines each phase.</p>",
+            "response (a kept-alive connection connects once); their means in the last columns are over the "
+            "responses that opened a connection. docs/metrics.md defines each phase.</p>",
             stacked_bars(entries), table(HEADERS, [_table_row(name, p) for name, p in entries], css_class="phases")]
 
 
