@@ -69,16 +69,11 @@ class Phases:
         return self.waiting.count
 
     def add_counts(self, other: Phases) -> None:
-        """Adds `other`'s phases, not its histogram (merged apart, many at once)."""
+        """Adds `other`'s phases, not its histogram (StatsRow merges histograms, many at once)."""
         self.connect += other.connect
         self.tls += other.tls
         self.waiting += other.waiting
         self.receiving += other.receiving
-
-    def add(self, other: Phases) -> None:
-        self.add_counts(other)
-        if other.waiting_histogram:
-            self.waiting_histogram = self.waiting_histogram + other.waiting_histogram
 
     def copy_counts(self) -> Phases:
         """A new Phases with these counts and no histogram (Phase values are shared, being frozen)."""
