@@ -19,6 +19,7 @@ from loadfleet.controller.sinks.output import InfluxOutput
 from loadfleet.controller.stream import Scope
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow, merge_rows
 from support.procs import REPO
 from support.streamdata import interval, window
@@ -48,6 +49,8 @@ def _row(target: str, request: str, n: int) -> StatsRow:
     row.status[1] = n
     row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = 1
     row.histogram = Histogram.of(1000 + 10 * i for i in range(n))
+    row.phases = Phases(connect=Phase(2, 300, 200), tls=Phase(2, 900, 500), waiting=Phase(n, 700 * n, 900),
+                        receiving=Phase(n, 50 * n, 80), waiting_histogram=Histogram.of(700 + i for i in range(n)))
     return row
 
 

@@ -404,6 +404,8 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
         print(summary.summary_json)
     else:
         print(console.summary_table(summary, doc))
+        if phases := console.phases_table(doc):
+            print(phases)
         if len(doc.get("steps", [])) > 1:
             print(console.steps_table(doc))
         if doc.get("hosts"):

@@ -32,11 +32,12 @@ from pathlib import Path
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
 from .errors import LoadfleetError
 from .events import Event
-from .figures import PERCENTILES, Figures
+from .figures import PERCENTILES, WAITING_PERCENTILES, Figures
 from .hosts import COUNTERS_CSV_HEADER, HOSTS_CSV_HEADER, HostSample, MonitorInfo, counter_csv_rows, host_csv_rows
 from .redact import redact_plan_yaml
 from .report import REPORT_FILE, write_report
@@ -58,6 +59,10 @@ INTERVAL_COLUMNS = (
        "mean_ms", "stddev_ms", "min_ms"]
     + [f"{name}_ms" for name, _ in PERCENTILES]
     + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
+    # Phases: count, exact sum and max per phase (sums and counts add up across rows and
+    # intervals; docs/results.md), then percentiles of waiting. Zero when not measured.
+    + [f"{name}_{what}" for name in PHASE_NAMES for what in ("count", "sum_ms", "max_ms")]
+    + [f"waiting_{name}_ms" for name, _ in WAITING_PERCENTILES]
 )
 
 
@@ -281,4 +286,18 @@ def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) ->
         *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
         round(lat.max_ms, 3),
         row.scheduled, row.sent_late, round(row.max_send_lag_us / 1000, 3), row.not_sent,
+        *_phase_cells(row, f),
     ]
+
+
+_NO_PHASES = [0] * (3 * len(PHASE_NAMES) + len(WAITING_PERCENTILES))
+
+
+def _phase_cells(row: StatsRow, f: Figures) -> list:
+    if row.phases is None or f.phases is None:
+        return _NO_PHASES
+    cells = []
+    for name in PHASE_NAMES:
+        phase = getattr(row.phases, name)
+        cells += [phase.count, phase.sum_us / 1000, phase.max_us / 1000]
+    return cells + [getattr(f.phases, f"waiting_{name}_ms") for name, _ in WAITING_PERCENTILES]

@@ -11,6 +11,7 @@ from html import escape
 
 from . import interactive
 from .page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
+from .phases import phases_section
 from .rundata import Points, RunData
 from .svg import Chart, Marker, Series
 
@@ -25,8 +26,8 @@ SUMMARY_HEADERS = ("", "requests", "req/s", "MB/s", "err %", "mean ms", "stddev 
 def render_report(run: RunData) -> str:
     s = run.summary
     body = [f"<h1>loadfleet run {escape(run.run_id)}</h1>", facts(_header_facts(run)),
-            "<h2>Summary</h2>", summary_table(s), *_latency_note(s), *_gatling_section(run), *_hosts_section(s),
-            *_targets_section(s), *_saturation_section(s),
+            "<h2>Summary</h2>", summary_table(s), *_latency_note(s), *phases_section(s), *_gatling_section(run),
+            *_hosts_section(s), *_targets_section(s), *_saturation_section(s),
             "<h2>Over time</h2>", interactive.hint(), '<div class="charts">',
             *(interactive.figure(c) for c in charts(run)), "</div>",
             "<h2>Events</h2>", events_table(run)]

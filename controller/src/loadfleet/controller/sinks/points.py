@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
 from ..agents import Health
 from ..events import Event
-from ..figures import PERCENTILES, Figures, figures_of
+from ..figures import PERCENTILES, WAITING_PERCENTILES, Figures, figures_of
 from ..drift import DriftPoint
 from ..hosts import HostLoad, HostSample, MonitorInfo
 from ..stream import Scope
@@ -59,7 +60,23 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
         fields += [("mean_ms", lat.mean_ms), ("stddev_ms", lat.stddev_ms), ("min_ms", lat.min_ms),
                    *((f"{name}_ms", getattr(lat, f"{name}_ms")) for name, _ in PERCENTILES),
                    ("max_ms", lat.max_ms)]
+    if row.phases is not None and f.phases is not None:
+        fields += _phase_fields(row, f)
     return tuple(fields)
+
+
+def _phase_fields(row: StatsRow, f: Figures) -> list:
+    """Each measured phase's count, exact sum (so means merge over series and time: sum of
+    sums over sum of counts), mean and max; a phase not measured writes nothing."""
+    fields = []
+    for name in PHASE_NAMES:
+        phase = getattr(row.phases, name)
+        if phase.count:
+            fields += [(f"{name}_count", phase.count), (f"{name}_sum_ms", phase.sum_us / 1000),
+                       (f"{name}_mean_ms", phase.mean_us / 1000), (f"{name}_max_ms", phase.max_us / 1000)]
+    if row.phases.waiting_histogram:
+        fields += [(f"waiting_{name}_ms", getattr(f.phases, f"waiting_{name}_ms")) for name, _ in WAITING_PERCENTILES]
+    return fields
 
 
 def agent_point(*, run_id: str, agent_id: str, health: Health, at_ms: int, saturated: bool) -> Point:
