@@ -22,7 +22,9 @@ def _spread(values: list[float], fmt: str) -> str:
 
 
 def _level_label(variables: dict, names: list[str]) -> str:
-    return ", ".join(f"{n}={format_value(variables[n])}" for n in names if n in variables)
+    def plain(value) -> str:
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    return ", ".join(f"{n}={plain(variables[n])}" for n in names if n in variables)
 
 
 def cells_table(runs: list[tuple[dict, dict]]) -> str:
