@@ -158,3 +158,19 @@ def test_a_division_by_zero_is_not_evaluable():
     rows = [obs(setup="a", error_pct=0.0), obs(setup="b", error_pct=0.0)]
     with pytest.raises(NotEvaluable):
         evaluate_metric("ratio(error_pct[setup=a], error_pct[setup=b])", rows)
+
+
+def test_max_is_the_largest_level_of_the_study_not_of_the_cell():
+    """A cell whose largest level failed is not compared at a smaller level than the others."""
+    rows = [o for o in lb_study() if not (o.vars["setup"] == "varnish" and o.vars["users"] == 4000)]
+    result = verdict(STATIC_REDUCTION, ">=", 0.5, rows)
+    assert result.status is Status.NOT_EVALUABLE
+    assert "users=4000 (the max run)" in result.reason
+    slope = verdict("slope(mean_ms[page=static], over=users) @ each setup", ">", 0, rows)
+    assert slope.status is Status.NOT_EVALUABLE and slope.reason.startswith("at setup=varnish:")
+
+
+def test_argmax_needs_every_level_of_its_variable():
+    rows = [o for o in lb_study() if not (o.vars["setup"] == "apache" and o.vars["users"] == 4000)]
+    result = verdict("argmax(mean_ms[page=php,users=max,spawn_rate=max], over=setup)", "==", "haproxy", rows)
+    assert result.status is Status.NOT_EVALUABLE and "setup=apache" in result.reason

@@ -119,11 +119,12 @@ class _Evaluator:
         chosen = self.observations
         for var, value in env.items():
             chosen = [o for o in chosen if var in o.vars and _same(o.vars[var], value)]
+        scope = chosen      # `max`/`min`: the extreme level run in the study, not in what is left
         for sel in sels:
-            chosen = self._apply(sel, chosen)
+            chosen = self._apply(sel, chosen, scope)
         return chosen
 
-    def _apply(self, sel: Sel, chosen: list[Observation]) -> list[Observation]:
+    def _apply(self, sel: Sel, chosen: list[Observation], scope: list[Observation]) -> list[Observation]:
         if sel.var not in self.known_vars:
             raise NotEvaluable(f"no variable {sel.var!r} in the runs (selector {sel.text()})")
         chosen = [o for o in chosen if sel.var in o.vars]
@@ -132,11 +133,14 @@ class _Evaluator:
         if sel.high is not None:
             kept = [o for o in chosen if _within(o.vars[sel.var], sel.low, sel.high)]
         elif sel.low in ("max", "min"):
-            levels = [_number(o.vars[sel.var]) for o in chosen]
+            levels = [_number(o.vars[sel.var]) for o in scope if sel.var in o.vars]
             if not levels or None in levels:
                 raise EmptySelection(f"no numeric levels of {sel.var} for {sel.text()}")
             extreme = max(levels) if sel.low == "max" else min(levels)
             kept = [o for o in chosen if _same(o.vars[sel.var], extreme)]
+            if not kept:
+                raise EmptySelection(f"no run with {sel.var}={_fmt(extreme)} (the {sel.low} run) "
+                                     f"among {_describe(chosen)}")
         else:
             kept = [o for o in chosen if _same(o.vars[sel.var], sel.low)]
         if not kept:
@@ -237,6 +241,11 @@ class _Evaluator:
         over = kwargs.get("over")
         levels = _by_level(cells, over)
         if fn in ("argmin", "argmax"):
+            run = {_fmt(o.vars[over]) for o in self.select((), env) if over in o.vars}
+            missing = sorted(run - {_fmt(level) for level in levels})
+            if missing:   # the extreme among what is left would be a silent choice
+                raise NotEvaluable(f"{fn} over {over}: no cell of {cells.label} for "
+                                   f"{', '.join(f'{over}={m}' for m in missing)}")
             pick = min if fn == "argmin" else max
             return pick(levels, key=lambda lvl: levels[lvl])
         numeric = {_number(k): v for k, v in levels.items()}
@@ -266,9 +275,17 @@ class _Evaluator:
                 results[_fmt(level)] = self.value(node.body, {**env, node.var: level})
             except EmptySelection as exc:
                 skipped.append(str(exc))
+            except NotEvaluable as exc:
+                raise NotEvaluable(f"at {node.var}={_fmt(level)}: {exc}") from exc
         if not results:
             raise NotEvaluable(f"no level of {node.var} has the cells: {skipped[0]}")
         return {k: (v.scalar() if isinstance(v, CellSet) else v) for k, v in results.items()}
+
+
+def _describe(observations: list[Observation]) -> str:
+    fixed = {k: v for k, v in observations[0].vars.items()
+             if all(k in o.vars and _same(o.vars[k], v) for o in observations)} if observations else {}
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(fixed.items())) or "the runs"
 
 
 def _cell_var(key, name):

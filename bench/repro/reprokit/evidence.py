@@ -55,9 +55,9 @@ def stored_runs(study_dir: Path) -> list[tuple[dict, dict]]:
 
 
 def step_observation(cell: dict, step: dict) -> Observation | None:
-    """The observation of one step of a stored run, or None for a step that failed."""
-    if step.get("state") not in USABLE_STEP_STATES:
-        return None
+    """The observation of one step of a stored run, or None for a step that failed or measured nothing."""
+    if step.get("state") not in USABLE_STEP_STATES or not step.get("requests", 1):
+        return None     # a failed step, or one that measured nothing (its figures would read as 0)
     variables = dict(cell.get("vars", {}))
     levels = cell.get("levels") or []
     index = int(step.get("level_index", 1)) - 1
@@ -67,6 +67,7 @@ def step_observation(cell: dict, step: dict) -> Observation | None:
         variables[var] = step.get(step_field)
     figures = {name: step[name] for name in FIGURES if step.get(name) is not None}
     figures["generator_bound"] = 1.0 if step.get("generator_bound") else 0.0
+    figures["losses"] = float(step.get("losses") or 0)
     return Observation(vars=variables, figures=figures, pass_no=int(cell.get("pass", 1)),
                        run_id=str(cell.get("run_id", "")))
 

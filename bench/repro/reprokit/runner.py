@@ -131,12 +131,11 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions,
         done = subprocess.run(command, cwd=options.repo, capture_output=True, text=True, timeout=bound)
     except subprocess.TimeoutExpired as exc:
         raise RunnerError(f"{cell.name}: no end after {bound:.0f} s (the run was killed)") from exc
-    if done.returncode not in ACCEPTED_EXITS:
-        raise RunnerError(f"{cell.name}: loadfleet run exited {done.returncode}: {done.stderr.strip()[-800:]}")
     try:
         summary = json.loads(done.stdout)
     except ValueError as exc:
-        raise RunnerError(f"{cell.name}: no JSON summary on stdout ({exc})") from exc
+        raise RunnerError(f"{cell.name}: loadfleet run exited {done.returncode} without a JSON summary: "
+                          f"{done.stderr.strip()[-800:]}") from exc
     run_dir = Path(summary.get("run_dir") or options.work_dir / "runs" / summary["run_id"])
     record = {
         "study": study.id, "cell": cell.name, "vars": cell.vars, "pass": pass_no, "run_id": summary["run_id"],
@@ -154,18 +153,30 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions,
         log(f"    {step['name']}: offered {step['offered']:g}, ok/s {step['ok_rps']:.1f}, mean {step['mean_ms']:.2f} ms,"
             f" p99 {step['p99_ms']:.1f} ms, errors {step['error_pct']:.2f} %"
             f"{', generator-bound' if step.get('generator_bound') else ''}")
+    if done.returncode not in ACCEPTED_EXITS:   # stored all the same: a failed run is evidence too
+        raise RunnerError(f"{cell.name}: run {summary['run_id']} {summary.get('state')} (exit {done.returncode}): "
+                          f"{summary.get('message', '')}")
     return stored
 
 
+def stored_passes(study_dir: Path) -> int:
+    """The highest pass already stored for the study (0 when none): new passes follow it."""
+    passes = [json.loads(p.read_text()).get("pass", 0) for p in study_dir.glob("*/cell.json")]
+    return max(passes, default=0)
+
+
 def run_study(study: Study, options: RunOptions, log: Callable[[str], None]) -> list[str]:
-    """Every cell `repeat` times, interleaved (the order reversed on even passes); returns the
-    failures (empty when every run was stored). The labs are down again when it returns."""
+    """Every cell `repeat` times, interleaved (the order reversed on even passes), numbered after the
+    passes already stored; returns the failures (empty when every run finished). The labs are down
+    again when it returns."""
     failures = []
+    first = stored_passes(options.evidence_dir / study.id) + 1
     with LabSession(study, options, log):
-        for pass_no in range(1, options.repeat + 1):
+        for pass_no in range(first, first + options.repeat):
             order = study.cells if pass_no % 2 else tuple(reversed(study.cells))
             for index, cell in enumerate(order, 1):
-                log(f"[study {study.id} pass {pass_no}/{options.repeat}] {index}/{len(order)} {cell.name}"
+                log(f"[study {study.id} pass {pass_no - first + 1}/{options.repeat} (stored as {pass_no})]"
+                    f" {index}/{len(order)} {cell.name}"
                     f" (load {_loadavg() or 0:.1f})")
                 try:
                     run_cell(study, cell, pass_no, options, log)

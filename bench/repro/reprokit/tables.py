@@ -42,7 +42,7 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
             if key not in order:
                 order.append(key)
             per_pass[key][obs.pass_no].append(obs)
-    header = ["cell", "level", "passes"] + [label for _, label, _ in COLUMNS] + ["mean ms per pass", "generator-bound"]
+    header = ["cell", "level", "passes"] + [label for _, label, _ in COLUMNS] + ["mean ms per pass", "generator-bound", "load lost"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     cells = list(dict.fromkeys(cell for cell, _ in order))
     for key in sorted(order, key=lambda k: cells.index(k[0])):   # grouped by cell, levels as run
@@ -52,7 +52,8 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
         bound = sum(any(o.figures.get("generator_bound") for o in obs) for obs in passes.values())
         row = [key[0], key[1], str(len(passes))]
         row += [_spread(means[name], fmt) for name, _, fmt in COLUMNS]
-        row += [" / ".join(f"{v:,.2f}" for v in means["mean_ms"]), f"{bound} of {len(passes)}"]
+        lost = sum(any(o.figures.get("losses") for o in obs) for obs in passes.values())
+        row += [" / ".join(f"{v:,.2f}" for v in means["mean_ms"]), f"{bound} of {len(passes)}", f"{lost} of {len(passes)}"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -107,6 +108,8 @@ def study_tables(study_id: str, title: str, runs: list[tuple[dict, dict]], verdi
     if note:
         parts += ["", f"Note: {note}."]
     parts += ["", "## Cells", "",
-              "Each figure is the mean over the passes ± its sample standard deviation (the passes' spread).", "",
+              "Each figure is the mean over the passes ± its sample standard deviation (the passes' spread); "
+              "steps that failed or measured nothing are left out (see Runs). \"load lost\": passes in which "
+              "an agent's engine was lost in the middle of the step.", "",
               cells_table(runs), "", "## Verdicts", "", verdicts_table(verdicts), "", "## Runs", "", runs_table(runs), ""]
     return "\n".join(parts)
