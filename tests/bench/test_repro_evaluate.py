@@ -165,7 +165,7 @@ def test_max_is_the_largest_level_of_the_study_not_of_the_cell():
     rows = [o for o in lb_study() if not (o.vars["setup"] == "varnish" and o.vars["users"] == 4000)]
     result = verdict(STATIC_REDUCTION, ">=", 0.5, rows)
     assert result.status is Status.NOT_EVALUABLE
-    assert "users=4000 (the max run)" in result.reason
+    assert "setup=varnish, page=static, users=max (users=max is 4000)" in result.reason
     slope = verdict("slope(mean_ms[page=static], over=users) @ each setup", ">", 0, rows)
     assert slope.status is Status.NOT_EVALUABLE and slope.reason.startswith("at setup=varnish:")
 

@@ -11,9 +11,9 @@ from reprokit.studies import STUDIES, level_records
 from reprokit.tables import study_tables
 
 
-def step(level_index, mean_ms, state="finished", servers=1):
+def step(level_index, mean_ms, state="finished", servers=1, requests=100, losses=0):
     return {"name": f"s{level_index}", "level_index": level_index, "servers": servers, "offered": 0.0,
-            "state": state, "mean_ms": mean_ms, "stddev_ms": 1.0, "p99_ms": 3 * mean_ms, "error_pct": 0.0,
+            "state": state, "requests": requests, "losses": losses, "mean_ms": mean_ms, "stddev_ms": 1.0, "p99_ms": 3 * mean_ms, "error_pct": 0.0,
             "ok_rps": 100.0, "generator_bound": level_index == 2}
 
 
@@ -29,8 +29,9 @@ def test_a_step_is_placed_by_its_cell_level_and_fields():
     observation = step_observation(cell, step(2, 5.0, servers=4))
     assert observation.vars == {"setup": "varnish", "page": "static", "users": 4000, "spawn_rate": 800, "cpus": 4}
     assert observation.figures["mean_ms"] == 5.0 and observation.figures["generator_bound"] == 1.0
-    assert observation.pass_no == 2
-    assert step_observation(cell, step(1, 5.0, state="failed")) is None
+    assert observation.pass_no == 2 and observation.left_out == ""
+    assert step_observation(cell, step(1, 5.0, state="failed", losses=2)).left_out == "step failed, load lost mid-step"
+    assert step_observation(cell, step(1, 0.0, requests=0)).left_out == "measured no requests"
 
 
 def test_stored_runs_are_read_back_evaluated_and_tabled(tmp_path):
@@ -55,7 +56,7 @@ def test_stored_runs_are_read_back_evaluated_and_tabled(tmp_path):
     verdicts = evaluate_findings([finding], observations)
     assert verdicts[0].status is Status.HOLDS and verdicts[0].passes_holding() == (2, 2)
     markdown = study_tables("001", "title", stored_runs(tmp_path / "001"), verdicts)
-    assert "| varnish-static | users=4000, spawn_rate=800 | 2 |" in markdown
+    assert "| varnish-static | users=4000, spawn_rate=800 | 2 of 2 |" in markdown
     assert "1.50 ± 0.71" in markdown                         # varnish's mean over its two passes
     assert "`001-x`" in markdown and "1 hold, 0 fail, 0 cannot be evaluated" in markdown
 
@@ -66,3 +67,16 @@ def test_every_study_names_its_levels():
         assert len(records) == len(study.sweep["steps"])
         assert all(set(study.level_vars) <= set(r) for r in records)
     assert level_records(STUDIES["000"], [200])[0] == {"users": 200, "requests": 2000}
+
+
+def test_a_selection_emptied_by_failed_steps_says_so():
+    cells = [cell_record("haproxy", 1), cell_record("varnish", 1)]
+    observations = [step_observation(cells[0], step(2, 9.0, state="failed", losses=2)),
+                    step_observation(cells[1], step(2, 1.0))]
+    finding = Finding(study="001", id="001-x", text="t", comparison=">=", threshold=0.5, threshold_basis="judgement",
+                      kind="relative", reproducible_here="partly",
+                      metric="reduction(mean_ms[setup=varnish,users=max], mean_ms[setup=haproxy,users=max])")
+    verdict = evaluate_findings([finding], observations)[0]
+    assert verdict.status is Status.NOT_EVALUABLE
+    assert "setup=haproxy" in verdict.reason
+    assert "1 such step(s) ran but are left out (step failed, load lost mid-step)" in verdict.reason

@@ -38,6 +38,7 @@ class Observation:
     figures: Mapping[str, float]
     pass_no: int = 1
     run_id: str = ""
+    left_out: str = ""                  # why the step's figures are not used ("" = they are)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,8 @@ def _fmt(value) -> str:
 
 class _Evaluator:
     def __init__(self, observations: list[Observation]):
-        self.observations = observations
+        self.observations = [o for o in observations if not o.left_out]
+        self.left_out = [o for o in observations if o.left_out]
         self.known_vars = {k for o in observations for k in o.vars}
 
     # -- figures ---------------------------------------------------------------------------
@@ -120,9 +122,30 @@ class _Evaluator:
         for var, value in env.items():
             chosen = [o for o in chosen if var in o.vars and _same(o.vars[var], value)]
         scope = chosen      # `max`/`min`: the extreme level run in the study, not in what is left
+        applied = [f"{k}={_fmt(v)}" for k, v in env.items()]
         for sel in sels:
-            chosen = self._apply(sel, chosen, scope)
+            applied.append(sel.text())
+            try:
+                chosen = self._apply(sel, chosen, scope)
+            except EmptySelection as exc:
+                raise EmptySelection(f"no usable step with {', '.join(applied)}{exc}"
+                                     f"{self._left_out_note(env, sels)}") from None
         return chosen
+
+    def _left_out_note(self, env, sels) -> str:
+        """Says so when steps that would match were run but left out (failed, measured nothing)."""
+        matching = [o for o in self.left_out if all(k in o.vars and _same(o.vars[k], v) for k, v in env.items())]
+        for sel in sels:
+            if sel.op != "=" or sel.var not in self.known_vars:
+                return ""
+            if sel.high is not None:
+                matching = [o for o in matching if sel.var in o.vars and _within(o.vars[sel.var], sel.low, sel.high)]
+            elif sel.low not in ("max", "min"):
+                matching = [o for o in matching if sel.var in o.vars and _same(o.vars[sel.var], sel.low)]
+        if not matching:
+            return ""
+        reasons = sorted({o.left_out for o in matching})
+        return f"; {len(matching)} such step(s) ran but are left out ({'; '.join(reasons)})"
 
     def _apply(self, sel: Sel, chosen: list[Observation], scope: list[Observation]) -> list[Observation]:
         if sel.var not in self.known_vars:
@@ -139,12 +162,11 @@ class _Evaluator:
             extreme = max(levels) if sel.low == "max" else min(levels)
             kept = [o for o in chosen if _same(o.vars[sel.var], extreme)]
             if not kept:
-                raise EmptySelection(f"no run with {sel.var}={_fmt(extreme)} (the {sel.low} run) "
-                                     f"among {_describe(chosen)}")
+                raise EmptySelection(f" ({sel.var}={sel.low} is {_fmt(extreme)})")
         else:
             kept = [o for o in chosen if _same(o.vars[sel.var], sel.low)]
         if not kept:
-            raise EmptySelection(f"no run with {sel.text()}")
+            raise EmptySelection("")
         return kept
 
     def figure(self, fig: Fig, env) -> CellSet:
@@ -282,12 +304,6 @@ class _Evaluator:
         return {k: (v.scalar() if isinstance(v, CellSet) else v) for k, v in results.items()}
 
 
-def _describe(observations: list[Observation]) -> str:
-    fixed = {k: v for k, v in observations[0].vars.items()
-             if all(k in o.vars and _same(o.vars[k], v) for o in observations)} if observations else {}
-    return ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(fixed.items())) or "the runs"
-
-
 def _cell_var(key, name):
     value = dict(key).get(name)
     if _number(value) is None:
@@ -352,7 +368,8 @@ def compare(value, comparison: str, threshold) -> bool:
 
 
 def evaluate_metric(metric: str, observations: list[Observation]):
-    """The metric's value over the observations; NotEvaluable (or MetricSyntaxError) if it has none."""
+    """The metric's value over the observations (those left out only explain why a selection is
+    empty); NotEvaluable (or MetricSyntaxError) if it has none."""
     return _Evaluator(observations).value(parse_metric(metric), {}) if observations else _no_runs()
 
 

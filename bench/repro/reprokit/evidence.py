@@ -54,10 +54,18 @@ def stored_runs(study_dir: Path) -> list[tuple[dict, dict]]:
     return runs
 
 
-def step_observation(cell: dict, step: dict) -> Observation | None:
-    """The observation of one step of a stored run, or None for a step that failed or measured nothing."""
-    if step.get("state") not in USABLE_STEP_STATES or not step.get("requests", 1):
-        return None     # a failed step, or one that measured nothing (its figures would read as 0)
+def left_out_reason(step: dict) -> str:
+    """Why a step's figures are not used: it failed (e.g. an engine lost in the middle of it, so its
+    load was not what the level says), or it measured nothing (its figures would read as 0)."""
+    if step.get("state") not in USABLE_STEP_STATES:
+        return f"step {step.get('state')}" + (", load lost mid-step" if step.get("losses") else "")
+    if not step.get("requests", 1):
+        return "measured no requests"
+    return ""
+
+
+def step_observation(cell: dict, step: dict) -> Observation:
+    """The observation of one step of a stored run; `left_out` says why when its figures are not used."""
     variables = dict(cell.get("vars", {}))
     levels = cell.get("levels") or []
     index = int(step.get("level_index", 1)) - 1
@@ -69,14 +77,11 @@ def step_observation(cell: dict, step: dict) -> Observation | None:
     figures["generator_bound"] = 1.0 if step.get("generator_bound") else 0.0
     figures["losses"] = float(step.get("losses") or 0)
     return Observation(vars=variables, figures=figures, pass_no=int(cell.get("pass", 1)),
-                       run_id=str(cell.get("run_id", "")))
+                       run_id=str(cell.get("run_id", "")), left_out=left_out_reason(step))
 
 
 def read_observations(study_dir: Path) -> list[Observation]:
     observations = []
     for cell, summary in stored_runs(study_dir):
-        for step in summary.get("steps", []):
-            observation = step_observation(cell, step)
-            if observation is not None:
-                observations.append(observation)
+        observations += [step_observation(cell, step) for step in summary.get("steps", [])]
     return observations

@@ -36,24 +36,26 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
         level_names += [k for k in (cell.get("levels") or [{}])[0] if k not in level_names]
         for step in summary.get("steps", []):
             obs = step_observation(cell, step)
-            if obs is None:
-                continue
             key = (cell["cell"], _level_label(obs.vars, level_names))
             if key not in order:
                 order.append(key)
             per_pass[key][obs.pass_no].append(obs)
-    header = ["cell", "level", "passes"] + [label for _, label, _ in COLUMNS] + ["mean ms per pass", "generator-bound", "load lost"]
+    header = ["cell", "level", "passes"] + [label for _, label, _ in COLUMNS] + ["mean ms per pass", "generator-bound", "passes left out"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     cells = list(dict.fromkeys(cell for cell, _ in order))
     for key in sorted(order, key=lambda k: cells.index(k[0])):   # grouped by cell, levels as run
-        passes = per_pass[key]
+        ran = per_pass[key]
+        left_out = sorted({o.left_out for obs in ran.values() for o in obs if o.left_out})
+        n_left = sum(all(o.left_out for o in obs) for obs in ran.values())
+        passes = {p: [o for o in obs if not o.left_out] for p, obs in ran.items()}
+        passes = {p: obs for p, obs in passes.items() if obs}
         means = {name: [statistics.mean(o.figures[name] for o in obs if name in o.figures)
                         for _, obs in sorted(passes.items())] for name, _, _ in COLUMNS}
         bound = sum(any(o.figures.get("generator_bound") for o in obs) for obs in passes.values())
-        row = [key[0], key[1], str(len(passes))]
+        row = [key[0], key[1], f"{len(passes)} of {len(ran)}"]
         row += [_spread(means[name], fmt) for name, _, fmt in COLUMNS]
-        lost = sum(any(o.figures.get("losses") for o in obs) for obs in passes.values())
-        row += [" / ".join(f"{v:,.2f}" for v in means["mean_ms"]), f"{bound} of {len(passes)}", f"{lost} of {len(passes)}"]
+        row += [" / ".join(f"{v:,.2f}" for v in means["mean_ms"]), f"{bound} of {len(passes)}",
+                f"{n_left} ({'; '.join(left_out)})" if n_left else "0"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -109,7 +111,8 @@ def study_tables(study_id: str, title: str, runs: list[tuple[dict, dict]], verdi
         parts += ["", f"Note: {note}."]
     parts += ["", "## Cells", "",
               "Each figure is the mean over the passes ± its sample standard deviation (the passes' spread); "
-              "steps that failed or measured nothing are left out (see Runs). \"load lost\": passes in which "
-              "an agent's engine was lost in the middle of the step.", "",
+              "\"passes\": passes whose step is used, of the passes that ran it; a step that failed (an "
+              "agent's engine lost in the middle of it, so its load was not the level's) or measured nothing "
+              "is left out, and the figures are over the others.", "",
               cells_table(runs), "", "## Verdicts", "", verdicts_table(verdicts), "", "## Runs", "", runs_table(runs), ""]
     return "\n".join(parts)
