@@ -30,7 +30,8 @@ def test_a_step_is_placed_by_its_cell_level_and_fields():
     assert observation.vars == {"setup": "varnish", "page": "static", "users": 4000, "spawn_rate": 800, "cpus": 4}
     assert observation.figures["mean_ms"] == 5.0 and observation.figures["generator_bound"] == 1.0
     assert observation.pass_no == 2 and observation.left_out == ""
-    assert step_observation(cell, step(1, 5.0, state="failed", losses=2)).left_out == "step failed, load lost mid-step"
+    assert step_observation(cell, step(1, 5.0, state="failed", losses=2)).left_out == \
+        "step failed, load lost in the measured window"
     assert step_observation(cell, step(1, 0.0, requests=0)).left_out == "measured no requests"
 
 
@@ -79,4 +80,13 @@ def test_a_selection_emptied_by_failed_steps_says_so():
     verdict = evaluate_findings([finding], observations)[0]
     assert verdict.status is Status.NOT_EVALUABLE
     assert "setup=haproxy" in verdict.reason
-    assert "1 such step(s) ran but are left out (step failed, load lost mid-step)" in verdict.reason
+    assert "1 such step(s) ran but are left out (step failed, load lost in the measured window)" in verdict.reason
+
+
+def test_a_step_that_failed_only_after_its_measured_window_is_used():
+    failed = {**step(2, 5.0, state="failed", losses=2), "start_ms": 10_000, "measured_s": 4.0, "intervals": 4}
+    after = [{"step": "s2", "at_ms": 14_500}, {"step": "s2", "at_ms": 14_600}, {"step": "s1", "at_ms": 1}]
+    during = [{"step": "s2", "at_ms": 12_000}]
+    assert step_observation(cell_record("haproxy", 1), failed, after).left_out == ""
+    assert step_observation(cell_record("haproxy", 1), failed, after).figures["lost_after_window"] == 1.0
+    assert step_observation(cell_record("haproxy", 1), failed, during).left_out.startswith("step failed")

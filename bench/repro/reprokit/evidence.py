@@ -54,18 +54,28 @@ def stored_runs(study_dir: Path) -> list[tuple[dict, dict]]:
     return runs
 
 
-def left_out_reason(step: dict) -> str:
-    """Why a step's figures are not used: it failed (e.g. an engine lost in the middle of it, so its
-    load was not what the level says), or it measured nothing (its figures would read as 0)."""
-    if step.get("state") not in USABLE_STEP_STATES:
-        return f"step {step.get('state')}" + (", load lost mid-step" if step.get("losses") else "")
+def lost_after_window(step: dict, losses: list[dict]) -> bool:
+    """True when every engine lost in the step was lost after its measured intervals had ended (e.g.
+    killed as silent while draining slow requests at the step's end): its figures are whole."""
+    mine = [loss for loss in losses if loss.get("step") == step.get("name")]
+    window_end_ms = (step.get("start_ms") or 0) + 1000 * float(step.get("measured_s") or 0)
+    return bool(mine) and step.get("intervals", 0) > 0 and all(loss.get("at_ms", 0) >= window_end_ms for loss in mine)
+
+
+def left_out_reason(step: dict, losses: list[dict] = ()) -> str:
+    """Why a step's figures are not used: it failed during its measured intervals (e.g. an engine
+    lost in the middle of them, so its load was not what the level says), or it measured nothing
+    (its figures would read as 0). A step that failed only after its measured window is used."""
+    if step.get("state") not in USABLE_STEP_STATES and not lost_after_window(step, list(losses)):
+        return f"step {step.get('state')}" + (", load lost in the measured window" if step.get("losses") else "")
     if not step.get("requests", 1):
         return "measured no requests"
     return ""
 
 
-def step_observation(cell: dict, step: dict) -> Observation:
-    """The observation of one step of a stored run; `left_out` says why when its figures are not used."""
+def step_observation(cell: dict, step: dict, losses: list[dict] = ()) -> Observation:
+    """The observation of one step of a stored run (`losses`: the summary's); `left_out` says why
+    when its figures are not used."""
     variables = dict(cell.get("vars", {}))
     levels = cell.get("levels") or []
     index = int(step.get("level_index", 1)) - 1
@@ -76,12 +86,14 @@ def step_observation(cell: dict, step: dict) -> Observation:
     figures = {name: step[name] for name in FIGURES if step.get(name) is not None}
     figures["generator_bound"] = 1.0 if step.get("generator_bound") else 0.0
     figures["losses"] = float(step.get("losses") or 0)
+    figures["lost_after_window"] = 1.0 if lost_after_window(step, list(losses)) else 0.0
     return Observation(vars=variables, figures=figures, pass_no=int(cell.get("pass", 1)),
-                       run_id=str(cell.get("run_id", "")), left_out=left_out_reason(step))
+                       run_id=str(cell.get("run_id", "")), left_out=left_out_reason(step, losses))
 
 
 def read_observations(study_dir: Path) -> list[Observation]:
     observations = []
     for cell, summary in stored_runs(study_dir):
-        observations += [step_observation(cell, step) for step in summary.get("steps", [])]
+        losses = summary.get("losses") or []
+        observations += [step_observation(cell, step, losses) for step in summary.get("steps", [])]
     return observations

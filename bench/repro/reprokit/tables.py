@@ -35,12 +35,12 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
         level_names = list(cell.get("level_vars", [])) + list(cell.get("step_vars", {}))
         level_names += [k for k in (cell.get("levels") or [{}])[0] if k not in level_names]
         for step in summary.get("steps", []):
-            obs = step_observation(cell, step)
+            obs = step_observation(cell, step, summary.get("losses") or [])
             key = (cell["cell"], _level_label(obs.vars, level_names))
             if key not in order:
                 order.append(key)
             per_pass[key][obs.pass_no].append(obs)
-    header = ["cell", "level", "passes"] + [label for _, label, _ in COLUMNS] + ["mean ms per pass", "generator-bound", "passes left out"]
+    header = ["cell", "level", "passes"] + [label for _, label, _ in COLUMNS] + ["mean ms per pass", "generator-bound", "engine lost after the window", "passes left out"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     cells = list(dict.fromkeys(cell for cell, _ in order))
     for key in sorted(order, key=lambda k: cells.index(k[0])):   # grouped by cell, levels as run
@@ -54,7 +54,8 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
         bound = sum(any(o.figures.get("generator_bound") for o in obs) for obs in passes.values())
         row = [key[0], key[1], f"{len(passes)} of {len(ran)}"]
         row += [_spread(means[name], fmt) for name, _, fmt in COLUMNS]
-        row += [" / ".join(f"{v:,.2f}" for v in means["mean_ms"]), f"{bound} of {len(passes)}",
+        late = sum(any(o.figures.get("lost_after_window") for o in obs) for obs in passes.values())
+        row += [" / ".join(f"{v:,.2f}" for v in means["mean_ms"]), f"{bound} of {len(passes)}", f"{late} of {len(passes)}",
                 f"{n_left} ({'; '.join(left_out)})" if n_left else "0"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -111,8 +112,10 @@ def study_tables(study_id: str, title: str, runs: list[tuple[dict, dict]], verdi
         parts += ["", f"Note: {note}."]
     parts += ["", "## Cells", "",
               "Each figure is the mean over the passes ± its sample standard deviation (the passes' spread); "
-              "\"passes\": passes whose step is used, of the passes that ran it; a step that failed (an "
-              "agent's engine lost in the middle of it, so its load was not the level's) or measured nothing "
-              "is left out, and the figures are over the others.", "",
+              "\"passes\": passes whose step is used, of the passes that ran it; a step that failed during "
+              "its measured intervals (an agent's engine lost, so its load was not the level's) or measured "
+              "nothing is left out, and the figures are over the others. \"engine lost after the window\": "
+              "steps marked failed only because an engine was killed as silent after the measured intervals "
+              "had ended (while draining slow requests at the step's end); their figures are whole and used.", "",
               cells_table(runs), "", "## Verdicts", "", verdicts_table(verdicts), "", "## Runs", "", runs_table(runs), ""]
     return "\n".join(parts)
