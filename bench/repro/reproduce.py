@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from reprokit.evaluate import Status, evaluate_findings, format_value  # noqa: E402
+from reprokit.verdicts import Status, evaluate_findings, format_value  # noqa: E402
 from reprokit.evidence import EvidenceError, read_observations, stored_runs  # noqa: E402
 from reprokit.findings import load_findings  # noqa: E402
 from reprokit.runner import RunnerError, RunOptions, run_study  # noqa: E402

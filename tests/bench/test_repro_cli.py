@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from reprokit.evaluate import evaluate_findings
+from reprokit.verdicts import evaluate_findings
 from reprokit.evidence import read_observations, stored_runs
 from reprokit.findings import load_findings
 from reprokit.studies import STUDIES

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reprokit.evaluate import NotEvaluable, Observation, Status, compare, evaluate_findings, evaluate_metric
+from reprokit.evaluate import NotEvaluable, Observation, evaluate_metric
+from reprokit.verdicts import Status, compare, evaluate_findings
 from reprokit.findings import Finding, load_findings
 from reprokit.metric import MetricSyntaxError, parse_metric
 from support.procs import REPO

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reprokit.evaluate import Status, evaluate_findings
+from reprokit.verdicts import Status, evaluate_findings
 from reprokit.evidence import read_observations, step_observation, store_run, stored_runs
 from reprokit.findings import Finding
 from reprokit.studies import STUDIES, level_records

@@ -3,7 +3,8 @@
 Modules, one concept each:
   findings  - docs/reproductions/findings.yaml as frozen `Finding`s
   metric    - the findings' metric expressions parsed into a small syntax tree
-  evaluate  - a pure function from observations + findings to verdicts (no I/O)
+  evaluate  - a metric's value over observations (pure, no I/O)
+  verdicts  - findings compared with their thresholds, over all passes and per pass (pure)
   evidence  - stored runs (docs/reproductions/<study>/<run-id>/) read into observations
   studies   - per study: lab specs, cells (plan, target overrides, variables), short levels
   runner    - brings a lab up, runs the cells interleaved and repeated, stores the evidence

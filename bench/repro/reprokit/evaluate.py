@@ -1,35 +1,25 @@
-"""Findings evaluated against observations: a pure function, no I/O.
+"""A metric's value over observations: a pure function, no I/O (verdicts.py compares it).
 
 An `Observation` is one step of one stored run: the variables that place it (the cell's, e.g.
 setup=varnish, page=static, and the step's level, e.g. users=4000, spawn_rate=800), its figures
 (mean_ms, ok_rps, ...) and the pass of the interleaved series it belongs to. A figure of a cell is
-the mean over every observation of that cell (its repetitions and passes); `evaluate_findings`
-also evaluates each pass on its own, so a verdict says in how many passes it held.
+the mean over every observation of that cell (its repetitions and passes).
 
-A finding is NOT_EVALUABLE, with the reason, when the runs lack what its metric needs (a server
-that was not run, a variable or figure loadfleet does not record, a single level where a slope
-needs two, a selector that leaves several cells open); never silently held or failed.
+`NotEvaluable`, with the reason, when the runs lack what the metric needs (a server that was not
+run, a variable or figure loadfleet does not record, a single level where a slope needs two, a
+selector that leaves several cells open, only steps that were left out): never a silent value.
 """
 from __future__ import annotations
 
-import enum
-import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
-from .findings import Finding
-from .metric import BinOp, Call, Each, Fig, MetricSyntaxError, Num, Sel, VarRef, parse_metric
+from .metric import BinOp, Call, Each, Fig, Num, Sel, VarRef, parse_metric
 
 # Figures computed from ok_rps over a closed-loop client sweep (findings.yaml's header).
 DERIVED_OVER_CLIENTS = {"avg_ok_rps": "mean", "max_ok_rps": "max"}
 EPSILON = 1e-9
-
-
-class Status(enum.Enum):
-    HOLDS = "holds"
-    FAILS = "fails"
-    NOT_EVALUABLE = "not evaluable"
 
 
 @dataclass(frozen=True)
@@ -39,19 +29,6 @@ class Observation:
     pass_no: int = 1
     run_id: str = ""
     left_out: str = ""                  # why the step's figures are not used ("" = they are)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    finding: Finding
-    status: Status
-    value: object = None                # float, str, or {level: value} for `@ each`
-    reason: str = ""
-    passes: tuple = field(default=())   # ((pass_no, Status, value), ...)
-
-    def passes_holding(self) -> tuple[int, int]:
-        evaluated = [p for p in self.passes if p[1] is not Status.NOT_EVALUABLE]
-        return sum(p[1] is Status.HOLDS for p in evaluated), len(evaluated)
 
 
 class NotEvaluable(Exception):
@@ -79,7 +56,7 @@ class CellSet:
         return self.cells[0][1]
 
 
-def _number(value):
+def number(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     try:
@@ -88,15 +65,15 @@ def _number(value):
         return None
 
 
-def _same(a, b) -> bool:
-    na, nb = _number(a), _number(b)
+def same(a, b) -> bool:
+    na, nb = number(a), number(b)
     if na is not None and nb is not None:
         return abs(na - nb) < EPSILON
     return str(a).lower() == str(b).lower()
 
 
 def _within(value, low, high) -> bool:
-    nv, nl, nh = _number(value), _number(low), _number(high)
+    nv, nl, nh = number(value), number(low), number(high)
     if None not in (nv, nl, nh):
         return nl - EPSILON <= nv <= nh + EPSILON
     text, low_s, high_s = str(value).lower(), str(low).lower(), str(high).lower()
@@ -104,10 +81,10 @@ def _within(value, low, high) -> bool:
 
 
 def _fmt(value) -> str:
-    number = _number(value)
-    if number is None:
+    numeric = number(value)
+    if numeric is None:
         return str(value)
-    return str(int(number)) if number.is_integer() else f"{number:g}"
+    return str(int(numeric)) if numeric.is_integer() else f"{numeric:g}"
 
 
 class _Evaluator:
@@ -120,7 +97,7 @@ class _Evaluator:
     def select(self, sels, env: Mapping[str, object]) -> list[Observation]:
         chosen = self.observations
         for var, value in env.items():
-            chosen = [o for o in chosen if var in o.vars and _same(o.vars[var], value)]
+            chosen = [o for o in chosen if var in o.vars and same(o.vars[var], value)]
         scope = chosen      # `max`/`min`: the extreme level run in the study, not in what is left
         applied = [f"{k}={_fmt(v)}" for k, v in env.items()]
         for sel in sels:
@@ -134,14 +111,14 @@ class _Evaluator:
 
     def _left_out_note(self, env, sels) -> str:
         """Says so when steps that would match were run but left out (failed, measured nothing)."""
-        matching = [o for o in self.left_out if all(k in o.vars and _same(o.vars[k], v) for k, v in env.items())]
+        matching = [o for o in self.left_out if all(k in o.vars and same(o.vars[k], v) for k, v in env.items())]
         for sel in sels:
             if sel.op != "=" or sel.var not in self.known_vars:
                 return ""
             if sel.high is not None:
                 matching = [o for o in matching if sel.var in o.vars and _within(o.vars[sel.var], sel.low, sel.high)]
             elif sel.low not in ("max", "min"):
-                matching = [o for o in matching if sel.var in o.vars and _same(o.vars[sel.var], sel.low)]
+                matching = [o for o in matching if sel.var in o.vars and same(o.vars[sel.var], sel.low)]
         if not matching:
             return ""
         reasons = sorted({o.left_out for o in matching})
@@ -156,15 +133,15 @@ class _Evaluator:
         if sel.high is not None:
             kept = [o for o in chosen if _within(o.vars[sel.var], sel.low, sel.high)]
         elif sel.low in ("max", "min"):
-            levels = [_number(o.vars[sel.var]) for o in scope if sel.var in o.vars]
+            levels = [number(o.vars[sel.var]) for o in scope if sel.var in o.vars]
             if not levels or None in levels:
                 raise EmptySelection(f"no numeric levels of {sel.var} for {sel.text()}")
             extreme = max(levels) if sel.low == "max" else min(levels)
-            kept = [o for o in chosen if _same(o.vars[sel.var], extreme)]
+            kept = [o for o in chosen if same(o.vars[sel.var], extreme)]
             if not kept:
                 raise EmptySelection(f" ({sel.var}={sel.low} is {_fmt(extreme)})")
         else:
-            kept = [o for o in chosen if _same(o.vars[sel.var], sel.low)]
+            kept = [o for o in chosen if same(o.vars[sel.var], sel.low)]
         if not kept:
             raise EmptySelection("")
         return kept
@@ -201,7 +178,7 @@ class _Evaluator:
             return self.figure(node, env)
         if isinstance(node, VarRef):
             if node.name in env:
-                return _number(env[node.name])
+                return number(env[node.name])
             raise NotEvaluable(f"variable {node.name!r} used outside a per-cell expression")
         if isinstance(node, BinOp):
             return self.binop(node, env)
@@ -270,7 +247,7 @@ class _Evaluator:
                                    f"{', '.join(f'{over}={m}' for m in missing)}")
             pick = min if fn == "argmin" else max
             return pick(levels, key=lambda lvl: levels[lvl])
-        numeric = {_number(k): v for k, v in levels.items()}
+        numeric = {number(k): v for k, v in levels.items()}
         if None in numeric or len(numeric) < 2:
             raise NotEvaluable(f"{fn} over {over} needs at least two numeric levels of {over}; "
                                f"the runs have {len(numeric)}")
@@ -288,7 +265,7 @@ class _Evaluator:
 
     def each(self, node: Each, env):
         levels = sorted({o.vars[node.var] for o in self.select((), env) if node.var in o.vars},
-                        key=lambda v: (_number(v) is None, _number(v) or 0, str(v)))
+                        key=lambda v: (number(v) is None, number(v) or 0, str(v)))
         if not levels:
             raise NotEvaluable(f"no variable {node.var!r} in the runs (@ each {node.var})")
         results, skipped = {}, []
@@ -306,9 +283,9 @@ class _Evaluator:
 
 def _cell_var(key, name):
     value = dict(key).get(name)
-    if _number(value) is None:
+    if number(value) is None:
         raise NotEvaluable(f"variable {name!r} is not a number in every cell")
-    return _number(value)
+    return number(value)
 
 
 def _scalar(value):
@@ -325,7 +302,7 @@ def _arith(op: str, a, b) -> float:
 
 
 def _only(cells: CellSet, var: str, level) -> float:
-    matching = [(k, v) for k, v in cells.cells if var in dict(k) and _same(dict(k)[var], level)]
+    matching = [(k, v) for k, v in cells.cells if var in dict(k) and same(dict(k)[var], level)]
     if not matching:
         raise NotEvaluable(f"no run with {var}={_fmt(level)} for {cells.label}")
     return CellSet(tuple(matching), f"{cells.label} at {var}={_fmt(level)}").scalar()
@@ -351,22 +328,6 @@ def _slope(points: dict) -> float:
     return sum((x - mean_x) * (y - mean_y) for x, y in points.items()) / sxx
 
 
-def compare(value, comparison: str, threshold) -> bool:
-    """One value against the finding's threshold (a dict of levels must hold at every level)."""
-    if isinstance(value, dict):
-        return all(compare(v, comparison, threshold) for v in value.values())
-    if comparison == "==":
-        return _same(value, threshold)
-    number = _number(value)
-    if number is None or math.isnan(number):
-        return False
-    if comparison == "between":
-        low, high = threshold
-        return low <= number <= high
-    return {"<": number < threshold, "<=": number <= threshold,
-            ">": number > threshold, ">=": number >= threshold}[comparison]
-
-
 def evaluate_metric(metric: str, observations: list[Observation]):
     """The metric's value over the observations (those left out only explain why a selection is
     empty); NotEvaluable (or MetricSyntaxError) if it has none."""
@@ -377,33 +338,3 @@ def _no_runs():
     raise NotEvaluable("no stored runs")
 
 
-def _verdict_of(finding: Finding, observations: list[Observation]) -> tuple[Status, object, str]:
-    try:
-        value = evaluate_metric(finding.metric, observations)
-        if isinstance(value, CellSet):
-            value = value.scalar()
-    except (NotEvaluable, MetricSyntaxError) as exc:
-        return Status.NOT_EVALUABLE, None, str(exc)
-    holds = compare(value, finding.comparison, finding.threshold)
-    return (Status.HOLDS if holds else Status.FAILS), value, ""
-
-
-def evaluate_findings(findings: list[Finding], observations: list[Observation]) -> list[Verdict]:
-    """One verdict per finding, in order: over the means of every pass, and per pass."""
-    passes = sorted({o.pass_no for o in observations})
-    verdicts = []
-    for finding in findings:
-        status, value, reason = _verdict_of(finding, observations)
-        per_pass = tuple((p, *_verdict_of(finding, [o for o in observations if o.pass_no == p])[:2])
-                         for p in passes) if len(passes) > 1 else ()
-        verdicts.append(Verdict(finding, status, value, reason, per_pass))
-    return verdicts
-
-
-def format_value(value) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {format_value(v)}" for k, v in value.items())
-    number = _number(value)
-    if number is None:
-        return str(value)
-    return f"{number:.3g}" if abs(number) < 1000 else f"{number:,.0f}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from .evaluate import Status, Verdict, format_value
+from .verdicts import Status, Verdict, format_value
 from .evidence import step_observation
 
 COLUMNS = (("ok_rps", "ok/s", "{:,.1f}"), ("mean_ms", "mean ms", "{:,.2f}"), ("p99_ms", "p99 ms", "{:,.1f}"),
