@@ -65,8 +65,8 @@ def _study_001() -> Study:
                  sweep={"steps": [[1000, 250], [3000, 600]], "step_s": 10, "warmup_s": 5, "repeat": 1},
                  level_vars=("users", "spawn_rate"),
                  note="the Apache-alone cell runs the HAProxy plan with its target `lb` pointed at the lone Apache; "
-                      "the generator is not pinned to CPU 0 as lab.md suggests: pinned, on this shared machine, "
-                      "its engines were starved and killed in a first attempt (docs/reproductions.md)")
+                      "the generator is not pinned to CPU 0 as lab.md suggests (it may use both cores; whether "
+                      "pinning changes these figures was not tested)")
 
 
 def _study_002() -> Study:
