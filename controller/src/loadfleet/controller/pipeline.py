@@ -9,6 +9,8 @@ consumers join once the run has its agents (`open`), or its journal read back (`
 """
 from __future__ import annotations
 
+import asyncio
+
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -160,14 +162,19 @@ class RunPipeline:
         self.record(Record.STEP_END, result=to_doc(result))
         self.checkpoint(watermark_ms=watermark_ms, late=late)
 
-    def finish(self, summary: RunSummary, state: str) -> RunSummary:
-        """The run has ended: summary.json and report.html, the journal closed, and the
-        summary to every follower; returns it as published (with the files a full disk
+    async def finish(self, summary: RunSummary, state: str) -> RunSummary:
+        """The run has ended: summary.json and report.html (built in a thread: reading a long
+        run's intervals takes seconds the event loop owes other runs), the journal closed, and
+        the summary to every follower; returns it as published (with the files a full disk
         left incomplete, if any)."""
         if self._journal is not None:
             self._stream.run_end()
             told = self._with_disk(summary)
-            if not rundir.write_summary(self.run_dir, told, self.trouble):
+            written = rundir.write_summary(self.run_dir, told, self.trouble, report=False)
+            if written:
+                problem = await asyncio.to_thread(rundir.try_report, self.run_dir)
+                written = rundir.report_written(self.run_dir, problem, self.trouble)
+            if not written:
                 told = self._with_disk(summary)  # followers hear of summary.json and report.html too
             summary = told
             self.record(Record.END, state=state)

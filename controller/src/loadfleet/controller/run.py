@@ -226,7 +226,7 @@ class Run:
             log.exception("run %s failed", self.run_id)
             self.state = RunState.FAILED
             message = f"internal error: {exc!r}"
-        summary = self._finish(message)
+        summary = await self._finish(message)
         for sink in self.sinks:
             log.info("run %s: %s", self.run_id, await sink.close())
         return summary
@@ -517,7 +517,7 @@ class Run:
 
     # ---- the end -----------------------------------------------------------------
 
-    def _finish(self, message: str) -> RunSummary:
+    async def _finish(self, message: str) -> RunSummary:
         if self._step is not None:  # the run failed or was interrupted in the middle of a step
             self._end_step(self._step)
         if not self.state.ended:
@@ -531,7 +531,7 @@ class Run:
         self._emit(Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}"
                          + (f": {message}" if message else "")))
         self.summary = self._summarize(message)
-        self.summary = self._pipeline.finish(self.summary, self.state.value)
+        self.summary = await self._pipeline.finish(self.summary, self.state.value)
         return self.summary
 
     def _final_message(self, message: str) -> str:

@@ -257,21 +257,38 @@ def _hlog_line(tag: str, start: int, interval_ms: int, row: StatsRow) -> str:
             f"{row.histogram.max_value / 1000:.3f},{payload}\n")
 
 
-def write_summary(run_dir: Path, summary: RunSummary, trouble: DiskTrouble | None = None) -> bool:
-    """summary.json, then report.html built from the run directory; False when either
-    could not be written (a full disk: told to `trouble`)."""
+def write_summary(run_dir: Path, summary: RunSummary, trouble: DiskTrouble | None = None, *,
+                  report: bool = True) -> bool:
+    """summary.json, then (`report`) report.html built from the run directory; False when
+    either could not be written (a full disk: told to `trouble`)."""
     trouble = trouble or DiskTrouble(run_dir)
     text = json.dumps(summary.to_json(), indent=2) + "\n"
     if not trouble.attempt(SUMMARY_FILE, lambda: write_atomic(run_dir / SUMMARY_FILE, text)):
         return False
-    try:  # built from the files above; the run's results stand even when the report fails
+    return report_written(run_dir, try_report(run_dir), trouble) if report else True
+
+
+def try_report(run_dir: Path) -> Exception | None:
+    """Builds report.html from the run directory; what went wrong, or None. Touches nothing
+    but the run's files, so a controller runs it in a thread (a long run's report takes
+    seconds of reading while other runs' agents need their leases renewed)."""
+    try:
         write_report(run_dir)
     except (LoadfleetError, OSError, ValueError) as exc:
-        cause = exc if isinstance(exc, OSError) else exc.__cause__
-        if isinstance(cause, OSError):  # the disk would not take it
-            trouble.failed(REPORT_FILE, cause)
-            return False
-        log.warning("%s not written: %s", run_dir / REPORT_FILE, exc)
+        return exc
+    return None
+
+
+def report_written(run_dir: Path, problem: Exception | None, trouble: DiskTrouble) -> bool:
+    """Whether report.html was written; a full disk is told to `trouble`, another problem
+    logged (the run's results stand without their report)."""
+    if problem is None:
+        return True
+    cause = problem if isinstance(problem, OSError) else problem.__cause__
+    if isinstance(cause, OSError):  # the disk would not take it
+        trouble.failed(REPORT_FILE, cause)
+        return False
+    log.warning("%s not written: %s", run_dir / REPORT_FILE, problem)
     return True
 
 

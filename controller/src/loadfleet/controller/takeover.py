@@ -103,7 +103,7 @@ class TakenOverRun(Run):
     async def close_interrupted(self, message: str) -> RunSummary:
         """Ends a run that cannot go on: its summary from what was published before."""
         self.state = RunState.INTERRUPTED
-        summary = self._finish(message)
+        summary = await self._finish(message)
         for sink in self.sinks:
             await sink.close()
         return summary
