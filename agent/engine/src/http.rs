@@ -65,7 +65,7 @@ pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buf
             let kind = match e.kind() {
                 io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
                 io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
-                _ => ErrorKind::Other,
+                _ => local_exhaustion(&e).unwrap_or(ErrorKind::Other),
             };
             return Err(Failure::new(kind, format!("connect to {addr}: {e}")));
         }
@@ -313,6 +313,16 @@ impl Connection {
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
     value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// A connect that failed for want of the generator's own resources, which says nothing about
+/// the target: no ephemeral port left (EADDRNOTAVAIL), no file descriptor (EMFILE, ENFILE).
+fn local_exhaustion(e: &io::Error) -> Option<ErrorKind> {
+    match e.raw_os_error()? {
+        libc::EADDRNOTAVAIL => Some(ErrorKind::LocalPorts),
+        libc::EMFILE | libc::ENFILE => Some(ErrorKind::LocalFds),
+        _ => None,
+    }
 }
 
 fn io_failure(doing: &str, e: &io::Error) -> Failure {
