@@ -135,7 +135,8 @@ def test_a_generator_starved_of_cpu_flags_its_step_and_a_fed_one_does_not(cluste
     assert code == 0, err
     [step] = starved["steps"]
     assert step["generator_bound"] and step["generator_bound_intervals"] >= 1
-    assert "a1 (CPU" in step["generator_advice"] and "more agent" in step["generator_advice"]
+    assert step["validity"] == "invalid" and step["invalid_intervals"] >= 1
+    assert "a1: engine waited" in step["generator_advice"] and "more agent" in step["generator_advice"]
     assert starved["generator_bound_steps"] == ["s1"]
     assert any(e["kind"] == "generator_bound" for e in starved["events"])
     rows = list(csv.DictReader((cluster.runs_dir / starved["run_id"] / "steps.csv").open()))

@@ -5,7 +5,8 @@ intervals.csv (one row per interval per scope: `cluster` rows merge all agents, 
 rows are one agent's; within a scope a row per (target, request) and a `*`,`*` row for the
 whole interval), latency.hlog (the same intervals' latency histograms in microseconds, in
 the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any
-percentile can be recomputed or merged later; with very many agents, `StepWindow.agent_detail`
+percentile can be recomputed or merged later; each row ends with the interval's
+generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many agents, `StepWindow.agent_detail`
 off, agents' rows are their totals only and the log has the cluster's lines only), events.jsonl (one run event per line), hosts.csv and
 host_counters.csv (monitored hosts' samples); steps.csv after each step; summary.json
 and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
@@ -56,6 +57,9 @@ INTERVAL_COLUMNS = (
        "mean_ms", "stddev_ms", "min_ms"]
     + [f"{name}_ms" for name, _ in PERCENTILES]
     + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
+    # The interval's generator-health verdict (genbound.py): the cluster's on cluster rows,
+    # the agent's own on its rows.
+    + ["validity", "validity_reasons"]
 )
 
 
@@ -162,11 +166,15 @@ class RunDirWriter:
         start = interval.start_ms
         out = io.StringIO()
         rows = csv.writer(out, lineterminator="\n")
+        verdict = interval.verdict
+        judged = [verdict.validity.value, verdict.reasons_text()]
         for row in (*interval.cluster, interval.total):
-            rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, interval.figures(row)))
+            rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, interval.figures(row)) + judged)
         for agent in interval.agents:
+            own = verdict.for_agent(agent.agent_id) if verdict.reasons else verdict
+            own_cells = [own.validity.value, own.reasons_text()]
             for row in (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,):
-                rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, interval.figures(row)))
+                rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, interval.figures(row)) + own_cells)
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:

@@ -16,6 +16,7 @@ from .scaling import ServerScaling, UslResult
 from .steps import LevelSummary, StepResult
 from .stops import StopReason
 from .targethealth import Outage
+from .validity import Validity
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class RunSummary:
         doc = asdict(self)
         doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
         doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
+        doc["suspect_steps"] = [s.name for s in self.steps if s.validity is Validity.SUSPECT]
         doc["usl"] = self.usl.to_json() if self.usl else None
         return doc
 

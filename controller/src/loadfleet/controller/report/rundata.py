@@ -29,6 +29,8 @@ UNKNOWN = "?"  # a run directory without a readable plan.yaml
 GATLING_DIR = "gatling"  # agents' Gatling HTML reports, unpacked under <agent id>/
 TOTAL = "*"
 _KEY_COLUMNS = ("interval_start_ms", "scope", "agent", "target", "request")
+# Columns of text after the numbers (runs before them have none).
+_TEXT_COLUMNS = ("validity", "validity_reasons")
 
 Points = tuple[tuple[float, float], ...]
 
@@ -41,6 +43,7 @@ class IntervalRow:
     target: str
     request: str
     values: dict[str, float]
+    validity: str = "valid"  # the interval's generator-health verdict ("" in older runs)
 
 
 @dataclass(frozen=True)
@@ -223,9 +226,12 @@ def _read_intervals(path: Path):
             if header is None or tuple(header[:len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
                 raise UsageError(f"{path}: not a loadfleet intervals file (unexpected header)")
             kinds = tuple(c[len("err_"):] for c in header if c.startswith("err_"))
-            numeric = header[len(_KEY_COLUMNS):]
+            numeric = [c for c in header[len(_KEY_COLUMNS):] if c not in _TEXT_COLUMNS]
+            texts = [c for c in header[len(_KEY_COLUMNS):] if c in _TEXT_COLUMNS]
+            if header[len(header) - len(texts):] != texts:
+                raise UsageError(f"{path}: not a loadfleet intervals file (text columns before numbers)")
             for line_no, cells in enumerate(reader, start=2):
-                row = _row(cells, numeric, path, line_no)
+                row = _row(cells, numeric, texts, path, line_no)
                 if row is None:
                     continue
                 if row.scope == "cluster":
@@ -237,14 +243,16 @@ def _read_intervals(path: Path):
     return kinds, tuple(total), tuple(rows), tuple(agents)
 
 
-def _row(cells: list[str], numeric: list[str], path: Path, line_no: int) -> IntervalRow | None:
-    if len(cells) != len(_KEY_COLUMNS) + len(numeric):
-        raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {len(_KEY_COLUMNS) + len(numeric)}")
+def _row(cells: list[str], numeric: list[str], texts: list[str], path: Path, line_no: int) -> IntervalRow | None:
+    expected = len(_KEY_COLUMNS) + len(numeric) + len(texts)
+    if len(cells) != expected:
+        raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {expected}")
     start, scope, agent, target, request = cells[:len(_KEY_COLUMNS)]
     if scope != "cluster" and target != TOTAL:
         return None  # an agent's per-(target, request) row: no report plots it
+    text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric):]))
     try:
         values = {name: float(cell) for name, cell in zip(numeric, cells[len(_KEY_COLUMNS):])}
-        return IntervalRow(int(start), scope, agent, target, request, values)
+        return IntervalRow(int(start), scope, agent, target, request, values, text.get("validity", ""))
     except ValueError as exc:
         raise UsageError(f"{path}:{line_no}: {exc}") from exc
