@@ -113,16 +113,10 @@ def steps_table(doc: dict) -> str:
             lines.append(f"{lv['name']}: {lv['repetitions']} repetitions, {lv['achieved_rps']['mean']:.1f} "
                          f"± {lv['achieved_rps']['stddev']:.1f} req/s, p99 {lv['p99_ms']['mean']:.2f} "
                          f"± {lv['p99_ms']['stddev']:.2f} ms")
-    for knee in doc.get("knees", []):
-        lines.append(f"knee: {knee['name']}: {knee['achieved_rps']:.1f} ok/s at offered {knee['offered']:g} "
-                     f"({knee['efficiency']:.0%} efficiency)")
-    usl = doc.get("usl")
-    if usl:
-        peak = f", peak at N = {usl['peak_n']:.1f}" if usl.get("peak_n") else ", no peak"
-        lines.append(f"USL over {usl['basis']}: σ = {usl['sigma']:.4f}, κ = {usl['kappa']:.6f}, "
-                     f"λ = {usl['lambda']:.1f}/s, R² = {usl['r_squared']:.3f}{peak}")
+    # The knee of each server count and the USL fit, each found or saying why not (analysis.py).
+    lines += doc.get("analysis_notes", [])
     for st in steps:
-        if st["generator_bound"]:
+        if st["generator_bound"] or st.get("validity", "valid") != "valid":
             lines.append(st["generator_advice"])
     if doc.get("stop"):
         lines.append(f"stopped early: {doc['stop']['text']}")

@@ -49,6 +49,10 @@ class RunSummary:
     skipped_steps: tuple[str, ...] = ()
     scalability: tuple[ServerScaling, ...] = ()
     usl: UslResult | None = None
+    # One sentence per analysis (the knee of each server count, the USL fit): what it found,
+    # or why it cannot tell, and which steps it left out as generator-bound (analysis.py).
+    analysis_notes: tuple[str, ...] = ()
+    load_model: str = ""  # closed | open | users: what `offered` counts
     stop: StopReason | None = None
     # Monitored hosts over all the run's load (per step: steps[i].hosts).
     hosts: tuple[HostLoad, ...] = ()
