@@ -122,3 +122,11 @@ def test_generator_advice_says_when_more_agents_on_this_host_cannot_help():
     assert "Add about 1 more agent(s) on other hosts" in bound.describe("s1", one_host=True)
     assert [is_loopback(u) for u in ("http://127.0.0.2:8080", "http://[::1]/", "http://localhost:80",
                                      "http://10.0.0.7:8080", "http://web1:80")] == [True, True, True, False, False]
+
+
+def test_a_gatling_jvm_over_several_cores_is_judged_per_core():
+    busy_jvm = Health(busiest_engine_cpu_pct=180, busiest_engine_wait_pct=10)  # 45 % and 2.5 % of each of 4 cores
+    gh = GeneratorHealth(1000, multi_core_driver=True)
+    gh.on_health(STEP, "a1", busy_jvm, 14_000, 4)
+    assert gh.judge(interval(STEP, 13_000, a1=[row(10)])).validity is Validity.VALID
+    assert judge_with(busy_jvm, engines=4) is Validity.INVALID  # one engine per core: that one is saturated

@@ -95,11 +95,13 @@ class GeneratorHealth:
 
     RECENT = 8
 
-    def __init__(self, heartbeat_ms: int, *, max_connections: int = 0):
+    def __init__(self, heartbeat_ms: int, *, max_connections: int = 0, multi_core_driver: bool = False):
         """`max_connections`: the open model's connections over the fleet (plan), 0: the
-        engines' default each."""
+        engines' default each; `multi_core_driver`: one multi-threaded driver per agent
+        (Gatling), judged per core (validity.health_reasons)."""
         self._heartbeat_ms = heartbeat_ms
         self._max_connections = max_connections
+        self._multi_core_driver = multi_core_driver
         self._beats: dict[str, collections.deque[tuple[int, tuple[Reason, ...]]]] = {}
         self._engines: dict[str, int] = {}
         self._step = ""
@@ -108,7 +110,7 @@ class GeneratorHealth:
 
     def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
         start = (at_ms - self._heartbeat_ms // 2) // step.interval_ms * step.interval_ms
-        reasons = health_reasons(agent_id, health, engines)
+        reasons = health_reasons(agent_id, health, engines, multi_core_driver=self._multi_core_driver)
         self._engines[agent_id] = engines
         beats = self._beats.setdefault(agent_id, collections.deque(maxlen=self.RECENT))
         if beats and beats[-1][0] == start:  # two heartbeats in one interval: keep both's reasons

@@ -45,9 +45,11 @@ class RunPipeline:
         self.totals = RunTotals()
         self.meter = StepMeter()
         self.generators = GeneratorHealth(
-            heartbeat_ms, max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0)
+            heartbeat_ms, max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0,
+            multi_core_driver=plan.driver == "gatling")
         self.hosts = HostRecorder(period_ms=heartbeat_ms)
-        self._output = InfluxOutput(run_id, sinks, emit=self.event) if sinks else None
+        self._output = (InfluxOutput(run_id, sinks, emit=self.event, multi_core_driver=plan.driver == "gatling")
+                        if sinks else None)
         self.drift = Drift(plan.interval_ms, emit=self._output.on_drift if self._output else lambda point: None)
         self.target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms, emit=self.event)
         self._stopwatch = StopWatch(plan.stop, plan.interval_ms, on_stop=on_stop)

@@ -29,7 +29,7 @@ and carry the agent and a short text, so outputs can count them or print them.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.stats import StatsRow
@@ -125,9 +125,15 @@ def verdict_of(reasons: tuple[Reason, ...]) -> Verdict:
     return Verdict(worst(r.validity for r in reasons), reasons)
 
 
-def health_reasons(agent: str, h: Health, engines: int) -> tuple[Reason, ...]:
-    """What one heartbeat says about its agent's engines."""
+def health_reasons(agent: str, h: Health, engines: int, *, multi_core_driver: bool = False) -> tuple[Reason, ...]:
+    """What one heartbeat says about its agent's engines. `multi_core_driver`: the agent
+    runs one multi-threaded driver over its `engines` cores (Gatling's JVM), whose CPU and
+    wait are then judged per core."""
     out: list[Reason] = []
+    if multi_core_driver and engines > 1:
+        wait_all = h.busiest_engine_wait_pct
+        h = replace(h, busiest_engine_cpu_pct=h.busiest_engine_cpu_pct / engines,
+                    busiest_engine_wait_pct=None if wait_all is None else wait_all / engines)
 
     def add(signal: Signal, validity: Validity, text: str) -> None:
         out.append(Reason(signal, validity, agent, text))

@@ -33,8 +33,9 @@ DROP_EVENT_PERIOD_S = 60.0
 
 class InfluxOutput:
     def __init__(self, run_id: str, sinks: list[Sink], emit: Callable[[Event], object] = lambda event: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, multi_core_driver: bool = False):
         self.run_id = run_id
+        self._multi_core_driver = multi_core_driver  # Gatling: validity.health_reasons
         self._sinks = sinks
         self._emit = emit
         self._clock = clock
@@ -74,7 +75,7 @@ class InfluxOutput:
         self._add([event_point(run_id=self.run_id, event=event)])
 
     def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
-        verdict = verdict_of(health_reasons(agent_id, health, engines))
+        verdict = verdict_of(health_reasons(agent_id, health, engines, multi_core_driver=self._multi_core_driver))
         self._add([agent_point(run_id=self.run_id, agent_id=agent_id, health=health, at_ms=at_ms, verdict=verdict)])
 
     def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
