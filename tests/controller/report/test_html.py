@@ -208,3 +208,19 @@ def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
     assert saturation_charts({"steps": steps, "scalability": scalability, "usl": usl})[-1].title.startswith("Scalab")
     # No fit (too few sizes): the measured curve alone.
     assert len(scalability_chart({"steps": steps, "scalability": scalability[:3], "usl": None}).series) == 1
+
+
+def test_the_header_counts_the_intervals_that_measured_the_generators():
+    from pathlib import Path
+
+    from loadfleet.controller.report.html import generator_health
+    from loadfleet.controller.report.rundata import IntervalRow, RunData
+
+    def run(*validities):
+        rows = tuple(IntervalRow(i, "cluster", "", "*", "*", {}, v) for i, v in enumerate(validities))
+        return RunData(Path("."), {}, (), rows, (), (), {}, "engine")
+    assert generator_health(run("valid", "invalid", "suspect", "valid")) == [
+        ("generator health", "1 invalid and 1 suspect of 4 intervals (the generators, not the targets, may have set "
+                             "their figures: intervals.csv's validity_reasons says why)")]
+    assert generator_health(run("valid", "valid")) == [("generator health", "all 2 intervals valid")]
+    assert generator_health(run("", "")) == []

@@ -41,7 +41,20 @@ def _header_facts(run: RunData) -> list[tuple[str, str]]:
     return [("plan", str(s.get("plan_name", "?"))), ("driver", run.driver), ("state", state),
             ("started", utc_time(run.started_ms)), ("duration", f"{float(s.get('duration_s', 0)):g} s"), *warmup,
             ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
-            ("run directory", str(run.run_dir))]
+            *generator_health(run), ("run directory", str(run.run_dir))]
+
+
+def generator_health(run: RunData) -> list[tuple[str, str]]:
+    """How many intervals measured the generators rather than the targets (runs before the
+    verdict existed say nothing)."""
+    verdicts = [r.validity for r in run.cluster_total if r.validity]
+    if not verdicts:
+        return []
+    invalid, suspect = verdicts.count("invalid"), verdicts.count("suspect")
+    text = (f"{invalid} invalid and {suspect} suspect of {len(verdicts)} intervals (the generators, not the "
+            "targets, may have set their figures: intervals.csv's validity_reasons says why)"
+            if invalid or suspect else f"all {len(verdicts)} intervals valid")
+    return [("generator health", text)]
 
 
 def summary_table(summary: dict) -> str:

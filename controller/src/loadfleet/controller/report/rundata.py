@@ -43,7 +43,7 @@ class IntervalRow:
     target: str
     request: str
     values: dict[str, float]
-    validity: str = "valid"  # the interval's generator-health verdict ("" in older runs)
+    validity: str = ""  # the interval's generator-health verdict ("" in runs from before it)
 
 
 @dataclass(frozen=True)
