@@ -74,3 +74,10 @@ def test_a_concurrency_sweep_fits_over_its_levels(model, basis):
     results = [step(f"s{i}", n, usl(n, 0.05, 0.001, 500.0), 5) for i, n in enumerate((1, 2, 4, 8, 16, 32), start=1)]
     found = analyze(results, model, server_sweep=False)
     assert found.usl.basis == basis and found.usl.fit.sigma == pytest.approx(0.05, rel=0.05)
+
+
+def test_the_summary_s_knee_is_judged_over_the_whole_sweep():
+    # After s2 alone, s2 looked like a knee; s3 and s4 show it was a dip.
+    results = [step("s1", 100, 100, 5), step("s2", 200, 130, 10), step("s3", 300, 300, 6), step("s4", 400, 400, 7)]
+    assert knee_search(results[:2], 1).knee.name == "s2"
+    assert analyze(results, LoadModel.OPEN, server_sweep=False).knees == ()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .knee import KneeRule, KneeSearch, LevelPoint, search_knee
+from .knee import Knee, KneeRule, KneeSearch, LevelPoint, search_knee
 from .load import LoadModel
 from .scaling import ServerScaling, UslResult, server_scaling
 from .steps import LevelSummary, StepResult, level_summaries
@@ -26,6 +26,9 @@ from .validity import Validity
 @dataclass(frozen=True)
 class Analysis:
     levels: tuple[LevelSummary, ...]  # every step's level, left-out ones included (tables)
+    # The knee of each server count over the whole sweep (during the run a knee is looked
+    # for as each level ends; later levels can show that a dip was no knee).
+    knees: tuple[Knee, ...]
     scalability: tuple[ServerScaling, ...]
     usl: UslResult | None
     notes: tuple[str, ...]  # one sentence per analysis: what it found, or why it cannot tell
@@ -56,13 +59,14 @@ def level_points(results: list[StepResult]) -> list[LevelPoint]:
 def analyze(results: list[StepResult], model: LoadModel, *, server_sweep: bool) -> Analysis:
     kept, left = usable(results)
     scalability = tuple(server_scaling(level_summaries(kept))) if server_sweep else ()
-    notes = []
+    notes, knees = [], []
     for servers in sorted({r.servers for r in results}):
         search = knee_search(results, servers)
         notes.append((f"knee on {servers} server(s): " if server_sweep else "knee: ") + search.note)
+        knees += [search.knee] if search.knee else []
     usl, usl_note = usl_fit(kept, model, server_sweep=server_sweep)
     notes.append(usl_note + _left_out(left))
-    return Analysis(tuple(level_summaries(results)), scalability, usl, tuple(notes))
+    return Analysis(tuple(level_summaries(results)), tuple(knees), scalability, usl, tuple(notes))
 
 
 def usl_fit(kept: list[StepResult], model: LoadModel, *, server_sweep: bool) -> tuple[UslResult | None, str]:
