@@ -130,3 +130,16 @@ def test_a_gatling_jvm_over_several_cores_is_judged_per_core():
     gh.on_health(STEP, "a1", busy_jvm, 14_000, 4)
     assert gh.judge(interval(STEP, 13_000, a1=[row(10)])).validity is Validity.VALID
     assert judge_with(busy_jvm, engines=4) is Validity.INVALID  # one engine per core: that one is saturated
+
+
+def test_a_thousand_busy_agents_make_a_bounded_reasons_text_and_each_keeps_its_own():
+    gh = GeneratorHealth(1000)
+    agents = {f"a{i}": [row(10)] for i in range(1000)}
+    for name in agents:
+        gh.on_health(STEP, name, Health(cpu_pct=95), 14_000, 1)
+    gh.on_health(STEP, "a7", Health(cpu_pct=95, busiest_engine_cpu_pct=99, busiest_engine_wait_pct=0), 14_000, 1)
+    verdict = gh.judge(interval(STEP, 13_000, **agents))
+    text = verdict.reasons_text()
+    assert text.startswith("a7: engine at 99 % of its core") and text.endswith("; and 991 more") and len(text) < 1000
+    own = verdict.by_agent()
+    assert own["a7"].validity is Validity.INVALID and own["a8"].validity is Validity.SUSPECT and len(own) == 1000

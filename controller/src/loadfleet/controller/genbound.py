@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from .agents import Health
 from .stream import FinalInterval, StepWindow
 from .validity import (ENGINE_DEFAULT_MAX_CONNECTIONS, Reason, Validity, Verdict, connections_free, health_reasons,
-                       row_reasons, verdict_of)
+                       reasons_text, row_reasons, verdict_of)
 
 STEP_INVALID_SHARE = 0.1
 STAND_IN_INTERVALS = 2
@@ -48,7 +48,7 @@ class StepValidity:
         return self.validity is Validity.INVALID
 
     def reasons_text(self) -> str:
-        return "; ".join(r.describe() for r in self.reasons)
+        return reasons_text(self.reasons)
 
     def describe(self, step: str, *, one_host: bool = False) -> str:
         """`one_host`: the agents share one host with each other or with the targets, so the
@@ -113,8 +113,12 @@ class GeneratorHealth:
         reasons = health_reasons(agent_id, health, engines, multi_core_driver=self._multi_core_driver)
         self._engines[agent_id] = engines
         beats = self._beats.setdefault(agent_id, collections.deque(maxlen=self.RECENT))
-        if beats and beats[-1][0] == start:  # two heartbeats in one interval: keep both's reasons
-            reasons = beats.pop()[1] + reasons
+        if beats and beats[-1][0] == start:  # two heartbeats in one interval: the worst of each signal
+            worst: dict[str, Reason] = {}
+            for r in beats.pop()[1] + reasons:
+                if r.signal not in worst or r.validity.rank > worst[r.signal].validity.rank:
+                    worst[r.signal] = r
+            reasons = tuple(worst.values())
         beats.append((start, reasons))
 
     def judge(self, interval: FinalInterval) -> Verdict:

@@ -43,6 +43,7 @@ from .report import REPORT_FILE, write_report
 from .report.rundata import GATLING_DIR
 from .steps import StepResult, steps_csv
 from .stream import FinalInterval, Scope, StepEnd, StepWindow
+from .validity import VALID
 
 if TYPE_CHECKING:
     from .summary import RunSummary
@@ -170,8 +171,9 @@ class RunDirWriter:
         judged = [verdict.validity.value, verdict.reasons_text()]
         for row in (*interval.cluster, interval.total):
             rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, interval.figures(row)) + judged)
+        per_agent = verdict.by_agent()
         for agent in interval.agents:
-            own = verdict.for_agent(agent.agent_id) if verdict.reasons else verdict
+            own = per_agent.get(agent.agent_id, VALID)
             own_cells = [own.validity.value, own.reasons_text()]
             for row in (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,):
                 rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, interval.figures(row)) + own_cells)

@@ -108,13 +108,33 @@ class Verdict:
 
     def describe(self) -> str:
         """e.g. `invalid: a1: engine at 97 % of its core; a2: host CPU 95 %`; `valid`."""
-        return self.validity.label + (": " + "; ".join(r.describe() for r in self.reasons) if self.reasons else "")
+        return self.validity.label + (": " + self.reasons_text() if self.reasons else "")
 
     def reasons_text(self) -> str:
-        return "; ".join(r.describe() for r in self.reasons)
+        return reasons_text(self.reasons)
 
     def for_agent(self, agent: str) -> Verdict:
         return verdict_of(tuple(r for r in self.reasons if r.agent == agent))
+
+    def by_agent(self) -> dict[str, Verdict]:
+        """Each named agent's own verdict, in one pass (agents not named are valid)."""
+        grouped: dict[str, list[Reason]] = {}
+        for r in self.reasons:
+            grouped.setdefault(r.agent, []).append(r)
+        return {agent: verdict_of(tuple(rs)) for agent, rs in grouped.items()}
+
+
+# Reasons spelled out in one text; a fleet of a thousand busy agents gets the worst few and a count.
+MAX_REASONS_TEXT = 10
+
+
+def reasons_text(reasons: tuple[Reason, ...]) -> str:
+    """`a1: engine at 97 % of its core; a2: host CPU 95 %`, the worst first when there are
+    more than MAX_REASONS_TEXT (then `...; and 990 more`)."""
+    if len(reasons) <= MAX_REASONS_TEXT:
+        return "; ".join(r.describe() for r in reasons)
+    shown = sorted(reasons, key=lambda r: -r.validity.rank)[:MAX_REASONS_TEXT]
+    return "; ".join(r.describe() for r in shown) + f"; and {len(reasons) - MAX_REASONS_TEXT} more"
 
 
 VALID = Verdict()

@@ -21,7 +21,7 @@ from ..events import Event
 from ..spooldrops import influx_drop_event
 from ..hosts import HostSample, MonitorInfo
 from ..stream import FinalInterval, Scope, StepEnd, StepWindow
-from ..validity import health_reasons, verdict_of
+from ..validity import VALID, health_reasons, verdict_of
 from . import DropCounting, Sink
 from .lineproto import Point
 from .points import agent_point, drift_point, event_point, host_points, http_points, step_host_points, step_point
@@ -47,12 +47,13 @@ class InfluxOutput:
         points = http_points(run_id=self.run_id, step=step, scope=Scope.CLUSTER, agent="", interval_start_ms=start,
                              interval_ms=interval_ms, rows=(*interval.cluster, interval.total),
                              figures=interval.figures, verdict=verdict)
+        per_agent = verdict.by_agent()
         for agent in interval.agents:
             rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
             points += http_points(run_id=self.run_id, step=step, scope=Scope.AGENT, agent=agent.agent_id,
                                   interval_start_ms=start, interval_ms=interval_ms, rows=rows,
                                   figures=interval.figures,
-                                  verdict=verdict.for_agent(agent.agent_id) if verdict.reasons else verdict)
+                                  verdict=per_agent.get(agent.agent_id, VALID))
         self._add(points)
         self._tell_drops(at_once=False)
 
