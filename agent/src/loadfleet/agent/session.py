@@ -209,7 +209,8 @@ class Agent:
             await asyncio.sleep(max(0.0, expected - time.monotonic()))
             lag_ms = max(0.0, (time.monotonic() - expected) * 1000)
             expected += period_s
-            h = self._health.sample(self._job.pids if self._job else [], lag_ms)
+            # Off the event loop: near port exhaustion the TCP tables are read (tens of thousands of lines).
+            h = await asyncio.to_thread(self._health.sample, self._job.pids if self._job else [], lag_ms)
             beat = agent_pb2.Heartbeat(
                 sent_at_ms=wall_ms(),
                 health=agent_pb2.Health(
