@@ -221,10 +221,18 @@ def read_proc_status(pid: int) -> dict[str, int]:
 
 
 def write_results(results: dict, *, quick: bool) -> Path:
+    path = new_results_path("-quick" if quick else "")
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    return path
+
+
+def new_results_path(suffix: str) -> Path:
+    """results/<date><suffix>.json, or <date><suffix>-2.json ...: an earlier run of the day stays."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    path = RESULTS_DIR / f"{stamp}{'-quick' if quick else ''}.json"
-    path.write_text(json.dumps(results, indent=1) + "\n")
+    path, n = RESULTS_DIR / f"{stamp}{suffix}.json", 2
+    while path.exists():
+        path, n = RESULTS_DIR / f"{stamp}{suffix}-{n}.json", n + 1
     return path
 
 

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -55,9 +55,11 @@ IntervalWatch = Callable[[int, stats_pb2.IntervalReport], None]
 
 def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: bool, duration_s: float,
                connect_timeout_ms: int = 5000, watch: IntervalWatch | None = None,
-               log: Path | None = None) -> Measurement:
-    """One closed-model job of `clients` clients against url+path for `duration_s`."""
-    argv = ["taskset", "-c", str(GENERATOR_CORE), str(engine)]
+               log: Path | None = None, wrap: Sequence[str] = (), max_requests: int = 0) -> Measurement:
+    """One closed-model job of `clients` clients against url+path for `duration_s` (or until
+    `max_requests` requests, if set).
+    `wrap` is put before the command (e.g. a `perf stat` that counts the engine's system calls)."""
+    argv = [*wrap, "taskset", "-c", str(GENERATOR_CORE), str(engine)]
     stderr = open(log, "ab") if log else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
@@ -71,6 +73,7 @@ def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: b
                 raise RuntimeError(f"engine: expected ready, got {event}")
             spec = _closed_job(url, path, clients=clients, keep_alive=keep_alive, duration_s=duration_s,
                                connect_timeout_ms=connect_timeout_ms)
+            spec.max_requests = max_requests
             proc.stdin.write(frame(engine_pb2.EngineCommand(start=spec).SerializeToString()))
             proc.stdin.flush()
             reports = _collect(proc, watch)
@@ -88,9 +91,11 @@ def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: b
                        sleeps=sleeps, p50_us=p50)
 
 
-def run_wrk(url: str, *, connections: int, keep_alive: bool, duration_s: int) -> Measurement:
-    """wrk -t1 (one load thread, as the engine is one thread) with `connections` connections."""
-    argv = ["taskset", "-c", str(GENERATOR_CORE), "wrk", "-t1", f"-c{connections}", f"-d{duration_s}s", "--latency"]
+def run_wrk(url: str, *, connections: int, keep_alive: bool, duration_s: int,
+            wrap: Sequence[str] = ()) -> Measurement:
+    """wrk -t1 (one load thread, as the engine is one thread) with `connections` connections;
+    `wrap` as for run_engine."""
+    argv = [*wrap, "taskset", "-c", str(GENERATOR_CORE), "wrk", "-t1", f"-c{connections}", f"-d{duration_s}s", "--latency"]
     if not keep_alive:
         argv += ["-H", "Connection: close"]
     proc = subprocess.Popen(argv + [url], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

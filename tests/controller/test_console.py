@@ -64,3 +64,43 @@ def test_the_progress_line_shows_an_interval_that_measures_the_generators():
                                                  validity_reasons="a1: engine at 97 % of its core"))
     assert line.endswith("INVALID: a1: engine at 97 % of its core")
     assert "VALID" not in progress_line(run_pb2.IntervalSummary(validity=run_pb2.VALIDITY_VALID))
+
+
+def test_a_step_on_several_targets_shows_each_side_by_side():
+    target = {"url": "http://web1", "achieved_rps": 120.0, "ok_rps": 118.0, "error_pct": 1.67, "mean_ms": 3.5,
+              "p99_ms": 20.25}
+    lines = steps_table({"steps": [{**step("s1", "finished"), "targets": [target, {**target, "url": "http://web2"}]},
+                                   {**step("s2", "finished"), "targets": [target]}]}).splitlines()
+    assert lines[2] == "  http://web1: 120.0 req/s, 118.0 ok/s, 1.67 % errors, mean 3.50 ms, p99 20.25 ms"
+    assert lines[3].startswith("  http://web2:") and lines[4].startswith("s2")
+    assert len(lines) == 5, "one target: no lines of its own"
+
+
+def _figures_doc(phases) -> dict:
+    from dataclasses import asdict
+
+    from loadfleet.controller.figures import figures_of
+    from loadfleet.wire.histogram import Histogram
+    from loadfleet.wire.stats import StatsRow
+
+    row = StatsRow("t", "r", requests=2, status=[0, 2, 0, 0, 0], histogram=Histogram.of([2000, 4000]), phases=phases)
+    return {"figures": asdict(figures_of(row, 1.0)), "status": {"2xx": 2}}
+
+
+def test_the_time_table_splits_a_response_into_phases_and_is_left_out_without_them():
+    from loadfleet.controller.console import phases_table
+    from loadfleet.wire.histogram import Histogram
+    from loadfleet.wire.phases import Phase, Phases
+
+    phases = Phases(connect=Phase(2, 600, 400), waiting=Phase(2, 3000, 2000), receiving=Phase(2, 200, 100),
+                    waiting_histogram=Histogram.of([1000, 2000]))
+    doc = {"total": _figures_doc(phases), "targets": [{"name": "http://a", **_figures_doc(phases)},
+                                                      {"name": "http://b", **_figures_doc(None)}]}
+    lines = phases_table(doc).splitlines()
+    assert lines[0].startswith("where the time goes") and "waiting" in lines[0]
+    # per response: connect 0.3, tls 0, waiting 1.5, receiving 0.1, other: the mean (3.001 by the histogram) - 1.9
+    assert lines[1].split() == ["total", "2", "0.300", "0.000", "1.500", "0.100", "1.101", "1.00", "2.00",
+                                "0.300", "-"]
+    assert lines[2] == "targets" and lines[3].split()[:3] == ["http://a", "2", "0.300"]
+    assert lines[4].split() == ["http://b", "-"]
+    assert phases_table({"total": _figures_doc(None)}) == ""

@@ -189,3 +189,33 @@ def test_a_sweep_takes_its_warm_up_per_step():
                    + "sweep: {steps: [1, 2], step_s: 5}\nwarmup_s: 1\n")
     assert [(p.path, p.message) for p in info.value.problems] == [
         ("warmup_s", "a sweep warms each step up: give sweep.warmup_s")]
+
+
+TWO_WEBS = """
+duration_s: 5
+targets: [{name: web1, url: "http://127.0.0.2:8080"}, {url: "http://127.0.0.3:8080", weight: 2}]
+load: {model: closed, clients: 2}
+workload: {requests: [{path: /}]}
+"""
+
+
+def test_a_named_target_takes_its_url_from_the_command_line_and_keeps_it_when_sent():
+    plan = parse_plan(TWO_WEBS, target_urls={"web1": "http://10.0.0.11/"})
+    assert [(t.name, t.url, t.weight) for t in plan.targets] == [("web1", "http://10.0.0.11", 1),
+                                                                 ("", "http://127.0.0.3:8080", 2)]
+    assert parse_plan(plan.to_yaml()) == plan
+
+
+@pytest.mark.parametrize("urls, where, says", [
+    ({"web2": "http://10.0.0.12"}, "--target", "no target is named 'web2' (names: web1)"),
+    ({"web1": "gopher://10.0.0.11"}, "targets[0].url", "must start with http:// or https://"),
+])
+def test_a_bad_target_override_names_the_problem(urls, where, says):
+    with pytest.raises(PlanError) as info:
+        parse_plan(TWO_WEBS, target_urls=urls)
+    assert [(p.path, p.message) for p in info.value.problems if says in p.message] == [(where, info.value.problems[0].message)]
+
+
+def test_target_names_are_unique():
+    with pytest.raises(PlanError, match="names targets\\[0\\] too"):
+        parse_plan(TWO_WEBS.replace('{url: "http://127.0.0.3:8080"', '{name: web1, url: "http://127.0.0.3:8080"'))

@@ -41,6 +41,17 @@ def test_open_and_users_levels():
     assert step_plan(plan, expand(plan)[1]).load.users == 10
 
 
+def test_users_steps_may_each_have_their_spawn_rate():
+    """Locust's series of tests: (users, spawn rate) pairs in one sweep."""
+    plan = plan_of(load={"model": "users"}, sweep={"steps": [[100, 10], [200, 20], [400, 40]], "step_s": 5})
+    loads = [step_plan(plan, spec).load for spec in expand(plan)]
+    assert [(load.users, load.spawn_rate) for load in loads] == [(100, 10), (200, 20), (400, 40)]
+    assert parse_plan(plan.to_yaml()) == plan
+    mixed = plan_of(load={"model": "users", "spawn_rate": 5}, sweep={"steps": [[100, 10], 200], "step_s": 5})
+    assert [step_plan(mixed, spec).load.spawn_rate for spec in expand(mixed)] == [10, 5]
+    assert parse_plan(mixed.to_yaml()) == mixed
+
+
 def test_round_trip():
     plan = plan_of(stop={"error_pct": {"above": 5, "for_s": 3}, "latency": {"above_ms": 8000, "for_s": 3}},
                    sweep={"steps": [1, 2], "step_s": 3, "repeat": 2, "servers": [1, 2], "stop_at_knee": True})
@@ -59,6 +70,9 @@ def test_round_trip():
     ({"budget": {"requests": 10}}, ["budget"]),
     ({"stop": {"latency": {"above_ms": 0, "for_s": 1}}}, ["stop.latency.above_ms"]),
     ({"stop": {"error_pct": {"above": 5}}}, ["stop.error_pct"]),
+    ({"sweep": {"steps": [[10, 2]], "step_s": 3}}, ["sweep.steps[0]"]),  # pairs are for the users model
+    ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2], 20], "step_s": 3}}, ["load.spawn_rate"]),
+    ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2, 3]], "step_s": 3}}, ["sweep.steps[0]"]),
 ])
 def test_problems_have_paths(changes, paths):
     doc = {**BASE, **changes}
@@ -97,6 +111,13 @@ def test_a_step_is_measured_without_warm_up_and_final_interval():
     rows = list(csv.DictReader(io.StringIO(steps_csv([result], [t.url for t in plan.targets]))))
     assert rows[0]["step"] == "s1" and rows[0]["state"] == "finished" and rows[0]["generator_bound"] == "false"
     assert rows[0]["rps http://127.0.0.2:80"] == "150.0" and rows[0]["rps http://127.0.0.4:80"] == ""
+    # Each target side by side: the slow one (4 ms, no errors) and the failing one (2 ms, 10 of 150/s).
+    fast, slow = result.targets
+    assert (fast.url, fast.achieved_rps, fast.ok_rps, fast.error_pct) == ("http://127.0.0.2:80", 150.0, 140.0,
+                                                                          pytest.approx(100 * 20 / 300))
+    assert (slow.error_pct, slow.mean_ms, slow.p99_ms) == (0.0, pytest.approx(4.0, rel=0.01), pytest.approx(4.0, rel=0.01))
+    assert fast.mean_ms == pytest.approx(2.0, rel=0.01)
+    assert rows[0]["p99_ms http://127.0.0.3:80"] == str(round(slow.p99_ms, 3)) and rows[0]["mean_ms http://127.0.0.4:80"] == ""
 
 
 def test_a_step_stopped_early_is_measured_up_to_when_it_stopped():

@@ -1,7 +1,7 @@
 """Stop conditions on cluster intervals: streaks, resets, empty intervals."""
 from __future__ import annotations
 
-from loadfleet.controller.stops import ErrorStop, LatencyStop, StopConditions, StopWatch
+from loadfleet.controller.stops import ErrorStop, LatencyStop, Statistic, StopConditions, StopWatch
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 
@@ -30,6 +30,21 @@ def test_latency_percentile():
     watch = StopWatch(StopConditions(latency=LatencyStop(99, 8000, 2)), 1000)
     out = feed(watch, [interval(50, latency_ms=9000), interval(50, latency_ms=9500)])
     assert out[0] is None and out[1].condition == "latency" and "p99" in out[1].text
+
+
+def test_latency_mean_is_siege_patience_where_a_percentile_would_stop_earlier():
+    """Most requests fast, a tenth at 20 s: the mean (~2 s) stays under 8 s, p99 does not."""
+    row = interval(90, latency_ms=1.0)
+    row.requests += 10
+    row.status[1] += 10
+    row.histogram = row.histogram + Histogram.of([20_000_000], count=10)
+    mean = StopWatch(StopConditions(latency=LatencyStop(99, 8000, 1, Statistic.MEAN)), 1000)
+    p99 = StopWatch(StopConditions(latency=LatencyStop(99, 8000, 1)), 1000)
+    assert mean.observe(row) is None and p99.observe(row).condition == "latency"
+    stopped = mean.observe(interval(50, latency_ms=9000))
+    assert stopped.condition == "latency" and stopped.text.startswith("mean latency above 8000 ms")
+    doc = StopConditions(latency=LatencyStop(99, 8000, 1, Statistic.MEAN)).to_doc()
+    assert StopConditions.from_doc(doc).latency.statistic is Statistic.MEAN
 
 
 def test_no_conditions_never_stop_and_reset_forgets():

@@ -156,6 +156,20 @@ def check_panel(title, series, *, total, steps, agents, targets):
         for key, row in rows.items():
             assert row["cpu_pct"] == pytest.approx(expected[key]["cpu_pct"], rel=1e-9)
             assert row["process_cpu_pct"] == pytest.approx(expected[key]["process_cpu_pct"], rel=1e-9)
+    elif title == "Targets side by side per step":
+        rows = {(s["tags"]["step"], s["tags"]["target"]): values(s)[0] for s in series}
+        expected = {(name, t["url"]): t for name, st in steps.items() for t in st["targets"]}
+        assert sorted(rows) == sorted(expected) and {url for _, url in rows} == set(targets)
+        for key, row in rows.items():
+            assert row["achieved_rps"] == pytest.approx(expected[key]["achieved_rps"], rel=1e-9)
+            assert row["p99_ms"] == pytest.approx(expected[key]["p99_ms"], rel=1e-9)
+    elif title == "Where the time goes (ms per response)":
+        rows = [r for s in series for r in values(s) if r["waiting"] is not None]
+        assert rows and all(r["waiting"] > 0 and r["receiving"] >= 0 for r in rows)
+        assert any(r["connect"] for r in rows)  # the clients' connections opened in the first step
+    elif title == "Time to first byte (waiting, cluster, exact merge)":
+        rows = [r for s in series for r in values(s) if r["p50"] is not None]
+        assert rows and all(0 < r["p50"] <= r["p90"] <= r["p99"] <= r["max"] * 1.001 + 1e-3 for r in rows)
     elif title.startswith("Monitored hosts:"):
         assert {s["tags"]["host"] for s in series} == {"web1-host"}
     elif title == "p99 drift from the first hour":

@@ -16,12 +16,13 @@ from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.drift import Drift
 from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.sinks.points import (agent_point, drift_point, event_point, host_points, http_points,
-                                               step_host_points, step_point)
+                                               step_host_points, step_point, step_target_points)
 from loadfleet.controller.sinks.output import InfluxOutput
 from loadfleet.controller.stream import Scope
 from loadfleet.controller.validity import Validity
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow, merge_rows
 from support.procs import REPO
 from support.streamdata import interval, window
@@ -51,6 +52,8 @@ def _row(target: str, request: str, n: int) -> StatsRow:
     row.status[1] = n
     row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = 1
     row.histogram = Histogram.of(1000 + 10 * i for i in range(n))
+    row.phases = Phases(connect=Phase(2, 300, 200), tls=Phase(2, 900, 500), waiting=Phase(n, 700 * n, 900),
+                        receiving=Phase(n, 50 * n, 80), waiting_histogram=Histogram.of(700 + i for i in range(n)))
     return row
 
 
@@ -109,6 +112,8 @@ def fill(influx) -> None:
                              validity_reasons="a1: engine at 97 % of its core"))
     points += step_host_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
                                hosts=_step_hosts())
+    points += step_target_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
+                                 targets=[_target_figures(url) for url in ("http://127.0.0.2:80", "http://127.0.0.3:80")])
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
 
@@ -157,7 +162,14 @@ def all_points() -> dict:
         "step_host_counter": step_host_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
                                               hosts=_step_hosts())[-1],
         "drift": drift_point(run_id=RUN_ID, drift=Drift(1000).observe(0, total)),
+        "step_target": step_target_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
+                                          targets=[_target_figures("http://127.0.0.2:80")])[0],
     }
+
+
+def _target_figures(url: str):
+    from loadfleet.controller.steps import target_figures
+    return target_figures(_row(url, "*", 150), 10)
 
 
 def test_the_doc_lists_exactly_the_tags_and_fields_the_controller_writes():
@@ -174,7 +186,7 @@ def test_the_doc_has_examples_of_every_measurement():
     queries = doc_queries()
     assert len(queries) >= 10
     for measurement in ("http", "agent", "event", "step", "host", "host_process", "host_counter", "step_host",
-                        "step_host_counter", "drift"):
+                        "step_host_counter", "drift", "step_target"):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 
 

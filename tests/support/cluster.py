@@ -24,15 +24,15 @@ class Web:
 class Cluster:
     """A controller and agents as separate processes, as on real hosts. `controller_args`
     go to the controller (e.g. its TLS files), `client_args` to every `loadfleet` command
-    (an operator's credentials)."""
+    (an operator's credentials); `runs_dir` is the controller's (default: tmp_path/runs)."""
 
     def __init__(self, processes, tmp_path: Path, *, controller_args: tuple[str, ...] = (),
-                 client_args: tuple[str, ...] = ()):
+                 client_args: tuple[str, ...] = (), runs_dir: Path | None = None):
         self.processes = processes
         self.tmp_path = tmp_path
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.runs_dir = tmp_path / "runs"
+        self.runs_dir = runs_dir or tmp_path / "runs"
         self.client_args = tuple(client_args)
         self.controller_args = tuple(controller_args)
         self.controllers = 0

@@ -166,6 +166,35 @@ def test_cleanup_stale_removes_what_a_crashed_run_left(leftovers):
     leftovers.check(live)
 
 
+@pytest.mark.parametrize("record", [
+    {"pid": None},                                   # written by an early version of keep()
+    {"pid": None, "owner": "/nonexistent/lab.json"},  # kept by an owner file that is gone
+    {},                                              # no pid at all
+])
+def test_cleanup_stale_judges_records_without_a_live_pid_as_stale(record):
+    """A record cleanup_stale cannot tie to a live creator or owner is stale: removed, no crash."""
+    prefix = f"n{os.getpid() % 100_000}"
+    tag = f"{prefix}-999999-1"
+    state = STATE_DIR / f"{tag}.json"
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({**record, "tag": tag, "subnet": "10.231.255.248/29"}) + "\n")
+    try:
+        cleanup_stale(prefix)
+        assert not state.exists()
+    finally:
+        state.unlink(missing_ok=True)
+
+
+def test_a_kept_network_records_its_creator_and_its_owner(leftovers, tmp_path):
+    owner, prefix = tmp_path / "lab.json", f"k{os.getpid() % 100_000}"
+    with LabNetwork(prefix=prefix) as net:
+        owner.write_text(json.dumps({"network": net.keep(owner)}))
+        record = json.loads((STATE_DIR / f"{net.tag}.json").read_text())
+        assert record["pid"] == os.getpid() and record["owner"] == str(owner)
+        assert cleanup_stale(prefix) == []  # its owner names it: alive
+    leftovers.check(net)
+
+
 FETCH = """
 import hashlib, json, sys, urllib.request
 base, paths = sys.argv[1], json.loads(sys.argv[2])

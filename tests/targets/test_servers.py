@@ -162,6 +162,29 @@ def test_varnish_with_cache_answers_repeats_from_its_cache(open_dir):
         assert sum(lab.server(n).access_log_lines() for n in ("web1", "web2")) == 1
 
 
+@pytest.mark.parametrize("max_age_s, hits", [(60, 4), (0, 0)])
+def test_varnish_caches_the_php_page_only_when_it_is_cacheable(open_dir, max_age_s, hits):
+    """Study 001's Varnish kept the PHP page: with `max_age_s` the page says `public, max-age=N`
+    and Varnish answers repeats itself; by default (`no-store`) every request reaches PHP-FPM."""
+    spec = parse_spec({"workload": {"kind": "single"}, "servers": [
+        {"name": "app", "kind": "php", "front": "apache", "profile": "stock", "max_age_s": max_age_s,
+         "listen": "127.0.0.2:0"},
+        {"name": "cache", "kind": "varnish", "backends": ["app"], "listen": "127.0.0.4:0"}]})
+    with Lab(spec, open_dir / "lab") as lab:
+        app, cache = lab.server("app"), lab.server("cache")
+        for _ in range(5):
+            with urllib.request.urlopen(cache.url + "/page.php", timeout=10) as response:
+                assert response.status == 200 and "<h1>cost 1000</h1>" in response.read().decode()
+                control = response.headers["Cache-Control"]
+        assert control == (f"public, max-age={max_age_s}" if max_age_s else "no-store")
+        counters = settled_counters(cache, 5)
+        assert counters.hits == hits and counters.backend_requests == 5 - hits
+        deadline = time.monotonic() + 2  # PHP-FPM logs a request after its response
+        while app.pool.requests() < 5 - hits and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert app.pool.requests() == 5 - hits
+
+
 def test_balancers_start_after_and_stop_before_their_backends(open_dir):
     spec = parse_spec({"servers": [
         {"name": "cache", "kind": "varnish", "backends": ["lb"], "listen": "127.0.0.5:0"},

@@ -12,7 +12,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from loadfleet.wire.histogram import (COUNTS_LEN, EMPTY, HIGHEST_US, Histogram, HistogramError, HistogramSum,
-                                      bucket_index, decode_buckets)
+                                      bucket_index, decode_buckets, summaries)
 
 
 def reference(values) -> HdrHistogram:
@@ -155,3 +155,24 @@ def packed(deltas, counts, wide_deltas=(), wide_counts=(), n=None):
 def test_damaged_packed_buckets_are_refused(rows):
     with pytest.raises(HistogramError):
         decode_buckets(rows)
+
+
+def test_a_read_histogram_passes_its_packed_form_on_as_it_came():
+    h = Histogram.of(lognormal(8, 400))
+    wire = h.to_buckets()
+    (read,) = decode_buckets([wire])
+    assert read.to_buckets() is wire and read == h
+
+
+def test_summaries_of_many_histograms_equal_each_ones_own_figures():
+    parts = [Histogram.of(lognormal(seed, n, sigma)) for seed, n, sigma in
+             ((1, 1, 1.0), (2, 7, 0.2), (3, 5000, 1.5), (4, 2, 3.0), (5, 900, 0.6))] + [Histogram.of([0]), Histogram.of([7])]
+    percents = [0.1, 50, 90, 99, 99.9, 100]
+    s = summaries(parts, percents)
+    for i, h in enumerate(parts):
+        assert s.percentiles[i].tolist() == h.percentiles(percents)
+        assert (s.min_value[i], s.max_value[i]) == (h.min_value, h.max_value)
+        mean, stddev = h.mean_and_stddev()
+        assert s.mean[i] == pytest.approx(mean, rel=1e-12) and s.stddev[i] == pytest.approx(stddev, rel=1e-12, abs=1e-12)
+    with pytest.raises(ValueError, match="non-empty"):
+        summaries([parts[0], EMPTY], percents)

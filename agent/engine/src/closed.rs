@@ -3,7 +3,7 @@
 //! level drops below it, or the budget is spent.
 
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -24,7 +24,7 @@ pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receive
                         break 'client;
                     }
                     let target = job.target_choice.pick(&mut rng);
-                    connections.request(target, step.request, Instant::now()).await;
+                    connections.request(target, step.request, None).await;
                     think(step.think_after.sample(&mut rng), &mut control, id).await;
                 }
                 rounds += 1;
@@ -39,7 +39,7 @@ pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receive
                 }
                 let target = job.target_choice.pick(&mut rng);
                 let request = job.request_choice.pick(&mut rng);
-                connections.request(target, request, Instant::now()).await;
+                connections.request(target, request, None).await;
                 let pause = control.borrow().think.sample(&mut rng);
                 think(pause, &mut control, id).await;
             }

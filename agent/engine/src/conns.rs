@@ -5,8 +5,11 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::http::{self, Connection};
+use crate::phases::Phases;
 use crate::run::Shared;
+use crate::socket::Socket;
 use crate::stats::Outcome;
+use crate::timer::Timer;
 use crate::wire::pb::ErrorKind;
 
 /// How long a client waits after a connect failed for want of the generator's own
@@ -32,44 +35,70 @@ struct Held {
     owner: usize,
 }
 
+/// How a request ended; `at` (when its response's last byte was read) for responses only.
+struct Ended {
+    outcome: Outcome,
+    bytes_in: u64,
+    bytes_out: u64,
+    at: Option<Instant>,
+}
+
+impl Ended {
+    fn failed(kind: ErrorKind, message: String, bytes_out: u64) -> Self {
+        Ended { outcome: Outcome::Failed { kind, message }, bytes_in: 0, bytes_out, at: None }
+    }
+}
+
 pub struct Connections {
     shared: Rc<Shared>,
     /// One per target, so that weighted target picks can keep connections alive.
     held: Vec<Option<Held>>,
-    /// Read buffers of closed connections, for the next ones (no allocation per connect).
+    /// Read buffers of closed connections, for the next ones (no allocation per connect),
+    /// and their sockets when they can be reused (see `socket.rs`). At most one of each
+    /// per target.
     spare_buffers: Vec<Vec<u8>>,
+    spare_sockets: Vec<Socket>,
+    /// The connect and request timeouts of this driver's requests (see `timer.rs`).
+    connect_timer: Timer,
+    request_timer: Timer,
 }
 
 impl Connections {
     pub fn new(shared: &Rc<Shared>) -> Self {
-        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new() }
+        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new(),
+                      spare_sockets: Vec::new(), connect_timer: Timer::new(shared.job.connect_timeout), request_timer: Timer::new(shared.job.request_timeout) }
     }
 
     /// Sends request number `request` to target number `target` and records how it ended.
-    /// Latency runs from `due`: when the request was meant to go out.
-    pub async fn request(&mut self, target: usize, request: usize, due: Instant) {
+    /// Latency runs from `due` (when the request was meant to go out), or from now.
+    pub async fn request(&mut self, target: usize, request: usize, due: Option<Instant>) {
         let shared = Rc::clone(&self.shared);
         let slot = shared.stats.borrow().slot(target, shared.job.requests[request].name);
         shared.in_flight.set(shared.in_flight.get() + 1);
-        let (outcome, bytes_in, bytes_out) = self.send(target, request, slot).await;
-        let latency_us = due.elapsed().as_micros() as u64;
+        let started = Instant::now();
+        let due = due.unwrap_or(started);
+        let Ended { outcome, bytes_in, bytes_out, at } = self.send(target, request, slot, started).await;
+        let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
         shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
         shared.in_flight.set(shared.in_flight.get() - 1);
     }
 
     pub fn close_all(&mut self) {
         for target in 0..self.held.len() {
-            self.close(target);
+            self.close(target, false);
         }
     }
 
-    /// One exchange on the target's connection (connecting if needed): outcome, bytes in, bytes out.
-    async fn send(&mut self, target: usize, request: usize, slot: usize) -> (Outcome, u64, u64) {
+    /// One exchange on the target's connection (connecting if needed), from `started`.
+    async fn send(&mut self, target: usize, request: usize, slot: usize, mut started: Instant) -> Ended {
         let shared = Rc::clone(&self.shared);
         let job = &shared.job;
         let request = &job.requests[request];
         let wire = &request.wire[target];
         let mut bytes_out = 0;
+        let failed = |failure: http::Failure, bytes_out| Ended::failed(failure.kind, failure.message, bytes_out);
+        // Set when this request opened a connection (the one its response came on).
+        let mut handshakes = None;
         loop {
             let reused = match &mut self.held[target] {
                 Some(held) => {
@@ -79,51 +108,73 @@ impl Connections {
                 }
                 None => {
                     let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
-                    match http::connect(job.targets[target].addr, job.connect_timeout, job.targets[target].tls.as_ref(), buffer).await {
-                    Ok(connection) => {
+                    let (addr, tls) = (job.targets[target].next_addr(), job.targets[target].tls.as_ref());
+                    // Only plain TCP reuses sockets (see socket.rs).
+                    let spare = if tls.is_none() { self.spare_socket(addr.is_ipv6()) } else { None };
+                    let timer = &mut self.connect_timer;
+                    match http::connect(addr, started, timer, tls, buffer, &shared.reactor, spare).await {
+                    Ok((connection, opened)) => {
                         shared.stats.borrow_mut().connection_opened(slot);
                         self.held[target] = Some(Held { connection, owner: slot });
+                        handshakes = Some(opened);
+                        started += opened.connect + opened.tls.unwrap_or_default();
                         false
                     }
                     Err(failure) => {
                         pause_after_failed_connect(failure.kind).await;
-                        return (Outcome::Failed { kind: failure.kind, message: failure.message }, 0, 0);
+                        return failed(failure, 0);
                     }
                     }
                 }
             };
             let connection = &mut self.held[target].as_mut().expect("held above").connection;
             bytes_out += wire.len() as u64;
-            let result = tokio::time::timeout(job.request_timeout, connection.exchange(wire, request.head)).await;
-            match result {
-                Ok(Ok(response)) => {
+            // The request timeout runs from when the request can go (connected, if it had to).
+            match self.request_timer.run(started, connection.exchange(wire, request.head, &shared.discard)).await {
+                Some(Ok(response)) => {
                     if !(response.reusable && job.keep_alive) {
-                        self.close(target);
+                        self.close(target, true);
                     }
-                    return (Outcome::Response { status: response.status }, response.bytes_in, bytes_out);
+                    let phases = Phases {
+                        connect: handshakes.map(|h| h.connect),
+                        tls: handshakes.and_then(|h| h.tls),
+                        waiting: response.waiting,
+                        receiving: response.receiving,
+                    };
+                    let outcome = Outcome::Response { status: response.status, phases };
+                    return Ended { outcome, bytes_in: response.bytes_in, bytes_out, at: Some(response.done) };
                 }
-                Ok(Err(failure)) => {
-                    self.close(target);
+                Some(Err(failure)) => {
+                    self.close(target, false);
                     // An idle keep-alive connection the server had already closed: not the
                     // request's fault, so it goes again on a new connection.
                     if reused && failure.nothing_received {
+                        started = Instant::now();
                         continue;
                     }
-                    return (Outcome::Failed { kind: failure.kind, message: failure.message }, 0, bytes_out);
+                    return failed(failure, bytes_out);
                 }
-                Err(_) => {
-                    self.close(target);
+                None => {
+                    self.close(target, false);
                     let message = format!("no complete response within {:?}", job.request_timeout);
-                    return (Outcome::Failed { kind: ErrorKind::Timeout, message }, 0, bytes_out);
+                    return Ended::failed(ErrorKind::Timeout, message, bytes_out);
                 }
             }
         }
     }
 
-    fn close(&mut self, target: usize) {
+    /// `ended`: the last response was read to its end and nothing more goes over the connection.
+    fn close(&mut self, target: usize, ended: bool) {
         if let Some(held) = self.held[target].take() {
             self.shared.stats.borrow_mut().connection_closed(held.owner);
-            self.spare_buffers.push(held.connection.into_buffer());
+            let (buffer, socket) = held.connection.close(ended);
+            self.spare_buffers.push(buffer);
+            self.spare_sockets.extend(socket);
         }
+    }
+
+    fn spare_socket(&mut self, ipv6: bool) -> Option<Socket> {
+        let index = self.spare_sockets.iter().position(|s| s.is_ipv6() == ipv6)?;
+        Some(self.spare_sockets.swap_remove(index))
     }
 }

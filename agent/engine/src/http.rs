@@ -3,12 +3,15 @@
 //! and headers included) and never store a body; and because a load generator's cost
 //! per request is the product.
 
+use std::cell::RefCell;
 use std::io;
+use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -16,6 +19,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::reactor::Reactor;
+use crate::socket::Socket;
+use crate::timer::Timer;
 use crate::wire::pb::ErrorKind;
 
 /// A connection's read buffer starts small (most responses' headers and many bodies fit)
@@ -23,6 +29,9 @@ use crate::wire::pb::ErrorKind;
 /// what limits how many connections one engine can hold open.
 pub const INITIAL_BUFFER_BYTES: usize = 8 * 1024;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Size of the engine's one buffer that bodies are read into and dropped: a 30 KB body takes
+/// one read instead of four into a connection's 8 KiB buffer.
+pub const DISCARD_BUFFER_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
 
 #[derive(Debug)]
@@ -47,6 +56,18 @@ pub struct Response {
     pub bytes_in: u64,
     /// The connection can carry another request.
     pub reusable: bool,
+    /// From the request fully written to the first response byte read, and from there to the last.
+    pub waiting: Duration,
+    pub receiving: Duration,
+    /// When the last byte was read.
+    pub done: Instant,
+}
+
+/// How long opening a connection took: the TCP handshake, then the TLS one (https).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Handshakes {
+    pub connect: Duration,
+    pub tls: Option<Duration>,
 }
 
 /// What an https target needs for the handshake.
@@ -56,40 +77,75 @@ pub struct Tls {
     pub server_name: ServerName<'static>,
 }
 
-/// Connects (TCP, then TLS for https); `timeout` bounds each of the two. `buffer` is the
-/// read buffer to use (recycled from a closed connection, or new).
-pub async fn connect(addr: SocketAddr, timeout: Duration, tls: Option<&Tls>, buffer: Vec<u8>) -> Result<Connection, Failure> {
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Err(_) => return Err(Failure::new(ErrorKind::ConnectTimeout, format!("connect to {addr}: no answer within {timeout:?}"))),
-        Ok(Err(e)) => {
-            let kind = match e.kind() {
-                io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
-                io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
-                _ => local_exhaustion(&e).unwrap_or(ErrorKind::Other),
-            };
-            return Err(Failure::new(kind, format!("connect to {addr}: {e}")));
-        }
-        Ok(Ok(stream)) => stream,
-    };
-    // Requests are written whole; Nagle would only delay them.
-    stream.set_nodelay(true).map_err(|e| Failure::new(ErrorKind::Other, format!("set TCP_NODELAY: {e}")))?;
-    let stream = match tls {
-        None => Stream::Plain(stream),
-        Some(tls) => {
-            let handshake = TlsConnector::from(Arc::clone(&tls.config)).connect(tls.server_name.clone(), stream);
-            match tokio::time::timeout(timeout, handshake).await {
-                Err(_) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: no answer within {timeout:?}"))),
-                Ok(Err(e)) => return Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: {e}"))),
-                Ok(Ok(stream)) => Stream::Tls(Box::new(stream)),
+/// Connects (TCP, then TLS for https) from `started` (now); `timer`'s timeout bounds each of
+/// the two. `buffer` is the read buffer to use (recycled from a closed connection, or
+/// new). Plain TCP goes through the engine's reactor on `spare` (a socket a closed connection
+/// left, see `socket.rs`) or a new socket; https through tokio's.
+pub async fn connect(addr: SocketAddr, started: Instant, timer: &mut Timer, tls: Option<&Tls>, buffer: Vec<u8>,
+                     reactor: &Rc<Reactor>, spare: Option<Socket>) -> Result<(Connection, Handshakes), Failure> {
+    let (stream, handshakes) = match tls {
+        None => {
+            let socket = Socket::connect(reactor, addr, spare).map_err(|e| connect_failure(addr, e))?;
+            match timer.run(started, socket.connected()).await {
+                None => return Err(no_answer(addr, timer.timeout())),
+                Some(Err(e)) => return Err(connect_failure(addr, e)),
+                Some(Ok(())) => (Stream::Plain(socket), Handshakes { connect: started.elapsed(), tls: None }),
             }
         }
+        // Boxed: a TLS handshake's future is large, and it would otherwise make every request's
+        // future (moved once per request) as large.
+        Some(tls) => Box::pin(connect_tls(addr, timer, tls, started)).await?,
     };
-    Ok(Connection { stream, buf: buffer, start: 0, end: 0, received: 0 })
+    Ok((Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0, first_byte: None }, handshakes))
+}
+
+async fn connect_tls(addr: SocketAddr, timer: &mut Timer, tls: &Tls, started: Instant) -> Result<(Stream, Handshakes), Failure> {
+    let timeout = timer.timeout();
+    let stream = match timer.run(started, TcpStream::connect(addr)).await {
+        None => return Err(no_answer(addr, timeout)),
+        Some(Err(e)) => return Err(connect_failure(addr, e)),
+        Some(Ok(stream)) => stream,
+    };
+    let connected = Instant::now();
+    // The handshake's messages are written whole; Nagle would only delay them.
+    stream.set_nodelay(true).map_err(|e| Failure::new(ErrorKind::Other, format!("set TCP_NODELAY: {e}")))?;
+    let handshake = TlsConnector::from(Arc::clone(&tls.config)).connect(tls.server_name.clone(), stream);
+    match timer.run(connected, handshake).await {
+        None => Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: no answer within {timeout:?}"))),
+        Some(Err(e)) => Err(Failure::new(ErrorKind::Tls, format!("TLS handshake with {addr}: {e}"))),
+        Some(Ok(stream)) => {
+            let handshakes = Handshakes { connect: connected - started, tls: Some(connected.elapsed()) };
+            Ok((Stream::Tls(Box::new(stream)), handshakes))
+        }
+    }
+}
+
+fn connect_failure(addr: SocketAddr, e: io::Error) -> Failure {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        _ => local_exhaustion(&e).unwrap_or(ErrorKind::Other),
+    };
+    Failure::new(kind, format!("connect to {addr}: {e}"))
+}
+
+/// A connect that failed for want of the generator's own resources, which says nothing about
+/// the target: no ephemeral port left (EADDRNOTAVAIL), no file descriptor (EMFILE, ENFILE).
+fn local_exhaustion(e: &io::Error) -> Option<ErrorKind> {
+    match e.raw_os_error()? {
+        libc::EADDRNOTAVAIL => Some(ErrorKind::LocalPorts),
+        libc::EMFILE | libc::ENFILE => Some(ErrorKind::LocalFds),
+        _ => None,
+    }
+}
+
+fn no_answer(addr: SocketAddr, timeout: Duration) -> Failure {
+    Failure::new(ErrorKind::ConnectTimeout, format!("connect to {addr}: no answer within {timeout:?}"))
 }
 
 /// Plain TCP or TLS; an enum rather than a trait object keeps plain HTTP free of dynamic calls.
 enum Stream {
-    Plain(TcpStream),
+    Plain(Socket),
     Tls(Box<TlsStream<TcpStream>>),
 }
 
@@ -131,8 +187,11 @@ pub struct Connection {
     /// Unconsumed received bytes are buf[start..end].
     start: usize,
     end: usize,
-    /// Bytes received during the current exchange.
+    /// Bytes received during the current exchange, and over the connection's life.
     received: u64,
+    received_in_all: u64,
+    /// When the current exchange read its first byte.
+    first_byte: Option<Instant>,
 }
 
 enum Body {
@@ -143,12 +202,15 @@ enum Body {
 }
 
 impl Connection {
-    /// Sends one request and reads its whole response, discarding the body.
-    pub async fn exchange(&mut self, request: &[u8], head_request: bool) -> Result<Response, Failure> {
-        self.received = 0;
+    /// Sends one request and reads its whole response, discarding the body: what is not in the
+    /// connection's buffer already is read into `discard`, which every connection of the engine
+    /// shares (it is only borrowed during a read, never across a wait).
+    pub async fn exchange(&mut self, request: &[u8], head_request: bool, discard: &RefCell<Vec<u8>>) -> Result<Response, Failure> {
+        (self.received, self.first_byte) = (0, None);
         if let Err(e) = self.stream.write_all(request).await {
             return Err(Failure { nothing_received: true, ..io_failure("sending the request", &e) });
         }
+        let written = Instant::now();
         let (status, body, mut reusable) = loop {
             let (consumed, status, body, reusable) = self.read_head(head_request).await?;
             self.start += consumed;
@@ -159,66 +221,86 @@ impl Connection {
         };
         match body {
             Body::None => {}
-            Body::Length(n) => self.skip(n).await?,
-            Body::Chunked => self.skip_chunked().await?,
+            Body::Length(n) => self.skip(n, discard).await?,
+            Body::Chunked => self.skip_chunked(discard).await?,
             Body::UntilClose => {
-                self.skip_to_close().await?;
+                self.skip_to_close(discard).await?;
                 reusable = false;
             }
         }
         // We never pipeline: bytes beyond the response mean the framing went wrong.
         reusable &= self.start == self.end;
-        Ok(Response { status, bytes_in: self.received, reusable })
+        let done = Instant::now();
+        // Every response has bytes of this exchange (a reused connection starts with none left).
+        let first_byte = self.first_byte.unwrap_or(written);
+        Ok(Response { status, bytes_in: self.received, reusable, waiting: first_byte - written, receiving: done - first_byte, done })
     }
 
     /// Parses the status line and headers: (bytes consumed, status, body framing, keep-alive).
     async fn read_head(&mut self, head_request: bool) -> Result<(usize, u16, Body, bool), Failure> {
         loop {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut response = httparse::Response::new(&mut headers);
-            match response.parse(&self.buf[self.start..self.end]) {
-                Ok(httparse::Status::Complete(consumed)) => {
-                    let status = response.code.unwrap_or(0);
-                    let mut body = Body::UntilClose;
-                    let mut reusable = response.version == Some(1);
-                    for h in response.headers.iter() {
-                        if h.name.eq_ignore_ascii_case("content-length") {
-                            let length = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok())
-                                .ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid Content-Length"))?;
-                            if !matches!(body, Body::Chunked) {
-                                body = Body::Length(length);
-                            }
-                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                            if contains_token(h.value, b"chunked") {
-                                body = Body::Chunked;
-                            }
-                        } else if h.name.eq_ignore_ascii_case("connection") {
-                            if contains_token(h.value, b"close") {
-                                reusable = false;
-                            } else if contains_token(h.value, b"keep-alive") {
-                                reusable = true;
-                            }
-                        }
-                    }
-                    if head_request || status == 204 || status == 304 || (100..200).contains(&status) {
-                        body = Body::None;
-                    }
-                    return Ok((consumed, status, body, reusable));
-                }
-                Ok(httparse::Status::Partial) => {
-                    if self.start == 0 && self.end == self.buf.len() && !self.grow() {
-                        return Err(Failure::new(ErrorKind::Protocol, format!("response headers larger than {MAX_HEAD_BYTES} bytes")));
-                    }
-                    self.fill("the response headers").await?;
-                }
-                Err(e) => return Err(Failure::new(ErrorKind::Protocol, format!("malformed response: {e}"))),
+            if let Some(head) = self.parse_head(head_request)? {
+                return Ok(head);
             }
+            if self.start == 0 && self.end == self.buf.len() && !self.grow() {
+                return Err(Failure::new(ErrorKind::Protocol, format!("response headers larger than {MAX_HEAD_BYTES} bytes")));
+            }
+            self.fill("the response headers").await?;
         }
     }
 
-    /// The read buffer, for the next connection to reuse.
-    pub fn into_buffer(self) -> Vec<u8> {
-        self.buf
+    /// The head if the buffer holds all of it. Not async: the parser's 2 KiB of header slots
+    /// then live on the stack, not in every request's future (which is moved per request).
+    fn parse_head(&self, head_request: bool) -> Result<Option<(usize, u16, Body, bool)>, Failure> {
+        // Uninitialised: zeroing 64 headers (2 KiB) per response is work for nothing.
+        let mut headers = [const { MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut response, &self.buf[self.start..self.end], &mut headers);
+        let consumed = match parsed {
+            Ok(httparse::Status::Complete(consumed)) => consumed,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(e) => return Err(Failure::new(ErrorKind::Protocol, format!("malformed response: {e}"))),
+        };
+        let status = response.code.unwrap_or(0);
+        let mut body = Body::UntilClose;
+        let mut reusable = response.version == Some(1);
+        // Every response's headers go through this loop: names are told apart by length first.
+        for h in response.headers.iter() {
+            match h.name.len() {
+                14 if h.name.eq_ignore_ascii_case("content-length") => {
+                    let length = parse_length(h.value).ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid Content-Length"))?;
+                    if !matches!(body, Body::Chunked) {
+                        body = Body::Length(length);
+                    }
+                }
+                17 if h.name.eq_ignore_ascii_case("transfer-encoding") && contains_token(h.value, b"chunked") => {
+                    body = Body::Chunked;
+                }
+                10 if h.name.eq_ignore_ascii_case("connection") => {
+                    if contains_token(h.value, b"close") {
+                        reusable = false;
+                    } else if contains_token(h.value, b"keep-alive") {
+                        reusable = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if head_request || status == 204 || status == 304 || (100..200).contains(&status) {
+            body = Body::None;
+        }
+        Ok(Some((consumed, status, body, reusable)))
+    }
+
+    /// Closes the connection: its read buffer for the next connection to reuse, and its socket
+    /// too if `ended` (its last response was read to the end and the server closes the
+    /// connection) and the socket can be reused (see `Socket::finish`).
+    pub fn close(self, ended: bool) -> (Vec<u8>, Option<Socket>) {
+        let socket = match self.stream {
+            Stream::Plain(socket) if ended => socket.finish(self.received_in_all),
+            _ => None,
+        };
+        (self.buf, socket)
     }
 
     /// Doubles a full buffer, up to MAX_HEAD_BYTES; false if it may not grow.
@@ -246,27 +328,72 @@ impl Connection {
             }),
             Ok(n) => {
                 self.end += n;
-                self.received += n as u64;
+                self.count_received(n);
                 Ok(())
             }
             Err(e) => Err(Failure { nothing_received: self.received == 0, ..io_failure(waiting_for, &e) }),
         }
     }
 
-    async fn skip(&mut self, mut remaining: u64) -> Result<(), Failure> {
-        loop {
-            let available = (self.end - self.start) as u64;
-            let take = available.min(remaining);
-            self.start += take as usize;
-            remaining -= take;
-            if remaining == 0 {
-                return Ok(());
+    fn count_received(&mut self, n: usize) {
+        if self.first_byte.is_none() {
+            self.first_byte = Some(Instant::now());
+        }
+        self.received += n as u64;
+        self.received_in_all += n as u64;
+    }
+
+    /// Drops `remaining` body bytes: those buffered, then the rest read into `discard`.
+    async fn skip(&mut self, mut remaining: u64, discard: &RefCell<Vec<u8>>) -> Result<(), Failure> {
+        let buffered = ((self.end - self.start) as u64).min(remaining);
+        self.start += buffered as usize;
+        remaining -= buffered;
+        while remaining > 0 {
+            // One byte more than the body: a read that comes back short then shows the socket
+            // drained (see Socket::poll_read), and the byte after the body, if any (the next
+            // chunk's size, or a server's excess), goes back into the connection's buffer.
+            let limit = usize::try_from(remaining + 1).unwrap_or(usize::MAX);
+            let (n, after) = self.read_into(discard, limit, "the response body").await?;
+            if n == 0 {
+                let message = "connection closed by the server while reading the response body";
+                return Err(Failure::new(ErrorKind::Reset, message));
             }
-            self.fill("the response body").await?;
+            match after {
+                Some(byte) => {
+                    (self.start, self.end) = (0, 1);
+                    self.buf[0] = byte;
+                    remaining = 0;
+                }
+                None => remaining -= n as u64,
+            }
+        }
+        Ok(())
+    }
+
+    /// One read into `discard` of at most `limit` bytes (all buffered bytes consumed): the bytes
+    /// read before byte number `limit`, and that byte if the read reached it.
+    async fn read_into(&mut self, discard: &RefCell<Vec<u8>>, limit: usize, waiting_for: &str) -> Result<(usize, Option<u8>), Failure> {
+        debug_assert_eq!(self.start, self.end);
+        (self.start, self.end) = (0, 0);
+        let read = std::future::poll_fn(|cx| {
+            let mut scratch = discard.borrow_mut();
+            let length = limit.min(scratch.len());
+            let mut buf = ReadBuf::new(&mut scratch[..length]);
+            std::task::ready!(Pin::new(&mut self.stream).poll_read(cx, &mut buf))?;
+            let n = buf.filled().len();
+            Poll::Ready(Ok::<_, io::Error>((n, (n == limit).then(|| scratch[n - 1]))))
+        })
+        .await;
+        match read {
+            Ok((n, after)) => {
+                self.count_received(n);
+                Ok((n - usize::from(after.is_some()), after))
+            }
+            Err(e) => Err(io_failure(waiting_for, &e)),
         }
     }
 
-    async fn skip_chunked(&mut self) -> Result<(), Failure> {
+    async fn skip_chunked(&mut self, discard: &RefCell<Vec<u8>>) -> Result<(), Failure> {
         loop {
             let line = self.read_line().await?;
             let digits = line.split(|&b| b == b';').next().unwrap_or_default();
@@ -277,7 +404,7 @@ impl Connection {
                 while !self.read_line().await?.is_empty() {}
                 return Ok(());
             }
-            self.skip(size).await?;
+            self.skip(size, discard).await?;
             if !self.read_line().await?.is_empty() {
                 return Err(Failure::new(ErrorKind::Protocol, "chunk not followed by CRLF"));
             }
@@ -299,30 +426,28 @@ impl Connection {
         }
     }
 
-    async fn skip_to_close(&mut self) -> Result<(), Failure> {
+    async fn skip_to_close(&mut self, discard: &RefCell<Vec<u8>>) -> Result<(), Failure> {
         self.start = self.end;
         loop {
-            match self.stream.read(&mut self.buf[..]).await {
-                Ok(0) => return Ok(()),
-                Ok(n) => self.received += n as u64,
-                Err(e) => return Err(io_failure("a body delimited by close", &e)),
+            if self.read_into(discard, usize::MAX, "a body delimited by close").await?.0 == 0 {
+                return Ok(());
             }
         }
     }
 }
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
-    value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+    // The usual value is the token alone.
+    value.eq_ignore_ascii_case(token) || value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
 }
 
-/// A connect that failed for want of the generator's own resources, which says nothing about
-/// the target: no ephemeral port left (EADDRNOTAVAIL), no file descriptor (EMFILE, ENFILE).
-fn local_exhaustion(e: &io::Error) -> Option<ErrorKind> {
-    match e.raw_os_error()? {
-        libc::EADDRNOTAVAIL => Some(ErrorKind::LocalPorts),
-        libc::EMFILE | libc::ENFILE => Some(ErrorKind::LocalFds),
-        _ => None,
+/// A Content-Length value: decimal digits, optionally surrounded by blanks.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() {
+        return None;
     }
+    digits.iter().try_fold(0u64, |n, &b| if b.is_ascii_digit() { n.checked_mul(10)?.checked_add(u64::from(b - b'0')) } else { None })
 }
 
 fn io_failure(doing: &str, e: &io::Error) -> Failure {
@@ -333,4 +458,21 @@ fn io_failure(doing: &str, e: &io::Error) -> Failure {
         _ => ErrorKind::Other,
     };
     Failure::new(kind, format!("{doing}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_read_as_http_defines_them() {
+        assert_eq!(parse_length(b"1024"), Some(1024));
+        assert_eq!(parse_length(b" 7 "), Some(7));
+        for bad in [&b""[..], b" ", b"-1", b"1e3", b"12 3", b"99999999999999999999999"] {
+            assert_eq!(parse_length(bad), None, "{bad:?}");
+        }
+        assert!(contains_token(b"Keep-Alive", b"keep-alive"));
+        assert!(contains_token(b"upgrade, close", b"close"));
+        assert!(!contains_token(b"closed", b"close"));
+    }
 }

@@ -1,6 +1,7 @@
 //! A job as the engine runs it: the JobSpec checked once and turned into what the hot
 //! path needs (resolved addresses, request bytes rendered per target, weighted choices).
 
+use std::cell::Cell;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -17,9 +18,21 @@ const METHODS: [&str; 5] = ["GET", "HEAD", "POST", "PUT", "DELETE"];
 pub struct Target {
     /// As written in the plan; the key of its statistics.
     pub url: String,
-    pub addr: SocketAddr,
+    /// Where connections go, in turn: the addresses the agent gave, or the URL's host
+    /// resolved once (its first address).
+    addrs: Vec<SocketAddr>,
+    next_addr: Cell<usize>,
     /// https targets: the handshake's configuration and server name.
     pub tls: Option<http::Tls>,
+}
+
+impl Target {
+    /// The address for the next connection (round robin).
+    pub fn next_addr(&self) -> SocketAddr {
+        let index = self.next_addr.get();
+        self.next_addr.set((index + 1) % self.addrs.len());
+        self.addrs[index]
+    }
 }
 
 pub struct Request {
@@ -71,7 +84,7 @@ impl Job {
             .targets
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| parse_target(&t.url, &tls_config).map_err(|e| problems.push(format!("targets[{i}].url: {e}"))).ok())
+            .filter_map(|(i, t)| parse_target(t, &tls_config).map_err(|e| problems.push(format!("targets[{i}].{e}"))).ok())
             .collect();
         if spec.targets.is_empty() {
             problems.push("targets: at least one target is needed".into());
@@ -164,32 +177,42 @@ fn millis_or(value: u32, default: u32) -> Duration {
     Duration::from_millis(u64::from(if value == 0 { default } else { value }))
 }
 
-/// `http[s]://host:port` (no path) to a socket address (and, for https, the TLS setup).
-fn parse_target(url: &str, tls_config: &std::sync::Arc<rustls::ClientConfig>) -> Result<Target, String> {
+/// `http[s]://host:port` (no path) to the addresses to connect to (the agent's, or the
+/// host resolved) and, for https, the TLS setup. Errors start with the field at fault.
+fn parse_target(target: &pb::Target, tls_config: &std::sync::Arc<rustls::ClientConfig>) -> Result<Target, String> {
+    let url = &target.url;
     let (rest, default_port, https) = match url.split_once("://") {
         Some(("http", rest)) => (rest, 80, false),
         Some(("https", rest)) => (rest, 443, true),
-        _ => return Err(format!("'{url}' must start with http:// or https://")),
+        _ => return Err(format!("url: '{url}' must start with http:// or https://")),
     };
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     if authority.is_empty() || authority.contains('/') {
-        return Err(format!("'{url}' must be scheme://host:port without a path"));
+        return Err(format!("url: '{url}' must be scheme://host:port without a path"));
     }
     let with_port = if has_port(authority) { authority.to_string() } else { format!("{authority}:{default_port}") };
-    let addr = with_port
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve '{authority}': {e}"))?
-        .next()
-        .ok_or_else(|| format!("'{authority}' has no address"))?;
+    let addrs = if target.addresses.is_empty() {
+        let addr = with_port
+            .to_socket_addrs()
+            .map_err(|e| format!("url: cannot resolve '{authority}': {e}"))?
+            .next()
+            .ok_or_else(|| format!("url: '{authority}' has no address"))?;
+        vec![addr]
+    } else {
+        // Resolved and checked by the agent: the engine must not resolve again (a second
+        // answer could point elsewhere than what the allow-list saw).
+        let parse = |(j, a): (usize, &String)| a.parse().map_err(|_| format!("addresses[{j}]: '{a}' is not ip:port ([ip]:port for IPv6)"));
+        target.addresses.iter().enumerate().map(parse).collect::<Result<Vec<SocketAddr>, String>>()?
+    };
     let tls = if https {
         let host = with_port[..with_port.rfind(':').expect("has a port")].trim_matches(|c| c == '[' || c == ']');
         let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
-            .map_err(|e| format!("'{host}' is not a TLS server name: {e}"))?;
+            .map_err(|e| format!("url: '{host}' is not a TLS server name: {e}"))?;
         Some(http::Tls { config: std::sync::Arc::clone(tls_config), server_name })
     } else {
         None
     };
-    Ok(Target { url: url.to_string(), addr, tls })
+    Ok(Target { url: url.to_string(), addrs, next_addr: Cell::new(0), tls })
 }
 
 fn has_port(authority: &str) -> bool {
@@ -275,10 +298,30 @@ mod tests {
     #[test]
     fn ipv6_and_default_port() {
         let tls = crate::tls::client_config(false);
-        assert_eq!(parse_target("http://[::1]:81", &tls).unwrap().addr.port(), 81);
-        assert_eq!(parse_target("http://127.0.0.1", &tls).unwrap().addr.port(), 80);
-        let https = parse_target("https://127.0.0.1", &tls).unwrap();
-        assert_eq!(https.addr.port(), 443);
+        let target = |url: &str| pb::Target { url: url.into(), weight: 1, addresses: vec![] };
+        assert_eq!(parse_target(&target("http://[::1]:81"), &tls).unwrap().next_addr().port(), 81);
+        assert_eq!(parse_target(&target("http://127.0.0.1"), &tls).unwrap().next_addr().port(), 80);
+        let https = parse_target(&target("https://127.0.0.1"), &tls).unwrap();
+        assert_eq!(https.next_addr().port(), 443);
         assert!(https.tls.is_some());
+    }
+
+    #[test]
+    fn given_addresses_are_used_in_turn_and_the_host_is_not_resolved() {
+        let tls = crate::tls::client_config(false);
+        let addresses = vec!["127.0.0.2:8080".to_string(), "[::1]:8081".to_string()];
+        let target = pb::Target { url: "https://no-such-host.invalid:8443".into(), weight: 1, addresses };
+        let parsed = parse_target(&target, &tls).unwrap();
+        let turns: Vec<String> = (0..3).map(|_| parsed.next_addr().to_string()).collect();
+        assert_eq!(turns, ["127.0.0.2:8080", "[::1]:8081", "127.0.0.2:8080"]);
+        assert!(parsed.tls.is_some(), "the server name comes from the URL");
+
+        let mut spec = spec();
+        spec.targets[0].addresses = vec!["127.0.0.1:1".into(), "localhost:80".into()];
+        let err = Job::from_spec(&spec).err().unwrap();
+        assert!(err.contains("targets[0].addresses[1]: 'localhost:80' is not ip:port"), "{err}");
+        spec.targets[0] = pb::Target { url: "http://no-such-host.invalid:80".into(), weight: 1, addresses: vec![] };
+        let err = Job::from_spec(&spec).err().unwrap();
+        assert!(err.contains("targets[0].url: cannot resolve 'no-such-host.invalid:80'"), "{err}");
     }
 }

@@ -63,7 +63,15 @@ async fn engine() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let run = Run::new(job);
+    let run = match Run::new(job) {
+        Ok(run) => run,
+        Err(e) => {
+            let message = format!("cannot start the engine's reactor: {e}");
+            eprintln!("loadfleet-engine: {message}");
+            emit(Event::Failed(pb::EngineFailed { message }));
+            return ExitCode::from(1);
+        }
+    };
     let steering = run.steering();
     let mut running = tokio::task::spawn_local(run.execute(|report| emit(Event::Interval(report))));
     loop {

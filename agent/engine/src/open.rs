@@ -133,7 +133,7 @@ pub async fn work(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::
             continue;
         }
         shared.stats.borrow_mut().sent(slot, lag.as_micros() as u64);
-        connections.request(due.target, due.request, due.at).await;
+        connections.request(due.target, due.request, Some(due.at)).await;
         if control.borrow().stopped {
             break;
         }

@@ -16,6 +16,7 @@ use crate::closed::run_client;
 use crate::job::Job;
 use crate::load::{Load, Model, Think};
 use crate::open::{schedule, work, Backlog};
+use crate::reactor::Reactor;
 use crate::stats::Stats;
 use crate::wire::pb;
 
@@ -44,6 +45,10 @@ pub struct Shared {
     pub job: Job,
     pub stats: RefCell<Stats>,
     pub in_flight: Cell<u64>,
+    /// Readiness of the plain TCP sockets (see `reactor.rs`).
+    pub reactor: Rc<Reactor>,
+    /// Where every connection's response bodies are read and dropped (see `Connection::exchange`).
+    pub discard: RefCell<Vec<u8>>,
     started: Cell<u64>,
     /// The request budget (0: none); the job's, raised when a lost agent's share is handed over.
     max_requests: Rc<Cell<u64>>,
@@ -125,7 +130,8 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn new(job: Job) -> Self {
+    /// Must be called inside the engine's LocalSet (the reactor starts a local task).
+    pub fn new(job: Job) -> std::io::Result<Self> {
         let think = job.load.think;
         let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
         let budget = Rc::new(Cell::new(job.max_requests));
@@ -133,17 +139,19 @@ impl Run {
             stats: RefCell::new(Stats::new(&job)),
             job,
             in_flight: Cell::new(0),
+            reactor: Reactor::new()?,
+            discard: RefCell::new(vec![0; crate::http::DISCARD_BUFFER_BYTES]),
             started: Cell::new(0),
             max_requests: Rc::clone(&budget),
             retired: RefCell::new(HashSet::new()),
         };
-        Run {
+        Ok(Run {
             shared: Rc::new(shared),
             control,
             steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)), budget },
             backlog: Rc::new(Backlog::default()),
             tasks: Vec::new(),
-        }
+        })
     }
 
     pub fn steering(&self) -> Steering {

@@ -5,6 +5,7 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use crate::job::Job;
+use crate::phases::{PhaseStats, Phases};
 use crate::wire::pb;
 
 /// Bounds shared with the Python side (loadfleet.wire.stats): 1 µs to 1 hour, 3 digits.
@@ -21,12 +22,27 @@ const ERROR_KINDS: usize = 10;
 /// How one request ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    Response { status: u16 },
+    Response { status: u16, phases: Phases },
     Failed { kind: pb::ErrorKind, message: String },
 }
 
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS).expect("valid bounds")
+}
+
+/// Records a duration in microseconds; below the lowest bound counts as 1 µs, beyond the
+/// highest as the highest.
+pub fn record_us(histogram: &mut Histogram<u64>, us: u64) {
+    histogram.saturating_record(us.max(LOWEST_US));
+}
+
+/// The V2 DEFLATE encoding the wire carries; empty for an empty histogram.
+pub fn encode_histogram(histogram: &Histogram<u64>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if !histogram.is_empty() {
+        V2DeflateSerializer::new().serialize(histogram, &mut bytes).expect("serialising to memory");
+    }
+    bytes
 }
 
 struct Slot {
@@ -40,6 +56,7 @@ struct Slot {
     /// A gauge, not reset per interval: open connections whose last request was this slot's.
     active: u64,
     latency: Histogram<u64>,
+    phases: PhaseStats,
     // Open model: sends due, sent late, the worst lag, and dropped for want of a connection.
     scheduled: u64,
     sent_late: u64,
@@ -50,6 +67,7 @@ struct Slot {
 impl Slot {
     fn new() -> Self {
         Slot { requests: 0, status: [0; 5], errors: [0; ERROR_KINDS], bytes_in: 0, bytes_out: 0, opened: 0, closed: 0, active: 0, latency: new_histogram(),
+               phases: PhaseStats::default(),
                scheduled: 0, sent_late: 0, max_send_lag_us: 0, not_sent: 0 }
     }
 
@@ -60,6 +78,7 @@ impl Slot {
         self.status = [0; 5];
         self.errors = [0; ERROR_KINDS];
         self.latency.reset();
+        self.phases.reset();
     }
 
     fn is_quiet(&self) -> bool {
@@ -91,10 +110,11 @@ impl Stats {
         s.bytes_in += bytes_in;
         s.bytes_out += bytes_out;
         match outcome {
-            Outcome::Response { status } => {
+            Outcome::Response { status, phases } => {
                 let class = usize::from(status / 100).clamp(1, 5) - 1;
                 s.status[class] += 1;
-                s.latency.saturating_record(latency_us.max(LOWEST_US));
+                record_us(&mut s.latency, latency_us);
+                s.phases.record(&phases);
             }
             Outcome::Failed { kind, message } => {
                 s.errors[kind as usize] += 1;
@@ -150,10 +170,6 @@ impl Stats {
             if s.is_quiet() {
                 continue;
             }
-            let mut histogram = Vec::new();
-            if s.latency.len() > 0 {
-                V2DeflateSerializer::new().serialize(&s.latency, &mut histogram).expect("serialising to memory");
-            }
             stats.push(pb::IntervalStats {
                 target: job.targets[index / self.names].url.clone(),
                 request: job.names[index % self.names].clone(),
@@ -170,7 +186,7 @@ impl Stats {
                 connections_opened: s.opened,
                 connections_closed: s.closed,
                 active_connections: s.active,
-                latency_histogram: histogram,
+                latency_histogram: encode_histogram(&s.latency),
                 scheduled: s.scheduled,
                 sent_late: s.sent_late,
                 max_send_lag_us: s.max_send_lag_us,
@@ -178,6 +194,7 @@ impl Stats {
                 latency_missing: false, // the engine measures every response
                 ..Default::default()    // latency_buckets: the agent's form, not the engine's
             });
+            s.phases.write_to(stats.last_mut().expect("just pushed"));
             s.start_interval();
         }
         let error_samples = self.samples.drain(..).map(|(slot, kind, message)| pb::ErrorSample {

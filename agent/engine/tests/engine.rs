@@ -37,6 +37,10 @@ fn keep_alive_counts_match_the_server_exactly() {
     assert_eq!(total(&reports, |s| s.connections_opened), 4);
     assert_eq!(total(&reports, |s| s.connections_closed), 4);
     assert_eq!(server.served.connections.load(Ordering::Relaxed), 4);
+    // Phases: every response waited and received; only the 4 first requests connected.
+    assert_eq!(total(&reports, |s| s.waiting_count), requests);
+    assert_eq!(total(&reports, |s| s.receiving_count), requests);
+    assert_eq!(total(&reports, |s| s.connect_count), 4);
     let mid: u64 = reports[1].stats.iter().map(|s| s.active_connections).sum();
     assert_eq!(mid, 4, "4 connections open in the middle of the job");
     let small = total(&reports, |s| if s.request == "small" { s.requests } else { 0 });
@@ -60,6 +64,27 @@ fn connection_per_request_and_close_delimited_bodies() {
     assert_eq!(server.served.connections.load(Ordering::Relaxed), requests);
     assert_eq!(total(&reports, |s| s.bytes_in), server.served.bytes.load(Ordering::Relaxed));
     assert!(total(&reports, |s| s.bytes_out) > requests * 40, "request bytes are counted");
+    assert_eq!(total(&reports, |s| s.connect_count), requests, "every response's request connected");
+}
+
+#[test]
+fn bodies_larger_than_every_buffer_are_read_exactly() {
+    // Bodies beyond the connection's 8 KiB buffer and the engine's 64 KiB discard buffer, in
+    // every framing; keep-alive goes on after each (the framing ended exactly).
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let requests = vec![get("length", "/ok/200000", 1), get("chunked", "/chunked/300000", 1), get("close", "/close/150000", 1)];
+    let reports = engine.run(closed_job(&[(&server.url, 1)], requests, 2, 600, 300));
+    settle();
+    let requests = total(&reports, |s| s.requests);
+    assert!(requests > 30, "only {requests} requests");
+    assert_eq!(total(&reports, |s| s.status_2xx), requests);
+    assert_eq!(requests, server.served.responses.load(Ordering::Relaxed));
+    assert_eq!(total(&reports, |s| s.bytes_in), server.served.bytes.load(Ordering::Relaxed));
+    let (closes, opened) = (total(&reports, |s| if s.request == "close" { s.requests } else { 0 }), total(&reports, |s| s.connections_opened));
+    assert_eq!(opened, server.served.connections.load(Ordering::Relaxed));
+    // Each client's first connection, then one after every close-delimited body (but its last).
+    assert!(opened <= 2 + closes && opened + 2 >= 2 + closes, "{opened} connections for {closes} close-delimited bodies");
 }
 
 #[test]

@@ -224,3 +224,14 @@ def test_the_header_counts_the_intervals_that_measured_the_generators():
                              "their figures: intervals.csv's validity_reasons says why)")]
     assert generator_health(run("valid", "valid")) == [("generator health", "all 2 intervals valid")]
     assert generator_health(run("", "")) == []
+
+
+def test_targets_of_a_step_are_shown_side_by_side_only_when_there_are_several():
+    from loadfleet.controller.report.html import _targets_section
+    target = {"url": "http://web1", "achieved_rps": 1200.0, "ok_rps": 1190.0, "error_pct": 0.83, "mean_ms": 3.5,
+              "p50_ms": 2.0, "p99_ms": 40.0}
+    two = {"name": "s1", "targets": [target, {**target, "url": "http://web2", "p99_ms": 900.0}]}
+    section = "".join(_targets_section({"steps": [two, {"name": "s2", "targets": [target]}]}))
+    assert "Targets side by side" in section and "http://web2" in section and "900.00" in section
+    assert section.count("<tr>") == 3, "a header and the two targets of s1; s2 had one target"
+    assert _targets_section({"steps": [{"name": "s2", "targets": [target]}]}) == []

@@ -100,6 +100,27 @@ def test_a_full_disk_drops_the_batch_it_cannot_write(tmp_path):
         spool.close()
 
 
+def test_a_sink_whose_spool_cannot_be_made_sends_what_it_can_and_counts_the_rest(tmp_path):
+    (tmp_path / "not-a-directory").write_text("")
+    writer = DownWriter()
+
+    async def go():
+        sink = InfluxSink(writer, tmp_path / "not-a-directory" / "run-1", batch_points=100, flush_interval_s=0.01)
+        sink.start()
+        sink.add(points(0, 100))
+        await asyncio.sleep(0.1)  # InfluxDB is down: the batch cannot wait on disk
+        writer.down = False
+        await asyncio.sleep(0.7)  # past the sink's first backoff
+        sink.add(points(100, 100))
+        await asyncio.sleep(0.1)
+        return sink.dropped(), await sink.close(timeout_s=5)
+
+    dropped, account = asyncio.run(go())
+    assert ids(writer.lines) == list(range(100, 200))
+    assert dropped.points == 100 and f"cannot make the spool {tmp_path / 'not-a-directory' / 'run-1'}" in dropped.cause
+    assert "100 points written" in account and "100 dropped from the spool" in account
+
+
 class DownWriter:
     def __init__(self):
         self.down = True

@@ -22,6 +22,31 @@ pub struct Served {
     pub connections: AtomicU64,
     /// While set, /stallable answers only after this moment.
     pub stall_until: std::sync::Mutex<Option<Instant>>,
+    /// The Host header of the last request.
+    pub last_host: std::sync::Mutex<Option<String>>,
+    /// Deliberate delays (/slow, /dribble, a TLS handshake delay) as they happened: on a busy
+    /// machine a thread sleeps longer than asked.
+    pub delays: AtomicU64,
+    pub delayed_us: AtomicU64,
+}
+
+impl Served {
+    /// Sleeps `ms` and counts the time it took.
+    fn delay(&self, ms: u64) {
+        let started = Instant::now();
+        thread::sleep(Duration::from_millis(ms));
+        self.count_delay(started.elapsed());
+    }
+
+    fn count_delay(&self, delay: Duration) {
+        self.delays.fetch_add(1, Ordering::Relaxed);
+        self.delayed_us.fetch_add(delay.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// The mean of the delays so far, in ms.
+    pub fn mean_delay_ms(&self) -> f64 {
+        self.delayed_us.load(Ordering::Relaxed) as f64 / self.delays.load(Ordering::Relaxed).max(1) as f64 / 1000.0
+    }
 }
 
 pub struct TestServer {
@@ -41,7 +66,8 @@ impl TestServer {
 }
 
 /// Paths: /ok/N (N-byte body, Content-Length), /chunked/N (N bytes in 3 chunks),
-/// /close/N (body delimited by closing), /slow/MS (answers after MS ms), /status/CODE,
+/// /close/N (body delimited by closing), /slow/MS (answers after MS ms), /dribble/MS (the
+/// headers and half of a 10-byte body at once, the other half MS ms later), /status/CODE,
 /// /stallable (see `TestServer::stall`), and broken answers: /cut/N (closes after N of 2N
 /// promised body bytes), /garbage (not HTTP), /bighead (80 KB of headers).
 pub fn start_server() -> TestServer {
@@ -80,6 +106,9 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 length = v.trim().parse().unwrap_or(0);
             }
             close |= lower.starts_with("connection:") && lower.contains("close");
+            if lower.starts_with("host:") {
+                *served.last_host.lock().unwrap() = Some(header[5..].trim().to_string());
+            }
             if header == "\r\n" {
                 break;
             }
@@ -105,8 +134,17 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 format!("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{body}")
             }
             "slow" => {
-                thread::sleep(Duration::from_millis(n as u64));
+                served.delay(n as u64);
                 "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
+            }
+            "dribble" => {
+                let first = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello";
+                if writer.write_all(first.as_bytes()).and_then(|()| writer.flush()).is_err() {
+                    return;
+                }
+                served.delay(n as u64);
+                served.bytes.fetch_add(first.len() as u64, Ordering::Relaxed);
+                "world".to_string()
             }
             "status" => format!("HTTP/1.1 {n} X\r\nContent-Length: 0\r\n\r\n"),
             "stallable" => {
@@ -149,6 +187,31 @@ pub fn unanswering_listener() -> (socket2::Socket, String, Vec<std::net::TcpStre
     // Fill the accept queue; later SYNs are dropped.
     let fillers = (0..3).filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()).collect();
     (socket, format!("http://{addr}"), fillers)
+}
+
+/// A server slow to accept: its accept queue (backlog 0) is full, so the kernel drops new
+/// SYNs, until `stall` has passed; then it accepts and serves as `start_server`. A client's
+/// handshake completes when its SYN is sent again after the kernel's retransmission timeout.
+pub fn start_stalled_server(stall: Duration) -> TestServer {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+    socket.listen(0).unwrap();
+    let listener: TcpListener = socket.into();
+    let addr = listener.local_addr().unwrap();
+    let filler = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).expect("the one connection the queue holds");
+    let served = Arc::new(Served::default());
+    let counts = Arc::clone(&served);
+    thread::spawn(move || {
+        thread::sleep(stall);
+        drop(filler);
+        for stream in listener.incoming().flatten() {
+            let counts = Arc::clone(&counts);
+            counts.connections.fetch_add(1, Ordering::Relaxed);
+            thread::spawn(move || serve_connection(stream, &counts));
+        }
+    });
+    TestServer { url: format!("http://{addr}"), served }
 }
 
 /// A port on 127.0.0.1 that nothing listens on.
@@ -343,6 +406,12 @@ pub fn histogram_count(reports: &[pb::IntervalReport]) -> u64 {
 /// An https server on 127.0.0.1 with a fresh self-signed certificate: answers every
 /// request with "hello" (keep-alive), counting responses.
 pub fn start_tls_server() -> TestServer {
+    start_tls_server_with_handshake_delay(Duration::ZERO)
+}
+
+/// As `start_tls_server`, but the server waits `delay` after accepting a connection before
+/// it answers the client's hello (a server slow to handshake).
+pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let certified = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
@@ -368,6 +437,11 @@ pub fn start_tls_server() -> TestServer {
                 counts.connections.fetch_add(1, Ordering::Relaxed);
                 let (acceptor, counts) = (acceptor.clone(), Arc::clone(&counts));
                 tokio::task::spawn_local(async move {
+                    if !delay.is_zero() {
+                        let started = std::time::Instant::now();
+                        tokio::time::sleep(delay).await;
+                        counts.count_delay(started.elapsed());
+                    }
                     let Ok(tls) = acceptor.accept(stream).await else { return };
                     let mut stream = tokio::io::BufReader::new(tls);
                     loop {

@@ -39,7 +39,8 @@ _FAILED_STATES = (run_pb2.RUN_STATE_FAILED,)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadfleet", description="Distributed HTTP load testing: controller and CLI.",
-        epilog="Exit codes: 0 done, 1 run failed or controller unreachable, 2 bad input, "
+        epilog="Exit codes: 0 done, 1 run failed, its run directory incomplete (a full disk) or controller "
+               "unreachable, 2 bad input, "
                "3 a stop condition of the plan ended the run early (results are written).")
     parser.add_argument("--version", action="version", version=f"loadfleet {__version__}")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
@@ -85,11 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --local: also report this host's CPU, memory, network and the named server "
                         "processes (e.g. nginx) in the results (repeatable)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+    _add_target_option(p)
     _add_client_security(p)
     _add_influx_options(p)
 
     p = sub.add_parser("validate", help="check a plan and list every problem")
     p.add_argument("plan", type=Path)
+    _add_target_option(p)
 
     p = sub.add_parser("schema", help="print the plan's JSON Schema")
 
@@ -132,6 +135,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", default=default_controller, metavar="HOST:PORT")
     _add_client_security(p)
     return parser
+
+
+def _add_target_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", action="append", default=[], metavar="NAME=URL",
+                   help="the url of the plan's target named NAME (targets[].name), e.g. to run a lab's plan "
+                        "against real hosts unchanged: --target web1=http://10.0.0.11 (repeatable)")
+
+
+def target_urls(args) -> dict[str, str]:
+    """--target NAME=URL options as a mapping; UsageError for one without its '='."""
+    urls = {}
+    for option in args.target:
+        name, equals, url = option.partition("=")
+        if not equals or not name or not url:
+            raise UsageError(f"--target {option!r}: give NAME=URL, e.g. --target web1=http://10.0.0.11")
+        urls[name] = url
+    return urls
 
 
 def _add_client_security(p: argparse.ArgumentParser) -> None:
@@ -260,7 +280,7 @@ async def _dispatch(args) -> int:
     if args.command == "run":
         return await run_plan(args)
     if args.command == "validate":
-        plan = load_plan(args.plan)
+        plan = load_plan(args.plan, target_urls(args))
         load = (f"a sweep of {plan.sweep.total_steps} steps of {plan.sweep.step_s:g} s" if plan.sweep
                 else plan.load.describe())
         print(f"{args.plan}: ok ({len(plan.targets)} targets, {len(plan.requests)} requests, "
@@ -335,7 +355,7 @@ async def serve_controller(listen: str, controller: Controller, security: Server
 
 
 async def run_plan(args) -> int:
-    plan = load_plan(args.plan)  # problems are reported before anything starts
+    plan = load_plan(args.plan, target_urls(args))  # problems are reported before anything starts
     if args.monitor and args.local is None:
         raise UsageError("--monitor goes with --local; on other hosts start `loadfleet-agent --monitor` "
                          "next to the servers")
@@ -384,12 +404,14 @@ async def _follow(client: RunClient, run_id: str, as_json: bool) -> int:
         print(summary.summary_json)
     else:
         print(console.summary_table(summary, doc))
+        if phases := console.phases_table(doc):
+            print(phases)
         if len(doc.get("steps", [])) > 1:
             print(console.steps_table(doc))
         if doc.get("hosts"):
             print(console.hosts_table(doc))
-    if summary.state in _FAILED_STATES:
-        return EXIT_RUN_FAILED
+    if summary.state in _FAILED_STATES or doc.get("incomplete_files"):
+        return EXIT_RUN_FAILED  # a full disk left results out: scripts must not take them as whole
     return EXIT_STOPPED_BY_CONDITION if doc.get("stop") else EXIT_OK
 
 

@@ -59,6 +59,38 @@ LATENCY_NOT_MEASURED = ("latency not measured for some requests: a Gatling simul
                         "reports counts only (docs/gatling.md); latency columns cover the other requests")
 
 
+_PHASE_COLUMNS = (("responses", 10), ("connect", 8), ("tls", 8), ("waiting", 8), ("receiving", 9), ("other", 8),
+                  ("wait p50", 8), ("wait p99", 8), ("conn avg", 8), ("tls avg", 8))
+
+
+def phases_table(doc: dict) -> str:
+    """Where the time goes, from summary.json's document: per response, the mean time in each
+    phase (connect and TLS spread over every response, so the columns add up to the mean
+    latency), waiting's percentiles, and the mean connect and TLS of the responses that opened
+    a connection. Empty when no driver measured phases."""
+    entries = [("total", doc.get("total", {}))]
+    for group in ("targets", "requests"):
+        items = doc.get(group) or []
+        if len(items) > 1:
+            entries += [(group, None)] + [("  " + e.get("name", "?"), e) for e in items]
+    if not (doc.get("total", {}).get("figures") or {}).get("phases"):
+        return ""
+    width = max(len(name) for name, _ in entries)
+    lines = [f"{'where the time goes':<{width}}" + "".join(f"  {t:>{w}}" for t, w in _PHASE_COLUMNS)
+             + "   (ms per response)"]
+    for name, entry in entries:
+        phases = (entry or {}).get("figures", {}).get("phases") if entry is not None else None
+        if entry is None or not phases:
+            lines.append(name if entry is None else f"{name:<{width}}  {'-':>10}")
+            continue
+        values = (f"{phases['responses']}", *(f"{phases[p]['per_response_ms']:.3f}" for p in
+                                              ("connect", "tls", "waiting", "receiving")),
+                  f"{phases['other_ms']:.3f}", f"{phases['waiting_p50_ms']:.2f}", f"{phases['waiting_p99_ms']:.2f}",
+                  *(f"{phases[p]['mean_ms']:.3f}" if phases[p]["count"] else "-" for p in ("connect", "tls")))
+        lines.append(f"{name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _PHASE_COLUMNS)))
+    return "\n".join(lines)
+
+
 def hosts_table(doc: dict) -> str:
     """The monitored hosts over the run's load, from summary.json's document."""
     hosts = doc["hosts"]
@@ -108,6 +140,10 @@ def steps_table(doc: dict) -> str:
         flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
         lines.append(f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS))
                      + flag)
+        targets = st.get("targets", ())
+        if len(targets) > 1:  # servers side by side in the same minutes
+            lines += [f"  {t['url']}: {t['achieved_rps']:.1f} req/s, {t['ok_rps']:.1f} ok/s, {t['error_pct']:.2f} % errors, "
+                      f"mean {t['mean_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms" for t in targets]
     for lv in doc.get("levels", []):
         if lv["repetitions"] > 1:
             lines.append(f"{lv['name']}: {lv['repetitions']} repetitions, {lv['achieved_rps']['mean']:.1f} "

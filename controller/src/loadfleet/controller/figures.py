@@ -1,15 +1,19 @@
 """Figures people read (rates, error %, latency percentiles in ms) from a merged row.
 
 Percentiles come from the row's merged histogram, so they are exact for any merge of
-drivers, agents and intervals.
+drivers, agents and intervals; so do the phases' means (exact sums over exact counts).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loadfleet.wire.histogram import summaries
+from loadfleet.wire.phases import PHASE_NAMES, Phase, Phases
 from loadfleet.wire.stats import StatsRow, error_kind_name
 
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p999", 99.9))
+# Percentiles of waiting (time to first byte) in the figures.
+WAITING_PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0))
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,35 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class PhaseTime:
+    """One phase: over how many responses it was measured, its mean and largest value, and
+    its share of a response's mean latency (its sum over every response, `per_response_ms`:
+    connecting, measured for the responses that opened a connection, spread over all)."""
+
+    count: int = 0
+    mean_ms: float = 0.0
+    max_ms: float = 0.0
+    per_response_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class PhaseFigures:
+    """Where the responses' time went (docs/metrics.md defines each phase). The per-response
+    means of the four phases and `other_ms` (what no phase covers: waiting for a connection or
+    a send slot, writing the request) add up to the mean latency."""
+
+    responses: int
+    connect: PhaseTime
+    tls: PhaseTime
+    waiting: PhaseTime
+    receiving: PhaseTime
+    other_ms: float
+    waiting_p50_ms: float = 0.0
+    waiting_p90_ms: float = 0.0
+    waiting_p99_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class Figures:
     requests: int
     ok: int
@@ -39,6 +72,8 @@ class Figures:
     # Some requests were counted without a latency (a Gatling simulation without the hook):
     # `latency` covers only the others.
     latency_missing: bool = False
+    # None when the driver measured no phase (Gatling).
+    phases: PhaseFigures | None = None
 
 
 def latency_of(row: StatsRow) -> Latency:
@@ -57,8 +92,25 @@ def latency_of(row: StatsRow) -> Latency:
     )
 
 
-def figures_of(row: StatsRow, seconds: float) -> Figures:
+def latencies_of(rows: list[StatsRow]) -> list[Latency]:
+    """latency_of for many rows at once (histogram.summaries): a fleet's rows of an interval
+    cost a dozen numpy calls instead of a dozen each."""
+    filled = [i for i, row in enumerate(rows) if row.histogram]
+    s = summaries([rows[i].histogram for i in filled], (p for _, p in PERCENTILES))
+    us = 1000.0
+    out = [Latency()] * len(rows)
+    columns = zip(filled, s.mean.tolist(), s.stddev.tolist(), s.min_value.tolist(), s.max_value.tolist(),
+                  s.percentiles.tolist())
+    for i, mean, stddev, low, high, at in columns:
+        out[i] = Latency(mean_ms=mean / us, stddev_ms=stddev / us, min_ms=low / us, max_ms=high / us,
+                         **{f"{name}_ms": value / us for (name, _), value in zip(PERCENTILES, at)})
+    return out
+
+
+def figures_of(row: StatsRow, seconds: float, latency: Latency | None = None) -> Figures:
+    """The row's figures over `seconds`; `latency`: its latency figures, if known already."""
     seconds = max(seconds, 1e-9)
+    latency = latency if latency is not None else latency_of(row)
     return Figures(
         requests=row.requests,
         ok=row.ok,
@@ -68,9 +120,32 @@ def figures_of(row: StatsRow, seconds: float) -> Figures:
         rps=row.requests / seconds,
         mb_per_s=row.bytes_in / 1e6 / seconds,
         bytes_in=row.bytes_in,
-        latency=latency_of(row),
+        latency=latency,
         latency_missing=row.latency_missing,
+        phases=phases_of(row.phases, latency.mean_ms),
     )
+
+
+def phases_of(phases: Phases | None, mean_latency_ms: float) -> PhaseFigures | None:
+    """The figures of a row's phases; `mean_latency_ms`: the mean latency of the same responses."""
+    if phases is None or not phases.responses:
+        return None
+    responses = phases.responses
+
+    def time_of(phase: Phase) -> PhaseTime:
+        if not phase.count:
+            return PhaseTime()
+        return PhaseTime(count=phase.count, mean_ms=phase.sum_us / phase.count / 1000, max_ms=phase.max_us / 1000,
+                         per_response_ms=phase.sum_us / responses / 1000)
+
+    times = {name: time_of(getattr(phases, name)) for name in PHASE_NAMES}
+    in_phases_ms = sum(t.per_response_ms for t in times.values())
+    waiting_at = dict(zip((name for name, _ in WAITING_PERCENTILES),
+                          phases.waiting_histogram.percentiles(p for _, p in WAITING_PERCENTILES)))
+    return PhaseFigures(responses=responses, **times,
+                        # the mean latency is a histogram's (bucket midpoints): never below 0 by rounding
+                        other_ms=max(0.0, mean_latency_ms - in_phases_ms) if mean_latency_ms else 0.0,
+                        **{f"waiting_{name}_ms": us / 1000 for name, us in waiting_at.items()})
 
 
 def errors_by_name(row: StatsRow) -> dict[str, int]:

@@ -13,14 +13,16 @@ controller died, or to close it as interrupted with its summary.
   interval log then starts over, so the journal stays O(agents) on disk too.
 
 Records are JSON lines and frames; a line or frame cut short by a crash is ignored. Rows
-travel as protobuf (in JSON as base64, codec.py), so histograms come back exact.
+travel as protobuf (in JSON as base64, codec.py), so histograms come back exact. A write that
+fails (a full disk) stops the journal where it was complete and consistent (rundisk.py): the
+run goes on; a controller restarted later takes the run over as of that point, without what
+came after it.
 """
 from __future__ import annotations
 
 import enum
 import json
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ from loadfleet.wire.framing import FramingError, frame, parse_frames
 from loadfleet.wire.stats import StatsRow
 
 from .rundir import Offsets, write_atomic
+from .rundisk import AppendFile, DiskTrouble
 from .stream import AgentRows, FinalInterval, StepWindow
 
 log = logging.getLogger(__name__)
@@ -53,21 +56,30 @@ class Record(enum.StrEnum):
     STOP = "stop"  # reason (StopReason)
     SKIPPED = "skipped"  # steps
     END = "end"  # state
+    INCOMPLETE = "incomplete"  # file: a file of the run directory a full disk left incomplete (rundisk.py)
 
 
 class RunJournal:
     """Appends to a run's journal. Not thread-safe; the run's event loop owns it."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, trouble: DiskTrouble | None = None):
         self.directory = run_dir / JOURNAL_DIR
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._records = (self.directory / RECORDS_FILE).open("a")
-        self._intervals = (self.directory / INTERVALS_FILE).open("ab")
+        self._trouble = trouble or DiskTrouble(run_dir)
+        self._trouble.attempt(JOURNAL_DIR, lambda: self.directory.mkdir(parents=True, exist_ok=True))
+        self._records = _append(self.directory / RECORDS_FILE, self._trouble)
+        self._intervals = _append(self.directory / INTERVALS_FILE, self._trouble)
         self.intervals_since_checkpoint = 0
+        self._stop_if_broken()
+
+    @property
+    def stopped(self) -> bool:
+        """A write failed: the journal is what it was then, and is written no more."""
+        return self._records.closed and self._intervals.closed
 
     def record(self, kind: Record, **fields) -> None:
         self._records.write(json.dumps({"kind": kind.value, **fields}) + "\n")
         self._records.flush()
+        self._stop_if_broken()
 
     def interval(self, interval: FinalInterval, offsets: Offsets) -> None:
         record = journal_pb2.JournalInterval(
@@ -79,23 +91,47 @@ class RunJournal:
         self._intervals.write(frame(record.SerializeToString()))
         self._intervals.flush()
         self.intervals_since_checkpoint += 1
+        self._stop_if_broken()
 
     def checkpoint(self, state: dict) -> None:
         """Writes the running state (as of the last interval logged) and starts the interval
         log over; `state` is JSON values (see Checkpoint)."""
-        write_atomic(self.directory / CHECKPOINT_FILE, json.dumps(state))
-        self._intervals.truncate(0)
-        self._intervals.seek(0)
         self.intervals_since_checkpoint = 0
+        if self.stopped:
+            return
+        text = json.dumps(state)
+        if self._trouble.attempt(f"{JOURNAL_DIR}/{CHECKPOINT_FILE}",
+                                 lambda: write_atomic(self.directory / CHECKPOINT_FILE, text)):
+            self._intervals.restart()  # only once the checkpoint holds what the log did
+        else:
+            self._stop()
+        self._stop_if_broken()
 
     def sync(self) -> None:
         for f in (self._records, self._intervals):
-            f.flush()
-            os.fsync(f.fileno())
+            f.sync()
 
     def close(self) -> None:
         for f in (self._records, self._intervals):
             f.close()
+
+    def _stop_if_broken(self) -> None:
+        """After its first failed write the journal is written no more, all of it: its
+        records, interval log and checkpoint stay consistent with one another (a checkpoint
+        beside an interval log that was not started over would count intervals twice)."""
+        if self._records.closed or self._intervals.closed:
+            self._stop()
+
+    def _stop(self) -> None:
+        if not self.stopped:
+            log.error("%s: the journal is written no more; a controller restarted now would take the run "
+                      "over as of this point, without what comes after", self.directory)
+        self.close()
+
+
+def _append(path: Path, trouble: DiskTrouble) -> AppendFile:
+    """A journal file, appended to (after what an earlier controller wrote, if any)."""
+    return AppendFile(path, trouble, keep_bytes=path.stat().st_size if path.exists() else None)
 
 
 @dataclass(frozen=True)

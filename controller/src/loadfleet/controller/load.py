@@ -84,7 +84,9 @@ class Load:
             if self.max_connections:
                 doc["max_connections"] = self.max_connections
         else:
-            doc.update(users=self.users, spawn_rate=self.spawn_rate)
+            doc["users"] = self.users
+            if self.spawn_rate:  # none: each of a sweep's steps has its own
+                doc["spawn_rate"] = self.spawn_rate
         if self.model is not LoadModel.OPEN and self.think != Think():
             doc["think"] = self.think.to_doc()
         if self.stages:

@@ -24,6 +24,7 @@ from .load import LoadModel
 from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
 from .plan import Plan
 from .recovery import Recovered
+from .rundisk import DiskTrouble
 from .sinks import Sink
 from .sinks.output import InfluxOutput
 from .steps import StepMeter, StepResult, StepSpec, StepState
@@ -41,6 +42,11 @@ class RunPipeline:
                  on_stop: Callable[[StopReason], None]):
         self.run_dir = run_dir
         self._plan = plan
+        # Files of the run directory that could not be written (a full disk): the first is
+        # an event, each is in the journal (a restarted controller leaves it as it is) and
+        # all are in the summary.
+        self.trouble = DiskTrouble(run_dir, on_first=lambda text: self.event(Event(EventKind.DISK_FULL, text)),
+                                   on_incomplete=self._incomplete)
         self.watchers = Watchers()
         self.totals = RunTotals()
         self.meter = StepMeter()
@@ -64,10 +70,12 @@ class RunPipeline:
 
     def start(self, *, agents: list[str], hostnames: list[str], clock_offsets_ms: dict[str, int]) -> None:
         """The run has its agents: plan.yaml, the run directory's files, the journal."""
-        rundir.write_plan(self.run_dir, self._plan.to_yaml())
-        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets])
-        self._journal = RunJournal(self.run_dir)
+        rundir.write_plan(self.run_dir, self._plan.to_yaml(), self.trouble)
+        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets], trouble=self.trouble)
+        self._journal = RunJournal(self.run_dir, self.trouble)
         self.record(Record.RUN, agents=agents, hostnames=hostnames, clock_offsets_ms=clock_offsets_ms)
+        for name in self.trouble.incomplete:  # before the journal was there: plan.yaml
+            self._incomplete(name)
         self._subscribe()
 
     def resume(self, recovered: Recovered, window_of: Callable[[str], StepWindow]) -> None:
@@ -76,10 +84,12 @@ class RunPipeline:
         folded in again (InfluxDB gets their points again; it replaces them)."""
         for event in recovered.events:
             self.watchers.on_event(event)
+        for name in recovered.incomplete_files:
+            self.trouble.cut_short(name)
         self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets],
-                                          resume=recovered.offsets)
+                                          resume=recovered.offsets, trouble=self.trouble)
         self.writer.results = list(recovered.results)
-        self._journal = RunJournal(self.run_dir)
+        self._journal = RunJournal(self.run_dir, self.trouble)
         if recovered.checkpoint:
             self.totals = RunTotals.restore(recovered.checkpoint["totals"])
             self.meter.restore(recovered.checkpoint["meter"])
@@ -159,12 +169,27 @@ class RunPipeline:
         self.record(Record.STEP_END, result=to_doc(result))
         self.checkpoint(watermark_ms=watermark_ms, late=late)
 
-    def finish(self, summary: RunSummary, state: str) -> None:
+    def finish(self, summary: RunSummary, state: str) -> RunSummary:
         """The run has ended: summary.json and report.html, the journal closed, and the
-        summary to every follower."""
+        summary to every follower; returns it as published (with the files a full disk
+        left incomplete, if any)."""
         if self._journal is not None:
             self._stream.run_end()
-            rundir.write_summary(self.run_dir, summary)
+            told = self._with_disk(summary)
+            if not rundir.write_summary(self.run_dir, told, self.trouble):
+                told = self._with_disk(summary)  # followers hear of summary.json and report.html too
+            summary = told
             self.record(Record.END, state=state)
             self._journal.close()
         self.watchers.finish(summary)
+        return summary
+
+    def _incomplete(self, name: str) -> None:
+        if self._journal is not None:
+            self.record(Record.INCOMPLETE, file=name)
+
+    def _with_disk(self, summary: RunSummary) -> RunSummary:
+        if not self.trouble.incomplete:
+            return summary
+        return replace(summary, message="; ".join(filter(None, [summary.message, self.trouble.describe()])),
+                       incomplete_files=self.trouble.incomplete)

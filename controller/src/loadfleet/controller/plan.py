@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,6 +42,13 @@ DEFAULT_DRIVER = "engine"
 class Target:
     url: str
     weight: int = 1
+    name: str = ""  # for `--target NAME=URL` (target_urls) to replace its url
+
+    def to_doc(self) -> dict:
+        doc: dict = {"url": self.url, "weight": self.weight}
+        if self.name:
+            doc["name"] = self.name
+        return doc
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,7 @@ class Plan:
             "name": self.name,
             "duration_s": self.duration_s,
             "interval_ms": self.interval_ms,
-            "targets": [asdict(t) for t in self.targets],
+            "targets": [t.to_doc() for t in self.targets],
             "workload": {
                 "keep_alive": self.keep_alive,
                 "tls_verify": self.tls_verify,
@@ -199,9 +207,10 @@ def _agents_doc(a: AgentSelection) -> dict:
     return doc
 
 
-def load_plan(path: Path) -> Plan:
+def load_plan(path: Path, target_urls: Mapping[str, str] | None = None) -> Plan:
     """Reads and validates a plan file on this machine: the files it names (a workload
-    manifest, relative to the plan file) are read here and the result is self-contained."""
+    manifest, relative to the plan file) are read here and the result is self-contained.
+    `target_urls`: new urls for named targets (`loadfleet run --target NAME=URL`)."""
     try:
         with path.open("rb") as f:
             data = f.read(yamlsafe.MAX_DOCUMENT_BYTES + 1)
@@ -211,11 +220,11 @@ def load_plan(path: Path) -> Plan:
         text = yamlsafe.decode(data)
     except yamlsafe.YamlProblem as exc:
         raise PlanError([Problem(exc.path, exc.message)]) from None
-    return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False)
+    return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False, target_urls=target_urls)
 
 
 def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "plan",
-               confined: bool = True) -> Plan:
+               confined: bool = True, target_urls: Mapping[str, str] | None = None) -> Plan:
     """Validates a plan. `confined` (the default, and the controller's only mode): the plan
     may name no file (a manifest, a relative Gatling project) since nothing is read on its
     behalf; `loadfleet run` resolves those where the plan file is and sends them inline."""
@@ -228,6 +237,9 @@ def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "
     problems = schema_problems(doc)
     if problems:
         raise PlanError(_capped(problems))
+    problems = _replace_target_urls(doc, target_urls or {})
+    if problems:
+        raise PlanError(problems)
     problems = _confinement_problems(doc) if confined else []
     if problems:
         raise PlanError(problems)
@@ -235,6 +247,26 @@ def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "
     if problems:
         raise PlanError(_capped(problems))
     return _build(doc, requests, default_name, base_dir)
+
+
+def _replace_target_urls(doc: dict, target_urls: Mapping[str, str]) -> list[Problem]:
+    """Gives named targets their new urls (checked like the plan's own), so one plan runs
+    against a lab and against real hosts unchanged."""
+    named: dict[str, int] = {}
+    problems = []
+    for i, target in enumerate(doc["targets"]):
+        if "name" not in target:
+            continue
+        if target["name"] in named:
+            problems.append(Problem(f"targets[{i}].name", f"'{target['name']}' names targets[{named[target['name']]}] too"))
+        named.setdefault(target["name"], i)
+    for name, url in target_urls.items():
+        if name not in named:
+            known = ", ".join(sorted(named)) or "none: give targets a `name`"
+            problems.append(Problem("--target", f"no target is named '{_short(name)}' (names: {known})"))
+        else:
+            doc["targets"][named[name]]["url"] = url
+    return problems
 
 
 def _confinement_problems(doc: dict) -> list[Problem]:
@@ -314,8 +346,8 @@ _MODEL_ONLY = {"clients": "closed", "rate": "open", "poisson": "open", "max_conn
 def _load_problems(load: dict, *, sweeping: bool = False) -> list[Problem]:
     model = load["model"]
     level = _SWEEP_LEVEL[model]
-    problems = [Problem(f"load.{key}", f"the {model} model needs '{key}'")
-                for key in _MODEL_NEEDS[model] if key not in load and not (sweeping and key == level)]
+    problems = [Problem(f"load.{key}", f"the {model} model needs '{key}'") for key in _MODEL_NEEDS[model]
+                if key not in load and not (sweeping and key in (level, "spawn_rate"))]  # a sweep's: _sweep_problems
     if sweeping and level in load:
         problems.append(Problem(f"load.{level}", f"sweep.steps sets the {level} of each step; leave '{level}' out"))
     problems += [Problem(f"load.{key}", f"'{key}' belongs to the {owner} model, not {model}")
@@ -392,9 +424,16 @@ def _sweep_problems(doc: dict) -> list[Problem]:
     if "duration_s" in doc:
         problems.append(Problem("duration_s", "a sweep runs each step for sweep.step_s; leave duration_s out"))
     model = doc["load"]["model"]
+    pairs = [i for i, v in enumerate(sweep["steps"]) if isinstance(v, list)]
+    if pairs and model != "users":
+        problems.append(Problem(f"sweep.steps[{pairs[0]}]", "a [users, spawn_rate] step goes with the users model"))
+    levels = [v[0] if isinstance(v, list) else v for v in sweep["steps"]]
     if model != "open":
         problems += [Problem(f"sweep.steps[{i}]", f"{v} is not a whole number of {_SWEEP_LEVEL[model]}")
-                     for i, v in enumerate(sweep["steps"]) if float(v) != int(v)]
+                     for i, v in enumerate(levels) if float(v) != int(v)]
+    if model == "users" and "spawn_rate" not in doc["load"] and len(pairs) < len(levels):
+        problems.append(Problem("load.spawn_rate", "the users model needs 'spawn_rate' (or every step as "
+                                "[users, spawn_rate])"))
     interval_s = doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
     if sweep["step_s"] - sweep.get("warmup_s", 0) < 2 * interval_s:
         problems.append(Problem("sweep.step_s", f"{sweep['step_s']:g} s less a warm-up of {sweep.get('warmup_s', 0):g} s "
@@ -499,7 +538,8 @@ def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path
         name=doc.get("name", default_name),
         duration_s=sweep.step_s * sweep.total_steps if sweep else float(doc["duration_s"]),
         interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
-        targets=tuple(Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1)) for t in doc["targets"]),
+        targets=tuple(Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1), name=t.get("name", ""))
+                      for t in doc["targets"]),
         requests=tuple(requests),
         keep_alive=doc.get("workload", {}).get("keep_alive", True),
         tls_verify=doc.get("workload", {}).get("tls_verify", False),

@@ -33,7 +33,7 @@ _Validator = jsonschema.validators.extend(
 
 def schema_problems(doc: dict) -> list[Problem]:
     validator = _Validator(plan_schema())
-    problems = [Problem(_path(e.absolute_path), _schema_message(e)) for e in validator.iter_errors(doc)]
+    problems = [Problem(_path(e.absolute_path), _schema_message(_deepest(e))) for e in validator.iter_errors(doc)]
     return sorted(problems, key=lambda p: p.path)
 
 
@@ -46,6 +46,16 @@ _PATTERN_MESSAGES = {
     "token_env": "the controller passes only its LOADFLEET_INFLUX_TOKEN* variables to a plan's InfluxDB "
                  "(e.g. LOADFLEET_INFLUX_TOKEN_TEAM_A; docs/security.md)",
 }
+
+
+def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a value that fits none of a oneOf's forms (a sweep step is a number or a pair),
+    the problem of the form it came closest to, not "not valid under any of the given schemas"."""
+    if error.validator == "oneOf":
+        fitting = [e for e in error.context if e.validator != "type"]  # the forms of the value's type
+        if fitting:
+            return jsonschema.exceptions.best_match(fitting)
+    return error
 
 
 def _schema_message(error: jsonschema.ValidationError) -> str:

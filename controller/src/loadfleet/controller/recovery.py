@@ -63,6 +63,7 @@ class Recovered:
     watermark_ms: int  # every interval before this one was published
     events: list[Event] = field(default_factory=list)
     losses: list[Loss] = field(default_factory=list)
+    incomplete_files: list[str] = field(default_factory=list)  # left as they are, written no more
     modified_s: float = 0.0
 
     @property
@@ -95,6 +96,7 @@ def recover(run_dir: Path) -> Recovered:
         stop=next((from_doc(StopReason, r["reason"]) for r in contents.of_kind(Record.STOP)), None),
         skipped=[name for r in contents.of_kind(Record.SKIPPED) for name in r["steps"]],
         losses=[from_doc(Loss, r["loss"]) for r in contents.of_kind(Record.LOSS)],
+        incomplete_files=[r["file"] for r in contents.of_kind(Record.INCOMPLETE)],
         step=step, checkpoint=contents.checkpoint, intervals=contents.intervals, offsets=offsets,
         watermark_ms=watermark, events=_events(run_dir), modified_s=contents.modified_s)
 

@@ -49,6 +49,7 @@ from .stops import Condition, StopReason
 from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
 from .summary import RunSummary, summarize
 from .pipeline import RunPipeline
+from .rundisk import DiskTrouble
 from .watchers import Follower, Watchers
 from .window import IntervalWindow, Outcome
 
@@ -187,6 +188,10 @@ class Run:
     @property
     def watchers(self) -> Watchers:
         return self._pipeline.watchers
+
+    @property
+    def disk(self) -> DiskTrouble:
+        return self._pipeline.trouble
 
     # ---- driven by the controller -------------------------------------------------
 
@@ -524,7 +529,7 @@ class Run:
         self._emit(Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}"
                          + (f": {message}" if message else "")))
         self.summary = self._summarize(message)
-        self._pipeline.finish(self.summary, self.state.value)
+        self.summary = self._pipeline.finish(self.summary, self.state.value)
         return self.summary
 
     def _final_message(self, message: str) -> str:

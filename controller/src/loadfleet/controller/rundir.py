@@ -16,7 +16,8 @@ record for recovering the run after a crash (journal.py).
 Everything is appended as it is known: after the controller dies (even `kill -9`), the
 directory holds every interval published before. Whole files (plan.yaml, steps.csv,
 summary.json) are written to a temporary name and renamed, so a reader never sees half a
-file.
+file. A write that fails (a full disk) leaves that file as far as it was complete and the
+run going on (rundisk.py).
 """
 from __future__ import annotations
 
@@ -32,15 +33,17 @@ from pathlib import Path
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
 from .errors import LoadfleetError
 from .events import Event
-from .figures import PERCENTILES, Figures
+from .figures import PERCENTILES, WAITING_PERCENTILES, Figures
 from .hosts import COUNTERS_CSV_HEADER, HOSTS_CSV_HEADER, HostSample, MonitorInfo, counter_csv_rows, host_csv_rows
 from .redact import redact_plan_yaml
 from .report import REPORT_FILE, write_report
 from .report.rundata import GATLING_DIR
+from .rundisk import AppendFile, DiskTrouble
 from .steps import StepResult, steps_csv
 from .stream import FinalInterval, Scope, StepEnd, StepWindow
 from .validity import VALID
@@ -58,21 +61,35 @@ INTERVAL_COLUMNS = (
        "mean_ms", "stddev_ms", "min_ms"]
     + [f"{name}_ms" for name, _ in PERCENTILES]
     + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
+    # Phases: count, exact sum and max per phase (sums and counts add up across rows and
+    # intervals; docs/results.md), then percentiles of waiting. Zero when not measured.
+    + [f"{name}_{what}" for name in PHASE_NAMES for what in ("count", "sum_ms", "max_ms")]
+    + [f"waiting_{name}_ms" for name, _ in WAITING_PERCENTILES]
     # The interval's generator-health verdict (genbound.py): the cluster's on cluster rows,
-    # the agent's own on its rows.
+    # the agent's own on its rows. Text, last (report/rundata.py reads the numbers before).
     + ["validity", "validity_reasons"]
 )
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """The whole file, or (OSError) the earlier version of it, if any."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
-def write_plan(run_dir: Path, plan_yaml: str) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(run_dir / "plan.yaml", redact_plan_yaml(plan_yaml))
+def write_plan(run_dir: Path, plan_yaml: str, trouble: DiskTrouble | None = None) -> None:
+    trouble = trouble or DiskTrouble(run_dir)
+
+    def write() -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(run_dir / "plan.yaml", redact_plan_yaml(plan_yaml))
+
+    trouble.attempt("plan.yaml", write)
 
 
 # An agent's artifact larger than this, packed or unpacked, is refused (a report is a few MB).
@@ -93,8 +110,12 @@ def store_artifact_chunk(run_dir: Path, agent_id: str, name: str, data: bytes, *
     if part.exists() and part.stat().st_size + len(data) > MAX_ARTIFACT_BYTES:
         part.unlink()
         raise ValueError(f"{name} from {agent_id} is larger than {MAX_ARTIFACT_BYTES} bytes")
-    with part.open("ab") as f:
-        f.write(data)
+    try:
+        with part.open("ab") as f:
+            f.write(data)
+    except OSError:
+        part.unlink(missing_ok=True)  # a full disk: its room given back, the file incomplete
+        raise
     if not last:
         return None
     try:
@@ -145,18 +166,23 @@ class Offsets:
 
 class RunDirWriter:
     """Appends the run's stream to its directory (see the module's docstring). Holds a
-    few open files and the steps' results: O(steps)."""
+    few open files and the steps' results: O(steps). A file that cannot be written is
+    told to `trouble` and left as far as it was complete."""
 
-    def __init__(self, run_dir: Path, target_urls: list[str], *, resume: Offsets | None = None):
+    def __init__(self, run_dir: Path, target_urls: list[str], *, resume: Offsets | None = None,
+                 trouble: DiskTrouble | None = None):
         self.run_dir = run_dir
         self._target_urls = target_urls
-        run_dir.mkdir(parents=True, exist_ok=True)
-        self._intervals = _append(run_dir / INTERVALS_FILE, resume.intervals if resume else None,
-                                  _csv_line(INTERVAL_COLUMNS))
-        self._hlog = _append(run_dir / HLOG_FILE, resume.hlog if resume else None, _HLOG_HEADER)
-        self._events = (run_dir / EVENTS_FILE).open("a")
-        self._hosts = None
-        self._counters = None
+        self.trouble = trouble = trouble or DiskTrouble(run_dir)
+        trouble.attempt(".", lambda: run_dir.mkdir(parents=True, exist_ok=True))
+        self._intervals = AppendFile(run_dir / INTERVALS_FILE, trouble, header=_csv_line(INTERVAL_COLUMNS),
+                                     keep_bytes=resume.intervals if resume else None)
+        self._hlog = AppendFile(run_dir / HLOG_FILE, trouble, header=_HLOG_HEADER,
+                                keep_bytes=resume.hlog if resume else None)
+        events = run_dir / EVENTS_FILE
+        self._events = AppendFile(events, trouble, keep_bytes=events.stat().st_size if events.exists() else None)
+        self._hosts: AppendFile | None = None
+        self._counters: AppendFile | None = None
         self.results: list[StepResult] = []
 
     @property
@@ -165,18 +191,19 @@ class RunDirWriter:
 
     def on_interval(self, interval: FinalInterval) -> None:
         start = interval.start_ms
-        out = io.StringIO()
-        rows = csv.writer(out, lineterminator="\n")
-        verdict = interval.verdict
-        judged = [verdict.validity.value, verdict.reasons_text()]
-        for row in (*interval.cluster, interval.total):
-            rows.writerow(_csv_row(start, Scope.CLUSTER, "", row, interval.figures(row)) + judged)
-        per_agent = verdict.by_agent()
+        written = [(Scope.CLUSTER, "", row) for row in (*interval.cluster, interval.total)]
         for agent in interval.agents:
-            own = per_agent.get(agent.agent_id, VALID)
-            own_cells = [own.validity.value, own.reasons_text()]
-            for row in (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,):
-                rows.writerow(_csv_row(start, Scope.AGENT, agent.agent_id, row, interval.figures(row)) + own_cells)
+            rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
+            written += [(Scope.AGENT, agent.agent_id, row) for row in rows]
+        interval.compute_figures([row for _, _, row in written])
+        verdict = interval.verdict
+        judged = {"": verdict, **verdict.by_agent()}  # by agent id; the cluster's under ""
+        out = io.StringIO()
+        lines = csv.writer(out, lineterminator="\n")
+        for scope, agent_id, row in written:
+            own = judged.get(agent_id, VALID)
+            lines.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row))
+                           + [own.validity.value, own.reasons_text()])
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:
@@ -186,7 +213,8 @@ class RunDirWriter:
 
     def on_step_end(self, end: StepEnd) -> None:
         self.results.append(end.result)
-        write_atomic(self.run_dir / STEPS_FILE, steps_csv(self.results, self._target_urls))
+        self.trouble.attempt(STEPS_FILE, lambda: write_atomic(self.run_dir / STEPS_FILE,
+                                                             steps_csv(self.results, self._target_urls)))
 
     def on_run_end(self) -> None:
         self.close()
@@ -197,44 +225,31 @@ class RunDirWriter:
 
     def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
         if self._hosts is None:
-            self._hosts = _append(self.run_dir / HOSTS_FILE, None, _csv_line(HOSTS_CSV_HEADER))
+            self._hosts = AppendFile(self.run_dir / HOSTS_FILE, self.trouble, header=_csv_line(HOSTS_CSV_HEADER))
         self._hosts.write("".join(_csv_line(r) for r in host_csv_rows(host, monitor, sample)))
         if sample.counters:
             if self._counters is None:
-                self._counters = _append(self.run_dir / COUNTERS_FILE, None, _csv_line(COUNTERS_CSV_HEADER))
+                self._counters = AppendFile(self.run_dir / COUNTERS_FILE, self.trouble,
+                                            header=_csv_line(COUNTERS_CSV_HEADER))
             self._counters.write("".join(_csv_line(r) for r in counter_csv_rows(host, sample)))
 
     def flush(self) -> None:
         """Hands what is written to the OS: it survives the process dying (not the host)."""
-        for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters):
-            if f is not None and not f.closed:
-                f.flush()
+        for f in self._files():
+            f.flush()
 
     def sync(self) -> None:
         """Flushes and makes what is written survive the host crashing too."""
-        self.flush()
-        for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters):
-            if f is not None and not f.closed:
-                os.fsync(f.fileno())
+        for f in self._files():
+            f.sync()
 
     def close(self) -> None:
         """Safe to call twice."""
-        self.flush()
-        for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters):
-            if f is not None:
-                f.close()
+        for f in self._files():
+            f.close()
 
-
-def _append(path: Path, keep_bytes: int | None, header: str):
-    """`path` opened for appending: new with `header`, or (resuming) cut back to what a
-    journal says was written, dropping a line half-written by a controller that died."""
-    if not keep_bytes or not path.exists():
-        f = path.open("w")
-        f.write(header)
-        return f
-    with path.open("r+b") as raw:
-        raw.truncate(keep_bytes)
-    return path.open("a")
+    def _files(self) -> list[AppendFile]:
+        return [f for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters) if f is not None]
 
 
 def _csv_line(values) -> str:
@@ -251,13 +266,22 @@ def _hlog_line(tag: str, start: int, interval_ms: int, row: StatsRow) -> str:
             f"{row.histogram.max_value / 1000:.3f},{payload}\n")
 
 
-def write_summary(run_dir: Path, summary: RunSummary) -> None:
-    """summary.json, then report.html built from the run directory."""
-    write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary.to_json(), indent=2) + "\n")
+def write_summary(run_dir: Path, summary: RunSummary, trouble: DiskTrouble | None = None) -> bool:
+    """summary.json, then report.html built from the run directory; False when either
+    could not be written (a full disk: told to `trouble`)."""
+    trouble = trouble or DiskTrouble(run_dir)
+    text = json.dumps(summary.to_json(), indent=2) + "\n"
+    if not trouble.attempt(SUMMARY_FILE, lambda: write_atomic(run_dir / SUMMARY_FILE, text)):
+        return False
     try:  # built from the files above; the run's results stand even when the report fails
         write_report(run_dir)
     except (LoadfleetError, OSError, ValueError) as exc:
+        cause = exc if isinstance(exc, OSError) else exc.__cause__
+        if isinstance(cause, OSError):  # the disk would not take it
+            trouble.failed(REPORT_FILE, cause)
+            return False
         log.warning("%s not written: %s", run_dir / REPORT_FILE, exc)
+    return True
 
 
 def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list:
@@ -271,4 +295,18 @@ def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) ->
         *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
         round(lat.max_ms, 3),
         row.scheduled, row.sent_late, round(row.max_send_lag_us / 1000, 3), row.not_sent,
+        *_phase_cells(row, f),
     ]
+
+
+_NO_PHASES = [0] * (3 * len(PHASE_NAMES) + len(WAITING_PERCENTILES))
+
+
+def _phase_cells(row: StatsRow, f: Figures) -> list:
+    if row.phases is None or f.phases is None:
+        return _NO_PHASES
+    cells = []
+    for name in PHASE_NAMES:
+        phase = getattr(row.phases, name)
+        cells += [phase.count, phase.sum_us / 1000, phase.max_us / 1000]
+    return cells + [getattr(f.phases, f"waiting_{name}_ms") for name, _ in WAITING_PERCENTILES]

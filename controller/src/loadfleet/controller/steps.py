@@ -46,18 +46,29 @@ class Sweep:
     repeat: int = 1
     servers: tuple[int, ...] = ()  # empty: every target in every step
     stop_at_knee: bool = False
+    # Per level, the users model's spawn rate for that step (a [users, spawn_rate] step);
+    # 0: the plan's load.spawn_rate. Empty: every step uses the plan's.
+    spawn_rates: tuple[float, ...] = ()
 
     @classmethod
     def from_doc(cls, doc: dict | None) -> Sweep | None:
         if not doc:
             return None
-        return cls(levels=tuple(float(v) for v in doc["steps"]), step_s=float(doc["step_s"]),
+        steps = doc["steps"]
+        rates = tuple(float(v[1]) if isinstance(v, list) else 0.0 for v in steps)
+        return cls(levels=tuple(float(v[0] if isinstance(v, list) else v) for v in steps), step_s=float(doc["step_s"]),
                    warmup_s=float(doc.get("warmup_s", 0)), repeat=doc.get("repeat", 1),
-                   servers=tuple(doc.get("servers", ())), stop_at_knee=doc.get("stop_at_knee", False))
+                   servers=tuple(doc.get("servers", ())), stop_at_knee=doc.get("stop_at_knee", False),
+                   spawn_rates=rates if any(rates) else ())
+
+    def spawn_rate(self, level_index: int) -> float:
+        """The spawn rate of the level at this 1-based position (0: the plan's)."""
+        return self.spawn_rates[level_index - 1] if self.spawn_rates else 0.0
 
     def to_doc(self) -> dict:
-        doc: dict = {"steps": [_number(v) for v in self.levels], "step_s": self.step_s,
-                     "warmup_s": self.warmup_s, "repeat": self.repeat}
+        steps = [[_number(v), _number(rate)] if rate else _number(v)
+                 for v, rate in zip(self.levels, self.spawn_rates or (0.0,) * len(self.levels))]
+        doc: dict = {"steps": steps, "step_s": self.step_s, "warmup_s": self.warmup_s, "repeat": self.repeat}
         if self.servers:
             doc["servers"] = list(self.servers)
         if self.stop_at_knee:
@@ -102,20 +113,39 @@ def expand(plan: Plan) -> list[StepSpec]:
     return specs
 
 
-def with_level(load: Load, level: float) -> Load:
+def with_level(load: Load, level: float, spawn_rate: float = 0.0) -> Load:
+    """The load at a sweep's level; `spawn_rate` (users model, 0: the load's own)."""
     if load.model is LoadModel.CLOSED:
         return replace(load, clients=round(level))
     if load.model is LoadModel.OPEN:
         return replace(load, rate=float(level))
-    return replace(load, users=round(level))
+    return replace(load, users=round(level), spawn_rate=spawn_rate or load.spawn_rate)
 
 
 def step_plan(plan: Plan, spec: StepSpec) -> Plan:
     """The plan one step runs: its level, its targets, step_s long."""
     if plan.sweep is None:
         return plan
-    return replace(plan, duration_s=plan.sweep.step_s, load=with_level(plan.load, spec.level),
-                   targets=plan.targets[:spec.servers], sweep=None, stop=None)
+    load = with_level(plan.load, spec.level, plan.sweep.spawn_rate(spec.level_index))
+    return replace(plan, duration_s=plan.sweep.step_s, load=load, targets=plan.targets[:spec.servers], sweep=None,
+                   stop=None)
+
+
+@dataclass(frozen=True)
+class TargetFigures:
+    """One target's figures over a step's measured intervals: servers compared side by side
+    in the same minutes (one plan with several targets), not in runs minutes apart."""
+
+    url: str
+    requests: int
+    ok: int
+    achieved_rps: float
+    ok_rps: float
+    mean_ms: float
+    stddev_ms: float
+    p50_ms: float
+    p99_ms: float
+    error_pct: float
 
 
 @dataclass(frozen=True)
@@ -146,6 +176,7 @@ class StepResult:
     new_conns_per_s: float
     concurrent_conns: float
     per_server_rps: dict[str, float] = field(default_factory=dict)
+    targets: tuple[TargetFigures, ...] = ()  # each target's figures, in url order
     # The generators' health over the measured intervals (genbound.py): the step's verdict,
     # its reasons, and how many intervals were judged invalid or suspect. An invalid step is
     # generator-bound, and the knee and the USL fit leave it out.
@@ -272,7 +303,16 @@ class StepMeter:
             new_conns_per_s=total.connections_opened / seconds if seconds else 0.0,
             concurrent_conns=self._active_sum / intervals if intervals else 0.0,
             per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
+            targets=tuple(target_figures(row, seconds) for _, row in sorted(per_target.items())) if seconds else (),
         )
+
+
+def target_figures(row: StatsRow, seconds: float) -> TargetFigures:
+    f = figures_of(row, seconds)
+    lat = f.latency
+    return TargetFigures(url=row.target, requests=row.requests, ok=row.ok, achieved_rps=f.rps, ok_rps=row.ok / seconds,
+                         mean_ms=lat.mean_ms, stddev_ms=lat.stddev_ms, p50_ms=lat.p50_ms, p99_ms=lat.p99_ms,
+                         error_pct=f.error_pct)
 
 
 @dataclass(frozen=True)
@@ -326,20 +366,27 @@ STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offere
                 "invalid_intervals", "suspect_intervals", "validity_reasons")
 
 
+# Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.
+TARGET_COLUMNS = ("rps", "mean_ms", "p99_ms", "error_pct")
+
+
 def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
-    """One row per step; then one `rps <url>` column per target of the plan (empty when the
-    step did not use it), and `cpu_pct <host>` and `server_cpu_pct <host>` per monitored host."""
+    """One row per step; then `rps <url>`, `mean_ms <url>`, `p99_ms <url>` and `error_pct <url>`
+    per target of the plan (empty when the step did not use it), and `cpu_pct <host>` and
+    `server_cpu_pct <host>` per monitored host."""
     hosts = sorted({h.host for r in results for h in r.hosts})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*STEP_COLUMNS, *(f"rps {url}" for url in target_urls),
+    writer.writerow([*STEP_COLUMNS, *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
                      *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct"))])
     for r in results:
         doc = asdict(r)
         doc["step"] = r.name
         doc["rps_per_server"] = r.rps_per_server
         row = [_cell(doc[c]) for c in STEP_COLUMNS]
-        row += [_cell(r.per_server_rps[u]) if u in r.per_server_rps else "" for u in target_urls]
+        by_url = {t.url: t for t in r.targets}
+        row += [_cell(getattr(by_url[u], "achieved_rps" if c == "rps" else c)) if u in by_url else ""
+                for u in target_urls for c in TARGET_COLUMNS]
         loads = {h.host: h for h in r.hosts}
         row += [_cell(getattr(loads[host], field)) if host in loads else ""
                 for host in hosts for field in ("cpu_pct", "process_cpu_pct")]

@@ -1,5 +1,5 @@
 """Stop conditions: end a run early when the cluster's error rate or a latency
-percentile stays above a threshold for a while.
+percentile (or the mean) stays above a threshold for a while.
 
 `StopWatch` is fed each cluster interval once, in order (the merged `*`/`*` row). An
 interval above a threshold extends that condition's streak, one below it ends the
@@ -23,11 +23,29 @@ class ErrorStop:
     for_s: float
 
 
+class Statistic(enum.StrEnum):
+    """What of an interval's latency a stop condition watches."""
+
+    PERCENTILE = "percentile"
+    MEAN = "mean"  # Siege's view: a user's patience against the mean response time
+
+
 @dataclass(frozen=True)
 class LatencyStop:
     percentile: float
     above_ms: float
     for_s: float
+    statistic: Statistic = Statistic.PERCENTILE
+
+    @property
+    def label(self) -> str:
+        return "mean" if self.statistic is Statistic.MEAN else f"p{self.percentile:g}"
+
+    def of(self, total: StatsRow) -> float:
+        """The watched statistic of a cluster interval's latency, in ms."""
+        if self.statistic is Statistic.MEAN:
+            return total.histogram.mean_and_stddev()[0] / 1000
+        return total.histogram.percentiles([self.percentile])[0] / 1000
 
 
 @dataclass(frozen=True)
@@ -42,7 +60,8 @@ class StopConditions:
         err, lat = doc.get("error_pct"), doc.get("latency")
         return cls(
             error_pct=ErrorStop(float(err["above"]), float(err["for_s"])) if err else None,
-            latency=LatencyStop(float(lat.get("percentile", 99)), float(lat["above_ms"]), float(lat["for_s"])) if lat else None)
+            latency=LatencyStop(float(lat.get("percentile", 99)), float(lat["above_ms"]), float(lat["for_s"]),
+                                Statistic(lat.get("statistic", Statistic.PERCENTILE))) if lat else None)
 
     def to_doc(self) -> dict:
         doc: dict = {}
@@ -50,7 +69,7 @@ class StopConditions:
             doc["error_pct"] = {"above": self.error_pct.above_pct, "for_s": self.error_pct.for_s}
         if self.latency:
             doc["latency"] = {"percentile": self.latency.percentile, "above_ms": self.latency.above_ms,
-                              "for_s": self.latency.for_s}
+                              "for_s": self.latency.for_s, "statistic": self.latency.statistic.value}
         return doc
 
 
@@ -120,9 +139,9 @@ class StopWatch:
                 return StopReason(Condition.ERROR_PCT, f"error rate above {c.error_pct.above_pct:g} % for "
                                   f"{self._streak_s[Condition.ERROR_PCT]:g} s (up to {self._worst[Condition.ERROR_PCT]:.1f} %)")
         if c.latency and total.histogram:
-            ms = total.histogram.percentiles([c.latency.percentile])[0] / 1000
+            ms = c.latency.of(total)
             if self._extend(Condition.LATENCY, ms, ms > c.latency.above_ms) >= c.latency.for_s:
-                return StopReason(Condition.LATENCY, f"p{c.latency.percentile:g} latency above {c.latency.above_ms:g} ms "
+                return StopReason(Condition.LATENCY, f"{c.latency.label} latency above {c.latency.above_ms:g} ms "
                                   f"for {self._streak_s[Condition.LATENCY]:g} s (up to {self._worst[Condition.LATENCY]:.0f} ms)")
         return None
 

@@ -26,7 +26,7 @@ from loadfleet.wire.stats import StatsRow
 
 from .agents import Health
 from .events import Event
-from .figures import Figures, figures_of
+from .figures import Figures, figures_of, latencies_of
 from .hosts import HostSample, MonitorInfo
 from .validity import VALID, Verdict
 
@@ -121,6 +121,13 @@ class FinalInterval:
         if held is None:
             held = self._figures[id(row)] = figures_of(row, self.interval_ms / 1000)
         return held
+
+    def compute_figures(self, rows: list[StatsRow]) -> None:
+        """Computes the figures of many of this interval's rows at once (cheaper than one by
+        one: a thousand agents' totals), for `figures` to hand out."""
+        rows = [row for row in rows if id(row) not in self._figures]
+        for row, latency in zip(rows, latencies_of(rows)):
+            self._figures[id(row)] = figures_of(row, self.interval_ms / 1000, latency)
 
     @property
     def measured(self) -> bool:

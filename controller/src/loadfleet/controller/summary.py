@@ -69,6 +69,9 @@ class RunSummary:
     losses: tuple[Loss, ...] = ()
     # The controller's clock minus each agent's, when the run chose it (agents.ClockOffset).
     clock_offsets_ms: dict[str, int] = field(default_factory=dict)
+    # Files of the run directory a full disk left incomplete (rundisk.py); the message says
+    # which disk.
+    incomplete_files: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         doc = asdict(self)

@@ -36,6 +36,7 @@ import struct
 import threading
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from pyhdrh import decode as _varint_decode  # hdrh's C extension
@@ -183,13 +184,15 @@ class Histogram:
     Built from encoded bytes (`decode`, lazily), from values (`of`), or by merging. An
     empty histogram costs nothing and encodes to b"" (as on the wire)."""
 
-    __slots__ = ("_raw", "_indices", "_counts")
+    __slots__ = ("_raw", "_indices", "_counts", "_packed")
 
     def __init__(self, indices: np.ndarray = _NO_INDICES, counts: np.ndarray = _NO_COUNTS,
-                 *, raw: bytes | None = None):
+                 *, raw: bytes | None = None, packed: bytes | None = None):
         self._raw = raw
         self._indices = indices
         self._counts = counts
+        # The packed bucket form it was read from: passed on (journal, followers) as it came.
+        self._packed = packed
 
     @classmethod
     def decode(cls, raw: bytes) -> Histogram:
@@ -208,6 +211,8 @@ class Histogram:
     def to_buckets(self) -> bytes | None:
         """The packed bucket form (stats.proto, `latency_buckets`); None when a bucket holds
         more than a uint32 (use `encode` then)."""
+        if self._packed is not None:
+            return self._packed
         indices, counts = self._arrays()
         if not len(indices):
             return b""
@@ -366,10 +371,52 @@ def decode_buckets(rows: list[bytes]) -> list[Histogram]:
     if indices.max() >= COUNTS_LEN or deltas.min() <= 0 or counts.min() <= 0:
         raise HistogramError("packed buckets out of range, not ascending, or with an empty bucket")
     out, start = [], 0
-    for n in lengths:
-        out.append(Histogram(indices[start:start + n], counts[start:start + n]) if n else EMPTY)
+    for n, raw in zip(lengths, rows):
+        out.append(Histogram(indices[start:start + n], counts[start:start + n], packed=bytes(raw)) if n else EMPTY)
         start += n
     return out
+
+
+@dataclass(frozen=True)
+class Summaries:
+    """Figures of many histograms computed at once, one array element per histogram, each as
+    its Histogram method would give it (µs): `percentiles[i, j]` is histogram i's value at
+    the j-th percent. A thousand agents' rows cost a dozen numpy calls, not a thousand."""
+
+    mean: np.ndarray
+    stddev: np.ndarray
+    min_value: np.ndarray
+    max_value: np.ndarray
+    percentiles: np.ndarray
+
+
+def summaries(histograms: list[Histogram], percents: Iterable[float]) -> Summaries:
+    """Mean, standard deviation, minimum, maximum and percentiles of non-empty histograms."""
+    percents = np.asarray(list(percents), dtype=np.float64)
+    if not histograms:
+        return Summaries(*(np.empty(0),) * 4, np.empty((0, len(percents))))
+    parts = [h._arrays() for h in histograms]
+    lengths = np.fromiter((len(i) for i, _ in parts), np.int64, len(parts))
+    if not lengths.all():
+        raise ValueError("summaries() takes non-empty histograms only")
+    indices = np.concatenate([i for i, _ in parts])
+    counts = np.concatenate([c for _, c in parts])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    ends = starts + lengths
+    cumulative = np.cumsum(counts)
+    totals = cumulative[ends - 1] - cumulative[starts] + counts[starts]
+    before = cumulative[starts] - counts[starts]  # counted in the histograms ahead of each
+    # hdrh's rule as in percentiles(): the first bucket reaching max(1, round(p % of total)).
+    targets = np.maximum(1, np.floor(percents[None, :] * totals[:, None] / 100 + 0.5).astype(np.int64))
+    at = np.searchsorted(cumulative, before[:, None] + targets)
+    at = np.minimum(at, (ends - 1)[:, None])
+    n = counts.astype(np.float64)
+    values = MEDIAN_VALUE[indices]
+    weight = totals.astype(np.float64)
+    mean = np.add.reduceat(n * values, starts) / weight
+    variance = np.add.reduceat(n * (values - np.repeat(mean, lengths)) ** 2, starts) / weight
+    return Summaries(mean=mean, stddev=np.sqrt(variance), min_value=LOWEST_VALUE[indices[starts]],
+                     max_value=HIGHEST_VALUE[indices[ends - 1]], percentiles=HIGHEST_VALUE[indices[at]])
 
 
 def _widen(narrow: np.ndarray, wide: np.ndarray) -> None:

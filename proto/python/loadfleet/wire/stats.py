@@ -4,7 +4,8 @@ A `StatsRow` holds what one driver, agent or the whole cluster measured for one
 (target, request) in one interval (or over a whole run). Rows merge by adding counts
 and merging HDR histograms (`histogram.py`); percentiles are only ever read from a merged
 histogram, never averaged. Both the agent (merging its engines) and the controller
-(merging agents) use this module, so the merge is defined once.
+(merging agents) use this module, so the merge is defined once. A row's phase timings
+(connect, TLS, waiting, receiving: `phases.py`) merge with it, exactly too.
 
 An agent's report carries one row per (target, request) and one more, `*`/`*`, the merge
 of all of them (`TOTAL`): the agent does that merge once for its own rows, so the
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from loadfleet.v1 import stats_pb2
 
 from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram, HistogramSum
+from .phases import Phases
 
 __all__ = ["ERROR_KINDS", "HIGHEST_US", "LOWEST_US", "MAX_ERROR_SAMPLES", "SIGNIFICANT_DIGITS", "STATUS_CLASSES",
            "TOTAL", "StatsRow", "error_kind_name", "histogram_of", "merge_reports", "merge_rows", "total_row"]
@@ -59,6 +61,8 @@ class StatsRow:
     not_sent: int = 0
     # Some of these requests were counted without a latency (see IntervalStats.latency_missing).
     latency_missing: bool = False
+    # Where the responses' time went (phases.py); None when the driver measures no phase.
+    phases: Phases | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -84,9 +88,11 @@ class StatsRow:
         many rows, `merge_rows` is cheaper (it merges their histograms at once)."""
         self.add_counts(other)
         self.histogram = self.histogram + other.histogram
+        if other.phases is not None and other.phases.waiting_histogram:
+            self.phases.waiting_histogram = self.phases.waiting_histogram + other.phases.waiting_histogram
 
     def add_counts(self, other: StatsRow) -> None:
-        """`add` without the histogram."""
+        """`add` without the histograms (latency and waiting)."""
         self.requests += other.requests
         self.status = [a + b for a, b in zip(self.status, other.status)]
         for kind, count in other.errors.items():
@@ -101,22 +107,30 @@ class StatsRow:
         self.max_send_lag_us = max(self.max_send_lag_us, other.max_send_lag_us)
         self.not_sent += other.not_sent
         self.latency_missing = self.latency_missing or other.latency_missing
+        if other.phases is not None:
+            if self.phases is None:
+                self.phases = other.phases.copy_counts()
+            else:
+                self.phases.add_counts(other.phases)
 
     def check(self) -> StatsRow:
-        """Decodes the histogram now (HistogramError if it is not one); returns the row."""
+        """Decodes the histograms now (HistogramError if one is not); returns the row."""
         self.histogram.check()
+        if self.phases is not None:
+            self.phases.waiting_histogram.check()
         return self
 
     @classmethod
-    def from_proto(cls, pb: stats_pb2.IntervalStats, histogram: Histogram | None = None) -> StatsRow:
-        """The row of a message; `histogram`: its histogram, already decoded (a report's
-        rows are decoded at once: `decode_buckets`)."""
+    def from_proto(cls, pb: stats_pb2.IntervalStats, histogram: Histogram | None = None,
+                   waiting: Histogram | None = None) -> StatsRow:
+        """The row of a message; `histogram` and `waiting`: its latency and waiting
+        histograms, already decoded (a report's rows are decoded at once: `decode_buckets`)."""
         return cls(
             target=pb.target,
             request=pb.request,
             requests=pb.requests,
             status=[pb.status_1xx, pb.status_2xx, pb.status_3xx, pb.status_4xx, pb.status_5xx],
-            errors={e.kind: e.count for e in pb.errors if e.count},
+            errors={e.kind: e.count for e in pb.errors if e.count} if pb.errors else {},  # most rows have none
             bytes_in=pb.bytes_in,
             bytes_out=pb.bytes_out,
             connections_opened=pb.connections_opened,
@@ -128,10 +142,11 @@ class StatsRow:
             max_send_lag_us=pb.max_send_lag_us,
             not_sent=pb.not_sent,
             latency_missing=pb.latency_missing,
+            phases=Phases.from_proto(pb, waiting),
         )
 
     def to_proto(self, *, buckets: bool = False) -> stats_pb2.IntervalStats:
-        """The row on the wire; its histogram in V2 encoding, or (`buckets`) in the bucket
+        """The row on the wire; its histograms in V2 encoding, or (`buckets`) in the bucket
         form an agent sends its controller (histogram.py)."""
         s1, s2, s3, s4, s5 = self.status
         pb = stats_pb2.IntervalStats(
@@ -157,6 +172,8 @@ class StatsRow:
             pb.latency_buckets = packed
         else:
             pb.latency_histogram = self.histogram.encode()
+        if self.phases is not None:
+            self.phases.write_to(pb, buckets=buckets)
         return pb
 
 
@@ -178,6 +195,7 @@ def merge_rows(
     """
     merged: dict[tuple[str, str], StatsRow] = {}
     histograms: dict[tuple[str, str], list[Histogram]] = {}
+    waiting: dict[tuple[str, str], list[Histogram]] = {}
     for row in rows:
         key = (target if target is not None else row.target,
                request if request is not None else row.request)
@@ -188,8 +206,12 @@ def merge_rows(
         into.add_counts(row)
         if row.histogram:
             histograms[key].append(row.histogram)
+        if row.phases is not None and row.phases.waiting_histogram:
+            waiting.setdefault(key, []).append(row.phases.waiting_histogram)
     for key, parts in histograms.items():
         merged[key].histogram = merge_histograms(parts)
+    for key, parts in waiting.items():
+        merged[key].phases.waiting_histogram = merge_histograms(parts)
     return merged
 
 

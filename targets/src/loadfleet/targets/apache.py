@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .daemon import (LoopbackServer, check_readable_by, find_program, host_port, log_tail, spawn_listening,
-                     unprivileged_user)
+from .daemon import LOCAL, LabServer, Launcher, check_readable_by, find_program, host_port, log_tail, unprivileged_user
+from .profiles import DEFAULT_PROFILE, Profile, apache_stock_modules, apache_stock_settings
 
 MPMS = ("prefork", "worker", "event")
 DEFAULT_MPM = "event"
@@ -21,17 +21,20 @@ def apache_program() -> str:
     return find_program("apache2", "apache2")
 
 
-class ApacheServer(LoopbackServer):
-    """Apache serving `docroot`. `modules` and `extra_conf` add to the config (e.g. proxy_fcgi)."""
+class ApacheServer(LabServer):
+    """Apache serving `docroot`. `modules` and `extra_conf` add to the config (e.g. proxy_fcgi).
+    `profile`: `lab` (three modules, the MPM's compiled-in limits) or `stock` (Debian's default
+    modules, apache2.conf's settings and mpm_<mpm>.conf's limits, profiles.py)."""
 
     kind = "apache"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
-                 mpm: str = DEFAULT_MPM, modules: tuple[str, ...] = (), extra_conf: str = ""):
-        super().__init__(host, port, state_dir, name)
+                 mpm: str = DEFAULT_MPM, modules: tuple[str, ...] = (), extra_conf: str = "",
+                 profile: str = DEFAULT_PROFILE, launcher: Launcher = LOCAL):
+        super().__init__(host, port, state_dir, name, launcher=launcher)
         if mpm not in MPMS:
             raise ValueError(f"mpm '{mpm}' is not one of {', '.join(MPMS)}")
-        self.mpm, self.modules, self.extra_conf = mpm, modules, extra_conf
+        self.mpm, self.modules, self.extra_conf, self.profile = mpm, modules, extra_conf, Profile(profile)
         self.docroot = Path(docroot).resolve()
 
     @property
@@ -43,6 +46,8 @@ class ApacheServer(LoopbackServer):
         return self.dir / "error.log"
 
     def config(self, user: str | None, group: str | None) -> str:
+        if self.profile is Profile.STOCK:
+            return self._stock_config(user, group)
         modules = "".join(f"LoadModule {m}_module {MODULES_DIR / f'mod_{m}.so'}\n"
                           for m in (f"mpm_{self.mpm}", *BASE_MODULES, *self.modules))
         # Apache refuses to serve as root: its children run as an unprivileged user.
@@ -69,6 +74,35 @@ DirectoryIndex index.html
 </Directory>
 {self.extra_conf}"""
 
+    def _stock_config(self, user: str | None, group: str | None) -> str:
+        """Debian's apache2.conf, its default modules and site, with the lab's address and files."""
+        identity = f"User {user}\nGroup {group}\n" if user else ""
+        return f"""ServerRoot {self.dir}
+DefaultRuntimeDir {self.dir}
+{apache_stock_modules(self.mpm, self.modules)}{apache_stock_settings()}ServerName {self.host}
+Listen {host_port(self.host, self.port)}
+{identity}PidFile {self.dir / 'httpd.pid'}
+ErrorLog {self.error_log}
+LogLevel warn
+LogFormat "{LOG_FORMAT}" loadfleet
+CustomLog {self.access_log} loadfleet
+AccessFileName .htaccess
+<FilesMatch "^\\.ht">
+    Require all denied
+</FilesMatch>
+<Directory />
+    Options FollowSymLinks
+    AllowOverride None
+    Require all denied
+</Directory>
+DocumentRoot {self.docroot}
+<Directory {self.docroot}>
+    Options Indexes FollowSymLinks
+    AllowOverride None
+    Require all granted
+</Directory>
+{self.extra_conf}"""
+
     def start(self) -> None:
         user = group = None
         if os.geteuid() == 0:
@@ -79,8 +113,8 @@ DirectoryIndex index.html
         conf.write_text(self.config(user, group))
         for log in (self.access_log, self.error_log):
             log.write_text("")
-        proc = spawn_listening([apache_program(), "-f", str(conf), "-DFOREGROUND"], self.host, self.port,
-                               what=f"apache {self.name}", error_tail=self.error_tail, log=self.dir / "stderr.log")
+        proc = self.start_listening([apache_program(), "-f", str(conf), "-DFOREGROUND"], what=f"apache {self.name}",
+                                    log=self.dir / "stderr.log")
         self.pid = proc.pid
 
     def error_tail(self) -> str:

@@ -1,5 +1,6 @@
-"""What every lab server shares: the loopback guard, finding a Debian program, starting a
-process in its own session and waiting until it listens, and stopping it by PID.
+"""What every lab server shares: where it may listen and run (a `Launcher`: the root namespace
+on loopback, or a lab network host), finding a Debian program, starting a process in its own
+session and waiting until it listens, and stopping it by PID.
 
 Errors: `LabError` (a part could not be started, stopped or configured; the message says
 why and carries the tail of the program's own log).
@@ -18,7 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
@@ -46,16 +47,65 @@ def check_loopback(host: str) -> None:
         raise ValueError(f"'{host}' is not a loopback address (127.0.0.0/8 or ::1)")
 
 
-class LoopbackServer:
-    """What every lab server has: a loopback address, a directory of its own under the lab's
-    state directory (config, logs, pid file), and the PID it runs under."""
+class Launcher(Protocol):
+    """Where a lab server runs: `LocalLauncher` (the root namespace, loopback addresses only) or
+    a lab network host (`netns.Host`, its own address inside a namespace the lab created)."""
+
+    def check_address(self, host: str) -> None:
+        """Raises ValueError unless a server started here may listen on `host`."""
+
+    def check_peer(self, host: str) -> None:
+        """Raises ValueError unless a server started here may forward to `host` (a balancer's
+        backend): loopback from loopback, the same lab network from a lab host."""
+
+    def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
+        """Starts a program here, in its own session."""
+
+    def start_listening(self, argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
+                        log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+        """Starts a server here and returns once it listens on HOST:PORT (refused if taken)."""
+
+
+@dataclass(frozen=True)
+class LocalLauncher:
+    """The root namespace: servers listen on loopback only. `confine` runs in each child before
+    it execs (e.g. a CPU cap, caps.py), so the program and all it forks start confined."""
+
+    confine: Callable[[], None] | None = None
+
+    def check_address(self, host: str) -> None:
+        check_loopback(host)
+
+    def check_peer(self, host: str) -> None:
+        check_loopback(host)
+
+    def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
+        return spawn(argv, log=log, preexec=self.confine)
+
+    def start_listening(self, argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
+                        log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+        # The port must be free first: otherwise whoever holds it would answer, and the start
+        # would look fine.
+        check_port_free(host, port, what=what)
+        proc = self.spawn(argv, log=log)
+        wait_listening(proc, host, port, what=what, error_tail=error_tail, timeout_s=timeout_s)
+        return proc
+
+
+LOCAL = LocalLauncher()
+
+
+class LabServer:
+    """What every lab server has: an address its launcher allows (loopback, or its lab host's),
+    a directory of its own under the lab's state directory (config, logs, pid file), and the
+    PID it runs under."""
 
     kind = ""
     scheme = "http"  # https for a server with a TLS listener
 
-    def __init__(self, host: str, port: int, state_dir: Path, name: str):
-        check_loopback(host)
-        self.host, self.port, self.name = host, port, name
+    def __init__(self, host: str, port: int, state_dir: Path, name: str, *, launcher: Launcher = LOCAL):
+        launcher.check_address(host)
+        self.host, self.port, self.name, self.launcher = host, port, name, launcher
         self.dir = Path(state_dir).resolve() / name
         self.pid: int | None = None
 
@@ -78,6 +128,31 @@ class LoopbackServer:
         with self.access_log.open("rb") as f:
             return sum(1 for _ in f)
 
+    def start_listening(self, argv: list[str], *, what: str, log: Path | None = None,
+                        timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+        """Starts `argv` through the launcher; returns once it listens on the server's address."""
+        return self.launcher.start_listening(argv, self.host, self.port, what=what, error_tail=self.error_tail,
+                                             log=log, timeout_s=timeout_s)
+
+    def error_tail(self) -> str:
+        return "(no log)"
+
+
+# The name before servers could run in lab network namespaces.
+LoopbackServer = LabServer
+
+
+def check_upstreams(launcher: Launcher, upstreams: list[Upstream], *, what: str) -> None:
+    """A balancer forwards only where its launcher allows: loopback backends for one on loopback,
+    backends on the same lab network for one on a lab host; anything else is refused."""
+    if not upstreams:
+        raise ValueError(f"{what} needs at least one backend")
+    for upstream in upstreams:
+        try:
+            launcher.check_peer(upstream.host)
+        except ValueError as exc:
+            raise ValueError(f"{what} backend {upstream.name}: {exc}") from None
+
 
 def http_url(host: str, port: int, scheme: str = "http") -> str:
     return f"{scheme}://{host_port(host, port)}"
@@ -96,12 +171,13 @@ def find_program(name: str, package: str, *, extra_dirs: tuple[str, ...] = ("/us
     return found
 
 
-def spawn(argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
-    """Starts a program in its own session (so a stop can take its whole group)."""
+def spawn(argv: list[str], *, log: Path | None = None, preexec: Callable[[], None] | None = None) -> subprocess.Popen:
+    """Starts a program in its own session (so a stop can take its whole group); `preexec` runs
+    in the child just before exec (a CPU cap: every process the program forks inherits it)."""
     out = open(log, "ab") if log else subprocess.DEVNULL
     try:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=preexec)
     finally:
         if log:
             out.close()
@@ -109,12 +185,8 @@ def spawn(argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
 
 def spawn_listening(argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
                     log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
-    """Starts a server and returns once it listens on HOST:PORT. The port must be free first:
-    otherwise whoever holds it would answer, and the start would look fine."""
-    check_port_free(host, port, what=what)
-    proc = spawn(argv, log=log)
-    wait_listening(proc, host, port, what=what, error_tail=error_tail, timeout_s=timeout_s)
-    return proc
+    """Starts a server on loopback and returns once it listens on HOST:PORT."""
+    return LOCAL.start_listening(argv, host, port, what=what, error_tail=error_tail, log=log, timeout_s=timeout_s)
 
 
 def check_port_free(host: str, port: int, *, what: str) -> None:

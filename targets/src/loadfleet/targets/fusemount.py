@@ -7,9 +7,15 @@ docroot from the mount point like any directory.
 runs in the foreground until SIGTERM, then unmounts. `FuseMount` starts that process, waits
 until the mount is visible, and stops it by PID (with `fusermount3 -u` as a fallback).
 
-Caching: the export is read-only and a docroot does not change while it is served, so the
-kernel keeps attributes and directory entries for `attr_timeout_s` and file pages until the
-mount ends (`kernel_cache`); with `--no-cache` every stat and read goes to the server.
+Caching, three ways (`MountCache`):
+- `warm` (default): a docroot does not change while it is served, so the kernel keeps
+  attributes and directory entries for `attr_timeout_s` and file pages until the mount ends
+  (`kernel_cache`), and remote files stay open between uses;
+- `close-to-open` (`--close-to-open`): as a kernel NFS client mounts by default — every open
+  asks the server (GETATTR, then an NFSv4 OPEN, and a CLOSE at the end), and the file's pages
+  are kept only while its size and mtime are unchanged (libfuse's `auto_cache`), so a file
+  changed on the server is served changed and NFS stays in every request's path;
+- `none` (`--no-cache`): every stat, open and read goes to the server.
 """
 from __future__ import annotations
 
@@ -30,7 +36,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .daemon import LabError, find_program, log_tail, spawn, stop_pid
 
+MOUNT_CACHES = ("warm", "close-to-open", "none")
 DEFAULT_ATTR_TIMEOUT_S = 60.0
+CTO_ENTRY_TIMEOUT_S = 1.0  # close-to-open: names are looked up again after this; attributes at every stat
 MAX_IDLE_FILES = 1024  # remote files kept open after their last FUSE release (see OpenFiles)
 MOUNT_TIMEOUT_S = 15.0
 # For NginxServer(extra_conf=...) on a mount: nginx keeps the files open, so requests stop
@@ -86,11 +94,12 @@ def _filesystem_class():
 
         use_ns = True
 
-        def __init__(self, client, export: str, *, attr_timeout_s: float, cache: bool):
+        def __init__(self, client, export: str, *, attr_timeout_s: float, cache: str):
             self.client, self.export = client, export
             self.attr_timeout_s, self.cache = attr_timeout_s, cache
+            # Only a warm mount keeps remote files open: otherwise each open is an NFS OPEN.
             self.files = OpenFiles(lambda path: client.open(path, "rb"), _close_quietly,
-                                   max_idle=MAX_IDLE_FILES if cache else 0)
+                                   max_idle=MAX_IDLE_FILES if cache == "warm" else 0)
             self.mounted = False
 
         def _remote(self, path: str) -> str:
@@ -100,11 +109,16 @@ def _filesystem_class():
             self.mounted = True
             if config is None:
                 return
-            timeout = self.attr_timeout_s if self.cache else 0.0
-            config.attr_timeout = config.entry_timeout = timeout
-            config.negative_timeout = timeout
-            config.kernel_cache = 1 if self.cache else 0
+            timeout = self.attr_timeout_s if self.cache == "warm" else 0.0
+            config.attr_timeout = config.entry_timeout = config.negative_timeout = timeout
+            config.kernel_cache = 1 if self.cache == "warm" else 0
             config.direct_io = 0
+            if self.cache == "close-to-open":
+                config.entry_timeout = CTO_ENTRY_TIMEOUT_S
+                # At every open libfuse asks getattr (ac_attr_timeout 0) and keeps the pages
+                # only if size and mtime are unchanged.
+                config.auto_cache = 1
+                config.ac_attr_timeout_set, config.ac_attr_timeout = 1, 0.0
 
         @fuse_errors
         def getattr(self, path: str, fh=None) -> dict:
@@ -224,7 +238,7 @@ class OpenFiles:
             self._close(handle)
 
 
-def serve(url: str, mountpoint: Path, *, attr_timeout_s: float, cache: bool) -> int:
+def serve(url: str, mountpoint: Path, *, attr_timeout_s: float, cache: str) -> int:
     """Mounts and serves until SIGTERM/SIGINT (libfuse then unmounts). Returns an exit code.
 
     As root the mount is `allow_other`: Apache's children run as www-data and must read it
@@ -261,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mountpoint", type=Path, help="an empty directory")
     parser.add_argument("--attr-timeout-s", type=float, default=DEFAULT_ATTR_TIMEOUT_S,
                         help=f"how long the kernel caches attributes and entries (default {DEFAULT_ATTR_TIMEOUT_S:g})")
-    parser.add_argument("--no-cache", action="store_true", help="no kernel caching: every stat and read goes to NFS")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--no-cache", action="store_true", help="no kernel caching: every stat and read goes to NFS")
+    modes.add_argument("--close-to-open", action="store_true",
+                       help="as a kernel NFS client: every open revalidates with the server; pages kept while unchanged")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -270,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if not args.mountpoint.is_dir():
         parser.error(f"{args.mountpoint} is not a directory")
-    return serve(args.url, args.mountpoint.resolve(), attr_timeout_s=args.attr_timeout_s, cache=not args.no_cache)
+    cache = "none" if args.no_cache else "close-to-open" if args.close_to_open else "warm"
+    return serve(args.url, args.mountpoint.resolve(), attr_timeout_s=args.attr_timeout_s, cache=cache)
 
 
 # ---------------------------------------------------------------- the parent side
@@ -299,12 +317,16 @@ class FuseMount:
     `mountpoint` must be a fresh, empty directory (created if missing): a FUSE daemon stopped
     by signal unmounts its path by name, so reusing a path could unmount someone else's mount.
     `launcher` (e.g. `netns.Host`) runs the process in another network namespace; it must keep
-    the mount namespace (nsenter --net only), so the mount is visible here.
+    the mount namespace (nsenter --net only), so the mount is visible here. `cache`: one of
+    `MOUNT_CACHES` (True and False, as before: `warm` and `none`).
     """
 
     def __init__(self, url: str, mountpoint: Path, *, log_path: Path | None = None,
-                 attr_timeout_s: float = DEFAULT_ATTR_TIMEOUT_S, cache: bool = True, launcher=None):
+                 attr_timeout_s: float = DEFAULT_ATTR_TIMEOUT_S, cache: str | bool = "warm", launcher=None):
         split_export_url(url)
+        cache = {True: "warm", False: "none"}.get(cache, cache)
+        if cache not in MOUNT_CACHES:
+            raise ValueError(f"cache '{cache}' is not one of {', '.join(MOUNT_CACHES)}")
         self.url, self.mountpoint = url, Path(mountpoint).resolve()
         self.log = Path(log_path) if log_path else self.mountpoint.with_name(self.mountpoint.name + ".log")
         self.attr_timeout_s, self.cache, self.launcher = attr_timeout_s, cache, launcher
@@ -317,7 +339,7 @@ class FuseMount:
     def argv(self) -> list[str]:
         argv = [sys.executable, "-m", "loadfleet.targets.fusemount", self.url, str(self.mountpoint),
                 "--attr-timeout-s", f"{self.attr_timeout_s:g}"]
-        return argv if self.cache else [*argv, "--no-cache"]
+        return argv + {"warm": [], "close-to-open": ["--close-to-open"], "none": ["--no-cache"]}[self.cache]
 
     def start(self) -> None:
         self.mountpoint.mkdir(parents=True, exist_ok=True)
@@ -364,7 +386,7 @@ def unmount(mountpoint: Path) -> None:
     raise LabError(f"could not unmount {mountpoint}")
 
 
-__all__ = ["DEFAULT_ATTR_TIMEOUT_S", "NGINX_OPEN_FILE_CACHE", "FuseMount", "is_mounted", "main", "split_export_url", "unmount"]
+__all__ = ["DEFAULT_ATTR_TIMEOUT_S", "MOUNT_CACHES", "NGINX_OPEN_FILE_CACHE", "FuseMount", "is_mounted", "main", "split_export_url", "unmount"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from loadfleet.agent.servercounters import CounterError, haproxy_counters, haproxy_show_stat
 
-from .daemon import LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening
+from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, check_upstreams, find_program, host_port, log_tail
 
 BACKEND_GROUP = "group"
 STATS_TIMEOUT_S = 5.0
@@ -21,15 +21,16 @@ def haproxy_program() -> str:
     return find_program("haproxy", "haproxy")
 
 
-class HaproxyServer(LoopbackServer):
-    """HAProxy on one loopback address, balancing round robin over `backends`."""
+class HaproxyServer(LabServer):
+    """HAProxy on a loopback address or a lab host's (its launcher's), balancing round robin over
+    `backends` (loopback ones, or on a lab host the same lab network's: `check_upstreams`)."""
 
     kind = "haproxy"
 
-    def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream]):
-        super().__init__(host, port, state_dir, name)
-        if not backends:
-            raise ValueError("haproxy needs at least one backend")
+    def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
+                 launcher: Launcher = LOCAL):
+        super().__init__(host, port, state_dir, name, launcher=launcher)
+        check_upstreams(launcher, list(backends), what=f"haproxy {name}")
         self.backends = list(backends)
 
     @property
@@ -67,8 +68,8 @@ backend {BACKEND_GROUP}
         conf = self.dir / "haproxy.cfg"
         conf.write_text(self.config())
         self.log.write_text("")
-        proc = spawn_listening([haproxy_program(), "-db", "-f", str(conf)], self.host, self.port,
-                               what=f"haproxy {self.name}", error_tail=self.error_tail, log=self.log)
+        proc = self.start_listening([haproxy_program(), "-db", "-f", str(conf)], what=f"haproxy {self.name}",
+                                    log=self.log)
         self.pid = proc.pid
 
     def stats_csv(self) -> str:

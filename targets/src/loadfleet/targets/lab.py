@@ -9,10 +9,12 @@
 
 Servers start in dependency order (backends before the balancers in front of them) and
 stop in reverse. `up()` writes `lab.json` into the state directory (server names, kinds,
-URLs, PIDs), so that `down()` from another process stops exactly what was started.
+URLs, PIDs, and for a lab with hosts its network, cgroups and controller: hostlab.py), so that
+`down()` from another process stops exactly what was started and removes the rest.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import socket
@@ -20,8 +22,10 @@ import time
 from pathlib import Path
 
 from .apache import ApacheServer
-from .daemon import LabError, Upstream, pid_alive, stop_pid
-from .fusemount import NGINX_OPEN_FILE_CACHE, FuseMount
+from .caps import CpuCap, CpuGroup
+from .daemon import LOCAL, LabError, Launcher, LocalLauncher, Upstream, pid_alive, stop_pid
+from .fusemount import NGINX_OPEN_FILE_CACHE, FuseMount, is_mounted, unmount
+from .hostlab import NFS_PORT, FleetProcess, LabHosts, teardown
 from .haproxy import HaproxyServer
 from .mariadb import MariaDbServer
 from .nfs import GaneshaServer
@@ -35,6 +39,8 @@ from .yaws import YawsServer
 from .workload import generate, read_manifest
 
 STATE_FILE = "lab.json"
+# Kinds that serve the workload's files, so need the docroot (an NFS mount on their host).
+FILE_KINDS = ("nginx", "apache", "php", "tomcat", "yaws")
 
 
 class Lab:
@@ -45,6 +51,9 @@ class Lab:
         self.state_dir = Path(state_dir).resolve()
         self.docroot = self.state_dir / "docroot"
         self.servers: list = []
+        self.hosts = LabHosts(spec, self.state_dir, self.state_dir / STATE_FILE) if spec.hosts else None
+        self.groups: list[CpuGroup] = []  # CPU quotas of loopback servers
+        self._placement: dict[str, str] = {}  # server name -> its lab host
 
     def __enter__(self) -> Lab:
         self.up()
@@ -60,6 +69,8 @@ class Lab:
             shutil.rmtree(files, ignore_errors=True)  # no files of an earlier workload stay
             generate(files, self.spec.workload)
         try:
+            if self.hosts:
+                self.hosts.start(self._save)
             if self.spec.nfs:
                 self._mount_nfs(files)
             for spec in self.spec.servers:  # already in dependency order
@@ -67,6 +78,8 @@ class Lab:
                 server.start()
                 self.servers.append(server)
                 self._save()
+            if self.hosts:
+                self.hosts.start_fleet(self._add)
         except BaseException:
             self.down()
             raise
@@ -78,18 +91,27 @@ class Lab:
         for entry in reversed(self.status()):
             for pid in reversed(entry.get("pids") or [entry["pid"]]):
                 stop_pid(pid)
+            if entry.get("mountpoint") and is_mounted(Path(entry["mountpoint"])):
+                unmount(Path(entry["mountpoint"]))  # its FUSE process was killed, not stopped
             stopped.append(entry["name"])
+        problems = teardown(self.state())
         self.servers.clear()
+        if problems:
+            raise LabError("the lab left: " + "; ".join(problems))
         (self.state_dir / STATE_FILE).unlink(missing_ok=True)
         return stopped
 
     def status(self) -> list[dict]:
         """Servers recorded in lab.json in start order, each with whether all its PIDs are alive."""
-        try:
-            entries = json.loads((self.state_dir / STATE_FILE).read_text())["servers"]
-        except (OSError, ValueError, KeyError):
-            return []
+        entries = self.state().get("servers", [])
         return [{**e, "alive": all(pid_alive(p) for p in e.get("pids") or [e["pid"]])} for e in entries]
+
+    def state(self) -> dict:
+        """lab.json as written by `up` (an empty dict without one)."""
+        try:
+            return json.loads((self.state_dir / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
 
     def nfs_client_stats(self) -> dict[str, ClientStats]:
         """Per-client statistics of the lab's running NFS server (see nfsstats.py); empty
@@ -113,53 +135,101 @@ class Lab:
         return self.state_dir / ("export" if self.spec.nfs else "docroot") / "manifest.json"
 
     def _mount_nfs(self, export: Path) -> None:
-        """ganesha exports the files; the servers' docroot is a fresh FUSE mount of the export."""
-        ganesha = GaneshaServer(export, self.state_dir / "nfs-server")
+        """ganesha exports the files; the servers' docroot is a fresh FUSE mount of the export:
+        one on loopback, or one per lab host with file servers (its NFS traffic crosses its link)."""
+        nfs = self.hosts.host_of(lambda h: h.nfs) if self.hosts else None
+        if nfs:
+            ganesha = GaneshaServer(export, self.state_dir / "nfs-server", host=nfs[1].address, port=NFS_PORT,
+                                    launcher=nfs[1])
+        else:
+            ganesha = GaneshaServer(export, self.state_dir / "nfs-server")
         ganesha.name = "nfs-server"
-        ganesha.start()
-        self.servers.append(ganesha)
-        self._save()
+        self._add(ganesha, host=nfs[0].name if nfs else None, start=True)
+        if not self.hosts:
+            self.docroot = self._mount(ganesha, "nfs-mount", self.state_dir, LOCAL)
+            return
+        for name in dict.fromkeys(s.on for s in self.spec.servers if s.kind in FILE_KINDS):
+            self.hosts.mounts[name] = self._mount(ganesha, f"nfs-mount-{name}", self.state_dir / name,
+                                                  self.hosts.hosts[name])
+
+    def _mount(self, ganesha: GaneshaServer, name: str, directory: Path, launcher: Launcher) -> Path:
         # A fresh mount point every time: a FUSE daemon unmounts its path by name when stopped.
-        mount = FuseMount(ganesha.url, self.state_dir / f"nfs-mount-{time.time_ns()}")
-        mount.name, mount.kind = "nfs-mount", "fuse"
-        mount.start()
-        self.servers.append(mount)
+        mount = FuseMount(ganesha.url, directory / f"nfs-mount-{time.time_ns()}", cache=self.spec.nfs_cache,
+                          launcher=None if launcher is LOCAL else launcher)
+        mount.name, mount.kind = name, "fuse"
+        self._add(mount, host=getattr(launcher, "name", None), start=True)
+        return mount.mountpoint
+
+    def _add(self, server, *, host: str | None = None, start: bool = False) -> None:
+        """Records a started server (or the lab's controller and agents: their `host`)."""
+        if start:
+            server.start()
+        if isinstance(server, FleetProcess):
+            host = server.on
+        if host:
+            self._placement[server.name] = host
+        self.servers.append(server)
         self._save()
-        self.docroot = mount.mountpoint
 
     def _build(self, spec: ServerSpec):
-        port = spec.port or _free_port(spec.host)
-        args = (spec.host, port)
+        if spec.on:
+            host = self.hosts.hosts[spec.on]
+            self._placement[spec.name] = spec.on
+            args, docroot, launcher = (host.address, spec.port), self.hosts.mounts.get(spec.on, self.docroot), host
+        else:
+            args, docroot = (spec.host, spec.port or _free_port(spec.host)), self.docroot
+            launcher = self._capped(spec)
+        common = {"launcher": launcher}
         if spec.kind == "nginx":
-            # Over NFS, nginx keeps files open rather than opening each one per request.
-            extra = NGINX_OPEN_FILE_CACHE if self.spec.nfs else ""
-            return NginxServer(*args, self.docroot, self.state_dir, spec.name, workers=spec.workers or 1,
-                               extra_conf=extra, tls=spec.tls)
+            # Over a warm NFS mount nginx keeps files open rather than opening each one per request.
+            extra = NGINX_OPEN_FILE_CACHE if self.spec.nfs and self.spec.nfs_cache == "warm" else ""
+            return NginxServer(*args, docroot, self.state_dir, spec.name, workers=spec.workers or 1,
+                               extra_conf=extra, tls=spec.tls, profile=spec.profile, **common)
         if spec.kind == "apache":
-            return ApacheServer(*args, self.docroot, self.state_dir, spec.name, mpm=spec.mpm)
+            return ApacheServer(*args, docroot, self.state_dir, spec.name, mpm=spec.mpm, profile=spec.profile, **common)
         if spec.kind == "php":
             database = self.server(spec.database) if spec.database else None
-            return PhpServer(*args, self.docroot, self.state_dir, spec.name, front=spec.front,
-                             workers=spec.workers, cost=spec.cost, database=database)
+            return PhpServer(*args, docroot, self.state_dir, spec.name, front=spec.front, mpm=spec.mpm,
+                             workers=spec.workers,
+                             cost=spec.cost, database=database, max_age_s=spec.max_age_s, profile=spec.profile,
+                             **common)
         if spec.kind == "tomcat":
-            return TomcatServer(*args, self.docroot, self.state_dir, spec.name)
+            return TomcatServer(*args, docroot, self.state_dir, spec.name, **common)
         if spec.kind == "yaws":
-            return YawsServer(*args, self.docroot, self.state_dir, spec.name)
+            return YawsServer(*args, docroot, self.state_dir, spec.name, **common)
         if spec.kind == "mariadb":
             return MariaDbServer(*args, self.state_dir, spec.name, seed=spec.seed, items=spec.items,
-                                 categories=spec.categories)
+                                 categories=spec.categories, **common)
         backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
         if spec.kind == "haproxy":
-            return HaproxyServer(*args, self.state_dir, spec.name, backends)
+            return HaproxyServer(*args, self.state_dir, spec.name, backends, **common)
         if spec.kind == "varnish":
-            return VarnishServer(*args, self.state_dir, spec.name, backends, cache=spec.cache)
+            return VarnishServer(*args, self.state_dir, spec.name, backends, cache=spec.cache, **common)
         raise LabError(f"server kind '{spec.kind}' is not one of {', '.join(KINDS)}")
+
+    def _capped(self, spec: ServerSpec) -> Launcher:
+        """A loopback server's launcher: with its CPU caps, if it has any."""
+        if not spec.cpus and not spec.cpu_pct:
+            return LOCAL
+        group = None
+        if spec.cpu_pct:
+            lab_id = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:10]
+            group = CpuGroup.create(f"{lab_id}-{spec.name}", spec.cpu_pct)
+            self.groups.append(group)
+            self._save()
+        return LocalLauncher(confine=CpuCap(spec.cpus, group).confine())
 
     def _save(self) -> None:
         state = {"docroot": str(self.docroot),
                  "servers": [{"name": s.name, "kind": s.kind, "url": s.url, "pid": s.pid, "pids": s.pids,
-                              **({"bus": s.bus.address} if isinstance(s, GaneshaServer) else {})}
-                             for s in self.servers]}
+                              **({"bus": s.bus.address} if isinstance(s, GaneshaServer) else {}),
+                              **({"mountpoint": str(s.mountpoint)} if isinstance(s, FuseMount) else {}),
+                              **({"host": self._placement[s.name]} if s.name in self._placement else {})}
+                             for s in self.servers],
+                 "cgroups": [str(g.path) for g in self.groups]}
+        if self.hosts:
+            hosted = self.hosts.record()
+            state.update(hosted, cgroups=state["cgroups"] + hosted["cgroups"])
         (self.state_dir / STATE_FILE).write_text(json.dumps(state, indent=1) + "\n")
 
 

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .daemon import LabError, LoopbackServer, find_program, log_tail, spawn_listening
+from .daemon import LOCAL, LabError, LabServer, Launcher, find_program, log_tail
 
 DEFAULT_ITEMS = 5000
 DEFAULT_CATEGORIES = 50
@@ -42,15 +42,15 @@ def mariadb_program(name: str) -> str:
     return find_program(name, "mariadb-server", extra_dirs=("/usr/sbin", "/usr/bin"))
 
 
-class MariaDbServer(LoopbackServer):
+class MariaDbServer(LabServer):
     """mariadbd with a freshly seeded datadir, listening on HOST:PORT and on `socket`."""
 
     kind = "mariadb"
     scheme = "mysql"
 
     def __init__(self, host: str, port: int, state_dir: Path, name: str, *, seed: int = DEFAULT_SEED,
-                 items: int = DEFAULT_ITEMS, categories: int = DEFAULT_CATEGORIES):
-        super().__init__(host, port, state_dir, name)
+                 items: int = DEFAULT_ITEMS, categories: int = DEFAULT_CATEGORIES, launcher: Launcher = LOCAL):
+        super().__init__(host, port, state_dir, name, launcher=launcher)
         if not 1 <= categories <= items <= MAX_ROWS:
             raise ValueError(f"need 1 <= categories ({categories}) <= items ({items}) <= {MAX_ROWS}")
         self.seed, self.items, self.categories = seed, items, categories
@@ -75,8 +75,8 @@ class MariaDbServer(LoopbackServer):
         self.dir.mkdir(parents=True, exist_ok=True)
         self.error_log.write_text("")
         self._install()
-        proc = spawn_listening(self.argv(), self.host, self.port, what=f"mariadb {self.name}",
-                               error_tail=self.error_tail, log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S)
+        proc = self.start_listening(self.argv(), what=f"mariadb {self.name}", log=self.dir / "stderr.log",
+                                    timeout_s=START_TIMEOUT_S)
         self.pid = proc.pid
         try:
             self.query(seed_sql(self.seed, items=self.items, categories=self.categories), database=None)

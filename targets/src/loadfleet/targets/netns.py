@@ -45,6 +45,7 @@ BRIDGE_NS = "sw"
 BRIDGE = "br0"
 START_TIMEOUT_S = 10.0
 AUTO_SUBNETS = "10.231.0.0/16"  # where LabNetwork() picks a free /24
+SHAPE_LATENCY_MS = 50  # how long a shaped link queues at most before it drops
 _SEQUENCE = itertools.count(1)
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # short: it goes into namespace names
 
@@ -70,14 +71,17 @@ def _iproute2(program: str, args: tuple[str, ...], check: bool) -> subprocess.Co
 class Host:
     """A host of a lab network: its own network namespace with `address` on the lab bridge.
 
-    Also a launcher for lab servers (`GaneshaServer`, `FuseMount`, `NamespaceNginx`): `spawn`
-    runs a program in the namespace, `wait_listening` checks a port from inside it.
+    Also a launcher for lab servers (`daemon.Launcher`: every server kind, `GaneshaServer`,
+    `FuseMount`): `spawn` runs a program in the namespace, `start_listening` starts a server on
+    the host's address and checks its port from inside. `confine` runs in each child before it
+    execs (a CPU cap of the host, caps.py).
     """
     name: str
     address: str
     netns: str
     port_index: int
     on_spawn: Callable[[subprocess.Popen], None] | None = field(default=None, repr=False, compare=False)
+    confine: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def netns_path(self) -> Path:
@@ -91,7 +95,7 @@ class Host:
     def spawn(self, args: list[str], *, log: Path | None = None) -> subprocess.Popen:
         """Starts a long-running program in the namespace, in its own session; the lab network
         stops it at teardown if the caller has not. nsenter execs the program: same PID."""
-        proc = spawn(self.argv(args), log=log)
+        proc = spawn(self.argv(args), log=log, preexec=self.confine)
         if self.on_spawn:
             self.on_spawn(proc)
         return proc
@@ -104,6 +108,40 @@ class Host:
         """Whether a TCP socket in the namespace listens on `port`."""
         result = self.run(["ss", "-Hltn", f"sport = :{port}"], timeout=10)
         return result.returncode == 0 and bool(result.stdout.strip())
+
+    def check_address(self, address: str) -> None:
+        """The one place a lab server may listen beyond loopback: this host's own address, in a
+        namespace that exists, behind the lab network's guard route."""
+        if address != self.address:
+            raise ValueError(f"'{address}' is not the address of lab host {self.name} ({self.address})")
+        if not self.netns_path.exists():
+            raise ValueError(f"lab host {self.name} has no namespace {self.netns} (network closed?)")
+        if not guarded(address):
+            raise ValueError(f"'{address}' of lab host {self.name} has no guard route in the root namespace")
+
+    def check_peer(self, address: str) -> None:
+        """A balancer on this host forwards to loopback (its own namespace's) or to hosts of the
+        same lab network: addresses under the same guard route as this host's."""
+        try:
+            peer = ipaddress.ip_address(address)
+        except ValueError:
+            raise ValueError(f"'{address}' is not an IP address") from None
+        if peer.is_loopback:
+            return
+        subnet = guard_subnet(self.address)
+        if subnet is None or peer not in subnet:
+            raise ValueError(f"'{address}' is not on the lab network of host {self.name} "
+                             f"({subnet or 'no guard route'}): only loopback or lab hosts")
+
+    def start_listening(self, argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
+                        log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+        """Starts a server in the namespace; returns once `port` listens there (refused if taken)."""
+        self.check_address(host)
+        if self.listening(port):
+            raise LabError(f"{what} cannot listen on {host}:{port}: the port is taken on lab host {self.name}")
+        proc = self.spawn(argv, log=log)
+        self.wait_listening(proc, port, what=what, error_tail=error_tail, timeout_s=timeout_s)
+        return proc
 
     def wait_listening(self, proc: subprocess.Popen, port: int, *, what: str, error_tail: Callable[[], str],
                        timeout_s: float = START_TIMEOUT_S) -> None:
@@ -135,6 +173,7 @@ class LabNetwork:
         self._processes: list[subprocess.Popen] = []
         self._namespaces: list[str] = []
         self._guarded = False
+        self._owner: Path | None = None  # set by keep(): the network outlives this process
 
     @property
     def bridge_netns(self) -> str:
@@ -179,8 +218,9 @@ class LabNetwork:
                 raise LabError(f"ip route add unreachable {subnet}: {result.stderr.strip()}")
         raise LabError(f"no free /24 left in {AUTO_SUBNETS} for a lab network")
 
-    def add_host(self, name: str) -> Host:
-        """A new namespace with the next free address of the subnet, linked to the bridge."""
+    def add_host(self, name: str, *, confine: Callable[[], None] | None = None) -> Host:
+        """A new namespace with the next free address of the subnet, linked to the bridge.
+        `confine` runs in every process started on it before exec (its CPU cap, caps.py)."""
         if not self._guarded:
             raise LabError("the lab network is not started (use it as a context manager)")
         if not _NAME.match(name) or name == BRIDGE_NS:
@@ -192,7 +232,8 @@ class LabNetwork:
             address = str(next(self._addresses))
         except StopIteration:
             raise LabError(f"no free address left in {self.subnet}") from None
-        host = Host(name, address, f"{self.tag}-{name}", len(self.hosts), on_spawn=self._processes.append)
+        host = Host(name, address, f"{self.tag}-{name}", len(self.hosts), on_spawn=self._processes.append,
+                    confine=confine)
         self._add_namespace(host.netns)
         port = self._port(host)
         ip("link", "add", port, "netns", self.bridge_netns, "type", "veth", "peer", "name", "eth0", "netns", host.netns)
@@ -232,6 +273,44 @@ class LabNetwork:
     def uncongest(self, host: Host) -> None:
         tc("-n", host.netns, "qdisc", "del", "dev", "eth0", "root", check=False)
 
+    def shape(self, host: Host, rate_kbit: int, *, latency_ms: int = SHAPE_LATENCY_MS) -> None:
+        """Both directions of `host`'s link run at `rate_kbit`, as on a slower wire (e.g. Fast
+        Ethernet, 100 Mbit/s): a token bucket (`tc tbf`) on the host's eth0 (what it sends) and on
+        its bridge port (what it receives), each queueing at most `latency_ms`."""
+        # The bucket must hold what arrives in one timer tick (rate / HZ; HZ is at most 1000 and
+        # at least 250) and a whole GSO packet, or the rate is never reached.
+        burst = max(rate_kbit * 1000 // 8 // 250, 64 * 1024)
+        for netns, dev in ((host.netns, "eth0"), (self.bridge_netns, self._port(host))):
+            tc("-n", netns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_kbit}kbit",
+               "burst", str(burst), "latency", f"{latency_ms}ms")
+
+    def keep(self, owner: Path) -> dict:
+        """Hands the network over to `owner`, a file (a lab's state file) that names its tag: the
+        network then outlives this process, `cleanup_stale` leaves it alone while the owner names
+        it, and `LabNetwork.reattach(record)` in any process takes it back (to close it)."""
+        self._owner = Path(owner).resolve()
+        with _registry_lock():
+            self._record()
+        return self.record()
+
+    def record(self) -> dict:
+        """What another process needs to take the network back: `reattach(record)`."""
+        return {"tag": self.tag, "prefix": self.prefix, "subnet": str(self.subnet),
+                "bridge": self.bridge_netns, "namespaces": list(self._namespaces),
+                "hosts": [{"name": h.name, "address": h.address, "netns": h.netns, "port_index": h.port_index}
+                          for h in self.hosts.values()]}
+
+    @classmethod
+    def reattach(cls, record: dict) -> LabNetwork:
+        """The network of `record` (from `record()`), as started: `close()` removes it, `cut`,
+        `restore` and `shape` work on its hosts. No new hosts."""
+        net = cls(record["subnet"], prefix=record["prefix"])
+        net.tag, net._guarded = record["tag"], True
+        net._namespaces = list(record["namespaces"])
+        for h in record["hosts"]:
+            net.hosts[h["name"]] = Host(h["name"], h["address"], h["netns"], h["port_index"])
+        return net
+
     def close(self) -> None:
         """Stops every process in the namespaces (by PID), deletes the namespaces (their veths go
         with them), then removes the guard route. Idempotent; raises LabError if something stayed."""
@@ -261,7 +340,11 @@ class LabNetwork:
         self._namespaces.append(netns)
 
     def _record(self) -> None:
-        _state_file(self.tag).write_text(json.dumps({"pid": os.getpid(), "subnet": str(self.subnet)}) + "\n")
+        # Always the creator's pid (a record must be judgeable by it); a kept network also names
+        # its owner file, which then decides (`_alive`).
+        owner = {"owner": str(self._owner)} if self._owner else {}
+        record = {"pid": os.getpid(), **owner, "tag": self.tag, "subnet": str(self.subnet)}
+        _state_file(self.tag).write_text(json.dumps(record) + "\n")
 
 
 def check_subnet(subnet: str) -> ipaddress.IPv4Network:
@@ -295,6 +378,22 @@ def check_no_overlap(subnet: ipaddress.IPv4Network) -> None:
                 raise LabError(f"{subnet} overlaps {address['local']} on {link['ifname']}; choose another lab subnet")
 
 
+def guarded(address: str) -> bool:
+    """Whether an `unreachable` guard route of the root namespace covers `address`."""
+    return guard_subnet(address) is not None
+
+
+def guard_subnet(address: str) -> ipaddress.IPv4Network | None:
+    """The subnet of the `unreachable` guard route that covers `address` (None: none does)."""
+    routes = json.loads(ip("-j", "-4", "route", "show", "type", "unreachable").stdout or "[]")
+    for route in routes:
+        if route.get("dst", "default") != "default":
+            network = ipaddress.IPv4Network(route["dst"], strict=False)
+            if ipaddress.IPv4Address(address) in network:
+                return network
+    return None
+
+
 def guard_present(subnet: ipaddress.IPv4Network) -> bool:
     routes = json.loads(ip("-j", "-4", "route", "show", "type", "unreachable").stdout or "[]")
     return any(r.get("dst") == str(subnet) for r in routes)
@@ -324,22 +423,26 @@ def list_namespaces(prefix: str = DEFAULT_PREFIX) -> list[str]:
 
 def cleanup_stale(prefix: str = DEFAULT_PREFIX) -> list[str]:
     """Removes the namespaces and guard routes of lab networks whose creator process is gone
-    (a crashed test run); networks of live processes are left alone. Returns what was removed."""
+    (a crashed test run) or, for a kept network (`keep`), whose owner file no longer names it;
+    live networks are left alone. Returns what was removed."""
     removed = []
     with _registry_lock():  # no other lab takes a subnet while its stale guard is judged
+        records = {}
+        for state in sorted(STATE_DIR.glob(f"{prefix}-*.json")):
+            try:
+                records[state] = json.loads(state.read_text())
+            except (OSError, ValueError):
+                continue
+        kept = {r["tag"] for r in records.values() if r.get("owner") and _alive(r)}
         for netns in list_namespaces(prefix):
-            match = re.match(rf"{re.escape(prefix)}-(\d+)-\d+-", netns)
-            if match and not pid_alive(int(match.group(1))):
+            match = re.match(rf"({re.escape(prefix)}-(\d+)-\d+)-", netns)
+            if match and match.group(1) not in kept and not pid_alive(int(match.group(2))):
                 problems = remove_namespace(netns)
                 if problems:
                     raise LabError("; ".join(problems))
                 removed.append(f"namespace {netns}")
-        for state in sorted(STATE_DIR.glob(f"{prefix}-*.json")):
-            try:
-                record = json.loads(state.read_text())
-            except (OSError, ValueError):
-                continue
-            if pid_alive(int(record["pid"])):
+        for state, record in records.items():
+            if _alive(record):
                 continue
             subnet = ipaddress.IPv4Network(record["subnet"])
             if guard_present(subnet):
@@ -347,6 +450,19 @@ def cleanup_stale(prefix: str = DEFAULT_PREFIX) -> list[str]:
                 removed.append(f"guard route {subnet}")
             state.unlink(missing_ok=True)
     return removed
+
+
+def _alive(record: dict) -> bool:
+    """A network's creator is alive, or its owner file still names it. A record with neither a
+    pid nor an owner (written by an early version: `"pid": null`) cannot be alive: stale."""
+    if record.get("owner"):
+        try:
+            # The tag as a JSON string: "lab-1-1" must not match "lab-1-12".
+            return f'"{record.get("tag")}"' in Path(record["owner"]).read_text()
+        except OSError:
+            return False
+    pid = record.get("pid")
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid_alive(pid)
 
 
 @contextlib.contextmanager
@@ -363,4 +479,4 @@ def _state_file(tag: str) -> Path:
     return STATE_DIR / f"{tag}.json"
 
 
-__all__ = ["Host", "LabError", "LabNetwork", "check_subnet", "cleanup_stale", "list_namespaces"]
+__all__ = ["Host", "LabError", "LabNetwork", "check_subnet", "cleanup_stale", "guarded", "list_namespaces"]

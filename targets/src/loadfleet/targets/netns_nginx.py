@@ -1,10 +1,7 @@
-"""nginx on a lab network host (`netns.Host`): the one place where a lab server listens on an
-address other than loopback.
-
-`NginxServer` refuses every non-loopback address by design. The escape here is narrow: the
-address is a host's address inside a network namespace that a running `LabNetwork` created,
-which the root namespace cannot reach (the network's guard route), and nginx starts inside that
-namespace through the host. Everything else (config, logs, stop by PID) is `NginxServer`'s.
+"""nginx on a lab network host (`netns.Host`): `NginxServer` with the host as its launcher,
+which allows the host's own address (inside a namespace a running `LabNetwork` created, behind
+its guard route) and starts nginx inside that namespace. Every lab server kind takes a host
+this way (`launcher=host`); this class keeps the short form tests use.
 """
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ from pathlib import Path
 
 from .daemon import LabError
 from .netns import Host
-from .nginx import NginxServer, nginx_program
+from .nginx import NginxServer
 
 
 class NamespaceNginx(NginxServer):
@@ -22,20 +19,9 @@ class NamespaceNginx(NginxServer):
                  extra_conf: str = ""):
         if not host.netns_path.exists():
             raise LabError(f"nginx {name}: lab host {host.name} has no namespace {host.netns} (network closed?)")
-        # The loopback check of NginxServer is replaced by the namespace check above.
-        super().__init__("127.0.0.1", port, docroot, state_dir, name, workers=workers, extra_conf=extra_conf)
-        self.host, self.lab_host = host.address, host
-
-    def start(self) -> None:
-        (self.dir / "tmp").mkdir(parents=True, exist_ok=True)
-        conf = self.dir / "nginx.conf"
-        conf.write_text(self.config())
-        for log in (self.access_log, self.error_log):
-            log.write_text("")
-        proc = self.lab_host.spawn([nginx_program(), "-c", str(conf), "-p", str(self.dir)])
-        self.lab_host.wait_listening(proc, self.port, what=f"nginx {self.name} on {self.lab_host.name}",
-                                     error_tail=self.error_tail)
-        self.pid = proc.pid
+        super().__init__(host.address, port, docroot, state_dir, name, workers=workers, extra_conf=extra_conf,
+                         launcher=host)
+        self.lab_host = host
 
 
 __all__ = ["NamespaceNginx"]

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Callable, Protocol
 
-from .daemon import LabError, check_loopback, find_program, host_port, log_tail, spawn, stop_pid, wait_listening
+from .daemon import LOCAL, LabError, Launcher, find_program, host_port, log_tail, stop_pid
 from .nfsstats import ClientStats, PrivateBus, client_stats
 
 PSEUDO_PATH = "/export"
@@ -34,20 +33,20 @@ def free_port(host: str) -> int:
 class GaneshaServer:
     """ganesha.nfsd exporting `export_dir` read-only (NFSv4, TCP, AUTH_SYS, no root squash).
 
-    `host` must be loopback. `launcher` runs the server elsewhere, e.g. inside a lab network
-    namespace (`netns.Host.launcher()`): it then also takes over the readiness check, because
-    a namespace address is unreachable from the root namespace.
+    `host` must be loopback, or with a `launcher` (e.g. a lab network host, `netns.Host`) an
+    address that launcher allows; the launcher starts the server and checks that it listens
+    (a namespace address is unreachable from the root namespace).
     """
 
     kind = "nfs"
 
     def __init__(self, export_dir: Path, state_dir: Path, host: str = "127.0.0.1", port: int | None = None, *,
-                 launcher: "Launcher | None" = None):
-        if launcher is None:
-            check_loopback(host)
-            port = port or free_port(host)
-        elif not port:
+                 launcher: Launcher | None = None):
+        if launcher is not None and not port:
             raise ValueError("a port is needed to start ganesha through a launcher")
+        launcher = launcher or LOCAL
+        launcher.check_address(host)  # before anything binds: refused addresses stay untouched
+        port = port or free_port(host)
         self.export_dir = Path(export_dir).resolve()
         self.dir = Path(state_dir).resolve()
         self.host, self.port, self.launcher = host, port, launcher
@@ -110,14 +109,8 @@ LOG {{ Default_Log_Level = EVENT; }}
                 "-L", str(self.log), "-p", str(self.dir / "ganesha.pid")]
         what = f"ganesha on {host_port(self.host, self.port)}"
         try:
-            if self.launcher is None:
-                proc = spawn(argv, log=self.dir / "stderr.log")
-                wait_listening(proc, self.host, self.port, what=what, error_tail=self.error_tail,
-                               timeout_s=START_TIMEOUT_S)
-            else:
-                proc = self.launcher.spawn(argv, log=self.dir / "stderr.log")
-                self.launcher.wait_listening(proc, self.port, what=what, error_tail=self.error_tail,
-                                             timeout_s=START_TIMEOUT_S)
+            proc = self.launcher.start_listening(argv, self.host, self.port, what=what, error_tail=self.error_tail,
+                                                 log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S)
         except BaseException:
             self.bus.stop()
             raise
@@ -143,15 +136,6 @@ LOG {{ Default_Log_Level = EVENT; }}
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-class Launcher(Protocol):
-    """Where a server runs when not in the root namespace (see `netns.Host`)."""
-
-    def spawn(self, argv: list[str], *, log: Path | None = None): ...
-
-    def wait_listening(self, proc, port: int, *, what: str, error_tail: Callable[[], str],
-                       timeout_s: float) -> None: ...
 
 
 __all__ = ["ClientStats", "GaneshaServer", "LabError", "PSEUDO_PATH", "ganesha_program"]

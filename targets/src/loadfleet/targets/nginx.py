@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .daemon import (LabError, LoopbackServer, check_loopback, find_program, host_port, log_tail, pid_alive,
-                     spawn_listening, stop_pid)
+from .daemon import (LOCAL, LabError, LabServer, Launcher, check_loopback, find_program, host_port, log_tail, pid_alive,
+                     stop_pid)
+from .profiles import (DEFAULT_PROFILE, NGINX_STOCK_EVENTS, NGINX_STOCK_HTTP, NGINX_STOCK_INDEX,
+                       NGINX_STOCK_LOCATION, NGINX_STOCK_MAIN, Profile, directives)
 from .tls import self_signed_cert
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
@@ -20,16 +22,18 @@ def nginx_program() -> str:
     return find_program("nginx", "nginx-light")
 
 
-class NginxServer(LoopbackServer):
+class NginxServer(LabServer):
     """nginx serving `docroot`; `extra_conf` goes into its server block (e.g. a fastcgi location).
-    `tls`: https on the port, with a self-signed certificate made at start (`cert.pem`, `key.pem`)."""
+    `tls`: https on the port, with a self-signed certificate made at start (`cert.pem`, `key.pem`).
+    `profile`: `lab` (the lab's tuning, `workers` worker processes) or `stock` (Debian's
+    nginx.conf and default site, profiles.py; `workers` does not apply)."""
 
     kind = "nginx"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *, workers: int = 1,
-                 extra_conf: str = "", tls: bool = False):
-        super().__init__(host, port, state_dir, name)
-        self.workers, self.extra_conf, self.tls = workers, extra_conf, tls
+                 extra_conf: str = "", tls: bool = False, profile: str = DEFAULT_PROFILE, launcher: Launcher = LOCAL):
+        super().__init__(host, port, state_dir, name, launcher=launcher)
+        self.workers, self.extra_conf, self.tls, self.profile = workers, extra_conf, tls, Profile(profile)
         self.scheme = "https" if tls else "http"
         self.docroot = Path(docroot).resolve()
 
@@ -45,20 +49,23 @@ class NginxServer(LoopbackServer):
         listen = host_port(self.host, self.port) + (" ssl" if self.tls else "")
         user = "user root;\n" if os.geteuid() == 0 else ""
         temp = self.dir / "tmp"
+        if self.profile is Profile.STOCK:
+            main, events, http = directives(NGINX_STOCK_MAIN), directives(NGINX_STOCK_EVENTS, " "), \
+                directives(NGINX_STOCK_HTTP, "    ")
+            site = f"        index {NGINX_STOCK_INDEX};\n        location / {{ {NGINX_STOCK_LOCATION} }}\n"
+        else:
+            main, events, site = f"worker_processes {self.workers};\n", " worker_connections 4096;\n", ""
+            http = ("    default_type application/octet-stream;\n    sendfile on;\n    tcp_nopush on;\n"
+                    "    keepalive_timeout 65;\n    keepalive_requests 100000;\n")
         return f"""{user}daemon off;
 master_process on;
-worker_processes {self.workers};
-pid {self.dir / 'nginx.pid'};
+{main}pid {self.dir / 'nginx.pid'};
 error_log {self.error_log} warn;
-events {{ worker_connections 4096; }}
+events {{
+{events}}}
 http {{
-    default_type application/octet-stream;
-    log_format loadfleet '{LOG_FORMAT}';
+{http}    log_format loadfleet '{LOG_FORMAT}';
     access_log {self.access_log} loadfleet;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_timeout 65;
-    keepalive_requests 100000;
     client_body_temp_path {temp}/body;
     proxy_temp_path {temp}/proxy;
     fastcgi_temp_path {temp}/fastcgi;
@@ -67,7 +74,7 @@ http {{
     server {{
         listen {listen};
         root {self.docroot};
-{self._tls_conf() if self.tls else ""}{self.extra_conf}    }}
+{site}{self._tls_conf() if self.tls else ""}{self.extra_conf}    }}
 }}
 """
 
@@ -86,8 +93,7 @@ http {{
         conf.write_text(self.config())
         for log in (self.access_log, self.error_log):
             log.write_text("")
-        proc = spawn_listening([nginx_program(), "-c", str(conf), "-p", str(self.dir)], self.host, self.port,
-                               what=f"nginx {self.name}", error_tail=self.error_tail)
+        proc = self.start_listening([nginx_program(), "-c", str(conf), "-p", str(self.dir)], what=f"nginx {self.name}")
         self.pid = proc.pid
 
     def bytes_sent(self) -> int:

@@ -17,16 +17,21 @@ import pwd
 from pathlib import Path
 
 from .apache import DEFAULT_MPM, ApacheServer
-from .daemon import (LabError, check_readable_by, find_program, log_tail, spawn, stop_pid, unprivileged_user,
-                     wait_for_path)
+from .daemon import (LOCAL, LabError, Launcher, check_readable_by, find_program, log_tail, stop_pid,
+                     unprivileged_user, wait_for_path)
 from .dbpages import DB_PAGES, write_db_pages
 from .mariadb import MariaDbServer
 from .nginx import NginxServer
+from .profiles import DEFAULT_PROFILE, PHP_FPM_STOCK_POOL, Profile
 
 FRONTS = ("nginx", "apache")
 DEFAULT_FRONT = "nginx"
 DEFAULT_COST = 1000
 MAX_COST = 1_000_000
+# 0: `Cache-Control: no-store` (every request reaches PHP); above: `public, max-age=N`, so a
+# cache in front (Varnish) keeps the page for N seconds, as study 001's Varnish did.
+DEFAULT_MAX_AGE_S = 0
+MAX_MAX_AGE_S = 86_400
 PAGE = "/page.php"
 DIGEST_SEED = "loadfleet"
 TEMPLATE_ROWS = 10
@@ -58,7 +63,7 @@ $rows = '';
 for ($i = 0; $i < %(rows)d; $i++) {
     $rows .= '<tr><td>' . $i . '</td><td>' . substr($digest, $i * 6, 6) . "</td></tr>\\n";
 }
-header('Cache-Control: no-store');
+header('Cache-Control: %(cache_control)s');
 echo strtr(file_get_contents(__DIR__ . '/template.html'),
            ['{{cost}}' => $cost, '{{digest}}' => $digest, '{{rows}}' => $rows]);
 """
@@ -76,8 +81,12 @@ def fpm_program() -> str:
 class FpmPool:
     """One PHP-FPM master with one static pool listening on a Unix socket."""
 
-    def __init__(self, directory: Path, name: str, *, workers: int):
-        self.dir, self.name, self.workers = directory, name, workers
+    def __init__(self, directory: Path, name: str, *, workers: int, launcher: Launcher = LOCAL,
+                 profile: str = DEFAULT_PROFILE):
+        """`profile`: `lab` (a static pool of `workers` children) or `stock` (Debian's www.conf pool
+        settings, profiles.PHP_FPM_STOCK_POOL; `workers` does not apply)."""
+        self.dir, self.name, self.workers, self.launcher = directory, name, workers, launcher
+        self.profile = Profile(profile)
         self.pid: int | None = None
 
     @property
@@ -106,11 +115,14 @@ daemonize = no
 {identity}listen = {self.socket}
 listen.mode = 0666
 listen.backlog = 4096
-pm = static
-pm.max_children = {self.workers}
-access.log = {self.access_log}
+{self._pm()}access.log = {self.access_log}
 access.format = "%R \\"%m %r%Q%q\\" %s"
 """
+
+    def _pm(self) -> str:
+        if self.profile is Profile.STOCK:
+            return "".join(f"{k} = {v}\n" for k, v in PHP_FPM_STOCK_POOL.items())
+        return f"pm = static\npm.max_children = {self.workers}\n"
 
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -119,8 +131,9 @@ access.format = "%R \\"%m %r%Q%q\\" %s"
         conf.write_text(self.config())
         for log in (self.access_log, self.error_log):
             log.write_text("")
-        proc = spawn([fpm_program(), "--nodaemonize", "--fpm-config", str(conf), "--allow-to-run-as-root"],
-                     log=self.dir / "php-fpm-stderr.log")
+        # Through the launcher: in a lab host's namespace, the pages reach a database on another host.
+        proc = self.launcher.spawn([fpm_program(), "--nodaemonize", "--fpm-config", str(conf),
+                                    "--allow-to-run-as-root"], log=self.dir / "php-fpm-stderr.log")
         self.pid = proc.pid
         wait_for_path(proc, self.socket, what=f"php-fpm {self.name}", error_tail=lambda: log_tail(self.error_log))
 
@@ -142,22 +155,30 @@ class PhpServer:
     kind = "php"
 
     def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
-                 front: str = DEFAULT_FRONT, workers: int | None = None, cost: int = DEFAULT_COST,
-                 database: MariaDbServer | None = None):
+                 front: str = DEFAULT_FRONT, mpm: str = DEFAULT_MPM, workers: int | None = None,
+                 cost: int = DEFAULT_COST,
+                 database: MariaDbServer | None = None, max_age_s: int = DEFAULT_MAX_AGE_S,
+                 profile: str = DEFAULT_PROFILE, launcher: Launcher = LOCAL):
         if front not in FRONTS:
             raise ValueError(f"front '{front}' is not one of {', '.join(FRONTS)}")
         if not 0 <= cost <= MAX_COST:
             raise ValueError(f"cost {cost} must be from 0 to {MAX_COST}")
+        if not 0 <= max_age_s <= MAX_MAX_AGE_S:
+            raise ValueError(f"max_age_s {max_age_s} must be from 0 to {MAX_MAX_AGE_S}")
         self.name, self.front_kind, self.cost, self.database = name, front, cost, database
+        self.max_age_s = max_age_s
         self.pages = (PAGE, *(DB_PAGES if database else ()))
         self.dir = Path(state_dir).resolve() / name
         self.app = self.dir / "app"
-        self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2)
+        self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2, launcher=launcher,
+                            profile=profile)
         if front == "nginx":
-            self.front = NginxServer(host, port, docroot, state_dir, name, extra_conf=self._nginx_location())
+            self.front = NginxServer(host, port, docroot, state_dir, name, extra_conf=self._nginx_location(),
+                                     profile=profile, launcher=launcher)
         else:
-            self.front = ApacheServer(host, port, docroot, state_dir, name, mpm=DEFAULT_MPM,
-                                      modules=("proxy", "proxy_fcgi"), extra_conf=self._apache_location())
+            self.front = ApacheServer(host, port, docroot, state_dir, name, mpm=mpm,
+                                      modules=("proxy", "proxy_fcgi"), extra_conf=self._apache_location(),
+                                      profile=profile, launcher=launcher)
 
     host = property(lambda self: self.front.host)
     port = property(lambda self: self.front.port)
@@ -177,8 +198,10 @@ class PhpServer:
     def start(self) -> None:
         self.app.mkdir(parents=True, exist_ok=True)
         (self.app / "template.html").write_text(_TEMPLATE)
+        cache_control = f"public, max-age={self.max_age_s}" if self.max_age_s else "no-store"
         (self.app / "page.php").write_text(_PAGE % {"default_cost": self.cost, "max_cost": MAX_COST,
-                                                   "seed": DIGEST_SEED, "rows": TEMPLATE_ROWS})
+                                                   "seed": DIGEST_SEED, "rows": TEMPLATE_ROWS,
+                                                   "cache_control": cache_control})
         if self.database:
             write_db_pages(self.app, self.database)
         self.pool.start()

@@ -15,6 +15,14 @@ validated as a whole (every problem names its field; nothing is started on a bad
 
 Load balancers (haproxy, varnish) name their backends, a php server its database;
 `LabSpec.servers` comes in start order, every server after the ones it needs.
+
+A lab may instead place its servers on hosts of their own, network namespaces on one bridge
+(`hosts:`, with `network:` and `agents:`; hostspec.py parses those sections):
+
+    hosts:
+      web1: {servers: [{kind: nginx}], cpus: [0]}     # listens on web1's address, port 80
+      ctrl: {controller: true}
+    agents: {count: 2}
 """
 from __future__ import annotations
 
@@ -24,21 +32,25 @@ from pathlib import Path
 import yaml
 
 from .apache import DEFAULT_MPM, MPMS
+from .caps import machine_cpus
 from .daemon import check_loopback
 from .mariadb import DEFAULT_CATEGORIES, DEFAULT_ITEMS, DEFAULT_SEED, MAX_ROWS
-from .php import DEFAULT_COST, DEFAULT_FRONT, FRONTS, MAX_COST
+from .php import DEFAULT_COST, DEFAULT_FRONT, DEFAULT_MAX_AGE_S, FRONTS, MAX_COST, MAX_MAX_AGE_S
+from .profiles import DEFAULT_PROFILE, PROFILES
 from .varnish import DEFAULT_CACHE
 from .workload import WORKLOAD_KINDS, WorkloadSpec
 
 KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "mariadb", "tomcat", "yaws")
 BALANCERS = ("haproxy", "varnish")
 HTTP_KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "tomcat", "yaws")
-COMMON_FIELDS = ("name", "kind", "listen")
-# Fields each server kind takes besides name, kind and listen.
+COMMON_FIELDS = ("name", "kind", "listen", "cpus", "cpu_pct")
+# A server on a lab host: its address is the host's, its caps the host's.
+PLACED_FIELDS = ("name", "kind", "port")
+# Fields each server kind takes besides the common ones.
 KIND_FIELDS = {
-    "nginx": ("workers", "tls"),
-    "apache": ("mpm",),
-    "php": ("front", "workers", "cost", "database"),
+    "nginx": ("workers", "tls", "profile"),
+    "apache": ("mpm", "profile"),
+    "php": ("front", "mpm", "workers", "cost", "database", "max_age_s", "profile"),
     "haproxy": ("backends",),
     "varnish": ("backends", "cache"),
     "mariadb": ("seed", "items", "categories"),
@@ -47,6 +59,14 @@ KIND_FIELDS = {
 }
 WORKLOAD_FIELDS = {"tree": ("scale",), "single": ("bytes",), "files30k": ("count",), "files100k": ("count",)}
 MAX_WORKERS = 256
+# How servers read an NFS docroot (docroot.cache): `warm` keeps files cached and open (nginx's
+# open_file_cache), so NFS is out of the request path after the first request; `close-to-open`
+# revalidates every open with the server and keeps pages while the file is unchanged, as a
+# kernel NFS client does; `none` sends every stat, open and read to the server.
+NFS_CACHES = ("warm", "close-to-open", "none")
+DEFAULT_NFS_CACHE = "warm"
+# Ports of servers on lab hosts, when the spec gives none.
+DEFAULT_PORT, DEFAULT_TLS_PORT, DEFAULT_PORTS = 80, 443, {"mariadb": 3306}
 
 
 class SpecError(Exception):
@@ -65,7 +85,7 @@ class ServerSpec:
     port: int
     workers: int | None = None          # nginx worker processes, PHP-FPM children
     tls: bool = False                   # nginx: https with a self-signed certificate
-    mpm: str = DEFAULT_MPM              # apache
+    mpm: str = DEFAULT_MPM              # apache, php with front apache
     front: str = DEFAULT_FRONT          # php: nginx or apache
     cost: int = DEFAULT_COST            # php: SHA-256 rounds per page by default
     backends: tuple[str, ...] = ()      # haproxy, varnish: names of other servers
@@ -74,11 +94,33 @@ class ServerSpec:
     seed: int = DEFAULT_SEED            # mariadb: same seed, same rows
     items: int = DEFAULT_ITEMS          # mariadb: rows of `items`
     categories: int = DEFAULT_CATEGORIES  # mariadb: rows of `categories`
+    profile: str = DEFAULT_PROFILE      # nginx, apache, php's front: lab or stock (profiles.py)
+    max_age_s: int = DEFAULT_MAX_AGE_S  # php: 0 no-store; N: the page may be cached N s
+    cpus: tuple[int, ...] = ()          # loopback servers: CPUs it may run on (caps.py)
+    cpu_pct: int | None = None          # loopback servers: CPU quota, % of one CPU
+    on: str | None = None               # the lab host it runs on (hosts:); host is then its address
 
     @property
     def needs(self) -> tuple[str, ...]:
         """Servers that must be up before this one."""
         return self.backends + ((self.database,) if self.database else ())
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """A lab host: a network namespace with its own address on the lab bridge."""
+    name: str
+    controller_port: int | None = None  # the lab's controller listens here (TLS, lab PKI)
+    nfs: bool = False                   # the docroot's NFS server (nfs-ganesha) runs here
+    agent: bool = False                 # a load agent runs here (from the agents section)
+    cores: int = 1                      # the agent's engine processes
+    cpus: tuple[int, ...] = ()          # every process of the host runs on these CPUs
+    cpu_pct: int | None = None          # ... and shares this quota (% of one CPU)
+    link_mbit: int | None = None        # both directions of its link shaped to this rate
+
+    @property
+    def capped(self) -> bool:
+        return bool(self.cpus or self.cpu_pct or self.link_mbit)
 
 
 @dataclass(frozen=True)
@@ -88,6 +130,10 @@ class LabSpec:
     # True: the workload is exported by nfs-ganesha and the servers read it through an NFS
     # mount (FUSE here; a kernel mount on real hosts), as in the classic cluster studies.
     nfs: bool = False
+    nfs_cache: str = DEFAULT_NFS_CACHE
+    hosts: tuple[HostSpec, ...] = ()    # empty: every server on loopback
+    subnet: str | None = None           # the hosts' network; None: a free /24 at `up`
+    controller: str | None = None       # agents dial this ADDRESS:PORT (a controller the lab does not start)
 
     # The tree's fields, as earlier versions of the spec had them.
     @property
@@ -112,28 +158,67 @@ def load_spec(path: Path) -> LabSpec:
 def parse_spec(doc) -> LabSpec:
     if not isinstance(doc, dict):
         raise SpecError(["a lab spec must be a mapping"])
+    from .hostspec import parse_hosts  # the hosts sections build on this module's server parsing
+
     problems: list[str] = []
     for key in doc:
-        if key not in ("workload", "servers", "docroot"):
-            problems.append(f"{key}: not a field of a lab spec (workload, servers, docroot)")
-    nfs = _docroot_nfs(doc.get("docroot", {}), problems)
+        if key not in TOP_FIELDS:
+            problems.append(f"{key}: not a field of a lab spec ({', '.join(TOP_FIELDS)})")
+    nfs, nfs_cache = _docroot(doc.get("docroot", {}), problems)
     workload = _workload(doc.get("workload") or {}, problems)
-    entries = doc.get("servers")
-    if not isinstance(entries, list) or not entries:
-        problems.append("servers: give a list of at least one server")
-        entries = []
-    servers = [s for i, entry in enumerate(entries) if (s := _server(i, entry, problems))]
-    problems += _backend_problems(servers, entries) + _listen_problems(servers)
+    if "hosts" in doc:
+        lab = parse_hosts(doc, nfs, problems)
+        placed = lab.placed
+    else:
+        lab = None
+        for key in ("network", "agents"):
+            if key in doc:
+                problems.append(f"{key}: only a lab with hosts has a {key} section")
+        entries = doc.get("servers")
+        if not isinstance(entries, list) or not entries:
+            problems.append("servers: give a list of at least one server")
+            entries = []
+        placed = [Placed(f"servers[{i}]", entry, f"web{i + 1}") for i, entry in enumerate(entries)]
+    servers = [s for p in placed if (s := _server(p, problems))]
+    problems += _name_problems(placed) + _backend_problems(servers, placed) + _listen_problems(servers)
+    nfs = nfs or bool(lab and any(h.nfs for h in lab.hosts))
+    if "cache" in (doc.get("docroot") if isinstance(doc.get("docroot"), dict) else {}) and not nfs:
+        problems.append("docroot.cache: only for an NFS docroot (docroot.nfs, or a host with nfs: true)")
     if problems:
         raise SpecError(problems)
-    return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs)
+    if lab is None:
+        return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs, nfs_cache=nfs_cache)
+    return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs, nfs_cache=nfs_cache, hosts=lab.hosts,
+                   subnet=lab.subnet, controller=lab.controller)
 
 
-def _docroot_nfs(doc, problems: list[str]) -> bool:
-    if not isinstance(doc, dict) or set(doc) - {"nfs"} or not isinstance(doc.get("nfs", False), bool):
-        problems.append("docroot: must be {nfs: true|false}")
-        return False
-    return doc.get("nfs", False)
+TOP_FIELDS = ("workload", "servers", "docroot", "network", "hosts", "agents")
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A server entry and where it sits in the spec: `where` names it in problems, `default_name`
+    applies without a `name`, `on` is its lab host (None: loopback)."""
+    where: str
+    entry: object
+    default_name: str
+    on: str | None = None
+
+    @property
+    def name(self):
+        if isinstance(self.entry, str):  # a kind alone
+            return self.default_name
+        return self.entry.get("name", self.default_name) if isinstance(self.entry, dict) else None
+
+
+def _docroot(doc, problems: list[str]) -> tuple[bool, str]:
+    if not isinstance(doc, dict) or set(doc) - {"nfs", "cache"} or not isinstance(doc.get("nfs", False), bool):
+        problems.append("docroot: must be {nfs: true|false, cache: " + "|".join(NFS_CACHES) + "}")
+        return False, DEFAULT_NFS_CACHE
+    cache = doc.get("cache", DEFAULT_NFS_CACHE)
+    if cache not in NFS_CACHES:
+        problems.append(f"docroot.cache: {cache!r} must be one of {', '.join(NFS_CACHES)}")
+    return doc.get("nfs", False), cache
 
 
 def _workload(doc, problems: list[str]) -> WorkloadSpec:
@@ -166,42 +251,70 @@ def _workload(doc, problems: list[str]) -> WorkloadSpec:
         return spec
 
 
-def _server(i: int, entry, problems: list[str]) -> ServerSpec | None:
-    where = f"servers[{i}]"
+def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
+    where, entry = placed.where, placed.entry
+    if isinstance(entry, str):  # a host's `servers: [nginx]`: a kind alone
+        entry = {"kind": entry}
     if not isinstance(entry, dict):
         problems.append(f"{where}: must be a mapping")
         return None
     before = len(problems)
-    name, kind, listen = entry.get("name", f"web{i + 1}"), entry.get("kind", "nginx"), entry.get("listen")
+    name, kind = entry.get("name", placed.default_name), entry.get("kind", "nginx")
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
         problems.append(f"{where}.name: {name!r} must be letters, digits, '-', '_' or '.'")
     if kind not in KINDS:
         problems.append(f"{where}.kind: '{kind}' is not one of {', '.join(KINDS)}")
         return None
-    allowed = (*COMMON_FIELDS, *KIND_FIELDS[kind])
+    allowed = (*(PLACED_FIELDS if placed.on else COMMON_FIELDS), *KIND_FIELDS[kind])
     for key in entry:
         if key not in allowed:
-            problems.append(f"{where}.{key}: not a field of kind '{kind}' ({', '.join(allowed)})")
-    host, port = _split_listen(str(listen or ""))
-    if not listen or port is None:
-        problems.append(f"{where}.listen: {listen!r} must be HOST:PORT")
-    else:
-        try:
-            check_loopback(host)
-        except ValueError as exc:
-            problems.append(f"{where}.listen: {exc}")
+            hint = (f"; on a lab host the address and caps are the host's (hosts.{placed.on})"
+                    if placed.on and key in COMMON_FIELDS else "")
+            problems.append(f"{where}.{key}: not a field of kind '{kind}' ({', '.join(allowed)}){hint}")
+    host, port = _address(placed, entry, kind, problems)
     if kind in BALANCERS and "backends" not in entry:
         problems.append(f"{where}.backends: a {kind} needs the names of the servers it balances over")
-    fields = {k: entry[k] for k in KIND_FIELDS[kind] if k in entry}
+    fields = {k: entry[k] for k in (*KIND_FIELDS[kind], "cpus", "cpu_pct") if k in entry}
     _check_fields(where, fields, problems)
     if len(problems) > before:
         return None
     if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
         problems.append(f"{where}.categories: must not be more than items (every category has an item)")
         return None
-    if "backends" in fields:
-        fields["backends"] = tuple(fields["backends"])
-    return ServerSpec(name, kind, host, port, **fields)
+    if kind == "php" and "mpm" in fields and fields.get("front", DEFAULT_FRONT) != "apache":
+        problems.append(f"{where}.mpm: only for front: apache (an nginx front has no MPM)")
+        return None
+    if fields.get("profile") == "stock" and "workers" in fields and kind in ("nginx", "php"):
+        problems.append(f"{where}.workers: a stock {kind} has Debian's " +
+                        ("worker_processes auto" if kind == "nginx" else "PHP-FPM pool (pm = dynamic, at most 5)"))
+        return None
+    for key in ("backends", "cpus"):
+        if key in fields:
+            fields[key] = tuple(fields[key])
+    return ServerSpec(name, kind, host, port, on=placed.on, **fields)
+
+
+def _address(placed: Placed, entry: dict, kind: str, problems: list[str]) -> tuple[str, int]:
+    """Loopback servers: HOST:PORT from `listen`. Servers on a lab host: the port (a default per
+    kind); the address is the host's, known once the network is up."""
+    where = placed.where
+    if placed.on:
+        default = DEFAULT_PORTS.get(kind, DEFAULT_TLS_PORT if entry.get("tls") is True else DEFAULT_PORT)
+        port = entry.get("port", default)
+        if not _is_int(port) or not 1 <= port <= 65535:
+            problems.append(f"{where}.port: {port!r} must be a port from 1 to 65535")
+            return "", 0
+        return "", port
+    listen = entry.get("listen")
+    host, port = _split_listen(str(listen or ""))
+    if not listen or port is None:
+        problems.append(f"{where}.listen: {listen!r} must be HOST:PORT")
+        return "", 0
+    try:
+        check_loopback(host)
+    except ValueError as exc:
+        problems.append(f"{where}.listen: {exc}")
+    return host, port
 
 
 def _check_fields(where: str, fields: dict, problems: list[str]) -> None:
@@ -218,6 +331,9 @@ def _check_fields(where: str, fields: dict, problems: list[str]) -> None:
         "seed": (_is_int, "an integer"),
         "items": (lambda v: _is_int(v) and 1 <= v <= MAX_ROWS, f"an integer from 1 to {MAX_ROWS}"),
         "categories": (lambda v: _is_int(v) and 1 <= v <= MAX_ROWS, f"an integer from 1 to {MAX_ROWS}"),
+        "profile": (lambda v: v in PROFILES, f"one of {', '.join(PROFILES)}"),
+        "max_age_s": (lambda v: _is_int(v) and 0 <= v <= MAX_MAX_AGE_S, f"an integer from 0 to {MAX_MAX_AGE_S}"),
+        **CAP_CHECKS,
     }
     for key, value in fields.items():
         valid, expected = checks[key]
@@ -225,33 +341,36 @@ def _check_fields(where: str, fields: dict, problems: list[str]) -> None:
             problems.append(f"{where}.{key}: {value!r} must be {expected}")
 
 
-def _backend_problems(servers: list[ServerSpec], entries: list) -> list[str]:
+def _name_problems(placed: list[Placed]) -> list[str]:
     problems, seen = [], set()
-    index = {}
-    for i, entry in enumerate(entries):
-        name = entry.get("name", f"web{i + 1}") if isinstance(entry, dict) else None
-        if isinstance(name, str):
-            if name in seen:
-                problems.append(f"servers[{i}].name: '{name}' is used twice")
-            seen.add(name)
-            index.setdefault(name, i)
+    for p in placed:
+        if isinstance(p.name, str):
+            if p.name in seen:
+                problems.append(f"{p.where}.name: '{p.name}' is used twice")
+            seen.add(p.name)
+    return problems
+
+
+def _backend_problems(servers: list[ServerSpec], placed: list[Placed]) -> list[str]:
+    problems, seen, where = [], {p.name for p in placed}, {}
+    for p in placed:
+        where.setdefault(p.name, p.where)
     by_name = {s.name: s for s in servers}
     for server in servers:
+        at = where[server.name]
         for backend in server.backends:
             if backend == server.name:
-                problems.append(f"servers[{index[server.name]}].backends: '{backend}' is the server itself")
+                problems.append(f"{at}.backends: '{backend}' is the server itself")
             elif backend not in seen:
-                problems.append(f"servers[{index[server.name]}].backends: '{backend}' is not a server of this spec")
+                problems.append(f"{at}.backends: '{backend}' is not a server of this spec")
             elif backend in by_name and by_name[backend].tls:
                 # HAProxy and Varnish here forward plain HTTP.
-                problems.append(f"servers[{index[server.name]}].backends: '{backend}' serves https (tls: true); "
+                problems.append(f"{at}.backends: '{backend}' serves https (tls: true); "
                                 f"a {server.kind} forwards plain http")
             elif backend in by_name and by_name[backend].kind not in HTTP_KINDS:
-                problems.append(f"servers[{index[server.name]}].backends: '{backend}' is a "
-                                f"{by_name[backend].kind} server, not an HTTP server")
+                problems.append(f"{at}.backends: '{backend}' is a {by_name[backend].kind} server, not an HTTP server")
         if server.database and by_name.get(server.database, server).kind != "mariadb":
-            problems.append(f"servers[{index[server.name]}].database: '{server.database}' is not a mariadb "
-                            "server of this spec")
+            problems.append(f"{at}.database: '{server.database}' is not a mariadb server of this spec")
     if not problems and len(_start_order(servers)) < len(servers):
         cyclic = sorted(s.name for s in servers if s not in _start_order(servers))
         problems.append(f"servers: backends form a cycle among {', '.join(cyclic)}")
@@ -261,10 +380,11 @@ def _backend_problems(servers: list[ServerSpec], entries: list) -> list[str]:
 def _listen_problems(servers: list[ServerSpec]) -> list[str]:
     problems, taken = [], {}
     for server in servers:
-        if server.port and (server.host, server.port) in taken:
-            problems.append(f"servers: '{server.name}' and '{taken[server.host, server.port]}' both listen on "
-                            f"{server.host}:{server.port}")
-        taken.setdefault((server.host, server.port), server.name)
+        place = server.on or server.host  # on a lab host: the host's address, unknown until up
+        if server.port and (place, server.port) in taken:
+            problems.append(f"servers: '{server.name}' and '{taken[place, server.port]}' both listen on "
+                            f"{place}:{server.port}")
+        taken.setdefault((place, server.port), server.name)
     return problems
 
 
@@ -291,3 +411,16 @@ def _split_listen(listen: str) -> tuple[str, int | None]:
 
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _valid_cpus(value) -> bool:
+    return (isinstance(value, list) and bool(value) and all(_is_int(c) for c in value)
+            and len(set(value)) == len(value) and set(value) <= set(machine_cpus()))
+
+
+# The caps of a loopback server or a lab host (caps.py); also used by hostspec.py.
+CAP_CHECKS = {
+    "cpus": (_valid_cpus, f"a list of distinct CPUs of this machine ({', '.join(map(str, machine_cpus()))})"),
+    "cpu_pct": (lambda v: _is_int(v) and 1 <= v <= 100 * len(machine_cpus()),
+                f"an integer from 1 to {100 * len(machine_cpus())} (percent of one CPU)"),
+}

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from .daemon import LabError, LoopbackServer, find_program, log_tail, spawn_listening
+from .daemon import LOCAL, LabError, LabServer, Launcher, find_program, log_tail
 
 CATALINA_HOME = Path("/usr/share/tomcat10")
 DEFAULT_WEB_XML = Path("/etc/tomcat10/web.xml")  # the default servlet and MIME types
@@ -19,13 +19,13 @@ START_TIMEOUT_S = 60.0  # a JVM on a busy 2-CPU machine
 LOG_PATTERN = '%a "%r" %s %B'
 
 
-class TomcatServer(LoopbackServer):
+class TomcatServer(LabServer):
     """Tomcat serving `docroot` as static files."""
 
     kind = "tomcat"
 
-    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str):
-        super().__init__(host, port, state_dir, name)
+    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *, launcher: Launcher = LOCAL):
+        super().__init__(host, port, state_dir, name, launcher=launcher)
         self.docroot = Path(docroot).resolve()
 
     @property
@@ -66,8 +66,8 @@ class TomcatServer(LoopbackServer):
                 f"-Djava.io.tmpdir={self.dir / 'temp'}",
                 "-cp", f"{bin_dir / 'bootstrap.jar'}:{bin_dir / 'tomcat-juli.jar'}",
                 "org.apache.catalina.startup.Bootstrap", "start"]
-        proc = spawn_listening(argv, self.host, self.port, what=f"tomcat {self.name}", error_tail=self.error_tail,
-                               log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S)
+        proc = self.start_listening(argv, what=f"tomcat {self.name}", log=self.dir / "stderr.log",
+                                    timeout_s=START_TIMEOUT_S)
         self.pid = proc.pid
 
     def error_tail(self) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loadfleet.agent.servercounters import CounterError, varnish_counters, varnishstat
 
-from .daemon import LabError, LoopbackServer, Upstream, find_program, host_port, log_tail, spawn_listening
+from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, check_upstreams, find_program, host_port, log_tail
 
 DEFAULT_CACHE = True
 CACHE_MEMORY = "64m"
@@ -34,16 +34,16 @@ def varnishd_program() -> str:
     return find_program("varnishd", "varnish")
 
 
-class VarnishServer(LoopbackServer):
-    """Varnish on one loopback address; `cache=False` passes every request to a backend."""
+class VarnishServer(LabServer):
+    """Varnish on a loopback address or a lab host's, with backends as HAProxy's (`check_upstreams`);
+    `cache=False` passes every request to a backend."""
 
     kind = "varnish"
 
     def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
-                 cache: bool = DEFAULT_CACHE):
-        super().__init__(host, port, state_dir, name)
-        if not backends:
-            raise ValueError("varnish needs at least one backend")
+                 cache: bool = DEFAULT_CACHE, launcher: Launcher = LOCAL):
+        super().__init__(host, port, state_dir, name, launcher=launcher)
+        check_upstreams(launcher, list(backends), what=f"varnish {name}")
         self.backends, self.cache = list(backends), cache
 
     @property
@@ -83,8 +83,7 @@ sub vcl_recv {{
         argv = [varnishd_program(), "-F", "-j", "none", "-T", "none", "-a", host_port(self.host, self.port),
                 "-f", str(vcl), "-n", str(self.workdir), "-s", f"malloc,{CACHE_MEMORY}",
                 "-P", str(self.dir / "varnishd.pid")]
-        proc = spawn_listening(argv, self.host, self.port, what=f"varnish {self.name}", error_tail=self.error_tail,
-                               log=self.log, timeout_s=START_TIMEOUT_S)
+        proc = self.start_listening(argv, what=f"varnish {self.name}", log=self.log, timeout_s=START_TIMEOUT_S)
         self.pid = proc.pid
 
     def counters(self) -> VarnishCounters:

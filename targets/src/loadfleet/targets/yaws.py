@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .daemon import LoopbackServer, find_program, log_tail, spawn_listening
+from .daemon import LOCAL, LabServer, Launcher, find_program, log_tail
 
 EBIN = Path("/usr/lib/yaws/ebin")
 START_TIMEOUT_S = 20.0  # the VM boots in about a second when the machine is idle
 
 
-class YawsServer(LoopbackServer):
+class YawsServer(LabServer):
     """Yaws serving `docroot`."""
 
     kind = "yaws"
 
-    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str):
-        super().__init__(host, port, state_dir, name)
+    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *, launcher: Launcher = LOCAL):
+        super().__init__(host, port, state_dir, name, launcher=launcher)
         self.docroot = Path(docroot).resolve()
 
     @property
@@ -51,8 +51,8 @@ keepalive_timeout = 65000
         # (`env` execs the VM, so the PID is the server's).
         argv = ["env", f"HOME={self.dir}", find_program("erl", "yaws", extra_dirs=("/usr/bin",)), "-noshell",
                 "-noinput", "-pa", str(EBIN), "-run", "yaws", "-conf", str(conf), "-yaws", "id", self.name]
-        proc = spawn_listening(argv, self.host, self.port, what=f"yaws {self.name}", error_tail=self.error_tail,
-                               log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S)
+        proc = self.start_listening(argv, what=f"yaws {self.name}", log=self.dir / "stderr.log",
+                                    timeout_s=START_TIMEOUT_S)
         self.pid = proc.pid
 
     def error_tail(self) -> str:

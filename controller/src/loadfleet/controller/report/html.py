@@ -11,6 +11,7 @@ from html import escape
 
 from . import interactive
 from .page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
+from .phases import phases_section
 from .rundata import Points, RunData
 from .svg import Chart, Marker, Series
 
@@ -25,8 +26,8 @@ SUMMARY_HEADERS = ("", "requests", "req/s", "MB/s", "err %", "mean ms", "stddev 
 def render_report(run: RunData) -> str:
     s = run.summary
     body = [f"<h1>loadfleet run {escape(run.run_id)}</h1>", facts(_header_facts(run)),
-            "<h2>Summary</h2>", summary_table(s), *_latency_note(s), *_gatling_section(run), *_hosts_section(s),
-            *_saturation_section(s),
+            "<h2>Summary</h2>", summary_table(s), *_latency_note(s), *phases_section(s), *_gatling_section(run),
+            *_hosts_section(s), *_targets_section(s), *_saturation_section(s),
             "<h2>Over time</h2>", interactive.hint(), '<div class="charts">',
             *(interactive.figure(c) for c in charts(run)), "</div>",
             "<h2>Events</h2>", events_table(run)]
@@ -87,6 +88,20 @@ def _hosts_section(summary: dict) -> list[str]:
         section += ["<h3>Server counters per second over the run</h3>",
                     table(("host", "counter", "per second"), counters, css_class="host-counters")]
     return section
+
+
+TARGET_HEADERS = ("step", "target", "req/s", "ok/s", "err %", "mean ms", "p50 ms", "p99 ms")
+
+
+def _targets_section(summary: dict) -> list[str]:
+    """Each step's targets side by side (servers compared in the same minutes), when a step
+    loaded more than one."""
+    steps = [s for s in summary.get("steps", []) if len(s.get("targets", ())) > 1]
+    if not steps:
+        return []
+    rows = [[s["name"], t["url"], f"{t['achieved_rps']:,.1f}", f"{t['ok_rps']:,.1f}", f"{t['error_pct']:.2f}",
+             f"{t['mean_ms']:,.2f}", f"{t['p50_ms']:,.2f}", f"{t['p99_ms']:,.2f}"] for s in steps for t in s["targets"]]
+    return ["<h2>Targets side by side</h2>", table(TARGET_HEADERS, rows, css_class="targets")]
 
 
 def _latency_note(summary: dict) -> list[str]:

@@ -199,6 +199,8 @@ def _summary_problem(summary: dict) -> str:
         if not isinstance(latency, dict) or not all(_is_number(figures.get(k, 0)) for k in _FIGURES) \
                 or not all(_is_number(latency.get(k, 0)) for k in _LATENCY):
             return f"{where}.figures must hold numbers"
+        if not _phases_ok(figures.get("phases")):
+            return f"{where}.figures.phases must be null or hold numbers"
         for counts in ("errors", "status"):
             if not isinstance(entry.get(counts, {}), dict) or not all(
                     _is_number(v) for v in entry.get(counts, {}).values()):
@@ -208,6 +210,19 @@ def _summary_problem(summary: dict) -> str:
                                                for e in events):
         return "events must be a list of objects with a numeric at_ms"
     return ""
+
+
+_PHASE_FIGURES = ("responses", "other_ms", "waiting_p50_ms", "waiting_p99_ms")
+_PHASE_TIMES = ("count", "mean_ms", "max_ms", "per_response_ms")
+
+
+def _phases_ok(phases) -> bool:
+    if phases is None:
+        return True
+    if not isinstance(phases, dict) or not all(_is_number(phases.get(k, 0)) for k in _PHASE_FIGURES):
+        return False
+    times = [phases.get(name, {}) for name in ("connect", "tls", "waiting", "receiving")]
+    return all(isinstance(t, dict) and all(_is_number(t.get(k, 0)) for k in _PHASE_TIMES) for t in times)
 
 
 def _is_number(value) -> bool:

@@ -12,6 +12,8 @@ from loadfleet.v1 import agent_pb2, agent_pb2_grpc
 from ..core import Controller
 from ..errors import RunNotFound
 from ..jobs import JobAssignment, run_id_of
+from ..report.rundata import GATLING_DIR
+from ..run import Run
 from ..rundir import store_artifact_chunk
 from ..scheduler import EngineShare
 from ..spooldrops import NoticeLog
@@ -222,9 +224,15 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def _store_artifact(self, agent_id: str, artifact: agent_pb2.Artifact) -> None:
         """A chunk of a file for the run directory (Gatling's report); a bad one is logged and dropped."""
         try:
-            run_dir = self._controller.get_run(run_id_of(artifact.job_id)).run_dir
-            stored = store_artifact_chunk(run_dir, agent_id, artifact.name, artifact.data, last=artifact.last)
-        except (RunNotFound, OSError, ValueError) as exc:
+            run = self._controller.get_run(run_id_of(artifact.job_id))
+            stored = store_artifact_chunk(run.run_dir, agent_id, artifact.name, artifact.data, last=artifact.last)
+        except OSError as exc:  # a full disk: the run's summary lists the report as incomplete
+            if isinstance(run, Run):
+                run.disk.failed(f"{GATLING_DIR}/{agent_id}", exc)
+            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name,
+                        artifact.job_id, exc)
+            return
+        except (RunNotFound, ValueError) as exc:
             log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name,
                         artifact.job_id, exc)
             return

@@ -96,13 +96,15 @@ def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limi
     for s in stats:
         if limits.keys is not None and (s.target, s.request) not in limits.keys:
             raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
-        size = len(s.latency_buckets) + len(s.latency_histogram)
-        if size > limits.max_histogram_bytes:
-            raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
+        for size in (len(s.latency_buckets) + len(s.latency_histogram),
+                     len(s.waiting_buckets) + len(s.waiting_histogram)):
+            if size > limits.max_histogram_bytes:
+                raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
     try:
-        if all(not s.latency_histogram for s in stats):  # the agent's form: every row's at once
+        if all(not s.latency_histogram and not s.waiting_histogram for s in stats):  # the agent's form: at once
             histograms = decode_buckets([s.latency_buckets for s in stats])
-            rows = [StatsRow.from_proto(s, h) for s, h in zip(stats, histograms)]
+            waiting = decode_buckets([s.waiting_buckets for s in stats])
+            rows = [StatsRow.from_proto(s, h, w) for s, h, w in zip(stats, histograms, waiting)]
         else:
             rows = [StatsRow.from_proto(s).check() for s in stats]
     except HistogramError as exc:

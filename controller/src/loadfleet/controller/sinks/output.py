@@ -24,7 +24,8 @@ from ..stream import FinalInterval, Scope, StepEnd, StepWindow
 from ..validity import VALID, health_reasons, verdict_of
 from . import DropCounting, Sink
 from .lineproto import Point
-from .points import agent_point, drift_point, event_point, host_points, http_points, step_host_points, step_point
+from .points import (agent_point, drift_point, event_point, host_points, http_points, step_host_points, step_point,
+                     step_target_points)
 
 
 # While a sink keeps dropping points, a run event about it at most this often.
@@ -65,6 +66,8 @@ class InfluxOutput:
                               generator_bound=r.generator_bound, losses=r.losses, validity=r.validity,
                               invalid_intervals=r.invalid_intervals, suspect_intervals=r.suspect_intervals,
                               validity_reasons=r.validity_reasons)])
+        self._add(step_target_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
+                                     start_ms=start_ms, targets=r.targets))
         self._add(step_host_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
                                    start_ms=start_ms, hosts=r.hosts))
         self._tell_drops(at_once=True)

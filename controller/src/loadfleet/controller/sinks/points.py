@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
 from ..agents import Health
 from ..events import Event
-from ..figures import PERCENTILES, Figures, figures_of
+from ..figures import PERCENTILES, WAITING_PERCENTILES, Figures, figures_of
 from ..drift import DriftPoint
 from ..hosts import HostLoad, HostSample, MonitorInfo
 from ..stream import Scope
+from ..steps import TargetFigures
 from ..validity import VALID, Validity, Verdict
 from .lineproto import Point
 
@@ -66,7 +68,23 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
         fields += [("mean_ms", lat.mean_ms), ("stddev_ms", lat.stddev_ms), ("min_ms", lat.min_ms),
                    *((f"{name}_ms", getattr(lat, f"{name}_ms")) for name, _ in PERCENTILES),
                    ("max_ms", lat.max_ms)]
+    if row.phases is not None and f.phases is not None:
+        fields += _phase_fields(row, f)
     return tuple(fields)
+
+
+def _phase_fields(row: StatsRow, f: Figures) -> list:
+    """Each measured phase's count, exact sum (so means merge over series and time: sum of
+    sums over sum of counts), mean and max; a phase not measured writes nothing."""
+    fields = []
+    for name in PHASE_NAMES:
+        phase = getattr(row.phases, name)
+        if phase.count:
+            fields += [(f"{name}_count", phase.count), (f"{name}_sum_ms", phase.sum_us / 1000),
+                       (f"{name}_mean_ms", phase.mean_us / 1000), (f"{name}_max_ms", phase.max_us / 1000)]
+    if row.phases.waiting_histogram:
+        fields += [(f"waiting_{name}_ms", getattr(f.phases, f"waiting_{name}_ms")) for name, _ in WAITING_PERCENTILES]
+    return fields
 
 
 def agent_point(*, run_id: str, agent_id: str, health: Health, at_ms: int, verdict: Verdict = VALID) -> Point:
@@ -132,6 +150,16 @@ def event_point(*, run_id: str, event: Event, value: float = 1.0) -> Point:
     return Point("event", tags=(("run", run_id), ("kind", event.kind.value)),
                  fields=(("text", event.text), ("agent", event.agent_id), ("value", value)),
                  time_ms=event.at_ms)
+
+
+def step_target_points(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,
+                       targets: Iterable[TargetFigures]) -> list[Point]:
+    """Each target's figures over a step, stamped like its `step` point."""
+    return [Point("step_target", tags=(("run", run_id), ("step", step), ("servers", str(servers)), ("target", t.url)),
+                  fields=(("offered", offered), ("achieved_rps", t.achieved_rps), ("ok_rps", t.ok_rps),
+                          ("requests", t.requests), ("mean_ms", t.mean_ms), ("stddev_ms", t.stddev_ms),
+                          ("p50_ms", t.p50_ms), ("p99_ms", t.p99_ms), ("error_pct", t.error_pct)),
+                  time_ms=start_ms) for t in targets]
 
 
 def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,

@@ -13,7 +13,9 @@ time (`oldest`). A batch leaves the spool only after it was written to InfluxDB.
 
 Bounded: the batches never take more than `limit_bytes` on disk together. Before a new
 batch would pass the limit, the oldest go (not those being sent), and their points are
-counted as dropped (`dropped`); a batch that cannot be written (a full disk) is dropped too.
+counted as dropped (`dropped`); a batch that cannot be written (a full disk) is dropped too,
+and so is every batch of a spool whose directory cannot be made: the sink goes on, sending
+what it can while InfluxDB is up.
 """
 from __future__ import annotations
 
@@ -59,7 +61,14 @@ class Spool:
         self._bytes = 0
         self._dropped = Dropped()
         self._failed_cause = ""
-        self._lock(directory, create=True)
+        self._unusable = ""  # why the directory could not be made: nothing is spooled
+        try:
+            self._lock(directory, create=True)
+        except OSError as exc:
+            self._unusable = f"cannot make the spool {directory}: {exc.strerror or exc}"
+            log.error("InfluxDB points that cannot be sent at once will be dropped: %s", self._unusable)
+            self._next = 1
+            return
         if adopt:
             for orphan in sorted(p for p in directory.parent.iterdir()
                                  if p != directory and (p / LOCK_FILE).is_file()):
@@ -75,6 +84,9 @@ class Spool:
     def push(self, lines: list[str]) -> None:
         """Spools a batch behind the others, dropping the oldest to stay within the limit, or
         this one when it cannot be written."""
+        if self._unusable:
+            self._drop_new(len(lines), self._unusable)
+            return
         data = "\n".join(lines) + "\n"
         size = len(data.encode())
         if size > self.limit_bytes:

@@ -1,0 +1,202 @@
+"""Labs on hosts of their own from the CLI (loadfleet.targets.hostlab, `loadfleet-lab` with a spec's
+`hosts:` sections): `up` builds the lab network, its servers, controller and agent; `status` shows
+it; a request from an agent's namespace reaches the servers; a plan runs through `exec`; `down`
+removes namespaces, guard route and cgroups.
+
+Safety: the lab network is a free 10.231.X.0/24 behind its guard route (netns.py); load goes only
+to the namespaces the lab made, for 2 s. The fixture removes whatever `up` left, even when a test
+fails, and then checks that nothing stayed.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from loadfleet.targets.caps import CpuGroup, machine_cpus
+from loadfleet.targets.daemon import LocalLauncher, Upstream, check_upstreams, pid_alive
+from loadfleet.targets.haproxy import HaproxyServer
+from loadfleet.targets.hostlab import teardown
+from loadfleet.targets.netns import Host, guard_present, list_namespaces
+from loadfleet.targets.varnish import VarnishServer
+from support.procs import program
+
+SPEC = """
+workload: {kind: tree, scale: 0.1, seed: 3}
+hosts:
+  web1: {servers: [nginx], cpus: [{cpu}], cpu_pct: 50}
+  lb:   {servers: [{name: lb, kind: haproxy, backends: [web1]}]}
+  ctrl: {controller: true}
+agents: {count: 1}
+"""
+PLAN = """
+name: hosts-smoke
+duration_s: 2
+targets: [{url: "http://{lb}:80"}]
+workload: {requests: [{name: manifest, path: /manifest.json}]}
+load: {model: closed, clients: 1}
+agents: {count: 1, wait_s: 20}
+"""
+LAB_TIMEOUT_S = 180
+CURL = ["curl", "-sS", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}"]
+
+
+def lab(*args: str, timeout_s: float = LAB_TIMEOUT_S) -> subprocess.CompletedProcess:
+    return subprocess.run([program("loadfleet-lab"), *args], capture_output=True, text=True, timeout=timeout_s)
+
+
+@pytest.fixture
+def hosted(open_dir):
+    """The state directory of a lab with hosts; afterwards `down` (and, should it fail, a teardown
+    from the recorded state), then a check that no namespace, guard route or process stayed."""
+    state_dir = open_dir / "state"
+    seen: dict = {}
+    try:
+        yield state_dir, seen
+    finally:
+        state_file = state_dir / "lab.json"
+        state = json.loads(state_file.read_text()) if state_file.exists() else {}
+        seen.update(state)
+        try:
+            lab("down", "--state-dir", str(state_dir))
+        except subprocess.TimeoutExpired:
+            pass
+        if state_file.exists():  # down failed: remove what it recorded all the same
+            teardown(state)
+    network = seen.get("network")
+    if network:
+        assert not any(n in list_namespaces(network["prefix"]) for n in network["namespaces"]), "a namespace stayed"
+        assert not guard_present(ipaddress.IPv4Network(network["subnet"])), "the guard route stayed"
+    alive = [p for e in seen.get("servers", []) for p in e.get("pids") or [e["pid"]] if pid_alive(p)]
+    assert not alive, f"processes stayed: {alive}"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
+    state_dir, seen = hosted
+    spec = tmp_path / "hosts.yaml"
+    cpu = max(machine_cpus())
+    spec.write_text(SPEC.replace("{cpu}", str(cpu)))
+    up = lab("up", str(spec), "--state-dir", str(state_dir))
+    assert up.returncode == 0, up.stderr
+    state = json.loads((state_dir / "lab.json").read_text())
+    seen.update(state)
+    hosts = {h["name"]: h["address"] for h in state["network"]["hosts"]}
+    assert set(hosts) == {"web1", "lb", "ctrl", "agent1"}
+    assert f"web1: http://{hosts['web1']}:80 (nginx on web1" in up.stdout
+    assert f"controller: {hosts['ctrl']}:7700 on ctrl" in up.stdout
+    # web1's caps hold for its nginx, all its processes: pinned, and in the host's quota group.
+    (nginx,) = [e for e in state["servers"] if e["name"] == "web1"]
+    (group,) = [Path(g) for g in state["cgroups"] if g.endswith("-web1")]
+    assert os.sched_getaffinity(nginx["pid"]) == {cpu}
+    assert nginx["pid"] in {int(p) for p in (group / "cgroup.procs").read_text().split()}
+    assert CpuGroup(group, 50).quota_us() == 50_000
+
+    status = lab("status", "--state-dir", str(state_dir))
+    assert status.returncode == 0
+    assert status.stdout.count(" up") == 4 and "DOWN" not in status.stdout  # web1, lb, controller, agent1
+    assert "5 of 5 namespaces, guard route present" in status.stdout  # four hosts and the bridge
+    assert f"host agent1   {hosts['agent1']}" in status.stdout
+
+    # From the agent's namespace: nginx on web1 directly, and through HAProxy on lb.
+    for url in (f"http://{hosts['web1']}/manifest.json", f"http://{hosts['lb']}/manifest.json"):
+        fetched = lab("exec", "--state-dir", str(state_dir), "agent1", "--", *CURL, url, timeout_s=30)
+        assert fetched.returncode == 0 and fetched.stdout == "200", (url, fetched.stdout, fetched.stderr)
+    # Not from the root namespace: the guard route makes the lab subnet unreachable here.
+    outside = subprocess.run([*CURL, f"http://{hosts['web1']}/"], capture_output=True, text=True, timeout=30)
+    assert outside.returncode != 0
+
+    # A plan run by the lab's controller on the lab's agent, as docs/lab.md shows.
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.replace("{lb}", hosts["lb"]))
+    run = lab("exec", "--state-dir", str(state_dir), "ctrl", "--", "loadfleet", "run", "--json", str(plan),
+              timeout_s=120)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    figures, status = summary["total"]["figures"], summary["total"]["status"]
+    assert figures["requests"] > 0 and figures["failed"] == 0 and status["2xx"] == figures["requests"], figures
+
+    down = lab("down", "--state-dir", str(state_dir))
+    assert down.returncode == 0, down.stderr
+    assert "web1" in down.stdout and "agent1" in down.stdout
+    assert not (state_dir / "lab.json").exists() and not group.exists()
+    after = lab("status", "--state-dir", str(state_dir))
+    assert "no lab in this state directory" in after.stdout
+
+
+NFS_SPEC = """
+workload: {kind: tree, scale: 0.1, seed: 4}
+hosts:
+  nfs:  {nfs: true}
+  web1: {servers: [nginx], link_mbit: 100}
+  web2: {servers: [{kind: apache, mpm: prefork, profile: stock}]}
+  lb:   {servers: [{name: lb, kind: varnish, backends: [web1, web2], cache: false}]}
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_cli_up_of_a_lab_with_an_nfs_host_serves_its_export_through_a_balancer(hosted, tmp_path):
+    """ganesha on its own host; each web host mounts the export over its link; Varnish on a
+    fourth host passes to both. Requests from the NFS host (any lab host will do) read files
+    that crossed the lab network twice."""
+    state_dir, seen = hosted
+    spec = tmp_path / "nfs.yaml"
+    spec.write_text(NFS_SPEC)
+    up = lab("up", str(spec), "--state-dir", str(state_dir))
+    assert up.returncode == 0, up.stderr
+    state = json.loads((state_dir / "lab.json").read_text())
+    seen.update(state)
+    placed = {e["name"]: e.get("host") for e in state["servers"]}
+    assert placed == {"nfs-server": "nfs", "nfs-mount-web1": "web1", "nfs-mount-web2": "web2", "web1": "web1",
+                      "web2": "web2", "lb": "lb"}
+    hosts = {h["name"]: h["address"] for h in state["network"]["hosts"]}
+    files = json.loads((state_dir / "export" / "manifest.json").read_text())["files"][:4]
+    for entry in files:  # round robin: two to each web server
+        fetched = lab("exec", "--state-dir", str(state_dir), "nfs", "--", "curl", "-sS", "-m", "10",
+                      f"http://{hosts['lb']}{entry['path']}", timeout_s=30)
+        assert fetched.returncode == 0
+        assert fetched.stdout.encode() == (state_dir / "export" / entry["path"].lstrip("/")).read_bytes()
+    status = lab("status", "--state-dir", str(state_dir))
+    assert f"nfs client ::ffff:{hosts['web1']}" in status.stdout and f"nfs client ::ffff:{hosts['web2']}" in status.stdout
+    down = lab("down", "--state-dir", str(state_dir))
+    assert down.returncode == 0, down.stderr
+    mounts = Path("/proc/mounts").read_text()
+    assert not any(e.get("mountpoint", "\0") in mounts for e in state["servers"]), "a FUSE mount stayed"
+
+
+@pytest.mark.parametrize("launcher_kind, backend, error", [
+    ("loopback", "10.231.9.10", "not a loopback address"),
+    ("loopback", "192.0.2.1", "not a loopback address"),
+    ("host", "192.0.2.1", "not on the lab network"),
+    ("host", "not-an-address", "not an IP address"),
+])
+def test_balancers_refuse_backends_beyond_their_network(tmp_path, launcher_kind, backend, error):
+    """A balancer on loopback forwards to loopback only; one on a lab host to its lab network
+    (or its own loopback) only. Checked before anything starts."""
+    launcher = LocalLauncher() if launcher_kind == "loopback" else Host("web9", "10.231.9.10", "none", 0)
+    backends = [Upstream("b", backend, 80)]
+    for kind in (HaproxyServer, VarnishServer):
+        with pytest.raises(ValueError, match=error):
+            if launcher_kind == "loopback":
+                kind("127.0.0.2", 8080, tmp_path, "lb", backends, launcher=launcher)
+            else:  # the host's own address check needs its namespace: only the backends here
+                check_upstreams(launcher, backends, what=kind.kind)
+
+
+def test_a_lab_host_balancer_may_forward_to_its_own_loopback():
+    Host("web9", "10.231.9.10", "none", 0).check_peer("127.0.0.1")
+
+
+def test_teardown_of_an_empty_state_does_nothing():
+    assert teardown({}) == []
+
+
+def test_exec_names_the_hosts_when_one_is_unknown(tmp_path):
+    (tmp_path / "lab.json").write_text(json.dumps({"servers": [], "network": {"hosts": [{"name": "web1"}]}}))
+    result = lab("exec", "--state-dir", str(tmp_path), "nope", "--", "true", timeout_s=30)
+    assert result.returncode == 1 and "no lab host 'nope'" in result.stderr and "web1" in result.stderr
+
