@@ -56,6 +56,16 @@ def test_a_fleets_shares_are_summed_up_not_listed():
     assert _shares_described(few) == "a1: 2 clients, a2: 2 clients"
 
 
+def test_the_progress_line_shows_an_interval_that_measures_the_generators():
+    from loadfleet.controller.console import progress_line
+    from loadfleet.v1 import run_pb2
+    line = progress_line(run_pb2.IntervalSummary(interval_start_ms=0, agents=1, requests=10, rps=10.0,
+                                                 validity=run_pb2.VALIDITY_INVALID,
+                                                 validity_reasons="a1: engine at 97 % of its core"))
+    assert line.endswith("INVALID: a1: engine at 97 % of its core")
+    assert "VALID" not in progress_line(run_pb2.IntervalSummary(validity=run_pb2.VALIDITY_VALID))
+
+
 def test_a_step_on_several_targets_shows_each_side_by_side():
     target = {"url": "http://web1", "achieved_rps": 120.0, "ok_rps": 118.0, "error_pct": 1.67, "mean_ms": 3.5,
               "p99_ms": 20.25}

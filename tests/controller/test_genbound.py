@@ -1,13 +1,145 @@
-"""The generator-bound verdict's advice."""
+"""Generator health: each interval's verdict from heartbeats and rows, and the step's."""
 from __future__ import annotations
 
-from loadfleet.controller.genbound import GeneratorVerdict, is_loopback
+import pytest
+
+from loadfleet.controller.agents import Health
+from loadfleet.controller.genbound import GeneratorHealth, StepValidity, is_loopback, step_validity
+from loadfleet.controller.validity import Reason, Signal, Validity
+from loadfleet.v1 import stats_pb2
+from support.streamdata import interval, row, window
+
+STEP = window("s1", start_ms=10_000, seconds=10)
+
+
+def judge_with(health: Health | None, *rows_of_a1, engines: int = 1, at_ms: int = 13_000, heartbeat_ms: int = 1000,
+               step=STEP) -> Validity:
+    gh = GeneratorHealth(heartbeat_ms)
+    if health is not None:
+        gh.on_health(step, "a1", health, at_ms + 1000, engines)  # describes [at, at + 1 s)
+    return gh.judge(interval(step, at_ms, a1=list(rows_of_a1) or [row(100)])).validity
+
+
+@pytest.mark.parametrize("health, expected", [
+    (Health(cpu_pct=40, busiest_engine_cpu_pct=50, busiest_engine_wait_pct=1), Validity.VALID),
+    # A busy neighbour alone: suspect, never invalid (the engine's wait says whether it suffered).
+    (Health(cpu_pct=99, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=2), Validity.SUSPECT),
+    (Health(cpu_pct=99, busiest_engine_cpu_pct=95, busiest_engine_wait_pct=2), Validity.INVALID),
+    (Health(cpu_pct=60, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=12), Validity.SUSPECT),
+    (Health(cpu_pct=60, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=40), Validity.INVALID),
+    (Health(cpu_pct=60, busiest_engine_cpu_pct=80, busiest_engine_wait_pct=15), Validity.INVALID),
+    (Health(loop_lag_ms=300), Validity.SUSPECT),
+    (Health(loop_lag_ms=1500), Validity.INVALID),
+    (Health(engine_fds=950, engine_fd_limit=1024), Validity.SUSPECT),
+    (Health(engine_fds=500, engine_fd_limit=1024), Validity.VALID),
+    (Health(local_ports_used=25_000, local_port_range=28_232), Validity.SUSPECT),
+    # An older agent (no busiest engine, no wait): its engines' sum against their cores.
+    (Health(engine_cpu_pct=190), Validity.INVALID),
+    (Health(engine_cpu_pct=120), Validity.VALID),
+])
+def test_a_heartbeat_judges_the_interval_it_describes(health, expected):
+    assert judge_with(health, engines=2) is expected
+
+
+def _local(kind: int, n: int, requests: int = 100):
+    r = row(requests, failed=n)
+    r.errors[kind] = n
+    return r
+
+
+def _open_row(scheduled: int, late: int, lag_ms: float, *, not_sent: int = 0, active: int = 10):
+    r = row(scheduled, active=active)
+    r.scheduled, r.sent_late, r.max_send_lag_us, r.not_sent = scheduled, late, int(lag_ms * 1000), not_sent
+    return r
+
+
+@pytest.mark.parametrize("rows, expected", [
+    ([_local(stats_pb2.ERROR_KIND_LOCAL_FDS, 50)], Validity.INVALID),
+    ([_local(stats_pb2.ERROR_KIND_LOCAL_PORTS, 3)], Validity.INVALID),
+    ([_local(stats_pb2.ERROR_KIND_LOCAL_PORTS, 1, requests=1000)], Validity.SUSPECT),
+    ([_local(stats_pb2.ERROR_KIND_CONNECT_REFUSED, 50)], Validity.VALID),  # the target's doing
+    ([_open_row(1000, 300, 250)], Validity.INVALID),
+    ([_open_row(1000, 20, 30)], Validity.SUSPECT),
+    ([_open_row(1000, 5, 500)], Validity.VALID),
+    # Late because the targets held every connection: their limit, not the generator's.
+    ([_open_row(1000, 300, 250, not_sent=10)], Validity.VALID),
+    ([_open_row(1000, 300, 250, active=1024)], Validity.VALID),
+])
+def test_an_interval_s_own_rows_judge_it(rows, expected):
+    assert judge_with(Health(), *rows) is expected
+
+
+def test_a_missing_heartbeat_is_stood_in_for_by_the_previous_one_only_briefly():
+    gh = GeneratorHealth(1000)
+    gh.on_health(STEP, "a1", Health(busiest_engine_cpu_pct=99, busiest_engine_wait_pct=0), 12_500, 1)  # interval 12 s
+    assert gh.judge(interval(STEP, 13_000, a1=[row(10)])).validity is Validity.INVALID
+    assert gh.judge(interval(STEP, 16_000, a1=[row(10)])).validity is Validity.VALID
+
+
+def test_reasons_name_the_agent_and_each_agent_keeps_its_own():
+    gh = GeneratorHealth(1000)
+    gh.on_health(STEP, "a1", Health(busiest_engine_cpu_pct=97, busiest_engine_wait_pct=0), 14_000, 1)
+    gh.on_health(STEP, "a2", Health(cpu_pct=20), 14_000, 1)
+    verdict = gh.judge(interval(STEP, 13_000, a1=[row(10)], a2=[row(10)]))
+    assert verdict.validity is Validity.INVALID
+    assert verdict.describe() == "invalid: a1: engine at 97 % of its core"
+    assert verdict.for_agent("a2").validity is Validity.VALID
+
+
+@pytest.mark.parametrize("intervals, invalid, suspect, expected", [
+    (10, 0, 0, Validity.VALID),
+    (10, 1, 0, Validity.INVALID),
+    (30, 1, 0, Validity.SUSPECT),  # one bad second of 30
+    (30, 3, 0, Validity.INVALID),
+    (30, 0, 2, Validity.VALID),
+    (30, 0, 3, Validity.SUSPECT),
+])
+def test_a_step_s_verdict_from_its_intervals(intervals, invalid, suspect, expected):
+    assert step_validity(intervals, invalid, suspect) is expected
+
+
+def test_a_step_counts_only_its_measured_intervals_and_forgets_the_previous_step():
+    gh = GeneratorHealth(1000)
+    warm = window("s1", start_ms=10_000, seconds=5, warmup_ms=2000)
+    for at in range(10_000, 15_000, 1000):
+        gh.on_health(warm, "a1", Health(busiest_engine_cpu_pct=99 if at < 12_000 else 10, busiest_engine_wait_pct=0),
+                     at + 1000, 1)
+        gh.judge(interval(warm, at, a1=[row(10)]))
+    assert gh.verdict("s1", 1, 0).validity is Validity.VALID  # saturated only while warming up
+    nxt = window("s2", start_ms=15_000, seconds=3)
+    gh.on_health(nxt, "a1", Health(busiest_engine_cpu_pct=99, busiest_engine_wait_pct=0), 16_000, 1)
+    gh.judge(interval(nxt, 15_000, a1=[row(10)]))
+    found = gh.verdict("s2", 1, 0)
+    assert (found.validity, found.intervals, found.invalid_intervals) == (Validity.INVALID, 1, 1)
+    assert gh.verdict("s1", 1, 0).intervals == 0
 
 
 def test_generator_advice_says_when_more_agents_on_this_host_cannot_help():
-    bound = GeneratorVerdict(intervals=2, agents=("a1",), reasons=("CPU 99 %",), add_agents=1)
-    assert "Add about 1 more agent(s)" in bound.describe("s1", 3)
-    assert bound.describe("s1", 3).endswith("Add about 1 more agent(s) and run it again")
-    assert "Add about 1 more agent(s) on other hosts" in bound.describe("s1", 3, one_host=True)
+    reason = Reason(Signal.ENGINE_CPU, Validity.INVALID, "a1", "engine at 99 % of its core")
+    bound = StepValidity(Validity.INVALID, 3, 2, 0, (reason,), add_agents=1)
+    assert "a1: engine at 99 % of its core" in bound.describe("s1")
+    assert bound.describe("s1").endswith("Add about 1 more agent(s) and run it again")
+    assert "Add about 1 more agent(s) on other hosts" in bound.describe("s1", one_host=True)
     assert [is_loopback(u) for u in ("http://127.0.0.2:8080", "http://[::1]/", "http://localhost:80",
                                      "http://10.0.0.7:8080", "http://web1:80")] == [True, True, True, False, False]
+
+
+def test_a_gatling_jvm_over_several_cores_is_judged_per_core():
+    busy_jvm = Health(busiest_engine_cpu_pct=180, busiest_engine_wait_pct=10)  # 45 % and 2.5 % of each of 4 cores
+    gh = GeneratorHealth(1000, multi_core_driver=True)
+    gh.on_health(STEP, "a1", busy_jvm, 14_000, 4)
+    assert gh.judge(interval(STEP, 13_000, a1=[row(10)])).validity is Validity.VALID
+    assert judge_with(busy_jvm, engines=4) is Validity.INVALID  # one engine per core: that one is saturated
+
+
+def test_a_thousand_busy_agents_make_a_bounded_reasons_text_and_each_keeps_its_own():
+    gh = GeneratorHealth(1000)
+    agents = {f"a{i}": [row(10)] for i in range(1000)}
+    for name in agents:
+        gh.on_health(STEP, name, Health(cpu_pct=95), 14_000, 1)
+    gh.on_health(STEP, "a7", Health(cpu_pct=95, busiest_engine_cpu_pct=99, busiest_engine_wait_pct=0), 14_000, 1)
+    verdict = gh.judge(interval(STEP, 13_000, **agents))
+    text = verdict.reasons_text()
+    assert text.startswith("a7: engine at 99 % of its core") and text.endswith("; and 991 more") and len(text) < 1000
+    own = verdict.by_agent()
+    assert own["a7"].validity is Validity.INVALID and own["a8"].validity is Validity.SUSPECT and len(own) == 1000

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from loadfleet.controller.usl import fit_usl, usl
+from loadfleet.controller.usl import NotEnoughPoints, fit_usl, usl
 
 NS = (1, 2, 4, 6, 8, 10, 12, 16, 24, 32)
 
@@ -35,7 +35,7 @@ def test_recovers_coefficients_from_noisy_points_within_5_pct(seed):
 
 
 def test_linear_scaling_has_no_peak():
-    fit = fit_usl([(n, 100.0 * n) for n in (1, 2, 4, 8)])
+    fit = fit_usl([(n, 100.0 * n) for n in (1, 2, 4, 8, 16)])
     assert fit.lambda_ == pytest.approx(100, rel=1e-3)
     assert abs(fit.sigma) < 1e-3 and abs(fit.kappa) < 1e-4
     assert fit.peak_n is None or fit.peak_n > 1000
@@ -46,10 +46,48 @@ def test_a_bad_fit_says_so():
     assert fit.r_squared < 0.5
 
 
-@pytest.mark.parametrize("points", [[], [(1, 10), (2, 20)], [(1, 10), (1, 11), (2, 20)], [(1, 0), (2, 0), (3, 0)]])
-def test_too_few_points_is_an_error(points):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("points", [[], [(1, 10), (2, 20)], [(1, 10), (1, 11), (2, 20)], [(1, 0), (2, 0), (3, 0)],
+                                    # 3 cluster sizes, however many repetitions: 3 parameters fit them exactly
+                                    [(n, 100.0 * n * (1 + r / 100)) for n in (1, 2, 4) for r in range(5)],
+                                    [(1, 10), (2, 19), (3, 27), (4, 34), (5, 0)]])
+def test_too_few_sizes_is_not_enough_points(points):
+    with pytest.raises(NotEnoughPoints, match="not enough points"):
         fit_usl(points)
+
+
+def test_the_issue_s_three_sizes_say_not_enough_points_instead_of_a_negative_kappa():
+    with pytest.raises(NotEnoughPoints):
+        fit_usl([(1, 1000), (2, 1030), (4, 990)])
+
+
+@pytest.mark.parametrize("points", [
+    [(n, 100.0 * n * (1 + 0.02 * n)) for n in (1, 2, 3, 4, 5, 6)],  # superlinear: would need σ < 0
+    [(1, 100), (2, 150), (3, 160), (4, 200), (5, 240), (6, 290)],  # convex tail: would need κ < 0
+])
+def test_parameters_stay_in_the_model_s_range(points):
+    fit = fit_usl(points)
+    assert 0 <= fit.sigma <= 1 and fit.kappa >= 0 and fit.lambda_ > 0
+    assert fit.sigma_ci[0] >= 0 and fit.kappa_ci[0] >= 0
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+def test_a_noisy_true_curve_has_its_coefficients_within_the_fit_s_intervals(seed):
+    rng = random.Random(seed)
+    sigma, kappa, lam = 0.08, 0.004, 500.0
+    points = [(n, usl(n, sigma, kappa, lam) * (1 + rng.gauss(0, 0.03))) for n in (1, 2, 4, 6, 8, 12, 16, 24)
+              for _ in range(3)]
+    fit = fit_usl(points)
+    assert fit.sigma_ci[0] <= sigma <= fit.sigma_ci[1]
+    assert fit.kappa_ci[0] <= kappa <= fit.kappa_ci[1]
+    assert fit.lambda_ci[0] <= lam <= fit.lambda_ci[1]
+    # Informative, not vacuous: each interval narrower than the value is large.
+    assert fit.sigma_ci[1] - fit.sigma_ci[0] < sigma and fit.kappa_ci[1] - fit.kappa_ci[0] < kappa
+    assert fit.sizes == 8 and fit.points == 24
+
+
+def test_exact_points_have_tight_intervals():
+    fit = fit_usl([(n, usl(n, 0.05, 0.002, 1000.0)) for n in NS])
+    assert fit.kappa_ci[1] - fit.kappa_ci[0] < 1e-6
 
 
 def test_points_flat_from_the_first_still_get_a_fit():

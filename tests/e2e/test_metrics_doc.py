@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 
 import pytest
 
 from loadfleet.controller.agents import Health
 from loadfleet.controller.events import Event, EventKind
 from loadfleet.controller.figures import figures_of
+from loadfleet.controller.genbound import GeneratorHealth
 from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.drift import Drift
 from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
@@ -17,6 +19,7 @@ from loadfleet.controller.sinks.points import (agent_point, drift_point, event_p
                                                step_host_points, step_point, step_target_points)
 from loadfleet.controller.sinks.output import InfluxOutput
 from loadfleet.controller.stream import Scope
+from loadfleet.controller.validity import Validity
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
@@ -86,20 +89,27 @@ def fill(influx) -> None:
     points = []
     output = InfluxOutput(RUN_ID, [Collect(points)])  # the run's own stream into points
     drift = Drift(interval_ms=1000, emit=output.on_drift)
+    generators = GeneratorHealth(1000)
     step = window("main", start_ms=start_ms, seconds=10)
     for i in range(10):
         at = start_ms + i * 1000
         published = interval(step, at, **{agent: [_row("http://127.0.0.2:80", "home", 20 + i),
                                                   _row("http://127.0.0.3:80", "home", 10)] for agent in ("a1", "a2")})
+        for agent in ("a1", "a2"):
+            health = Health(cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0,
+                            busiest_engine_cpu_pct=97.0 if i == 3 else 40.0)
+            output.on_health(step, agent, health, at + 1000, 1)
+            generators.on_health(step, agent, health, at + 1000, 1)
+        published = replace(published, verdict=generators.judge(published))
         output.on_interval(published)
         drift.on_interval(published)
-        for agent in ("a1", "a2"):
-            output.on_health(step, agent, Health(cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0), at + 500, 1)
         output.on_host(step, "web1", WEB_HOST, _host_sample(at + 900))
         output.on_host(step, "lb1", LB_HOST, _lb_sample(at + 900, i))
     total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
     points.append(step_point(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
-                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False, losses=1))
+                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False, losses=1,
+                             validity=Validity.SUSPECT, invalid_intervals=1, suspect_intervals=0,
+                             validity_reasons="a1: engine at 97 % of its core"))
     points += step_host_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
                                hosts=_step_hosts())
     points += step_target_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
@@ -140,7 +150,7 @@ def all_points() -> dict:
     return {
         "http": http_points(run_id=RUN_ID, step="main", scope=Scope.AGENT, agent="a1", interval_start_ms=0,
                             interval_ms=1000, rows=[row])[0],
-        "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(), at_ms=0, saturated=False),
+        "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(busiest_engine_wait_pct=3.0), at_ms=0),
         "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
         "step": step_point(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
                            total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False, losses=0),

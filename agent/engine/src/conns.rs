@@ -2,7 +2,7 @@
 //! target, reused when keep-alive is on. `request` sends one request and records it.
 
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::http::{self, Connection};
 use crate::phases::Phases;
@@ -11,6 +11,23 @@ use crate::socket::Socket;
 use crate::stats::Outcome;
 use crate::timer::Timer;
 use crate::wire::pb::ErrorKind;
+
+/// How long a client waits after a connect failed for want of the generator's own
+/// descriptors or ports: one frees only when another connection closes, and retrying at
+/// once would spin.
+const LOCAL_EXHAUSTION_PAUSE: Duration = Duration::from_millis(1);
+
+/// A connect can fail without ever waiting (socket() failing with EMFILE, bind() with
+/// EADDRNOTAVAIL): a client without think time would then loop without yielding and starve
+/// the runtime (its timers, its reports). So a failed connect always yields, and waits a
+/// little when the generator itself ran out.
+async fn pause_after_failed_connect(kind: ErrorKind) {
+    if matches!(kind, ErrorKind::LocalFds | ErrorKind::LocalPorts) {
+        tokio::time::sleep(LOCAL_EXHAUSTION_PAUSE).await;
+    } else {
+        tokio::task::yield_now().await;
+    }
+}
 
 /// A kept-alive connection and the statistics slot of the last request it carried.
 struct Held {
@@ -103,7 +120,10 @@ impl Connections {
                         started += opened.connect + opened.tls.unwrap_or_default();
                         false
                     }
-                    Err(failure) => return failed(failure, 0),
+                    Err(failure) => {
+                        pause_after_failed_connect(failure.kind).await;
+                        return failed(failure, 0);
+                    }
                     }
                 }
             };

@@ -124,9 +124,19 @@ fn connect_failure(addr: SocketAddr, e: io::Error) -> Failure {
     let kind = match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
         io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
-        _ => ErrorKind::Other,
+        _ => local_exhaustion(&e).unwrap_or(ErrorKind::Other),
     };
     Failure::new(kind, format!("connect to {addr}: {e}"))
+}
+
+/// A connect that failed for want of the generator's own resources, which says nothing about
+/// the target: no ephemeral port left (EADDRNOTAVAIL), no file descriptor (EMFILE, ENFILE).
+fn local_exhaustion(e: &io::Error) -> Option<ErrorKind> {
+    match e.raw_os_error()? {
+        libc::EADDRNOTAVAIL => Some(ErrorKind::LocalPorts),
+        libc::EMFILE | libc::ENFILE => Some(ErrorKind::LocalFds),
+        _ => None,
+    }
 }
 
 fn no_answer(addr: SocketAddr, timeout: Duration) -> Failure {

@@ -16,6 +16,8 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 const LATE_AFTER_US: u64 = 1000;
 /// Error messages sent per interval; enough to see what is wrong without a flood.
 const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
+/// ErrorKind values (stats.proto), UNSPECIFIED included: a slot's error counts are indexed by them.
+const ERROR_KINDS: usize = 10;
 
 /// How one request ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +48,7 @@ pub fn encode_histogram(histogram: &Histogram<u64>) -> Vec<u8> {
 struct Slot {
     requests: u64,
     status: [u64; 5],
-    errors: [u64; 8],
+    errors: [u64; ERROR_KINDS],
     bytes_in: u64,
     bytes_out: u64,
     opened: u64,
@@ -64,7 +66,7 @@ struct Slot {
 
 impl Slot {
     fn new() -> Self {
-        Slot { requests: 0, status: [0; 5], errors: [0; 8], bytes_in: 0, bytes_out: 0, opened: 0, closed: 0, active: 0, latency: new_histogram(),
+        Slot { requests: 0, status: [0; 5], errors: [0; ERROR_KINDS], bytes_in: 0, bytes_out: 0, opened: 0, closed: 0, active: 0, latency: new_histogram(),
                phases: PhaseStats::default(),
                scheduled: 0, sent_late: 0, max_send_lag_us: 0, not_sent: 0 }
     }
@@ -74,7 +76,7 @@ impl Slot {
         (self.requests, self.bytes_in, self.bytes_out, self.opened, self.closed) = (0, 0, 0, 0, 0);
         (self.scheduled, self.sent_late, self.max_send_lag_us, self.not_sent) = (0, 0, 0, 0);
         self.status = [0; 5];
-        self.errors = [0; 8];
+        self.errors = [0; ERROR_KINDS];
         self.latency.reset();
         self.phases.reset();
     }

@@ -184,12 +184,47 @@ def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
     steps = [{"name": f"s{i + 1}", "offered": o, "achieved_rps": a, "p99_ms": p, "servers": 1}
              for i, (o, a, p) in enumerate([(100, 100, 2), (200, 199, 3), (300, 250, 300), (400, 250, 900)])]
     knee = {"name": "s3", "offered": 300}
-    achieved, p99 = saturation_charts({"steps": steps, "knees": [knee]})
+    achieved, p99 = saturation_charts({"steps": steps, "knees": [knee], "load_model": "open"})
     assert achieved.series[0].points == ((100, 100), (200, 199), (300, 250), (400, 250))
     assert achieved.series[-1].name == "offered" and achieved.series[-1].points[-1] == (400, 400)
     assert [s.points for s in p99.series] == [((100, 2), (200, 3), (300, 300), (400, 900))]
     assert achieved.markers[0].x == 300 and "knee s3" in line_chart(achieved)
     assert saturation_charts({"steps": steps[:1]}) == []
+    # Clients are no requests/s: a closed model's sweep has no offered-load line.
+    closed, _ = saturation_charts({"steps": steps, "knees": [knee], "load_model": "closed"})
+    assert [s.name for s in closed.series] == ["achieved rps"]
+
+
+def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
+    from loadfleet.controller.report.html import saturation_charts, scalability_chart
+    steps = [{"name": f"k{k}-s1", "offered": 10, "achieved_rps": 100.0 * k, "p99_ms": 2, "servers": k}
+             for k in (1, 2, 3, 4, 5)]
+    scalability = [{"servers": k, "peak_ok_rps": 100.0 * k / (1 + 0.1 * (k - 1))} for k in (1, 2, 3, 4, 5)]
+    usl = {"basis": "servers", "sigma": 0.1, "kappa": 0.0, "lambda": 100.0}
+    chart = scalability_chart({"steps": steps, "scalability": scalability, "usl": usl})
+    measured, fit = chart.series
+    assert measured.points[-1] == (5.0, pytest.approx(500 / 1.4)) and chart.x_label == "servers"
+    assert fit.points[0] == (1.0, pytest.approx(100)) and fit.points[-1] == (5.0, pytest.approx(500 / 1.4))
+    assert saturation_charts({"steps": steps, "scalability": scalability, "usl": usl})[-1].title.startswith("Scalab")
+    # No fit (too few sizes): the measured curve alone.
+    assert len(scalability_chart({"steps": steps, "scalability": scalability[:3], "usl": None}).series) == 1
+
+
+def test_the_header_counts_the_intervals_that_measured_the_generators():
+    from pathlib import Path
+
+    from loadfleet.controller.report.html import generator_health
+    from loadfleet.controller.report.rundata import IntervalRow, RunData
+
+    def run(*validities):
+        from collections import Counter
+        rows = tuple(IntervalRow(i, "cluster", "", "*", "*", {}, v) for i, v in enumerate(validities))
+        return RunData(Path("."), {}, (), rows, (), (), {}, "engine", verdicts=dict(Counter(validities)))
+    assert generator_health(run("valid", "invalid", "suspect", "valid")) == [
+        ("generator health", "1 invalid and 1 suspect of 4 intervals (the generators, not the targets, may have set "
+                             "their figures: intervals.csv's validity_reasons says why)")]
+    assert generator_health(run("valid", "valid")) == [("generator health", "all 2 intervals valid")]
+    assert generator_health(run("", "")) == []
 
 
 def test_targets_of_a_step_are_shown_side_by_side_only_when_there_are_several():
@@ -217,8 +252,8 @@ def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path,
         lines.append(f"{start},cluster,,*,*,{2 * i},{2 * i},{i},{2 * i}")
         lines += [f"{start},agent,a{n:02},*,*,{n},{n},1,{n}" for n in range(20)]
     path.write_text("\n".join(lines) + "\n")
-    kinds, total, rows, agents = rundata._read_intervals(path)
-    assert len(total) == 10 and [r.start_ms for r in total[:2]] == [0, 10_000]
+    kinds, total, rows, agents, verdicts = rundata._read_intervals(path)
+    assert len(total) == 10 and [r.start_ms for r in total[:2]] == [0, 10_000] and verdicts == {"": 95}
     assert total[0].values["rps"] == sum(2 * i for i in range(10)) / 10 and total[0].values["max_ms"] == 9
     assert total[-1].values["requests"] == sum(2 * i for i in range(90, 95)) / 5
     assert [(r.target, r.values["rps"]) for r in rows[:1]] == [("http://a", 4.5)]

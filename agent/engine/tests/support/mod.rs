@@ -274,7 +274,21 @@ pub struct Engine {
 
 impl Engine {
     pub fn spawn() -> Engine {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_loadfleet-engine"))
+        Engine::spawn_under(&[])
+    }
+
+    /// The engine started through `wrapper` (e.g. `prlimit --nofile=24:24 --`), if any.
+    pub fn spawn_under(wrapper: &[&str]) -> Engine {
+        let engine = env!("CARGO_BIN_EXE_loadfleet-engine");
+        let mut command = match wrapper.split_first() {
+            None => Command::new(engine),
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(engine);
+                c
+            }
+        };
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -1,10 +1,28 @@
-"""The agent's own health: host CPU and memory, the drivers' CPU and memory."""
+"""The agent's own health: host CPU and memory, the drivers' CPU and memory, and what
+says whether its engines themselves ran out of something (the busiest engine's CPU and
+CPU wait, file descriptors against their limit, ephemeral ports against their range).
+
+Everything here is read once a second with the heartbeat, so each figure is cheap: psutil
+for CPU and memory, one small /proc file per engine thread for the wait, a directory
+listing per engine for descriptors, /proc/net/sockstat for ports (the per-destination
+count in /proc/net/tcp only once the host holds half the port range).
+"""
 from __future__ import annotations
 
+import collections
 import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
+
+PROC = Path("/proc")
+PORT_RANGE_FILE = PROC / "sys/net/ipv4/ip_local_port_range"
+SOCKSTAT_FILE = PROC / "net/sockstat"
+TCP_TABLES = (PROC / "net/tcp", PROC / "net/tcp6")
+# Connection states of /proc/net/tcp that hold a local port toward a peer (all but LISTEN, 0A).
+_LISTEN = "0A"
 
 
 @dataclass(frozen=True)
@@ -14,6 +32,12 @@ class HealthSample:
     rss_mb: float
     mem_used_pct: float
     loop_lag_ms: float
+    busiest_engine_cpu_pct: float = 0.0
+    busiest_engine_wait_pct: float | None = None  # None: schedstat not readable
+    engine_fds: int = 0
+    engine_fd_limit: int = 0
+    local_ports_used: int = 0
+    local_port_range: int = 0
 
 
 class HealthMonitor:
@@ -21,16 +45,22 @@ class HealthMonitor:
 
     `cpu_pct` is the busy share of the CPUs this agent may run on (its affinity, which its
     engines inherit): an agent pinned to a core that something else keeps busy is starved
-    even when the rest of the host idles.
+    even when the rest of the host idles. Holds a process handle and a wait total per
+    driver: O(drivers).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, proc: Path = PROC) -> None:
+        self._proc = proc
         self._self = psutil.Process(os.getpid())
         self._drivers: dict[int, psutil.Process] = {}
+        self._waits: dict[int, tuple[float, int]] = {}  # pid -> (monotonic s, wait ns so far)
+        self._port_range = port_range(proc / PORT_RANGE_FILE.relative_to(PROC))
         psutil.cpu_percent(None, percpu=True)
 
     def sample(self, driver_pids: list[int], loop_lag_ms: float) -> HealthSample:
-        engine_cpu = 0.0
+        engine_cpu = busiest_cpu = 0.0
+        busiest_wait: float | None = None
+        fds = fd_limit = 0
         rss = self._rss(self._self)
         for pid in driver_pids:
             proc = self._drivers.get(pid)
@@ -38,19 +68,57 @@ class HealthMonitor:
                 if proc is None:
                     proc = self._drivers[pid] = psutil.Process(pid)
                     proc.cpu_percent(None)
-                engine_cpu += proc.cpu_percent(None)
+                cpu = proc.cpu_percent(None)
+                engine_cpu += cpu
                 rss += self._rss(proc)
             except psutil.Error:
                 self._drivers.pop(pid, None)
+                continue
+            wait = self._wait_pct(pid)
+            if cpu + (wait or 0.0) >= busiest_cpu + (busiest_wait or 0.0):
+                busiest_cpu, busiest_wait = cpu, wait
+            n, limit = _fds(proc)
+            if limit and (not fd_limit or n / limit > fds / fd_limit):
+                fds, fd_limit = n, limit
         for pid in set(self._drivers) - set(driver_pids):
-            del self._drivers[pid]
+            self._drivers.pop(pid, None)
+            self._waits.pop(pid, None)
+        ports = self._ports_used() if self._port_range else 0
         return HealthSample(
             cpu_pct=self._cpu_pct(),
             engine_cpu_pct=engine_cpu,
             rss_mb=rss / 2**20,
             mem_used_pct=psutil.virtual_memory().percent,
             loop_lag_ms=loop_lag_ms,
+            busiest_engine_cpu_pct=busiest_cpu,
+            busiest_engine_wait_pct=busiest_wait,
+            engine_fds=fds,
+            engine_fd_limit=fd_limit,
+            local_ports_used=ports,
+            local_port_range=self._port_range,
         )
+
+    def _wait_pct(self, pid: int) -> float | None:
+        """The share of one core's time the process's threads were runnable but waited
+        for a CPU, since the previous sample; None on the first sample or without schedstat."""
+        total = schedstat_wait_ns(self._proc / str(pid) / "task")
+        if total is None:
+            return None
+        now = time.monotonic()
+        before = self._waits.get(pid)
+        self._waits[pid] = (now, total)
+        if before is None or now <= before[0]:
+            return None
+        return max(0, total - before[1]) / 1e9 / (now - before[0]) * 100
+
+    def _ports_used(self) -> int:
+        """An upper bound of the ports held toward one destination: the host's TCP sockets
+        (TIME_WAIT included) while that stays below half the range, else the exact count of
+        the busiest destination."""
+        bound = sockstat_tcp(self._proc / SOCKSTAT_FILE.relative_to(PROC))
+        if bound < self._port_range // 2:
+            return bound
+        return busiest_destination(self._proc / t.relative_to(PROC) for t in TCP_TABLES)
 
     def _cpu_pct(self) -> float:
         per_cpu = psutil.cpu_percent(None, percpu=True)
@@ -66,3 +134,67 @@ class HealthMonitor:
             return proc.memory_info().rss
         except psutil.Error:
             return 0
+
+
+def _fds(proc: psutil.Process) -> tuple[int, int]:
+    """Open descriptors and the soft RLIMIT_NOFILE; (0, 0) when they cannot be read."""
+    try:
+        return proc.num_fds(), max(0, proc.rlimit(psutil.RLIMIT_NOFILE)[0])
+    except (psutil.Error, AttributeError, OSError):
+        return 0, 0
+
+
+def schedstat_wait_ns(task_dir: Path) -> int | None:
+    """The run-queue wait of every thread in `task_dir` (/proc/<pid>/task), summed: the
+    second field of each thread's schedstat. None when none can be read."""
+    total, read = 0, False
+    try:
+        threads = list(task_dir.iterdir())
+    except OSError:
+        return None
+    for thread in threads:
+        try:
+            fields = (thread / "schedstat").read_text().split()
+            total += int(fields[1])
+            read = True
+        except (OSError, IndexError, ValueError):
+            continue
+    return total if read else None
+
+
+def port_range(path: Path) -> int:
+    """How many ephemeral ports net.ipv4.ip_local_port_range offers; 0 when unreadable."""
+    try:
+        low, high = (int(v) for v in path.read_text().split()[:2])
+    except (OSError, ValueError):
+        return 0
+    return max(0, high - low + 1)
+
+
+def sockstat_tcp(path: Path) -> int:
+    """TCP sockets in use plus those in TIME_WAIT (/proc/net/sockstat)."""
+    try:
+        for line in path.read_text().splitlines():
+            if line.startswith("TCP:"):
+                fields = line.split()[1:]
+                values = dict(zip(fields[::2], fields[1::2]))
+                return int(values.get("inuse", 0)) + int(values.get("tw", 0))
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def busiest_destination(tables) -> int:
+    """The most sockets toward one (remote address, port), listening sockets left out."""
+    counts: collections.Counter[str] = collections.Counter()
+    for table in tables:
+        try:
+            with open(table) as f:
+                next(f, None)  # the header
+                for line in f:
+                    fields = line.split()
+                    if len(fields) > 3 and fields[3] != _LISTEN:
+                        counts[fields[2]] += 1
+        except OSError:
+            continue
+    return max(counts.values(), default=0)

@@ -209,11 +209,16 @@ class Agent:
             await asyncio.sleep(max(0.0, expected - time.monotonic()))
             lag_ms = max(0.0, (time.monotonic() - expected) * 1000)
             expected += period_s
-            h = self._health.sample(self._job.pids if self._job else [], lag_ms)
+            # Off the event loop: near port exhaustion the TCP tables are read (tens of thousands of lines).
+            h = await asyncio.to_thread(self._health.sample, self._job.pids if self._job else [], lag_ms)
             beat = agent_pb2.Heartbeat(
                 sent_at_ms=wall_ms(),
-                health=agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
-                                        loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct))
+                health=agent_pb2.Health(
+                    cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb, loop_lag_ms=h.loop_lag_ms,
+                    mem_used_pct=h.mem_used_pct, busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
+                    busiest_engine_wait_pct=h.busiest_engine_wait_pct, engine_fds=h.engine_fds,
+                    engine_fd_limit=h.engine_fd_limit, local_ports_used=h.local_ports_used,
+                    local_port_range=h.local_port_range))
             if best := self._clock.best:
                 beat.clock.CopyFrom(agent_pb2.ClockOffset(offset_ms=best.offset_ms, rtt_ms=best.rtt_ms))
             if self._host is not None:

@@ -16,6 +16,9 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
     missing = (f"  ({s.missing_agents} agent{'s' * (s.missing_agents > 1)} missing: later than the revision "
                "window)" if s.missing_agents else "")
     missing += f"  ({s.lost_agents} lost)" if s.lost_agents else ""
+    if s.validity in (run_pb2.VALIDITY_SUSPECT, run_pb2.VALIDITY_INVALID):
+        verdict = run_pb2.Validity.Name(s.validity).removeprefix("VALIDITY_")
+        missing += f"  {verdict}: {s.validity_reasons}"
     return (f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.mb_per_s:>8.2f}  {s.p50_ms:>8.2f}  "
             f"{s.p99_ms:>8.2f}  {s.errors:>7}{missing}")
 
@@ -131,7 +134,8 @@ def steps_table(doc: dict) -> str:
                   f"{st['bytes_per_s'] / 1e6:.2f}", f"{st['error_pct']:.2f}", f"{st['mean_ms']:.2f}",
                   f"{st['p99_ms']:.2f}", f"{st['concurrent_conns']:.0f}")
         flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
-        flag += "  generator-bound" if st["generator_bound"] else ""
+        flag += ("  generator-bound" if st["generator_bound"] else
+                 f"  {st['validity']}" if st.get("validity", "valid") != "valid" else "")
         flag += f"  {st['losses']} share(s) lost" if st.get("losses") else ""
         flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
         lines.append(f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS))
@@ -145,16 +149,10 @@ def steps_table(doc: dict) -> str:
             lines.append(f"{lv['name']}: {lv['repetitions']} repetitions, {lv['achieved_rps']['mean']:.1f} "
                          f"± {lv['achieved_rps']['stddev']:.1f} req/s, p99 {lv['p99_ms']['mean']:.2f} "
                          f"± {lv['p99_ms']['stddev']:.2f} ms")
-    for knee in doc.get("knees", []):
-        lines.append(f"knee: {knee['name']}: {knee['achieved_rps']:.1f} ok/s at offered {knee['offered']:g} "
-                     f"({knee['efficiency']:.0%} efficiency)")
-    usl = doc.get("usl")
-    if usl:
-        peak = f", peak at N = {usl['peak_n']:.1f}" if usl.get("peak_n") else ", no peak"
-        lines.append(f"USL over {usl['basis']}: σ = {usl['sigma']:.4f}, κ = {usl['kappa']:.6f}, "
-                     f"λ = {usl['lambda']:.1f}/s, R² = {usl['r_squared']:.3f}{peak}")
+    # The knee of each server count and the USL fit, each found or saying why not (analysis.py).
+    lines += doc.get("analysis_notes", [])
     for st in steps:
-        if st["generator_bound"]:
+        if st["generator_bound"] or st.get("validity", "valid") != "valid":
             lines.append(st["generator_advice"])
     if doc.get("stop"):
         lines.append(f"stopped early: {doc['stop']['text']}")

@@ -22,6 +22,7 @@ from .drift import Drift
 from .events import Event, EventKind
 from .genbound import GeneratorHealth
 from .hosts import HostRecorder, HostSample, MonitorInfo
+from .load import LoadModel
 from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
 from .plan import Plan
 from .recovery import Recovered
@@ -34,6 +35,7 @@ from .stream import FinalInterval, StepEnd, StepWindow, Stream
 from .summary import RunSummary
 from .targethealth import TargetHealth
 from .totals import RunTotals
+from .validity import Validity
 from .watchers import Watchers
 
 
@@ -50,9 +52,12 @@ class RunPipeline:
         self.watchers = Watchers()
         self.totals = RunTotals()
         self.meter = StepMeter()
-        self.generators = GeneratorHealth(heartbeat_ms)
+        self.generators = GeneratorHealth(
+            heartbeat_ms, max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0,
+            multi_core_driver=plan.driver == "gatling")
         self.hosts = HostRecorder(period_ms=heartbeat_ms)
-        self._output = InfluxOutput(run_id, sinks, emit=self.event) if sinks else None
+        self._output = (InfluxOutput(run_id, sinks, emit=self.event, multi_core_driver=plan.driver == "gatling")
+                        if sinks else None)
         self.drift = Drift(plan.interval_ms, emit=self._output.on_drift if self._output else lambda point: None)
         self.target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms, emit=self.event)
         self._stopwatch = StopWatch(plan.stop, plan.interval_ms, on_stop=on_stop)
@@ -94,6 +99,7 @@ class RunPipeline:
         self._subscribe()
         for logged in recovered.intervals:
             published = logged.final(window_of(logged.step))
+            published = replace(published, verdict=self.generators.judge(published))  # from its rows alone now
             for consumer in filter(None, (self.totals, self.meter, self._output)):
                 consumer.on_interval(published)
             self.drift.observe(published.start_ms, published.total)
@@ -107,7 +113,8 @@ class RunPipeline:
     # ---- what flows -------------------------------------------------------------
 
     def publish(self, interval: FinalInterval, *, watermark_ms: int, late: dict[str, int]) -> None:
-        """An interval is final: to every consumer, then into the journal."""
+        """An interval is final: judged (generator health), to every consumer, then into the journal."""
+        interval = replace(interval, verdict=self.generators.judge(interval))
         self._stream.interval(interval)
         if self._journal is not None:
             self._journal.interval(interval, self.writer.offsets)
@@ -152,9 +159,11 @@ class RunPipeline:
         measured window, the generators' verdict and the monitored hosts."""
         result = replace(self.meter.result(spec, window, state), hosts=self.hosts.step_loads(window.name))
         found = self.generators.verdict(window.name, agents, demand_ratio)
-        if found.bound:
-            result = replace(result, generator_bound=True, generator_bound_intervals=found.intervals,
-                             generator_advice=found.describe(window.name, result.intervals, one_host=one_host))
+        if found.validity is not Validity.VALID or found.reasons:
+            result = replace(result, validity=found.validity, validity_reasons=found.reasons_text(),
+                             invalid_intervals=found.invalid_intervals, suspect_intervals=found.suspect_intervals,
+                             generator_bound=found.bound, generator_bound_intervals=found.invalid_intervals,
+                             generator_advice=found.describe(window.name, one_host=one_host))
         return result
 
     def step_end(self, window: StepWindow, result: StepResult, *, watermark_ms: int, late: dict[str, int]) -> None:

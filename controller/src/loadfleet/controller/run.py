@@ -29,6 +29,7 @@ from loadfleet.wire.stats import TOTAL
 from . import steps
 from .admission import may_run
 from .agents import AgentRecord, AgentRegistry, AgentState, Health
+from .analysis import analyze, knee_search
 from .codec import to_doc
 from .errors import NotEnoughAgents
 from .events import Event, EventKind
@@ -36,15 +37,14 @@ from .genbound import is_loopback
 from .hosts import HostSample, MonitorInfo
 from .jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits, job_id_for
 from .journal import Record
-from .knee import Knee, LevelPoint, find_knee
+from .knee import Knee
 from .load import LoadModel
 from .losses import FleetLosses, Loss, StepShares
 from .plan import Plan
-from .scaling import server_scaling, usl_of
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
 from .spooldrops import AgentSpoolDrop, agent_drop_event
-from .steps import SINGLE_STEP, StepResult, StepSpec, StepState, level_summaries
+from .steps import SINGLE_STEP, StepResult, StepSpec, StepState
 from .stops import Condition, StopReason
 from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
 from .summary import RunSummary, summarize
@@ -471,17 +471,15 @@ class Run:
         return len(self._agents) > 1 or any(is_loopback(t.url) for t in self.plan.targets)
 
     def _look_for_knee(self, servers: int) -> None:
+        """Over the steps whose generators kept up (analysis.py)."""
         if servers in self._knees:
             return
-        levels = [lv for lv in level_summaries(self._results) if lv.servers == servers]
-        knee = find_knee([LevelPoint(lv.name, lv.offered, lv.ok_rps.mean, lv.p99_ms.mean, lv.error_pct.mean)
-                          for lv in levels])
-        if knee is None:
+        found = knee_search(self._results, servers)
+        if found.knee is None:
             return
-        self._knees[servers] = knee
-        self._pipeline.record(Record.KNEE, servers=servers, knee=to_doc(knee))
-        bound = " (the step was generator-bound: this may be the generators' knee)" if levels[knee.index].generator_bound else ""
-        self._emit(Event(EventKind.KNEE, knee.describe() + bound))
+        self._knees[servers] = found.knee
+        self._pipeline.record(Record.KNEE, servers=servers, knee=to_doc(found.knee))
+        self._emit(Event(EventKind.KNEE, found.note))
 
     def _skip_past_knee(self, spec: StepSpec) -> None:
         self._skip([spec.name])
@@ -549,16 +547,18 @@ class Run:
         return message
 
     def _summarize(self, message: str) -> RunSummary:
-        levels = level_summaries(self._results) if self.plan.sweep else []
+        sweep = self.plan.sweep
+        found = analyze(self._results, self.plan.load.model, server_sweep=bool(sweep.servers)) if sweep else None
         return summarize(
             run_id=self.run_id, plan_name=self.plan.name, state=self.state.value, message=message,
             run_dir=str(self.run_dir), started_ms=self._results[0].start_ms if self._results and self._results[0].start_ms else self.started_ms,
             totals=self._pipeline.totals, agent_ids=self.agent_ids, events=self.watchers.events,
             events_left_out=self.watchers.events_left_out, late_requests=dict(sorted(self._late.items())),
-            steps=tuple(self._results), levels=tuple(levels), knees=tuple(self._knees.values()),
-            skipped_steps=tuple(self._skipped),
-            scalability=tuple(server_scaling(levels)) if self.plan.sweep and self.plan.sweep.servers else (),
-            usl=usl_of(levels, self.plan.load.model) if levels else None, stop=self._stop_reason,
+            steps=tuple(self._results), skipped_steps=tuple(self._skipped),
+            knees=found.knees if found else tuple(self._knees.values()),
+            **({"levels": found.levels, "scalability": found.scalability, "usl": found.usl,
+                "analysis_notes": found.notes} if found else {}),
+            load_model=self.plan.load.model.value, stop=self._stop_reason,
             target_outages=self._pipeline.target_health.outages(), hosts=self._pipeline.hosts.run_loads(),
             losses=tuple(self._losses.losses), clock_offsets_ms=dict(sorted(self._clock_offsets_ms.items())),
         )

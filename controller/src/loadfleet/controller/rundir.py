@@ -5,7 +5,8 @@ intervals.csv (one row per interval per scope: `cluster` rows merge all agents, 
 rows are one agent's; within a scope a row per (target, request) and a `*`,`*` row for the
 whole interval), latency.hlog (the same intervals' latency histograms in microseconds, in
 the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any
-percentile can be recomputed or merged later; with very many agents, `StepWindow.agent_detail`
+percentile can be recomputed or merged later; each row ends with the interval's
+generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many agents, `StepWindow.agent_detail`
 off, agents' rows are their totals only and the log has the cluster's lines only), events.jsonl (one run event per line), hosts.csv and
 host_counters.csv (monitored hosts' samples); steps.csv after each step; summary.json
 and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
@@ -45,6 +46,7 @@ from .report.rundata import GATLING_DIR
 from .rundisk import AppendFile, DiskTrouble
 from .steps import StepResult, steps_csv
 from .stream import FinalInterval, Scope, StepEnd, StepWindow
+from .validity import VALID
 
 if TYPE_CHECKING:
     from .summary import RunSummary
@@ -63,6 +65,9 @@ INTERVAL_COLUMNS = (
     # intervals; docs/results.md), then percentiles of waiting. Zero when not measured.
     + [f"{name}_{what}" for name in PHASE_NAMES for what in ("count", "sum_ms", "max_ms")]
     + [f"waiting_{name}_ms" for name, _ in WAITING_PERCENTILES]
+    # The interval's generator-health verdict (genbound.py): the cluster's on cluster rows,
+    # the agent's own on its rows. Text, last (report/rundata.py reads the numbers before).
+    + ["validity", "validity_reasons"]
 )
 
 
@@ -191,10 +196,14 @@ class RunDirWriter:
             rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
             written += [(Scope.AGENT, agent.agent_id, row) for row in rows]
         interval.compute_figures([row for _, _, row in written])
+        verdict = interval.verdict
+        judged = {"": verdict, **verdict.by_agent()}  # by agent id; the cluster's under ""
         out = io.StringIO()
         lines = csv.writer(out, lineterminator="\n")
         for scope, agent_id, row in written:
-            lines.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row)))
+            own = judged.get(agent_id, VALID)
+            lines.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row))
+                           + [own.validity.value, own.reasons_text()])
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:

@@ -23,6 +23,7 @@ from .figures import Figures, Latency, figures_of
 from .hosts import HostLoad
 from .load import Load, LoadModel
 from .stream import FinalInterval, StepEnd, StepWindow
+from .validity import Validity, worst
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -176,6 +177,13 @@ class StepResult:
     concurrent_conns: float
     per_server_rps: dict[str, float] = field(default_factory=dict)
     targets: tuple[TargetFigures, ...] = ()  # each target's figures, in url order
+    # The generators' health over the measured intervals (genbound.py): the step's verdict,
+    # its reasons, and how many intervals were judged invalid or suspect. An invalid step is
+    # generator-bound, and the knee and the USL fit leave it out.
+    validity: Validity = Validity.VALID
+    validity_reasons: str = ""
+    invalid_intervals: int = 0
+    suspect_intervals: int = 0
     generator_bound: bool = False
     generator_bound_intervals: int = 0
     generator_advice: str = ""
@@ -197,7 +205,8 @@ class StepResult:
                 f"{self.concurrent_conns:.0f} conns" + "".join(
                     f", {h.host} CPU {h.cpu_pct:.0f} %" + (f" (server {h.process_cpu_pct:.0f} % of a core)"
                                                            if h.process_cpu_pct else "") for h in self.hosts)
-                + (", GENERATOR-BOUND" if self.generator_bound else ""))
+                + (", GENERATOR-BOUND" if self.generator_bound else
+                   f", {self.validity.label.upper()}" if self.validity is not Validity.VALID else ""))
 
     def figures(self) -> Figures:
         """The step's figures in the shape of a run's (for step points)."""
@@ -332,6 +341,8 @@ class LevelSummary:
     p99_ms: Spread
     error_pct: Spread
     generator_bound: bool
+    validity: Validity = Validity.VALID  # the worst of its repetitions'
+    invalid_repetitions: int = 0
 
 
 def level_summaries(results: list[StepResult]) -> list[LevelSummary]:
@@ -343,14 +354,16 @@ def level_summaries(results: list[StepResult]) -> list[LevelSummary]:
         name=name, servers=rs[0].servers, offered=rs[0].offered, repetitions=len(rs),
         achieved_rps=spread([r.achieved_rps for r in rs]), ok_rps=spread([r.ok_rps for r in rs]),
         mean_ms=spread([r.mean_ms for r in rs]), p99_ms=spread([r.p99_ms for r in rs]),
-        error_pct=spread([r.error_pct for r in rs]), generator_bound=any(r.generator_bound for r in rs))
+        error_pct=spread([r.error_pct for r in rs]), generator_bound=any(r.generator_bound for r in rs),
+        validity=worst(r.validity for r in rs), invalid_repetitions=sum(r.validity is Validity.INVALID for r in rs))
         for name, rs in groups.items()]
 
 
 STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offered", "state", "start_ms", "measured_s",
                 "intervals", "requests", "ok", "achieved_rps", "ok_rps", "bytes_per_s", "mean_ms", "stddev_ms",
                 "p50_ms", "p90_ms", "p99_ms", "error_pct", "new_conns_per_s", "concurrent_conns",
-                "rps_per_server", "generator_bound", "generator_bound_intervals", "losses")
+                "rps_per_server", "generator_bound", "generator_bound_intervals", "losses", "validity",
+                "invalid_intervals", "suspect_intervals", "validity_reasons")
 
 
 # Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.

@@ -28,6 +28,7 @@ from .agents import Health
 from .events import Event
 from .figures import Figures, figures_of, latencies_of
 from .hosts import HostSample, MonitorInfo
+from .validity import VALID, Verdict
 
 if TYPE_CHECKING:
     from .steps import StepResult
@@ -105,6 +106,8 @@ class FinalInterval:
     total: StatsRow  # everything merged
     missing: tuple[str, ...] = ()  # expected agents whose report never came in time
     lost: tuple[str, ...] = ()  # agents of the step lost before it was published (not waited for)
+    # Whether it measures the targets or the generators (genbound.py), judged as it is published.
+    verdict: Verdict = VALID
     # Each row's figures, computed once for all consumers (percentiles cost CPU).
     _figures: dict = field(default_factory=dict, compare=False, repr=False)
 

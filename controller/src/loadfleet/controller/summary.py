@@ -16,6 +16,7 @@ from .scaling import ServerScaling, UslResult
 from .steps import LevelSummary, StepResult
 from .stops import StopReason
 from .targethealth import Outage
+from .validity import Validity
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class RunSummary:
     skipped_steps: tuple[str, ...] = ()
     scalability: tuple[ServerScaling, ...] = ()
     usl: UslResult | None = None
+    # One sentence per analysis (the knee of each server count, the USL fit): what it found,
+    # or why it cannot tell, and which steps it left out as generator-bound (analysis.py).
+    analysis_notes: tuple[str, ...] = ()
+    load_model: str = ""  # closed | open | users: what `offered` counts
     stop: StopReason | None = None
     # Monitored hosts over all the run's load (per step: steps[i].hosts).
     hosts: tuple[HostLoad, ...] = ()
@@ -72,6 +77,7 @@ class RunSummary:
         doc = asdict(self)
         doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
         doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
+        doc["suspect_steps"] = [s.name for s in self.steps if s.validity is Validity.SUSPECT]
         doc["usl"] = self.usl.to_json() if self.usl else None
         return doc
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from .events import Event
 from .figures import Figures, figures_of
 from .stream import FinalInterval, StepEnd
+from .validity import VALID, Verdict
 
 # Updates a follower may fall behind by before its oldest are dropped (~3 hours of
 # one-second intervals).
@@ -26,6 +27,7 @@ class IntervalUpdate:
     missing: int  # agents with a share whose reports did not come in time
     lost: int  # agents of the step lost before it (their share may have moved: losses.py)
     figures: Figures
+    verdict: Verdict = VALID  # generator health (genbound.py)
 
 
 class Follower:
@@ -84,7 +86,7 @@ class Watchers:
 
     def on_interval(self, interval: FinalInterval) -> None:
         update = IntervalUpdate(interval.start_ms, len(interval.agents), len(interval.missing), len(interval.lost),
-                                figures_of(interval.total, interval.interval_ms / 1000))
+                                figures_of(interval.total, interval.interval_ms / 1000), interval.verdict)
         for follower in self._followers:
             follower.put(update)
 

@@ -42,7 +42,20 @@ def _header_facts(run: RunData) -> list[tuple[str, str]]:
     return [("plan", str(s.get("plan_name", "?"))), ("driver", run.driver), ("state", state),
             ("started", utc_time(run.started_ms)), ("duration", f"{float(s.get('duration_s', 0)):g} s"), *warmup,
             ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
-            ("run directory", str(run.run_dir))]
+            *generator_health(run), ("run directory", str(run.run_dir))]
+
+
+def generator_health(run: RunData) -> list[tuple[str, str]]:
+    """How many intervals measured the generators rather than the targets (runs before the
+    verdict existed say nothing)."""
+    judged = sum(n for verdict, n in run.verdicts.items() if verdict)
+    if not judged:
+        return []
+    invalid, suspect = run.verdicts.get("invalid", 0), run.verdicts.get("suspect", 0)
+    text = (f"{invalid} invalid and {suspect} suspect of {judged} intervals (the generators, not the "
+            "targets, may have set their figures: intervals.csv's validity_reasons says why)"
+            if invalid or suspect else f"all {judged} intervals valid")
+    return [("generator health", text)]
 
 
 def summary_table(summary: dict) -> str:
@@ -127,7 +140,9 @@ def failures_text(entry: dict) -> str:
 
 def saturation_charts(summary: dict) -> list[Chart]:
     """For a sweep: achieved load and p99 against offered load, one line per server count,
-    with the knee marked. Empty for a run of one step."""
+    with the knee marked; the offered load as a line of its own only where it is a rate
+    (open model: clients or users are no requests/s to compare with); the scalability
+    curve with its USL fit. Empty for a run of one step."""
     steps = [s for s in summary.get("steps", []) if "offered" in s]
     if len(steps) < 2:
         return []
@@ -142,9 +157,10 @@ def saturation_charts(summary: dict) -> list[Chart]:
 
     knees = tuple(Marker(float(k["offered"]), f"knee {k.get('name', '')}") for k in summary.get("knees", [])
                   if "offered" in k)
-    diagonal = Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps})))
+    diagonal = (Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps}))),) \
+        if summary.get("load_model") == "open" else ()
     found = [
-        Chart("Achieved vs offered load", "req/s", (*lines("achieved_rps"), diagonal), x_label="offered load",
+        Chart("Achieved vs offered load", "req/s", (*lines("achieved_rps"), *diagonal), x_label="offered load",
               markers=knees),
         Chart("p99 vs offered load", "ms", lines("p99_ms"), x_label="offered load", markers=knees, log_y=True),
     ]
@@ -155,14 +171,45 @@ def saturation_charts(summary: dict) -> list[Chart]:
                                                   for s in steps for h in s.get("hosts", ()) if h["host"] == host)))
             for host in hosts for field, label in (("cpu_pct", "host"), ("process_cpu_pct", "server (% of a core)"))),
             x_label="offered load", markers=knees))
-    return found
+    scaling = scalability_chart(summary)
+    return found + ([scaling] if scaling else [])
+
+
+USL_CURVE_POINTS = 60
+
+
+def scalability_chart(summary: dict) -> Chart | None:
+    """Throughput against the number of servers (or clients, users) as measured, and the
+    USL curve fitted to it when there is a fit (steps judged invalid are not in it)."""
+    usl = summary.get("usl")
+    basis = usl["basis"] if usl else ("servers" if summary.get("scalability") else "")
+    if basis == "servers":
+        measured = tuple((float(r["servers"]), float(r["peak_ok_rps"])) for r in summary.get("scalability", ()))
+    elif basis:
+        measured = tuple(sorted((float(s["offered"]), float(s.get("ok_rps", 0))) for s in summary.get("steps", ())
+                                if s.get("validity", "valid") != "invalid"))
+    else:
+        return None
+    if len(measured) < 2:
+        return None
+    series = [Series("measured ok/s", measured)]
+    if usl:
+        low, high = min(n for n, _ in measured), max(n for n, _ in measured)
+        ns = [low + (high - low) * i / (USL_CURVE_POINTS - 1) for i in range(USL_CURVE_POINTS)]
+        series.append(Series(f"USL fit (σ {usl['sigma']:.3f}, κ {usl['kappa']:.5f})", tuple(
+            (n, usl["lambda"] * n / (1 + usl["sigma"] * (n - 1) + usl["kappa"] * n * (n - 1))) for n in ns)))
+    return Chart(f"Scalability: ok/s vs {basis}", "ok/s", tuple(series), x_label=basis)
 
 
 def _saturation_section(summary: dict) -> list[str]:
     found = saturation_charts(summary)
-    if not found:
+    notes = summary.get("analysis_notes") or []
+    if not found and not notes:
         return []
-    return ["<h2>Saturation</h2>", '<div class="charts">', *(interactive.figure(c) for c in found), "</div>"]
+    advice = [s["generator_advice"] for s in summary.get("steps", ()) if s.get("validity", "valid") != "valid"
+              and s.get("generator_advice")]
+    return ["<h2>Saturation</h2>", *(f"<p>{escape(n)}</p>" for n in (*notes, *advice)),
+            '<div class="charts">', *(interactive.figure(c) for c in found), "</div>"]
 
 
 def charts(run: RunData) -> list[Chart]:

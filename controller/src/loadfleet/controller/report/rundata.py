@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,8 @@ UNKNOWN = "?"  # a run directory without a readable plan.yaml
 GATLING_DIR = "gatling"  # agents' Gatling HTML reports, unpacked under <agent id>/
 TOTAL = "*"
 _KEY_COLUMNS = ("interval_start_ms", "scope", "agent", "target", "request")
+# Columns of text after the numbers (runs before them have none).
+_TEXT_COLUMNS = ("validity", "validity_reasons")
 
 Points = tuple[tuple[float, float], ...]
 
@@ -41,6 +43,7 @@ class IntervalRow:
     target: str
     request: str
     values: dict[str, float]
+    validity: str = ""  # the interval's generator-health verdict ("" in runs from before it)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class RunData:
     host_cpu: dict[str, dict[str, Points]] = field(default_factory=dict)
     driver: str = DEFAULT_DRIVER  # engine or gatling
     warmup_s: float = 0.0  # a plain plan's warm-up, left out of its step's figures
+    # Intervals per generator-health verdict ("valid", "suspect", "invalid"; "": runs before it).
+    verdicts: dict[str, int] = field(default_factory=dict)
 
     @property
     def measured_step(self) -> dict | None:
@@ -115,12 +120,13 @@ def _responses(row: IntervalRow) -> float:
 def load_run(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     summary = read_summary(run_dir)
-    kinds, total, rows, agents = _read_intervals(run_dir / INTERVALS_FILE)
+    kinds, total, rows, agents, verdicts = _read_intervals(run_dir / INTERVALS_FILE)
     started_ms = int(summary.get("started_ms") or (total[0].start_ms if total else 0))
     driver, warmup_s = _read_plan_facts(run_dir / PLAN_FILE)
     return RunData(run_dir=run_dir, summary=summary, error_kinds=kinds,
                    cluster_total=total, cluster_rows=rows, agent_totals=agents,
-                   host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms), driver=driver, warmup_s=warmup_s)
+                   host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms), driver=driver, warmup_s=warmup_s,
+                   verdicts=dict(verdicts))
 
 
 def _read_plan_facts(path: Path) -> tuple[str, float]:
@@ -256,15 +262,17 @@ class _Bucket:
 
 def _read_intervals(path: Path):
     """(error kinds, cluster totals, per-target rows (requests summed), agent totals), in at
-    most MAX_POINTS points each (see MAX_POINTS), agents beyond the busiest summed."""
+    most MAX_POINTS points each (see MAX_POINTS), agents beyond the busiest summed; and how
+    many intervals had each generator-health verdict (every interval counted)."""
     if not path.is_file():
-        return (), (), (), ()
-    intervals, agent_rps, kinds = 0, defaultdict(float), ()
+        return (), (), (), (), Counter()
+    intervals, agent_rps, kinds, verdicts = 0, defaultdict(float), (), Counter()
     for row in _interval_rows(path):
         if isinstance(row, tuple):
             kinds = row
         elif row.scope == "cluster" and row.target == TOTAL:
             intervals += 1
+            verdicts[row.validity] += 1
         elif row.scope != "cluster":
             agent_rps[row.agent] += row.values.get("rps", 0.0)
     stride = max(1, -(-intervals // MAX_POINTS))
@@ -292,7 +300,7 @@ def _read_intervals(path: Path):
         scope, _, target, _ = key
         into = agents if scope != "cluster" else total if target == TOTAL else rows
         into += [bucket.row(*key) for bucket in by_bucket.values()]
-    return kinds, tuple(total), tuple(rows), tuple(sorted(agents, key=lambda r: (r.agent, r.start_ms)))
+    return kinds, tuple(total), tuple(rows), tuple(sorted(agents, key=lambda r: (r.agent, r.start_ms))), verdicts
 
 
 # What reports plot of the per-target and per-agent rows (all of the cluster's total row).
@@ -308,24 +316,29 @@ def _interval_rows(path: Path):
             header = next(reader, None)
             if header is None or tuple(header[:len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
                 raise UsageError(f"{path}: not a loadfleet intervals file (unexpected header)")
-            numeric = header[len(_KEY_COLUMNS):]
+            numeric = [c for c in header[len(_KEY_COLUMNS):] if c not in _TEXT_COLUMNS]
+            texts = [c for c in header[len(_KEY_COLUMNS):] if c in _TEXT_COLUMNS]
+            if header[len(header) - len(texts):] != texts:
+                raise UsageError(f"{path}: not a loadfleet intervals file (text columns before numbers)")
             yield tuple(c[len("err_"):] for c in header if c.startswith("err_"))
             for line_no, cells in enumerate(reader, start=2):
-                row = _row(cells, numeric, path, line_no)
+                row = _row(cells, numeric, texts, path, line_no)
                 if row is not None:
                     yield row
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UsageError(f"{path}: unreadable: {exc}") from exc
 
 
-def _row(cells: list[str], numeric: list[str], path: Path, line_no: int) -> IntervalRow | None:
-    if len(cells) != len(_KEY_COLUMNS) + len(numeric):
-        raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {len(_KEY_COLUMNS) + len(numeric)}")
+def _row(cells: list[str], numeric: list[str], texts: list[str], path: Path, line_no: int) -> IntervalRow | None:
+    expected = len(_KEY_COLUMNS) + len(numeric) + len(texts)
+    if len(cells) != expected:
+        raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {expected}")
     start, scope, agent, target, request = cells[:len(_KEY_COLUMNS)]
     if scope != "cluster" and target != TOTAL:
         return None  # an agent's per-(target, request) row: no report plots it
+    text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric):]))
     try:
         values = {name: float(cell) for name, cell in zip(numeric, cells[len(_KEY_COLUMNS):])}
-        return IntervalRow(int(start), scope, agent, target, request, values)
+        return IntervalRow(int(start), scope, agent, target, request, values, text.get("validity", ""))
     except ValueError as exc:
         raise UsageError(f"{path}:{line_no}: {exc}") from exc

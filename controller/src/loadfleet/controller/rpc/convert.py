@@ -20,6 +20,7 @@ from ..watchers import IntervalUpdate
 from ..scheduler import EngineShare, combine
 from ..spooldrops import AgentSpoolDrop
 from ..summary import NamedFigures, RunSummary
+from ..validity import Validity
 
 # An engine's last words as kept in an event: its last lines, not a log.
 MAX_STDERR_TAIL = 2000
@@ -58,7 +59,12 @@ def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> Hos
 
 def health_from_proto(pb: agent_pb2.Health) -> Health:
     return Health(cpu_pct=pb.cpu_pct, engine_cpu_pct=pb.engine_cpu_pct, rss_mb=pb.rss_mb,
-                  loop_lag_ms=pb.loop_lag_ms, mem_used_pct=pb.mem_used_pct)
+                  loop_lag_ms=pb.loop_lag_ms, mem_used_pct=pb.mem_used_pct,
+                  busiest_engine_cpu_pct=pb.busiest_engine_cpu_pct,
+                  busiest_engine_wait_pct=(pb.busiest_engine_wait_pct if pb.HasField("busiest_engine_wait_pct")
+                                           else None),
+                  engine_fds=pb.engine_fds, engine_fd_limit=pb.engine_fd_limit,
+                  local_ports_used=pb.local_ports_used, local_port_range=pb.local_port_range)
 
 
 def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
@@ -68,7 +74,11 @@ def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
 
 def health_to_proto(h: Health) -> agent_pb2.Health:
     return agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
-                            loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct)
+                            loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct,
+                            busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
+                            busiest_engine_wait_pct=h.busiest_engine_wait_pct, engine_fds=h.engine_fds,
+                            engine_fd_limit=h.engine_fd_limit, local_ports_used=h.local_ports_used,
+                            local_port_range=h.local_port_range)
 
 
 class BadReport(ValueError):
@@ -259,7 +269,12 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         interval_start_ms=u.interval_start_ms, agents=u.agents, requests=f.requests,
         errors=f.failed, rps=f.rps, mb_per_s=f.mb_per_s, p50_ms=f.latency.p50_ms,
         p99_ms=f.latency.p99_ms, missing_agents=u.missing, lost_agents=u.lost,
+        validity=_VALIDITIES[u.verdict.validity], validity_reasons=u.verdict.reasons_text(),
     )
+
+
+_VALIDITIES = {Validity.VALID: run_pb2.VALIDITY_VALID, Validity.SUSPECT: run_pb2.VALIDITY_SUSPECT,
+               Validity.INVALID: run_pb2.VALIDITY_INVALID}
 
 
 def _latency_to_proto(lat: Latency) -> run_pb2.Latency:

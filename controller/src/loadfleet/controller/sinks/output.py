@@ -19,9 +19,9 @@ from ..agents import Health
 from ..drift import DriftPoint
 from ..events import Event
 from ..spooldrops import influx_drop_event
-from ..genbound import saturation
 from ..hosts import HostSample, MonitorInfo
 from ..stream import FinalInterval, Scope, StepEnd, StepWindow
+from ..validity import VALID, health_reasons, verdict_of
 from . import DropCounting, Sink
 from .lineproto import Point
 from .points import (agent_point, drift_point, event_point, host_points, http_points, step_host_points, step_point,
@@ -34,8 +34,9 @@ DROP_EVENT_PERIOD_S = 60.0
 
 class InfluxOutput:
     def __init__(self, run_id: str, sinks: list[Sink], emit: Callable[[Event], object] = lambda event: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, multi_core_driver: bool = False):
         self.run_id = run_id
+        self._multi_core_driver = multi_core_driver  # Gatling: validity.health_reasons
         self._sinks = sinks
         self._emit = emit
         self._clock = clock
@@ -43,14 +44,17 @@ class InfluxOutput:
 
     def on_interval(self, interval: FinalInterval) -> None:
         step, start, interval_ms = interval.step.name, interval.start_ms, interval.interval_ms
+        verdict = interval.verdict
         points = http_points(run_id=self.run_id, step=step, scope=Scope.CLUSTER, agent="", interval_start_ms=start,
                              interval_ms=interval_ms, rows=(*interval.cluster, interval.total),
-                             figures=interval.figures)
+                             figures=interval.figures, verdict=verdict)
+        per_agent = verdict.by_agent()
         for agent in interval.agents:
             rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
             points += http_points(run_id=self.run_id, step=step, scope=Scope.AGENT, agent=agent.agent_id,
                                   interval_start_ms=start, interval_ms=interval_ms, rows=rows,
-                                  figures=interval.figures)
+                                  figures=interval.figures,
+                                  verdict=per_agent.get(agent.agent_id, VALID))
         self._add(points)
         self._tell_drops(at_once=False)
 
@@ -59,7 +63,9 @@ class InfluxOutput:
         start_ms = r.start_ms or end.step.load_start_ms
         self._add([step_point(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
                               start_ms=start_ms, total=r.figures(), bytes_per_s=r.bytes_per_s,
-                              generator_bound=r.generator_bound, losses=r.losses)])
+                              generator_bound=r.generator_bound, losses=r.losses, validity=r.validity,
+                              invalid_intervals=r.invalid_intervals, suspect_intervals=r.suspect_intervals,
+                              validity_reasons=r.validity_reasons)])
         self._add(step_target_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
                                      start_ms=start_ms, targets=r.targets))
         self._add(step_host_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
@@ -73,9 +79,8 @@ class InfluxOutput:
         self._add([event_point(run_id=self.run_id, event=event)])
 
     def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
-        saturated = saturation(agent_id, health, engines, at_ms) is not None
-        self._add([agent_point(run_id=self.run_id, agent_id=agent_id, health=health, at_ms=at_ms,
-                               saturated=saturated)])
+        verdict = verdict_of(health_reasons(agent_id, health, engines, multi_core_driver=self._multi_core_driver))
+        self._add([agent_point(run_id=self.run_id, agent_id=agent_id, health=health, at_ms=at_ms, verdict=verdict)])
 
     def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
         self._add(host_points(run_id=self.run_id, host=host, monitor=monitor, sample=sample))

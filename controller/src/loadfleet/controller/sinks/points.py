@@ -23,23 +23,31 @@ from ..drift import DriftPoint
 from ..hosts import HostLoad, HostSample, MonitorInfo
 from ..stream import Scope
 from ..steps import TargetFigures
+from ..validity import VALID, Validity, Verdict
 from .lineproto import Point
 
 
 def http_points(*, run_id: str, step: str, scope: Scope, agent: str, interval_start_ms: int,
                 interval_ms: int, rows: Iterable[StatsRow],
-                figures: Callable[[StatsRow], Figures] | None = None) -> list[Point]:
+                figures: Callable[[StatsRow], Figures] | None = None, verdict: Verdict = VALID) -> list[Point]:
     """One point per row: rows with one (target, request) each, and the `*`/`*` total.
-    `figures`: the rows' figures where already computed."""
+    `figures`: the rows' figures where already computed; `verdict`: the interval's
+    generator-health verdict for this scope (the cluster's, or the agent's own)."""
     figures = figures or (lambda row: figures_of(row, interval_ms / 1000))
+    judged = _verdict_fields(verdict)
     return [
         Point("http",
               tags=(("run", run_id), ("step", step), ("scope", scope.value), ("agent", agent),
                     ("target", row.target), ("request", row.request)),
-              fields=_http_fields(row, figures(row)),
+              fields=_http_fields(row, figures(row)) + judged,
               time_ms=interval_start_ms)
         for row in rows
     ]
+
+
+def _verdict_fields(verdict: Verdict) -> tuple:
+    return (("validity", verdict.validity.value), ("validity_code", verdict.validity.rank),
+            ("validity_reasons", verdict.reasons_text()))
 
 
 def _http_fields(row: StatsRow, f: Figures) -> tuple:
@@ -79,12 +87,17 @@ def _phase_fields(row: StatsRow, f: Figures) -> list:
     return fields
 
 
-def agent_point(*, run_id: str, agent_id: str, health: Health, at_ms: int, saturated: bool) -> Point:
-    return Point("agent", tags=(("run", run_id), ("agent", agent_id)),
-                 fields=(("cpu_pct", health.cpu_pct), ("engine_cpu_pct", health.engine_cpu_pct),
-                         ("rss_mb", health.rss_mb), ("loop_lag_ms", health.loop_lag_ms),
-                         ("mem_used_pct", health.mem_used_pct), ("saturated", saturated)),
-                 time_ms=at_ms)
+def agent_point(*, run_id: str, agent_id: str, health: Health, at_ms: int, verdict: Verdict = VALID) -> Point:
+    """`verdict`: what this heartbeat alone says (validity.health_reasons)."""
+    fields = [("cpu_pct", health.cpu_pct), ("engine_cpu_pct", health.engine_cpu_pct),
+              ("rss_mb", health.rss_mb), ("loop_lag_ms", health.loop_lag_ms),
+              ("mem_used_pct", health.mem_used_pct), ("busiest_engine_cpu_pct", health.busiest_engine_cpu_pct),
+              ("engine_fds", health.engine_fds), ("engine_fd_limit", health.engine_fd_limit),
+              ("local_ports_used", health.local_ports_used), ("local_port_range", health.local_port_range),
+              ("saturated", verdict.validity is Validity.INVALID), *_verdict_fields(verdict)]
+    if health.busiest_engine_wait_pct is not None:
+        fields.append(("busiest_engine_wait_pct", health.busiest_engine_wait_pct))
+    return Point("agent", tags=(("run", run_id), ("agent", agent_id)), fields=tuple(fields), time_ms=at_ms)
 
 
 def host_points(*, run_id: str, host: str, monitor: MonitorInfo, sample: HostSample) -> list[Point]:
@@ -150,7 +163,9 @@ def step_target_points(*, run_id: str, step: str, servers: int, offered: float, 
 
 
 def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms: int,
-               total: Figures, bytes_per_s: float, generator_bound: bool, losses: int) -> Point:
+               total: Figures, bytes_per_s: float, generator_bound: bool, losses: int,
+               validity: Validity = Validity.VALID, invalid_intervals: int = 0, suspect_intervals: int = 0,
+               validity_reasons: str = "") -> Point:
     lat = total.latency
     return Point("step", tags=(("run", run_id), ("step", step), ("servers", str(servers))),
                  fields=(("offered", offered), ("achieved_rps", total.rps), ("bytes_per_s", bytes_per_s),
@@ -158,5 +173,8 @@ def step_point(*, run_id: str, step: str, servers: int, offered: float, start_ms
                          ("stddev_ms", lat.stddev_ms), ("p50_ms", lat.p50_ms), ("p90_ms", lat.p90_ms),
                          ("p99_ms", lat.p99_ms), ("error_pct", total.error_pct),
                          ("rps_per_server", total.rps / max(1, servers)),
-                         ("generator_bound", generator_bound), ("losses", losses)),
+                         ("generator_bound", generator_bound), ("losses", losses),
+                         ("validity", validity.value), ("validity_code", validity.rank),
+                         ("invalid_intervals", invalid_intervals), ("suspect_intervals", suspect_intervals),
+                         ("validity_reasons", validity_reasons)),
                  time_ms=start_ms)
