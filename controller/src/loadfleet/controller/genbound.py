@@ -101,7 +101,7 @@ class GeneratorHealth:
     def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
         sample = saturation(agent_id, health, engines, at_ms)
         if step.name != self._step:
-            self.__init__(self._heartbeat_ms)
+            GeneratorHealth.__init__(self, self._heartbeat_ms)
             self._step = step.name
         if sample is None:
             return

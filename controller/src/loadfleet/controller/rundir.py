@@ -192,9 +192,9 @@ class RunDirWriter:
             written += [(Scope.AGENT, agent.agent_id, row) for row in rows]
         interval.compute_figures([row for _, _, row in written])
         out = io.StringIO()
-        lines = csv.writer(out, lineterminator="\n")
+        writer = csv.writer(out, lineterminator="\n")
         for scope, agent_id, row in written:
-            lines.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row)))
+            writer.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row)))
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:

@@ -230,7 +230,9 @@ def _read_intervals(path: Path):
     """(error kinds, cluster totals, cluster per-(target, request) rows, agent totals)."""
     if not path.is_file():
         return (), (), (), ()
-    total, rows, agents = [], [], []
+    total: list[IntervalRow] = []
+    rows: list[IntervalRow] = []
+    agents: list[IntervalRow] = []
     try:
         with path.open(newline="") as f:
             reader = csv.reader(f)
