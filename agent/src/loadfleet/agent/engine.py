@@ -45,7 +45,7 @@ def find_engine(explicit: str | None = None) -> str:
 
 class EngineProcess:
     def __init__(self, proc: asyncio.subprocess.Process):
-        assert proc.stdin and proc.stdout and proc.stderr, "spawn() opens all three pipes"
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, "spawn() opens all three pipes"
         self._proc = proc
         self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)

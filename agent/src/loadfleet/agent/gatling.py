@@ -163,7 +163,7 @@ class GatlingProcess:
 
     def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory,
                  spec: job_pb2.JobSpec):
-        assert proc.stdin and proc.stdout and proc.stderr, "spawn() opens all three pipes"
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, "spawn() opens all three pipes"
         self._proc = proc
         self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
         self._workdir = workdir

@@ -376,7 +376,7 @@ class Run:
                     or (self._stop_reason and self._stop_reason.condition is not Condition.KNEE)):
                 self._skip([s.name for s in specs[i:]])
                 break
-            if spec.servers in self._knees and self.plan.sweep and self.plan.sweep.stop_at_knee:  # knees: sweeps'
+            if spec.servers in self._knees and self.plan.sweep and self.plan.sweep.stop_at_knee:
                 self._skip_past_knee(spec)
                 continue
             await self._run_step(spec, first=not self._results)
