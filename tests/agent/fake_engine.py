@@ -3,6 +3,7 @@ speaks the stdio protocol and reports fixed statistics, so merging and failure
 handling can be checked exactly. Behaviour is chosen by FAKE_ENGINE_MODE:
   ok        report 3 intervals of `clients` requests each, then finish
   die       report 1 interval, then exit 3 without `finished`
+  drain     report 3 intervals but wait 0.8 s before the last (requests in flight at the end)
   garbage   print bytes that are not a frame
 """
 import os
@@ -44,6 +45,9 @@ spec = read_command().start
 clients = spec.load.closed.clients
 intervals = 1 if mode in ("die", "hang") else 3
 for i in range(intervals):
+    if mode == "drain" and i == intervals - 1:
+        import time
+        time.sleep(0.8)
     row = StatsRow(spec.targets[0].url, "r", requests=clients, status=[0, clients, 0, 0, 0])
     row.histogram = Histogram.of([1000 * clients])
     send(engine_pb2.EngineEvent(interval=stats_pb2.IntervalReport(

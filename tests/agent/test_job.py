@@ -98,6 +98,21 @@ def test_an_engine_silent_for_three_intervals_is_killed_and_reported(fake_engine
     assert outcome is Outcome.FAILED
 
 
+def test_an_engine_waiting_for_its_requests_in_flight_after_the_load_is_not_silent(fake_engine):
+    """After the load ends, an engine's last report may wait for slow requests: up to the
+    connect and request timeouts on top of the silence limit (here 0.3 s + 1 s > 0.8 s)."""
+    job = assignment([1])
+    job.spec.interval_ms, job.spec.duration_ms = 100, 200
+    job.spec.connect_timeout_ms, job.spec.request_timeout_ms = 500, 500
+    sent = []
+
+    async def go():
+        return await JobRunner(job, fake_engine("drain"), sent.append).run()
+    outcome = asyncio.run(go())
+    assert outcome is Outcome.FINISHED and "engine_failure" not in [m.WhichOneof("body") for m in sent]
+    assert sum(m.interval.report.stats[0].requests for m in sent if m.WhichOneof("body") == "interval") == 3
+
+
 def test_an_engine_that_breaks_the_protocol_fails_the_job(fake_engine):
     outcome, sent = run_job(fake_engine("garbage"), clients=1, engines=1)
     assert outcome is Outcome.FAILED

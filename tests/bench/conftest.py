@@ -4,3 +4,6 @@ import sys
 from support.procs import REPO
 
 sys.path.insert(0, str(REPO / "bench" / "fleet"))
+
+# The reproductions' script and its evaluator live in bench/repro (reprokit).
+sys.path.insert(0, str(REPO / "bench" / "repro"))

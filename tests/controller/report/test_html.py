@@ -201,3 +201,28 @@ def test_targets_of_a_step_are_shown_side_by_side_only_when_there_are_several():
     assert "Targets side by side" in section and "http://web2" in section and "900.00" in section
     assert section.count("<tr>") == 3, "a header and the two targets of s1; s2 had one target"
     assert _targets_section({"steps": [{"name": "s2", "targets": [target]}]}) == []
+
+
+def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path, monkeypatch):
+    """A soak: more intervals than a chart's points and more agents than its lines. Each point
+    is the mean of `stride` intervals (max_ms their maximum); agents beyond the busiest are
+    one summed line, so the report holds O(points x lines), not a row per agent and interval."""
+    from loadfleet.controller.report import rundata
+    monkeypatch.setattr(rundata, "MAX_POINTS", 10)
+    path = tmp_path / "intervals.csv"
+    lines = ["interval_start_ms,scope,agent,target,request,rps,requests,max_ms,status_2xx"]
+    for i in range(95):  # 95 intervals: strides of 10, the last bucket holds 5
+        start = 1000 * i
+        lines.append(f"{start},cluster,,http://a,/x,{i},{i},{i},{i}")
+        lines.append(f"{start},cluster,,*,*,{2 * i},{2 * i},{i},{2 * i}")
+        lines += [f"{start},agent,a{n:02},*,*,{n},{n},1,{n}" for n in range(20)]
+    path.write_text("\n".join(lines) + "\n")
+    kinds, total, rows, agents = rundata._read_intervals(path)
+    assert len(total) == 10 and [r.start_ms for r in total[:2]] == [0, 10_000]
+    assert total[0].values["rps"] == sum(2 * i for i in range(10)) / 10 and total[0].values["max_ms"] == 9
+    assert total[-1].values["requests"] == sum(2 * i for i in range(90, 95)) / 5
+    assert [(r.target, r.values["rps"]) for r in rows[:1]] == [("http://a", 4.5)]
+    names = sorted({r.agent for r in agents})
+    assert names == [*(f"a{n}" for n in range(11, 20)), "other agents (11)"]
+    other = [r for r in agents if r.agent == "other agents (11)"]
+    assert len(other) == 10 and other[0].values["rps"] == sum(range(11)), "the others' sum per interval"

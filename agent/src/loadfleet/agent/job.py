@@ -202,11 +202,16 @@ class JobRunner:
         limit_s = SILENT_INTERVALS * interval_s
         # Load starts at the barrier (or now, when it has passed): no report is due before.
         barrier = time.monotonic() + max(0.0, self.spec.start_at_ms / 1000 - time.time())
+        load_end = barrier + self.spec.duration_ms / 1000
+        # After the load, an engine waits for its requests in flight before its final report:
+        # a saturated server may take each one up to the connect and request timeouts.
+        drain_s = (self.spec.connect_timeout_ms + self.spec.request_timeout_ms) / 1000
         while True:
             await asyncio.sleep(interval_s)
             now = time.monotonic()
+            limit = limit_s + (drain_s if now > load_end else 0.0)
             for index in list(self._live):
-                if now - max(barrier, self._last_report_s.get(index, barrier)) > limit_s:
+                if now - max(barrier, self._last_report_s.get(index, barrier)) > limit:
                     log.warning("job %s: engine %d reported nothing for %d intervals; killing it",
                                 self.job_id, self._engines[index].pid, SILENT_INTERVALS)
                     self._silent.add(index)

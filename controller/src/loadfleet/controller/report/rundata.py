@@ -226,32 +226,96 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# Points per plotted series at most: a report of a 10-hour soak reads intervals.csv in two
+# passes and keeps O(MAX_POINTS x (columns + targets + MAX_AGENT_LINES)) values, not a row per
+# agent and interval. Beyond MAX_POINTS intervals each point stands for `stride` intervals.
+MAX_POINTS = 1500
+# Agents drawn on their own (the busiest by requests/s); the others are one summed line.
+MAX_AGENT_LINES = 9
+class _Bucket:
+    """The rows of one series in one bucket of `stride` intervals: each column's mean per
+    interval (the rows of one interval summed: the other agents', a target's requests), so
+    counts become counts per interval and per-second rates stay right; `max_ms` its maximum."""
+
+    __slots__ = ("start_ms", "sums", "intervals", "_last")
+
+    def __init__(self, start_ms: int):
+        self.start_ms, self.sums, self.intervals, self._last = start_ms, {}, 0, -1
+
+    def add(self, index: int, values: dict[str, float]) -> None:
+        if index != self._last:
+            self.intervals, self._last = self.intervals + 1, index
+        for name, value in values.items():
+            held = self.sums.get(name)
+            self.sums[name] = value if held is None else (max(held, value) if name == "max_ms" else held + value)
+
+    def row(self, scope: str, agent: str, target: str, request: str) -> IntervalRow:
+        return IntervalRow(self.start_ms, scope, agent, target, request,
+                           {k: v if k == "max_ms" else v / self.intervals for k, v in self.sums.items()})
+
+
 def _read_intervals(path: Path):
-    """(error kinds, cluster totals, cluster per-(target, request) rows, agent totals)."""
+    """(error kinds, cluster totals, per-target rows (requests summed), agent totals), in at
+    most MAX_POINTS points each (see MAX_POINTS), agents beyond the busiest summed."""
     if not path.is_file():
         return (), (), (), ()
-    total: list[IntervalRow] = []
-    rows: list[IntervalRow] = []
-    agents: list[IntervalRow] = []
+    intervals, agent_rps, kinds = 0, defaultdict(float), ()
+    for row in _interval_rows(path):
+        if isinstance(row, tuple):
+            kinds = row
+        elif row.scope == "cluster" and row.target == TOTAL:
+            intervals += 1
+        elif row.scope != "cluster":
+            agent_rps[row.agent] += row.values.get("rps", 0.0)
+    stride = max(1, -(-intervals // MAX_POINTS))
+    shown = set(sorted(agent_rps, key=lambda a: -agent_rps[a])[:MAX_AGENT_LINES])
+    others = f"other agents ({len(agent_rps) - len(shown)})"
+    buckets: dict[tuple[str, str, str, str], dict[int, _Bucket]] = defaultdict(dict)
+    index, last_start = -1, None
+    for row in _interval_rows(path):
+        if isinstance(row, tuple):
+            continue
+        if row.start_ms != last_start:
+            index, last_start = index + 1, row.start_ms
+        if row.scope != "cluster":
+            key = (row.scope, row.agent if row.agent in shown else others, TOTAL, TOTAL)
+        else:
+            key = (row.scope, "", row.target, row.request if row.target == TOTAL else TOTAL)
+        values = row.values if row.target == TOTAL and row.scope == "cluster" else {
+            k: row.values.get(k, 0.0) for k in _SERIES_COLUMNS}
+        bucket = buckets[key].get(index // stride)
+        if bucket is None:
+            bucket = buckets[key][index // stride] = _Bucket(row.start_ms)
+        bucket.add(index, values)
+    total, rows, agents = [], [], []
+    for key, by_bucket in buckets.items():
+        scope, _, target, _ = key
+        into = agents if scope != "cluster" else total if target == TOTAL else rows
+        into += [bucket.row(*key) for bucket in by_bucket.values()]
+    return kinds, tuple(total), tuple(rows), tuple(sorted(agents, key=lambda r: (r.agent, r.start_ms)))
+
+
+# What reports plot of the per-target and per-agent rows (all of the cluster's total row).
+_SERIES_COLUMNS = ("rps", "requests")
+
+
+def _interval_rows(path: Path):
+    """The header's (error kinds, numeric columns), then the rows reports use (agents'
+    per-(target, request) rows skipped)."""
     try:
         with path.open(newline="") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             if header is None or tuple(header[:len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
                 raise UsageError(f"{path}: not a loadfleet intervals file (unexpected header)")
-            kinds = tuple(c[len("err_"):] for c in header if c.startswith("err_"))
             numeric = header[len(_KEY_COLUMNS):]
+            yield tuple(c[len("err_"):] for c in header if c.startswith("err_"))
             for line_no, cells in enumerate(reader, start=2):
                 row = _row(cells, numeric, path, line_no)
-                if row is None:
-                    continue
-                if row.scope == "cluster":
-                    (total if row.target == TOTAL else rows).append(row)
-                else:
-                    agents.append(row)
+                if row is not None:
+                    yield row
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UsageError(f"{path}: unreadable: {exc}") from exc
-    return kinds, tuple(total), tuple(rows), tuple(agents)
 
 
 def _row(cells: list[str], numeric: list[str], path: Path, line_no: int) -> IntervalRow | None:

@@ -1,0 +1,340 @@
+"""A metric's value over observations: a pure function, no I/O (verdicts.py compares it).
+
+An `Observation` is one step of one stored run: the variables that place it (the cell's, e.g.
+setup=varnish, page=static, and the step's level, e.g. users=4000, spawn_rate=800), its figures
+(mean_ms, ok_rps, ...) and the pass of the interleaved series it belongs to. A figure of a cell is
+the mean over every observation of that cell (its repetitions and passes).
+
+`NotEvaluable`, with the reason, when the runs lack what the metric needs (a server that was not
+run, a variable or figure loadfleet does not record, a single level where a slope needs two, a
+selector that leaves several cells open, only steps that were left out): never a silent value.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Mapping
+
+from .metric import BinOp, Call, Each, Fig, Num, Sel, VarRef, parse_metric
+
+# Figures computed from ok_rps over a closed-loop client sweep (findings.yaml's header).
+DERIVED_OVER_CLIENTS = {"avg_ok_rps": "mean", "max_ok_rps": "max"}
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class Observation:
+    vars: Mapping[str, object]          # str or float values
+    figures: Mapping[str, float]
+    pass_no: int = 1
+    run_id: str = ""
+    left_out: str = ""                  # why the step's figures are not used ("" = they are)
+
+
+class NotEvaluable(Exception):
+    """The runs lack something the metric needs; the message says what."""
+
+
+class EmptySelection(NotEvaluable):
+    """No observation matches a selector (a level `@ each` may skip)."""
+
+
+@dataclass(frozen=True)
+class CellSet:
+    """A figure's value per cell: ((vars as sorted pairs, value), ...)."""
+    cells: tuple
+    label: str
+
+    def scalar(self) -> float:
+        if not self.cells:
+            raise EmptySelection(f"no cell for {self.label}")
+        if len(self.cells) > 1:
+            open_vars = sorted({k for key, _ in self.cells for k, v in key
+                                if len({dict(c)[k] for c, _ in self.cells if k in dict(c)}) > 1})
+            raise NotEvaluable(f"{self.label} leaves {len(self.cells)} cells open (they differ in "
+                               f"{', '.join(open_vars)}); the metric must fix them")
+        return self.cells[0][1]
+
+
+def number(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def same(a, b) -> bool:
+    na, nb = number(a), number(b)
+    if na is not None and nb is not None:
+        return abs(na - nb) < EPSILON
+    return str(a).lower() == str(b).lower()
+
+
+def _within(value, low, high) -> bool:
+    nv, nl, nh = number(value), number(low), number(high)
+    if None not in (nv, nl, nh):
+        return nl - EPSILON <= nv <= nh + EPSILON
+    text, low_s, high_s = str(value).lower(), str(low).lower(), str(high).lower()
+    return len(text) == len(low_s) == len(high_s) and low_s <= text <= high_s
+
+
+def _fmt(value) -> str:
+    numeric = number(value)
+    if numeric is None:
+        return str(value)
+    return str(int(numeric)) if numeric.is_integer() else f"{numeric:g}"
+
+
+class _Evaluator:
+    def __init__(self, observations: list[Observation]):
+        self.observations = [o for o in observations if not o.left_out]
+        self.left_out = [o for o in observations if o.left_out]
+        self.known_vars = {k for o in observations for k in o.vars}
+
+    # -- figures ---------------------------------------------------------------------------
+    def select(self, sels, env: Mapping[str, object]) -> list[Observation]:
+        chosen = self.observations
+        for var, value in env.items():
+            chosen = [o for o in chosen if var in o.vars and same(o.vars[var], value)]
+        scope = chosen      # `max`/`min`: the extreme level run in the study, not in what is left
+        applied = [f"{k}={_fmt(v)}" for k, v in env.items()]
+        for sel in sels:
+            applied.append(sel.text())
+            try:
+                chosen = self._apply(sel, chosen, scope)
+            except EmptySelection as exc:
+                raise EmptySelection(f"no usable step with {', '.join(applied)}{exc}"
+                                     f"{self._left_out_note(env, sels)}") from None
+        return chosen
+
+    def _left_out_note(self, env, sels) -> str:
+        """Says so when steps that would match were run but left out (failed, measured nothing)."""
+        matching = [o for o in self.left_out if all(k in o.vars and same(o.vars[k], v) for k, v in env.items())]
+        for sel in sels:
+            if sel.op != "=" or sel.var not in self.known_vars:
+                return ""
+            if sel.high is not None:
+                matching = [o for o in matching if sel.var in o.vars and _within(o.vars[sel.var], sel.low, sel.high)]
+            elif sel.low not in ("max", "min"):
+                matching = [o for o in matching if sel.var in o.vars and same(o.vars[sel.var], sel.low)]
+        if not matching:
+            return ""
+        reasons = sorted({o.left_out for o in matching})
+        return f"; {len(matching)} such step(s) ran but are left out ({'; '.join(reasons)})"
+
+    def _apply(self, sel: Sel, chosen: list[Observation], scope: list[Observation]) -> list[Observation]:
+        if sel.var not in self.known_vars:
+            raise NotEvaluable(f"no variable {sel.var!r} in the runs (selector {sel.text()})")
+        chosen = [o for o in chosen if sel.var in o.vars]
+        if sel.op != "=":
+            raise NotEvaluable(f"selector {sel.text()} needs per-interval figures, not in the evidence")
+        if sel.high is not None:
+            kept = [o for o in chosen if _within(o.vars[sel.var], sel.low, sel.high)]
+        elif sel.low in ("max", "min"):
+            levels = [number(o.vars[sel.var]) for o in scope if sel.var in o.vars]
+            if not levels or None in levels:
+                raise EmptySelection(f"no numeric levels of {sel.var} for {sel.text()}")
+            extreme = max(levels) if sel.low == "max" else min(levels)
+            kept = [o for o in chosen if same(o.vars[sel.var], extreme)]
+            if not kept:
+                raise EmptySelection(f" ({sel.var}={sel.low} is {_fmt(extreme)})")
+        else:
+            kept = [o for o in chosen if same(o.vars[sel.var], sel.low)]
+        if not kept:
+            raise EmptySelection("")
+        return kept
+
+    def figure(self, fig: Fig, env) -> CellSet:
+        chosen = self.select(fig.sels, env)
+        base = "ok_rps" if fig.name in DERIVED_OVER_CLIENTS else fig.name
+        missing = [o for o in chosen if base not in o.figures or o.figures[base] is None]
+        if missing:
+            raise NotEvaluable(f"no figure {base!r} in the runs ({fig.text()})")
+        groups = defaultdict(list)
+        for o in chosen:
+            groups[tuple(sorted((k, v) for k, v in o.vars.items()))].append(o.figures[base])
+        cells = [(key, sum(vals) / len(vals)) for key, vals in sorted(groups.items(), key=str)]
+        if fig.name in DERIVED_OVER_CLIENTS:
+            cells = self._over_clients(cells, DERIVED_OVER_CLIENTS[fig.name], fig.text())
+        return CellSet(tuple(cells), fig.text())
+
+    @staticmethod
+    def _over_clients(cells, how: str, label: str):
+        if not any(k == "clients" for key, _ in cells for k, _v in key):
+            raise NotEvaluable(f"{label} needs a client sweep (variable 'clients')")
+        groups = defaultdict(list)
+        for key, value in cells:
+            groups[tuple((k, v) for k, v in key if k != "clients")].append(value)
+        agg = (lambda v: sum(v) / len(v)) if how == "mean" else max
+        return [(key, agg(values)) for key, values in groups.items()]
+
+    # -- expressions -----------------------------------------------------------------------
+    def value(self, node, env):
+        if isinstance(node, Num):
+            return node.value
+        if isinstance(node, Fig):
+            return self.figure(node, env)
+        if isinstance(node, VarRef):
+            if node.name in env:
+                return number(env[node.name])
+            raise NotEvaluable(f"variable {node.name!r} used outside a per-cell expression")
+        if isinstance(node, BinOp):
+            return self.binop(node, env)
+        if isinstance(node, Call):
+            return self.call(node, env)
+        if isinstance(node, Each):
+            return self.each(node, env)
+        raise NotEvaluable(f"cannot evaluate {node!r}")
+
+    def scalar(self, node, env) -> float:
+        value = self.value(node, env)
+        return value.scalar() if isinstance(value, CellSet) else value
+
+    def cellset(self, node, env) -> CellSet:
+        value = self.value(node, env)
+        if not isinstance(value, CellSet):
+            raise NotEvaluable("a function over cells was given a single number")
+        return value
+
+    def binop(self, node: BinOp, env):
+        left = self.value(node.left, env) if not isinstance(node.left, VarRef) else node.left
+        right = self.value(node.right, env) if not isinstance(node.right, VarRef) else node.right
+        if isinstance(left, CellSet) and isinstance(right, VarRef):
+            return self._per_cell(left, lambda v, cell: _arith(node.op, v, _cell_var(cell, right.name)),
+                                  f"{left.label}{node.op}{right.name}")
+        if isinstance(left, VarRef) or isinstance(right, VarRef):
+            return _arith(node.op, self.value(node.left, env), self.value(node.right, env))
+        if isinstance(left, CellSet) and not isinstance(right, CellSet):
+            return self._per_cell(left, lambda v, _c: _arith(node.op, v, right), left.label)
+        if isinstance(right, CellSet) and not isinstance(left, CellSet):
+            return self._per_cell(right, lambda v, _c: _arith(node.op, left, v), right.label)
+        return _arith(node.op, _scalar(left), _scalar(right))
+
+    @staticmethod
+    def _per_cell(cells: CellSet, fn, label: str) -> CellSet:
+        return CellSet(tuple((key, fn(value, key)) for key, value in cells.cells), label)
+
+    def call(self, node: Call, env):
+        fn, kwargs = node.fn, dict(node.kwargs)
+        if fn in ("ratio", "reduction", "diff"):
+            a, b = (self.scalar(arg, env) for arg in node.args)
+            if fn == "diff":
+                return a - b
+            if abs(b) < EPSILON:
+                raise NotEvaluable(f"{fn}: the second figure is 0")
+            return a / b if fn == "ratio" else 1 - a / b
+        cells = self.cellset(node.args[0], env)
+        if fn in ("max", "mean"):
+            if not cells.cells:
+                raise EmptySelection(f"no cell for {cells.label}")
+            values = [v for _, v in cells.cells]
+            return max(values) if fn == "max" else sum(values) / len(values)
+        if fn == "growth":
+            (var, (start, end)), = kwargs.items()
+            at = {lvl: _only(cells, var, lvl) for lvl in (start, end)}
+            if abs(at[start]) < EPSILON:
+                raise NotEvaluable(f"growth: {cells.label} is 0 at {var}={_fmt(start)}")
+            return at[end] / at[start]
+        over = kwargs.get("over")
+        levels = _by_level(cells, over)
+        if fn in ("argmin", "argmax"):
+            run = {_fmt(o.vars[over]) for o in self.select((), env) if over in o.vars}
+            missing = sorted(run - {_fmt(level) for level in levels})
+            if missing:   # the extreme among what is left would be a silent choice
+                raise NotEvaluable(f"{fn} over {over}: no cell of {cells.label} for "
+                                   f"{', '.join(f'{over}={m}' for m in missing)}")
+            pick = min if fn == "argmin" else max
+            return pick(levels, key=lambda lvl: levels[lvl])
+        numeric = {number(k): v for k, v in levels.items()}
+        if None in numeric or len(numeric) < 2:
+            raise NotEvaluable(f"{fn} over {over} needs at least two numeric levels of {over}; "
+                               f"the runs have {len(numeric)}")
+        if fn == "slope":
+            return _slope(numeric)
+        if fn == "onset":
+            xs = sorted(numeric)
+            base = numeric[xs[0]]
+            for x in xs[1:]:
+                if numeric[x] > 2 * base:
+                    return x
+            raise NotEvaluable(f"no onset: {cells.label} never exceeds twice its value at "
+                               f"{over}={_fmt(xs[0])}")
+        raise NotEvaluable(f"unknown function {fn}")
+
+    def each(self, node: Each, env):
+        levels = sorted({o.vars[node.var] for o in self.select((), env) if node.var in o.vars},
+                        key=lambda v: (number(v) is None, number(v) or 0, str(v)))
+        if not levels:
+            raise NotEvaluable(f"no variable {node.var!r} in the runs (@ each {node.var})")
+        results, skipped = {}, []
+        for level in levels:
+            try:
+                results[_fmt(level)] = self.value(node.body, {**env, node.var: level})
+            except EmptySelection as exc:
+                skipped.append(str(exc))
+            except NotEvaluable as exc:
+                raise NotEvaluable(f"at {node.var}={_fmt(level)}: {exc}") from exc
+        if not results:
+            raise NotEvaluable(f"no level of {node.var} has the cells: {skipped[0]}")
+        return {k: (v.scalar() if isinstance(v, CellSet) else v) for k, v in results.items()}
+
+
+def _cell_var(key, name):
+    value = dict(key).get(name)
+    if number(value) is None:
+        raise NotEvaluable(f"variable {name!r} is not a number in every cell")
+    return number(value)
+
+
+def _scalar(value):
+    return value.scalar() if isinstance(value, CellSet) else value
+
+
+def _arith(op: str, a, b) -> float:
+    a, b = _scalar(a), _scalar(b)
+    if op == "*":
+        return a * b
+    if abs(b) < EPSILON:
+        raise NotEvaluable("division by 0")
+    return a / b
+
+
+def _only(cells: CellSet, var: str, level) -> float:
+    matching = [(k, v) for k, v in cells.cells if var in dict(k) and same(dict(k)[var], level)]
+    if not matching:
+        raise NotEvaluable(f"no run with {var}={_fmt(level)} for {cells.label}")
+    return CellSet(tuple(matching), f"{cells.label} at {var}={_fmt(level)}").scalar()
+
+
+def _by_level(cells: CellSet, over: str | None) -> dict:
+    if not over:
+        raise NotEvaluable("the function needs over=VAR")
+    levels = defaultdict(list)
+    for key, value in cells.cells:
+        if over not in dict(key):
+            raise NotEvaluable(f"no variable {over!r} in the runs ({cells.label})")
+        levels[dict(key)[over]].append((key, value))
+    return {level: CellSet(tuple(group), f"{cells.label} at {over}={_fmt(level)}").scalar()
+            for level, group in levels.items()}
+
+
+def _slope(points: dict) -> float:
+    n = len(points)
+    mean_x = sum(points) / n
+    mean_y = sum(points.values()) / n
+    sxx = sum((x - mean_x) ** 2 for x in points)
+    return sum((x - mean_x) * (y - mean_y) for x, y in points.items()) / sxx
+
+
+def evaluate_metric(metric: str, observations: list[Observation]):
+    """The metric's value over the observations (those left out only explain why a selection is
+    empty); NotEvaluable (or MetricSyntaxError) if it has none."""
+    return _Evaluator(observations).value(parse_metric(metric), {}) if observations else _no_runs()
+
+
+def _no_runs():
+    raise NotEvaluable("no stored runs")
+
+

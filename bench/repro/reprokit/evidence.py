@@ -1,0 +1,99 @@
+"""Stored evidence: docs/reproductions/<study>/<run-id>/ holds one run's small files and what
+placed it in the study.
+
+    summary.json  the run's summary, as loadfleet wrote it
+    steps.csv     its steps
+    plan.yaml     the plan as it ran (levels and step lengths of this reproduction)
+    cell.json     {study, cell, vars, pass, level_vars, levels, step_vars, plan, targets, lab_specs,
+                   command, started_utc, loadavg_1m, exit_code}
+
+`read_observations` turns every step of every stored run into an `Observation`: the cell's
+variables, plus the step's level (`levels[level_index - 1]`, e.g. {users: 4000, spawn_rate: 800})
+and the step fields named by `step_vars` (e.g. {"cpus": "servers"}).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .evaluate import Observation
+
+STORED_FILES = ("summary.json", "steps.csv", "plan.yaml")
+CELL_FILE = "cell.json"
+FIGURES = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "error_pct", "ok_rps", "achieved_rps",
+           "bytes_per_s", "concurrent_conns", "new_conns_per_s")
+USABLE_STEP_STATES = ("finished", "stopped")
+
+
+class EvidenceError(Exception):
+    """A stored run that cannot be read (a file missing or malformed)."""
+
+
+def store_run(run_dir: Path, study_dir: Path, cell_record: dict) -> Path:
+    """Copies the run's small files and writes its cell.json; returns the stored directory."""
+    target = study_dir / Path(run_dir).name
+    target.mkdir(parents=True, exist_ok=True)
+    for name in STORED_FILES:
+        if (Path(run_dir) / name).exists():
+            shutil.copyfile(Path(run_dir) / name, target / name)
+    (target / CELL_FILE).write_text(json.dumps(cell_record, indent=1, sort_keys=True) + "\n")
+    return target
+
+
+def stored_runs(study_dir: Path) -> list[tuple[dict, dict]]:
+    """(cell record, summary) of every stored run of a study, oldest first."""
+    runs = []
+    for cell_file in sorted(Path(study_dir).glob(f"*/{CELL_FILE}")):
+        try:
+            cell = json.loads(cell_file.read_text())
+            summary = json.loads((cell_file.parent / "summary.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise EvidenceError(f"{cell_file.parent}: {exc}") from exc
+        runs.append((cell, summary))
+    return runs
+
+
+def lost_after_window(step: dict, losses: list[dict]) -> bool:
+    """True when every engine lost in the step was lost after its measured intervals had ended (e.g.
+    killed as silent while draining slow requests at the step's end): its figures are whole."""
+    mine = [loss for loss in losses if loss.get("step") == step.get("name")]
+    window_end_ms = (step.get("start_ms") or 0) + 1000 * float(step.get("measured_s") or 0)
+    return bool(mine) and step.get("intervals", 0) > 0 and all(loss.get("at_ms", 0) >= window_end_ms for loss in mine)
+
+
+def left_out_reason(step: dict, losses: list[dict] = ()) -> str:
+    """Why a step's figures are not used: it failed during its measured intervals (e.g. an engine
+    lost in the middle of them, so its load was not what the level says), or it measured nothing
+    (its figures would read as 0). A step that failed only after its measured window is used."""
+    if step.get("state") not in USABLE_STEP_STATES and not lost_after_window(step, list(losses)):
+        return f"step {step.get('state')}" + (", load lost in the measured window" if step.get("losses") else "")
+    if not step.get("requests", 1):
+        return "measured no requests"
+    return ""
+
+
+def step_observation(cell: dict, step: dict, losses: list[dict] = ()) -> Observation:
+    """The observation of one step of a stored run (`losses`: the summary's); `left_out` says why
+    when its figures are not used."""
+    variables = dict(cell.get("vars", {}))
+    levels = cell.get("levels") or []
+    index = int(step.get("level_index", 1)) - 1
+    if 0 <= index < len(levels):
+        variables.update(levels[index])
+    for var, step_field in (cell.get("step_vars") or {}).items():
+        variables[var] = step.get(step_field)
+    figures = {name: step[name] for name in FIGURES if step.get(name) is not None}
+    figures["generator_bound"] = 1.0 if step.get("generator_bound") else 0.0
+    figures["losses"] = float(step.get("losses") or 0)
+    figures["lost_after_window"] = 1.0 if lost_after_window(step, list(losses)) else 0.0
+    return Observation(vars=variables, figures=figures, pass_no=int(cell.get("pass", 1)),
+                       run_id=str(cell.get("run_id", "")), left_out=left_out_reason(step, losses))
+
+
+def read_observations(study_dir: Path) -> list[Observation]:
+    observations = []
+    for cell, summary in stored_runs(study_dir):
+        losses = summary.get("losses") or []
+        observations += [step_observation(cell, step, losses) for step in summary.get("steps", [])]
+    return observations

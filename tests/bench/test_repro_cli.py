@@ -1,0 +1,61 @@
+"""bench/repro/reproduce.py without running anything: exit codes of --evaluate-only, and the kept
+evidence of every study still gives the verdicts and tables committed beside it."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from reprokit.verdicts import evaluate_findings
+from reprokit.evidence import read_observations, stored_runs
+from reprokit.findings import load_findings
+from reprokit.studies import STUDIES
+from reprokit.tables import study_tables
+from support.procs import REPO
+
+EVIDENCE = REPO / "docs" / "reproductions"
+
+
+def load_cli():
+    spec = importlib.util.spec_from_file_location("reproduce", REPO / "bench" / "repro" / "reproduce.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_exit_codes_of_evaluate_only(tmp_path, capsys):
+    cli = load_cli()
+    assert cli.main(["001", "--evaluate-only", "--evidence-dir", str(tmp_path)]) == cli.EXIT_NO_EVIDENCE
+    assert "12 cannot be evaluated" in capsys.readouterr().out
+    assert cli.main(["001", "--evaluate-only", "--findings", str(tmp_path / "none.yaml")]) == cli.EXIT_BAD_INPUT
+    broken = tmp_path / "001" / "run-1"
+    broken.mkdir(parents=True)
+    (broken / "cell.json").write_text("{not json")
+    assert cli.main(["001", "--evaluate-only", "--evidence-dir", str(tmp_path)]) == cli.EXIT_BAD_INPUT
+    with pytest.raises(SystemExit):
+        cli.main(["009", "--evaluate-only"])
+
+
+STORED = [s for s in sorted(STUDIES) if (EVIDENCE / s / "tables.md").exists()]
+
+
+@pytest.mark.parametrize("study", STORED)
+def test_the_kept_evidence_gives_the_committed_tables(study):
+    """tables.md is what the stored runs give today: regenerate it (reproduce.py STUDY --evaluate-only
+    --tables) after changing the evaluator, the findings or the evidence."""
+    runs = stored_runs(EVIDENCE / study)
+    verdicts = evaluate_findings(load_findings(EVIDENCE / "findings.yaml", study), read_observations(EVIDENCE / study))
+    expected = study_tables(study, STUDIES[study].title, runs, verdicts, STUDIES[study].note)
+    assert (EVIDENCE / study / "tables.md").read_text() == expected
+    for cell, _summary in runs:
+        assert {"study", "cell", "vars", "pass", "run_id", "levels", "command"} <= set(cell)
+        kept = sorted(p.name for p in (EVIDENCE / study / cell["run_id"]).iterdir())
+        assert kept == ["cell.json", "plan.yaml", "steps.csv", "summary.json"], "small files only"
+
+
+def test_json_output(capsys):
+    cli = load_cli()
+    assert cli.main(["001", "--evaluate-only", "--json"]) in (cli.EXIT_OK, cli.EXIT_NO_EVIDENCE)
+    document = json.loads(capsys.readouterr().out)
+    assert document["study"] == "001" and len(document["verdicts"]) == 12
