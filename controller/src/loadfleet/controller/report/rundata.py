@@ -240,7 +240,8 @@ class _Bucket:
     __slots__ = ("start_ms", "sums", "intervals", "_last")
 
     def __init__(self, start_ms: int):
-        self.start_ms, self.sums, self.intervals, self._last = start_ms, {}, 0, -1
+        self.start_ms, self.intervals, self._last = start_ms, 0, -1
+        self.sums: dict[str, float] = {}
 
     def add(self, index: int, values: dict[str, float]) -> None:
         if index != self._last:
@@ -259,7 +260,8 @@ def _read_intervals(path: Path):
     most MAX_POINTS points each (see MAX_POINTS), agents beyond the busiest summed."""
     if not path.is_file():
         return (), (), (), ()
-    intervals, agent_rps, kinds = 0, defaultdict(float), ()
+    intervals, kinds = 0, ()
+    agent_rps: defaultdict[str, float] = defaultdict(float)
     for row in _interval_rows(path):
         if isinstance(row, tuple):
             kinds = row
@@ -287,7 +289,9 @@ def _read_intervals(path: Path):
         if bucket is None:
             bucket = buckets[key][index // stride] = _Bucket(row.start_ms)
         bucket.add(index, values)
-    total, rows, agents = [], [], []
+    total: list[IntervalRow] = []
+    rows: list[IntervalRow] = []
+    agents: list[IntervalRow] = []
     for key, by_bucket in buckets.items():
         scope, _, target, _ = key
         into = agents if scope != "cluster" else total if target == TOTAL else rows
