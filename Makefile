@@ -19,7 +19,7 @@ DEMO_PACKAGES := nginx-light protobuf-compiler python3-venv gcc libc6-dev
 LAB_PACKAGES := wrk docker-compose chromium faketime apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
-.PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test test-python test-engine clean
+.PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test lint test-python test-engine clean
 
 setup: system-deps python-deps engine report-assets gatling influxdb helm
 
@@ -59,7 +59,7 @@ $(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.pro
 	rm -rf $(ENGINE_WHEEL_DIR)
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(ENGINE_WHEEL_DIR)
 	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl
-	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis
+	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis mypy
 	touch $@
 
 python-deps: $(VENV)/.installed
@@ -137,7 +137,15 @@ demo: demo-deps python-deps engine report-assets
 	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2 --monitor nginx
 
-test: setup dist test-engine test-python
+test: setup dist lint test-engine test-python
+
+# Static checks; mypy reads mypy.ini (the four packages, from their sources). python-deps
+# installs mypy; the rule below adds it to a venv made before it did.
+lint: python-deps $(BIN)/mypy
+	$(BIN)/mypy
+
+$(BIN)/mypy: | python-deps
+	$(PY) -m pip install -q mypy
 
 test-engine:
 	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml

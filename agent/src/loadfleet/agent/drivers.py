@@ -48,6 +48,13 @@ class Adjustable(Protocol):
 
 
 @runtime_checkable
+class Announcing(Protocol):
+    """An optional ability: its own line for the job's ready state (a Gatling JVM's start-up)."""
+
+    def ready_message(self) -> str: ...
+
+
+@runtime_checkable
 class ArtifactSource(Protocol):
     """An optional ability: files for the run directory, as (plain name, bytes), once ended."""
 
@@ -81,4 +88,4 @@ async def launch_drivers(job_spec: job_pb2.JobSpec, engine_specs: list[job_pb2.J
         await engine.start(spec)
 
 
-__all__ = ["ArtifactSource", "Driver", "is_gatling", "launch_drivers"]
+__all__ = ["Announcing", "ArtifactSource", "Driver", "is_gatling", "launch_drivers"]

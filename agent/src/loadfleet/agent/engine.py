@@ -45,7 +45,9 @@ def find_engine(explicit: str | None = None) -> str:
 
 class EngineProcess:
     def __init__(self, proc: asyncio.subprocess.Process):
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, "spawn() opens all three pipes"
         self._proc = proc
+        self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"engine-{proc.pid}-stderr")
 
@@ -96,7 +98,7 @@ class EngineProcess:
     async def next_event(self) -> engine_pb2.EngineEvent | None:
         """The next event, or None when the engine closed its stdout."""
         try:
-            payload = await read_frame(self._proc.stdout)
+            payload = await read_frame(self._stdout)
         except FramingError as exc:
             raise EngineError(f"engine {self.pid} broke the stdio protocol: {exc}") from exc
         return None if payload is None else engine_pb2.EngineEvent.FromString(payload)
@@ -117,13 +119,13 @@ class EngineProcess:
 
     async def _send(self, command: engine_pb2.EngineCommand) -> None:
         try:
-            self._proc.stdin.write(frame(command.SerializeToString()))
-            await self._proc.stdin.drain()
+            self._stdin.write(frame(command.SerializeToString()))
+            await self._stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise EngineError(f"engine {self.pid} is gone") from exc
 
     async def _drain_stderr(self) -> None:
-        async for line in self._proc.stderr:
+        async for line in self._stderr:
             text = line.decode(errors="replace").rstrip()
             self._stderr_tail.append(text)
             log.debug("engine %d: %s", self.pid, text)

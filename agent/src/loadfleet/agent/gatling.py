@@ -163,7 +163,9 @@ class GatlingProcess:
 
     def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory,
                  spec: job_pb2.JobSpec):
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, "spawn() opens all three pipes"
         self._proc = proc
+        self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
         self._workdir = workdir
         self._spec = spec
         self._tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_TAIL_LINES)
@@ -202,10 +204,10 @@ class GatlingProcess:
             event, problem = None, str(exc) or f"no ready event within {timeout_s:g} s"
         else:
             kind = event.WhichOneof("event") if event is not None else None
-            problem = ("" if kind == "ready" else event.failed.message if kind == "failed"
+            problem = ("" if kind == "ready" else event.failed.message if event is not None and kind == "failed"
                        else "it exited before the simulation started")
         if problem:
-            if event is not None or self._proc.stdout.at_eof():
+            if event is not None or self._stdout.at_eof():
                 # It said why, or closed stdout: let it exit by itself to report its status.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._proc.wait(), EXIT_GRACE_S)
@@ -237,14 +239,14 @@ class GatlingProcess:
         """Graceful with the hook: in-flight requests finish, the partial interval is reported.
         Without it the JVM ends at once and the console's last counts are the final interval."""
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._proc.stdin.write(b"stop\n")
-            await self._proc.stdin.drain()
+            self._stdin.write(b"stop\n")
+            await self._stdin.drain()
 
     async def next_event(self) -> engine_pb2.EngineEvent | None:
         """The next event (from the hook, or made from the console), or None at the end."""
         while not self._events:
             try:
-                raw = await self._proc.stdout.readline()
+                raw = await self._stdout.readline()
             except ValueError as exc:  # a line longer than the stream limit
                 raise EngineError(f"Gatling {self.pid} printed an overlong line: {exc}") from exc
             if not raw:
@@ -310,7 +312,7 @@ class GatlingProcess:
         return " | ".join(self._tail)
 
     async def _drain_stderr(self) -> None:
-        async for line in self._proc.stderr:
+        async for line in self._stderr:
             text = line.decode(errors="replace").rstrip()
             if text:
                 self._tail.append(text)

@@ -101,7 +101,8 @@ class ConsoleCounts:
         self._block, self._block_errors, self._section = {}, {}, ""
         now_ms = self._clock_ms()
         # The load's last interval has waited long enough: hand it out with what came before.
-        upto = self._last + 1 if self._end_at_ms is not None and now_ms >= self._end_at_ms + END_GRACE_MS else 0
+        ended = self._end_at_ms is not None and now_ms >= self._end_at_ms + END_GRACE_MS
+        upto = self._last + 1 if self._last is not None and ended else 0  # _last is None without an end
         if not block and not errors:
             return self._hand_out(upto)
         index = max(self._next, self._clamped(self._interval_at(now_ms)))

@@ -152,7 +152,8 @@ def error_lines(output: str, work: Path, project: Path) -> list[str]:
     compiler's messages (with their `symbol:`/`location:` lines) if any, else Maven's [ERROR]
     lines (Maven prints compiler messages twice: each is kept once)."""
     lines = [_ANSI.sub("", line).replace(str(work), str(project)) for line in output.splitlines()]
-    compiler, errors = [], []
+    compiler: list[str] = []
+    errors: list[str] = []
     for line in lines:
         text = line.strip().removeprefix("[ERROR]").strip()
         if _COMPILER_LINE.search(text) or (compiler and text.startswith(("symbol:", "location:"))):

@@ -50,9 +50,9 @@ class LoadPolicy:
     async def checked_addresses(self, job: job_pb2.JobSpec) -> list[list[str]]:
         """Per target, its addresses as "ip:port", each checked against the allow-list."""
         urls = [t.url for t in job.targets]
-        hosts = {url_host_port(url) for url in urls} | {(e.host, 0) for e in self.allow.host_entries}
+        hosts = {url_host_port(url) for url in urls} | {(e.host, 0) for e in self.allow.host_entries if e.host}
         resolved = dict(zip(hosts, await asyncio.gather(*(_resolve(h, p) for h, p in hosts))))
-        named = {e: set(resolved[(e.host, 0)]) for e in self.allow.host_entries}
+        named = {e: set(resolved[(e.host, 0)]) for e in self.allow.host_entries if e.host}
         checked = []
         for i, url in enumerate(urls):
             host, port = url_host_port(url)
@@ -95,5 +95,6 @@ async def _resolve(host: str, port: int) -> list[IpAddress]:
                                        RESOLVE_TIMEOUT_S)
     except (OSError, TimeoutError, UnicodeError):
         return []
-    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+    # typeshed allows an int for the address (an IPv6 socket of a Python without IPv6): not here
+    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))  # type: ignore[union-attr]
 

@@ -68,7 +68,7 @@ class HostSampler:
     interfaces: tuple[str, ...] = ()
     counters: CounterReader = field(default_factory=CounterReader)
     _procs: dict[ProcessGroup, dict[int, psutil.Process]] = field(default_factory=dict)
-    _net: tuple[float, int, int] | None = None
+    _net: tuple[float, int, int] = field(init=False)  # set by __post_init__
 
     def __post_init__(self) -> None:
         psutil.cpu_percent(None)

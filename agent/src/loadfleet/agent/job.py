@@ -21,7 +21,7 @@ from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.stats import merge_reports
 
 from .artifacts import artifact_messages
-from .drivers import Adjustable, ArtifactSource, Driver, is_gatling, launch_drivers
+from .drivers import Adjustable, Announcing, ArtifactSource, Driver, launch_drivers
 from .errors import EngineError
 from .guard import LoadPolicy
 
@@ -161,7 +161,7 @@ class JobRunner:
             driver.kill()
 
     def _ready_message(self) -> str:
-        if is_gatling(self.spec):
+        if self._engines and isinstance(self._engines[0], Announcing):  # a Gatling JVM
             return self._engines[0].ready_message()
         return f"{len(self._engines)} engine(s) ready"
 
@@ -252,7 +252,7 @@ class JobRunner:
         self._report_state_raw(outcome.value, message)
         return outcome
 
-    def _report_state_raw(self, state: int, message: str) -> None:
+    def _report_state_raw(self, state: agent_pb2.JobState, message: str) -> None:
         log.info("job %s: %s %s", self.job_id, agent_pb2.JobState.Name(state), message)
         self._send(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
             job_id=self.job_id, state=state, message=message)))

@@ -62,7 +62,8 @@ class CounterError(AgentError):
 class CounterSource(Protocol):
     """One server whose counters the agent reads; `name` is for log lines."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: frozen dataclasses are sources too
 
     def read(self) -> dict[str, float]:
         """{counter name: cumulative value}; raises CounterError."""

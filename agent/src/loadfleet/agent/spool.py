@@ -197,7 +197,11 @@ class Spool:
         last = self._segments[-1] if self._segments else None
         if last is not None and last.size + n_bytes <= self.segment_bytes:
             return last
-        number = int(_SEGMENT.fullmatch(last.path.name).group(1)) + 1 if last else 1
+        number = 1
+        if last is not None:
+            match = _SEGMENT.fullmatch(last.path.name)
+            assert match is not None, "segments are named outbox-NUMBER.spool"
+            number = int(match.group(1)) + 1
         self.directory.mkdir(parents=True, exist_ok=True)
         segment = _Segment(self.directory / f"outbox-{number:012d}.spool", 0)
         self._segments.append(segment)

@@ -70,6 +70,9 @@ class AgentLink(Protocol):
 
     def stop_job(self, job_id: str) -> None: ...
 
+    def settle(self, seq: int) -> None:
+        """The agent's message `seq` is stored for good: its session may acknowledge it."""
+
     def adjust(self, job_id: str, engines: tuple) -> None:
         """Each engine's share of the running job from now on (scheduler.EngineShare)."""
 

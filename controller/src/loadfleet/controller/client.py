@@ -44,24 +44,28 @@ class RunClient:
         if self._channel:
             await self._channel.close()
 
+    def _service(self) -> run_pb2_grpc.RunServiceStub:
+        assert self._stub is not None, "RunClient is used inside `async with` only"
+        return self._stub
+
     async def start_run(self, plan_yaml: str) -> run_pb2.StartRunResponse:
-        return await self._call(self._stub.StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml)))
+        return await self._call(self._service().StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml)))
 
     async def watch(self, run_id: str) -> AsyncIterator[run_pb2.RunUpdate]:
         try:
-            async for update in self._stub.WatchRun(run_pb2.WatchRunRequest(run_id=run_id)):
+            async for update in self._service().WatchRun(run_pb2.WatchRunRequest(run_id=run_id)):
                 yield update
         except grpc.aio.AioRpcError as exc:
             raise _translate(exc, self.address) from exc
 
     async def stop_run(self, run_id: str) -> None:
-        await self._call(self._stub.StopRun(run_pb2.StopRunRequest(run_id=run_id)))
+        await self._call(self._service().StopRun(run_pb2.StopRunRequest(run_id=run_id)))
 
     async def list_agents(self) -> list[run_pb2.AgentInfo]:
-        return list((await self._call(self._stub.ListAgents(run_pb2.ListAgentsRequest()))).agents)
+        return list((await self._call(self._service().ListAgents(run_pb2.ListAgentsRequest()))).agents)
 
     async def list_runs(self) -> list[run_pb2.RunInfo]:
-        return list((await self._call(self._stub.ListRuns(run_pb2.ListRunsRequest()))).runs)
+        return list((await self._call(self._service().ListRuns(run_pb2.ListRunsRequest()))).runs)
 
     async def _call(self, call):
         try:

@@ -6,6 +6,7 @@ drivers, agents and intervals; so do the phases' means (exact sums over exact co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from loadfleet.wire.histogram import summaries
 from loadfleet.wire.phases import PHASE_NAMES, Phase, Phases
@@ -142,10 +143,11 @@ def phases_of(phases: Phases | None, mean_latency_ms: float) -> PhaseFigures | N
     in_phases_ms = sum(t.per_response_ms for t in times.values())
     waiting_at = dict(zip((name for name, _ in WAITING_PERCENTILES),
                           phases.waiting_histogram.percentiles(p for _, p in WAITING_PERCENTILES)))
-    return PhaseFigures(responses=responses, **times,
+    # Fields named after PHASE_NAMES and WAITING_PERCENTILES (Any: mypy cannot match names made at run time).
+    named: dict[str, Any] = {**times, **{f"waiting_{name}_ms": us / 1000 for name, us in waiting_at.items()}}
+    return PhaseFigures(responses=responses, **named,
                         # the mean latency is a histogram's (bucket midpoints): never below 0 by rounding
-                        other_ms=max(0.0, mean_latency_ms - in_phases_ms) if mean_latency_ms else 0.0,
-                        **{f"waiting_{name}_ms": us / 1000 for name, us in waiting_at.items()})
+                        other_ms=max(0.0, mean_latency_ms - in_phases_ms) if mean_latency_ms else 0.0)
 
 
 def errors_by_name(row: StatsRow) -> dict[str, int]:

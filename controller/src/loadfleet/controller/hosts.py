@@ -202,6 +202,7 @@ class HostRecorder:
         if step.name != self._step:
             self._close_step()
             self._step, self._window = step.name, HostWindow(step.measured_start_ms, self._period_ms)
+        assert self._window is not None  # there is one while _step names a step (steps have names)
         self._window.add(host, monitor, sample, step.measured_end_ms)
 
     def step_loads(self, step: str) -> tuple[HostLoad, ...]:

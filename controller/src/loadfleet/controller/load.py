@@ -40,8 +40,9 @@ class Think:
         return cls("fixed", doc.get("fixed_ms", 0))
 
     def to_doc(self) -> dict:
-        return {"fixed": {"fixed_ms": self.ms}, "uniform": {"uniform_ms": [self.ms, self.max_ms]},
-                "exponential": {"exponential_ms": self.ms}}[self.kind]
+        docs: dict[str, dict] = {"fixed": {"fixed_ms": self.ms}, "uniform": {"uniform_ms": [self.ms, self.max_ms]},
+                                 "exponential": {"exponential_ms": self.ms}}
+        return docs[self.kind]
 
 
 @dataclass(frozen=True)

@@ -218,11 +218,12 @@ class FleetLosses:
     def _redistribute(self, shares: StepShares, loss: Loss, load: Load) -> None:
         if shares.closed:
             return
-        able = {a for a in shares.shares if (record := self._registry.get(a)) and record.link and not record.late}
-        updated = redistributed(load, loss.budget_left, shares.shares, shares.takers(able))
+        links = {a: link for a in shares.shares
+                 if (record := self._registry.get(a)) and (link := record.link) and not record.late}
+        updated = redistributed(load, loss.budget_left, shares.shares, shares.takers(set(links)))
         shares.take_over(updated)
         for agent_id, engines in updated.items():
-            self._registry.get(agent_id).link.adjust(shares.job_id, engines)
+            links[agent_id].adjust(shares.job_id, engines)
         self._record(replace(loss, at_ms=self._clock_ms(), taken_by=len(updated),
                              moved_load=not load.stages and load.peak > 0), updated)
 

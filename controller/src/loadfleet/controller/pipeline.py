@@ -31,7 +31,7 @@ from .sinks import Sink
 from .sinks.output import InfluxOutput
 from .steps import StepMeter, StepResult, StepSpec, StepState
 from .stops import StopReason, StopWatch
-from .stream import FinalInterval, StepEnd, StepWindow, Stream
+from .stream import FinalInterval, IntervalConsumer, StepEnd, StepWindow, Stream
 from .summary import RunSummary
 from .targethealth import TargetHealth
 from .totals import RunTotals
@@ -97,10 +97,11 @@ class RunPipeline:
             self.meter.restore(recovered.checkpoint["meter"])
             self.drift.restore(recovered.checkpoint["drift"])
         self._subscribe()
+        consumers: list[IntervalConsumer | None] = [self.totals, self.meter, self._output]
         for logged in recovered.intervals:
             published = logged.final(window_of(logged.step))
             published = replace(published, verdict=self.generators.judge(published))  # from its rows alone now
-            for consumer in filter(None, (self.totals, self.meter, self._output)):
+            for consumer in filter(None, consumers):
                 consumer.on_interval(published)
             self.drift.observe(published.start_ms, published.total)
 
@@ -117,6 +118,7 @@ class RunPipeline:
         interval = replace(interval, verdict=self.generators.judge(interval))
         self._stream.interval(interval)
         if self._journal is not None:
+            assert self.writer is not None  # start() and resume() open both
             self._journal.interval(interval, self.writer.offsets)
             if self._journal.intervals_since_checkpoint >= CHECKPOINT_INTERVALS:
                 self.checkpoint(watermark_ms=watermark_ms, late=late)
@@ -125,6 +127,7 @@ class RunPipeline:
         """The running totals on disk as of `watermark_ms` (the interval log starts over)."""
         if self._journal is None:
             return
+        assert self.writer is not None  # start() and resume() open both
         self.writer.sync()
         self._journal.checkpoint({
             "watermark_ms": watermark_ms, "offsets": to_doc(self.writer.offsets), "totals": self.totals.snapshot(),

@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from . import yamlsafe
@@ -146,7 +147,7 @@ class Plan:
 
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
-        doc = {
+        doc: dict[str, Any] = {
             "name": self.name,
             "duration_s": self.duration_s,
             "interval_ms": self.interval_ms,

@@ -20,7 +20,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -118,7 +118,7 @@ def _shares_described(shares) -> str:
 
 class Run:
     def __init__(self, run_id: str, plan: Plan, run_dir: Path, registry: AgentRegistry,
-                 *, sinks: list[Sink] = (), grace_ms: int = DEFAULT_GRACE_MS, lease_ms: int = 0,
+                 *, sinks: Sequence[Sink] = (), grace_ms: int = DEFAULT_GRACE_MS, lease_ms: int = 0,
                  settle: Callable[[str, int], None] = lambda agent, seq: None,
                  clock_ms: Callable[[], int] = now_ms):
         self.run_id = run_id
@@ -376,7 +376,7 @@ class Run:
                     or (self._stop_reason and self._stop_reason.condition is not Condition.KNEE)):
                 self._skip([s.name for s in specs[i:]])
                 break
-            if spec.servers in self._knees and self.plan.sweep.stop_at_knee:
+            if spec.servers in self._knees and self.plan.sweep and self.plan.sweep.stop_at_knee:
                 self._skip_past_knee(spec)
                 continue
             await self._run_step(spec, first=not self._results)
@@ -410,7 +410,9 @@ class Run:
         self._step = step
         for share in shares:
             assignment = JobAssignment(job_id=window.job_id, plan=plan, engines=share.engines, start_at_ms=load_start)
-            self._registry.get(share.agent_id).link.assign(assignment)
+            record = self._registry.get(share.agent_id)
+            assert record is not None and record.link is not None  # as `agents` above: nothing awaited since
+            record.link.assign(assignment)
             self._registry.hold(share.agent_id, plan.agents.lease_s)
         self._emit(self._step_started_event(spec, plan, shares))
         await self._collect(step)
@@ -570,6 +572,7 @@ class Run:
 
     def _sweep_description(self) -> str:
         sweep = self.plan.sweep
+        assert sweep is not None  # described for sweeps only
         level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[self.plan.load.model]
         servers = f" on {', '.join(map(str, sweep.servers))} server(s)" if sweep.servers else ""
         repeat = f", each {sweep.repeat} times" if sweep.repeat > 1 else ""

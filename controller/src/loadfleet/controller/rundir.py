@@ -199,10 +199,10 @@ class RunDirWriter:
         verdict = interval.verdict
         judged = {"": verdict, **verdict.by_agent()}  # by agent id; the cluster's under ""
         out = io.StringIO()
-        lines = csv.writer(out, lineterminator="\n")
+        writer = csv.writer(out, lineterminator="\n")
         for scope, agent_id, row in written:
             own = judged.get(agent_id, VALID)
-            lines.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row))
+            writer.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row))
                            + [own.validity.value, own.reasons_text()])
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]

@@ -26,6 +26,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class AppendFile:
         written, dropping a line half-written by a controller that died."""
         self.path = path
         self._trouble = trouble
-        self._file = None
+        self._file: BinaryIO | None = None
         self._good = 0  # bytes complete on disk: the last flush
         try:
             if path.exists() and (trouble.has_failed(self._name()) or path.stat().st_size < (keep_bytes or 0)):
@@ -125,46 +126,55 @@ class AppendFile:
 
     @property
     def closed(self) -> bool:
-        return self._file is None or self._file.closed
+        return self._open_file() is None
+
+    def _open_file(self) -> BinaryIO | None:
+        """The file while it takes writes; None once closed (or when it was never opened)."""
+        return None if self._file is None or self._file.closed else self._file
 
     def write(self, data: str | bytes) -> None:
-        if self.closed or not data:
+        file = self._open_file()
+        if file is None or not data:
             return
         try:
-            self._file.write(data.encode() if isinstance(data, str) else data)
+            file.write(data.encode() if isinstance(data, str) else data)
         except OSError as exc:
             self._fail(exc)
 
     def flush(self) -> None:
-        if self.closed:
+        file = self._open_file()
+        if file is None:
             return
         try:
-            self._file.flush()
+            file.flush()
         except OSError as exc:
             self._fail(exc)
         else:
-            self._good = self._file.tell()
+            self._good = file.tell()
 
     def sync(self) -> None:
         """Flushes, and makes what is written survive the host crashing too."""
         self.flush()
-        if not self.closed:
+        file = self._open_file()
+        if file is not None:
             try:
-                os.fsync(self._file.fileno())
+                os.fsync(file.fileno())
             except OSError as exc:
                 self._fail(exc)
 
     def tell(self) -> int:
-        return self._good if self.closed else self._file.tell()
+        file = self._open_file()
+        return self._good if file is None else file.tell()
 
     def restart(self) -> None:
         """Empties the file (the journal's interval log after a checkpoint)."""
-        if self.closed:
+        file = self._open_file()
+        if file is None:
             return
         try:
-            self._file.flush()
-            self._file.truncate(0)
-            self._file.seek(0)
+            file.flush()
+            file.truncate(0)
+            file.seek(0)
             self._good = 0
         except OSError as exc:
             self._fail(exc)
@@ -218,7 +228,7 @@ def _device_of(mount: Path) -> str:
     return found[-1] if found else ""  # the last mount at a path is the one in effect
 
 
-def _size(n_bytes: int) -> str:
+def _size(n_bytes: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if n_bytes < 1000 or unit == "TB":
             return f"{n_bytes:.0f} {unit}" if unit == "B" else f"{n_bytes:.1f} {unit}"

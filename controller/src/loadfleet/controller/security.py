@@ -198,4 +198,5 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except OSError:
         return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+    # typeshed allows an int for the address (an IPv6 socket of a Python without IPv6): not here
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)  # type: ignore[union-attr]

@@ -235,7 +235,7 @@ class StepMeter:
 
     def on_interval(self, interval: FinalInterval) -> None:
         if interval.step.name != self._step:
-            self.__init__()
+            StepMeter.__init__(self)
             self._step = interval.step.name
         for agent in interval.agents:
             requests = agent.total.requests

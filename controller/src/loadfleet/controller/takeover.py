@@ -78,6 +78,7 @@ class TakenOverRun(Run):
         since = time.strftime("%H:%M:%S", time.localtime(self._window.watermark_ms / 1000))
         self._emit(Event(EventKind.RUN_RECOVERED, f"run {self.run_id} taken over by a restarted controller; "
                          f"its intervals go on from {since}"))
+        assert self._step is not None  # a run goes on only with a running step (recovery.adoptable)
         watch = asyncio.create_task(self._lose_absent_agents(reconnect_s), name=f"reconnect-{self.run_id}")
         try:
             await self._collect(self._step, not_before_ms=self._clock_ms() + round(reconnect_s * 1000)

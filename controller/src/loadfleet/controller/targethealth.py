@@ -112,7 +112,7 @@ MAX_OUTAGES = 1000
 
 class TargetHealth:
     def __init__(self, targets: Iterable[str], interval_ms: int,
-                 emit: Callable[[Event], None] = lambda event: None):
+                 emit: Callable[[Event], object] = lambda event: None):
         self._interval_ms = interval_ms
         self._emit = emit
         self._watches = {url: _Watch() for url in targets}
@@ -189,6 +189,7 @@ class TargetHealth:
     def _opened(self, target: str, watch: _Watch) -> Outage:
         seconds = self._interval_ms / 1000
         healthy = [t for _, t in watch.healthy]
+        assert watch.silent_from_ms is not None  # _silent set it before the outage opened
         outage = Outage(target=target, step=self._step, offered=self._offered, down_ms=watch.silent_from_ms,
                         up_ms=None, down_s=0.0, failed=0, errors={},
                         rps_before=max((t.responses / seconds for t in healthy), default=0.0),

@@ -170,6 +170,7 @@ class IntervalWindow:
     def _skip(self, start: int) -> None:
         """No report of this interval came in its window: every agent expected missed it."""
         self._note_missed(start, self._expected_in(start))
+        assert self._step is not None  # intervals are open only within a step
         self._watermark = start + self._step.interval_ms
 
     def _note_missed(self, start: int, agents: Iterable[str], reported: Iterable[str] = ()) -> None:
@@ -205,6 +206,7 @@ class IntervalWindow:
         interval = self._open.pop(start)
         missing = tuple(sorted(interval.waiting))
         self._note_missed(start, missing, interval.reports)
+        assert self._step is not None  # intervals are open only within a step
         self._watermark = start + self._step.interval_ms
         lost = tuple(sorted(self._assigned - self._expected))
         self._publish(merged(self._step, start, interval.reports, missing, lost))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
@@ -39,7 +40,7 @@ MAX_ALIASES = 64
 # ~4,000 requests of a name, a path and a weight.
 MAX_NODES = 30_000
 
-_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Parser: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # Any: a base class chosen at run time
 
 
 class _Loader(_Parser):

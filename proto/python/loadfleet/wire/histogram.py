@@ -186,8 +186,9 @@ class Histogram:
 
     __slots__ = ("_raw", "_indices", "_counts", "_packed")
 
-    def __init__(self, indices: np.ndarray = _NO_INDICES, counts: np.ndarray = _NO_COUNTS,
+    def __init__(self, indices: np.ndarray | None = _NO_INDICES, counts: np.ndarray | None = _NO_COUNTS,
                  *, raw: bytes | None = None, packed: bytes | None = None):
+        # indices and counts None: not decoded yet, `raw` holds the encoding (decode()).
         self._raw = raw
         self._indices = indices
         self._counts = counts
@@ -252,7 +253,8 @@ class Histogram:
         return self
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._indices is None:
+        if self._indices is None or self._counts is None:
+            assert self._raw is not None  # a histogram not decoded yet is made from its encoding
             self._indices, self._counts = _decode_arrays(self._raw)
         return self._indices, self._counts
 

@@ -89,6 +89,7 @@ class StatsRow:
         self.add_counts(other)
         self.histogram = self.histogram + other.histogram
         if other.phases is not None and other.phases.waiting_histogram:
+            assert self.phases is not None  # add_counts copied other's phases
             self.phases.waiting_histogram = self.phases.waiting_histogram + other.phases.waiting_histogram
 
     def add_counts(self, other: StatsRow) -> None:
@@ -154,7 +155,8 @@ class StatsRow:
             request=self.request,
             requests=self.requests,
             status_1xx=s1, status_2xx=s2, status_3xx=s3, status_4xx=s4, status_5xx=s5,
-            errors=[stats_pb2.ErrorCount(kind=k, count=c) for k, c in sorted(self.errors.items())],
+            # protoc's stub takes ErrorKind members only (wrong: any ErrorKind value, an int, is fine)
+            errors=[stats_pb2.ErrorCount(kind=k, count=c) for k, c in sorted(self.errors.items())],  # type: ignore[arg-type]
             bytes_in=self.bytes_in,
             bytes_out=self.bytes_out,
             connections_opened=self.connections_opened,
@@ -211,7 +213,9 @@ def merge_rows(
     for key, parts in histograms.items():
         merged[key].histogram = merge_histograms(parts)
     for key, parts in waiting.items():
-        merged[key].phases.waiting_histogram = merge_histograms(parts)
+        phases = merged[key].phases
+        assert phases is not None  # add_counts copied the phases of the rows with a waiting histogram
+        phases.waiting_histogram = merge_histograms(parts)
     return merged
 
 

@@ -123,6 +123,11 @@ class LabServer:
             stop_pid(self.pid)
             self.pid = None
 
+    @property
+    def access_log(self) -> Path:
+        """Kinds that log each request override this (nginx, Apache, Tomcat, Yaws)."""
+        raise LabError(f"{self.kind} server {self.name} keeps no access log")
+
     def access_log_lines(self) -> int:
         """Requests the server logged, for kinds with an `access_log` (one line per request)."""
         with self.access_log.open("rb") as f:
@@ -174,12 +179,12 @@ def find_program(name: str, package: str, *, extra_dirs: tuple[str, ...] = ("/us
 def spawn(argv: list[str], *, log: Path | None = None, preexec: Callable[[], None] | None = None) -> subprocess.Popen:
     """Starts a program in its own session (so a stop can take its whole group); `preexec` runs
     in the child just before exec (a CPU cap: every process the program forks inherits it)."""
-    out = open(log, "ab") if log else subprocess.DEVNULL
+    out = open(log, "ab") if log else None
     try:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=preexec)
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL if out is None else out,
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec)
     finally:
-        if log:
+        if out is not None:
             out.close()
 
 

@@ -233,7 +233,10 @@ class OpenFiles:
     def close_all(self) -> None:
         with self._lock:
             handles = list(self._handles.values())
-            self._handles.clear(), self._users.clear(), self._idle.clear(), self._paths.clear()
+            self._handles.clear()
+            self._users.clear()
+            self._idle.clear()
+            self._paths.clear()
         for handle in handles:
             self._close(handle)
 
@@ -318,18 +321,22 @@ class FuseMount:
     by signal unmounts its path by name, so reusing a path could unmount someone else's mount.
     `launcher` (e.g. `netns.Host`) runs the process in another network namespace; it must keep
     the mount namespace (nsenter --net only), so the mount is visible here. `cache`: one of
-    `MOUNT_CACHES` (True and False, as before: `warm` and `none`).
+    `MOUNT_CACHES` (True and False, as before: `warm` and `none`). `name`: the lab's name for it.
     """
 
+    kind = "fuse"
+
     def __init__(self, url: str, mountpoint: Path, *, log_path: Path | None = None,
-                 attr_timeout_s: float = DEFAULT_ATTR_TIMEOUT_S, cache: str | bool = "warm", launcher=None):
+                 attr_timeout_s: float = DEFAULT_ATTR_TIMEOUT_S, cache: str | bool = "warm", launcher=None,
+                 name: str = "nfs-mount"):
         split_export_url(url)
-        cache = {True: "warm", False: "none"}.get(cache, cache)
+        if isinstance(cache, bool):
+            cache = "warm" if cache else "none"
         if cache not in MOUNT_CACHES:
             raise ValueError(f"cache '{cache}' is not one of {', '.join(MOUNT_CACHES)}")
         self.url, self.mountpoint = url, Path(mountpoint).resolve()
         self.log = Path(log_path) if log_path else self.mountpoint.with_name(self.mountpoint.name + ".log")
-        self.attr_timeout_s, self.cache, self.launcher = attr_timeout_s, cache, launcher
+        self.attr_timeout_s, self.cache, self.launcher, self.name = attr_timeout_s, cache, launcher, name
         self.pid: int | None = None
 
     @property

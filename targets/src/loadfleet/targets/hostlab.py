@@ -98,10 +98,12 @@ class LabHosts:
         agents = [(s, self.hosts[s.name]) for s in self.spec.hosts if s.agent]
         if found:
             spec, host = found
-            self._make_pki([s.name for s, _ in agents])
+            self._make_pki(host.address, [s.name for s, _ in agents])
+            assert spec.controller_port  # host_of found the host with one
             add(self._start_controller(host, spec.controller_port))
         address = self.controller["address"] if self.controller else self.spec.controller
         for spec, host in agents:
+            assert address is not None  # agents have a controller: hostspec checked it
             add(self._start_agent(spec, host, address))
         if agents and self.controller:
             self._wait_for_agents({s.name for s, _ in agents})
@@ -112,10 +114,10 @@ class LabHosts:
 
     # ------------------------------------------------------------ the controller and agents
 
-    def _make_pki(self, agents: list[str]) -> None:
+    def _make_pki(self, address: str, agents: list[str]) -> None:
+        """A CA, the controller's certificate for `address`, the operator's and the agents'."""
         pki = self.state_dir / "pki"
         shutil.rmtree(pki, ignore_errors=True)  # a fresh CA at every up: nothing of an old lab is trusted
-        address = self.host_of(lambda h: bool(h.controller_port))[1].address
         for args in (["init"], ["controller", "--name", CONTROLLER_NAME, "--ip", address], ["operator", OPERATOR],
                      *([["agent", *agents]] if agents else [])):
             result = subprocess.run([program("loadfleet"), "certs", args[0], "--dir", str(pki), *args[1:]],
@@ -141,6 +143,7 @@ class LabHosts:
         directory = self.state_dir / spec.name
         directory.mkdir(parents=True, exist_ok=True)
         pki = self.state_dir / "pki"
+        assert self.net is not None  # agents run on hosts of the lab's network
         tls = ["--tls-ca", str(pki / "ca.crt"), "--tls-cert", str(pki / f"agent-{spec.name}.crt"),
                "--tls-key", str(pki / f"agent-{spec.name}.key")] if self.controller else []
         proc = host.spawn([program("loadfleet-agent"), "--controller", controller, "--id", spec.name,
@@ -150,6 +153,7 @@ class LabHosts:
         return FleetProcess(spec.name, "agent", controller, proc.pid, spec.name)
 
     def _wait_for_agents(self, names: set[str]) -> None:
+        assert self.controller is not None  # waited for with the lab's own controller only
         host = self.hosts[self.controller["host"]]
         deadline = time.monotonic() + AGENTS_TIMEOUT_S
         connected: set[str] = set()

@@ -55,7 +55,8 @@ def parse_hosts(doc: dict, nfs: bool, problems: list[str]) -> HostsSection:
     if not isinstance(entries, dict) or not entries:
         problems.append("hosts: give a mapping of host names to hosts, e.g. {web1: {servers: [nginx]}}")
         entries = {}
-    hosts, placed = [], []
+    hosts: list[HostSpec] = []
+    placed: list[Placed] = []
     for name, entry in entries.items():
         host = _host(name, {} if entry is None else entry, placed, problems)
         if host:

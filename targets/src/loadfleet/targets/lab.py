@@ -20,6 +20,7 @@ import shutil
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from .apache import ApacheServer
 from .caps import CpuCap, CpuGroup
@@ -143,20 +144,18 @@ class Lab:
                                     launcher=nfs[1])
         else:
             ganesha = GaneshaServer(export, self.state_dir / "nfs-server")
-        ganesha.name = "nfs-server"
         self._add(ganesha, host=nfs[0].name if nfs else None, start=True)
         if not self.hosts:
             self.docroot = self._mount(ganesha, "nfs-mount", self.state_dir, LOCAL)
             return
-        for name in dict.fromkeys(s.on for s in self.spec.servers if s.kind in FILE_KINDS):
+        for name in dict.fromkeys(s.on for s in self.spec.servers if s.kind in FILE_KINDS and s.on):
             self.hosts.mounts[name] = self._mount(ganesha, f"nfs-mount-{name}", self.state_dir / name,
                                                   self.hosts.hosts[name])
 
     def _mount(self, ganesha: GaneshaServer, name: str, directory: Path, launcher: Launcher) -> Path:
         # A fresh mount point every time: a FUSE daemon unmounts its path by name when stopped.
         mount = FuseMount(ganesha.url, directory / f"nfs-mount-{time.time_ns()}", cache=self.spec.nfs_cache,
-                          launcher=None if launcher is LOCAL else launcher)
-        mount.name, mount.kind = name, "fuse"
+                          launcher=None if launcher is LOCAL else launcher, name=name)
         self._add(mount, host=getattr(launcher, "name", None), start=True)
         return mount.mountpoint
 
@@ -172,14 +171,16 @@ class Lab:
         self._save()
 
     def _build(self, spec: ServerSpec):
+        launcher: Launcher
         if spec.on:
+            assert self.hosts is not None  # servers are placed on hosts in a lab with hosts only
             host = self.hosts.hosts[spec.on]
             self._placement[spec.name] = spec.on
             args, docroot, launcher = (host.address, spec.port), self.hosts.mounts.get(spec.on, self.docroot), host
         else:
             args, docroot = (spec.host, spec.port or _free_port(spec.host)), self.docroot
             launcher = self._capped(spec)
-        common = {"launcher": launcher}
+        common: dict[str, Any] = {"launcher": launcher}
         if spec.kind == "nginx":
             # Over a warm NFS mount nginx keeps files open rather than opening each one per request.
             extra = NGINX_OPEN_FILE_CACHE if self.spec.nfs and self.spec.nfs_cache == "warm" else ""

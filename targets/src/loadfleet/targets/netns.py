@@ -34,7 +34,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .daemon import LabError, find_program, pid_alive, spawn, stop_pid
 
@@ -169,7 +169,7 @@ class LabNetwork:
         self.prefix = prefix
         self.tag = f"{prefix}-{os.getpid()}-{next(_SEQUENCE)}"
         self.hosts: dict[str, Host] = {}
-        self._addresses = iter(())
+        self._addresses: Iterator[ipaddress.IPv4Address] = iter(())
         self._processes: list[subprocess.Popen] = []
         self._namespaces: list[str] = []
         self._guarded = False
@@ -192,6 +192,7 @@ class LabNetwork:
         with _registry_lock():
             self._guard()
             self._record()
+        assert self.subnet is not None  # _guard picked one (or raised)
         self._addresses = iter(list(self.subnet.hosts())[9:])  # .10 on: low addresses read as gateways
         try:
             self._add_namespace(self.bridge_netns)
@@ -221,7 +222,7 @@ class LabNetwork:
     def add_host(self, name: str, *, confine: Callable[[], None] | None = None) -> Host:
         """A new namespace with the next free address of the subnet, linked to the bridge.
         `confine` runs in every process started on it before exec (its CPU cap, caps.py)."""
-        if not self._guarded:
+        if not self._guarded or self.subnet is None:  # start() sets both
             raise LabError("the lab network is not started (use it as a context manager)")
         if not _NAME.match(name) or name == BRIDGE_NS:
             raise ValueError(f"host name '{name}' must be 1-12 lower-case letters or digits, starting with a "
@@ -324,6 +325,7 @@ class LabNetwork:
         self.hosts.clear()
         with _registry_lock():
             if self._guarded:
+                assert self.subnet is not None  # _guard set both
                 result = ip("route", "del", "unreachable", str(self.subnet), check=False)
                 if result.returncode != 0 and guard_present(self.subnet):
                     problems.append(f"guard route for {self.subnet}: {result.stderr.strip()}")

@@ -35,13 +35,13 @@ class GaneshaServer:
 
     `host` must be loopback, or with a `launcher` (e.g. a lab network host, `netns.Host`) an
     address that launcher allows; the launcher starts the server and checks that it listens
-    (a namespace address is unreachable from the root namespace).
+    (a namespace address is unreachable from the root namespace). `name`: the lab's name for it.
     """
 
     kind = "nfs"
 
     def __init__(self, export_dir: Path, state_dir: Path, host: str = "127.0.0.1", port: int | None = None, *,
-                 launcher: Launcher | None = None):
+                 launcher: Launcher | None = None, name: str = "nfs-server"):
         if launcher is not None and not port:
             raise ValueError("a port is needed to start ganesha through a launcher")
         launcher = launcher or LOCAL
@@ -49,7 +49,7 @@ class GaneshaServer:
         port = port or free_port(host)
         self.export_dir = Path(export_dir).resolve()
         self.dir = Path(state_dir).resolve()
-        self.host, self.port, self.launcher = host, port, launcher
+        self.host, self.port, self.launcher, self.name = host, port, launcher, name
         self.bus = PrivateBus(self.dir, launcher=launcher)
         self.pid: int | None = None
 

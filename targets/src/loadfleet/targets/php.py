@@ -172,6 +172,7 @@ class PhpServer:
         self.app = self.dir / "app"
         self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2, launcher=launcher,
                             profile=profile)
+        self.front: NginxServer | ApacheServer
         if front == "nginx":
             self.front = NginxServer(host, port, docroot, state_dir, name, extra_conf=self._nginx_location(),
                                      profile=profile, launcher=launcher)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 import yaml
 
@@ -182,7 +183,7 @@ def parse_spec(doc) -> LabSpec:
     servers = [s for p in placed if (s := _server(p, problems))]
     problems += _name_problems(placed) + _backend_problems(servers, placed) + _listen_problems(servers)
     nfs = nfs or bool(lab and any(h.nfs for h in lab.hosts))
-    if "cache" in (doc.get("docroot") if isinstance(doc.get("docroot"), dict) else {}) and not nfs:
+    if isinstance(docroot := doc.get("docroot"), dict) and "cache" in docroot and not nfs:
         problems.append("docroot.cache: only for an NFS docroot (docroot.nfs, or a host with nfs: true)")
     if problems:
         raise SpecError(problems)
@@ -352,7 +353,9 @@ def _name_problems(placed: list[Placed]) -> list[str]:
 
 
 def _backend_problems(servers: list[ServerSpec], placed: list[Placed]) -> list[str]:
-    problems, seen, where = [], {p.name for p in placed}, {}
+    problems: list[str] = []
+    seen = {p.name for p in placed}
+    where: dict[str, str] = {}
     for p in placed:
         where.setdefault(p.name, p.where)
     by_name = {s.name: s for s in servers}
@@ -378,7 +381,8 @@ def _backend_problems(servers: list[ServerSpec], placed: list[Placed]) -> list[s
 
 
 def _listen_problems(servers: list[ServerSpec]) -> list[str]:
-    problems, taken = [], {}
+    problems: list[str] = []
+    taken: dict[tuple[str, int], str] = {}
     for server in servers:
         place = server.on or server.host  # on a lab host: the host's address, unknown until up
         if server.port and (place, server.port) in taken:
@@ -409,7 +413,7 @@ def _split_listen(listen: str) -> tuple[str, int | None]:
     return host, int(port) if port.isdigit() and int(port) < 65536 else None
 
 
-def _is_int(value) -> bool:
+def _is_int(value) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

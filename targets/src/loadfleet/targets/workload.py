@@ -49,11 +49,11 @@ class WorkloadSpec:
     def params(self) -> dict:
         """The fields that define the files; a manifest records them, so a docroot is reused only
         when they are unchanged."""
-        extra = {"tree": {"scale": self.scale}, "single": {"bytes": self.bytes}}.get(self.kind, {"count": self.count})
-        return {"kind": self.kind, "seed": self.seed, **extra}
+        by_kind: dict[str, dict] = {"tree": {"scale": self.scale}, "single": {"bytes": self.bytes}}
+        return {"kind": self.kind, "seed": self.seed, **by_kind.get(self.kind, {"count": self.count})}
 
     def matches(self, manifest: dict | None) -> bool:
-        return bool(manifest) and all(manifest.get(k) == v for k, v in self.params().items())
+        return manifest is not None and all(manifest.get(k) == v for k, v in self.params().items())
 
 
 @dataclass(frozen=True)

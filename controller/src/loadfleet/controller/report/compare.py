@@ -114,7 +114,8 @@ def render_compare(runs: Sequence[RunData]) -> str:
 
 def _series_names(runs: Sequence[RunData]) -> list[str]:
     """Run ids, made unique when the same run is given twice."""
-    names, seen = [], {}
+    names: list[str] = []
+    seen: dict[str, int] = {}
     for run in runs:
         seen[run.run_id] = seen.get(run.run_id, 0) + 1
         names.append(run.run_id if seen[run.run_id] == 1 else f"{run.run_id} #{seen[run.run_id]}")

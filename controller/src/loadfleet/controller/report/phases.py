@@ -61,7 +61,7 @@ def stacked_bars(entries: list[tuple[str, dict]]) -> str:
     height = _LEGEND_PX + _ROW_PX * len(entries) + 8
     out = [f'<svg class="chart phases" width="{_WIDTH}" height="{height}" viewBox="0 0 {_WIDTH} {height}" '
            'xmlns="http://www.w3.org/2000/svg" font-size="12" font-family="system-ui, sans-serif">']
-    x = 0
+    x: float = 0
     for i, (label, _) in enumerate(SEGMENTS):
         out.append(f'<rect x="{x}" y="6" width="12" height="12" fill="{PALETTE[i]}"/>'
                    f'<text x="{x + 16}" y="16">{escape(label)}</text>')

@@ -246,7 +246,8 @@ class _Bucket:
     __slots__ = ("start_ms", "sums", "intervals", "_last")
 
     def __init__(self, start_ms: int):
-        self.start_ms, self.sums, self.intervals, self._last = start_ms, {}, 0, -1
+        self.start_ms, self.intervals, self._last = start_ms, 0, -1
+        self.sums: dict[str, float] = {}
 
     def add(self, index: int, values: dict[str, float]) -> None:
         if index != self._last:
@@ -266,7 +267,8 @@ def _read_intervals(path: Path):
     many intervals had each generator-health verdict (every interval counted)."""
     if not path.is_file():
         return (), (), (), (), Counter()
-    intervals, agent_rps, kinds, verdicts = 0, defaultdict(float), (), Counter()
+    intervals, kinds, verdicts = 0, (), Counter[str]()
+    agent_rps: defaultdict[str, float] = defaultdict(float)
     for row in _interval_rows(path):
         if isinstance(row, tuple):
             kinds = row
@@ -295,7 +297,9 @@ def _read_intervals(path: Path):
         if bucket is None:
             bucket = buckets[key][index // stride] = _Bucket(row.start_ms)
         bucket.add(index, values)
-    total, rows, agents = [], [], []
+    total: list[IntervalRow] = []
+    rows: list[IntervalRow] = []
+    agents: list[IntervalRow] = []
     for key, by_bucket in buckets.items():
         scope, _, target, _ = key
         into = agents if scope != "cluster" else total if target == TOTAL else rows

@@ -110,23 +110,23 @@ def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limi
     except HistogramError as exc:
         raise BadReport(str(exc)) from exc
     totals = [r for r in rows if r.key == (TOTAL, TOTAL)]
-    rows = tuple(r for r in rows if r.key != (TOTAL, TOTAL))
-    total = totals[0] if totals else total_row(rows)
-    if len(totals) > 1 or total.requests != sum(r.requests for r in rows):
+    parts = tuple(r for r in rows if r.key != (TOTAL, TOTAL))
+    total = totals[0] if totals else total_row(parts)
+    if len(totals) > 1 or total.requests != sum(r.requests for r in parts):
         raise BadReport("its total row does not add up to its rows")
     return JobReport(
         job_id=pb.job_id,
         agent_id=agent_id,
         seq=seq,
         interval_start_ms=report.interval_start_ms,
-        rows=rows,
+        rows=parts,
         total=total,
         final=report.final,
         error_samples=tuple(f"{s.target} {s.request}: {s.message}" for s in report.error_samples),
     )
 
 
-_JOB_STATES = {
+_JOB_STATES: dict[int, JobState] = {
     agent_pb2.JOB_STATE_READY: JobState.READY,
     agent_pb2.JOB_STATE_RUNNING: JobState.RUNNING,
     agent_pb2.JOB_STATE_FINISHED: JobState.FINISHED,

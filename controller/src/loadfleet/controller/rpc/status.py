@@ -28,7 +28,7 @@ def status_code(error: LoadfleetError) -> grpc.StatusCode:
 
 async def abort(context: grpc.aio.ServicerContext, error: LoadfleetError) -> None:
     """Ends the call with the error's status (a plan's problems travel as PlanProblems)."""
-    metadata = ()
+    metadata: tuple[tuple[str, bytes], ...] = ()
     if isinstance(error, PlanError):
         from . import convert  # convert imports the run machinery; only plan errors need it
         metadata = ((PLAN_PROBLEMS_KEY, convert.problems_to_proto(error.problems).SerializeToString()),)

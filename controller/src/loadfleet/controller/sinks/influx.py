@@ -63,7 +63,9 @@ def influx_writer(config: InfluxConfig) -> Callable[[list[str]], None]:
 
     def write(lines: list[str]) -> None:
         try:
-            api.write(bucket=config.bucket, org=config.org, record="\n".join(lines), write_precision="ms")
+            # influxdb_client annotates a WritePrecision, whose constants are plain strings ("ms")
+            api.write(bucket=config.bucket, org=config.org, record="\n".join(lines),
+                      write_precision="ms")  # type: ignore[arg-type]
         except ApiException as exc:
             if exc.status and 400 <= exc.status < 500 and exc.status not in (404, 408, 429):
                 raise InfluxRejected(f"InfluxDB refused a batch: {exc.status} {exc.body}") from exc

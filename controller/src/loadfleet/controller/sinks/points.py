@@ -76,6 +76,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
 def _phase_fields(row: StatsRow, f: Figures) -> list:
     """Each measured phase's count, exact sum (so means merge over series and time: sum of
     sums over sum of counts), mean and max; a phase not measured writes nothing."""
+    assert row.phases is not None  # the caller writes phase fields for rows with phases only
     fields = []
     for name in PHASE_NAMES:
         phase = getattr(row.phases, name)
@@ -141,8 +142,8 @@ def drift_point(*, run_id: str, drift: DriftPoint) -> Point:
               ("error_pct", drift.error_pct), ("base_error_pct", drift.base_error_pct),
               ("error_pct_drift", drift.error_pct - drift.base_error_pct),
               ("base_p99_ms", drift.base_p99_ms), ("baseline_complete", drift.baseline_complete)]
-    if drift.p99_ms is not None:
-        fields += [("p99_ms", drift.p99_ms), ("p99_drift_pct", drift.p99_drift_pct)]
+    if drift.p99_ms is not None and (p99_drift_pct := drift.p99_drift_pct) is not None:  # both or neither
+        fields += [("p99_ms", drift.p99_ms), ("p99_drift_pct", p99_drift_pct)]
     return Point("drift", tags=(("run", run_id),), fields=tuple(fields), time_ms=drift.interval_start_ms)
 
 

@@ -111,7 +111,8 @@ class Spool:
     def oldest(self, max_points: int) -> list[Batch]:
         """The oldest batches, together at most `max_points` (at least one), marked as being
         sent: `remove` them once written, `release` them if not."""
-        taken, points = [], 0
+        taken: list[Batch] = []
+        points = 0
         for batch in self._batches:
             if taken and points + batch.points > max_points:
                 break
