@@ -59,7 +59,7 @@ $(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.pro
 	rm -rf $(ENGINE_WHEEL_DIR)
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(ENGINE_WHEEL_DIR)
 	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl
-	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis mypy
+	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis $(LINTERS)
 	touch $@
 
 python-deps: $(VENV)/.installed
@@ -139,13 +139,22 @@ demo: demo-deps python-deps engine report-assets
 
 test: setup dist lint test-engine test-python
 
-# Static checks; mypy reads mypy.ini (the four packages, from their sources). python-deps
-# installs mypy; the rule below adds it to a venv made before it did.
-lint: python-deps $(BIN)/mypy
+# Static checks, all clean: mypy (mypy.ini: the four packages, from their sources), ruff's lint
+# and format (ruff.toml), the dependency direction (.importlinter), rustfmt and clippy with
+# warnings as errors for the engine. python-deps installs the Python tools; the rule below adds
+# them to a venv made before it did, and rustup the Rust components when they are missing.
+LINTERS := mypy==2.4.1 ruff==0.17.6 import-linter==2.16
+lint: python-deps $(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
+	cargo fmt --manifest-path agent/engine/Cargo.toml --check
+	cargo clippy --release --quiet --all-targets --manifest-path agent/engine/Cargo.toml -- -D warnings
 
-$(BIN)/mypy: | python-deps
-	$(PY) -m pip install -q mypy
+$(BIN)/lint-imports: | python-deps
+	$(PY) -m pip install -q $(LINTERS)
 
 test-engine:
 	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml

@@ -1,5 +1,6 @@
 """The files a Docker user starts from: the compose stack is valid, and every dashboard
 points at the provisioned datasource."""
+
 import json
 import subprocess
 
@@ -10,8 +11,12 @@ from support.procs import REPO
 
 
 def test_compose_file_is_valid():
-    result = subprocess.run(["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        ["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -29,8 +34,9 @@ def test_dashboards_use_the_provisioned_datasource():
 
 
 def compose_config() -> dict:
-    result = subprocess.run(["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config"],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        ["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config"], capture_output=True, text=True, cwd=REPO
+    )
     assert result.returncode == 0, result.stderr
     return yaml.safe_load(result.stdout)
 
@@ -53,8 +59,11 @@ def test_the_compose_stack_serves_tls_and_every_member_has_its_certificate():
 
 def test_the_compose_agents_may_load_the_compose_plans_targets_and_nothing_else():
     services = compose_config()["services"]
-    lists = {name: AllowList.parse(s["environment"]["LOADFLEET_ALLOW_TARGETS"])
-             for name, s in services.items() if "LOADFLEET_ALLOW_TARGETS" in s.get("environment", {})}
+    lists = {
+        name: AllowList.parse(s["environment"]["LOADFLEET_ALLOW_TARGETS"])
+        for name, s in services.items()
+        if "LOADFLEET_ALLOW_TARGETS" in s.get("environment", {})
+    }
     assert sorted(lists) == ["agent1", "agent2", "agent3"]
     for plan in ("compose.yaml", "compose-lb.yaml"):
         for target in yaml.safe_load((REPO / "plans" / plan).read_text())["targets"]:
@@ -64,7 +73,7 @@ def test_the_compose_agents_may_load_the_compose_plans_targets_and_nothing_else(
 
 def engine_stage(dockerfile: str) -> str:
     text = (REPO / dockerfile).read_text()
-    return text[text.index("FROM rust:"):text.index("\nFROM python:")]
+    return text[text.index("FROM rust:") : text.index("\nFROM python:")]
 
 
 def test_images_install_the_engine_wheel_built_by_one_shared_stage():

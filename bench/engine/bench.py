@@ -8,6 +8,7 @@ wall-clock throughput but hardly the cost per request. Every figure is the media
 --runs runs, engine and wrk alternating within each run; ratios are engine / wrk per run.
 Results go to bench/engine/results/<date>.json; docs/benchmarks.md reads them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,7 @@ def main() -> int:
         write_files(work / "docroot", FILES_BYTES)
         server = start_nginx(work / "state", work / "docroot")
         results = {
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "command": " ".join(["bench/engine/bench.py"] + sys.argv[1:]),
             "machine": machine(),
             "engine_sha256": hashlib.sha256(args.engine.read_bytes()).hexdigest(),
@@ -83,9 +84,15 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if args.quick:
         args.runs, args.duration_s = 1, QUICK_DURATION_S
-    problems = [p for p, bad in [("--runs must be >= 1", args.runs < 1),
-                                 ("--duration-s must be >= 1", args.duration_s < 1),
-                                 (f"no engine at {args.engine}", not args.engine.is_file())] if bad]
+    problems = [
+        p
+        for p, bad in [
+            ("--runs must be >= 1", args.runs < 1),
+            ("--duration-s must be >= 1", args.duration_s < 1),
+            (f"no engine at {args.engine}", not args.engine.is_file()),
+        ]
+        if bad
+    ]
     if problems:
         parser.error("; ".join(problems))
     return args
@@ -110,13 +117,26 @@ def throughput(args: argparse.Namespace, url: str, work: Path) -> list[dict]:
         for mode, keep_alive in MODES.items():
             pairs = []
             for run in range(args.runs):
-                def engine() -> Measurement:
-                    return run_engine(args.engine, url, f"/{file}", clients=THROUGHPUT_CONNECTIONS,
-                                      keep_alive=keep_alive, duration_s=args.duration_s, log=work / "engine.log")
 
-                def wrk() -> Measurement:
-                    return run_wrk(f"{url}/{file}", connections=THROUGHPUT_CONNECTIONS, keep_alive=keep_alive,
-                                   duration_s=args.duration_s)
+                def engine(file: str = file, keep_alive: bool = keep_alive) -> Measurement:
+                    return run_engine(
+                        args.engine,
+                        url,
+                        f"/{file}",
+                        clients=THROUGHPUT_CONNECTIONS,
+                        keep_alive=keep_alive,
+                        duration_s=args.duration_s,
+                        log=work / "engine.log",
+                    )
+
+                def wrk(file: str = file, keep_alive: bool = keep_alive) -> Measurement:
+                    return run_wrk(
+                        f"{url}/{file}",
+                        connections=THROUGHPUT_CONNECTIONS,
+                        keep_alive=keep_alive,
+                        duration_s=args.duration_s,
+                    )
+
                 # Alternate who goes first, so a drift in machine load favours neither.
                 e, w = (engine(), wrk()) if run % 2 == 0 else reversed((wrk(), engine()))
                 pairs.append((e, w))
@@ -129,8 +149,15 @@ def latency(args: argparse.Namespace, url: str, work: Path) -> dict:
     """p50 with few connections, where the generator's own time per request shows."""
     file, pairs = "1k.bin", []
     for run in range(args.runs):
-        e = run_engine(args.engine, url, f"/{file}", clients=LATENCY_CONNECTIONS, keep_alive=True,
-                       duration_s=args.duration_s, log=work / "engine.log")
+        e = run_engine(
+            args.engine,
+            url,
+            f"/{file}",
+            clients=LATENCY_CONNECTIONS,
+            keep_alive=True,
+            duration_s=args.duration_s,
+            log=work / "engine.log",
+        )
         w = run_wrk(f"{url}/{file}", connections=LATENCY_CONNECTIONS, keep_alive=True, duration_s=args.duration_s)
         pairs.append((e, w))
         progress(f"latency run {run + 1}", e, w)
@@ -143,31 +170,56 @@ def memory(args: argparse.Namespace, url: str, work: Path) -> dict:
 
     def sample(pid: int, report) -> None:
         status = read_proc_status(pid)
-        samples.append({"active_connections": sum(s.active_connections for s in report.stats),
-                        "requests": sum(s.requests for s in report.stats),
-                        "vm_rss_kb": status.get("VmRSS"), "vm_hwm_kb": status.get("VmHWM")})
+        samples.append(
+            {
+                "active_connections": sum(s.active_connections for s in report.stats),
+                "requests": sum(s.requests for s in report.stats),
+                "vm_rss_kb": status.get("VmRSS"),
+                "vm_hwm_kb": status.get("VmHWM"),
+            }
+        )
 
     duration_s = max(args.duration_s, 6)
-    m = run_engine(args.engine, url, "/1k.bin", clients=MEMORY_CONNECTIONS, keep_alive=True,
-                   duration_s=duration_s, connect_timeout_ms=10_000, watch=sample, log=work / "engine.log")
+    m = run_engine(
+        args.engine,
+        url,
+        "/1k.bin",
+        clients=MEMORY_CONNECTIONS,
+        keep_alive=True,
+        duration_s=duration_s,
+        connect_timeout_ms=10_000,
+        watch=sample,
+        log=work / "engine.log",
+    )
     full = [s for s in samples if s["active_connections"] == MEMORY_CONNECTIONS and s["vm_rss_kb"]]
     hwm_kb = max((s["vm_hwm_kb"] or 0 for s in samples), default=0)
     peak_rss_full_mb = max((s["vm_rss_kb"] for s in full), default=0) / 1024
-    print(f"memory: {len(full)}/{len(samples)} intervals with all {MEMORY_CONNECTIONS} connections open, "
-          f"VmRSS {peak_rss_full_mb:.1f} MB, VmHWM {hwm_kb / 1024:.1f} MB, {m.requests} requests, {m.errors} errors",
-          flush=True)
-    return {"connections": MEMORY_CONNECTIONS, "intervals_all_open": len(full), "samples": samples,
-            "vm_rss_mb_all_open": round(peak_rss_full_mb, 1), "vm_hwm_mb": round(hwm_kb / 1024, 1),
-            "limit_mb": MEMORY_LIMIT_MB,
-            "within_limit": bool(full) and hwm_kb / 1024 <= MEMORY_LIMIT_MB,
-            "requests": m.requests, "errors": m.errors}
+    print(
+        f"memory: {len(full)}/{len(samples)} intervals with all {MEMORY_CONNECTIONS} connections open, "
+        f"VmRSS {peak_rss_full_mb:.1f} MB, VmHWM {hwm_kb / 1024:.1f} MB, {m.requests} requests, {m.errors} errors",
+        flush=True,
+    )
+    return {
+        "connections": MEMORY_CONNECTIONS,
+        "intervals_all_open": len(full),
+        "samples": samples,
+        "vm_rss_mb_all_open": round(peak_rss_full_mb, 1),
+        "vm_hwm_mb": round(hwm_kb / 1024, 1),
+        "limit_mb": MEMORY_LIMIT_MB,
+        "within_limit": bool(full) and hwm_kb / 1024 <= MEMORY_LIMIT_MB,
+        "requests": m.requests,
+        "errors": m.errors,
+    }
 
 
 def summarise(pairs: list[tuple[Measurement, Measurement]], *, file: str, mode: str, metric: str) -> dict:
     def value(m: Measurement) -> float:
         return getattr(m, metric) or 0.0
+
     return {
-        "file": file, "mode": mode, "metric": metric,
+        "file": file,
+        "mode": mode,
+        "metric": metric,
         "engine": statistics.median(value(e) for e, _ in pairs),
         "wrk": statistics.median(value(w) for _, w in pairs),
         "ratio": statistics.median(value(e) / value(w) if value(w) else 0.0 for e, w in pairs),
@@ -176,37 +228,55 @@ def summarise(pairs: list[tuple[Measurement, Measurement]], *, file: str, mode: 
 
 
 def record(m: Measurement) -> dict:
-    return {**asdict(m), "requests_per_cpu_s": round(m.requests_per_cpu_s, 1),
-            "requests_per_sleep": round(m.requests / m.sleeps, 2) if m.sleeps else None}
+    return {
+        **asdict(m),
+        "requests_per_cpu_s": round(m.requests_per_cpu_s, 1),
+        "requests_per_sleep": round(m.requests / m.sleeps, 2) if m.sleeps else None,
+    }
 
 
 def progress(label: str, e: Measurement, w: Measurement) -> None:
     def show(m: Measurement) -> str:
         p50 = f"{m.p50_us:.0f}" if m.p50_us is not None else "-"
-        return (f"{m.generator} {m.requests} req / {m.cpu_s:.2f} CPU-s (sys {m.sys_s / m.cpu_s:.0%},"
-                f" {m.requests / max(m.sleeps, 1):.1f} req/sleep)"
-                f" = {m.requests_per_cpu_s:,.0f}"
-                f" (p50 {p50} us, {m.errors} err)")
+        return (
+            f"{m.generator} {m.requests} req / {m.cpu_s:.2f} CPU-s (sys {m.sys_s / m.cpu_s:.0%},"
+            f" {m.requests / max(m.sleeps, 1):.1f} req/sleep)"
+            f" = {m.requests_per_cpu_s:,.0f}"
+            f" (p50 {p50} us, {m.errors} err)"
+        )
+
     print(f"{label}: {show(e)} | {show(w)}", flush=True)
 
 
 def print_tables(results: dict) -> None:
-    print(f"\nmedian of {results['runs']} run(s) of {results['duration_s']} s, "
-          f"{THROUGHPUT_CONNECTIONS} connections, generator on one core")
+    print(
+        f"\nmedian of {results['runs']} run(s) of {results['duration_s']} s, "
+        f"{THROUGHPUT_CONNECTIONS} connections, generator on one core"
+    )
     print(f"{'file':8} {'mode':11} {'engine req/CPU-s':>17} {'wrk req/CPU-s':>14} {'engine/wrk':>11}")
     for c in results["throughput"]:
         print(f"{c['file']:8} {c['mode']:11} {c['engine']:17,.0f} {c['wrk']:14,.0f} {c['ratio']:11.2f}")
     lat = results["latency"]
-    print(f"\np50 ({lat['mode']}, {lat['file']}): engine {lat['engine']:.0f} us, wrk {lat['wrk']:.0f} us, "
-          f"engine/wrk {lat['ratio']:.2f}")
+    print(
+        f"\np50 ({lat['mode']}, {lat['file']}): engine {lat['engine']:.0f} us, wrk {lat['wrk']:.0f} us, "
+        f"engine/wrk {lat['ratio']:.2f}"
+    )
     mem = results["memory"]
-    print(f"memory at {mem['connections']} connections: VmHWM {mem['vm_hwm_mb']} MB "
-          f"(limit {mem['limit_mb']} MB: {'ok' if mem['within_limit'] else 'EXCEEDED or not reached'})")
+    print(
+        f"memory at {mem['connections']} connections: VmHWM {mem['vm_hwm_mb']} MB "
+        f"(limit {mem['limit_mb']} MB: {'ok' if mem['within_limit'] else 'EXCEEDED or not reached'})"
+    )
 
 
 def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown",
+    )
     wrk_version = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     return {"nproc": os.cpu_count(), "cpu_model": model, "kernel": platform.release(), "wrk": wrk_version.strip()}
 
@@ -229,7 +299,7 @@ def write_results(results: dict, *, quick: bool) -> Path:
 def new_results_path(suffix: str) -> Path:
     """results/<date><suffix>.json, or <date><suffix>-2.json ...: an earlier run of the day stays."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     path, n = RESULTS_DIR / f"{stamp}{suffix}.json", 2
     while path.exists():
         path, n = RESULTS_DIR / f"{stamp}{suffix}-{n}.json", n + 1

@@ -7,6 +7,7 @@ bench.py, the two binaries back to back in every run (the order alternating), th
 candidate / baseline taken per run and its median reported. Results go to
 bench/engine/results/<date>-compare.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,18 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import (DEFAULT_RUNS, FILES_BYTES, MODES, THROUGHPUT_CONNECTIONS, machine,  # noqa: E402
-                   new_results_path, raise_fd_limit)
 from generators import run_engine  # noqa: E402
 from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
+
+from bench import (
+    DEFAULT_RUNS,
+    FILES_BYTES,
+    MODES,
+    THROUGHPUT_CONNECTIONS,
+    machine,  # noqa: E402
+    new_results_path,
+    raise_fd_limit,
+)
 
 DEFAULT_DURATION_S = 5
 
@@ -51,10 +60,17 @@ def main() -> int:
     for c in cases:
         runs = ", ".join(f"{r:.3f}" for r in c["ratios"])
         print(f"{c['file']:8} {c['mode']:11} {c['baseline']:10,.0f} {c['candidate']:10,.0f} {c['ratio']:6.3f}  {runs}")
-    stamp = datetime.datetime.now(datetime.timezone.utc)
-    results = {"date": stamp.isoformat(timespec="seconds"), "command": " ".join(["bench/engine/compare.py"] + sys.argv[1:]),
-               "machine": machine(), "runs": args.runs, "duration_s": args.duration_s,
-               "baseline_sha256": sha256(args.baseline), "candidate_sha256": sha256(args.candidate), "cases": cases}
+    stamp = datetime.datetime.now(datetime.UTC)
+    results = {
+        "date": stamp.isoformat(timespec="seconds"),
+        "command": " ".join(["bench/engine/compare.py"] + sys.argv[1:]),
+        "machine": machine(),
+        "runs": args.runs,
+        "duration_s": args.duration_s,
+        "baseline_sha256": sha256(args.baseline),
+        "candidate_sha256": sha256(args.candidate),
+        "cases": cases,
+    }
     path = new_results_path("-compare")
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\nresults: {path}")
@@ -68,10 +84,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per case (median taken)")
     parser.add_argument("--duration-s", type=int, default=DEFAULT_DURATION_S, help="seconds per run")
     args = parser.parse_args()
-    problems = [p for p, bad in [("--runs must be >= 1", args.runs < 1),
-                                 ("--duration-s must be >= 1", args.duration_s < 1),
-                                 (f"no engine at {args.baseline}", not args.baseline.is_file()),
-                                 (f"no engine at {args.candidate}", not args.candidate.is_file())] if bad]
+    problems = [
+        p
+        for p, bad in [
+            ("--runs must be >= 1", args.runs < 1),
+            ("--duration-s must be >= 1", args.duration_s < 1),
+            (f"no engine at {args.baseline}", not args.baseline.is_file()),
+            (f"no engine at {args.candidate}", not args.candidate.is_file()),
+        ]
+        if bad
+    ]
     if problems:
         parser.error("; ".join(problems))
     return args
@@ -79,8 +101,15 @@ def parse_args() -> argparse.Namespace:
 
 def compare(args: argparse.Namespace, url: str, file: str, mode: str, keep_alive: bool, work: Path) -> dict:
     def run(engine: Path) -> float:
-        m = run_engine(engine, url, f"/{file}", clients=THROUGHPUT_CONNECTIONS, keep_alive=keep_alive,
-                       duration_s=args.duration_s, log=work / "engine.log")
+        m = run_engine(
+            engine,
+            url,
+            f"/{file}",
+            clients=THROUGHPUT_CONNECTIONS,
+            keep_alive=keep_alive,
+            duration_s=args.duration_s,
+            log=work / "engine.log",
+        )
         if m.errors:
             raise RuntimeError(f"{engine}: {m.errors} errors in {file} {mode}")
         return m.requests_per_cpu_s
@@ -93,11 +122,19 @@ def compare(args: argparse.Namespace, url: str, file: str, mode: str, keep_alive
         else:
             c, b = run(args.candidate), run(args.baseline)
         pairs.append((b, c))
-        print(f"{file} {mode} run {n + 1}: baseline {b:,.0f}, candidate {c:,.0f} req/CPU-s, ratio {c / b:.3f}", flush=True)
-    return {"file": file, "mode": mode, "metric": "requests_per_cpu_s",
-            "baseline": statistics.median(b for b, _ in pairs), "candidate": statistics.median(c for _, c in pairs),
-            "ratio": statistics.median(c / b for b, c in pairs), "ratios": [c / b for b, c in pairs],
-            "runs": [{"baseline": b, "candidate": c} for b, c in pairs]}
+        print(
+            f"{file} {mode} run {n + 1}: baseline {b:,.0f}, candidate {c:,.0f} req/CPU-s, ratio {c / b:.3f}", flush=True
+        )
+    return {
+        "file": file,
+        "mode": mode,
+        "metric": "requests_per_cpu_s",
+        "baseline": statistics.median(b for b, _ in pairs),
+        "candidate": statistics.median(c for _, c in pairs),
+        "ratio": statistics.median(c / b for b, c in pairs),
+        "ratios": [c / b for b, c in pairs],
+        "runs": [{"baseline": b, "candidate": c} for b, c in pairs],
+    }
 
 
 def sha256(path: Path) -> str:

@@ -5,6 +5,7 @@ read from wait4's rusage once it has exited.
 `run_engine` drives loadfleet-engine over its stdio protocol (proto/loadfleet/v1/engine.proto);
 `run_wrk` runs wrk and parses its report. Every process started here is stopped by PID,
 also when something fails, and a watchdog kills a generator that overruns its run."""
+
 from __future__ import annotations
 
 import os
@@ -31,6 +32,7 @@ OVERRUN_S = 60.0
 @dataclass(frozen=True)
 class Measurement:
     """What one generator did in one run."""
+
     generator: str
     requests: int
     errors: int
@@ -53,9 +55,20 @@ class Measurement:
 IntervalWatch = Callable[[int, stats_pb2.IntervalReport], None]
 
 
-def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: bool, duration_s: float,
-               connect_timeout_ms: int = 5000, watch: IntervalWatch | None = None,
-               log: Path | None = None, wrap: Sequence[str] = (), max_requests: int = 0) -> Measurement:
+def run_engine(
+    engine: Path,
+    url: str,
+    path: str,
+    *,
+    clients: int,
+    keep_alive: bool,
+    duration_s: float,
+    connect_timeout_ms: int = 5000,
+    watch: IntervalWatch | None = None,
+    log: Path | None = None,
+    wrap: Sequence[str] = (),
+    max_requests: int = 0,
+) -> Measurement:
     """One closed-model job of `clients` clients against url+path for `duration_s` (or until
     `max_requests` requests, if set).
     `wrap` is put before the command (e.g. a `perf stat` that counts the engine's system calls)."""
@@ -71,8 +84,14 @@ def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: b
             event = _read_event(proc.stdout)
             if event is None or event.WhichOneof("event") != "ready":
                 raise RuntimeError(f"engine: expected ready, got {event}")
-            spec = _closed_job(url, path, clients=clients, keep_alive=keep_alive, duration_s=duration_s,
-                               connect_timeout_ms=connect_timeout_ms)
+            spec = _closed_job(
+                url,
+                path,
+                clients=clients,
+                keep_alive=keep_alive,
+                duration_s=duration_s,
+                connect_timeout_ms=connect_timeout_ms,
+            )
             spec.max_requests = max_requests
             proc.stdin.write(frame(engine_pb2.EngineCommand(start=spec).SerializeToString()))
             proc.stdin.flush()
@@ -86,16 +105,31 @@ def run_engine(engine: Path, url: str, path: str, *, clients: int, keep_alive: b
     for row in rows:
         histogram.add(decode_histogram(row.latency_histogram))
     p50 = histogram.get_value_at_percentile(50) if histogram.get_total_count() else None
-    return Measurement("engine", requests=sum(s.requests for s in rows),
-                       errors=sum(e.count for s in rows for e in s.errors), user_s=user_s, sys_s=sys_s,
-                       sleeps=sleeps, p50_us=p50)
+    return Measurement(
+        "engine",
+        requests=sum(s.requests for s in rows),
+        errors=sum(e.count for s in rows for e in s.errors),
+        user_s=user_s,
+        sys_s=sys_s,
+        sleeps=sleeps,
+        p50_us=p50,
+    )
 
 
-def run_wrk(url: str, *, connections: int, keep_alive: bool, duration_s: int,
-            wrap: Sequence[str] = ()) -> Measurement:
+def run_wrk(url: str, *, connections: int, keep_alive: bool, duration_s: int, wrap: Sequence[str] = ()) -> Measurement:
     """wrk -t1 (one load thread, as the engine is one thread) with `connections` connections;
     `wrap` as for run_engine."""
-    argv = [*wrap, "taskset", "-c", str(GENERATOR_CORE), "wrk", "-t1", f"-c{connections}", f"-d{duration_s}s", "--latency"]
+    argv = [
+        *wrap,
+        "taskset",
+        "-c",
+        str(GENERATOR_CORE),
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{duration_s}s",
+        "--latency",
+    ]
     if not keep_alive:
         argv += ["-H", "Connection: close"]
     proc = subprocess.Popen(argv + [url], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -118,12 +152,20 @@ def parse_wrk(out: str, user_s: float, sys_s: float, sleeps: int) -> Measurement
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     p50 = re.search(r"^\s*50%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
     p50_us = float(p50.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[p50.group(2)] if p50 else None
-    return Measurement("wrk", requests=int(requests.group(1)), errors=errors + int(non_2xx.group(1) if non_2xx else 0),
-                       user_s=user_s, sys_s=sys_s, sleeps=sleeps, p50_us=p50_us)
+    return Measurement(
+        "wrk",
+        requests=int(requests.group(1)),
+        errors=errors + int(non_2xx.group(1) if non_2xx else 0),
+        user_s=user_s,
+        sys_s=sys_s,
+        sleeps=sleeps,
+        p50_us=p50_us,
+    )
 
 
-def _closed_job(url: str, path: str, *, clients: int, keep_alive: bool, duration_s: float,
-                connect_timeout_ms: int) -> job_pb2.JobSpec:
+def _closed_job(
+    url: str, path: str, *, clients: int, keep_alive: bool, duration_s: float, connect_timeout_ms: int
+) -> job_pb2.JobSpec:
     start_at_ms = (int(time.time() * 1000) + 300 + INTERVAL_MS) // INTERVAL_MS * INTERVAL_MS
     return job_pb2.JobSpec(
         job_id="bench",

@@ -10,8 +10,10 @@ the cost of one request (start-up cancels out). Two figures: all of the engine's
 which include work per wakeup and per interval that the engine, slowed down ~50 times, spreads
 over far fewer requests than at full speed; and those under `Connections::request` (sending
 one request and recording it, phases included), which are per request only. The kernel's work
-is not counted: compare system calls per request with syscalls.py. Results go to bench/engine/results/<date>-instructions.json.
+is not counted: compare system calls per request with syscalls.py. Results go to
+bench/engine/results/<date>-instructions.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +29,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import THROUGHPUT_CONNECTIONS, machine, new_results_path, raise_fd_limit  # noqa: E402
 from generators import run_engine  # noqa: E402
 from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
+
+from bench import THROUGHPUT_CONNECTIONS, machine, new_results_path, raise_fd_limit  # noqa: E402
 
 FILE = "1k.bin"
 MODES = {"keep-alive": True, "close": False}
@@ -55,20 +58,34 @@ def main() -> int:
                 points = [count(engine, server.url, keep_alive, budget, work) for budget in BUDGETS]
                 (r1, i1, q1), (r2, i2, q2) = points
                 per_request, in_request = (i2 - i1) / (r2 - r1), (q2 - q1) / (r2 - r1)
-                rows.append({"engine": str(engine), "sha256": hashlib.sha256(engine.read_bytes()).hexdigest(),
-                             "mode": mode,
-                             "points": [{"requests": r, "instructions": i, "in_request": q} for r, i, q in points],
-                             "instructions_per_request": round(per_request), "in_request_per_request": round(in_request)})
-                print(f"{engine} {mode}: {per_request:,.0f} instructions per request, {in_request:,.0f} of them "
-                      f"under Connections::request ({r1} and {r2} requests)", flush=True)
+                rows.append(
+                    {
+                        "engine": str(engine),
+                        "sha256": hashlib.sha256(engine.read_bytes()).hexdigest(),
+                        "mode": mode,
+                        "points": [{"requests": r, "instructions": i, "in_request": q} for r, i, q in points],
+                        "instructions_per_request": round(per_request),
+                        "in_request_per_request": round(in_request),
+                    }
+                )
+                print(
+                    f"{engine} {mode}: {per_request:,.0f} instructions per request, {in_request:,.0f} of them "
+                    f"under Connections::request ({r1} and {r2} requests)",
+                    flush=True,
+                )
     finally:
         if server:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    stamp = datetime.datetime.now(datetime.timezone.utc)
-    results = {"date": stamp.isoformat(timespec="seconds"),
-               "command": " ".join(["bench/engine/instructions.py"] + sys.argv[1:]),
-               "machine": machine(), "file": FILE, "connections": THROUGHPUT_CONNECTIONS, "rows": rows}
+    stamp = datetime.datetime.now(datetime.UTC)
+    results = {
+        "date": stamp.isoformat(timespec="seconds"),
+        "command": " ".join(["bench/engine/instructions.py"] + sys.argv[1:]),
+        "machine": machine(),
+        "file": FILE,
+        "connections": THROUGHPUT_CONNECTIONS,
+        "rows": rows,
+    }
     path = new_results_path("-instructions")
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\nresults: {path}")
@@ -90,19 +107,36 @@ def count(engine: Path, url: str, keep_alive: bool, budget: int, work: Path) -> 
     out = work / "callgrind.out"
     # taskset (put before the engine by run_engine) execs the engine: follow it, and keep the
     # last output written, the engine's.
-    wrap = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}",
-            "--log-file=" + str(work / "valgrind.log")]
-    m = run_engine(engine, url, f"/{FILE}", clients=THROUGHPUT_CONNECTIONS, keep_alive=keep_alive,
-                   duration_s=LIMIT_S, log=work / "engine.log", wrap=wrap, max_requests=budget)
+    wrap = [
+        "valgrind",
+        "--tool=callgrind",
+        "--trace-children=yes",
+        f"--callgrind-out-file={out}",
+        "--log-file=" + str(work / "valgrind.log"),
+    ]
+    m = run_engine(
+        engine,
+        url,
+        f"/{FILE}",
+        clients=THROUGHPUT_CONNECTIONS,
+        keep_alive=keep_alive,
+        duration_s=LIMIT_S,
+        log=work / "engine.log",
+        wrap=wrap,
+        max_requests=budget,
+    )
     if m.requests != budget:
         raise RuntimeError(f"{engine}: {m.requests} requests, not the budget of {budget}")
     if m.errors:
         raise RuntimeError(f"{engine}: {m.errors} errors under callgrind")
-    totals = re.search(r"^totals:\s+(\d+)", out.read_text(), re.M) or re.search(r"^summary:\s+(\d+)", out.read_text(), re.M)
+    totals = re.search(r"^totals:\s+(\d+)", out.read_text(), re.M) or re.search(
+        r"^summary:\s+(\d+)", out.read_text(), re.M
+    )
     if not totals:
         raise RuntimeError(f"no instruction total in {out}")
-    annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)], capture_output=True, text=True,
-                               check=True).stdout
+    annotated = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", str(out)], capture_output=True, text=True, check=True
+    ).stdout
     request = re.search(r"^\s*([\d,]+) \([^)]*\)\s+\S*Connections::request::\{\{closure\}\}", annotated, re.M)
     if not request:
         raise RuntimeError(f"no Connections::request in callgrind_annotate {out}")

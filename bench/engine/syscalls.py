@@ -9,6 +9,7 @@ tracepoints costs little, unlike strace, so the generators keep their usual pace
 The counts include start-up (a few hundred calls), negligible over tens of thousands of
 requests. Results go to bench/engine/results/<date>-syscalls.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,18 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import (DEFAULT_ENGINE, FILES_BYTES, MODES, THROUGHPUT_CONNECTIONS, machine,  # noqa: E402
-                   new_results_path, raise_fd_limit)
 from generators import Measurement, run_engine, run_wrk  # noqa: E402
 from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
+
+from bench import (
+    DEFAULT_ENGINE,
+    FILES_BYTES,
+    MODES,
+    THROUGHPUT_CONNECTIONS,
+    machine,  # noqa: E402
+    new_results_path,
+    raise_fd_limit,
+)
 
 DEFAULT_DURATION_S = 3
 # Calls made less often than this per request are summed under "other".
@@ -46,18 +55,27 @@ def main() -> int:
         server = start_nginx(work / "state", work / "docroot")
         for file in FILES_BYTES:
             for mode, keep_alive in MODES.items():
-                cases.append({"file": file, "mode": mode,
-                              "engine": count(args, "engine", server.url, file, keep_alive, work),
-                              "wrk": count(args, "wrk", server.url, file, keep_alive, work)})
+                cases.append(
+                    {
+                        "file": file,
+                        "mode": mode,
+                        "engine": count(args, "engine", server.url, file, keep_alive, work),
+                        "wrk": count(args, "wrk", server.url, file, keep_alive, work),
+                    }
+                )
                 print_case(cases[-1])
     finally:
         if server:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    stamp = datetime.datetime.now(datetime.timezone.utc)
-    results = {"date": stamp.isoformat(timespec="seconds"),
-               "command": " ".join(["bench/engine/syscalls.py"] + sys.argv[1:]),
-               "machine": machine(), "duration_s": args.duration_s, "cases": cases}
+    stamp = datetime.datetime.now(datetime.UTC)
+    results = {
+        "date": stamp.isoformat(timespec="seconds"),
+        "command": " ".join(["bench/engine/syscalls.py"] + sys.argv[1:]),
+        "machine": machine(),
+        "duration_s": args.duration_s,
+        "cases": cases,
+    }
     path = new_results_path("-syscalls")
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\nresults: {path}")
@@ -80,18 +98,41 @@ def count(args: argparse.Namespace, generator: str, url: str, file: str, keep_al
     wrap = ["perf", "stat", "-x,", "-o", str(out), "-e", "raw_syscalls:sys_enter", "-e", "syscalls:sys_enter_*", "--"]
     m: Measurement
     if generator == "engine":
-        m = run_engine(args.engine, url, f"/{file}", clients=THROUGHPUT_CONNECTIONS, keep_alive=keep_alive,
-                       duration_s=args.duration_s, log=work / "engine.log", wrap=wrap)
+        m = run_engine(
+            args.engine,
+            url,
+            f"/{file}",
+            clients=THROUGHPUT_CONNECTIONS,
+            keep_alive=keep_alive,
+            duration_s=args.duration_s,
+            log=work / "engine.log",
+            wrap=wrap,
+        )
     else:
-        m = run_wrk(f"{url}/{file}", connections=THROUGHPUT_CONNECTIONS, keep_alive=keep_alive,
-                    duration_s=args.duration_s, wrap=wrap)
+        m = run_wrk(
+            f"{url}/{file}",
+            connections=THROUGHPUT_CONNECTIONS,
+            keep_alive=keep_alive,
+            duration_s=args.duration_s,
+            wrap=wrap,
+        )
     calls = parse_perf(out.read_text())
     per_request = {name: n / m.requests for name, n in calls.items()}
-    shown = {k: round(v, 3) for k, v in sorted(per_request.items(), key=lambda kv: -kv[1])
-             if v >= SHOWN_PER_REQUEST and k != TOTAL}
-    other = per_request.get(TOTAL, 0.0) - sum(v for k, v in per_request.items() if k != TOTAL and v >= SHOWN_PER_REQUEST)
-    return {"requests": m.requests, "errors": m.errors, "total_per_request": round(per_request.get(TOTAL, 0.0), 3),
-            "per_request": shown, "other_per_request": round(max(other, 0.0), 3)}
+    shown = {
+        k: round(v, 3)
+        for k, v in sorted(per_request.items(), key=lambda kv: -kv[1])
+        if v >= SHOWN_PER_REQUEST and k != TOTAL
+    }
+    other = per_request.get(TOTAL, 0.0) - sum(
+        v for k, v in per_request.items() if k != TOTAL and v >= SHOWN_PER_REQUEST
+    )
+    return {
+        "requests": m.requests,
+        "errors": m.errors,
+        "total_per_request": round(per_request.get(TOTAL, 0.0), 3),
+        "per_request": shown,
+        "other_per_request": round(max(other, 0.0), 3),
+    }
 
 
 def parse_perf(csv: str) -> dict[str, int]:
@@ -116,8 +157,10 @@ def print_case(case: dict) -> None:
     for generator in ("engine", "wrk"):
         c = case[generator]
         calls = ", ".join(f"{name} {n:g}" for name, n in c["per_request"].items())
-        print(f"  {generator:6} {c['total_per_request']:6.2f} calls/request ({calls}, other {c['other_per_request']:g};"
-              f" {c['requests']} requests, {c['errors']} errors)")
+        print(
+            f"  {generator:6} {c['total_per_request']:6.2f} calls/request ({calls}, other {c['other_per_request']:g};"
+            f" {c['requests']} requests, {c['errors']} errors)"
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The server every bench run loads: one nginx worker pinned to core 0, serving fixed-size
 files from a temporary docroot, tuned for many connections and with no access log (the log
 would cost the server time, not the generator, but a quieter server is a steadier one)."""
+
 from __future__ import annotations
 
 import socket
@@ -24,11 +25,10 @@ class BenchNginx(NginxServer):
 
     def config(self) -> str:
         conf = super().config()
-        tuned = (conf
-                 .replace("events { worker_connections 4096; }",
-                          f"worker_rlimit_nofile {WORKER_CONNECTIONS + 1000};\n"
-                          f"events {{ worker_connections {WORKER_CONNECTIONS}; }}")
-                 .replace(f"listen {HOST}:{self.port};", f"listen {HOST}:{self.port} backlog={LISTEN_BACKLOG};"))
+        tuned = conf.replace(
+            "events { worker_connections 4096; }",
+            f"worker_rlimit_nofile {WORKER_CONNECTIONS + 1000};\nevents {{ worker_connections {WORKER_CONNECTIONS}; }}",
+        ).replace(f"listen {HOST}:{self.port};", f"listen {HOST}:{self.port} backlog={LISTEN_BACKLOG};")
         if "worker_rlimit_nofile" not in tuned or "backlog=" not in tuned:
             raise RuntimeError("NginxServer.config() changed shape: bench/engine/target.py must follow it")
         return tuned
@@ -49,8 +49,9 @@ def write_files(docroot: Path, sizes_bytes: dict[str, int]) -> None:
 def start_nginx(state_dir: Path, docroot: Path) -> BenchNginx:
     """Starts nginx (1 worker, access log off) and pins its master and worker to SERVER_CORE.
     On a failed pin the server is stopped again before the error propagates."""
-    server = BenchNginx(HOST, free_port(), docroot, state_dir, "nginx", workers=1,
-                        extra_conf="        access_log off;\n")
+    server = BenchNginx(
+        HOST, free_port(), docroot, state_dir, "nginx", workers=1, extra_conf="        access_log off;\n"
+    )
     server.start()
     try:
         master = psutil.Process(server.pid)

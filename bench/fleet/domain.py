@@ -10,6 +10,7 @@ sessions, in CPU time (so a busy machine inflates it less than wall time), and w
 The fleet bench (bench.py) measures the whole controller with real sessions; this one says
 which part of it a change moved.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fleetsim.payload import build_templates, histogram_pool, interval_message  # noqa: E402
 from fleetsim.plan import fleet_plan  # noqa: E402
-
 from loadfleet.controller.jobs import ReportLimits  # noqa: E402
 from loadfleet.controller.pipeline import RunPipeline  # noqa: E402
 from loadfleet.controller.plan import parse_plan  # noqa: E402
@@ -46,25 +46,52 @@ def main() -> None:
     parser.add_argument("--intervals", type=int, default=20)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions")
     args = parser.parse_args()
-    plan = parse_plan(fleet_plan(agents=args.agents, rows=args.rows, interval_ms=1000,
-                                 duration_s=args.intervals, label=("bench", "domain")))
+    plan = parse_plan(
+        fleet_plan(
+            agents=args.agents, rows=args.rows, interval_ms=1000, duration_s=args.intervals, label=("bench", "domain")
+        )
+    )
     pairs = [(t.url, r.name) for t in plan.targets for r in plan.requests]
     templates = build_templates(pairs, histogram_pool(), total_row=True)
     limits = ReportLimits(keys=frozenset(pairs) | {(TOTAL, TOTAL)}, max_rows=len(pairs) + 1)
     agents = [f"sim-{i:04d}" for i in range(args.agents)]
     rng = random.Random(3)
-    messages = [[agent_pb2.AgentMessage.FromString(interval_message(
-        seq=i + 1, job_id=JOB, interval_start_ms=START_MS + 1000 * i, interval_ms=1000,
-        template=rng.choice(templates), final=i == args.intervals - 1)) for i in range(args.intervals)]
-        for _ in agents]
+    messages = [
+        [
+            agent_pb2.AgentMessage.FromString(
+                interval_message(
+                    seq=i + 1,
+                    job_id=JOB,
+                    interval_start_ms=START_MS + 1000 * i,
+                    interval_ms=1000,
+                    template=rng.choice(templates),
+                    final=i == args.intervals - 1,
+                )
+            )
+            for i in range(args.intervals)
+        ]
+        for _ in agents
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         pipeline = RunPipeline("bench", plan, Path(tmp), heartbeat_ms=1000, sinks=[], on_stop=lambda reason: None)
         pipeline.start(agents=agents, hostnames=["bench"], clock_offsets_ms={})
-        step = StepWindow(name="main", index=0, job_id=JOB, interval_ms=1000, load_start_ms=START_MS,
-                          load_end_ms=START_MS + 1000 * args.intervals, warmup_ms=0, cooldown_ms=0,
-                          load=plan.load.describe(), agent_detail=len(agents) * len(pairs) <= 2000)
-        window = IntervalWindow(revision_ms=3000, publish=lambda i: pipeline.publish(i, watermark_ms=0, late={}),
-                                settle=lambda agent, seq: None)
+        step = StepWindow(
+            name="main",
+            index=0,
+            job_id=JOB,
+            interval_ms=1000,
+            load_start_ms=START_MS,
+            load_end_ms=START_MS + 1000 * args.intervals,
+            warmup_ms=0,
+            cooldown_ms=0,
+            load=plan.load.describe(),
+            agent_detail=len(agents) * len(pairs) <= 2000,
+        )
+        window = IntervalWindow(
+            revision_ms=3000,
+            publish=lambda i: pipeline.publish(i, watermark_ms=0, late={}),
+            settle=lambda agent, seq: None,
+        )
         window.open_step(step, agents)
         timings = {"decode": 0.0, "window and publish": 0.0}
 
@@ -87,8 +114,10 @@ def main() -> None:
             run()
         cpu = time.process_time() - cpu
     per_interval = {k: v / args.intervals * 1000 for k, v in timings.items()}
-    print(f"{args.agents} agents x {args.rows} rows, {args.intervals} intervals: {cpu / args.intervals * 1000:.0f} ms "
-          f"CPU per interval (" + ", ".join(f"{k} {v:.0f} ms" for k, v in per_interval.items()) + ")")
+    print(
+        f"{args.agents} agents x {args.rows} rows, {args.intervals} intervals: {cpu / args.intervals * 1000:.0f} ms "
+        f"CPU per interval (" + ", ".join(f"{k} {v:.0f} ms" for k, v in per_interval.items()) + ")"
+    )
     if profile:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
 

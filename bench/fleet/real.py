@@ -11,6 +11,7 @@ the publish lag of every interval, whether every interval had all N agents, and 
 whether the requests counted equal the lines nginx logged. Results go to
 bench/fleet/results/<date>-real-<agents>-<duration>s.json with the exact command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,14 +25,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import grpc  # noqa: E402
+import yaml  # noqa: E402
+
 from fleetsim.children import Children  # noqa: E402
 from fleetsim.procstat import ProcessSampler  # noqa: E402
 from fleetsim.report import cpu_figures, percentile, rss_figures  # noqa: E402
 from fleetsim.watch import follow_run, start_run, wait_for_agents  # noqa: E402
-
-import grpc  # noqa: E402
-import yaml  # noqa: E402
-
 from loadfleet.targets.nginx import NginxServer  # noqa: E402
 from loadfleet.v1 import run_pb2_grpc  # noqa: E402
 
@@ -43,18 +43,25 @@ LABEL = ("fleet", "real")
 
 def free_port() -> int:
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def plan_yaml(urls: list[str], agents: int, rate: float, duration_s: float) -> str:
-    return yaml.safe_dump({
-        "name": f"real-fleet-{agents}", "duration_s": duration_s,
-        "targets": [{"url": u} for u in urls],
-        "workload": {"requests": [{"name": "index", "path": "/index.html"}, {"name": "small", "path": "/small.html"}]},
-        "load": {"model": "open", "rate": rate, "max_connections": 4 * agents},
-        "agents": {"count": agents, "labels": dict([LABEL]), "wait_s": 60}})
+    return yaml.safe_dump(
+        {
+            "name": f"real-fleet-{agents}",
+            "duration_s": duration_s,
+            "targets": [{"url": u} for u in urls],
+            "workload": {
+                "requests": [{"name": "index", "path": "/index.html"}, {"name": "small", "path": "/small.html"}]
+            },
+            "load": {"model": "open", "rate": rate, "max_connections": 4 * agents},
+            "agents": {"count": agents, "labels": dict([LABEL]), "wait_s": 60},
+        }
+    )
 
 
 async def bench(args, work: Path) -> dict:
@@ -62,21 +69,50 @@ async def bench(args, work: Path) -> dict:
     docroot.mkdir()
     (docroot / "index.html").write_text("x" * 1024)
     (docroot / "small.html").write_text("y" * 128)
-    webs = [NginxServer(host, free_port(), docroot, work / "nginx", f"web{i + 1}")
-            for i, host in enumerate(("127.0.0.2", "127.0.0.3"))]
+    webs = [
+        NginxServer(host, free_port(), docroot, work / "nginx", f"web{i + 1}")
+        for i, host in enumerate(("127.0.0.2", "127.0.0.3"))
+    ]
     children = Children(work)
     port = free_port()
     address = f"127.0.0.1:{port}"
     for web in webs:
         web.start()
     try:
-        controller = children.start("controller", ["taskset", "-c", CONTROLLER_CORE, str(BIN / "loadfleet"),
-                                                  "controller", "--listen", address, "--runs-dir", str(work / "runs")])
+        controller = children.start(
+            "controller",
+            [
+                "taskset",
+                "-c",
+                CONTROLLER_CORE,
+                str(BIN / "loadfleet"),
+                "controller",
+                "--listen",
+                address,
+                "--runs-dir",
+                str(work / "runs"),
+            ],
+        )
         for i in range(args.agents):
-            children.start(f"agent-{i}", ["taskset", "-c", AGENT_CORES, str(BIN / "loadfleet-agent"), "--controller",
-                                          address, "--id", f"real-{i:02d}", "--cores", "1",
-                                          "--labels", f"{LABEL[0]}={LABEL[1]}",
-                                          "--spool-dir", str(work / "spool" / str(i))])
+            children.start(
+                f"agent-{i}",
+                [
+                    "taskset",
+                    "-c",
+                    AGENT_CORES,
+                    str(BIN / "loadfleet-agent"),
+                    "--controller",
+                    address,
+                    "--id",
+                    f"real-{i:02d}",
+                    "--cores",
+                    "1",
+                    "--labels",
+                    f"{LABEL[0]}={LABEL[1]}",
+                    "--spool-dir",
+                    str(work / "spool" / str(i)),
+                ],
+            )
         async with grpc.aio.insecure_channel(address) as channel:
             stub = run_pb2_grpc.RunServiceStub(channel)
             await asyncio.sleep(1)
@@ -101,13 +137,19 @@ async def bench(args, work: Path) -> dict:
     return {
         "command": "bench/fleet/real.py " + shlex.join(sys.argv[1:]),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "agents": args.agents, "rate": args.rate, "duration_s": args.duration_s,
-        "state": record.state, "message": record.message,
-        "intervals": len(arrivals), "complete": sum(a.agents == args.agents for a in arrivals),
-        "requests_counted": record.summary_requests, "requests_served": served,
+        "agents": args.agents,
+        "rate": args.rate,
+        "duration_s": args.duration_s,
+        "state": record.state,
+        "message": record.message,
+        "intervals": len(arrivals),
+        "complete": sum(a.agents == args.agents for a in arrivals),
+        "requests_counted": record.summary_requests,
+        "requests_served": served,
         "controller_cpu": cpu_figures(sampler.cpu, load_ms, 1000, record.finished_ms),
-        "controller_rss": rss_figures(sampler.rss, load_ms, reference_s=min(120.0, args.duration_s / 2),
-                                      row_reports_per_s=args.agents * 4),
+        "controller_rss": rss_figures(
+            sampler.rss, load_ms, reference_s=min(120.0, args.duration_s / 2), row_reports_per_s=args.agents * 4
+        ),
         "publish_lag_ms": {"p50": percentile(lags, 50), "p99": percentile(lags, 99), "max": max(lags, default=None)},
         "rss_series_kb": [(s.at_ms, s.rss_kb) for s in sampler.rss],
     }
@@ -127,11 +169,13 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     cpu, rss, lag = result["controller_cpu"], result["controller_rss"], result["publish_lag_ms"]
-    print(f"| {args.agents} real agents | {args.rate:g} req/s | {args.duration_s:g} s | "
-          f"{cpu['median_pct']} / {cpu['p95_pct']} | {rss.get('at_reference_kb', 0) // 1024} MB → "
-          f"{rss.get('at_end_kb', 0) // 1024} MB ({rss.get('growth_pct')} %) | {lag['p99']} ms | "
-          f"{result['complete']}/{result['intervals']} | {result['requests_counted']} counted, "
-          f"{result['requests_served']} served |")
+    print(
+        f"| {args.agents} real agents | {args.rate:g} req/s | {args.duration_s:g} s | "
+        f"{cpu['median_pct']} / {cpu['p95_pct']} | {rss.get('at_reference_kb', 0) // 1024} MB → "
+        f"{rss.get('at_end_kb', 0) // 1024} MB ({rss.get('growth_pct')} %) | {lag['p99']} ms | "
+        f"{result['complete']}/{result['intervals']} | {result['requests_counted']} counted, "
+        f"{result['requests_served']} served |"
+    )
     print(f"results: {out}")
     ok = result["state"] == "finished" and result["requests_counted"] == result["requests_served"]
     return 0 if ok else 1

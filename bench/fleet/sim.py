@@ -8,6 +8,7 @@ statistics for it. The process runs until SIGTERM/SIGINT or --max-s, then writes
 sent and measured to --results (JSON; bench/fleet/bench.py reads it). It prints
 "ready N" once every session has been welcomed. See bench/fleet/README.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,17 +32,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--agents", type=int, required=True, help="simulated agents in this process")
     parser.add_argument("--id-prefix", default="sim-", help="agent ids are PREFIX00000, PREFIX00001, ...")
     parser.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help="agent label (repeatable)")
-    parser.add_argument("--outbox", type=int, default=DEFAULT_CAPACITY,
-                        help=f"unacknowledged messages kept per agent before the oldest is dropped (default {DEFAULT_CAPACITY})")
-    parser.add_argument("--total-row", choices=[m.value for m in TotalRow], default=TotalRow.AUTO.value,
-                        help="send the agent's */* merge row: auto = only to a controller that names its instance")
+    parser.add_argument(
+        "--outbox",
+        type=int,
+        default=DEFAULT_CAPACITY,
+        help=f"unacknowledged messages kept per agent before the oldest is dropped (default {DEFAULT_CAPACITY})",
+    )
+    parser.add_argument(
+        "--total-row",
+        choices=[m.value for m in TotalRow],
+        default=TotalRow.AUTO.value,
+        help="send the agent's */* merge row: auto = only to a controller that names its instance",
+    )
     parser.add_argument("--max-s", type=float, default=3600.0, help="stop by itself after this long (default 3600)")
     parser.add_argument("--results", type=Path, required=True, help="where to write this process's results (JSON)")
     parser.add_argument("--tls-dir", type=Path, help="mutual TLS with the agents' certificates in this directory")
     args = parser.parse_args(argv)
-    problems = [text for text, bad in [("--agents must be >= 1", args.agents < 1),
-                                       ("--outbox must be >= 1", args.outbox < 1),
-                                       ("labels are KEY=VALUE", any("=" not in label for label in args.label))] if bad]
+    problems = [
+        text
+        for text, bad in [
+            ("--agents must be >= 1", args.agents < 1),
+            ("--outbox must be >= 1", args.outbox < 1),
+            ("labels are KEY=VALUE", any("=" not in label for label in args.label)),
+        ]
+        if bad
+    ]
     if problems:
         parser.error("; ".join(problems))
     return args
@@ -58,10 +73,16 @@ async def serve(config: FleetConfig) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s sim %(levelname)s %(message)s")
-    config = FleetConfig(controller=args.controller, agents=args.agents, id_prefix=args.id_prefix,
-                         labels=tuple(tuple(label.split("=", 1)) for label in args.label),
-                         outbox_capacity=args.outbox, total_row=TotalRow(args.total_row), max_s=args.max_s,
-                         tls_dir=args.tls_dir)
+    config = FleetConfig(
+        controller=args.controller,
+        agents=args.agents,
+        id_prefix=args.id_prefix,
+        labels=tuple(tuple(label.split("=", 1)) for label in args.label),
+        outbox_capacity=args.outbox,
+        total_row=TotalRow(args.total_row),
+        max_s=args.max_s,
+        tls_dir=args.tls_dir,
+    )
     results = asyncio.run(serve(config))
     partial = args.results.with_suffix(".partial")
     partial.write_text(json.dumps(results) + "\n")

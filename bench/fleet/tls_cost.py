@@ -11,6 +11,7 @@ CPU per second of idle, in % of a core. Each mode's figures are listed per round
 median, since this machine is shared and a round can be disturbed. The load itself (interval
 reports) is measured by bench.py with and without --tls.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import (CONTROLLER_CORE, CONTROLLER_START_S, DEFAULT_CONTROLLER_CMD, RESULTS_DIR, SIM, SIM_CORES,  # noqa: E402
-                   free_port, machine, raise_fd_limit, wait_for_port)
+from bench import (
+    CONTROLLER_CORE,
+    CONTROLLER_START_S,
+    DEFAULT_CONTROLLER_CMD,
+    RESULTS_DIR,
+    SIM,
+    SIM_CORES,  # noqa: E402
+    free_port,
+    machine,
+    raise_fd_limit,
+    wait_for_port,
+)
 from fleetsim import tls  # noqa: E402
 from fleetsim.children import Children  # noqa: E402
 from fleetsim.procstat import cpu_s  # noqa: E402
@@ -54,30 +65,64 @@ def one_round(args, mode: str, work: Path, pki: Path) -> dict:
         port = free_port()
         address = f"127.0.0.1:{port}"
         secure = mode != "plaintext"
-        controller = children.start("controller", ["taskset", "-c", CONTROLLER_CORE, *shlex.split(args.controller_cmd),
-                                                   "--listen", address, "--runs-dir", str(work / "runs"),
-                                                   *(tls.controller_args(pki) if secure else [])])
+        controller = children.start(
+            "controller",
+            [
+                "taskset",
+                "-c",
+                CONTROLLER_CORE,
+                *shlex.split(args.controller_cmd),
+                "--listen",
+                address,
+                "--runs-dir",
+                str(work / "runs"),
+                *(tls.controller_args(pki) if secure else []),
+            ],
+        )
         wait_for_port(port, CONTROLLER_START_S, controller, children)
         time.sleep(1.0)  # let start-up work settle
         before = cpu_s(controller.pid)
-        children.start("sim", ["taskset", "-c", SIM_CORES, sys.executable, str(SIM), "--controller", address,
-                               "--agents", str(args.agents), "--id-prefix", "sim0-", "--max-s", str(args.idle_s + 300),
-                               "--results", str(work / "sim.json"), *(["--tls-dir", str(pki)] if secure else [])])
+        children.start(
+            "sim",
+            [
+                "taskset",
+                "-c",
+                SIM_CORES,
+                sys.executable,
+                str(SIM),
+                "--controller",
+                address,
+                "--agents",
+                str(args.agents),
+                "--id-prefix",
+                "sim0-",
+                "--max-s",
+                str(args.idle_s + 300),
+                "--results",
+                str(work / "sim.json"),
+                *(["--tls-dir", str(pki)] if secure else []),
+            ],
+        )
         deadline = time.monotonic() + READY_TIMEOUT_S
         while f"ready {args.agents}" not in children.log_path("sim").read_text(errors="replace"):
             if time.monotonic() > deadline or children.started["sim"].poll() is not None:
-                raise RuntimeError(f"the fleet did not connect ({mode}):\n{children.log_tail('sim')}\n"
-                                   f"{children.log_tail('controller')}")
+                raise RuntimeError(
+                    f"the fleet did not connect ({mode}):\n{children.log_tail('sim')}\n"
+                    f"{children.log_tail('controller')}"
+                )
             time.sleep(0.05)
         connected = cpu_s(controller.pid)
         time.sleep(args.idle_s)
         idle = cpu_s(controller.pid) - connected
         children.stop("sim", grace_s=30)
         sessions = json.loads((work / "sim.json").read_text())["counters"]
-        return {"mode": mode, "connect_cpu_s": round(connected - before, 3),
-                "idle_cpu_pct": round(100 * idle / args.idle_s, 2),
-                "sessions_welcomed": sessions.get("sessions_welcomed", 0),
-                "sessions_failed": sessions.get("sessions_failed", 0)}
+        return {
+            "mode": mode,
+            "connect_cpu_s": round(connected - before, 3),
+            "idle_cpu_pct": round(100 * idle / args.idle_s, 2),
+            "sessions_welcomed": sessions.get("sessions_welcomed", 0),
+            "sessions_failed": sessions.get("sessions_failed", 0),
+        }
     finally:
         children.stop_all()
 
@@ -91,25 +136,39 @@ def main(argv: list[str] | None = None) -> int:
     tls.make_pki(pki, [f"sim0-{i:05d}" for i in range(args.agents)])
     rounds = []
     for k in range(args.rounds):
-        for mode in (MODES if k % 2 == 0 else MODES[::-1]):  # alternate which goes first
+        for mode in MODES if k % 2 == 0 else MODES[::-1]:  # alternate which goes first
             round_dir = work / f"{k}-{'tls' if mode != 'plaintext' else 'plain'}"
             round_dir.mkdir()
             rounds.append(one_round(args, mode, round_dir, pki))
             print(json.dumps(rounds[-1]), flush=True)
-    summary = {mode: {key: statistics.median(r[key] for r in rounds if r["mode"] == mode)
-                      for key in ("connect_cpu_s", "idle_cpu_pct")} for mode in MODES}
-    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "command": shlex.join(["bench/fleet/tls_cost.py", *(sys.argv[1:] if argv is None else argv)]),
-              "machine": machine(), "agents": args.agents, "idle_s": args.idle_s, "rounds": rounds,
-              "median": summary}
+    summary = {
+        mode: {
+            key: statistics.median(r[key] for r in rounds if r["mode"] == mode)
+            for key in ("connect_cpu_s", "idle_cpu_pct")
+        }
+        for mode in MODES
+    }
+    result = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": shlex.join(["bench/fleet/tls_cost.py", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": machine(),
+        "agents": args.agents,
+        "idle_s": args.idle_s,
+        "rounds": rounds,
+        "median": summary,
+    }
     out = args.out or RESULTS_DIR / f"{time.strftime('%Y-%m-%d')}-tls-cost-{args.agents}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print("| controller | agents | CPU to connect the fleet (median, s) | idle CPU, % of a core (median) | rounds |")
     print("|---|---|---|---|---|")
     for mode in MODES:
-        per_round = ", ".join(f"{r['connect_cpu_s']:.2f} s / {r['idle_cpu_pct']:.1f} %" for r in rounds if r["mode"] == mode)
-        print(f"| {mode} | {args.agents} | {summary[mode]['connect_cpu_s']:.2f} | {summary[mode]['idle_cpu_pct']:.1f} "
-              f"| {per_round} |")
+        per_round = ", ".join(
+            f"{r['connect_cpu_s']:.2f} s / {r['idle_cpu_pct']:.1f} %" for r in rounds if r["mode"] == mode
+        )
+        print(
+            f"| {mode} | {args.agents} | {summary[mode]['connect_cpu_s']:.2f} | {summary[mode]['idle_cpu_pct']:.1f} "
+            f"| {per_round} |"
+        )
     print(f"\nresults: {out}")
     return 0 if all(r["sessions_welcomed"] == args.agents for r in rounds) else 1
 

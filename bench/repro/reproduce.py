@@ -9,6 +9,7 @@ Exit status: 0 the findings were evaluated (whatever they say); 1 a lab or a run
 is stored and evaluated all the same); 2 bad usage or unreadable findings/evidence; 3 nothing to
 evaluate (no stored runs of the study).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from reprokit.verdicts import Status, evaluate_findings, format_value  # noqa: E402
 from reprokit.evidence import EvidenceError, read_observations, stored_runs  # noqa: E402
 from reprokit.findings import load_findings  # noqa: E402
 from reprokit.runner import RunnerError, RunOptions, run_study  # noqa: E402
 from reprokit.studies import STUDIES  # noqa: E402
 from reprokit.tables import study_tables  # noqa: E402
+from reprokit.verdicts import Status, evaluate_findings, format_value  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_EVIDENCE = REPO / "docs" / "reproductions"
@@ -39,21 +40,31 @@ def log(line: str) -> None:
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Run a study's reproduction on the lab (servers interleaved, repeated), store each run's "
-                    "summary.json/steps.csv under docs/reproductions/<study>/, and evaluate the study's findings.",
+        "summary.json/steps.csv under docs/reproductions/<study>/, and evaluate the study's findings.",
         epilog="exit status: 0 evaluated, 1 a lab or run failed, 2 bad input, 3 no stored runs. "
-               "example: reproduce.py 001 --repeat 2 --tables")
+        "example: reproduce.py 001 --repeat 2 --tables",
+    )
     parser.add_argument("study", choices=sorted(STUDIES) + ["all"], help="study id (000..004) or all")
-    parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT,
-                        help=f"passes over the study's cells, interleaved (default {DEFAULT_REPEAT})")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=DEFAULT_REPEAT,
+        help=f"passes over the study's cells, interleaved (default {DEFAULT_REPEAT})",
+    )
     parser.add_argument("--evaluate-only", action="store_true", help="run nothing: evaluate the stored evidence")
-    parser.add_argument("--tables", action="store_true",
-                        help="write docs/reproductions/<study>/tables.md from the stored evidence")
+    parser.add_argument(
+        "--tables", action="store_true", help="write docs/reproductions/<study>/tables.md from the stored evidence"
+    )
     parser.add_argument("--step-s", type=float, help="override the study's step length (s)")
     parser.add_argument("--warmup-s", type=float, help="override the study's warm-up per step (s)")
     parser.add_argument("--evidence-dir", type=Path, default=DEFAULT_EVIDENCE, help="where evidence is stored")
     parser.add_argument("--findings", type=Path, default=DEFAULT_FINDINGS, help="the findings file")
-    parser.add_argument("--work-dir", type=Path, default=REPO / "build" / "repro",
-                        help="derived plans and whole run directories (not kept in git)")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=REPO / "build" / "repro",
+        help="derived plans and whole run directories (not kept in git)",
+    )
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
     args = parser.parse_args(argv)
     if args.repeat < 1:
@@ -63,8 +74,10 @@ def parse_args(argv):
 
 def print_verdicts(study_id: str, verdicts) -> None:
     counts = {s: sum(v.status is s for v in verdicts) for s in Status}
-    print(f"study {study_id}: {counts[Status.HOLDS]} hold, {counts[Status.FAILS]} fail, "
-          f"{counts[Status.NOT_EVALUABLE]} cannot be evaluated")
+    print(
+        f"study {study_id}: {counts[Status.HOLDS]} hold, {counts[Status.FAILS]} fail, "
+        f"{counts[Status.NOT_EVALUABLE]} cannot be evaluated"
+    )
     for verdict in verdicts:
         held, evaluated = verdict.passes_holding()
         passes = f" (holds in {held} of {evaluated} passes)" if evaluated else ""
@@ -74,14 +87,26 @@ def print_verdicts(study_id: str, verdicts) -> None:
                 why += f" [on this lab: {verdict.finding.reproducible_here}]"
             print(f"  {verdict.status.value.upper():14} {verdict.finding.id}: {why}")
         else:
-            print(f"  {verdict.status.value.upper():14} {verdict.finding.id}: {format_value(verdict.value)} "
-                  f"{verdict.finding.comparison} {verdict.finding.threshold}{passes}")
+            print(
+                f"  {verdict.status.value.upper():14} {verdict.finding.id}: {format_value(verdict.value)} "
+                f"{verdict.finding.comparison} {verdict.finding.threshold}{passes}"
+            )
 
 
 def verdicts_json(study_id: str, verdicts) -> dict:
-    return {"study": study_id, "verdicts": [
-        {"id": v.finding.id, "status": v.status.value, "value": v.value, "reason": v.reason,
-         "passes": [{"pass": p, "status": s.value, "value": val} for p, s, val in v.passes]} for v in verdicts]}
+    return {
+        "study": study_id,
+        "verdicts": [
+            {
+                "id": v.finding.id,
+                "status": v.status.value,
+                "value": v.value,
+                "reason": v.reason,
+                "passes": [{"pass": p, "status": s.value, "value": val} for p, s, val in v.passes],
+            }
+            for v in verdicts
+        ],
+    }
 
 
 def main(argv=None) -> int:
@@ -95,8 +120,9 @@ def main(argv=None) -> int:
     status = EXIT_OK
     if not args.evaluate_only:
         sweep = {k: v for k, v in (("step_s", args.step_s), ("warmup_s", args.warmup_s)) if v is not None}
-        options = RunOptions(repo=REPO, evidence_dir=args.evidence_dir, work_dir=args.work_dir,
-                             repeat=args.repeat, sweep=sweep)
+        options = RunOptions(
+            repo=REPO, evidence_dir=args.evidence_dir, work_dir=args.work_dir, repeat=args.repeat, sweep=sweep
+        )
         for study_id in studies:
             try:
                 failures = run_study(STUDIES[study_id], options, log)

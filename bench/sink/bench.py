@@ -11,6 +11,7 @@ report + cluster points for the merged interval), and (2) write throughput: the 
 `--intervals` intervals pushed through InfluxSink into a real InfluxDB 1.8, points/s until
 everything is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,9 @@ bind-address = "127.0.0.1:{rpc}"
   log-enabled = false
   flux-enabled = false
 """)
-    proc = subprocess.Popen([binary, "-config", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [binary, "-config", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -79,8 +81,15 @@ def interval_rows(agents: int, targets: int, names: int, rng: random.Random) -> 
         rows = []
         for t in range(targets):
             for n in range(names):
-                row = StatsRow(f"http://10.0.0.{t + 1}:80", f"class{n}", requests=1000, status=[0, 1000, 0, 0, 0],
-                               bytes_in=1_000_000, bytes_out=80_000, active_connections=4)
+                row = StatsRow(
+                    f"http://10.0.0.{t + 1}:80",
+                    f"class{n}",
+                    requests=1000,
+                    status=[0, 1000, 0, 0, 0],
+                    bytes_in=1_000_000,
+                    bytes_out=80_000,
+                    active_connections=4,
+                )
                 for _ in range(1000):
                     row.histogram.record_value(int(rng.lognormvariate(7, 0.8)) + 1)
                 rows.append(row)
@@ -91,11 +100,25 @@ def interval_rows(agents: int, targets: int, names: int, rng: random.Random) -> 
 def points_of_interval(reports: dict[str, list[StatsRow]], start_ms: int) -> list:
     points = []
     for agent, rows in reports.items():
-        points += http_points(run_id="bench", step="main", scope="agent", agent=agent,
-                              interval_start_ms=start_ms, interval_ms=1000, rows=rows)
+        points += http_points(
+            run_id="bench",
+            step="main",
+            scope="agent",
+            agent=agent,
+            interval_start_ms=start_ms,
+            interval_ms=1000,
+            rows=rows,
+        )
     every_row = [r for rows in reports.values() for r in rows]
-    points += http_points(run_id="bench", step="main", scope="cluster", agent="",
-                          interval_start_ms=start_ms, interval_ms=1000, rows=every_row)
+    points += http_points(
+        run_id="bench",
+        step="main",
+        scope="cluster",
+        agent="",
+        interval_start_ms=start_ms,
+        interval_ms=1000,
+        rows=every_row,
+    )
     return points
 
 
@@ -127,13 +150,22 @@ def main() -> int:
                 batches = [points_of_interval(reports, 1_800_000_000_000 + i * 1000) for i in range(intervals)]
                 cpu_per_interval_s = (time.process_time() - cpu0) / intervals
                 written, wall_s = asyncio.run(write_all(url, batches, Path(tmp) / f"spool-{agents}-{targets}-{names}"))
-                result = {"agents": agents, "targets": targets, "names": names,
-                          "points_per_interval": len(batches[0]), "controller_cpu_ms_per_interval": round(cpu_per_interval_s * 1000, 1),
-                          "points_written": written, "write_points_per_s": round(written / wall_s)}
+                result = {
+                    "agents": agents,
+                    "targets": targets,
+                    "names": names,
+                    "points_per_interval": len(batches[0]),
+                    "controller_cpu_ms_per_interval": round(cpu_per_interval_s * 1000, 1),
+                    "points_written": written,
+                    "write_points_per_s": round(written / wall_s),
+                }
                 results.append(result)
-                print(f"{agents:>4} agents x {targets} targets x {names:>2} names: {len(batches[0]):>6} points/interval, "
-                      f"build {result['controller_cpu_ms_per_interval']:>7.1f} ms CPU/interval, "
-                      f"write {result['write_points_per_s']:>7,} points/s", flush=True)
+                print(
+                    f"{agents:>4} agents x {targets} targets x {names:>2} names: {len(batches[0]):>6} points/interval, "
+                    f"build {result['controller_cpu_ms_per_interval']:>7.1f} ms CPU/interval, "
+                    f"write {result['write_points_per_s']:>7,} points/s",
+                    flush=True,
+                )
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(10)

@@ -6,6 +6,7 @@ handling can be checked exactly. Behaviour is chosen by FAKE_ENGINE_MODE:
   drain     report 3 intervals but wait 0.8 s before the last (requests in flight at the end)
   garbage   print bytes that are not a frame
 """
+
 import os
 import sys
 
@@ -47,15 +48,24 @@ intervals = 1 if mode in ("die", "hang") else 3
 for i in range(intervals):
     if mode == "drain" and i == intervals - 1:
         import time
+
         time.sleep(0.8)
     row = StatsRow(spec.targets[0].url, "r", requests=clients, status=[0, clients, 0, 0, 0])
     row.histogram = Histogram.of([1000 * clients])
-    send(engine_pb2.EngineEvent(interval=stats_pb2.IntervalReport(
-        interval_start_ms=spec.start_at_ms + 1000 * i, interval_ms=1000, stats=[row.to_proto()],
-        final=i == intervals - 1)))
+    send(
+        engine_pb2.EngineEvent(
+            interval=stats_pb2.IntervalReport(
+                interval_start_ms=spec.start_at_ms + 1000 * i,
+                interval_ms=1000,
+                stats=[row.to_proto()],
+                final=i == intervals - 1,
+            )
+        )
+    )
 if mode == "die":
     sys.exit(3)
 if mode == "hang":  # alive, but never another word
     import time
+
     time.sleep(3600)
 send(engine_pb2.EngineEvent(finished=engine_pb2.EngineFinished()))

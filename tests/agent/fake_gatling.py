@@ -11,6 +11,7 @@ chosen by FAKE_GATLING_MODE:
   console   no hook: Gatling's "started" line, then console summaries (`clients` OK and 1 KO
             per block, 3 blocks, the last one repeated as Gatling does at the end), exit 0
 """
+
 import json
 import os
 import sys
@@ -31,8 +32,13 @@ def interval(spec, i, final):
     clients = spec.load.closed.clients
     row = StatsRow(spec.targets[0].url, spec.requests[0].name, requests=clients, status=[0, clients, 0, 0, 0])
     row.histogram = Histogram.of([1000 * clients])
-    emit(engine_pb2.EngineEvent(interval=stats_pb2.IntervalReport(
-        interval_start_ms=spec.start_at_ms + 1000 * i, interval_ms=1000, stats=[row.to_proto()], final=final)))
+    emit(
+        engine_pb2.EngineEvent(
+            interval=stats_pb2.IntervalReport(
+                interval_start_ms=spec.start_at_ms + 1000 * i, interval_ms=1000, stats=[row.to_proto()], final=final
+            )
+        )
+    )
 
 
 job_file = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("-Dloadfleet.job="))
@@ -43,7 +49,8 @@ if mode == "console":
     print("Simulation example.PlainSimulation started...", flush=True)
     for block in (1, 2, 3, 3):
         ok = spec.load.closed.clients * block
-        print(f"""
+        print(
+            f"""
 ====================================================================================
 2026-11-23 17:57:53 GMT                                                  {block}s elapsed
 ---- Requests -----------------------------------------------|---Total---|-----OK----|----KO----
@@ -55,7 +62,9 @@ if mode == "console":
 ---- plain ---------------------------------------------------------------------------------
           active:         2  / done:       {ok}
 ====================================================================================
-""", flush=True)
+""",
+            flush=True,
+        )
     sys.exit(0)
 if mode == "silent":
     print("Error: could not find or load main class", file=sys.stderr)

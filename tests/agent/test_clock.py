@@ -1,4 +1,5 @@
 """The controller's clock against the agent's: the round trip with the shortest time wins."""
+
 from __future__ import annotations
 
 from loadfleet.agent.clock import SAMPLES, ClockEstimate

@@ -2,6 +2,7 @@
 properties, the JVM's command, finding the build, user projects (keys, compiler errors),
 Gatling's console summary without the hook, artifacts, and jobs run through a stand-in JVM
 (fake_gatling.py). Real JVMs and Maven run in tests/e2e/test_gatling.py."""
+
 import asyncio
 import base64
 import io
@@ -16,8 +17,15 @@ from google.protobuf import json_format
 
 from loadfleet.agent.artifacts import artifact_messages
 from loadfleet.agent.errors import EngineError
-from loadfleet.agent.gatling import (EVENT_PREFIX, REPORT_ARTIFACT, GatlingInstall, find_gatling, job_json,
-                                     parse_event_line, share_properties)
+from loadfleet.agent.gatling import (
+    EVENT_PREFIX,
+    REPORT_ARTIFACT,
+    GatlingInstall,
+    find_gatling,
+    job_json,
+    parse_event_line,
+    share_properties,
+)
 from loadfleet.agent.gatling_console import ConsoleCounts
 from loadfleet.agent.gatling_project import ProjectBuild, error_lines, project_key
 from loadfleet.agent.job import JobRunner, Outcome
@@ -29,31 +37,58 @@ FAKE = Path(__file__).with_name("fake_gatling.py")
 
 
 def gatling_spec(clients=4, start_at_ms=10_000, html_report=False):
-    return job_pb2.JobSpec(gatling=job_pb2.GatlingOptions(html_report=html_report),
-        job_id="g", driver=job_pb2.DRIVER_GATLING,
-        targets=[job_pb2.Target(url="http://127.0.0.1:1", weight=3), job_pb2.Target(url="http://127.0.0.2:1", weight=1)],
-        requests=[job_pb2.RequestSpec(name="home", method="POST", path="/a?b=c", weight=2, body=b"\x00{\"k\": 1}",
-                                      headers=[job_pb2.Header(name="X-Test", value="#{not EL}")])],
-        keep_alive=True, load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(
-            clients=clients, think=job_pb2.ThinkTime(uniform=job_pb2.UniformThink(min_ms=1, max_ms=5)))),
-        start_at_ms=start_at_ms, duration_ms=3000, interval_ms=1000)
+    return job_pb2.JobSpec(
+        gatling=job_pb2.GatlingOptions(html_report=html_report),
+        job_id="g",
+        driver=job_pb2.DRIVER_GATLING,
+        targets=[
+            job_pb2.Target(url="http://127.0.0.1:1", weight=3),
+            job_pb2.Target(url="http://127.0.0.2:1", weight=1),
+        ],
+        requests=[
+            job_pb2.RequestSpec(
+                name="home",
+                method="POST",
+                path="/a?b=c",
+                weight=2,
+                body=b'\x00{"k": 1}',
+                headers=[job_pb2.Header(name="X-Test", value="#{not EL}")],
+            )
+        ],
+        keep_alive=True,
+        load=job_pb2.LoadShare(
+            closed=job_pb2.ClosedModel(
+                clients=clients, think=job_pb2.ThinkTime(uniform=job_pb2.UniformThink(min_ms=1, max_ms=5))
+            )
+        ),
+        start_at_ms=start_at_ms,
+        duration_ms=3000,
+        interval_ms=1000,
+    )
 
 
 def test_lines_without_the_prefix_are_gatlings_own_output():
-    for line in ["", "Simulation loadfleet.gatling.JobSimulation started...", "> Global | 3 | 3 | 0",
-                 "#loadfleet {}", " ##loadfleet {\"finished\": {}}"]:
+    for line in [
+        "",
+        "Simulation loadfleet.gatling.JobSimulation started...",
+        "> Global | 3 | 3 | 0",
+        "#loadfleet {}",
+        ' ##loadfleet {"finished": {}}',
+    ]:
         assert parse_event_line(line) is None
 
 
 def test_an_interval_line_becomes_the_engines_interval_report():
     histogram = Histogram.of([250, 1200, 1200, 98_000])
     payload = base64.b64encode(histogram.encode()).decode()
-    line = (EVENT_PREFIX + '{"interval":{"interval_start_ms":1795421209000,"interval_ms":1000,"stats":[{"target":'
-            '"http://127.0.0.2:18080","request":"index","requests":5,"status_1xx":0,"status_2xx":4,"status_3xx":0,'
-            '"status_4xx":0,"status_5xx":0,"errors":[{"kind":"ERROR_KIND_CONNECT_REFUSED","count":1}],'
-            '"bytes_in":960,"bytes_out":256,"scheduled":0,"sent_late":0,"max_send_lag_us":0,"not_sent":0,'
-            f'"latency_histogram":"{payload}"}}],"error_samples":[{{"target":"http://127.0.0.2:18080",'
-            '"request":"index","kind":"ERROR_KIND_CONNECT_REFUSED","message":"Connection refused"}],"final":false}}')
+    line = (
+        EVENT_PREFIX + '{"interval":{"interval_start_ms":1795421209000,"interval_ms":1000,"stats":[{"target":'
+        '"http://127.0.0.2:18080","request":"index","requests":5,"status_1xx":0,"status_2xx":4,"status_3xx":0,'
+        '"status_4xx":0,"status_5xx":0,"errors":[{"kind":"ERROR_KIND_CONNECT_REFUSED","count":1}],'
+        '"bytes_in":960,"bytes_out":256,"scheduled":0,"sent_late":0,"max_send_lag_us":0,"not_sent":0,'
+        f'"latency_histogram":"{payload}"}}],"error_samples":[{{"target":"http://127.0.0.2:18080",'
+        '"request":"index","kind":"ERROR_KIND_CONNECT_REFUSED","message":"Connection refused"}],"final":false}}'
+    )
     report = parse_event_line(line).interval
     assert report.interval_start_ms == 1795421209000 and not report.final
     s = report.stats[0]
@@ -64,11 +99,14 @@ def test_an_interval_line_becomes_the_engines_interval_report():
     assert report.error_samples[0].message == "Connection refused"
 
 
-@pytest.mark.parametrize("event, kind", [
-    ('{"ready":{"version":"loadfleet-gatling 0.1.0"}}', "ready"),
-    ('{"finished":{}}', "finished"),
-    ('{"failed":{"message":"Gatling failed: boom"}}', "failed"),
-])
+@pytest.mark.parametrize(
+    "event, kind",
+    [
+        ('{"ready":{"version":"loadfleet-gatling 0.1.0"}}', "ready"),
+        ('{"finished":{}}', "finished"),
+        ('{"failed":{"message":"Gatling failed: boom"}}', "failed"),
+    ],
+)
 def test_the_other_events(event, kind):
     assert parse_event_line(EVENT_PREFIX + event).WhichOneof("event") == kind
 
@@ -101,9 +139,10 @@ def fake_gatling(tmp_path, monkeypatch):
 
     def make(mode):
         java = tmp_path / f"java-{mode}"
-        java.write_text(f"#!/bin/sh\nFAKE_GATLING_MODE={mode} exec {sys.executable} {FAKE} \"$@\"\n")
+        java.write_text(f'#!/bin/sh\nFAKE_GATLING_MODE={mode} exec {sys.executable} {FAKE} "$@"\n')
         java.chmod(java.stat().st_mode | stat.S_IEXEC)
         monkeypatch.setenv("LOADFLEET_JAVA", str(java))
+
     return make
 
 
@@ -119,6 +158,7 @@ def run_job(clients=4, stop_after_s=None, html_report=False, start_at_ms=10_000)
             await asyncio.sleep(stop_after_s)
             await runner.stop()
         return await task
+
     return asyncio.run(go()), sent
 
 
@@ -273,14 +313,23 @@ def test_latency_missing_survives_every_merge():
     assert not merge_rows([measured])[("t", "r")].latency_missing
 
 
-@pytest.mark.parametrize("load, expected", [
-    (job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=7)),
-     {"loadfleet.model": "closed", "loadfleet.users": "7", "loadfleet.rate": "0.0", "loadfleet.ramp_s": "0.0"}),
-    (job_pb2.LoadShare(users=job_pb2.UsersModel(users=10, spawn_rate_per_s=4)),
-     {"loadfleet.model": "users", "loadfleet.users": "10", "loadfleet.ramp_s": "2.5"}),
-    (job_pb2.LoadShare(open=job_pb2.OpenModel(rate_per_s=250.5, poisson=True)),
-     {"loadfleet.model": "open", "loadfleet.users": "0", "loadfleet.rate": "250.5", "loadfleet.poisson": "true"}),
-])
+@pytest.mark.parametrize(
+    "load, expected",
+    [
+        (
+            job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=7)),
+            {"loadfleet.model": "closed", "loadfleet.users": "7", "loadfleet.rate": "0.0", "loadfleet.ramp_s": "0.0"},
+        ),
+        (
+            job_pb2.LoadShare(users=job_pb2.UsersModel(users=10, spawn_rate_per_s=4)),
+            {"loadfleet.model": "users", "loadfleet.users": "10", "loadfleet.ramp_s": "2.5"},
+        ),
+        (
+            job_pb2.LoadShare(open=job_pb2.OpenModel(rate_per_s=250.5, poisson=True)),
+            {"loadfleet.model": "open", "loadfleet.users": "0", "loadfleet.rate": "250.5", "loadfleet.poisson": "true"},
+        ),
+    ],
+)
 def test_the_share_reaches_the_jvm_as_system_properties(load, expected):
     spec = gatling_spec(start_at_ms=1_000)
     spec.load.CopyFrom(load)
@@ -307,7 +356,12 @@ def test_the_command_runs_jobsimulation_or_the_users_simulation_after_the_hook(t
     user = install.command(spec, Path("/w/job.json"), Path("/w/results"), ProjectBuild(tmp_path / "build"))
     classes = str(home / "target" / "classes")
     assert user[user.index("-cp") + 1].split(":") == [
-        classes, str(tmp_path / "build" / "classes"), "/m2/user-dep.jar", classes, "/m2/gatling.jar"]
+        classes,
+        str(tmp_path / "build" / "classes"),
+        "/m2/user-dep.jar",
+        classes,
+        "/m2/gatling.jar",
+    ]
     assert user[user.index("-s") + 1] == "com.example.Sim" and "-nr" not in user
     assert "-Dgatling.http.warmUpUrl=" in user, "no warm-up request to gatling.io"
 
@@ -345,22 +399,35 @@ MAVEN_OUTPUT = """\x1b[0m\x1b[0m[ERROR] COMPILATION ERROR :
 """
 
 
-@pytest.mark.parametrize("output, expected", [
-    (MAVEN_OUTPUT, ["/home/u/p/src/main/java/example/Broken.java:[2,31] incompatible types: java.lang.String "
-                    "cannot be converted to int",
-                    "/home/u/p/src/main/java/example/Broken.java:[2,48] cannot find symbol",
-                    "symbol:   method undefinedCall()", "location: class example.Broken"]),
-    ("[ERROR] Non-resolvable parent POM for x:y:1: Could not find artifact\n[ERROR] -> [Help 1]\n",
-     ["Non-resolvable parent POM for x:y:1: Could not find artifact"]),
-    ("Killed\n", ["Killed"]),
-    ("", ["no output"]),
-])
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        (
+            MAVEN_OUTPUT,
+            [
+                "/home/u/p/src/main/java/example/Broken.java:[2,31] incompatible types: java.lang.String "
+                "cannot be converted to int",
+                "/home/u/p/src/main/java/example/Broken.java:[2,48] cannot find symbol",
+                "symbol:   method undefinedCall()",
+                "location: class example.Broken",
+            ],
+        ),
+        (
+            "[ERROR] Non-resolvable parent POM for x:y:1: Could not find artifact\n[ERROR] -> [Help 1]\n",
+            ["Non-resolvable parent POM for x:y:1: Could not find artifact"],
+        ),
+        ("Killed\n", ["Killed"]),
+        ("", ["no output"]),
+    ],
+)
 def test_a_failed_build_is_told_by_its_error_lines(output, expected):
     assert error_lines(output, Path("/cache/.k-1"), Path("/home/u/p")) == expected
 
 
-@pytest.mark.parametrize("size, chunks", [(0, [(0, True)]), (3, [(3, True)]), (8, [(4, False), (4, True)]),
-                                          (9, [(4, False), (4, False), (1, True)])])
+@pytest.mark.parametrize(
+    "size, chunks",
+    [(0, [(0, True)]), (3, [(3, True)]), (8, [(4, False), (4, True)]), (9, [(4, False), (4, False), (1, True)])],
+)
 def test_artifacts_travel_in_ordered_chunks_the_last_marked(size, chunks):
     data = bytes(range(size))
     messages = artifact_messages("job", "r.zip", data, chunk_bytes=4)
@@ -385,7 +452,10 @@ def console_run(blocks: list[tuple[int, str]], finish_at_ms: int):
 def test_console_counts_after_the_end_count_in_the_loads_last_interval():
     # The last block comes 0.4 s after the end, the JVM exits 0.8 s after it.
     assert console_run([(10_500, "100"), (11_500, "200"), (12_500, "300"), (13_400, "330")], 13_800) == [
-        (10_000, 100, False), (11_000, 100, False), (12_000, 130, True)]
+        (10_000, 100, False),
+        (11_000, 100, False),
+        (12_000, 130, True),
+    ]
 
 
 def test_console_counts_later_than_the_grace_make_one_final_interval_past_the_end():

@@ -1,5 +1,6 @@
 """An agent refuses, before any driver starts, a job aimed outside its allow-list or a
 Gatling project outside its root; drivers get the addresses it checked."""
+
 import asyncio
 
 import pytest
@@ -35,13 +36,16 @@ def test_a_name_is_resolved_once_and_every_address_checked():
         confine(LoadPolicy(allow=AllowList.parse("127.0.0.2,::1")), spec("http://localhost:8080"))
 
 
-@pytest.mark.parametrize("allow, url", [
-    ("127.0.0.2", "http://127.0.0.3:80"),
-    ("127.0.0.0/8:8080", "http://127.0.0.1:8081"),
-    (None, "http://10.1.2.3:80"),
-    (None, "http://[::ffff:10.1.2.3]:80"),
-    (None, "http://0.0.0.0:80"),
-])
+@pytest.mark.parametrize(
+    "allow, url",
+    [
+        ("127.0.0.2", "http://127.0.0.3:80"),
+        ("127.0.0.0/8:8080", "http://127.0.0.1:8081"),
+        (None, "http://10.1.2.3:80"),
+        (None, "http://[::ffff:10.1.2.3]:80"),
+        (None, "http://0.0.0.0:80"),
+    ],
+)
 def test_a_target_outside_the_list_refuses_the_whole_job(allow, url):
     policy = LoadPolicy(allow=AllowList.parse(allow)) if allow else LoadPolicy()
     with pytest.raises(JobRefused, match=r"targets\[1\].*outside this agent's allow-list"):

@@ -1,5 +1,6 @@
 """The agent's health figures that say whether its engines ran out of something: CPU wait
 from schedstat, ports from sockstat and the TCP tables, descriptors against their limit."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,7 @@ import subprocess
 import sys
 import time
 
-from loadfleet.agent.health import (HealthMonitor, busiest_destination, port_range, schedstat_wait_ns,
-                                    sockstat_tcp)
+from loadfleet.agent.health import HealthMonitor, busiest_destination, port_range, schedstat_wait_ns, sockstat_tcp
 
 
 def test_schedstat_wait_sums_the_threads_and_says_when_it_cannot(tmp_path):
@@ -25,15 +25,19 @@ def test_port_range_and_sockstat(tmp_path):
     (tmp_path / "range").write_text("32768\t60999\n")
     assert port_range(tmp_path / "range") == 28232
     assert port_range(tmp_path / "nothing") == 0
-    (tmp_path / "sockstat").write_text("sockets: used 200\nTCP: inuse 40 orphan 0 tw 900 alloc 45 mem 3\nUDP: inuse 2\n")
+    (tmp_path / "sockstat").write_text(
+        "sockets: used 200\nTCP: inuse 40 orphan 0 tw 900 alloc 45 mem 3\nUDP: inuse 2\n"
+    )
     assert sockstat_tcp(tmp_path / "sockstat") == 940
 
 
 def test_busiest_destination_counts_sockets_per_peer_and_skips_listeners(tmp_path):
     header = "  sl  local_address rem_address   st tx_queue rx_queue\n"
-    lines = ["   0: 0100007F:1F90 00000000:0000 0A 0:0\n",  # listening
-             *(f"   {i}: 0100007F:{0x8000 + i:04X} 0200007F:0050 06 0:0\n" for i in range(1, 6)),  # TIME_WAIT to .2:80
-             "   9: 0100007F:9000 0300007F:0050 01 0:0\n"]
+    lines = [
+        "   0: 0100007F:1F90 00000000:0000 0A 0:0\n",  # listening
+        *(f"   {i}: 0100007F:{0x8000 + i:04X} 0200007F:0050 06 0:0\n" for i in range(1, 6)),  # TIME_WAIT to .2:80
+        "   9: 0100007F:9000 0300007F:0050 01 0:0\n",
+    ]
     (tmp_path / "tcp").write_text(header + "".join(lines))
     assert busiest_destination([tmp_path / "tcp", tmp_path / "tcp6-missing"]) == 5
 
@@ -41,11 +45,13 @@ def test_busiest_destination_counts_sockets_per_peer_and_skips_listeners(tmp_pat
 def test_a_process_that_waits_for_the_cpu_and_holds_descriptors_shows_both():
     cpu = max(os.sched_getaffinity(0))
     limit = 200
-    script = ("import resource, socket, time\n"
-              f"resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit}))\n"
-              "held = [socket.socket() for _ in range(150)]\n"
-              "while True:\n    t = time.perf_counter()\n    while time.perf_counter() - t < 0.002: pass\n"
-              "    time.sleep(0.001)\n")
+    script = (
+        "import resource, socket, time\n"
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit}))\n"
+        "held = [socket.socket() for _ in range(150)]\n"
+        "while True:\n    t = time.perf_counter()\n    while time.perf_counter() - t < 0.002: pass\n"
+        "    time.sleep(0.001)\n"
+    )
     engine = subprocess.Popen([sys.executable, "-c", script])
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:

@@ -1,5 +1,6 @@
 """The monitor-only agent's host sampling, on this real host: a busy process, loopback
 traffic and the command line that asks for them."""
+
 from __future__ import annotations
 
 import socket
@@ -74,13 +75,19 @@ def test_loopback_traffic_counts_when_asked_for_and_connections_are_counted():
 def test_pid_files_are_named_by_their_stem_unless_named():
     groups = process_groups(["nginx"], ["/run/web1.pid", "php=/run/fpm.pid"])
     assert [(g.name, str(g.pid_file) if g.pid_file else None) for g in groups] == [
-        ("nginx", None), ("web1", "/run/web1.pid"), ("php", "/run/fpm.pid")]
+        ("nginx", None),
+        ("web1", "/run/web1.pid"),
+        ("php", "/run/fpm.pid"),
+    ]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--monitor"], "--monitor needs --target URL"),
-    (["--process", "nginx"], "need --monitor"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--monitor"], "--monitor needs --target URL"),
+        (["--process", "nginx"], "need --monitor"),
+    ],
+)
 def test_monitor_options_are_checked(argv, message, capsys):
     assert cli.main(["--controller", "127.0.0.1:1", *argv]) == 2
     assert message in capsys.readouterr().err

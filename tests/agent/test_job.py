@@ -13,16 +13,24 @@ FAKE = Path(__file__).with_name("fake_engine.py")
 
 
 def spec(clients):
-    return job_pb2.JobSpec(job_id="j", targets=[job_pb2.Target(url="http://127.0.0.1:1", weight=1)],
-                           load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=clients)),
-                           start_at_ms=10_000, duration_ms=3000)
+    return job_pb2.JobSpec(
+        job_id="j",
+        targets=[job_pb2.Target(url="http://127.0.0.1:1", weight=1)],
+        load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=clients)),
+        start_at_ms=10_000,
+        duration_ms=3000,
+    )
 
 
 def assignment(clients_per_engine, budgets=None):
     budgets = budgets or [0] * len(clients_per_engine)
-    return agent_pb2.Assignment(spec=spec(sum(clients_per_engine)), engines=[
-        agent_pb2.EngineShare(load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=n)), max_requests=b)
-        for n, b in zip(clients_per_engine, budgets)])
+    return agent_pb2.Assignment(
+        spec=spec(sum(clients_per_engine)),
+        engines=[
+            agent_pb2.EngineShare(load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=n)), max_requests=b)
+            for n, b in zip(clients_per_engine, budgets)
+        ],
+    )
 
 
 def test_each_engine_gets_the_share_the_controller_named():
@@ -36,9 +44,10 @@ def test_each_engine_gets_the_share_the_controller_named():
 def fake_engine(tmp_path, monkeypatch):
     def make(mode):
         program = tmp_path / f"engine-{mode}"
-        program.write_text(f"#!/bin/sh\nFAKE_ENGINE_MODE={mode} exec {sys.executable} {FAKE} \"$@\"\n")
+        program.write_text(f'#!/bin/sh\nFAKE_ENGINE_MODE={mode} exec {sys.executable} {FAKE} "$@"\n')
         program.chmod(program.stat().st_mode | stat.S_IEXEC)
         return str(program)
+
     return make
 
 
@@ -50,6 +59,7 @@ def run_job(program, clients, engines, interval_ms=0):
 
     async def go():
         return await JobRunner(job, program, sent.append).run()
+
     outcome = asyncio.run(go())
     return outcome, sent
 
@@ -80,13 +90,20 @@ def test_a_dying_engine_is_reported_and_its_data_kept(fake_engine):
 
 def test_an_engine_that_dies_is_an_engine_failure_at_once_and_the_others_go_on(fake_engine, tmp_path):
     mixed = tmp_path / "engine-mixed"  # the first engine dies after one interval, the second runs
-    mixed.write_text(f"#!/bin/sh\nif mkdir {tmp_path}/first 2>/dev/null; then export FAKE_ENGINE_MODE=die; fi\n"
-                     f"exec {sys.executable} {FAKE} \"$@\"\n")
+    mixed.write_text(
+        f"#!/bin/sh\nif mkdir {tmp_path}/first 2>/dev/null; then export FAKE_ENGINE_MODE=die; fi\n"
+        f'exec {sys.executable} {FAKE} "$@"\n'
+    )
     mixed.chmod(0o755)
     outcome, sent = run_job(str(mixed), clients=4, engines=2)
     assert outcome is Outcome.FINISHED
     (failure,) = [m.engine_failure for m in sent if m.WhichOneof("body") == "engine_failure"]
-    assert (failure.job_id, failure.engine, failure.how, failure.reported_requests) == ("j", 0, "exited with status 3", 2)
+    assert (failure.job_id, failure.engine, failure.how, failure.reported_requests) == (
+        "j",
+        0,
+        "exited with status 3",
+        2,
+    )
     kinds = [m.WhichOneof("body") for m in sent]
     assert kinds.index("engine_failure") < kinds.index("job_status", 1), "sent when it happens, not at the end"
 
@@ -108,6 +125,7 @@ def test_an_engine_waiting_for_its_requests_in_flight_after_the_load_is_not_sile
 
     async def go():
         return await JobRunner(job, fake_engine("drain"), sent.append).run()
+
     outcome = asyncio.run(go())
     assert outcome is Outcome.FINISHED and "engine_failure" not in [m.WhichOneof("body") for m in sent]
     assert sum(m.interval.report.stats[0].requests for m in sent if m.WhichOneof("body") == "interval") == 3
@@ -136,6 +154,7 @@ def test_a_halted_job_stops_its_engines_kills_a_hung_one_and_reports_no_failure(
             await asyncio.sleep(0.01)
         await runner.halt("its lease expired")
         return await asyncio.wait_for(task, 5)  # the hung engine ignores its stop: killed after the grace
+
     outcome = asyncio.run(go())
     assert outcome is Outcome.STOPPED
     assert sent[-1].job_status.message == "stopped at once: its lease expired"
@@ -143,7 +162,8 @@ def test_a_halted_job_stops_its_engines_kills_a_hung_one_and_reports_no_failure(
 
 
 def test_an_agent_whose_clock_is_off_starts_at_the_barrier_in_its_own_clock_and_reports_on_the_controllers_grid(
-        fake_engine):
+    fake_engine,
+):
     sent = []
     job = assignment([2])
 

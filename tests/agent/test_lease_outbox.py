@@ -1,11 +1,11 @@
 import asyncio
 
+import pytest
+
 from loadfleet.agent.cli import parse_labels
 from loadfleet.agent.lease import Lease
 from loadfleet.agent.outbox import Outbox
 from loadfleet.v1 import agent_pb2
-
-import pytest
 
 
 def test_lease_expires_only_after_being_granted():
@@ -48,6 +48,7 @@ def test_a_message_stays_until_acknowledged_and_is_written_again_after_a_reconne
         box.written(again[1])
         box.ack(report.seq)
         return status, report, again, box.unacknowledged
+
     status, report, again, left = asyncio.run(go())
     assert [m.seq for m in again] == [status.seq, report.seq]
     assert left == 0
@@ -67,21 +68,26 @@ def test_heartbeats_are_never_kept_and_a_newer_one_pushing_out_the_one_written_s
         second = await box.next()
         box.rewind()  # a reconnect drops heartbeats queued during the break
         return first, second, await box.next()
+
     first, second, after = asyncio.run(go())
     assert first is after  # never written (a heartbeat was), so nothing was skipped
     assert second.WhichOneof("body") == "heartbeat"
 
 
-@pytest.mark.parametrize("items, expected", [
-    (["zone=a,rack=3"], (("rack", "3"), ("zone", "a"))),
-    (["a=1", "b=2"], (("a", "1"), ("b", "2"))),
-])
+@pytest.mark.parametrize(
+    "items, expected",
+    [
+        (["zone=a,rack=3"], (("rack", "3"), ("zone", "a"))),
+        (["a=1", "b=2"], (("a", "1"), ("b", "2"))),
+    ],
+)
 def test_labels(items, expected):
     assert parse_labels(items) == expected
 
 
 def test_bad_label_is_a_usage_error():
     from loadfleet.agent.errors import UsageError
+
     with pytest.raises(UsageError):
         parse_labels(["novalue"])
 
@@ -115,6 +121,7 @@ def test_outbox_spools_to_disk_beyond_its_memory_limit_and_keeps_order(tmp_path)
         box.put(interval(10))  # the spool is not empty yet: this goes behind it, on disk
         rest = await drain(box, 7)
         return first + rest
+
     sent = asyncio.run(go())
     assert [m.interval.report.interval_start_ms for m in sent] == list(range(11))
     seqs = [m.seq for m in sent]
@@ -152,6 +159,7 @@ def test_memory_is_bounded_while_the_controller_acknowledges_nothing(tmp_path):
         with pytest.raises(TimeoutError):  # nothing more to write until acknowledgements make room
             await asyncio.wait_for(box.next(), 0.2)
         return box.unacknowledged
+
     assert asyncio.run(go()) == 3
 
 
@@ -165,6 +173,7 @@ def test_a_restarted_agent_sends_what_an_earlier_run_spooled(tmp_path):
             f.write(b"\x05\x01")  # and its last frame was cut short
         second = Outbox(tmp_path)
         return await drain(second, 5), second.unacknowledged
+
     sent, left = asyncio.run(go())
     assert [m.interval.report.interval_start_ms for m in sent] == list(range(5))
     assert left == 0
@@ -179,4 +188,5 @@ def test_an_acknowledgement_that_overtakes_the_end_of_its_write_skips_nothing():
         box.put(interval(1))
         box.written(first)
         return await asyncio.wait_for(box.next(), 1)
+
     assert asyncio.run(go()).interval.report.interval_start_ms == 1

@@ -1,6 +1,7 @@
 """The servers' own counters: parsers on output captured from HAProxy 2.6 and Varnish 7.1,
 HAProxy's stats socket served by a real Unix socket, failures that leave a server out with
 one warning per streak, and the command line's checks."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,15 @@ import pytest
 
 from loadfleet.agent.cli import build_parser, monitor_config
 from loadfleet.agent.errors import UsageError
-from loadfleet.agent.servercounters import (ClientIO, CounterError, CounterReader, GaneshaStats, HaproxyStats,
-                                            haproxy_counters, varnish_counters)
+from loadfleet.agent.servercounters import (
+    ClientIO,
+    CounterError,
+    CounterReader,
+    GaneshaStats,
+    HaproxyStats,
+    haproxy_counters,
+    varnish_counters,
+)
 
 DATA = Path(__file__).parent / "data"
 SHOW_STAT = (DATA / "haproxy-2.6-show-stat.csv").read_text()  # lb -> group of web1, web2, after 3 requests
@@ -23,8 +31,11 @@ SHOW_STAT = (DATA / "haproxy-2.6-show-stat.csv").read_text()  # lb -> group of w
 def test_haproxy_counters_name_proxy_server_and_field():
     counters = haproxy_counters(SHOW_STAT)
     assert {k: v for k, v in counters.items() if k.endswith(".req_tot")} == {
-        "haproxy.lb.FRONTEND.req_tot": 4, "haproxy.group.web1.req_tot": 2, "haproxy.group.web2.req_tot": 1,
-        "haproxy.group.BACKEND.req_tot": 3}
+        "haproxy.lb.FRONTEND.req_tot": 4,
+        "haproxy.group.web1.req_tot": 2,
+        "haproxy.group.web2.req_tot": 1,
+        "haproxy.group.BACKEND.req_tot": 3,
+    }
     assert counters["haproxy.group.web1.bout"] == 8598 and counters["haproxy.lb.FRONTEND.hrsp_2xx"] == 3
     assert not any(k.endswith((".scur", ".rate", ".status")) for k in counters)  # gauges and states make no rate
 
@@ -35,10 +46,13 @@ def test_haproxy_servers_without_req_tot_fall_back_to_lbtot():
     assert counters["haproxy.group.web1.req_tot"] == 7 and "haproxy.group.BACKEND.req_tot" not in counters
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "no rows"),
-    ("# pxname,svname,req_tot\ngroup,web1,many\n", "not a number"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "no rows"),
+        ("# pxname,svname,req_tot\ngroup,web1,many\n", "not a number"),
+    ],
+)
 def test_odd_haproxy_output_is_a_counter_error(text, message):
     with pytest.raises(CounterError, match=message):
         haproxy_counters(text)
@@ -51,8 +65,12 @@ def test_varnish_counters_are_main_counters_and_backends_summed_over_vcls():
     assert counters["varnish.s_resp_bodybytes"] == 12288
     assert counters["varnish.backend.b_web1.req"] == 2 and counters["varnish.backend.b_web2.req"] == 1
     # Gauges (threads, a backend's open connections), bitmaps and uptimes are left out.
-    assert not {"varnish.threads", "varnish.uptime", "varnish.backend.b_web1.conn",
-                "varnish.backend.b_web1.happy"} & set(counters)
+    assert not {
+        "varnish.threads",
+        "varnish.uptime",
+        "varnish.backend.b_web1.conn",
+        "varnish.backend.b_web1.happy",
+    } & set(counters)
     # After a VCL reload the old VCL keeps its counts: a backend's are the sum over VCLs.
     stats["VBE.reload_1.b_web1.req"] = {"flag": "c", "value": 5}
     assert varnish_counters(stats)["varnish.backend.b_web1.req"] == 7
@@ -65,8 +83,10 @@ def test_varnish_output_without_client_requests_is_a_counter_error():
 
 def test_ganesha_names_an_ipv4_client_by_its_plain_address():
     from loadfleet.agent.servercounters import ganesha_counters
-    counters = ganesha_counters({"::ffff:127.0.0.1": ClientIO("::ffff:127.0.0.1", 3, 4096, 0, 0, 0),
-                                 "::1": ClientIO("::1", 1, 10, 2, 20, 1)})
+
+    counters = ganesha_counters(
+        {"::ffff:127.0.0.1": ClientIO("::ffff:127.0.0.1", 3, 4096, 0, 0, 0), "::1": ClientIO("::1", 1, 10, 2, 20, 1)}
+    )
     assert counters["ganesha.client.127.0.0.1.read_bytes"] == 4096
     assert counters["ganesha.client.::1.write_bytes"] == 20 and counters["ganesha.client.::1.errors"] == 1
 
@@ -123,19 +143,40 @@ def parse(*argv: str):
     return monitor_config(build_parser().parse_args(["--controller", "127.0.0.1:1", *argv]))
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--haproxy-stats", "/no/such.sock"], "need --monitor"),
-    (["--monitor", "--role", "lb", "--haproxy-stats", "/no/such.sock"], "--haproxy-stats /no/such.sock: no such socket"),
-    (["--monitor", "--role", "lb", "--varnish-stats", "/no/such/dir"], "--varnish-stats /no/such/dir: no such directory"),
-    (["--monitor", "--role", "nfs", "--ganesha-stats", "unix:path=/no/bus.sock"], "--ganesha-stats unix:path=/no/bus.sock"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--haproxy-stats", "/no/such.sock"], "need --monitor"),
+        (
+            ["--monitor", "--role", "lb", "--haproxy-stats", "/no/such.sock"],
+            "--haproxy-stats /no/such.sock: no such socket",
+        ),
+        (
+            ["--monitor", "--role", "lb", "--varnish-stats", "/no/such/dir"],
+            "--varnish-stats /no/such/dir: no such directory",
+        ),
+        (
+            ["--monitor", "--role", "nfs", "--ganesha-stats", "unix:path=/no/bus.sock"],
+            "--ganesha-stats unix:path=/no/bus.sock",
+        ),
+    ],
+)
 def test_bad_server_flags_are_named(argv, message):
     with pytest.raises(UsageError, match=message):
         parse(*argv)
 
 
 def test_server_flags_make_counter_sources(stats_socket, tmp_path):
-    config = parse("--monitor", "--role", "lb", "--haproxy-stats", str(stats_socket), "--varnish-stats", str(tmp_path),
-                   "--ganesha-stats", "tcp:host=127.0.0.1,port=1")  # other D-Bus addresses are taken as given
+    config = parse(
+        "--monitor",
+        "--role",
+        "lb",
+        "--haproxy-stats",
+        str(stats_socket),
+        "--varnish-stats",
+        str(tmp_path),
+        "--ganesha-stats",
+        "tcp:host=127.0.0.1,port=1",
+    )  # other D-Bus addresses are taken as given
     assert [type(s).__name__ for s in config.servers] == ["HaproxyStats", "VarnishStats", "GaneshaStats"]
     assert config.sampler().sample().counters == haproxy_counters(SHOW_STAT)  # the others fail, quietly

@@ -2,6 +2,7 @@
 one in memory; a `SpoolDrop` notice takes their place in the sequence, naming exactly the
 reports dropped; what is left arrives in order, numbered consecutively; a full disk drops
 the messages it cannot write and garbles nothing."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,10 +18,16 @@ SEGMENT = 4096
 
 def report(start_ms: int, requests: int = 10, job_id: str = "run-1") -> agent_pb2.AgentMessage:
     """An interval report of about 1 KB, its `*`/`*` row holding `requests`."""
-    rows = [stats_pb2.IntervalStats(target="http://t", request="r", requests=requests, bytes_in=10**9),
-            stats_pb2.IntervalStats(target="*", request="*", requests=requests, bytes_in=10**9)]
-    pb = stats_pb2.IntervalReport(interval_start_ms=start_ms, interval_ms=1000, stats=rows,
-                                  error_samples=[stats_pb2.ErrorSample(message="x" * 900)])
+    rows = [
+        stats_pb2.IntervalStats(target="http://t", request="r", requests=requests, bytes_in=10**9),
+        stats_pb2.IntervalStats(target="*", request="*", requests=requests, bytes_in=10**9),
+    ]
+    pb = stats_pb2.IntervalReport(
+        interval_start_ms=start_ms,
+        interval_ms=1000,
+        stats=rows,
+        error_samples=[stats_pb2.ErrorSample(message="x" * 900)],
+    )
     return agent_pb2.AgentMessage(interval=agent_pb2.AgentInterval(job_id=job_id, report=pb))
 
 
@@ -43,8 +50,10 @@ async def drain(box: Outbox) -> list[agent_pb2.AgentMessage]:
 
 def split(sent: list[agent_pb2.AgentMessage]) -> tuple[list[int], list[agent_pb2.SpoolDrop]]:
     """Interval starts (s) of the reports sent, and the notices."""
-    return ([m.interval.report.interval_start_ms // 1000 for m in sent if m.HasField("interval")],
-            [m.spool_drop for m in sent if m.HasField("spool_drop")])
+    return (
+        [m.interval.report.interval_start_ms // 1000 for m in sent if m.HasField("interval")],
+        [m.spool_drop for m in sent if m.HasField("spool_drop")],
+    )
 
 
 def dropped_starts(notices) -> list[int]:

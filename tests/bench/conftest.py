@@ -1,4 +1,5 @@
 """The fleet simulator lives in bench/fleet (fleetsim); its tests import it from there."""
+
 import sys
 
 from support.procs import REPO

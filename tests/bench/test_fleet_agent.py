@@ -1,5 +1,6 @@
 """Simulated agents against an in-process controller that speaks the delivery contract
 (acks, a controller instance, StopJob), which today's controller does not exercise."""
+
 from __future__ import annotations
 
 import asyncio
@@ -39,13 +40,24 @@ class FakeController(agent_pb2_grpc.AgentServiceServicer):
         agent_id = hello.hello.agent_id
         self.received[agent_id] = [hello]
         out: asyncio.Queue = asyncio.Queue()
-        yield agent_pb2.ControllerMessage(welcome=agent_pb2.Welcome(
-            agent_id=agent_id, heartbeat_ms=100, lease_ms=3000, controller_instance=self.behaviour.instance))
+        yield agent_pb2.ControllerMessage(
+            welcome=agent_pb2.Welcome(
+                agent_id=agent_id, heartbeat_ms=100, lease_ms=3000, controller_instance=self.behaviour.instance
+            )
+        )
         start_ms = (int(time.time() * 1000) // INTERVAL_MS + 2) * INTERVAL_MS
-        yield agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(spec=job_pb2.JobSpec(
-            job_id="job-1", targets=[job_pb2.Target(url="http://127.0.0.1:9")],
-            requests=[job_pb2.RequestSpec(name="a"), job_pb2.RequestSpec(name="b")],
-            start_at_ms=start_ms, duration_ms=INTERVALS * INTERVAL_MS, interval_ms=INTERVAL_MS)))
+        yield agent_pb2.ControllerMessage(
+            assignment=agent_pb2.Assignment(
+                spec=job_pb2.JobSpec(
+                    job_id="job-1",
+                    targets=[job_pb2.Target(url="http://127.0.0.1:9")],
+                    requests=[job_pb2.RequestSpec(name="a"), job_pb2.RequestSpec(name="b")],
+                    start_at_ms=start_ms,
+                    duration_ms=INTERVALS * INTERVAL_MS,
+                    interval_ms=INTERVAL_MS,
+                )
+            )
+        )
         reader = asyncio.create_task(self._read(agent_id, request_iterator, out))
         try:
             while True:
@@ -60,8 +72,13 @@ class FakeController(agent_pb2_grpc.AgentServiceServicer):
             self.received[agent_id].append(message)
             kind = message.WhichOneof("body")
             if kind == "heartbeat":  # the renewal acknowledges everything received so far
-                out.put_nowait(agent_pb2.ControllerMessage(lease=agent_pb2.LeaseRenewal(
-                    lease_ms=3000, ack_through_seq=through if self.behaviour.ack else 0)))
+                out.put_nowait(
+                    agent_pb2.ControllerMessage(
+                        lease=agent_pb2.LeaseRenewal(
+                            lease_ms=3000, ack_through_seq=through if self.behaviour.ack else 0
+                        )
+                    )
+                )
             else:
                 through = max(through, message.seq)
             if kind == "interval":
@@ -70,9 +87,14 @@ class FakeController(agent_pb2_grpc.AgentServiceServicer):
                     out.put_nowait(agent_pb2.ControllerMessage(stop=agent_pb2.StopJob(job_id="job-1")))
 
     def ended_jobs(self) -> int:
-        return sum(any(m.WhichOneof("body") == "job_status" and m.job_status.state in
-                       (agent_pb2.JOB_STATE_FINISHED, agent_pb2.JOB_STATE_STOPPED) for m in messages)
-                   for messages in self.received.values())
+        return sum(
+            any(
+                m.WhichOneof("body") == "job_status"
+                and m.job_status.state in (agent_pb2.JOB_STATE_FINISHED, agent_pb2.JOB_STATE_STOPPED)
+                for m in messages
+            )
+            for messages in self.received.values()
+        )
 
 
 def run_against(behaviour: Behaviour, total_row: TotalRow = TotalRow.AUTO) -> tuple[FakeController, dict]:
@@ -92,12 +114,18 @@ def run_against(behaviour: Behaviour, total_row: TotalRow = TotalRow.AUTO) -> tu
 
         watcher = asyncio.create_task(stop_when_done())
         try:
-            results = await asyncio.wait_for(run_fleet(FleetConfig(
-                controller=f"127.0.0.1:{port}", agents=AGENTS, total_row=total_row, max_s=TIMEOUT_S), stop), TIMEOUT_S + 5)
+            results = await asyncio.wait_for(
+                run_fleet(
+                    FleetConfig(controller=f"127.0.0.1:{port}", agents=AGENTS, total_row=total_row, max_s=TIMEOUT_S),
+                    stop,
+                ),
+                TIMEOUT_S + 5,
+            )
         finally:
             watcher.cancel()
             await server.stop(0)
         return fake, results
+
     return asyncio.run(go())
 
 

@@ -1,4 +1,5 @@
 """The simulated agent's outbox: cumulative acks, a bound, and drops that are counted."""
+
 from __future__ import annotations
 
 import pytest

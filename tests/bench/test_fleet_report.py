@@ -1,4 +1,5 @@
 """What the bench calls complete, and the figures it derives."""
+
 from __future__ import annotations
 
 import math
@@ -17,22 +18,26 @@ def arrival(start, agents, requests, *, revised=False, at=None):
     return Arrival(start, agents, requests, revised, at if at is not None else start + 1100)
 
 
-@pytest.mark.parametrize("arrivals, complete", [
-    ([arrival(1000, 2, 50), arrival(2000, 2, 60)], [True, True]),
-    ([arrival(1000, 1, 25), arrival(2000, 2, 60)], [False, True]),                 # an agent missing
-    ([arrival(1000, 2, 100), arrival(2000, 2, 60)], [False, True]),                # counted twice
-    ([arrival(2000, 2, 60)], [False, True]),                                         # never published
-    ([arrival(1000, 1, 25), arrival(1000, 2, 50, revised=True), arrival(2000, 2, 60)], [True, True]),  # revised
-    ([arrival(1000, 2, 50), arrival(2000, 2, 60), arrival(3000, 2, 1)], [True, True, False]),  # not sent
-])
+@pytest.mark.parametrize(
+    "arrivals, complete",
+    [
+        ([arrival(1000, 2, 50), arrival(2000, 2, 60)], [True, True]),
+        ([arrival(1000, 1, 25), arrival(2000, 2, 60)], [False, True]),  # an agent missing
+        ([arrival(1000, 2, 100), arrival(2000, 2, 60)], [False, True]),  # counted twice
+        ([arrival(2000, 2, 60)], [False, True]),  # never published
+        ([arrival(1000, 1, 25), arrival(1000, 2, 50, revised=True), arrival(2000, 2, 60)], [True, True]),  # revised
+        ([arrival(1000, 2, 50), arrival(2000, 2, 60), arrival(3000, 2, 1)], [True, True, False]),  # not sent
+    ],
+)
 def test_complete_means_every_agent_and_exactly_the_requests_sent(arrivals, complete):
     checks = check_intervals(SENT, arrivals, agents=2, interval_ms=1000)
     assert [c.complete for c in checks] == complete
 
 
 def test_publish_lag_is_the_first_arrival_after_the_interval_end():
-    checks = check_intervals(SENT, [arrival(1000, 1, 25, at=2300), arrival(1000, 2, 50, revised=True, at=4000)],
-                             agents=2, interval_ms=1000)
+    checks = check_intervals(
+        SENT, [arrival(1000, 1, 25, at=2300), arrival(1000, 2, 50, revised=True, at=4000)], agents=2, interval_ms=1000
+    )
     assert checks[0].publish_lag_ms == 300 and checks[0].revisions == 1 and checks[1].publish_lag_ms is None
 
 
@@ -43,13 +48,17 @@ def test_rss_growth_and_slope_per_row_report():
     assert figures["kb_per_row_report"] == pytest.approx(190)
 
 
-@pytest.mark.parametrize("values, pct, expected", [([3, 1, 2], 50, 2), ([1] * 99 + [50], 99, 1),
-                                                   ([1] * 98 + [50, 60], 99, 50), ([], 50, math.nan)])
+@pytest.mark.parametrize(
+    "values, pct, expected",
+    [([3, 1, 2], 50, 2), ([1] * 99 + [50], 99, 1), ([1] * 98 + [50, 60], 99, 50), ([], 50, math.nan)],
+)
 def test_percentile_nearest_rank(values, pct, expected):
     assert percentile(values, pct) == expected or (math.isnan(expected) and math.isnan(percentile(values, pct)))
 
 
-@pytest.mark.parametrize("rows, shape", [(1, (1, 1)), (3, (1, 3)), (10, (2, 5)), (15, (3, 5)), (7, (1, 7)), (64, (8, 8))])
+@pytest.mark.parametrize(
+    "rows, shape", [(1, (1, 1)), (3, (1, 3)), (10, (2, 5)), (15, (3, 5)), (7, (1, 7)), (64, (8, 8))]
+)
 def test_row_shape(rows, shape):
     assert row_shape(rows) == shape
 

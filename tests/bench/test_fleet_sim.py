@@ -1,6 +1,7 @@
 """The fleet bench end to end, small and fast: 20 simulated agents x 3 rows at 250 ms
 intervals (the plan's shortest) for 5 s against a real controller process
 (bench/fleet/bench.py). One bench run feeds every test of this module."""
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,27 @@ def bench(tmp_path_factory):
     processes = Processes(tmp)
     out = tmp / "fleet.json"
     try:
-        proc = processes.start("bench", [
-            sys.executable, str(REPO / "bench" / "fleet" / "bench.py"), "--agents", str(AGENTS), "--rows", str(ROWS),
-            "--interval-ms", str(INTERVAL_MS), "--duration-s", str(DURATION_S), "--processes", "2",
-            "--rss-every-s", "0.25", "--out", str(out)])
+        proc = processes.start(
+            "bench",
+            [
+                sys.executable,
+                str(REPO / "bench" / "fleet" / "bench.py"),
+                "--agents",
+                str(AGENTS),
+                "--rows",
+                str(ROWS),
+                "--interval-ms",
+                str(INTERVAL_MS),
+                "--duration-s",
+                str(DURATION_S),
+                "--processes",
+                "2",
+                "--rss-every-s",
+                "0.25",
+                "--out",
+                str(out),
+            ],
+        )
         try:
             status = proc.wait(TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -50,8 +68,9 @@ def test_every_interval_arrives_complete_and_is_measured(bench):
     assert summary["run"]["state"] == "finished"
     intervals = summary["intervals"]
     assert intervals["sent"] == intervals["published"] == intervals["complete"] == INTERVALS
-    assert all(c["agents"] == c["sent_agents"] == AGENTS and c["requests"] == c["sent_requests"] > 0
-               for c in summary["checks"])
+    assert all(
+        c["agents"] == c["sent_agents"] == AGENTS and c["requests"] == c["sent_requests"] > 0 for c in summary["checks"]
+    )
     assert intervals["summary_requests"] == intervals["requests_sent"]
 
     # Measured: CPU for every interval of the load, RSS over it, lag and lateness of the fleet.

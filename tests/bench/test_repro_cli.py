@@ -1,17 +1,18 @@
 """bench/repro/reproduce.py without running anything: exit codes of --evaluate-only, and the kept
 evidence of every study still gives the verdicts and tables committed beside it."""
+
 from __future__ import annotations
 
 import importlib.util
 import json
 
 import pytest
-
-from reprokit.verdicts import evaluate_findings
 from reprokit.evidence import read_observations, stored_runs
 from reprokit.findings import load_findings
 from reprokit.studies import STUDIES
 from reprokit.tables import study_tables
+from reprokit.verdicts import evaluate_findings
+
 from support.procs import REPO
 
 EVIDENCE = REPO / "docs" / "reproductions"

@@ -1,13 +1,14 @@
 """bench/repro's evaluator: findings' metrics against synthetic observations (no runs, no I/O).
 Each comparison kind holds and fails; a finding whose data is missing is not evaluable, with why."""
+
 from __future__ import annotations
 
 import pytest
-
 from reprokit.evaluate import NotEvaluable, Observation, evaluate_metric
-from reprokit.verdicts import Status, compare, evaluate_findings
 from reprokit.findings import Finding, load_findings
 from reprokit.metric import MetricSyntaxError, parse_metric
+from reprokit.verdicts import Status, compare, evaluate_findings
+
 from support.procs import REPO
 
 
@@ -17,8 +18,17 @@ def obs(pass_no=1, **values):
 
 
 def finding(metric, comparison, threshold, fid="001-test"):
-    return Finding(study=fid[:3], id=fid, text="t", metric=metric, comparison=comparison, threshold=threshold,
-                   threshold_basis="direction", kind="relative", reproducible_here="yes")
+    return Finding(
+        study=fid[:3],
+        id=fid,
+        text="t",
+        metric=metric,
+        comparison=comparison,
+        threshold=threshold,
+        threshold_basis="direction",
+        kind="relative",
+        reproducible_here="yes",
+    )
 
 
 def lb_study(varnish_static=1.0, haproxy_static=10.0, pass_no=1):
@@ -27,9 +37,19 @@ def lb_study(varnish_static=1.0, haproxy_static=10.0, pass_no=1):
     for setup, base in (("apache", 2.0), ("haproxy", haproxy_static), ("varnish", varnish_static)):
         for page, factor in (("static", 1.0), ("php", 5.0)):
             for users, spawn, load in ((1000, 250, 1.0), (4000, 800, 3.0)):
-                rows.append(obs(pass_no, setup=setup, page=page, users=users, spawn_rate=spawn,
-                                mean_ms=base * factor * load, ok_rps=users / 7.5 / load, error_pct=0.0,
-                                generator_bound=0.0))
+                rows.append(
+                    obs(
+                        pass_no,
+                        setup=setup,
+                        page=page,
+                        users=users,
+                        spawn_rate=spawn,
+                        mean_ms=base * factor * load,
+                        ok_rps=users / 7.5 / load,
+                        error_pct=0.0,
+                        generator_bound=0.0,
+                    )
+                )
     return rows
 
 
@@ -37,29 +57,43 @@ def verdict(metric, comparison, threshold, observations):
     return evaluate_findings([finding(metric, comparison, threshold)], observations)[0]
 
 
-STATIC_REDUCTION = ("reduction(mean_ms[setup=varnish,page=static,users=max,spawn_rate=max], "
-                    "mean_ms[setup=haproxy,page=static,users=max,spawn_rate=max])")
+STATIC_REDUCTION = (
+    "reduction(mean_ms[setup=varnish,page=static,users=max,spawn_rate=max], "
+    "mean_ms[setup=haproxy,page=static,users=max,spawn_rate=max])"
+)
 
 
-@pytest.mark.parametrize("comparison, threshold, expected", [
-    (">=", 0.5, Status.HOLDS), (">=", 0.95, Status.FAILS),
-    (">", 0.89, Status.HOLDS), (">", 0.9, Status.FAILS),
-    ("<", 0.95, Status.HOLDS), ("<", 0.5, Status.FAILS),
-    ("<=", 0.9, Status.HOLDS), ("<=", 0.8, Status.FAILS),
-    ("between", (0.8, 0.95), Status.HOLDS), ("between", (0.0, 0.5), Status.FAILS),
-    ("==", 0.9, Status.HOLDS), ("==", 0.8, Status.FAILS),
-])
+@pytest.mark.parametrize(
+    "comparison, threshold, expected",
+    [
+        (">=", 0.5, Status.HOLDS),
+        (">=", 0.95, Status.FAILS),
+        (">", 0.89, Status.HOLDS),
+        (">", 0.9, Status.FAILS),
+        ("<", 0.95, Status.HOLDS),
+        ("<", 0.5, Status.FAILS),
+        ("<=", 0.9, Status.HOLDS),
+        ("<=", 0.8, Status.FAILS),
+        ("between", (0.8, 0.95), Status.HOLDS),
+        ("between", (0.0, 0.5), Status.FAILS),
+        ("==", 0.9, Status.HOLDS),
+        ("==", 0.8, Status.FAILS),
+    ],
+)
 def test_each_numeric_comparison_holds_or_fails(comparison, threshold, expected):
     result = verdict(STATIC_REDUCTION, comparison, threshold, lb_study(varnish_static=1.0, haproxy_static=10.0))
     assert result.value == pytest.approx(0.9)
     assert result.status is expected
 
 
-@pytest.mark.parametrize("metric, threshold, expected", [
-    ("argmax(mean_ms[page=static,users=max,spawn_rate=max], over=setup)", "haproxy", Status.HOLDS),
-    ("argmin(mean_ms[page=php,users=max,spawn_rate=max], over=setup)", "varnish", Status.HOLDS),
-    ("argmax(mean_ms[page=php,users=max,spawn_rate=max], over=setup)", "apache", Status.FAILS),
-])
+@pytest.mark.parametrize(
+    "metric, threshold, expected",
+    [
+        ("argmax(mean_ms[page=static,users=max,spawn_rate=max], over=setup)", "haproxy", Status.HOLDS),
+        ("argmin(mean_ms[page=php,users=max,spawn_rate=max], over=setup)", "varnish", Status.HOLDS),
+        ("argmax(mean_ms[page=php,users=max,spawn_rate=max], over=setup)", "apache", Status.FAILS),
+    ],
+)
 def test_a_name_comparison(metric, threshold, expected):
     assert verdict(metric, "==", threshold, lb_study()).status is expected
 
@@ -70,15 +104,20 @@ def test_missing_data_is_not_evaluable_and_says_why():
     assert "no variable 'requests'" in result.reason
     no_figure = verdict("max(concurrent_users[setup=varnish])", "<=", 4500, lb_study())
     assert no_figure.status is Status.NOT_EVALUABLE and "concurrent_users" in no_figure.reason
-    no_cell = verdict("ratio(mean_ms[setup=iis,page=static,users=max], mean_ms[setup=haproxy,page=static,users=max])",
-                      ">", 1, lb_study())
+    no_cell = verdict(
+        "ratio(mean_ms[setup=iis,page=static,users=max], mean_ms[setup=haproxy,page=static,users=max])",
+        ">",
+        1,
+        lb_study(),
+    )
     assert no_cell.status is Status.NOT_EVALUABLE and "setup=iis" in no_cell.reason
     assert evaluate_findings([finding(STATIC_REDUCTION, ">=", 0.5)], [])[0].reason == "no stored runs"
 
 
 def test_a_selector_that_leaves_cells_open_is_not_evaluable():
-    result = verdict("ratio(mean_ms[setup=varnish,page=static], mean_ms[setup=haproxy,page=static])", "<", 1,
-                     lb_study())
+    result = verdict(
+        "ratio(mean_ms[setup=varnish,page=static], mean_ms[setup=haproxy,page=static])", "<", 1, lb_study()
+    )
     assert result.status is Status.NOT_EVALUABLE
     assert "leaves 2 cells open" in result.reason and "users" in result.reason
 
@@ -94,33 +133,52 @@ def test_slope_over_a_variable_at_each_level_of_another():
 
 
 def test_at_each_must_hold_at_every_level():
-    rows = [obs(server=s, requests=r, error_pct=e)
-            for s, r, e in (("apache", 10, 0.0), ("nginx", 10, 0.5), ("apache", 20, 1.0), ("nginx", 20, 0.2))]
+    rows = [
+        obs(server=s, requests=r, error_pct=e)
+        for s, r, e in (("apache", 10, 0.0), ("nginx", 10, 0.5), ("apache", 20, 1.0), ("nginx", 20, 0.2))
+    ]
     result = verdict("diff(error_pct[server=apache], error_pct[server=nginx]) @ each requests", "<=", 0, rows)
     assert result.value == {"10": pytest.approx(-0.5), "20": pytest.approx(0.8)}
     assert result.status is Status.FAILS
 
 
 def test_growth_onset_and_derived_client_sweep_figures():
-    rows = [obs(server=s, requests=r, stddev_ms=v) for s, r, v in
-            (("apache", 50000, 2.0), ("apache", 70000, 8.0), ("nginx", 50000, 2.0), ("nginx", 70000, 3.0))]
-    growth = ("ratio(growth(stddev_ms[server=apache], requests=50000->70000), "
-              "growth(stddev_ms[server=nginx], requests=50000->70000))")
+    rows = [
+        obs(server=s, requests=r, stddev_ms=v)
+        for s, r, v in (("apache", 50000, 2.0), ("apache", 70000, 8.0), ("nginx", 50000, 2.0), ("nginx", 70000, 3.0))
+    ]
+    growth = (
+        "ratio(growth(stddev_ms[server=apache], requests=50000->70000), "
+        "growth(stddev_ms[server=nginx], requests=50000->70000))"
+    )
     assert evaluate_metric(growth, rows) == pytest.approx(4.0 / 1.5)
-    files = [obs(scenario=s, clients=c, mean_ms=m) for s, c, m in
-             (("a", 10, 1.0), ("a", 50, 1.5), ("a", 200, 3.0), ("b", 10, 1.0), ("b", 50, 2.5), ("b", 200, 9.0))]
-    assert evaluate_metric("ratio(onset(mean_ms[scenario=b], over=clients), onset(mean_ms[scenario=a], over=clients))",
-                           files) == pytest.approx(50 / 200)
-    nodes = [obs(server="nginx", cpus=k, clients=c, ok_rps=r) for k, c, r in
-             ((1, 1, 100.0), (1, 16, 300.0), (8, 1, 400.0), (8, 16, 1600.0))]
+    files = [
+        obs(scenario=s, clients=c, mean_ms=m)
+        for s, c, m in (
+            ("a", 10, 1.0),
+            ("a", 50, 1.5),
+            ("a", 200, 3.0),
+            ("b", 10, 1.0),
+            ("b", 50, 2.5),
+            ("b", 200, 9.0),
+        )
+    ]
+    assert evaluate_metric(
+        "ratio(onset(mean_ms[scenario=b], over=clients), onset(mean_ms[scenario=a], over=clients))", files
+    ) == pytest.approx(50 / 200)
+    nodes = [
+        obs(server="nginx", cpus=k, clients=c, ok_rps=r)
+        for k, c, r in ((1, 1, 100.0), (1, 16, 300.0), (8, 1, 400.0), (8, 16, 1600.0))
+    ]
     assert evaluate_metric("ratio(avg_ok_rps[cpus=8], avg_ok_rps[cpus=1]) @ each server", nodes) == {"nginx": 5.0}
     assert evaluate_metric("ratio(avg_ok_rps[cpus=8], 8 * avg_ok_rps[cpus=1])", nodes) == pytest.approx(0.625)
     assert evaluate_metric("slope(max_ok_rps[server=nginx]/cpus, over=cpus)", nodes) < 0
 
 
 def test_a_cell_is_the_mean_of_its_passes_and_each_pass_is_judged_too():
-    rows = lb_study(varnish_static=1.0, haproxy_static=10.0, pass_no=1) + \
-        lb_study(varnish_static=9.0, haproxy_static=10.0, pass_no=2)
+    rows = lb_study(varnish_static=1.0, haproxy_static=10.0, pass_no=1) + lb_study(
+        varnish_static=9.0, haproxy_static=10.0, pass_no=2
+    )
     result = verdict(STATIC_REDUCTION, ">=", 0.5, rows)
     assert result.value == pytest.approx(0.5)
     assert result.status is Status.HOLDS
@@ -133,10 +191,15 @@ def test_per_interval_selectors_are_not_evaluable_from_steps():
     assert result.status is Status.NOT_EVALUABLE and "'t'" in result.reason
 
 
-@pytest.mark.parametrize("value, comparison, threshold, holds", [
-    ({"a": 1.0, "b": 3.0}, ">", 0, True), ({"a": 1.0, "b": -3.0}, ">", 0, False),
-    ("IIS", "==", "iis", True), (float("nan"), "<", 1, False),
-])
+@pytest.mark.parametrize(
+    "value, comparison, threshold, holds",
+    [
+        ({"a": 1.0, "b": 3.0}, ">", 0, True),
+        ({"a": 1.0, "b": -3.0}, ">", 0, False),
+        ("IIS", "==", "iis", True),
+        (float("nan"), "<", 1, False),
+    ],
+)
 def test_compare(value, comparison, threshold, holds):
     assert compare(value, comparison, threshold) is holds
 

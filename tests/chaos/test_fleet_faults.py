@@ -5,6 +5,7 @@ Every run's counts are checked against the servers' access logs.
 This kernel has no netem: a bad link is a token bucket (`tc tbf`: a slow link whose queue
 delays and drops) and a path that flaps (routes blackholed and restored).
 """
+
 from __future__ import annotations
 
 import csv
@@ -110,7 +111,9 @@ def test_with_the_default_lease_a_cut_agent_is_lost_and_rejoins_the_next_step(fl
 def test_redistribute_keeps_a_budget_exact_when_an_agent_host_dies(fleet):
     before = fleet.served()
     budget = 15_000
-    run = fleet.start_run(fleet.plan(40, name="budget", load={"model": "open", "rate": 1200}, budget={"requests": budget}))
+    run = fleet.start_run(
+        fleet.plan(40, name="budget", load={"model": "open", "rate": 1200}, budget={"requests": budget})
+    )
     fleet.wait_for_engines("a2")
     time.sleep(2 + 4)  # the barrier, then 4 s of load
     fleet.kill_agent("a2")
@@ -128,8 +131,9 @@ def test_redistribute_keeps_a_budget_exact_when_an_agent_host_dies(fleet):
 
 
 def test_a_killed_engine_is_reported_within_an_interval_and_abort_ends_the_run(fleet):
-    run = fleet.start_run(fleet.plan(30, name="abort", load={"model": "closed", "clients": 4},
-                                     agents={"on_loss": "abort"}))
+    run = fleet.start_run(
+        fleet.plan(30, name="abort", load={"model": "closed", "clients": 4}, agents={"on_loss": "abort"})
+    )
     [engine] = fleet.wait_for_engines("a2")
     time.sleep(2 + 3)
     killed_ms = time.time() * 1000
@@ -189,7 +193,9 @@ def test_an_agent_whose_clock_is_seconds_ahead_starts_and_reports_with_the_other
         assert abs(int(listed["a2"]["clockOffsetMs"]) + 2370) < 50, listed["a2"]
         assert abs(int(listed["a1"].get("clockOffsetMs", 0))) < 50
         logged = [web.access_log_lines() for web in fleet.webs]
-        code, summary, err = finish(fleet.start_run(fleet.plan(4, name="clock", load={"model": "closed", "clients": 2})))
+        code, summary, err = finish(
+            fleet.start_run(fleet.plan(4, name="clock", load={"model": "closed", "clients": 2}))
+        )
         assert code == 0, err + fleet.logs()
         [event] = events(summary, "clock_offset")
         assert event["agent_id"] == "a2" and "ahead of the controller's" in event["text"]

@@ -1,4 +1,5 @@
 """The knee and the USL fit over a sweep's steps: invalid steps left out, and said so."""
+
 from __future__ import annotations
 
 import random
@@ -12,22 +13,56 @@ from loadfleet.controller.usl import usl
 from loadfleet.controller.validity import Validity
 
 
-def step(name: str, offered: float, ok_rps: float, p99_ms: float, *, servers: int = 1, rep: int = 1,
-         validity: Validity = Validity.VALID) -> StepResult:
+def step(
+    name: str,
+    offered: float,
+    ok_rps: float,
+    p99_ms: float,
+    *,
+    servers: int = 1,
+    rep: int = 1,
+    validity: Validity = Validity.VALID,
+) -> StepResult:
     level = name.removesuffix(f"r{rep}") if rep > 1 else name
-    return StepResult(name=name, level=level, servers=servers, level_index=1, repetition=rep, offered=offered,
-                      state=StepState.FINISHED, start_ms=0, measured_s=5, intervals=5, requests=int(ok_rps * 5),
-                      ok=int(ok_rps * 5), achieved_rps=ok_rps, ok_rps=ok_rps, bytes_per_s=0, mean_ms=p99_ms / 2,
-                      stddev_ms=0, p50_ms=p99_ms / 2, p90_ms=p99_ms, p99_ms=p99_ms, error_pct=0,
-                      new_conns_per_s=0, concurrent_conns=offered, validity=validity)
+    return StepResult(
+        name=name,
+        level=level,
+        servers=servers,
+        level_index=1,
+        repetition=rep,
+        offered=offered,
+        state=StepState.FINISHED,
+        start_ms=0,
+        measured_s=5,
+        intervals=5,
+        requests=int(ok_rps * 5),
+        ok=int(ok_rps * 5),
+        achieved_rps=ok_rps,
+        ok_rps=ok_rps,
+        bytes_per_s=0,
+        mean_ms=p99_ms / 2,
+        stddev_ms=0,
+        p50_ms=p99_ms / 2,
+        p90_ms=p99_ms,
+        p99_ms=p99_ms,
+        error_pct=0,
+        new_conns_per_s=0,
+        concurrent_conns=offered,
+        validity=validity,
+    )
 
 
 def test_an_invalid_step_is_left_out_of_the_knee_and_named():
     # s3's generators ran out: its flat throughput and high p99 are theirs. Without it the
     # curve keeps up to s4, where the servers give out.
-    results = [step("s1", 100, 100, 5), step("s2", 200, 200, 5.5),
-               step("s3", 300, 180, 400, validity=Validity.INVALID), step("s4", 400, 395, 6), step("s5", 500, 400, 90),
-               step("s6", 600, 400, 300)]
+    results = [
+        step("s1", 100, 100, 5),
+        step("s2", 200, 200, 5.5),
+        step("s3", 300, 180, 400, validity=Validity.INVALID),
+        step("s4", 400, 395, 6),
+        step("s5", 500, 400, 90),
+        step("s6", 600, 400, 300),
+    ]
     found = knee_search(results, 1)
     assert found.knee.name == "s5"
     assert found.note.endswith("(left out as generator-bound: s3)")
@@ -36,13 +71,17 @@ def test_an_invalid_step_is_left_out_of_the_knee_and_named():
 
 
 def test_a_suspect_step_stays_in():
-    results = [step("s1", 100, 100, 5), step("s2", 200, 200, 5.5), step("s3", 300, 250, 300, validity=Validity.SUSPECT),
-               step("s4", 400, 250, 700)]
+    results = [
+        step("s1", 100, 100, 5),
+        step("s2", 200, 200, 5.5),
+        step("s3", 300, 250, 300, validity=Validity.SUSPECT),
+        step("s4", 400, 250, 700),
+    ]
     assert knee_search(results, 1).knee.name == "s3"
 
 
 def test_three_cluster_sizes_say_not_enough_points():
-    results = [step(f"k{k}-s1", 10, 1000 * k ** 0.9, 5, servers=k) for k in (1, 2, 4)]
+    results = [step(f"k{k}-s1", 10, 1000 * k**0.9, 5, servers=k) for k in (1, 2, 4)]
     found = analyze(results, LoadModel.CLOSED, server_sweep=True)
     assert found.usl is None
     assert "USL over servers: not enough points: 3 distinct size(s)" in found.notes[-1]
@@ -52,14 +91,27 @@ def test_three_cluster_sizes_say_not_enough_points():
 def test_a_server_sweep_with_repetitions_fits_within_its_intervals_and_leaves_invalid_sizes_out():
     rng = random.Random(5)
     sigma, kappa, lam = 0.1, 0.01, 800.0
-    results = [step(f"k{k}-s1" + (f"r{r}" if r > 1 else ""), 10, usl(k, sigma, kappa, lam) * (1 + rng.gauss(0, 0.02)), 5,
-                    servers=k, rep=r) for k in (1, 2, 3, 4, 6, 8) for r in (1, 2, 3)]
+    results = [
+        step(
+            f"k{k}-s1" + (f"r{r}" if r > 1 else ""),
+            10,
+            usl(k, sigma, kappa, lam) * (1 + rng.gauss(0, 0.02)),
+            5,
+            servers=k,
+            rep=r,
+        )
+        for k in (1, 2, 3, 4, 6, 8)
+        for r in (1, 2, 3)
+    ]
     results.append(step("k12-s1", 10, 50.0, 5, servers=12, validity=Validity.INVALID))  # would drag κ up
     found = analyze(results, LoadModel.CLOSED, server_sweep=True)
     fit = found.usl.fit
     assert found.usl.basis == "servers" and fit.sizes == 6 and fit.points == 18
     assert fit.sigma_ci[0] <= sigma <= fit.sigma_ci[1] and fit.kappa_ci[0] <= kappa <= fit.kappa_ci[1]
-    assert found.notes[-1].startswith("USL over servers: σ = ") and "left out as generator-bound: k12-s1" in found.notes[-1]
+    assert (
+        found.notes[-1].startswith("USL over servers: σ = ")
+        and "left out as generator-bound: k12-s1" in found.notes[-1]
+    )
 
 
 def test_an_open_model_gets_no_usl_fit_over_rates():

@@ -1,4 +1,5 @@
 """`loadfleet certs`: a CA and certificates whose role and name a controller can trust."""
+
 import stat
 import subprocess
 
@@ -28,10 +29,12 @@ def test_each_role_is_in_its_certificate_with_the_name_and_usage(pki):
     assert certs("controller", "--dir", str(pki), "--name", "ctrl.example", "--ip", "10.0.0.5").returncode == 0
     assert certs("agent", "--dir", str(pki), "load-1", "load-2").returncode == 0
     assert certs("operator", "--dir", str(pki), "alice").returncode == 0
-    expected = {"controller.crt": ("ctrl.example", "controller", ExtendedKeyUsageOID.SERVER_AUTH),
-                "agent-load-1.crt": ("load-1", "agent", ExtendedKeyUsageOID.CLIENT_AUTH),
-                "agent-load-2.crt": ("load-2", "agent", ExtendedKeyUsageOID.CLIENT_AUTH),
-                "operator-alice.crt": ("alice", "operator", ExtendedKeyUsageOID.CLIENT_AUTH)}
+    expected = {
+        "controller.crt": ("ctrl.example", "controller", ExtendedKeyUsageOID.SERVER_AUTH),
+        "agent-load-1.crt": ("load-1", "agent", ExtendedKeyUsageOID.CLIENT_AUTH),
+        "agent-load-2.crt": ("load-2", "agent", ExtendedKeyUsageOID.CLIENT_AUTH),
+        "operator-alice.crt": ("alice", "operator", ExtendedKeyUsageOID.CLIENT_AUTH),
+    }
     ca = load(pki / "ca.crt")
     for file, (name, role, usage) in expected.items():
         cert = load(pki / file)
@@ -47,8 +50,11 @@ def test_each_role_is_in_its_certificate_with_the_name_and_usage(pki):
     assert sans.get_values_for_type(x509.DNSName) == ["ctrl.example"]
     assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["10.0.0.5"]
     assert stat.S_IMODE((pki / "ca.key").stat().st_mode) == 0o600
-    check = subprocess.run(["openssl", "verify", "-CAfile", str(pki / "ca.crt"), "-purpose", "sslclient",
-                            str(pki / "agent-load-1.crt")], capture_output=True, text=True)
+    check = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(pki / "ca.crt"), "-purpose", "sslclient", str(pki / "agent-load-1.crt")],
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout + check.stderr
 
 
@@ -64,13 +70,16 @@ def test_nothing_is_overwritten_without_force(pki):
     assert (pki / "agent-a1.crt").read_bytes() != first
 
 
-@pytest.mark.parametrize("args, message", [
-    (["agent", "../etc/passwd"], "use 1-63 letters"),
-    (["agent", "a b"], "use 1-63 letters"),
-    (["controller"], "--name HOST"),
-    (["controller", "--ip", "not-an-ip"], "not an IP address"),
-    (["operator", "alice", "--days", "0"], "at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["agent", "../etc/passwd"], "use 1-63 letters"),
+        (["agent", "a b"], "use 1-63 letters"),
+        (["controller"], "--name HOST"),
+        (["controller", "--ip", "not-an-ip"], "not an IP address"),
+        (["operator", "alice", "--days", "0"], "at least 1"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(pki, args, message):
     result = certs(*args, "--dir", str(pki))
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -1,19 +1,34 @@
 """What a person reads at the end of a sweep: a step that did not finish says so."""
+
 from __future__ import annotations
 
 from loadfleet.controller.console import steps_table
 
 
 def step(name: str, state: str, hosts=()) -> dict:
-    return {"name": name, "state": state, "servers": 1, "offered": 10.0, "achieved_rps": 100.0, "ok_rps": 100.0,
-            "bytes_per_s": 1e6, "error_pct": 0.0, "mean_ms": 1.0, "p99_ms": 2.0, "concurrent_conns": 10.0,
-            "generator_bound": False, "generator_advice": "", "hosts": list(hosts)}
+    return {
+        "name": name,
+        "state": state,
+        "servers": 1,
+        "offered": 10.0,
+        "achieved_rps": 100.0,
+        "ok_rps": 100.0,
+        "bytes_per_s": 1e6,
+        "error_pct": 0.0,
+        "mean_ms": 1.0,
+        "p99_ms": 2.0,
+        "concurrent_conns": 10.0,
+        "generator_bound": False,
+        "generator_advice": "",
+        "hosts": list(hosts),
+    }
 
 
 def test_steps_that_did_not_finish_are_marked_and_host_cpu_is_shown():
     web1 = {"host": "web1", "cpu_pct": 93.4}
-    lines = steps_table({"steps": [step("s1", "finished", [web1]), step("s2", "failed"),
-                                   step("s3", "stopped")]}).splitlines()
+    lines = steps_table(
+        {"steps": [step("s1", "finished", [web1]), step("s2", "failed"), step("s3", "stopped")]}
+    ).splitlines()
     assert lines[1].endswith("web1 CPU 93 %") and "FAILED" not in lines[1]
     assert lines[2].endswith("FAILED") and lines[3].endswith("STOPPED")
 
@@ -39,8 +54,9 @@ def test_the_progress_line_counts_agents_lost_and_missing():
     from loadfleet.controller.console import progress_line
     from loadfleet.v1 import run_pb2
 
-    line = progress_line(run_pb2.IntervalSummary(interval_start_ms=0, agents=61, rps=1.0, missing_agents=1,
-                                                 lost_agents=2))
+    line = progress_line(
+        run_pb2.IntervalSummary(interval_start_ms=0, agents=61, rps=1.0, missing_agents=1, lost_agents=2)
+    )
     assert line.endswith("(1 agent missing: later than the revision window)  (2 lost)")
     assert "lost" not in progress_line(run_pb2.IntervalSummary(agents=63))
 
@@ -59,18 +75,38 @@ def test_a_fleets_shares_are_summed_up_not_listed():
 def test_the_progress_line_shows_an_interval_that_measures_the_generators():
     from loadfleet.controller.console import progress_line
     from loadfleet.v1 import run_pb2
-    line = progress_line(run_pb2.IntervalSummary(interval_start_ms=0, agents=1, requests=10, rps=10.0,
-                                                 validity=run_pb2.VALIDITY_INVALID,
-                                                 validity_reasons="a1: engine at 97 % of its core"))
+
+    line = progress_line(
+        run_pb2.IntervalSummary(
+            interval_start_ms=0,
+            agents=1,
+            requests=10,
+            rps=10.0,
+            validity=run_pb2.VALIDITY_INVALID,
+            validity_reasons="a1: engine at 97 % of its core",
+        )
+    )
     assert line.endswith("INVALID: a1: engine at 97 % of its core")
     assert "VALID" not in progress_line(run_pb2.IntervalSummary(validity=run_pb2.VALIDITY_VALID))
 
 
 def test_a_step_on_several_targets_shows_each_side_by_side():
-    target = {"url": "http://web1", "achieved_rps": 120.0, "ok_rps": 118.0, "error_pct": 1.67, "mean_ms": 3.5,
-              "p99_ms": 20.25}
-    lines = steps_table({"steps": [{**step("s1", "finished"), "targets": [target, {**target, "url": "http://web2"}]},
-                                   {**step("s2", "finished"), "targets": [target]}]}).splitlines()
+    target = {
+        "url": "http://web1",
+        "achieved_rps": 120.0,
+        "ok_rps": 118.0,
+        "error_pct": 1.67,
+        "mean_ms": 3.5,
+        "p99_ms": 20.25,
+    }
+    lines = steps_table(
+        {
+            "steps": [
+                {**step("s1", "finished"), "targets": [target, {**target, "url": "http://web2"}]},
+                {**step("s2", "finished"), "targets": [target]},
+            ]
+        }
+    ).splitlines()
     assert lines[2] == "  http://web1: 120.0 req/s, 118.0 ok/s, 1.67 % errors, mean 3.50 ms, p99 20.25 ms"
     assert lines[3].startswith("  http://web2:") and lines[4].startswith("s2")
     assert len(lines) == 5, "one target: no lines of its own"
@@ -92,15 +128,20 @@ def test_the_time_table_splits_a_response_into_phases_and_is_left_out_without_th
     from loadfleet.wire.histogram import Histogram
     from loadfleet.wire.phases import Phase, Phases
 
-    phases = Phases(connect=Phase(2, 600, 400), waiting=Phase(2, 3000, 2000), receiving=Phase(2, 200, 100),
-                    waiting_histogram=Histogram.of([1000, 2000]))
-    doc = {"total": _figures_doc(phases), "targets": [{"name": "http://a", **_figures_doc(phases)},
-                                                      {"name": "http://b", **_figures_doc(None)}]}
+    phases = Phases(
+        connect=Phase(2, 600, 400),
+        waiting=Phase(2, 3000, 2000),
+        receiving=Phase(2, 200, 100),
+        waiting_histogram=Histogram.of([1000, 2000]),
+    )
+    doc = {
+        "total": _figures_doc(phases),
+        "targets": [{"name": "http://a", **_figures_doc(phases)}, {"name": "http://b", **_figures_doc(None)}],
+    }
     lines = phases_table(doc).splitlines()
     assert lines[0].startswith("where the time goes") and "waiting" in lines[0]
     # per response: connect 0.3, tls 0, waiting 1.5, receiving 0.1, other: the mean (3.001 by the histogram) - 1.9
-    assert lines[1].split() == ["total", "2", "0.300", "0.000", "1.500", "0.100", "1.101", "1.00", "2.00",
-                                "0.300", "-"]
+    assert lines[1].split() == ["total", "2", "0.300", "0.000", "1.500", "0.100", "1.101", "1.00", "2.00", "0.300", "-"]
     assert lines[2] == "targets" and lines[3].split()[:3] == ["http://a", "2", "0.300"]
     assert lines[4].split() == ["http://b", "-"]
     assert phases_table({"total": _figures_doc(None)}) == ""

@@ -2,6 +2,7 @@
 controller server. Reports sent twice, out of order and again on a new session are merged
 exactly once; acknowledgements ride on lease renewals, are cumulative, come only once an
 interval is stored, and never pass a message the controller did not get."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,10 +31,17 @@ agents: {{count: 1, wait_s: 10}}
 
 
 def interval(seq: int, job_id: str, start_ms: int, requests: int, *, final: bool = False) -> agent_pb2.AgentMessage:
-    rows = [StatsRow(TARGET, "r", requests=requests, status=[0, requests, 0, 0, 0],
-                     histogram=Histogram.of([1000 + requests]))]
-    report = stats_pb2.IntervalReport(interval_start_ms=start_ms, interval_ms=1000, final=final,
-                                      stats=[r.to_proto() for r in (*rows, total_row(rows))])
+    rows = [
+        StatsRow(
+            TARGET, "r", requests=requests, status=[0, requests, 0, 0, 0], histogram=Histogram.of([1000 + requests])
+        )
+    ]
+    report = stats_pb2.IntervalReport(
+        interval_start_ms=start_ms,
+        interval_ms=1000,
+        final=final,
+        stats=[r.to_proto() for r in (*rows, total_row(rows))],
+    )
     return agent_pb2.AgentMessage(seq=seq, interval=agent_pb2.AgentInterval(job_id=job_id, report=report))
 
 
@@ -45,8 +53,9 @@ class Session:
         self.acked = 0
 
     async def hello(self, agent_id: str = "fake") -> agent_pb2.Welcome:
-        await self.call.write(agent_pb2.AgentMessage(hello=agent_pb2.Hello(agent_id=agent_id, cores=1,
-                                                                           capabilities=["engine"])))
+        await self.call.write(
+            agent_pb2.AgentMessage(hello=agent_pb2.Hello(agent_id=agent_id, cores=1, capabilities=["engine"]))
+        )
         return (await self.call.read()).welcome
 
     async def until(self, kind: str) -> agent_pb2.ControllerMessage:
@@ -87,8 +96,11 @@ def test_resends_duplicates_and_reordering_are_merged_exactly_once(tmp_path):
                 await second.hello()
                 await second.call.write(interval(3, job, t0 + 2000, 30))  # the unacknowledged one, again
                 await second.call.write(interval(4, job, t0 + 3000, 40, final=True))
-                await second.call.write(agent_pb2.AgentMessage(seq=5, job_status=agent_pb2.JobStatus(
-                    job_id=job, state=agent_pb2.JOB_STATE_FINISHED)))
+                await second.call.write(
+                    agent_pb2.AgentMessage(
+                        seq=5, job_status=agent_pb2.JobStatus(job_id=job, state=agent_pb2.JOB_STATE_FINISHED)
+                    )
+                )
                 await second.acked_through(5)
                 summary = None
                 async for update in client.watch(started.run_id):
@@ -103,11 +115,14 @@ def test_resends_duplicates_and_reordering_are_merged_exactly_once(tmp_path):
     assert summary["total"]["figures"]["requests"] == 10 + 20 + 30 + 40
 
 
-@pytest.mark.parametrize("events, acks", [
-    ([("recv", 5), ("recv", 6), ("settle", 6), ("settle", 5)], [None, 6]),  # settled out of order
-    ([("recv", 5), ("recv", 7), ("settle", 5), ("settle", 7)], [5, None]),  # 6 never came: no ack past it
-    ([("recv", 9), ("settle", 9), ("settle", 9)], [9, None]),  # settling twice acknowledges once
-])
+@pytest.mark.parametrize(
+    "events, acks",
+    [
+        ([("recv", 5), ("recv", 6), ("settle", 6), ("settle", 5)], [None, 6]),  # settled out of order
+        ([("recv", 5), ("recv", 7), ("settle", 5), ("settle", 7)], [5, None]),  # 6 never came: no ack past it
+        ([("recv", 9), ("settle", 9), ("settle", 9)], [9, None]),  # settling twice acknowledges once
+    ],
+)
 def test_acknowledgements_are_cumulative_and_never_pass_a_gap(events, acks):
     delivery = Delivery("a1")
     got = []

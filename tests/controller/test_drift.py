@@ -1,4 +1,5 @@
 """Soak drift: each interval against the run's first hour (here: its first 3 intervals)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,9 @@ def interval(requests: int, latency_ms: float, errors: int = 0) -> StatsRow:
     row = StatsRow("*", "*")
     row.requests = requests
     row.status = [0, requests - errors, 0, 0, errors]
-    row.histogram = Histogram.of([int(latency_ms * 1000)], count=requests - errors) if requests > errors else row.histogram
+    row.histogram = (
+        Histogram.of([int(latency_ms * 1000)], count=requests - errors) if requests > errors else row.histogram
+    )
     return row
 
 

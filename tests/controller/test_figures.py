@@ -28,10 +28,20 @@ def test_the_mean_weighs_every_response():
 
 def _phased_row() -> StatsRow:
     """4 responses of 1, 2, 3 and 4 ms latency; one opened a connection (400 µs) over TLS (1 ms)."""
-    return StatsRow("t", "r", requests=4, status=[0, 4, 0, 0, 0], histogram=Histogram.of([1000, 2000, 3000, 4000]),
-                    phases=Phases(connect=Phase(1, 400, 400), tls=Phase(1, 1000, 1000),
-                                  waiting=Phase(4, 4000, 1600), receiving=Phase(4, 800, 300),
-                                  waiting_histogram=Histogram.of([400, 800, 1200, 1600])))
+    return StatsRow(
+        "t",
+        "r",
+        requests=4,
+        status=[0, 4, 0, 0, 0],
+        histogram=Histogram.of([1000, 2000, 3000, 4000]),
+        phases=Phases(
+            connect=Phase(1, 400, 400),
+            tls=Phase(1, 1000, 1000),
+            waiting=Phase(4, 4000, 1600),
+            receiving=Phase(4, 800, 300),
+            waiting_histogram=Histogram.of([400, 800, 1200, 1600]),
+        ),
+    )
 
 
 def test_phase_figures_are_exact_means_and_add_up_to_the_mean_latency():

@@ -1,6 +1,7 @@
 """What the controller does with Gatling's extras: agents' report archives stored in the run
 directory (chunks, plain names, no path traversal), and rows counted without latency (a
 simulation without loadfleet's hook) in sinks, the console summary and comparisons."""
+
 from __future__ import annotations
 
 import io
@@ -27,7 +28,7 @@ def zipped(files: dict[str, bytes]) -> bytes:
 
 def test_a_report_in_chunks_is_unpacked_under_the_agents_id(tmp_path):
     data = zipped({"sim-1/index.html": b"<html>report</html>", "sim-1/js/app.js": b"x" * 5000})
-    chunks = [data[i:i + 1000] for i in range(0, len(data), 1000)]
+    chunks = [data[i : i + 1000] for i in range(0, len(data), 1000)]
     for chunk in chunks[:-1]:
         assert store_artifact_chunk(tmp_path, "a1", "gatling-report.zip", chunk, last=False) is None
     dest = store_artifact_chunk(tmp_path, "a1", "gatling-report.zip", chunks[-1], last=True)
@@ -36,15 +37,19 @@ def test_a_report_in_chunks_is_unpacked_under_the_agents_id(tmp_path):
     assert sorted(p.name for p in dest.rglob("*") if p.is_file()) == ["app.js", "index.html"], "no part file left"
 
 
-@pytest.mark.parametrize("agent_id, name, files, problem", [
-    ("a1", "r.zip", {"../../escape.html": b"x"}, "points outside"),
-    ("a1", "r.zip", {"/etc/absolute.html": b"x"}, "points outside"),
-    ("../a1", "r.zip", {"index.html": b"x"}, "agent id '../a1' is not a plain file name"),
-    ("a1", "../r.zip", {"index.html": b"x"}, "artifact name '../r.zip' is not a plain file name"),
-    ("", "r.zip", {"index.html": b"x"}, "agent id '' is not a plain file name"),
-])
+@pytest.mark.parametrize(
+    "agent_id, name, files, problem",
+    [
+        ("a1", "r.zip", {"../../escape.html": b"x"}, "points outside"),
+        ("a1", "r.zip", {"/etc/absolute.html": b"x"}, "points outside"),
+        ("../a1", "r.zip", {"index.html": b"x"}, "agent id '../a1' is not a plain file name"),
+        ("a1", "../r.zip", {"index.html": b"x"}, "artifact name '../r.zip' is not a plain file name"),
+        ("", "r.zip", {"index.html": b"x"}, "agent id '' is not a plain file name"),
+    ],
+)
 def test_names_that_would_leave_the_directory_are_refused_before_anything_is_written(
-        tmp_path, agent_id, name, files, problem):
+    tmp_path, agent_id, name, files, problem
+):
     run_dir = tmp_path / "run"
     files = {"ok.html": b"fine", **files}
     with pytest.raises(ValueError, match=problem):
@@ -66,8 +71,15 @@ def counted_only() -> StatsRow:
 
 
 def test_rows_without_latency_reach_sinks_as_counts_without_latency_fields():
-    (point, total) = http_points(run_id="r", step="main", scope=Scope.CLUSTER, agent="", interval_start_ms=0,
-                                 interval_ms=1000, rows=[counted_only(), total_row([counted_only()])])
+    (point, total) = http_points(
+        run_id="r",
+        step="main",
+        scope=Scope.CLUSTER,
+        agent="",
+        interval_start_ms=0,
+        interval_ms=1000,
+        rows=[counted_only(), total_row([counted_only()])],
+    )
     fields = dict(point.fields)
     assert (fields["requests"], fields["ok"], fields["errors"]) == (10, 8, 2)
     assert not [k for k in fields if k.endswith("_ms")], "no latency from an empty histogram"

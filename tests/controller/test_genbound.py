@@ -1,4 +1,5 @@
 """Generator health: each interval's verdict from heartbeats and rows, and the step's."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,31 +13,35 @@ from support.streamdata import interval, row, window
 STEP = window("s1", start_ms=10_000, seconds=10)
 
 
-def judge_with(health: Health | None, *rows_of_a1, engines: int = 1, at_ms: int = 13_000, heartbeat_ms: int = 1000,
-               step=STEP) -> Validity:
+def judge_with(
+    health: Health | None, *rows_of_a1, engines: int = 1, at_ms: int = 13_000, heartbeat_ms: int = 1000, step=STEP
+) -> Validity:
     gh = GeneratorHealth(heartbeat_ms)
     if health is not None:
         gh.on_health(step, "a1", health, at_ms + 1000, engines)  # describes [at, at + 1 s)
     return gh.judge(interval(step, at_ms, a1=list(rows_of_a1) or [row(100)])).validity
 
 
-@pytest.mark.parametrize("health, expected", [
-    (Health(cpu_pct=40, busiest_engine_cpu_pct=50, busiest_engine_wait_pct=1), Validity.VALID),
-    # A busy neighbour alone: suspect, never invalid (the engine's wait says whether it suffered).
-    (Health(cpu_pct=99, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=2), Validity.SUSPECT),
-    (Health(cpu_pct=99, busiest_engine_cpu_pct=95, busiest_engine_wait_pct=2), Validity.INVALID),
-    (Health(cpu_pct=60, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=12), Validity.SUSPECT),
-    (Health(cpu_pct=60, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=40), Validity.INVALID),
-    (Health(cpu_pct=60, busiest_engine_cpu_pct=80, busiest_engine_wait_pct=15), Validity.INVALID),
-    (Health(loop_lag_ms=300), Validity.SUSPECT),
-    (Health(loop_lag_ms=1500), Validity.INVALID),
-    (Health(engine_fds=950, engine_fd_limit=1024), Validity.SUSPECT),
-    (Health(engine_fds=500, engine_fd_limit=1024), Validity.VALID),
-    (Health(local_ports_used=25_000, local_port_range=28_232), Validity.SUSPECT),
-    # An older agent (no busiest engine, no wait): its engines' sum against their cores.
-    (Health(engine_cpu_pct=190), Validity.INVALID),
-    (Health(engine_cpu_pct=120), Validity.VALID),
-])
+@pytest.mark.parametrize(
+    "health, expected",
+    [
+        (Health(cpu_pct=40, busiest_engine_cpu_pct=50, busiest_engine_wait_pct=1), Validity.VALID),
+        # A busy neighbour alone: suspect, never invalid (the engine's wait says whether it suffered).
+        (Health(cpu_pct=99, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=2), Validity.SUSPECT),
+        (Health(cpu_pct=99, busiest_engine_cpu_pct=95, busiest_engine_wait_pct=2), Validity.INVALID),
+        (Health(cpu_pct=60, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=12), Validity.SUSPECT),
+        (Health(cpu_pct=60, busiest_engine_cpu_pct=30, busiest_engine_wait_pct=40), Validity.INVALID),
+        (Health(cpu_pct=60, busiest_engine_cpu_pct=80, busiest_engine_wait_pct=15), Validity.INVALID),
+        (Health(loop_lag_ms=300), Validity.SUSPECT),
+        (Health(loop_lag_ms=1500), Validity.INVALID),
+        (Health(engine_fds=950, engine_fd_limit=1024), Validity.SUSPECT),
+        (Health(engine_fds=500, engine_fd_limit=1024), Validity.VALID),
+        (Health(local_ports_used=25_000, local_port_range=28_232), Validity.SUSPECT),
+        # An older agent (no busiest engine, no wait): its engines' sum against their cores.
+        (Health(engine_cpu_pct=190), Validity.INVALID),
+        (Health(engine_cpu_pct=120), Validity.VALID),
+    ],
+)
 def test_a_heartbeat_judges_the_interval_it_describes(health, expected):
     assert judge_with(health, engines=2) is expected
 
@@ -53,18 +58,21 @@ def _open_row(scheduled: int, late: int, lag_ms: float, *, not_sent: int = 0, ac
     return r
 
 
-@pytest.mark.parametrize("rows, expected", [
-    ([_local(stats_pb2.ERROR_KIND_LOCAL_FDS, 50)], Validity.INVALID),
-    ([_local(stats_pb2.ERROR_KIND_LOCAL_PORTS, 3)], Validity.INVALID),
-    ([_local(stats_pb2.ERROR_KIND_LOCAL_PORTS, 1, requests=1000)], Validity.SUSPECT),
-    ([_local(stats_pb2.ERROR_KIND_CONNECT_REFUSED, 50)], Validity.VALID),  # the target's doing
-    ([_open_row(1000, 300, 250)], Validity.INVALID),
-    ([_open_row(1000, 20, 30)], Validity.SUSPECT),
-    ([_open_row(1000, 5, 500)], Validity.VALID),
-    # Late because the targets held every connection: their limit, not the generator's.
-    ([_open_row(1000, 300, 250, not_sent=10)], Validity.VALID),
-    ([_open_row(1000, 300, 250, active=1024)], Validity.VALID),
-])
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ([_local(stats_pb2.ERROR_KIND_LOCAL_FDS, 50)], Validity.INVALID),
+        ([_local(stats_pb2.ERROR_KIND_LOCAL_PORTS, 3)], Validity.INVALID),
+        ([_local(stats_pb2.ERROR_KIND_LOCAL_PORTS, 1, requests=1000)], Validity.SUSPECT),
+        ([_local(stats_pb2.ERROR_KIND_CONNECT_REFUSED, 50)], Validity.VALID),  # the target's doing
+        ([_open_row(1000, 300, 250)], Validity.INVALID),
+        ([_open_row(1000, 20, 30)], Validity.SUSPECT),
+        ([_open_row(1000, 5, 500)], Validity.VALID),
+        # Late because the targets held every connection: their limit, not the generator's.
+        ([_open_row(1000, 300, 250, not_sent=10)], Validity.VALID),
+        ([_open_row(1000, 300, 250, active=1024)], Validity.VALID),
+    ],
+)
 def test_an_interval_s_own_rows_judge_it(rows, expected):
     assert judge_with(Health(), *rows) is expected
 
@@ -86,14 +94,17 @@ def test_reasons_name_the_agent_and_each_agent_keeps_its_own():
     assert verdict.for_agent("a2").validity is Validity.VALID
 
 
-@pytest.mark.parametrize("intervals, invalid, suspect, expected", [
-    (10, 0, 0, Validity.VALID),
-    (10, 1, 0, Validity.INVALID),
-    (30, 1, 0, Validity.SUSPECT),  # one bad second of 30
-    (30, 3, 0, Validity.INVALID),
-    (30, 0, 2, Validity.VALID),
-    (30, 0, 3, Validity.SUSPECT),
-])
+@pytest.mark.parametrize(
+    "intervals, invalid, suspect, expected",
+    [
+        (10, 0, 0, Validity.VALID),
+        (10, 1, 0, Validity.INVALID),
+        (30, 1, 0, Validity.SUSPECT),  # one bad second of 30
+        (30, 3, 0, Validity.INVALID),
+        (30, 0, 2, Validity.VALID),
+        (30, 0, 3, Validity.SUSPECT),
+    ],
+)
 def test_a_step_s_verdict_from_its_intervals(intervals, invalid, suspect, expected):
     assert step_validity(intervals, invalid, suspect) is expected
 
@@ -102,8 +113,13 @@ def test_a_step_counts_only_its_measured_intervals_and_forgets_the_previous_step
     gh = GeneratorHealth(1000)
     warm = window("s1", start_ms=10_000, seconds=5, warmup_ms=2000)
     for at in range(10_000, 15_000, 1000):
-        gh.on_health(warm, "a1", Health(busiest_engine_cpu_pct=99 if at < 12_000 else 10, busiest_engine_wait_pct=0),
-                     at + 1000, 1)
+        gh.on_health(
+            warm,
+            "a1",
+            Health(busiest_engine_cpu_pct=99 if at < 12_000 else 10, busiest_engine_wait_pct=0),
+            at + 1000,
+            1,
+        )
         gh.judge(interval(warm, at, a1=[row(10)]))
     assert gh.verdict("s1", 1, 0).validity is Validity.VALID  # saturated only while warming up
     nxt = window("s2", start_ms=15_000, seconds=3)
@@ -120,8 +136,16 @@ def test_generator_advice_says_when_more_agents_on_this_host_cannot_help():
     assert "a1: engine at 99 % of its core" in bound.describe("s1")
     assert bound.describe("s1").endswith("Add about 1 more agent(s) and run it again")
     assert "Add about 1 more agent(s) on other hosts" in bound.describe("s1", one_host=True)
-    assert [is_loopback(u) for u in ("http://127.0.0.2:8080", "http://[::1]/", "http://localhost:80",
-                                     "http://10.0.0.7:8080", "http://web1:80")] == [True, True, True, False, False]
+    assert [
+        is_loopback(u)
+        for u in (
+            "http://127.0.0.2:8080",
+            "http://[::1]/",
+            "http://localhost:80",
+            "http://10.0.0.7:8080",
+            "http://web1:80",
+        )
+    ] == [True, True, True, False, False]
 
 
 def test_a_gatling_jvm_over_several_cores_is_judged_per_core():

@@ -1,20 +1,36 @@
 """Monitored hosts: which samples belong to a step's window, their means, counter rates, the
 CSV rows; what is kept does not grow with the number of samples."""
+
 from __future__ import annotations
 
 import pytest
 
-from loadfleet.controller.hosts import (HostRecorder, HostSample, HostWindow, MonitorInfo, ProcessSample,
-                                        counter_csv_rows, counter_rates, host_csv_rows)
+from loadfleet.controller.hosts import (
+    HostRecorder,
+    HostSample,
+    HostWindow,
+    MonitorInfo,
+    ProcessSample,
+    counter_csv_rows,
+    counter_rates,
+    host_csv_rows,
+)
 from support.streamdata import window
 
 WEB = MonitorInfo(targets=("http://127.0.0.2:8080",), processes=("nginx",))
 
 
 def sample(at_ms: int, cpu: float, nginx: float = 0.0) -> HostSample:
-    return HostSample(at_ms=at_ms, cores=2, cpu_pct=cpu, mem_used_pct=10.0, net_rx_bytes_per_s=1e6,
-                      net_tx_bytes_per_s=2e6, tcp_established=4,
-                      processes=(ProcessSample("nginx", 2, nginx, 30.0),))
+    return HostSample(
+        at_ms=at_ms,
+        cores=2,
+        cpu_pct=cpu,
+        mem_used_pct=10.0,
+        net_rx_bytes_per_s=1e6,
+        net_tx_bytes_per_s=2e6,
+        tcp_established=4,
+        processes=(ProcessSample("nginx", 2, nginx, 30.0),),
+    )
 
 
 def test_a_window_holds_the_samples_whose_period_is_mostly_inside_it():
@@ -45,34 +61,41 @@ def test_each_step_gets_its_measured_window_and_the_run_all_of_its_load():
 
 
 def test_csv_rows_have_a_row_per_sample_and_process_group():
-    rows = [*host_csv_rows("web1", WEB, sample(1000, 50.0, nginx=80.0)),
-            *host_csv_rows("nfs", MonitorInfo(role="nfs"), HostSample(1000, 2, 20.0, 5.0, 0.0, 0.0, 1))]
+    rows = [
+        *host_csv_rows("web1", WEB, sample(1000, 50.0, nginx=80.0)),
+        *host_csv_rows("nfs", MonitorInfo(role="nfs"), HostSample(1000, 2, 20.0, 5.0, 0.0, 0.0, 1)),
+    ]
     assert [(r[1], r[2], r[3], r[10], r[12]) for r in rows] == [
-        ("web1", "", "http://127.0.0.2:8080", "nginx", 80.0), ("nfs", "nfs", "", "", 0.0)]
+        ("web1", "", "http://127.0.0.2:8080", "nginx", 80.0),
+        ("nfs", "nfs", "", "", 0.0),
+    ]
 
 
 def counted(at_ms: int, **counters: float) -> HostSample:
     return HostSample(at_ms, 2, 0.0, 0.0, 0.0, 0.0, 0, counters={k.replace("__", "."): v for k, v in counters.items()})
 
 
-@pytest.mark.parametrize("samples, rates", [
-    # Steady: from the first reading in the window to the last (the one before the window,
-    # taken while no load ran yet, would dilute the rate).
-    ([counted(500, req=0), counted(1000, req=0), counted(2000, req=100), counted(3000, req=200)], {"req": 100.0}),
-    # One reading in the window: from the last one before it.
-    ([counted(500, req=10), counted(2500, req=110)], {"req": 50.0}),
-    # The server restarted between 2 s and 3 s: that span is left out, time and all.
-    ([counted(1000, req=0), counted(2000, req=100), counted(3000, req=20), counted(4000, req=120)], {"req": 100.0}),
-    # A reading a sample lacks (the server did not answer) is skipped: the span runs over it.
-    ([counted(1000, req=0), counted(2000), counted(3000, req=300)], {"req": 150.0}),
-    # Readings after the window do not count; nothing moves: rate 0.
-    ([counted(1000, req=5), counted(2000, req=5), counted(9000, req=500)], {"req": 0.0}),
-    # Fewer than two readings, or only a restart: no rate at all.
-    ([counted(1000, req=5)], {}),
-    ([counted(1000, req=50), counted(2000, req=5)], {}),
-    # Counters are independent: one server's gap does not touch another's.
-    ([counted(1000, a=0, b=0), counted(2000, a=10), counted(3000, a=20, b=40)], {"a": 10.0, "b": 20.0}),
-])
+@pytest.mark.parametrize(
+    "samples, rates",
+    [
+        # Steady: from the first reading in the window to the last (the one before the window,
+        # taken while no load ran yet, would dilute the rate).
+        ([counted(500, req=0), counted(1000, req=0), counted(2000, req=100), counted(3000, req=200)], {"req": 100.0}),
+        # One reading in the window: from the last one before it.
+        ([counted(500, req=10), counted(2500, req=110)], {"req": 50.0}),
+        # The server restarted between 2 s and 3 s: that span is left out, time and all.
+        ([counted(1000, req=0), counted(2000, req=100), counted(3000, req=20), counted(4000, req=120)], {"req": 100.0}),
+        # A reading a sample lacks (the server did not answer) is skipped: the span runs over it.
+        ([counted(1000, req=0), counted(2000), counted(3000, req=300)], {"req": 150.0}),
+        # Readings after the window do not count; nothing moves: rate 0.
+        ([counted(1000, req=5), counted(2000, req=5), counted(9000, req=500)], {"req": 0.0}),
+        # Fewer than two readings, or only a restart: no rate at all.
+        ([counted(1000, req=5)], {}),
+        ([counted(1000, req=50), counted(2000, req=5)], {}),
+        # Counters are independent: one server's gap does not touch another's.
+        ([counted(1000, a=0, b=0), counted(2000, a=10), counted(3000, a=20, b=40)], {"a": 10.0, "b": 20.0}),
+    ],
+)
 def test_counter_rates_over_a_window(samples, rates):
     assert counter_rates(samples, 1000, 4000) == pytest.approx(rates)
 
@@ -88,4 +111,5 @@ def test_a_hosts_load_carries_its_counter_rates_and_counter_rows_every_reading()
     assert lb.counter_rates == {"haproxy.group.web1.req_tot": 2**40} and web1.counter_rates == {}
     assert counter_csv_rows("lb", first) + counter_csv_rows("lb", second) == [
         [1000, "lb", "haproxy.group.web1.req_tot", 0],
-        [2000, "lb", "haproxy.group.web1.req_tot", 2**40]]  # whole numbers, every digit
+        [2000, "lb", "haproxy.group.web1.req_tot", 2**40],
+    ]  # whole numbers, every digit

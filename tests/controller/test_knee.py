@@ -1,4 +1,5 @@
 """Knee detection on saturation curves with the knee at a known place."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,11 +35,14 @@ def test_errors_instead_of_latency():
     assert knee.name == "s3"
 
 
-@pytest.mark.parametrize("achieved,p99", [
-    ([100, 200, 300, 400], [5, 6, 7, 8]),  # proportional
-    ([100, 200, 300, 400], [5, 50, 500, 5000]),  # latency rises, throughput keeps up: no knee
-    ([100, 200, 250, 260], [5, 5, 5.2, 5.5]),  # flat but latency does not rise: noise, not a knee
-])
+@pytest.mark.parametrize(
+    "achieved,p99",
+    [
+        ([100, 200, 300, 400], [5, 6, 7, 8]),  # proportional
+        ([100, 200, 300, 400], [5, 50, 500, 5000]),  # latency rises, throughput keeps up: no knee
+        ([100, 200, 250, 260], [5, 5, 5.2, 5.5]),  # flat but latency does not rise: noise, not a knee
+    ],
+)
 def test_no_knee(achieved, p99):
     assert find_knee(curve([100, 200, 300, 400], achieved, p99)) is None
 
@@ -67,8 +71,10 @@ def test_a_dip_that_later_levels_climb_out_of_is_no_knee():
 
 def repeated(offered, achieved, p99s, errors=None):
     errors = errors or [[0.0] * len(p) for p in p99s]
-    return [LevelPoint.of(f"s{i + 1}", o, [a] * len(p), list(p), list(e))
-            for i, (o, a, p, e) in enumerate(zip(offered, achieved, p99s, errors))]
+    return [
+        LevelPoint.of(f"s{i + 1}", o, [a] * len(p), list(p), list(e))
+        for i, (o, a, p, e) in enumerate(zip(offered, achieved, p99s, errors))
+    ]
 
 
 def test_repetitions_give_a_confidence_and_a_noisy_rise_cannot_be_told():

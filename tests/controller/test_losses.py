@@ -1,5 +1,6 @@
 """A lost share split over the live engines: loads add up, budgets stay exact, staged loads
 keep their engines' loads and hand over their budget only."""
+
 from __future__ import annotations
 
 from loadfleet.controller.load import Load, Stage
@@ -45,10 +46,22 @@ def test_a_staged_load_hands_over_its_budget_only():
 
 
 def test_a_loss_says_what_it_lost_and_what_became_of_it():
-    loss = Loss(step="main", agent_id="a2", engine=None, at_ms=0, policy=LossPolicy.REDISTRIBUTE,
-                load="4 clients", budget_left=1203, unreported_bound=310, taken_by=3, moved_load=True)
-    assert loss.describe() == ("agent a2 lost: its share (4 clients) and 1,203 requests of its budget went to 3 other "
-                               "agent(s); up to 310 requests it sent unreported may have reached the servers")
+    loss = Loss(
+        step="main",
+        agent_id="a2",
+        engine=None,
+        at_ms=0,
+        policy=LossPolicy.REDISTRIBUTE,
+        load="4 clients",
+        budget_left=1203,
+        unreported_bound=310,
+        taken_by=3,
+        moved_load=True,
+    )
+    assert loss.describe() == (
+        "agent a2 lost: its share (4 clients) and 1,203 requests of its budget went to 3 other "
+        "agent(s); up to 310 requests it sent unreported may have reached the servers"
+    )
     assert "abort: the run ends" in Loss("main", "a2", 1, 0, LossPolicy.ABORT, "2 clients", 0, 0).describe()
 
 

@@ -2,6 +2,7 @@
 mutated real plans go through `loadfleet validate` (its `main`, in-process) and must end in
 exit 0 or 2, never a traceback; whatever is accepted must round-trip through its YAML and
 turn into the wire messages agents get without overflowing a field."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,8 @@ from loadfleet.controller.steps import expand, step_plan
 from support.procs import REPO
 
 SEEDS = [p.read_bytes() for p in sorted((REPO / "plans").glob("*.yaml")) if not p.name.endswith(".lab.yaml")]
-SEEDS += [b"""
+SEEDS += [
+    b"""
 name: every block
 driver: engine
 interval_ms: 500
@@ -42,44 +44,168 @@ timeouts: {connect_ms: 100, request_ms: 1000}
 agents: {count: 2, labels: {zone: a}, wait_s: 3, lease_s: 10}
 budget: {requests: 1000}
 stop: {error_pct: {above: 5, for_s: 2}, latency: {above_ms: 100, for_s: 1}}
-""", b"""
+""",
+    b"""
 targets: [{url: "http://127.0.0.2:8080"}, {url: "http://127.0.0.3:8080"}]
 workload: {requests: [{path: /}]}
 load: {model: open, poisson: true, max_connections: 64}
 sweep: {steps: [100, 200.5, 400], step_s: 4, warmup_s: 1, repeat: 2, servers: [1, 2], stop_at_knee: true}
 sinks: {influxdb: {url: "http://127.0.0.1:8086", bucket: b, token_env: LOADFLEET_INFLUX_TOKEN_A}}
-""", b"""
+""",
+    b"""
 driver: gatling
 duration_s: 5
 targets: [{url: "http://127.0.0.2:8080"}]
 load: {model: users, users: 10, spawn_rate: 2.5}
 gatling: {project: /srv/gatling/demo, simulation: example.HookedSimulation, html_report: true}
-"""]
+""",
+]
 
 # Bytes that make YAML interesting: structure, anchors, tags, numbers at the edges.
-TOKENS = [b"&a ", b"*a", b"<<: *a\n", b"[", b"]", b"{", b"}", b": ", b"- ", b"\n", b"\n  ", b"\t", b"'", b'"',
-          b".nan", b".inf", b"-.inf", b"1e999", b"4294967296", b"18446744073709551616", b"-1", b"0", b"0x1f",
-          b"!!binary ", b"!!python/name:os.system", b"!!set ", b"? ", b"---\n", b"...\n", b"#", b"%YAML 1.1\n",
-          b"\x00", b"\r\n", b"\xff", b"\xef\xbb\xbf", b"\\r\\n", b"~", b"null", b"yes", b"on", b"2020-01-01",
-          b"duration_s: 1\n", b"workload: {manifest: /etc/passwd}\n", b"token_env: HOME", b"headers: {a: \"\\n\"}"]
+TOKENS = [
+    b"&a ",
+    b"*a",
+    b"<<: *a\n",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b": ",
+    b"- ",
+    b"\n",
+    b"\n  ",
+    b"\t",
+    b"'",
+    b'"',
+    b".nan",
+    b".inf",
+    b"-.inf",
+    b"1e999",
+    b"4294967296",
+    b"18446744073709551616",
+    b"-1",
+    b"0",
+    b"0x1f",
+    b"!!binary ",
+    b"!!python/name:os.system",
+    b"!!set ",
+    b"? ",
+    b"---\n",
+    b"...\n",
+    b"#",
+    b"%YAML 1.1\n",
+    b"\x00",
+    b"\r\n",
+    b"\xff",
+    b"\xef\xbb\xbf",
+    b"\\r\\n",
+    b"~",
+    b"null",
+    b"yes",
+    b"on",
+    b"2020-01-01",
+    b"duration_s: 1\n",
+    b"workload: {manifest: /etc/passwd}\n",
+    b"token_env: HOME",
+    b'headers: {a: "\\n"}',
+]
 
-SCHEMA_KEYS = ["name", "duration_s", "driver", "gatling", "interval_ms", "targets", "workload", "load", "timeouts",
-               "agents", "sinks", "sweep", "stop", "budget", "url", "weight", "requests", "path", "method", "headers",
-               "body", "session", "steps", "request", "think", "repeat", "model", "clients", "rate", "users",
-               "spawn_rate", "stages", "target", "max_connections", "poisson", "fixed_ms", "uniform_ms",
-               "exponential_ms", "connect_ms", "request_ms", "count", "labels", "wait_s", "lease_s", "influxdb",
-               "token_env", "step_s", "warmup_s", "servers", "error_pct", "latency", "above", "for_s", "above_ms",
-               "project", "simulation", "html_report", "keep_alive", "tls_verify", "manifest", "bucket", "org"]
+SCHEMA_KEYS = [
+    "name",
+    "duration_s",
+    "driver",
+    "gatling",
+    "interval_ms",
+    "targets",
+    "workload",
+    "load",
+    "timeouts",
+    "agents",
+    "sinks",
+    "sweep",
+    "stop",
+    "budget",
+    "url",
+    "weight",
+    "requests",
+    "path",
+    "method",
+    "headers",
+    "body",
+    "session",
+    "steps",
+    "request",
+    "think",
+    "repeat",
+    "model",
+    "clients",
+    "rate",
+    "users",
+    "spawn_rate",
+    "stages",
+    "target",
+    "max_connections",
+    "poisson",
+    "fixed_ms",
+    "uniform_ms",
+    "exponential_ms",
+    "connect_ms",
+    "request_ms",
+    "count",
+    "labels",
+    "wait_s",
+    "lease_s",
+    "influxdb",
+    "token_env",
+    "step_s",
+    "warmup_s",
+    "servers",
+    "error_pct",
+    "latency",
+    "above",
+    "for_s",
+    "above_ms",
+    "project",
+    "simulation",
+    "html_report",
+    "keep_alive",
+    "tls_verify",
+    "manifest",
+    "bucket",
+    "org",
+]
 
 scalars = st.one_of(
-    st.none(), st.booleans(),
-    st.integers(min_value=-2**70, max_value=2**70), st.sampled_from([0, 1, 2**32 - 1, 2**32, 2**64, -1]),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.5, 1e-300, 1e300]),
-    st.text(max_size=30), st.sampled_from(["http://127.0.0.1:1", "https://[::1]:9", "/", "/a b", "GET", "closed",
-                                           "open", "users", "engine", "gatling", "x\r\ny", "\x00"]))
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, 1, 2**32 - 1, 2**32, 2**64, -1]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.5, 1e-300, 1e300]),
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "http://127.0.0.1:1",
+            "https://[::1]:9",
+            "/",
+            "/a b",
+            "GET",
+            "closed",
+            "open",
+            "users",
+            "engine",
+            "gatling",
+            "x\r\ny",
+            "\x00",
+        ]
+    ),
+)
 keys = st.one_of(st.sampled_from(SCHEMA_KEYS), st.text(max_size=10))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=5),
-                                                       st.dictionaries(keys, inner, max_size=5)), max_leaves=30)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(keys, inner, max_size=5)),
+    max_leaves=30,
+)
 
 
 printable = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=8)
@@ -94,10 +220,16 @@ def number(common):
 
 NEEDS = {"closed": ["clients"], "open": ["rate"], "users": ["users", "spawn_rate"]}
 EXTRAS = {
-    "closed": {"think_time_ms": st.integers(0, 100), "think": st.just({"fixed_ms": 5}),
-               "stages": st.just([{"duration_s": 1, "target": 5}])},
-    "open": {"poisson": st.booleans(), "max_connections": number(st.integers(1, 100)),
-             "stages": st.just([{"duration_s": 1.5, "target": 50.5}])},
+    "closed": {
+        "think_time_ms": st.integers(0, 100),
+        "think": st.just({"fixed_ms": 5}),
+        "stages": st.just([{"duration_s": 1, "target": 5}]),
+    },
+    "open": {
+        "poisson": st.booleans(),
+        "max_connections": number(st.integers(1, 100)),
+        "stages": st.just([{"duration_s": 1.5, "target": 50.5}]),
+    },
     "users": {"think": st.just({"uniform_ms": [1, 9]})},
 }
 
@@ -107,18 +239,36 @@ def generated_plans(draw) -> bytes:
     """Plans shaped like real ones with drawn values, then 0-3 parts replaced by anything:
     both accepted plans (exercising the wire conversion) and near misses."""
     model = draw(st.sampled_from(["closed", "open", "users"]))
-    load = {"model": model, **{k: draw(number(st.integers(1, 50) if k in ("clients", "users") else st.floats(0.5, 1e4)))
-                               for k in NEEDS[model]}}
+    load = {
+        "model": model,
+        **{
+            k: draw(number(st.integers(1, 50) if k in ("clients", "users") else st.floats(0.5, 1e4)))
+            for k in NEEDS[model]
+        },
+    }
     for key in draw(st.lists(st.sampled_from(sorted(EXTRAS[model])), max_size=2, unique=True)):
         load[key] = draw(EXTRAS[model][key])
-    request = st.fixed_dictionaries({"path": st.sampled_from(["/", "/a?b=1", "/%20"])},
-                                    optional={"name": printable, "weight": number(st.integers(1, 9)),
-                                              "headers": st.dictionaries(header_names, st.text(max_size=12), max_size=3),
-                                              "method": st.sampled_from(["GET", "POST"]), "body": st.text(max_size=8)})
+    request = st.fixed_dictionaries(
+        {"path": st.sampled_from(["/", "/a?b=1", "/%20"])},
+        optional={
+            "name": printable,
+            "weight": number(st.integers(1, 9)),
+            "headers": st.dictionaries(header_names, st.text(max_size=12), max_size=3),
+            "method": st.sampled_from(["GET", "POST"]),
+            "body": st.text(max_size=8),
+        },
+    )
     doc = {
-        "targets": draw(st.lists(st.fixed_dictionaries(
-            {"url": st.sampled_from(["http://127.0.0.1:8080", "https://[::1]:1", "http://h.example"])},
-            optional={"weight": number(st.integers(1, 5))}), min_size=1, max_size=3)),
+        "targets": draw(
+            st.lists(
+                st.fixed_dictionaries(
+                    {"url": st.sampled_from(["http://127.0.0.1:8080", "https://[::1]:1", "http://h.example"])},
+                    optional={"weight": number(st.integers(1, 5))},
+                ),
+                min_size=1,
+                max_size=3,
+            )
+        ),
         "workload": {"requests": draw(st.lists(request, min_size=1, max_size=3))},
         "load": load,
     }
@@ -126,8 +276,10 @@ def generated_plans(draw) -> bytes:
         doc["duration_s"] = draw(number(st.floats(0.5, 30)))
     else:
         load.pop({"closed": "clients", "open": "rate", "users": "users"}[model])
-        doc["sweep"] = {"steps": draw(st.lists(number(st.integers(1, 50)), min_size=1, max_size=3)),
-                        "step_s": draw(number(st.integers(2, 20)))}
+        doc["sweep"] = {
+            "steps": draw(st.lists(number(st.integers(1, 50)), min_size=1, max_size=3)),
+            "step_s": draw(number(st.integers(2, 20))),
+        }
         if draw(st.booleans()):
             doc["sweep"]["repeat"] = draw(st.integers(1, 3))
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2, 3]))):
@@ -149,11 +301,11 @@ def mutated_plans(draw) -> bytes:
         if how == "insert":
             data[at:at] = draw(st.one_of(st.sampled_from(TOKENS), st.binary(max_size=8)))
         elif how == "delete":
-            del data[at:at + draw(st.integers(1, 40))]
+            del data[at : at + draw(st.integers(1, 40))]
         elif how == "flip" and at < len(data):
             data[at] ^= 1 << draw(st.integers(0, 7))
         elif how == "duplicate":
-            piece = data[at:at + draw(st.integers(1, 200))]
+            piece = data[at : at + draw(st.integers(1, 200))]
             data[at:at] = piece * draw(st.integers(1, 5))
         else:
             del data[at:]
@@ -199,8 +351,13 @@ def check_accepted(data: bytes) -> None:
             assert assignment_to_proto(assignment).SerializeToString()
 
 
-FUZZ = settings(max_examples=1200, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=1200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @FUZZ

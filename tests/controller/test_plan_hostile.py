@@ -1,6 +1,7 @@
 """Hostile plans: each is refused with exit 2, its path and one clear message, fast, and
 never with a traceback (issue 13). In-process for the timing, through `loadfleet validate`
 for the exit code and the output a user sees."""
+
 from __future__ import annotations
 
 import subprocess
@@ -30,25 +31,38 @@ def with_request(request: str) -> str:
 
 # ~340 bytes: 9 levels of 9 aliases, a billion "lol"s once expanded.
 BILLION_LAUGHS = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
-    f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefgh", "bcdefghi")
+)
 
 # (name, file bytes, the path in the problem (a trailing * : the path starts so), a word of its message)
 CASES = [
     ("binary garbage", bytes(range(256)) * 8, "", "binary data"),
     ("UTF-16", BASE.encode("utf-16"), "", "UTF-16"),
-    ("invalid UTF-8", BASE.replace("duration_s: 1", "name: caf\udce9\nduration_s: 1").encode("utf-8", "surrogateescape"),
-     "", "not UTF-8"),
+    (
+        "invalid UTF-8",
+        BASE.replace("duration_s: 1", "name: caf\udce9\nduration_s: 1").encode("utf-8", "surrogateescape"),
+        "",
+        "not UTF-8",
+    ),
     ("a control character", (BASE + "name: a\x1bb\n").encode(), "", "control character"),
     ("5,000-deep flow nesting", ("a: " + "[" * 5000 + "]" * 5000).encode(), "a[0][0][0]*", "nested more than"),
     ("1,000-deep block nesting", "".join(" " * i + "k:\n" for i in range(1000)).encode(), "k.k.k*", "nested more than"),
     ("duplicate keys", (BASE + "duration_s: 2\n").encode(), "duration_s", "duplicate key"),
-    ("a nested duplicate key", BASE.replace("clients: 1}", "clients: 1, clients: 9}").encode(),
-     "load.clients", "duplicate key"),
+    (
+        "a nested duplicate key",
+        BASE.replace("clients: 1}", "clients: 1, clients: 9}").encode(),
+        "load.clients",
+        "duplicate key",
+    ),
     ("billion laughs", BILLION_LAUGHS.encode(), "", "aliases"),
     ("NaN", BASE.replace("duration_s: 1", "duration_s: .nan").encode(), "duration_s", "not a finite number"),
     ("infinity", with_load("{model: open, rate: .inf}").encode(), "load.rate", "not a finite number"),
-    ("an overflowing float", BASE.replace("duration_s: 1", "duration_s: 1e400").encode(), "duration_s",
-     "not a finite number"),
+    (
+        "an overflowing float",
+        BASE.replace("duration_s: 1", "duration_s: 1e400").encode(),
+        "duration_s",
+        "not a finite number",
+    ),
     ("uint32 overflow", with_load("{model: closed, clients: 4294967296}").encode(), "load.clients", "maximum"),
     ("uint32 weight", BASE.replace('1:1"}', '1:1", weight: 4294967297}').encode(), "targets[0].weight", "maximum"),
     ("uint32 timeout", (BASE + "timeouts: {connect_ms: 4294967296}\n").encode(), "timeouts.connect_ms", "maximum"),
@@ -56,30 +70,63 @@ CASES = [
     ("a float for an integer", with_load("{model: closed, clients: 2.5}").encode(), "load.clients", "integer"),
     ("thousands of digits", with_load("{model: closed, clients: " + "9" * 5000 + "}").encode(), "", "digits"),
     ("an unbounded rate", with_load("{model: open, rate: 1e12}").encode(), "load.rate", "maximum"),
-    ("unbounded connections", with_load("{model: open, rate: 5, max_connections: 99999999999}").encode(),
-     "load.max_connections", "maximum"),
-    ("an unbounded sweep level", BASE.replace("duration_s: 1\n", "").replace("clients: 1", "").encode()
-     + b"sweep: {steps: [1, 1e15], step_s: 10}\n", "sweep.steps[1]", "maximum"),
-    ("endless sweep", BASE.replace("duration_s: 1\n", "").replace("clients: 1", "").encode()
-     + b"sweep: {steps: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], step_s: 10, repeat: 100, servers: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}\n",
-     "sweep", "at most"),
-    ("CR/LF in a header name", with_request('{path: /, headers: {"X-A\\r\\nX-B": v}}').encode(),
-     "workload.requests[0].headers", "header name"),
-    ("CR/LF in a header value", with_request('{path: /, headers: {X-A: "v\\r\\nX-Injected: 1"}}').encode(),
-     "workload.requests[0].headers.X-A", "header value"),
+    (
+        "unbounded connections",
+        with_load("{model: open, rate: 5, max_connections: 99999999999}").encode(),
+        "load.max_connections",
+        "maximum",
+    ),
+    (
+        "an unbounded sweep level",
+        BASE.replace("duration_s: 1\n", "").replace("clients: 1", "").encode()
+        + b"sweep: {steps: [1, 1e15], step_s: 10}\n",
+        "sweep.steps[1]",
+        "maximum",
+    ),
+    (
+        "endless sweep",
+        BASE.replace("duration_s: 1\n", "").replace("clients: 1", "").encode()
+        + b"sweep: {steps: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], step_s: 10, repeat: 100, "
+        + b"servers: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}\n",
+        "sweep",
+        "at most",
+    ),
+    (
+        "CR/LF in a header name",
+        with_request('{path: /, headers: {"X-A\\r\\nX-B": v}}').encode(),
+        "workload.requests[0].headers",
+        "header name",
+    ),
+    (
+        "CR/LF in a header value",
+        with_request('{path: /, headers: {X-A: "v\\r\\nX-Injected: 1"}}').encode(),
+        "workload.requests[0].headers.X-A",
+        "header value",
+    ),
     ("CR/LF in a path", with_request('{path: "/a\\r\\nHost: evil"}').encode(), "workload.requests[0].path", "path"),
-    ("a newline in a URL", BASE.replace('"http://127.0.0.1:1"', '"http://127.0.0.1:1\\n"').encode(),
-     "targets[0].url", "control characters"),
-    ("credentials in a URL", BASE.replace('"http://127.0.0.1:1"', '"http://u:secret@127.0.0.1:1"').encode(),
-     "targets[0].url", "Authorization header"),
+    (
+        "a newline in a URL",
+        BASE.replace('"http://127.0.0.1:1"', '"http://127.0.0.1:1\\n"').encode(),
+        "targets[0].url",
+        "control characters",
+    ),
+    (
+        "credentials in a URL",
+        BASE.replace('"http://127.0.0.1:1"', '"http://u:secret@127.0.0.1:1"').encode(),
+        "targets[0].url",
+        "Authorization header",
+    ),
     ("a key that is not text", (BASE + "on: 1\n").encode(), "True", "must be text"),
     ("a Python tag", (BASE + "name: !!python/object/apply:os.system [ls]\n").encode(), "", "not valid YAML"),
     ("two documents", (BASE + "---\n" + BASE).encode(), "", "not valid YAML"),
     ("too large", (BASE + "name: " + "x" * (yamlsafe.MAX_DOCUMENT_BYTES + 1) + "\n").encode(), "", "larger than"),
     ("too many values", with_request("{path: /}, " * 16_000 + "{path: /}").encode(), "", "more than 30,000 values"),
-    ("an environment variable of the controller",
-     (BASE + "sinks: {influxdb: {url: 'http://127.0.0.1:1', token_env: HOME}}\n").encode(),
-     "sinks.influxdb.token_env", "LOADFLEET_INFLUX_TOKEN"),
+    (
+        "an environment variable of the controller",
+        (BASE + "sinks: {influxdb: {url: 'http://127.0.0.1:1', token_env: HOME}}\n").encode(),
+        "sinks.influxdb.token_env",
+        "LOADFLEET_INFLUX_TOKEN",
+    ),
 ]
 
 
@@ -107,8 +154,7 @@ def test_a_hostile_plan_is_one_problem_with_its_path_in_well_under_a_second(name
 def test_validate_exits_2_with_the_path_and_one_line(tmp_path, name, data, path, word):
     plan = tmp_path / "plan.yaml"
     plan.write_bytes(data)
-    result = subprocess.run([program("loadfleet"), "validate", str(plan)], capture_output=True, text=True,
-                            timeout=30)
+    result = subprocess.run([program("loadfleet"), "validate", str(plan)], capture_output=True, text=True, timeout=30)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
@@ -158,6 +204,8 @@ def test_exponents_without_a_dot_are_numbers():
 
 def test_what_to_yaml_writes_has_no_aliases_and_reads_back():
     headers = "{Authorization: x, X-A: b}"
-    plan = parse_plan(BASE.replace("[{path: /}]", f"[{{path: /a, headers: {headers}}}, {{path: /b, headers: {headers}}}]"))
+    plan = parse_plan(
+        BASE.replace("[{path: /}]", f"[{{path: /a, headers: {headers}}}, {{path: /b, headers: {headers}}}]")
+    )
     text = plan.to_yaml()
     assert "&id" not in text and parse_plan(text) == plan

@@ -1,4 +1,5 @@
 """Credential headers never reach a run directory's plan.yaml in the clear."""
+
 import pytest
 
 from loadfleet.controller.plan import parse_plan
@@ -18,11 +19,21 @@ load: {model: closed, clients: 1}
 """
 
 
-@pytest.mark.parametrize("name, sensitive", [
-    ("Authorization", True), ("authorization", True), ("Proxy-Authorization", True), ("Cookie", True),
-    ("X-Api-Key", True), ("X-Vault-Token", True), ("X-Upstream-Password", True), ("Accept", False),
-    ("Content-Type", False), ("X-Request-Id", False),
-])
+@pytest.mark.parametrize(
+    "name, sensitive",
+    [
+        ("Authorization", True),
+        ("authorization", True),
+        ("Proxy-Authorization", True),
+        ("Cookie", True),
+        ("X-Api-Key", True),
+        ("X-Vault-Token", True),
+        ("X-Upstream-Password", True),
+        ("Accept", False),
+        ("Content-Type", False),
+        ("X-Request-Id", False),
+    ],
+)
 def test_which_headers_are_credentials(name, sensitive):
     assert is_sensitive(name) is sensitive
 
@@ -35,11 +46,20 @@ def test_the_stored_plan_has_no_credential_and_still_reads_back(tmp_path):
     back = parse_plan(stored)
     assert back == redact_plan(plan)
     assert dict(back.requests[0].headers) == {
-        "Accept": "text/html", "Authorization": REDACTED, "Cookie": REDACTED, "Proxy-Authorization": REDACTED,
-        "X-Api-Key": REDACTED, "X-Vault-Token": REDACTED}
+        "Accept": "text/html",
+        "Authorization": REDACTED,
+        "Cookie": REDACTED,
+        "Proxy-Authorization": REDACTED,
+        "X-Api-Key": REDACTED,
+        "X-Vault-Token": REDACTED,
+    }
 
 
 def test_a_plan_without_credentials_is_stored_as_it_is():
-    text = parse_plan(PLAN.replace("Authorization", "X-A").replace("Cookie", "X-B").replace("X-Api-Key", "X-C")
-                      .replace("X-Vault-Token", "X-D")).to_yaml()
+    text = parse_plan(
+        PLAN.replace("Authorization", "X-A")
+        .replace("Cookie", "X-B")
+        .replace("X-Api-Key", "X-C")
+        .replace("X-Vault-Token", "X-D")
+    ).to_yaml()
     assert redact_plan_yaml(text) == text

@@ -1,4 +1,5 @@
 """A run's events: each one is its own InfluxDB point, even when two share a millisecond."""
+
 from __future__ import annotations
 
 from loadfleet.controller.agents import AgentRegistry
@@ -30,5 +31,7 @@ def test_events_of_one_kind_at_one_millisecond_become_separate_points(tmp_path):
         run._emit(Event(EventKind.AGENT_LOST, f"agent {agent} lost", agent, at_ms=5000))
     run._emit(Event(EventKind.TARGET_DOWN, "down", at_ms=5000))  # another kind keeps its time
     assert [(p.time_ms, dict(p.tags)["kind"]) for p in sink.points] == [
-        (5000, "agent_lost"), (5001, "agent_lost"), (5000, "target_down")]
-
+        (5000, "agent_lost"),
+        (5001, "agent_lost"),
+        (5000, "target_down"),
+    ]

@@ -2,6 +2,7 @@
 back to its last complete flush and written no more; the first failure is told once,
 naming the disk; whole files keep their earlier version; what is incomplete is listed; the
 journal stops as a whole; a controller taking the run over leaves incomplete files as they are."""
+
 from __future__ import annotations
 
 import csv

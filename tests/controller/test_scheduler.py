@@ -4,14 +4,17 @@ from loadfleet.controller.load import Load, Stage, split_exact
 from loadfleet.controller.scheduler import barrier_start_ms, split_over_engines
 
 
-@pytest.mark.parametrize("total, weights, expected", [
-    (10, [1, 1], [5, 5]),
-    (10, [3, 1], [8, 2]),        # 7.5 / 2.5: the tie goes to the first
-    (7, [2, 2, 2], [3, 2, 2]),
-    (1, [4, 4], [1, 0]),
-    (100, [1, 2, 3, 4], [10, 20, 30, 40]),
-    (0, [1, 5], [0, 0]),
-])
+@pytest.mark.parametrize(
+    "total, weights, expected",
+    [
+        (10, [1, 1], [5, 5]),
+        (10, [3, 1], [8, 2]),  # 7.5 / 2.5: the tie goes to the first
+        (7, [2, 2, 2], [3, 2, 2]),
+        (1, [4, 4], [1, 0]),
+        (100, [1, 2, 3, 4], [10, 20, 30, 40]),
+        (0, [1, 5], [0, 0]),
+    ],
+)
 def test_split_exact_sums_and_is_proportional(total, weights, expected):
     assert split_exact(total, weights) == expected
     assert sum(split_exact(total, weights)) == total
@@ -27,11 +30,14 @@ def test_agents_with_no_share_are_left_out():
     assert [(s.agent_id, s.load.clients, len(s.engines)) for s in shares] == [("a", 2, 2), ("b", 1, 1)]
 
 
-@pytest.mark.parametrize("load", [
-    Load("closed", clients=10, stages=(Stage(5, 3), Stage(5, 7))),
-    Load("open", rate=1000, max_connections=10, stages=(Stage(10, 0),)),
-    Load("users", users=99, spawn_rate=7),
-])
+@pytest.mark.parametrize(
+    "load",
+    [
+        Load("closed", clients=10, stages=(Stage(5, 3), Stage(5, 7))),
+        Load("open", rate=1000, max_connections=10, stages=(Stage(10, 0),)),
+        Load("users", users=99, spawn_rate=7),
+    ],
+)
 def test_every_total_stays_exact_across_engine_slots(load):
     agents = [("a", 3), ("b", 1), ("c", 2)]
     shares = split_over_engines(load, 1001, agents)
@@ -49,7 +55,8 @@ def test_every_total_stays_exact_across_engine_slots(load):
     assert budget["a"] in (500, 501) and budget["b"] in (166, 167)
 
 
-@pytest.mark.parametrize("now, interval, expected", [
-    (10_000, 1000, 12_000), (10_001, 1000, 13_000), (10_999, 500, 13_000)])
+@pytest.mark.parametrize(
+    "now, interval, expected", [(10_000, 1000, 12_000), (10_001, 1000, 13_000), (10_999, 500, 13_000)]
+)
 def test_barrier_is_an_interval_boundary_at_least_the_lead_ahead(now, interval, expected):
     assert barrier_start_ms(now, interval, lead_ms=2000) == expected

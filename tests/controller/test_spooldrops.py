@@ -2,12 +2,12 @@
 much and why; and the revision window stops waiting for reports an agent's spool dropped,
 so one dropped report does not hold every later interval (and its acknowledgement) back for
 the whole lease."""
+
 from __future__ import annotations
 
 from loadfleet.controller.events import EventKind
 from loadfleet.controller.spooldrops import AgentSpoolDrop, NoticeLog, agent_drop_event, influx_drop_event
 from loadfleet.controller.window import IntervalWindow
-
 from support.streamdata import report, row, window
 
 STEP = window(start_ms=10_000)
@@ -23,12 +23,23 @@ def test_a_notice_sent_again_is_counted_once_and_a_restarted_agents_are_new():
 
 
 def test_the_event_says_how_much_was_dropped_and_why():
-    event = agent_drop_event("a1", AgentSpoolDrop("run/s1", messages=5, reports=4, requests=1234,
-                                                  first_interval_ms=10_000, last_interval_ms=13_000,
-                                                  cause="the spool reached its limit of 256 MiB"))
+    event = agent_drop_event(
+        "a1",
+        AgentSpoolDrop(
+            "run/s1",
+            messages=5,
+            reports=4,
+            requests=1234,
+            first_interval_ms=10_000,
+            last_interval_ms=13_000,
+            cause="the spool reached its limit of 256 MiB",
+        ),
+    )
     assert event.kind is EventKind.SPOOL_DROPPED and event.agent_id == "a1"
-    assert event.text.startswith("agent a1 dropped 5 unsent message(s) from its spool (the spool reached its "
-                                 "limit of 256 MiB): 4 interval report(s), from ")
+    assert event.text.startswith(
+        "agent a1 dropped 5 unsent message(s) from its spool (the spool reached its "
+        "limit of 256 MiB): 4 interval report(s), from "
+    )
     assert "holding 1,234 requests that no result shows" in event.text
     influx = influx_drop_event(5000, 15000, "the spool reached its limit of 1 MiB")
     assert influx.kind is EventKind.SPOOL_DROPPED and influx.agent_id == ""

@@ -1,4 +1,5 @@
 """Sweeps in plans: validation with paths, step names and order, steps.csv."""
+
 from __future__ import annotations
 
 import csv
@@ -14,9 +15,12 @@ from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 from support.streamdata import interval, window
 
-BASE = {"targets": [{"url": "http://127.0.0.2:80"}, {"url": "http://127.0.0.3:80"}, {"url": "http://127.0.0.4:80"}],
-        "workload": {"requests": [{"path": "/"}]}, "load": {"model": "closed"},
-        "sweep": {"steps": [1, 2, 4], "step_s": 5, "warmup_s": 1}}
+BASE = {
+    "targets": [{"url": "http://127.0.0.2:80"}, {"url": "http://127.0.0.3:80"}, {"url": "http://127.0.0.4:80"}],
+    "workload": {"requests": [{"path": "/"}]},
+    "load": {"model": "closed"},
+    "sweep": {"steps": [1, 2, 4], "step_s": 5, "warmup_s": 1},
+}
 
 
 def plan_of(**changes):
@@ -26,8 +30,16 @@ def plan_of(**changes):
 
 def test_names_and_order_with_servers_and_repeat():
     plan = plan_of(sweep={"steps": [1, 2], "step_s": 3, "repeat": 2, "servers": [1, 3]})
-    assert [s.name for s in expand(plan)] == ["k1-s1", "k1-s1r2", "k1-s2", "k1-s2r2",
-                                               "k3-s1", "k3-s1r2", "k3-s2", "k3-s2r2"]
+    assert [s.name for s in expand(plan)] == [
+        "k1-s1",
+        "k1-s1r2",
+        "k1-s2",
+        "k1-s2r2",
+        "k3-s1",
+        "k3-s1r2",
+        "k3-s2",
+        "k3-s2r2",
+    ]
     assert [s.level_name for s in expand(plan)][:2] == ["k1-s1", "k1-s1"]
     last = step_plan(plan, expand(plan)[-1])
     assert (last.load.clients, len(last.targets), last.duration_s, last.sweep) == (2, 3, 3.0, None)
@@ -53,27 +65,32 @@ def test_users_steps_may_each_have_their_spawn_rate():
 
 
 def test_round_trip():
-    plan = plan_of(stop={"error_pct": {"above": 5, "for_s": 3}, "latency": {"above_ms": 8000, "for_s": 3}},
-                   sweep={"steps": [1, 2], "step_s": 3, "repeat": 2, "servers": [1, 2], "stop_at_knee": True})
+    plan = plan_of(
+        stop={"error_pct": {"above": 5, "for_s": 3}, "latency": {"above_ms": 8000, "for_s": 3}},
+        sweep={"steps": [1, 2], "step_s": 3, "repeat": 2, "servers": [1, 2], "stop_at_knee": True},
+    )
     assert parse_plan(plan.to_yaml()) == plan
     assert plan.stop.latency.percentile == 99
 
 
-@pytest.mark.parametrize("changes,paths", [
-    ({"duration_s": 10}, ["duration_s"]),
-    ({"sweep": None}, ["duration_s", "load.clients"]),
-    ({"load": {"model": "closed", "clients": 3}}, ["load.clients"]),
-    ({"sweep": {"steps": [1, 2.5], "step_s": 3}}, ["sweep.steps[1]"]),
-    ({"sweep": {"steps": [1], "step_s": 3, "warmup_s": 2}}, ["sweep.step_s"]),
-    ({"sweep": {"steps": [1], "step_s": 3, "servers": [1, 4]}}, ["sweep.servers[1]"]),
-    ({"sweep": {"steps": [], "step_s": 0}}, ["sweep.step_s", "sweep.steps"]),
-    ({"budget": {"requests": 10}}, ["budget"]),
-    ({"stop": {"latency": {"above_ms": 0, "for_s": 1}}}, ["stop.latency.above_ms"]),
-    ({"stop": {"error_pct": {"above": 5}}}, ["stop.error_pct"]),
-    ({"sweep": {"steps": [[10, 2]], "step_s": 3}}, ["sweep.steps[0]"]),  # pairs are for the users model
-    ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2], 20], "step_s": 3}}, ["load.spawn_rate"]),
-    ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2, 3]], "step_s": 3}}, ["sweep.steps[0]"]),
-])
+@pytest.mark.parametrize(
+    "changes,paths",
+    [
+        ({"duration_s": 10}, ["duration_s"]),
+        ({"sweep": None}, ["duration_s", "load.clients"]),
+        ({"load": {"model": "closed", "clients": 3}}, ["load.clients"]),
+        ({"sweep": {"steps": [1, 2.5], "step_s": 3}}, ["sweep.steps[1]"]),
+        ({"sweep": {"steps": [1], "step_s": 3, "warmup_s": 2}}, ["sweep.step_s"]),
+        ({"sweep": {"steps": [1], "step_s": 3, "servers": [1, 4]}}, ["sweep.servers[1]"]),
+        ({"sweep": {"steps": [], "step_s": 0}}, ["sweep.step_s", "sweep.steps"]),
+        ({"budget": {"requests": 10}}, ["budget"]),
+        ({"stop": {"latency": {"above_ms": 0, "for_s": 1}}}, ["stop.latency.above_ms"]),
+        ({"stop": {"error_pct": {"above": 5}}}, ["stop.error_pct"]),
+        ({"sweep": {"steps": [[10, 2]], "step_s": 3}}, ["sweep.steps[0]"]),  # pairs are for the users model
+        ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2], 20], "step_s": 3}}, ["load.spawn_rate"]),
+        ({"load": {"model": "users"}, "sweep": {"steps": [[10, 2, 3]], "step_s": 3}}, ["sweep.steps[0]"]),
+    ],
+)
 def test_problems_have_paths(changes, paths):
     doc = {**BASE, **changes}
     doc = {k: v for k, v in doc.items() if v is not None}
@@ -83,9 +100,15 @@ def test_problems_have_paths(changes, paths):
 
 
 def _row(target, requests, ok, latency_ms, opened=0, active=0):
-    row = StatsRow(target, "/", requests=requests, bytes_in=100 * requests,
-                   connections_opened=opened, active_connections=active,
-                   histogram=Histogram.of([int(latency_ms * 1000)], count=requests))
+    row = StatsRow(
+        target,
+        "/",
+        requests=requests,
+        bytes_in=100 * requests,
+        connections_opened=opened,
+        active_connections=active,
+        histogram=Histogram.of([int(latency_ms * 1000)], count=requests),
+    )
     row.status[1] = ok
     row.status[4] = requests - ok
     return row
@@ -97,9 +120,16 @@ def test_a_step_is_measured_without_warm_up_and_final_interval():
     step = window("s1", start_ms=10_000, seconds=4, warmup_ms=1000, cooldown_ms=1000)
     meter = StepMeter()
     for i, n in enumerate([1000, 100, 200, 5000]):  # warm-up, two measured, final (drain)
-        meter.on_interval(interval(step, 10_000 + 1000 * i,
-                                   a1=[_row("http://127.0.0.2:80", n, n - 10, 2.0, opened=5, active=8),
-                                       _row("http://127.0.0.3:80", n, n, 4.0, active=2)]))
+        meter.on_interval(
+            interval(
+                step,
+                10_000 + 1000 * i,
+                a1=[
+                    _row("http://127.0.0.2:80", n, n - 10, 2.0, opened=5, active=8),
+                    _row("http://127.0.0.3:80", n, n, 4.0, active=2),
+                ],
+            )
+        )
     result = meter.result(spec, step, StepState.FINISHED)
     assert (result.requests, result.measured_s, result.achieved_rps, result.intervals) == (600, 2.0, 300.0, 2)
     assert result.start_ms == 11_000
@@ -113,11 +143,22 @@ def test_a_step_is_measured_without_warm_up_and_final_interval():
     assert rows[0]["rps http://127.0.0.2:80"] == "150.0" and rows[0]["rps http://127.0.0.4:80"] == ""
     # Each target side by side: the slow one (4 ms, no errors) and the failing one (2 ms, 10 of 150/s).
     fast, slow = result.targets
-    assert (fast.url, fast.achieved_rps, fast.ok_rps, fast.error_pct) == ("http://127.0.0.2:80", 150.0, 140.0,
-                                                                          pytest.approx(100 * 20 / 300))
-    assert (slow.error_pct, slow.mean_ms, slow.p99_ms) == (0.0, pytest.approx(4.0, rel=0.01), pytest.approx(4.0, rel=0.01))
+    assert (fast.url, fast.achieved_rps, fast.ok_rps, fast.error_pct) == (
+        "http://127.0.0.2:80",
+        150.0,
+        140.0,
+        pytest.approx(100 * 20 / 300),
+    )
+    assert (slow.error_pct, slow.mean_ms, slow.p99_ms) == (
+        0.0,
+        pytest.approx(4.0, rel=0.01),
+        pytest.approx(4.0, rel=0.01),
+    )
     assert fast.mean_ms == pytest.approx(2.0, rel=0.01)
-    assert rows[0]["p99_ms http://127.0.0.3:80"] == str(round(slow.p99_ms, 3)) and rows[0]["mean_ms http://127.0.0.4:80"] == ""
+    assert (
+        rows[0]["p99_ms http://127.0.0.3:80"] == str(round(slow.p99_ms, 3))
+        and rows[0]["mean_ms http://127.0.0.4:80"] == ""
+    )
 
 
 def test_a_step_stopped_early_is_measured_up_to_when_it_stopped():

@@ -1,4 +1,5 @@
 """Stop conditions on cluster intervals: streaks, resets, empty intervals."""
+
 from __future__ import annotations
 
 from loadfleet.controller.stops import ErrorStop, LatencyStop, Statistic, StopConditions, StopWatch
@@ -20,8 +21,18 @@ def feed(watch: StopWatch, rows):
 
 def test_error_rate_must_hold_for_for_s():
     watch = StopWatch(StopConditions(error_pct=ErrorStop(5, 3)), 1000)
-    out = feed(watch, [interval(100, 10), interval(100, 10), interval(100, 1), interval(100, 10),
-                       interval(100, 20), interval(0), interval(100, 6)])
+    out = feed(
+        watch,
+        [
+            interval(100, 10),
+            interval(100, 10),
+            interval(100, 1),
+            interval(100, 10),
+            interval(100, 20),
+            interval(0),
+            interval(100, 6),
+        ],
+    )
     assert out[:6] == [None] * 6  # the streak broke at the third interval; the empty one changes nothing
     assert out[6].condition == "error_pct" and "20.0 %" in out[6].text
 
@@ -56,7 +67,9 @@ def test_no_conditions_never_stop_and_reset_forgets():
 
 
 def test_as_a_consumer_it_watches_each_steps_measured_intervals_and_stops_once():
-    from support.streamdata import interval as published, row, window
+    from support.streamdata import interval as published
+    from support.streamdata import row, window
+
     stops = []
     watch = StopWatch(StopConditions(error_pct=ErrorStop(5, 2)), 1000, on_stop=stops.append)
     s1 = window("s1", start_ms=0, seconds=3, warmup_ms=1000)

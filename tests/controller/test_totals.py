@@ -1,20 +1,26 @@
 """Run totals fold every published interval in: per (target, request), per agent, and the
 seconds measured; what they hold does not grow with the number of intervals."""
+
 from __future__ import annotations
 
 import pytest
 
 from loadfleet.controller.totals import RunTotals
 from loadfleet.wire.histogram import Histogram
-
 from support.streamdata import interval, row, window
 
 
 def test_totals_by_target_request_and_agent_and_their_histograms():
     step = window(start_ms=10_000, seconds=3)
     totals = RunTotals()
-    totals.on_interval(interval(step, 10_000, a=[row(1, "t1", latencies=[100]), row(2, "t2", latencies=[200, 300])],
-                                b=[row(3, "t1", latencies=[400, 500, 600])]))
+    totals.on_interval(
+        interval(
+            step,
+            10_000,
+            a=[row(1, "t1", latencies=[100]), row(2, "t2", latencies=[200, 300])],
+            b=[row(3, "t1", latencies=[400, 500, 600])],
+        )
+    )
     totals.on_interval(interval(step, 11_000, a=[row(4, "t1")]))
     assert totals.by_target()["t1"].requests == 8 and totals.by_target()["t2"].requests == 2
     assert totals.by_agent["b"].requests == 3 and totals.by_agent["a"].requests == 7

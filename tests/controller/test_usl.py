@@ -1,4 +1,5 @@
 """The USL fit recovers known coefficients (acceptance: within 5 %)."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,9 @@ from loadfleet.controller.usl import NotEnoughPoints, fit_usl, usl
 NS = (1, 2, 4, 6, 8, 10, 12, 16, 24, 32)
 
 
-@pytest.mark.parametrize("sigma,kappa,lam", [(0.05, 0.002, 1000.0), (0.2, 0.0001, 300.0), (0.02, 0.01, 50.0),
-                                              (0.0, 0.0005, 120.0)])
+@pytest.mark.parametrize(
+    "sigma,kappa,lam", [(0.05, 0.002, 1000.0), (0.2, 0.0001, 300.0), (0.02, 0.01, 50.0), (0.0, 0.0005, 120.0)]
+)
 def test_recovers_coefficients_from_exact_points(sigma, kappa, lam):
     fit = fit_usl([(n, usl(n, sigma, kappa, lam)) for n in NS])
     assert fit.sigma == pytest.approx(sigma, rel=0.05, abs=1e-6)
@@ -46,10 +48,18 @@ def test_a_bad_fit_says_so():
     assert fit.r_squared < 0.5
 
 
-@pytest.mark.parametrize("points", [[], [(1, 10), (2, 20)], [(1, 10), (1, 11), (2, 20)], [(1, 0), (2, 0), (3, 0)],
-                                    # 3 cluster sizes, however many repetitions: 3 parameters fit them exactly
-                                    [(n, 100.0 * n * (1 + r / 100)) for n in (1, 2, 4) for r in range(5)],
-                                    [(1, 10), (2, 19), (3, 27), (4, 34), (5, 0)]])
+@pytest.mark.parametrize(
+    "points",
+    [
+        [],
+        [(1, 10), (2, 20)],
+        [(1, 10), (1, 11), (2, 20)],
+        [(1, 0), (2, 0), (3, 0)],
+        # 3 cluster sizes, however many repetitions: 3 parameters fit them exactly
+        [(n, 100.0 * n * (1 + r / 100)) for n in (1, 2, 4) for r in range(5)],
+        [(1, 10), (2, 19), (3, 27), (4, 34), (5, 0)],
+    ],
+)
 def test_too_few_sizes_is_not_enough_points(points):
     with pytest.raises(NotEnoughPoints, match="not enough points"):
         fit_usl(points)
@@ -60,10 +70,13 @@ def test_the_issue_s_three_sizes_say_not_enough_points_instead_of_a_negative_kap
         fit_usl([(1, 1000), (2, 1030), (4, 990)])
 
 
-@pytest.mark.parametrize("points", [
-    [(n, 100.0 * n * (1 + 0.02 * n)) for n in (1, 2, 3, 4, 5, 6)],  # superlinear: would need σ < 0
-    [(1, 100), (2, 150), (3, 160), (4, 200), (5, 240), (6, 290)],  # convex tail: would need κ < 0
-])
+@pytest.mark.parametrize(
+    "points",
+    [
+        [(n, 100.0 * n * (1 + 0.02 * n)) for n in (1, 2, 3, 4, 5, 6)],  # superlinear: would need σ < 0
+        [(1, 100), (2, 150), (3, 160), (4, 200), (5, 240), (6, 290)],  # convex tail: would need κ < 0
+    ],
+)
 def test_parameters_stay_in_the_model_s_range(points):
     fit = fit_usl(points)
     assert 0 <= fit.sigma <= 1 and fit.kappa >= 0 and fit.lambda_ > 0
@@ -74,8 +87,9 @@ def test_parameters_stay_in_the_model_s_range(points):
 def test_a_noisy_true_curve_has_its_coefficients_within_the_fit_s_intervals(seed):
     rng = random.Random(seed)
     sigma, kappa, lam = 0.08, 0.004, 500.0
-    points = [(n, usl(n, sigma, kappa, lam) * (1 + rng.gauss(0, 0.03))) for n in (1, 2, 4, 6, 8, 12, 16, 24)
-              for _ in range(3)]
+    points = [
+        (n, usl(n, sigma, kappa, lam) * (1 + rng.gauss(0, 0.03))) for n in (1, 2, 4, 6, 8, 12, 16, 24) for _ in range(3)
+    ]
     fit = fit_usl(points)
     assert fit.sigma_ci[0] <= sigma <= fit.sigma_ci[1]
     assert fit.kappa_ci[0] <= kappa <= fit.kappa_ci[1]

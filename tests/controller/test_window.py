@@ -2,10 +2,10 @@
 expected agent has reported it or its window ran out; resends merge once; reports after
 publication are counted as late, never merged into a published interval; a report is
 settled (acknowledged) only once its interval is published."""
+
 from __future__ import annotations
 
 from loadfleet.controller.window import IntervalWindow, Outcome
-
 from support.streamdata import report, row, window
 
 STEP = window(start_ms=10_000)
@@ -13,8 +13,9 @@ STEP = window(start_ms=10_000)
 
 def open_window(agents=("a", "b"), revision_ms: int = 3000):
     published, settled = [], []
-    w = IntervalWindow(revision_ms=revision_ms, publish=published.append,
-                       settle=lambda agent, seq: settled.append((agent, seq)))
+    w = IntervalWindow(
+        revision_ms=revision_ms, publish=published.append, settle=lambda agent, seq: settled.append((agent, seq))
+    )
     w.open_step(STEP, agents)
     return w, published, settled
 
@@ -27,7 +28,9 @@ def test_an_interval_is_published_once_every_agent_has_reported_it():
     w.add(report("b", 10_000, row(2), seq=9))
     w.publish_due(11_500)
     w.publish_due(11_600)
-    assert [(p.start_ms, p.total.requests, [a.agent_id for a in p.agents]) for p in published] == [(10_000, 3, ["a", "b"])]
+    assert [(p.start_ms, p.total.requests, [a.agent_id for a in p.agents]) for p in published] == [
+        (10_000, 3, ["a", "b"])
+    ]
     assert sorted(settled) == [("a", 5), ("b", 9)], "acknowledged only once published"
 
 

@@ -1,6 +1,7 @@
 """The Ansible playbook of docs/deploy.md installs what deploy/systemd ships: its files exist,
 and the environment it writes sets the variables of the shipped agent.env, no more, no less.
 (ansible-playbook --syntax-check and a --check run passed on it once by hand: docs/deploy.md.)"""
+
 import re
 
 import yaml
@@ -18,8 +19,11 @@ def tasks() -> list[dict]:
 
 
 def test_the_playbook_copies_files_that_exist():
-    sources = [t["ansible.builtin.copy"]["src"] for t in tasks()
-               if "src" in t.get("ansible.builtin.copy", {}) and "deploy/" in t["ansible.builtin.copy"]["src"]]
+    sources = [
+        t["ansible.builtin.copy"]["src"]
+        for t in tasks()
+        if "src" in t.get("ansible.builtin.copy", {}) and "deploy/" in t["ansible.builtin.copy"]["src"]
+    ]
     assert sources
     for src in sources:
         assert (REPO / src.replace("{{ repo }}/", "")).is_file(), src

@@ -3,6 +3,7 @@ manifests hold what a cluster needs (images and commands, ports, secrets mounted
 commands read them, probes, resource requests, one agent per node); the rendered controller
 command and agent environment, run here as Kubernetes would run them, make an agent join
 the controller with its labels and allow-list."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,9 @@ def helm(*args: str) -> subprocess.CompletedProcess:
 
 def render(*sets: str) -> dict[tuple[str, str], dict]:
     """The manifests, by (kind, name)."""
-    result = helm("template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION,
-                  *(arg for s in sets for arg in ("--set", s)))
+    result = helm(
+        "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION, *(arg for s in sets for arg in ("--set", s))
+    )
     assert result.returncode == 0, result.stderr
     docs = [d for d in yaml.safe_load_all(result.stdout) if d]
     return {(d["kind"], d["metadata"]["name"]): d for d in docs}
@@ -43,14 +45,18 @@ def test_helm_lints_the_chart_strictly():
     assert "1 chart(s) linted, 0 chart(s) failed" in result.stdout
 
 
-@pytest.mark.parametrize("sets, message", [
-    (("agents.kind=Pod",), "value must be one of 'Deployment', 'DaemonSet'"),
-    (("agents.cores=0",), "/agents/cores"),
-    (("grafana.enabled=true",), "grafana.enabled needs influxdb.enabled"),
-])
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (("agents.kind=Pod",), "value must be one of 'Deployment', 'DaemonSet'"),
+        (("agents.cores=0",), "/agents/cores"),
+        (("grafana.enabled=true",), "grafana.enabled needs influxdb.enabled"),
+    ],
+)
 def test_wrong_values_are_refused_with_their_path(sets, message):
-    result = helm("template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION,
-                  *(arg for s in sets for arg in ("--set", s)))
+    result = helm(
+        "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION, *(arg for s in sets for arg in ("--set", s))
+    )
     assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
@@ -78,7 +84,7 @@ def test_the_controller_serves_tls_from_its_secret_on_one_replica_with_its_runs_
     assert c["image"] == "registry.example/lt/loadfleet-controller:0.1.0"
     assert c["command"] == ["loadfleet"]
     args = c["args"]
-    assert args[args.index("controller") + 1:args.index("controller") + 3] == ["--listen", "0.0.0.0:7700"]
+    assert args[args.index("controller") + 1 : args.index("controller") + 3] == ["--listen", "0.0.0.0:7700"]
     for flag in ("--tls-cert", "--tls-key", "--tls-ca"):
         assert mounted_secret(deployment, args[args.index(flag) + 1]) == ("loadfleet-controller-tls", "/pki")
     assert "--insecure" not in args
@@ -126,8 +132,9 @@ def test_agents_are_one_per_node_by_anti_affinity_with_their_nodes_certificate()
     for key in ("LOADFLEET_TLS_CA", "LOADFLEET_TLS_CERT", "LOADFLEET_TLS_KEY"):
         assert mounted_secret(agents, env[key]) == ("loadfleet-agents-tls", "/pki")
     requests, limits = c["resources"]["requests"], c["resources"]["limits"]
-    assert requests["cpu"] == limits["cpu"] == c["args"][c["args"].index("--cores") + 1], \
+    assert requests["cpu"] == limits["cpu"] == c["args"][c["args"].index("--cores") + 1], (
         "a load generator owns the cores it splits its share over"
+    )
 
 
 def test_agents_as_a_daemonset_have_no_replica_count_and_need_no_anti_affinity():
@@ -191,8 +198,12 @@ def test_the_rendered_commands_make_an_agent_join_the_controller(processes, tmp_
     bin_dir = Path(program("loadfleet")).parent
 
     c = container(manifests["Deployment", "lf-loadfleet-controller"])
-    args = [a.replace("/pki/", f"{controller_pki}/").replace("0.0.0.0:7700", f"127.0.0.1:{port}")
-            .replace("/data/", f"{tmp_path}/data/") for a in c["args"]]
+    args = [
+        a.replace("/pki/", f"{controller_pki}/")
+        .replace("0.0.0.0:7700", f"127.0.0.1:{port}")
+        .replace("/data/", f"{tmp_path}/data/")
+        for a in c["args"]
+    ]
     processes.start("controller", [str(bin_dir / c["command"][0]), *args])
     wait_for_port("127.0.0.1", port)
 
@@ -207,12 +218,27 @@ def test_the_rendered_commands_make_an_agent_join_the_controller(processes, tmp_
 
     deadline = time.monotonic() + 30
     while True:
-        listed = subprocess.run([program("loadfleet"), "agents", "--json", "--controller", f"localhost:{port}",
-                                 *pki.client_args("operator", "alice")], capture_output=True, text=True, timeout=30)
+        listed = subprocess.run(
+            [
+                program("loadfleet"),
+                "agents",
+                "--json",
+                "--controller",
+                f"localhost:{port}",
+                *pki.client_args("operator", "alice"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if listed.returncode == 0 and json.loads(listed.stdout):
             break
         assert time.monotonic() < deadline, listed.stdout + listed.stderr
         time.sleep(0.2)
     [agent] = json.loads(listed.stdout)
     assert (agent["agentId"], agent["labels"], agent["allowTargets"], agent["cores"]) == (
-        "node-7", {"zone": "a"}, ["10.20.0.0/16"], 1)
+        "node-7",
+        {"zone": "a"},
+        ["10.20.0.0/16"],
+        1,
+    )

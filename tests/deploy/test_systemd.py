@@ -2,6 +2,7 @@
 hold what a service on a fleet needs, and their command lines, run as systemd would run them
 with the shipped environment files, make a controller serving TLS and an agent that joins it
 with its labels and allow-list."""
+
 from __future__ import annotations
 
 import json
@@ -42,31 +43,48 @@ def units_with_this_venv(tmp_path: Path) -> list[Path]:
 
 
 def test_systemd_verifies_the_units(tmp_path):
-    result = subprocess.run([systemd_analyze(), "verify", *map(str, units_with_this_venv(tmp_path))],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [systemd_analyze(), "verify", *map(str, units_with_this_venv(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0 and not result.stderr.strip(), result.stderr
 
 
 @pytest.mark.parametrize("name", SERVICES)
 def test_systemd_rates_the_units_confined(name, tmp_path):
     unit = next(p for p in units_with_this_venv(tmp_path) if p.name == name)
-    result = subprocess.run([systemd_analyze(), "security", "--offline=yes", f"--threshold={MAX_EXPOSURE * 10:g}",
-                             str(unit)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [systemd_analyze(), "security", "--offline=yes", f"--threshold={MAX_EXPOSURE * 10:g}", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout[-600:]
     assert f"Overall exposure level for {name}:" in result.stdout
 
 
 ESSENTIALS = {
-    "User": "loadfleet", "Group": "loadfleet", "Restart": "always", "NoNewPrivileges": "yes",
-    "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes", "CapabilityBoundingSet": "",
+    "User": "loadfleet",
+    "Group": "loadfleet",
+    "Restart": "always",
+    "NoNewPrivileges": "yes",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "CapabilityBoundingSet": "",
     "AmbientCapabilities": "",
 }
 
 
-@pytest.mark.parametrize("name, env_file, state", [
-    ("loadfleet-controller.service", "/etc/loadfleet/controller.env", "loadfleet/controller"),
-    ("loadfleet-agent.service", "/etc/loadfleet/agent.env", "loadfleet/agent"),
-])
+@pytest.mark.parametrize(
+    "name, env_file, state",
+    [
+        ("loadfleet-controller.service", "/etc/loadfleet/controller.env", "loadfleet/controller"),
+        ("loadfleet-agent.service", "/etc/loadfleet/agent.env", "loadfleet/agent"),
+    ],
+)
 def test_each_unit_has_a_user_hardening_a_restart_policy_its_environment_file_and_state(name, env_file, state):
     unit = read_unit(UNITS / name)
     for key, value in ESSENTIALS.items():
@@ -80,7 +98,7 @@ def test_each_unit_has_a_user_hardening_a_restart_policy_its_environment_file_an
 
 
 def test_the_system_user_is_declared_for_systemd_sysusers():
-    [line] = [l for l in (UNITS / "loadfleet.sysusers").read_text().splitlines() if l and not l.startswith("#")]
+    [line] = [x for x in (UNITS / "loadfleet.sysusers").read_text().splitlines() if x and not x.startswith("#")]
     kind, user, _id, _gecos_and_rest = line.split(maxsplit=3)
     assert (kind, user) == ("u", "loadfleet") and "/usr/sbin/nologin" in line
 
@@ -108,11 +126,16 @@ def test_the_units_command_lines_serve_tls_and_join_an_agent_with_its_labels_and
     bin_dir = str(Path(program("loadfleet")).parent) + "/"
 
     argv = {}
-    for name, env_file in (("loadfleet-controller.service", "controller.env"), ("loadfleet-agent.service", "agent.env")):
+    for name, env_file in (
+        ("loadfleet-controller.service", "controller.env"),
+        ("loadfleet-agent.service", "agent.env"),
+    ):
         unit = read_unit(UNITS / name)
         env = service_env(unit, UNITS / env_file, rewrite)
-        argv[name] = [bin_dir + a.removeprefix(INSTALLED_BIN) if a.startswith(INSTALLED_BIN) else a
-                      for a in command_line(unit, "ExecStart", env, state)]
+        argv[name] = [
+            bin_dir + a.removeprefix(INSTALLED_BIN) if a.startswith(INSTALLED_BIN) else a
+            for a in command_line(unit, "ExecStart", env, state)
+        ]
         processes.start(name, argv[name], env=env, cwd=tmp_path)
         if name == "loadfleet-controller.service":
             wait_for_port("127.0.0.1", port)
@@ -122,7 +145,8 @@ def test_the_units_command_lines_serve_tls_and_join_an_agent_with_its_labels_and
     assert controller[-2:] == ["--tls-ca", str(pki.ca)], "LOADFLEET_CONTROLLER_ARGS split into words"
     agents = wait_for_agent(f"localhost:{port}", pki)
     assert [(a["agentId"], a.get("labels"), a.get("allowTargets")) for a in agents] == [
-        ("host-1", {"rack": "r1"}, ["10.20.0.0/16"])]
+        ("host-1", {"rack": "r1"}, ["10.20.0.0/16"])
+    ]
     agent = argv["loadfleet-agent.service"]
     assert agent[agent.index("--spool-dir") + 1] == str(state / "loadfleet/agent/spool")
 
@@ -130,8 +154,12 @@ def test_the_units_command_lines_serve_tls_and_join_an_agent_with_its_labels_and
 def wait_for_agent(address: str, pki, timeout_s: float = 30) -> list[dict]:
     deadline = time.monotonic() + timeout_s
     while True:
-        result = subprocess.run([program("loadfleet"), "agents", "--json", "--controller", address,
-                                 *pki.client_args("operator", "alice")], capture_output=True, text=True, timeout=30)
+        result = subprocess.run(
+            [program("loadfleet"), "agents", "--json", "--controller", address, *pki.client_args("operator", "alice")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if result.returncode == 0 and json.loads(result.stdout):
             return json.loads(result.stdout)
         assert time.monotonic() < deadline, f"no agent joined: {result.stdout} {result.stderr}"

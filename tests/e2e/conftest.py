@@ -1,5 +1,6 @@
 """Fixtures of the end-to-end tests: nginx servers on loopback serving a generated
 workload tree, and a controller with agents (support/cluster.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Bad input and unreachable parts: clear errors and the documented exit codes."""
+
 import subprocess
 
 from support.procs import free_port, program

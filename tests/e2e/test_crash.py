@@ -1,6 +1,7 @@
 """A controller that dies mid-run: what was published is on disk, a restarted controller
 closes the run as interrupted, or (restarted within the agents' lease) takes it over and
 finishes it with counts equal to what nginx served."""
+
 from __future__ import annotations
 
 import csv
@@ -20,10 +21,14 @@ pytestmark = pytest.mark.e2e
 
 def plan(tmp_path, webs, docroot, *, duration_s: int, **agents):
     return write_plan(
-        tmp_path / "plan.yaml", name="crash", duration_s=duration_s,
+        tmp_path / "plan.yaml",
+        name="crash",
+        duration_s=duration_s,
         targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
         workload={"keep_alive": True, "manifest": str(docroot / "manifest.json")},
-        load={"model": "closed", "clients": 4}, agents={"wait_s": 20, **agents})
+        load={"model": "closed", "clients": 4},
+        agents={"wait_s": 20, **agents},
+    )
 
 
 def published_before(run: subprocess.Popen, n: int) -> tuple[str, list[dict]]:
@@ -39,8 +44,9 @@ def published_before(run: subprocess.Popen, n: int) -> tuple[str, list[dict]]:
 
 
 def cluster_rows(run_dir) -> list[dict]:
-    return [r for r in csv.DictReader((run_dir / "intervals.csv").open())
-            if r["scope"] == "cluster" and r["target"] == "*"]
+    return [
+        r for r in csv.DictReader((run_dir / "intervals.csv").open()) if r["scope"] == "cluster" and r["target"] == "*"
+    ]
 
 
 def wait_for_summary(run_dir, timeout_s: float = 90) -> dict:
@@ -52,7 +58,8 @@ def wait_for_summary(run_dir, timeout_s: float = 90) -> dict:
 
 
 def test_a_killed_controller_leaves_every_published_interval_and_a_restart_closes_the_run(
-        cluster, webs, docroot, tmp_path):
+    cluster, webs, docroot, tmp_path
+):
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
     run = cluster.start_run(plan(tmp_path, webs, docroot, duration_s=30))
@@ -64,7 +71,7 @@ def test_a_killed_controller_leaves_every_published_interval_and_a_restart_close
     on_disk = cluster_rows(run_dir)
     assert len(on_disk) >= len(seen), "every interval published before the crash is on disk"
     # The same intervals: a progress line's req/s is its interval's requests (1 s intervals).
-    assert [int(r["requests"]) for r in on_disk[:len(seen)]] == [round(float(s[2])) for s in seen]
+    assert [int(r["requests"]) for r in on_disk[: len(seen)]] == [round(float(s[2])) for s in seen]
     assert not (run_dir / "summary.json").exists()
 
     time.sleep(9)  # past the agent's 3 s lease and the slack: its job has stopped for good
@@ -77,13 +84,17 @@ def test_a_killed_controller_leaves_every_published_interval_and_a_restart_close
     assert [(r["runId"], r["state"]) for r in listed] == [(run_id, "RUN_STATE_INTERRUPTED")]
     report = subprocess.run([program("loadfleet"), "report", str(run_dir)], capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
-    compare = subprocess.run([program("loadfleet"), "compare", str(run_dir), str(run_dir), "--out",
-                              str(tmp_path / "c.html")], capture_output=True, text=True)
+    compare = subprocess.run(
+        [program("loadfleet"), "compare", str(run_dir), str(run_dir), "--out", str(tmp_path / "c.html")],
+        capture_output=True,
+        text=True,
+    )
     assert compare.returncode == 0, compare.stderr
 
 
 def test_a_controller_restarted_within_the_lease_takes_the_run_over_and_counts_exactly(
-        cluster, webs, docroot, tmp_path):
+    cluster, webs, docroot, tmp_path
+):
     for agent_id in ("a1", "a2"):
         cluster.add_agent(agent_id)
     cluster.wait_for_agents(2)
@@ -93,8 +104,12 @@ def test_a_controller_restarted_within_the_lease_takes_the_run_over_and_counts_e
     run.communicate(timeout=30)
     time.sleep(1.5)
     cluster.start_controller()
-    follow = subprocess.run([program("loadfleet"), "status", run_id, "--controller", cluster.address, "--json"],
-                            capture_output=True, text=True, timeout=120)
+    follow = subprocess.run(
+        [program("loadfleet"), "status", run_id, "--controller", cluster.address, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     summary = json.loads(follow.stdout)
     assert follow.returncode == 0, follow.stderr
     assert summary["state"] == "finished", summary["message"]
@@ -106,8 +121,11 @@ def test_a_controller_restarted_within_the_lease_takes_the_run_over_and_counts_e
     starts = [int(r["interval_start_ms"]) for r in rows]
     assert len(starts) == 12 and all(b - a == 1000 for a, b in zip(starts, starts[1:])), "no gap, no duplicate"
     assert all(r["agent"] == "" for r in rows)
-    per_agent = [r for r in csv.DictReader((cluster.runs_dir / run_id / "intervals.csv").open())
-                 if r["scope"] == "agent" and r["target"] == "*"]
+    per_agent = [
+        r
+        for r in csv.DictReader((cluster.runs_dir / run_id / "intervals.csv").open())
+        if r["scope"] == "agent" and r["target"] == "*"
+    ]
     assert len(per_agent) == 24, "each agent's report of each interval, once"
 
 
@@ -126,7 +144,9 @@ def test_a_job_no_controller_claims_stops_when_its_lease_ends(cluster, webs, doc
     cluster.start_controller()
     cluster.wait_for_agents(1)
     while any(pid_alive(pid) for pid in engines):
-        assert time.monotonic() - killed < 6 + 3, "load went on past its lease for a controller that does not collect it"
+        assert time.monotonic() - killed < 6 + 3, (
+            "load went on past its lease for a controller that does not collect it"
+        )
         time.sleep(0.2)
     assert pid_alive(cluster.agents["a1"].pid), "the agent itself stays, connected"
     assert json.loads(cluster.loadfleet("agents", "--json").stdout)[0]["state"] == "AGENT_STATE_IDLE"

@@ -1,6 +1,7 @@
 """An installable load host: the wheels `make dist` built, installed into a fresh virtualenv
 on a PATH without cargo, give a working agent and its engine. A real controller gives that
 agent a job against a real nginx on loopback, and every request nginx logged is counted."""
+
 from __future__ import annotations
 
 import json
@@ -49,9 +50,13 @@ def test_the_engine_wheel_is_a_platform_wheel_carrying_the_program():
 def test_the_controller_wheel_carries_its_schema_and_the_reports_chart_library():
     with zipfile.ZipFile(built_wheels()["loadfleet_controller"]) as wheel:
         names = set(wheel.namelist())
-    assert {"loadfleet/controller/plan.schema.json", "loadfleet/controller/report/charts.js",
-            "loadfleet/controller/report/vendor/uPlot.iife.min.js", "loadfleet/controller/report/vendor/uPlot.min.css",
-            "loadfleet/controller/report/vendor/LICENSE"} <= names
+    assert {
+        "loadfleet/controller/plan.schema.json",
+        "loadfleet/controller/report/charts.js",
+        "loadfleet/controller/report/vendor/uPlot.iife.min.js",
+        "loadfleet/controller/report/vendor/uPlot.min.css",
+        "loadfleet/controller/report/vendor/LICENSE",
+    } <= names
 
 
 def test_a_fresh_virtualenv_without_cargo_runs_a_job_with_the_installed_engine(processes, webs, tmp_path):
@@ -64,27 +69,63 @@ def test_a_fresh_virtualenv_without_cargo_runs_a_job_with_the_installed_engine(p
     # Only our wheels come from dist/ (--no-index for them would also cut off grpcio & co):
     # --only-binary keeps pip from building anything of ours from source.
     installed = subprocess.run(
-        [str(host / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "--find-links", str(DIST),
-         "--only-binary", "loadfleet-agent,loadfleet-engine,loadfleet-proto", "loadfleet-agent"],
-        capture_output=True, text=True, env=env, timeout=300)
+        [
+            str(host / "bin" / "pip"),
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--find-links",
+            str(DIST),
+            "--only-binary",
+            "loadfleet-agent,loadfleet-engine,loadfleet-proto",
+            "loadfleet-agent",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert installed.returncode == 0, installed.stderr
     engine = host / "bin" / "loadfleet-engine"
     assert engine.is_file() and os.access(engine, os.X_OK), "the engine wheel put the program beside python"
-    absent = subprocess.run([str(host / "bin" / "python"), "-c", "import loadfleet.controller"],
-                            capture_output=True, text=True, env=env, timeout=30)
+    absent = subprocess.run(
+        [str(host / "bin" / "python"), "-c", "import loadfleet.controller"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     assert absent.returncode != 0, "a load host gets the agent, not the controller"
 
     cluster = Cluster(processes, tmp_path)  # the controller and the CLI come from the project's venv
-    agent = processes.start("dist-agent", [str(host / "bin" / "loadfleet-agent"), "--controller", cluster.address,
-                                           "--id", "dist-1", "--cores", "1", "--spool-dir", str(tmp_path / "spool")],
-                            env=env)
+    agent = processes.start(
+        "dist-agent",
+        [
+            str(host / "bin" / "loadfleet-agent"),
+            "--controller",
+            cluster.address,
+            "--id",
+            "dist-1",
+            "--cores",
+            "1",
+            "--spool-dir",
+            str(tmp_path / "spool"),
+        ],
+        env=env,
+    )
     try:
         cluster.wait_for_agents(1, timeout_s=20)
     except TimeoutError:
         pytest.fail(f"the installed agent did not connect: {agent.log_path.read_text()[-3000:]}")
-    plan = write_plan(tmp_path / "plan.yaml", name="from-wheels", duration_s=2, agents={"wait_s": 20},
-                      targets=[{"url": webs[0].url}], workload={"requests": [{"name": "index", "path": "/"}]},
-                      load={"model": "closed", "clients": 2})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="from-wheels",
+        duration_s=2,
+        agents={"wait_s": 20},
+        targets=[{"url": webs[0].url}],
+        workload={"requests": [{"name": "index", "path": "/"}]},
+        load={"model": "closed", "clients": 2},
+    )
     run = cluster.start_run(plan)
     engines = engine_programs(agent.pid, deadline_s=20)
     out, err = run.communicate(timeout=90)

@@ -2,6 +2,7 @@
 native engines, two nginx servers on loopback hosts. Results must be exact: what the
 controller reports is what nginx logged, and the cluster figures are the exact merge of
 the agents' figures."""
+
 from __future__ import annotations
 
 import csv
@@ -22,10 +23,14 @@ LOAD_S = 4
 def plan_for(tmp_path, webs, docroot, *, duration_s=LOAD_S, clients=8, **extra):
     extra.setdefault("agents", {"wait_s": 20})
     return write_plan(
-        tmp_path / "plan.yaml", name="e2e", duration_s=duration_s,
+        tmp_path / "plan.yaml",
+        name="e2e",
+        duration_s=duration_s,
         targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
         workload={"keep_alive": True, "manifest": str(docroot / "manifest.json")},
-        load={"model": "closed", "clients": clients}, **extra)
+        load={"model": "closed", "clients": clients},
+        **extra,
+    )
 
 
 def finish(run, timeout_s=60):
@@ -83,7 +88,7 @@ def check_intervals_are_exact_merges(run_dir, *, n_intervals, total_requests):
         tag, start, _length, _max, payload = line.split(",")
         by_start.setdefault(start, {})[tag.removeprefix("Tag=")] = HdrHistogram.decode(payload.encode())
     assert len(by_start) == n_intervals
-    for start, histograms in by_start.items():
+    for histograms in by_start.values():
         merged = HdrHistogram(1, 3_600_000_000, 3)
         for tag, histogram in histograms.items():
             if tag.startswith("agent:"):
@@ -142,8 +147,13 @@ def test_an_unreachable_target_is_reported_as_connect_errors(cluster, tmp_path):
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
     url = f"http://127.0.0.1:{free_port()}"
-    plan = write_plan(tmp_path / "plan.yaml", duration_s=2, targets=[{"url": url}],
-                      workload={"requests": [{"path": "/"}]}, load={"model": "closed", "clients": 2})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        duration_s=2,
+        targets=[{"url": url}],
+        workload={"requests": [{"path": "/"}]},
+        load={"model": "closed", "clients": 2},
+    )
     code, summary, err = finish(cluster.start_run(plan))
     assert code == 0, err
     total = summary["total"]
@@ -178,14 +188,20 @@ def test_open_model_rate_across_agents(cluster, webs, docroot, tmp_path):
     for agent_id in ("a1", "a2"):
         cluster.add_agent(agent_id)
     cluster.wait_for_agents(2)
-    plan = write_plan(tmp_path / "open.yaml", duration_s=4,
-                      targets=[{"url": webs[0].url}], workload={"requests": [{"path": "/index.html"}]},
-                      load={"model": "open", "rate": 600, "max_connections": 32})
+    plan = write_plan(
+        tmp_path / "open.yaml",
+        duration_s=4,
+        targets=[{"url": webs[0].url}],
+        workload={"requests": [{"path": "/index.html"}]},
+        load={"model": "open", "rate": 600, "max_connections": 32},
+    )
     code, summary, err = finish(cluster.start_run(plan))
     assert code == 0, err
     assert summary["total"]["figures"]["requests"] == 2400  # 600/s for 4 s, split over 2 agents
     run_dir = cluster.runs_dir / summary["run_id"]
-    rows = [r for r in csv.DictReader((run_dir / "intervals.csv").open()) if r["scope"] == "cluster" and r["target"] == "*"]
+    rows = [
+        r for r in csv.DictReader((run_dir / "intervals.csv").open()) if r["scope"] == "cluster" and r["target"] == "*"
+    ]
     assert sum(int(r["scheduled"]) for r in rows) == 2400
     assert sum(int(r["not_sent"]) for r in rows) == 0
 
@@ -195,8 +211,9 @@ def test_a_paused_controller_loses_no_measurements(cluster, webs, docroot, tmp_p
     lease), holds its intervals, and sends them when the controller is back."""
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=16, clients=2,
-                                     agents={"wait_s": 20, "lease_s": 30}))
+    run = cluster.start_run(
+        plan_for(tmp_path, webs, docroot, duration_s=16, clients=2, agents={"wait_s": 20, "lease_s": 30})
+    )
     wait_for_engines(cluster, "a1")
     time.sleep(2 + 2)  # barrier, then 2 s of load
     os.kill(cluster.controller.pid, signal.SIGSTOP)
@@ -218,8 +235,12 @@ def test_status_follows_and_stop_ends_a_run_from_another_shell(cluster, webs, do
     cluster.wait_for_agents(1)
     run = cluster.start_run(plan_for(tmp_path, webs, docroot, duration_s=60, clients=2))
     run_id = run.stderr.readline().split()[1]  # "run <id> started on ..."
-    status = subprocess.Popen([program("loadfleet"), "status", run_id, "--controller", cluster.address, "--json"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status = subprocess.Popen(
+        [program("loadfleet"), "status", run_id, "--controller", cluster.address, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(4)
     stop = cluster.loadfleet("stop", run_id)
     assert stop.returncode == 0 and "stop requested" in stop.stdout, stop.stderr

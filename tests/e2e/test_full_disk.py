@@ -3,6 +3,7 @@ and ends, its totals whole (what nginx served), followers hear of the full disk 
 naming it) and get the summary, the files written as far as they were complete, and the
 summary lists what is incomplete. `loadfleet run` exits 1: its results are not whole. The
 controller's InfluxDB spool on the same disk drops and counts what it cannot write."""
+
 from __future__ import annotations
 
 import csv
@@ -26,12 +27,19 @@ def disk(tmp_path):
 
 
 def run_until_disk_full(processes, tmp_path, disk, webs, docroot, *, duration_s: int, controller_args=()):
-    cluster = Cluster(processes, tmp_path, runs_dir=disk / "runs", controller_args=controller_args)  # the controller's runs on the small disk
+    cluster = Cluster(
+        processes, tmp_path, runs_dir=disk / "runs", controller_args=controller_args
+    )  # the controller's runs on the small disk
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    plan = write_plan(tmp_path / "plan.yaml", name="full-disk", duration_s=duration_s,
-                      targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
-                      workload={"manifest": str(docroot / "manifest.json")}, load={"model": "closed", "clients": 2})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="full-disk",
+        duration_s=duration_s,
+        targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
+        workload={"manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": 2},
+    )
     run = cluster.start_run(plan)
     run_id = run.stderr.readline().split()[1]
     published = 0
@@ -56,15 +64,17 @@ def check_clean_prefix(run_dir) -> list[int]:
 
 
 def test_a_disk_that_stays_full_ends_the_run_with_its_summary_to_the_followers(
-        processes, webs, docroot, tmp_path, disk):
+    processes, webs, docroot, tmp_path, disk
+):
     cluster, run, run_id, _, told = run_until_disk_full(processes, tmp_path, disk, webs, docroot, duration_s=10)
     assert f"the disk of {disk}/runs/{run_id} (tmpfs mounted at {disk}" in told and "is full" in told
     out, err = run.communicate(timeout=60)
     assert run.returncode == 1, err
     summary = json.loads(out)
     assert summary["state"] == "finished"
-    assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs), \
+    assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs), (
         "the totals are whole: they live in memory"
+    )
     assert {"intervals.csv", "summary.json"} <= set(summary["incomplete_files"])
     assert f"the disk of {disk}/runs/{run_id}" in summary["message"] and "incomplete" in summary["message"]
     run_dir = cluster.runs_dir / run_id
@@ -77,7 +87,8 @@ def test_a_disk_that_stays_full_ends_the_run_with_its_summary_to_the_followers(
 
 
 def test_room_made_before_the_end_gives_a_summary_that_lists_the_incomplete_files(
-        processes, webs, docroot, tmp_path, disk):
+    processes, webs, docroot, tmp_path, disk
+):
     cluster, run, run_id, filler, _ = run_until_disk_full(processes, tmp_path, disk, webs, docroot, duration_s=10)
     time.sleep(1)
     filler.unlink()  # the operator makes room while the run goes on
@@ -97,10 +108,12 @@ def test_room_made_before_the_end_gives_a_summary_that_lists_the_incomplete_file
 
 
 def test_the_influxdb_spool_on_the_full_disk_drops_and_counts_and_the_run_completes(
-        processes, webs, docroot, tmp_path, disk):
+    processes, webs, docroot, tmp_path, disk
+):
     down = f"http://127.0.0.1:{free_port()}"  # an InfluxDB that is not there: every point goes to the spool
-    cluster, run, run_id, _, _ = run_until_disk_full(processes, tmp_path, disk, webs, docroot, duration_s=8,
-                                                     controller_args=("--influx-url", down))
+    cluster, run, run_id, _, _ = run_until_disk_full(
+        processes, tmp_path, disk, webs, docroot, duration_s=8, controller_args=("--influx-url", down)
+    )
     out, err = run.communicate(timeout=90)
     assert run.returncode == 1, err
     summary = json.loads(out)

@@ -4,6 +4,7 @@ loopback. What the controller merges from Gatling's hook must be exactly what ng
 with latency percentiles from the merged HDR histograms; a user's own Maven project
 (gatling_projects/demo) is built offline from ~/.m2 and runs with or without the hook; and a
 project that does not compile, a missing class or a JVM killed mid-run end in a clear error."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,6 @@ from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.controller.errors import PlanError
 from loadfleet.controller.plan import parse_plan
 from loadfleet.v1 import agent_pb2, job_pb2
-
 from support.cluster import write_plan
 from support.procs import program
 
@@ -43,10 +43,15 @@ def test_gatling_results_are_merged_exactly_like_the_engines(cluster, webs, docr
         cluster.add_agent(agent_id)
     cluster.wait_for_agents(2)
     plan = write_plan(
-        tmp_path / "gatling.yaml", name="gatling-e2e", duration_s=DURATION_S, driver="gatling",
+        tmp_path / "gatling.yaml",
+        name="gatling-e2e",
+        duration_s=DURATION_S,
+        driver="gatling",
         targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
         workload={"keep_alive": True, "manifest": str(docroot / "manifest.json")},
-        load={"model": "closed", "clients": 8, "think": {"fixed_ms": 2}}, agents={"wait_s": 20})
+        load={"model": "closed", "clients": 8, "think": {"fixed_ms": 2}},
+        agents={"wait_s": 20},
+    )
     run = cluster.start_run(plan)
     code, summary, err = finish(run, timeout_s=90)
     assert code == 0, err
@@ -72,16 +77,22 @@ def test_gatling_results_are_merged_exactly_like_the_engines(cluster, webs, docr
 
     run_dir = cluster.runs_dir / summary["run_id"]
     check_cluster_histograms_merge_the_agents(run_dir, total["requests"])
-    assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "java"
-                and any(c.pid == p.pid for a in cluster.agents.values()
-                        for c in psutil.Process(a.pid).children(recursive=True))], "no JVM outlives its job"
+    assert not [
+        p
+        for p in psutil.process_iter(["name"])
+        if p.info["name"] == "java"
+        and any(c.pid == p.pid for a in cluster.agents.values() for c in psutil.Process(a.pid).children(recursive=True))
+    ], "no JVM outlives its job"
 
 
 def check_the_step_is_every_interval_after_the_warm_up_and_none_past_the_end(summary, run_dir, duration_s):
     """The run's one step measured every interval after its warm-up; no interval lies past the
     end of the load (stragglers of the last second count in its last interval)."""
-    cluster = {int(r["interval_start_ms"]): int(r["requests"]) for r in csv.DictReader((run_dir / "intervals.csv").open())
-               if r["scope"] == "cluster" and r["target"] == "*"}
+    cluster = {
+        int(r["interval_start_ms"]): int(r["requests"])
+        for r in csv.DictReader((run_dir / "intervals.csv").open())
+        if r["scope"] == "cluster" and r["target"] == "*"
+    }
     [step] = summary["steps"]
     load_start = step["start_ms"] - WARMUP_S * 1000  # the first measured interval follows the warm-up
     load_end = load_start + duration_s * 1000
@@ -125,11 +136,14 @@ workload: {requests: [{path: /}]}
 """
 
 
-@pytest.mark.parametrize("extra, path", [
-    ("duration_s: 5\nload: {model: closed, clients: 2, stages: [{duration_s: 2, target: 4}]}", "load.stages"),
-    ("duration_s: 5\nload: {model: closed, clients: 2}\nbudget: {requests: 100}", "budget"),
-    ("load: {model: closed}\nsweep: {steps: [1, 2], step_s: 5}", "sweep"),
-])
+@pytest.mark.parametrize(
+    "extra, path",
+    [
+        ("duration_s: 5\nload: {model: closed, clients: 2, stages: [{duration_s: 2, target: 4}]}", "load.stages"),
+        ("duration_s: 5\nload: {model: closed, clients: 2}\nbudget: {requests: 100}", "budget"),
+        ("load: {model: closed}\nsweep: {steps: [1, 2], step_s: 5}", "sweep"),
+    ],
+)
 def test_plans_the_gatling_driver_cannot_run_are_refused_with_the_path(extra, path):
     with pytest.raises(PlanError) as caught:
         parse_plan(PLAN + "driver: gatling\n" + extra)
@@ -146,16 +160,22 @@ load: {model: closed, clients: 2}
 WORKLOAD = "workload: {requests: [{path: /}]}\n"
 
 
-@pytest.mark.parametrize("extra, problems", [
-    ("gatling: {project: demo}\n", [("gatling.simulation", "give the simulation class")]),
-    ("gatling: {simulation: example.HookedSimulation}\n" + WORKLOAD, [("gatling.project", "give the Gatling Maven")]),
-    ("gatling: {project: demo, simulation: example.A}\n" + WORKLOAD, [("workload", "defines the workload")]),
-    ("gatling: {project: nowhere, simulation: example.A}\n", [("gatling.project", "is not a Maven project")]),
-    ("gatling: {project: demo, simulation: 1example}\n", [("gatling.simulation", "does not match")]),
-    ("gatling: {project: demo, simulation: a.B, html: true}\n", [("gatling", "'html' was unexpected")]),
-    ("gatling: {html_report: yes please}\n" + WORKLOAD, [("gatling.html_report", "is not of type 'boolean'")]),
-    ("", [("", "'workload' is a required property")]),
-])
+@pytest.mark.parametrize(
+    "extra, problems",
+    [
+        ("gatling: {project: demo}\n", [("gatling.simulation", "give the simulation class")]),
+        (
+            "gatling: {simulation: example.HookedSimulation}\n" + WORKLOAD,
+            [("gatling.project", "give the Gatling Maven")],
+        ),
+        ("gatling: {project: demo, simulation: example.A}\n" + WORKLOAD, [("workload", "defines the workload")]),
+        ("gatling: {project: nowhere, simulation: example.A}\n", [("gatling.project", "is not a Maven project")]),
+        ("gatling: {project: demo, simulation: 1example}\n", [("gatling.simulation", "does not match")]),
+        ("gatling: {project: demo, simulation: a.B, html: true}\n", [("gatling", "'html' was unexpected")]),
+        ("gatling: {html_report: yes please}\n" + WORKLOAD, [("gatling.html_report", "is not of type 'boolean'")]),
+        ("", [("", "'workload' is a required property")]),
+    ],
+)
 def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, problems):
     with pytest.raises(PlanError) as caught:
         parse_plan(GATLING_PLAN + extra, base_dir=DEMO_PROJECT.parent, confined=False)
@@ -165,8 +185,11 @@ def test_the_gatling_block_is_checked_with_the_path_of_each_problem(extra, probl
 
 
 def test_a_project_plan_needs_no_workload_and_resolves_the_project_where_the_plan_is(tmp_path):
-    plan = parse_plan(GATLING_PLAN + "gatling: {project: demo, simulation: example.HookedSimulation}\n",
-                      base_dir=DEMO_PROJECT.parent, confined=False)
+    plan = parse_plan(
+        GATLING_PLAN + "gatling: {project: demo, simulation: example.HookedSimulation}\n",
+        base_dir=DEMO_PROJECT.parent,
+        confined=False,
+    )
     assert plan.gatling.project == str(DEMO_PROJECT) and plan.requests == ()
     assert parse_plan(plan.to_yaml()) == plan, "the resolved plan reads back on a controller elsewhere"
     engine = GATLING_PLAN.replace("driver: gatling", "driver: engine") + WORKLOAD + "gatling: {html_report: true}\n"
@@ -202,12 +225,21 @@ WARMUP_S = 1
 def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(cluster, webs, tmp_path):
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    plan = {"duration_s": 4, "warmup_s": WARMUP_S, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20},
-            "workload": {"keep_alive": True, "requests": [{"name": "index", "path": "/index.html"}]},
-            "load": {"model": "closed", "clients": 4, "think": {"fixed_ms": 2}}}
+    plan = {
+        "duration_s": 4,
+        "warmup_s": WARMUP_S,
+        "targets": [{"url": webs[0].url}],
+        "agents": {"wait_s": 20},
+        "workload": {"keep_alive": True, "requests": [{"name": "index", "path": "/index.html"}]},
+        "load": {"model": "closed", "clients": 4, "think": {"fixed_ms": 2}},
+    }
     engine = run_plan(cluster, write_plan(tmp_path / "engine.yaml", name="same-plan", **plan))
-    gatling = run_plan(cluster, write_plan(tmp_path / "gatling.yaml", name="same-plan", driver="gatling",
-                                           gatling={"html_report": True}, **plan))
+    gatling = run_plan(
+        cluster,
+        write_plan(
+            tmp_path / "gatling.yaml", name="same-plan", driver="gatling", gatling={"html_report": True}, **plan
+        ),
+    )
     assert engine["state"] == gatling["state"] == "finished", (engine["events"], gatling["events"])
     figures = [s["total"]["figures"] for s in (engine, gatling)]
     assert all(f["requests"] > 100 and f["latency"]["p50_ms"] > 0 for f in figures), figures
@@ -220,16 +252,25 @@ def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(clus
     run_dirs = [cluster.runs_dir / s["run_id"] for s in (engine, gatling)]
     for summary, run_dir in zip((engine, gatling), run_dirs):
         check_the_step_is_every_interval_after_the_warm_up_and_none_past_the_end(summary, run_dir, plan["duration_s"])
-    compared = subprocess.run([program("loadfleet"), "compare", *map(str, run_dirs), "--json",
-                               "--out", str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60)
+    compared = subprocess.run(
+        [program("loadfleet"), "compare", *map(str, run_dirs), "--json", "--out", str(tmp_path / "compare.html")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert compared.returncode == 0, compared.stderr
     rows = json.loads(compared.stdout)["runs"]
     assert [(r["run_id"], r["requests"], r["driver"], r["measured"]) for r in rows] == [
         (s["run_id"], s["steps"][0]["requests"], driver, f"after a {WARMUP_S} s warm-up")
-        for s, driver in zip((engine, gatling), ("engine", "gatling"))]
+        for s, driver in zip((engine, gatling), ("engine", "gatling"))
+    ]
     assert all(r["p99_ms"] > 0 and not r["latency_missing"] for r in rows)
-    text = subprocess.run([program("loadfleet"), "compare", *map(str, run_dirs), "--out",
-                           str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60).stdout
+    text = subprocess.run(
+        [program("loadfleet"), "compare", *map(str, run_dirs), "--out", str(tmp_path / "compare.html")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     assert engine["run_id"] in text and gatling["run_id"] in text and "p99 ms" in text
     assert re.search(r"^driver\s+engine\s+gatling$", text, re.M), text
 
@@ -244,10 +285,22 @@ def test_the_same_plan_on_the_engine_and_on_gatling_side_by_side_in_compare(clus
 def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_path, offline_maven):
     cluster.add_agent("a1", 1, "--gatling-root", str(DEMO_PROJECT.parent))
     cluster.wait_for_agents(1)
-    plan = {"duration_s": 4, "targets": [{"url": webs[0].url}], "agents": {"wait_s": 20}, "driver": "gatling",
-            "load": {"model": "closed", "clients": 2}}
-    hooked = run_plan(cluster, write_plan(tmp_path / "hooked.yaml", name="hooked", **plan, gatling={
-        "project": str(DEMO_PROJECT), "simulation": "example.HookedSimulation"}))
+    plan = {
+        "duration_s": 4,
+        "targets": [{"url": webs[0].url}],
+        "agents": {"wait_s": 20},
+        "driver": "gatling",
+        "load": {"model": "closed", "clients": 2},
+    }
+    hooked = run_plan(
+        cluster,
+        write_plan(
+            tmp_path / "hooked.yaml",
+            name="hooked",
+            **plan,
+            gatling={"project": str(DEMO_PROJECT), "simulation": "example.HookedSimulation"},
+        ),
+    )
     served = webs[0].server.access_log_lines()
     total = hooked["total"]["figures"]
     assert hooked["state"] == "finished", hooked["events"]
@@ -255,8 +308,15 @@ def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_pat
     assert total["latency"]["p50_ms"] > 0 and not total["latency_missing"]
     assert len(list(offline_maven.glob("*/classpath.txt"))) == 1, "the project was built once, into the cache"
 
-    plain = run_plan(cluster, write_plan(tmp_path / "plain.yaml", name="plain", **plan, gatling={
-        "project": str(DEMO_PROJECT), "simulation": "example.PlainSimulation"}))
+    plain = run_plan(
+        cluster,
+        write_plan(
+            tmp_path / "plain.yaml",
+            name="plain",
+            **plan,
+            gatling={"project": str(DEMO_PROJECT), "simulation": "example.PlainSimulation"},
+        ),
+    )
     assert len(list(offline_maven.glob("*/classpath.txt"))) == 1, "the second run used the cached build"
     total = plain["total"]["figures"]
     by_request = {r["name"]: r["figures"] for r in plain["requests"]}
@@ -268,9 +328,18 @@ def test_a_user_project_runs_with_the_hook_and_without_it(cluster, webs, tmp_pat
     assert total["latency_missing"] and total["latency"]["max_ms"] == 0
     report = (cluster.runs_dir / plain["run_id"] / "report.html").read_text()
     assert "Latency not measured" in report
-    compared = subprocess.run([program("loadfleet"), "compare", *(str(cluster.runs_dir / s["run_id"])
-                                                                  for s in (hooked, plain)),
-                               "--out", str(tmp_path / "compare.html")], capture_output=True, text=True, timeout=60)
+    compared = subprocess.run(
+        [
+            program("loadfleet"),
+            "compare",
+            *(str(cluster.runs_dir / s["run_id"]) for s in (hooked, plain)),
+            "--out",
+            str(tmp_path / "compare.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert compared.returncode == 0, compared.stderr
     latency_line = next(line for line in compared.stdout.splitlines() if line.startswith("latency "))
     assert latency_line.split()[1:] == ["measured", "not", "measured", "for", "some", "requests"]
@@ -288,18 +357,25 @@ def run_job(spec: job_pb2.JobSpec, during=None) -> tuple[Outcome, list[agent_pb2
         if during:
             await during(runner)
         return await asyncio.wait_for(task, 120)
+
     started = time.monotonic()
     outcome = asyncio.run(go())
     return outcome, sent, time.monotonic() - started
 
 
-def user_spec(project: Path, simulation: str, url: str = "http://127.0.0.2:1", lead_s: float = 5,
-              duration_ms: int = 3000) -> job_pb2.JobSpec:
+def user_spec(
+    project: Path, simulation: str, url: str = "http://127.0.0.2:1", lead_s: float = 5, duration_ms: int = 3000
+) -> job_pb2.JobSpec:
     return job_pb2.JobSpec(
-        job_id="user", driver=job_pb2.DRIVER_GATLING, targets=[job_pb2.Target(url=url, weight=1)],
-        load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=1)), interval_ms=1000,
-        start_at_ms=int((time.time() + lead_s) * 1000), duration_ms=duration_ms,
-        gatling=job_pb2.GatlingOptions(project=str(project), simulation=simulation))
+        job_id="user",
+        driver=job_pb2.DRIVER_GATLING,
+        targets=[job_pb2.Target(url=url, weight=1)],
+        load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=1)),
+        interval_ms=1000,
+        start_at_ms=int((time.time() + lead_s) * 1000),
+        duration_ms=duration_ms,
+        gatling=job_pb2.GatlingOptions(project=str(project), simulation=simulation),
+    )
 
 
 def last_state(sent) -> tuple[int, str]:
@@ -311,7 +387,8 @@ def test_a_project_that_does_not_compile_fails_the_job_with_the_compilers_lines(
     project = tmp_path / "broken"
     shutil.copytree(DEMO_PROJECT, project)
     (project / "src/main/java/example/Broken.java").write_text(
-        "package example;\npublic class Broken { int x = \"text\"; }\n")
+        'package example;\npublic class Broken { int x = "text"; }\n'
+    )
     outcome, sent, took_s = run_job(user_spec(project, "example.PlainSimulation"))
     state, message = last_state(sent)
     assert outcome is Outcome.FAILED and state == agent_pb2.JOB_STATE_FAILED
@@ -332,12 +409,22 @@ def test_a_simulation_class_that_does_not_exist_fails_the_job_clearly(offline_ma
 def test_a_jvm_killed_mid_run_is_a_failed_job_with_its_exit_and_output(cluster, webs, tmp_path):
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    plan = write_plan(tmp_path / "killed.yaml", name="killed", duration_s=30, driver="gatling",
-                      targets=[{"url": webs[0].url}], agents={"wait_s": 20},
-                      workload={"requests": [{"path": "/index.html"}]}, load={"model": "closed", "clients": 2})
+    plan = write_plan(
+        tmp_path / "killed.yaml",
+        name="killed",
+        duration_s=30,
+        driver="gatling",
+        targets=[{"url": webs[0].url}],
+        agents={"wait_s": 20},
+        workload={"requests": [{"path": "/index.html"}]},
+        load={"model": "closed", "clients": 2},
+    )
     run = cluster.start_run(plan)
-    java = wait_for(lambda: [c for c in psutil.Process(cluster.agents["a1"].pid).children(recursive=True)
-                             if c.name() == "java"], timeout_s=30, what="a Gatling JVM")[0]
+    java = wait_for(
+        lambda: [c for c in psutil.Process(cluster.agents["a1"].pid).children(recursive=True) if c.name() == "java"],
+        timeout_s=30,
+        what="a Gatling JVM",
+    )[0]
     wait_for(lambda: webs[0].server.access_log_lines() > 0, timeout_s=30, what="load")
     time.sleep(2.5)  # the hook reports at least one full interval of load before the kill
     os.kill(java.pid, signal.SIGKILL)

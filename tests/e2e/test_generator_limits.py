@@ -1,6 +1,7 @@
 """A generator that runs out of its own resources is judged so: an agent whose engine has
 too few file descriptors (a low RLIMIT_NOFILE, inherited from the agent) against a real
 nginx on loopback counts LOCAL_FDS errors, and its intervals and step are invalid."""
+
 from __future__ import annotations
 
 import csv
@@ -17,9 +18,15 @@ def test_an_engine_out_of_file_descriptors_makes_its_intervals_invalid(cluster, 
     agent = cluster.add_agent("a1")
     cluster.wait_for_agents(1)
     subprocess.run(["prlimit", f"--pid={agent.pid}", f"--nofile={NOFILE}:{NOFILE}"], check=True)
-    plan = write_plan(tmp_path / "plan.yaml", name="fds", duration_s=4, targets=[{"url": webs[0].url}],
-                      workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
-                      load={"model": "closed", "clients": CLIENTS}, agents={"wait_s": 20})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="fds",
+        duration_s=4,
+        targets=[{"url": webs[0].url}],
+        workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
+        load={"model": "closed", "clients": CLIENTS},
+        agents={"wait_s": 20},
+    )
     run = cluster.start_run(plan)
     out, err = run.communicate(timeout=90)
     assert run.returncode == 0 and "Traceback" not in err, err

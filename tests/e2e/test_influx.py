@@ -1,5 +1,6 @@
 """A real run streaming into a real InfluxDB 1.8: what InfluxQL returns afterwards equals
 the run directory exactly, and an InfluxDB outage loses nothing."""
+
 from __future__ import annotations
 
 import csv
@@ -25,13 +26,21 @@ def cluster(processes, tmp_path):
 
 
 def run_with_influx(cluster, webs, docroot, tmp_path, influx, duration_s):
-    plan = write_plan(tmp_path / "plan.yaml", name="influx", duration_s=duration_s,
-                      targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
-                      workload={"manifest": str(docroot / "manifest.json")},
-                      load={"model": "closed", "clients": 4},
-                      sinks={"influxdb": {"url": influx.url, "bucket": BUCKET, "org": "-"}})
-    return subprocess.Popen([program("loadfleet"), "run", str(plan), "--controller", cluster.address, "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="influx",
+        duration_s=duration_s,
+        targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
+        workload={"manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": 4},
+        sinks={"influxdb": {"url": influx.url, "bucket": BUCKET, "org": "-"}},
+    )
+    return subprocess.Popen(
+        [program("loadfleet"), "run", str(plan), "--controller", cluster.address, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for(check, timeout_s=30):
@@ -42,8 +51,9 @@ def wait_for(check, timeout_s=30):
 
 
 def cluster_totals(influx, run_id):
-    rows = influx.rows(f"SELECT requests, p99_ms FROM http WHERE run = '{run_id}' "
-                       "AND scope = 'cluster' AND target = '*'")
+    rows = influx.rows(
+        f"SELECT requests, p99_ms FROM http WHERE run = '{run_id}' AND scope = 'cluster' AND target = '*'"
+    )
     return {r["time"]: r for r in rows}
 
 
@@ -62,12 +72,17 @@ def test_influxql_totals_equal_the_run_directory(cluster, webs, docroot, tmp_pat
     by_time = cluster_totals(influx, run_id)
     assert sum(r["requests"] for r in by_time.values()) == total
     for agent in summary["agents"]:
-        rows = influx.rows(f"SELECT sum(requests) FROM http WHERE run = '{run_id}' AND scope = 'agent' "
-                           f"AND agent = '{agent['name']}' AND target = '*'")
+        rows = influx.rows(
+            f"SELECT sum(requests) FROM http WHERE run = '{run_id}' AND scope = 'agent' "
+            f"AND agent = '{agent['name']}' AND target = '*'"
+        )
         assert rows[0]["sum"] == agent["figures"]["requests"]
     # Each interval's cluster p99 is the one computed from the merged histogram (intervals.csv).
-    csv_rows = [r for r in csv.DictReader(open(tmp_path / "runs" / run_id / "intervals.csv"))
-                if r["scope"] == "cluster" and r["target"] == "*"]
+    csv_rows = [
+        r
+        for r in csv.DictReader(open(tmp_path / "runs" / run_id / "intervals.csv"))
+        if r["scope"] == "cluster" and r["target"] == "*"
+    ]
     assert len(csv_rows) == len(by_time) == 3
     for r in csv_rows:
         assert abs(by_time[int(r["interval_start_ms"])]["p99_ms"] - float(r["p99_ms"])) < 1e-3
@@ -83,17 +98,26 @@ def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluste
         cluster.add_agent(agent_id)
     pid_file = tmp_path / "web1.pid"
     pid_file.write_text(str(webs[0].server.pid))
-    cluster.add_agent("web1-host", 1, "--monitor", f"--target={webs[0].url}", f"--pid-file=nginx={pid_file}",
-                      "--interfaces=lo")
+    cluster.add_agent(
+        "web1-host", 1, "--monitor", f"--target={webs[0].url}", f"--pid-file=nginx={pid_file}", "--interfaces=lo"
+    )
     cluster.wait_for_agents(3)
-    plan = write_plan(tmp_path / "sweep.yaml", name="dash",
-                      targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
-                      workload={"manifest": str(docroot / "manifest.json")}, load={"model": "closed"},
-                      sweep={"steps": [2, 4, 6, 8], "step_s": 3},
-                      stop={"error_pct": {"above": 10, "for_s": 1}},
-                      sinks={"influxdb": {"url": influx.url, "bucket": BUCKET, "org": "-"}})
-    run = subprocess.Popen([program("loadfleet"), "run", str(plan), "--controller", cluster.address, "--json"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    plan = write_plan(
+        tmp_path / "sweep.yaml",
+        name="dash",
+        targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
+        workload={"manifest": str(docroot / "manifest.json")},
+        load={"model": "closed"},
+        sweep={"steps": [2, 4, 6, 8], "step_s": 3},
+        stop={"error_pct": {"above": 10, "for_s": 1}},
+        sinks={"influxdb": {"url": influx.url, "bucket": BUCKET, "org": "-"}},
+    )
+    run = subprocess.Popen(
+        [program("loadfleet"), "run", str(plan), "--controller", cluster.address, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(7)  # into the second step
     os.kill(cluster.agents["a2"].pid, signal.SIGKILL)
     time.sleep(4)  # into the third step
@@ -103,8 +127,9 @@ def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluste
     summary = json.loads(out)
     assert summary["stop"]["condition"] == "error_pct"
     assert wait_for(lambda: influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'"))
-    assert wait_for(lambda: len(influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'"))
-                    == len(summary["steps"]))
+    assert wait_for(
+        lambda: len(influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'")) == len(summary["steps"])
+    )
     check_dashboards(influx, summary, [web.url for web in webs])
 
 

@@ -2,6 +2,7 @@
 acknowledges every TCP segment, so only gRPC's keepalive pings can tell) is noticed within
 15 s by each side: the CLI exits 1 with one line, the agent redials, the controller closes
 the connection. A CLI that hears nothing for a while is not sent away for pinging."""
+
 from __future__ import annotations
 
 import os
@@ -33,9 +34,15 @@ def stopped(proc: subprocess.Popen):
 
 
 def long_plan(tmp_path, webs, docroot, **agents):
-    return write_plan(tmp_path / "plan.yaml", name="keepalive", duration_s=60,
-                      targets=[{"url": webs[0].url}], workload={"manifest": str(docroot / "manifest.json")},
-                      load={"model": "closed", "clients": 2}, agents={"wait_s": 20, **agents})
+    return write_plan(
+        tmp_path / "plan.yaml",
+        name="keepalive",
+        duration_s=60,
+        targets=[{"url": webs[0].url}],
+        workload={"manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": 2},
+        agents={"wait_s": 20, **agents},
+    )
 
 
 def log_count(proc: subprocess.Popen, text: str) -> int:
@@ -53,8 +60,10 @@ def wait_until(check, timeout_s: float, poll_s: float = 0.1) -> float:
 
 def established(pid: int, port: int) -> bool:
     """Whether process `pid` has an established TCP connection with local or remote `port`."""
-    return any(c.status == psutil.CONN_ESTABLISHED and c.raddr and port in (c.laddr.port, c.raddr.port)
-               for c in psutil.Process(pid).net_connections("tcp"))
+    return any(
+        c.status == psutil.CONN_ESTABLISHED and c.raddr and port in (c.laddr.port, c.raddr.port)
+        for c in psutil.Process(pid).net_connections("tcp")
+    )
 
 
 def test_run_and_status_exit_1_within_15_s_when_the_controller_stops_answering(cluster, webs, docroot, tmp_path):
@@ -62,8 +71,12 @@ def test_run_and_status_exit_1_within_15_s_when_the_controller_stops_answering(c
     cluster.wait_for_agents(1)
     run = cluster.start_run(long_plan(tmp_path, webs, docroot))
     run_id = run.stderr.readline().split()[1]  # "run <id> started on ..."
-    status = subprocess.Popen([program("loadfleet"), "status", run_id, "--controller", cluster.address],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status = subprocess.Popen(
+        [program("loadfleet"), "status", run_id, "--controller", cluster.address],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while not run.stderr.readline()[:2].isdigit():  # the first published interval: all is flowing
         pass
     with stopped(cluster.controller) as since:
@@ -93,8 +106,11 @@ def test_an_agent_notices_a_silent_controller_within_15_s_and_redials(cluster):
 def test_the_controller_closes_a_silent_agents_connection_within_15_s(cluster):
     agent = cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    port = next(c.laddr.port for c in psutil.Process(agent.pid).net_connections("tcp")
-                if c.status == psutil.CONN_ESTABLISHED and c.raddr and c.raddr.port == cluster.port)
+    port = next(
+        c.laddr.port
+        for c in psutil.Process(agent.pid).net_connections("tcp")
+        if c.status == psutil.CONN_ESTABLISHED and c.raddr and c.raddr.port == cluster.port
+    )
     assert established(cluster.controller.pid, port)
     with stopped(agent):
         # The registry calls it lost after 3 silent heartbeats; keepalive then frees the
@@ -110,9 +126,18 @@ def test_a_cli_that_hears_nothing_for_a_while_is_not_sent_away(cluster, webs, do
     while it pings every 2 s: the controller must take those pings (grpc-core's default
     answers the third early one with GOAWAY "too_many_pings", about 8 s in)."""
     wait_s = 14
-    run = subprocess.run([program("loadfleet"), "run", str(long_plan(tmp_path, webs, docroot, count=1,
-                                                                     wait_s=wait_s)),
-                          "--controller", cluster.address], capture_output=True, text=True, timeout=wait_s + 30)
+    run = subprocess.run(
+        [
+            program("loadfleet"),
+            "run",
+            str(long_plan(tmp_path, webs, docroot, count=1, wait_s=wait_s)),
+            "--controller",
+            cluster.address,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=wait_s + 30,
+    )
     assert run.returncode == 1
     assert "needed 1 idle agent(s)" in run.stdout + run.stderr, run.stderr
     assert "lost the controller" not in run.stderr

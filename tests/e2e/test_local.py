@@ -1,4 +1,5 @@
 """`loadfleet run --local N`: one command starts a controller and N agents here."""
+
 import json
 import subprocess
 
@@ -7,13 +8,30 @@ from support.procs import program
 
 
 def test_local_run_against_nginx(webs, docroot, tmp_path):
-    plan = write_plan(tmp_path / "plan.yaml", duration_s=2,
-                      targets=[{"url": webs[0].url}, {"url": webs[1].url}],
-                      workload={"manifest": str(docroot / "manifest.json")},
-                      load={"model": "closed", "clients": 4})
-    result = subprocess.run([program("loadfleet"), "run", str(plan), "--local", "2", "--monitor", "nginx",
-                             "--json", "--runs-dir", str(tmp_path / "runs")],
-                            capture_output=True, text=True, timeout=90)
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        duration_s=2,
+        targets=[{"url": webs[0].url}, {"url": webs[1].url}],
+        workload={"manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": 4},
+    )
+    result = subprocess.run(
+        [
+            program("loadfleet"),
+            "run",
+            str(plan),
+            "--local",
+            "2",
+            "--monitor",
+            "nginx",
+            "--json",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert sorted(a["name"] for a in summary["agents"]) == ["local-1", "local-2"]

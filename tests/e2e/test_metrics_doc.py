@@ -1,5 +1,6 @@
 """Every InfluxQL example of docs/metrics.md runs against a real InfluxDB 1.8 filled with
 points made by the controller's own point builders, and returns rows."""
+
 from __future__ import annotations
 
 import re
@@ -9,15 +10,23 @@ from dataclasses import replace
 import pytest
 
 from loadfleet.controller.agents import Health
+from loadfleet.controller.drift import Drift
 from loadfleet.controller.events import Event, EventKind
 from loadfleet.controller.figures import figures_of
 from loadfleet.controller.genbound import GeneratorHealth
-from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
-from loadfleet.controller.drift import Drift
 from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
-from loadfleet.controller.sinks.points import (agent_point, drift_point, event_point, host_points, http_points,
-                                               step_host_points, step_point, step_target_points)
+from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.sinks.output import InfluxOutput
+from loadfleet.controller.sinks.points import (
+    agent_point,
+    drift_point,
+    event_point,
+    host_points,
+    http_points,
+    step_host_points,
+    step_point,
+    step_target_points,
+)
 from loadfleet.controller.stream import Scope
 from loadfleet.controller.validity import Validity
 from loadfleet.v1 import stats_pb2
@@ -52,8 +61,13 @@ def _row(target: str, request: str, n: int) -> StatsRow:
     row.status[1] = n
     row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = 1
     row.histogram = Histogram.of(1000 + 10 * i for i in range(n))
-    row.phases = Phases(connect=Phase(2, 300, 200), tls=Phase(2, 900, 500), waiting=Phase(n, 700 * n, 900),
-                        receiving=Phase(n, 50 * n, 80), waiting_histogram=Histogram.of(700 + i for i in range(n)))
+    row.phases = Phases(
+        connect=Phase(2, 300, 200),
+        tls=Phase(2, 900, 500),
+        waiting=Phase(n, 700 * n, 900),
+        receiving=Phase(n, 50 * n, 80),
+        waiting_histogram=Histogram.of(700 + i for i in range(n)),
+    )
     return row
 
 
@@ -65,22 +79,61 @@ REQ_TOT = "haproxy.group.web1.req_tot"
 
 
 def _host_sample(at_ms: int) -> HostSample:
-    return HostSample(at_ms=at_ms, cores=2, cpu_pct=35.0, mem_used_pct=20.0, net_rx_bytes_per_s=1e6,
-                      net_tx_bytes_per_s=5e6, tcp_established=12, processes=(ProcessSample("nginx", 2, 60.0, 40.0),))
+    return HostSample(
+        at_ms=at_ms,
+        cores=2,
+        cpu_pct=35.0,
+        mem_used_pct=20.0,
+        net_rx_bytes_per_s=1e6,
+        net_tx_bytes_per_s=5e6,
+        tcp_established=12,
+        processes=(ProcessSample("nginx", 2, 60.0, 40.0),),
+    )
 
 
 def _lb_sample(at_ms: int, i: int) -> HostSample:
-    return HostSample(at_ms=at_ms, cores=2, cpu_pct=10.0, mem_used_pct=20.0, net_rx_bytes_per_s=1e6,
-                      net_tx_bytes_per_s=1e6, tcp_established=4, counters={REQ_TOT: 500.0 * i})
+    return HostSample(
+        at_ms=at_ms,
+        cores=2,
+        cpu_pct=10.0,
+        mem_used_pct=20.0,
+        net_rx_bytes_per_s=1e6,
+        net_tx_bytes_per_s=1e6,
+        tcp_established=4,
+        counters={REQ_TOT: 500.0 * i},
+    )
 
 
 def _step_hosts() -> tuple[HostLoad, ...]:
-    return (HostLoad(host="web1", role="", targets=WEB_HOST.targets, samples=3, cpu_pct=35.0, max_cpu_pct=40.0,
-                     process_cpu_pct=60.0, mem_used_pct=20.0, net_rx_mb_per_s=1.0, net_tx_mb_per_s=5.0,
-                     tcp_established=12.0),
-            HostLoad(host="lb1", role="lb", targets=(), samples=3, cpu_pct=10.0, max_cpu_pct=12.0,
-                     process_cpu_pct=8.0, mem_used_pct=20.0, net_rx_mb_per_s=1.0, net_tx_mb_per_s=1.0,
-                     tcp_established=4.0, counter_rates={REQ_TOT: 500.0}))
+    return (
+        HostLoad(
+            host="web1",
+            role="",
+            targets=WEB_HOST.targets,
+            samples=3,
+            cpu_pct=35.0,
+            max_cpu_pct=40.0,
+            process_cpu_pct=60.0,
+            mem_used_pct=20.0,
+            net_rx_mb_per_s=1.0,
+            net_tx_mb_per_s=5.0,
+            tcp_established=12.0,
+        ),
+        HostLoad(
+            host="lb1",
+            role="lb",
+            targets=(),
+            samples=3,
+            cpu_pct=10.0,
+            max_cpu_pct=12.0,
+            process_cpu_pct=8.0,
+            mem_used_pct=20.0,
+            net_rx_mb_per_s=1.0,
+            net_tx_mb_per_s=1.0,
+            tcp_established=4.0,
+            counter_rates={REQ_TOT: 500.0},
+        ),
+    )
 
 
 def fill(influx) -> None:
@@ -93,11 +146,18 @@ def fill(influx) -> None:
     step = window("main", start_ms=start_ms, seconds=10)
     for i in range(10):
         at = start_ms + i * 1000
-        published = interval(step, at, **{agent: [_row("http://127.0.0.2:80", "home", 20 + i),
-                                                  _row("http://127.0.0.3:80", "home", 10)] for agent in ("a1", "a2")})
+        published = interval(
+            step,
+            at,
+            **{
+                agent: [_row("http://127.0.0.2:80", "home", 20 + i), _row("http://127.0.0.3:80", "home", 10)]
+                for agent in ("a1", "a2")
+            },
+        )
         for agent in ("a1", "a2"):
-            health = Health(cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0,
-                            busiest_engine_cpu_pct=97.0 if i == 3 else 40.0)
+            health = Health(
+                cpu_pct=96.0 if i == 3 else 40.0, engine_cpu_pct=80.0, busiest_engine_cpu_pct=97.0 if i == 3 else 40.0
+            )
             output.on_health(step, agent, health, at + 1000, 1)
             generators.on_health(step, agent, health, at + 1000, 1)
         published = replace(published, verdict=generators.judge(published))
@@ -106,14 +166,34 @@ def fill(influx) -> None:
         output.on_host(step, "web1", WEB_HOST, _host_sample(at + 900))
         output.on_host(step, "lb1", LB_HOST, _lb_sample(at + 900, i))
     total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
-    points.append(step_point(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
-                             total=figures_of(total, 10), bytes_per_s=1e6, generator_bound=False, losses=1,
-                             validity=Validity.SUSPECT, invalid_intervals=1, suspect_intervals=0,
-                             validity_reasons="a1: engine at 97 % of its core"))
-    points += step_host_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
-                               hosts=_step_hosts())
-    points += step_target_points(run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms,
-                                 targets=[_target_figures(url) for url in ("http://127.0.0.2:80", "http://127.0.0.3:80")])
+    points.append(
+        step_point(
+            run_id=RUN_ID,
+            step="main",
+            servers=2,
+            offered=4.0,
+            start_ms=start_ms,
+            total=figures_of(total, 10),
+            bytes_per_s=1e6,
+            generator_bound=False,
+            losses=1,
+            validity=Validity.SUSPECT,
+            invalid_intervals=1,
+            suspect_intervals=0,
+            validity_reasons="a1: engine at 97 % of its core",
+        )
+    )
+    points += step_host_points(
+        run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms, hosts=_step_hosts()
+    )
+    points += step_target_points(
+        run_id=RUN_ID,
+        step="main",
+        servers=2,
+        offered=4.0,
+        start_ms=start_ms,
+        targets=[_target_figures(url) for url in ("http://127.0.0.2:80", "http://127.0.0.3:80")],
+    )
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
 
@@ -148,27 +228,46 @@ def all_points() -> dict:
     row.scheduled, row.sent_late, row.max_send_lag_us, row.not_sent = 6, 1, 2500, 1
     total = merge_rows([row], target="*", request="*")[("*", "*")]
     return {
-        "http": http_points(run_id=RUN_ID, step="main", scope=Scope.AGENT, agent="a1", interval_start_ms=0,
-                            interval_ms=1000, rows=[row])[0],
+        "http": http_points(
+            run_id=RUN_ID, step="main", scope=Scope.AGENT, agent="a1", interval_start_ms=0, interval_ms=1000, rows=[row]
+        )[0],
         "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(busiest_engine_wait_pct=3.0), at_ms=0),
         "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
-        "step": step_point(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
-                           total=figures_of(total, 1), bytes_per_s=1.0, generator_bound=False, losses=0),
+        "step": step_point(
+            run_id=RUN_ID,
+            step="main",
+            servers=1,
+            offered=1.0,
+            start_ms=0,
+            total=figures_of(total, 1),
+            bytes_per_s=1.0,
+            generator_bound=False,
+            losses=0,
+        ),
         "host": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[0],
         "host_process": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[1],
         "host_counter": host_points(run_id=RUN_ID, host="lb1", monitor=LB_HOST, sample=_lb_sample(0, 1))[-1],
-        "step_host": step_host_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
-                                      hosts=_step_hosts())[0],
-        "step_host_counter": step_host_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
-                                              hosts=_step_hosts())[-1],
+        "step_host": step_host_points(
+            run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0, hosts=_step_hosts()
+        )[0],
+        "step_host_counter": step_host_points(
+            run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0, hosts=_step_hosts()
+        )[-1],
         "drift": drift_point(run_id=RUN_ID, drift=Drift(1000).observe(0, total)),
-        "step_target": step_target_points(run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0,
-                                          targets=[_target_figures("http://127.0.0.2:80")])[0],
+        "step_target": step_target_points(
+            run_id=RUN_ID,
+            step="main",
+            servers=1,
+            offered=1.0,
+            start_ms=0,
+            targets=[_target_figures("http://127.0.0.2:80")],
+        )[0],
     }
 
 
 def _target_figures(url: str):
     from loadfleet.controller.steps import target_figures
+
     return target_figures(_row(url, "*", 150), 10)
 
 
@@ -185,8 +284,19 @@ def test_the_doc_lists_exactly_the_tags_and_fields_the_controller_writes():
 def test_the_doc_has_examples_of_every_measurement():
     queries = doc_queries()
     assert len(queries) >= 10
-    for measurement in ("http", "agent", "event", "step", "host", "host_process", "host_counter", "step_host",
-                        "step_host_counter", "drift", "step_target"):
+    for measurement in (
+        "http",
+        "agent",
+        "event",
+        "step",
+        "host",
+        "host_process",
+        "host_counter",
+        "step_host",
+        "step_host_counter",
+        "drift",
+        "step_target",
+    ):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 
 

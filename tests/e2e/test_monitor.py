@@ -1,6 +1,7 @@
 """Target monitoring on real parts: a monitor-only agent next to nginx reports the host and
 the nginx processes; a sweep's steps carry the server's CPU, which grows with the load,
 and the monitor never takes load itself."""
+
 from __future__ import annotations
 
 import csv
@@ -16,16 +17,22 @@ def test_a_sweep_shows_the_servers_cpu_next_to_its_load(cluster, webs, tmp_path)
     pid_file = tmp_path / "web1.pid"
     pid_file.write_text(str(web.server.pid))
     cluster.add_agent("a1")
-    cluster.add_agent("web1-host", 1, "--monitor", f"--target={web.url}", f"--pid-file=nginx={pid_file}",
-                      "--interfaces=lo")
+    cluster.add_agent(
+        "web1-host", 1, "--monitor", f"--target={web.url}", f"--pid-file=nginx={pid_file}", "--interfaces=lo"
+    )
     cluster.wait_for_agents(2)
     listing = cluster.loadfleet("agents")
     assert f"monitors {web.url}" in listing.stdout, listing.stdout
 
-    plan = write_plan(tmp_path / "plan.yaml", name="monitored", targets=[{"url": web.url}],
-                      workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
-                      load={"model": "open"}, sweep={"steps": [50, 4000], "step_s": 5, "warmup_s": 1},
-                      agents={"wait_s": 20})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="monitored",
+        targets=[{"url": web.url}],
+        workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
+        load={"model": "open"},
+        sweep={"steps": [50, 4000], "step_s": 5, "warmup_s": 1},
+        agents={"wait_s": 20},
+    )
     run = cluster.start_run(plan)
     out, err = run.communicate(timeout=90)
     assert run.returncode == 0, err
@@ -45,8 +52,10 @@ def test_a_sweep_shows_the_servers_cpu_next_to_its_load(cluster, webs, tmp_path)
     assert low_host["samples"] >= 2 and high_host["samples"] >= 2
     # nginx (one worker) serves many times the requests at the second step: its CPU must show it.
     assert high["ok_rps"] > 10 * low["ok_rps"]
-    assert high_host["process_cpu_pct"] > max(2 * low_host["process_cpu_pct"], low_host["process_cpu_pct"] + 3), \
-        (low_host, high_host)
+    assert high_host["process_cpu_pct"] > max(2 * low_host["process_cpu_pct"], low_host["process_cpu_pct"] + 3), (
+        low_host,
+        high_host,
+    )
 
     run_dir = cluster.runs_dir / summary["run_id"]
     rows = list(csv.DictReader((run_dir / "hosts.csv").open()))
@@ -55,4 +64,3 @@ def test_a_sweep_shows_the_servers_cpu_next_to_its_load(cluster, webs, tmp_path)
     steps = list(csv.DictReader((run_dir / "steps.csv").open()))
     assert float(steps[1]["server_cpu_pct web1-host"]) == pytest.approx(high_host["process_cpu_pct"], abs=0.01)
     assert "Monitored hosts" in (run_dir / "report.html").read_text()
-

@@ -1,6 +1,7 @@
 """Phase timings from the engine to the run directory: a real local run (controller, two
 agents, their engines, nginx) with a connection per request; summary.json and
 intervals.csv hold the phases, merged exactly across agents."""
+
 import csv
 import json
 import subprocess
@@ -15,11 +16,19 @@ PHASES = ("connect", "tls", "waiting", "receiving")
 
 @pytest.fixture
 def phased_run(webs, docroot, tmp_path):
-    plan = write_plan(tmp_path / "plan.yaml", duration_s=2, targets=[{"url": webs[0].url}, {"url": webs[1].url}],
-                      workload={"keep_alive": False, "manifest": str(docroot / "manifest.json")},
-                      load={"model": "closed", "clients": 2})
-    result = subprocess.run([program("loadfleet"), "run", str(plan), "--local", "2", "--runs-dir",
-                             str(tmp_path / "runs")], capture_output=True, text=True, timeout=90)
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        duration_s=2,
+        targets=[{"url": webs[0].url}, {"url": webs[1].url}],
+        workload={"keep_alive": False, "manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": 2},
+    )
+    result = subprocess.run(
+        [program("loadfleet"), "run", str(plan), "--local", "2", "--runs-dir", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert result.returncode == 0, result.stderr
     [run_dir] = (tmp_path / "runs").iterdir()
     return result.stdout, json.loads((run_dir / "summary.json").read_text()), run_dir / "intervals.csv"

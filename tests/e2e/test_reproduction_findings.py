@@ -1,6 +1,7 @@
 """docs/reproductions/findings.yaml, the papers' findings as predicates, stays well-formed: every
 entry has its fields, a known comparison with a threshold of the right shape, and a source naming
 a paper's file (by name only: the papers themselves are not in the repository). Fast: reads YAML."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,18 @@ FINDINGS = REPO / "docs" / "reproductions" / "findings.yaml"
 DOC = REPO / "docs" / "reproductions.md"
 
 STUDIES = {"000", "001", "002", "003", "004"}
-REQUIRED = {"study", "id", "text", "metric", "comparison", "threshold", "threshold_basis", "kind",
-            "reproducible_here", "source"}
+REQUIRED = {
+    "study",
+    "id",
+    "text",
+    "metric",
+    "comparison",
+    "threshold",
+    "threshold_basis",
+    "kind",
+    "reproducible_here",
+    "source",
+}
 OPTIONAL = {"paper_value", "note"}
 COMPARISONS = {"<", "<=", ">", ">=", "==", "between"}
 BASES = {"paper", "direction", "judgement", "hypothesis"}
@@ -52,7 +63,7 @@ def test_the_finding_is_well_formed(finding):
     assert set(finding) <= REQUIRED | OPTIONAL, f"unknown {sorted(set(finding) - REQUIRED - OPTIONAL)}"
 
     study = finding["study"]
-    assert study in STUDIES, f"study {study!r} (quote it: \"000\")"
+    assert study in STUDIES, f'study {study!r} (quote it: "000")'
     match = ID.match(finding["id"])
     assert match and match.group(1) == study, f"id {finding['id']!r} must be {study}-<slug>"
     for field in ("text", "metric"):
@@ -61,8 +72,9 @@ def test_the_finding_is_well_formed(finding):
     comparison, threshold = finding["comparison"], finding["threshold"]
     assert comparison in COMPARISONS, f"comparison {comparison!r} not in {sorted(COMPARISONS)}"
     if comparison == "between":
-        assert isinstance(threshold, list) and len(threshold) == 2 and all(map(number, threshold)), \
+        assert isinstance(threshold, list) and len(threshold) == 2 and all(map(number, threshold)), (
             "between takes [low, high]"
+        )
         assert threshold[0] < threshold[1]
     elif comparison == "==":
         assert number(threshold) or (isinstance(threshold, str) and threshold), "== takes a number or a name"

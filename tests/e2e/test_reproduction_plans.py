@@ -2,6 +2,7 @@
 header gives the exact commands, its lab spec parses, its targets are servers of that lab, and
 the plan passes `loadfleet validate` once the lab's workload exists. Fast: nothing is started,
 the workloads are generated into a temporary copy of the repository's layout."""
+
 from __future__ import annotations
 
 import re
@@ -92,6 +93,5 @@ def test_the_plan_validates_once_its_lab_has_written_the_workload(plan, tmp_path
     (tmp_path / "plans").mkdir()
     copy = tmp_path / "plans" / plan.name
     shutil.copy(plan, copy)
-    result = subprocess.run([program("loadfleet"), "validate", str(copy)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run([program("loadfleet"), "validate", str(copy)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

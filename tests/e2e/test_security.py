@@ -2,6 +2,7 @@
 or tokens), agent processes, the CLI, raw gRPC clients over real TLS sockets, and nginx.
 Every refusal of issue 13 has a test here; what works with the right credentials is shown
 next to it, so that no refusal passes for a broken setup."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ from pathlib import Path
 import grpc
 import pytest
 
-from loadfleet.controller.security import Role
 from loadfleet.targets.nginx import NginxServer
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc, run_pb2, run_pb2_grpc
 from support.cluster import Cluster, write_plan
@@ -38,8 +38,9 @@ def foreign(tmp_path_factory) -> Pki:
 @pytest.fixture
 def secure(processes, tmp_path, pki) -> Cluster:
     """A controller requiring client certificates; the CLI as operator alice."""
-    return Cluster(processes, tmp_path, controller_args=pki.server_args(),
-                   client_args=pki.client_args("operator", OPERATOR))
+    return Cluster(
+        processes, tmp_path, controller_args=pki.server_args(), client_args=pki.client_args("operator", OPERATOR)
+    )
 
 
 def agent_args(pki: Pki, name: str) -> tuple[str, ...]:
@@ -84,10 +85,19 @@ def connect_as(channel, agent_id: str) -> grpc.RpcError:
 
 def plan_for(tmp_path, url: str, **extra) -> Path:
     extra.setdefault("agents", {"wait_s": 5})
-    return write_plan(tmp_path / "plan.yaml", name="secure", duration_s=2, targets=[{"url": url}],
-                      workload={"requests": [{"name": "page", "path": "/manifest.json",
-                                              "headers": {"Authorization": SECRET, "Accept": "*/*"}}]},
-                      load={"model": "closed", "clients": 2}, **extra)
+    return write_plan(
+        tmp_path / "plan.yaml",
+        name="secure",
+        duration_s=2,
+        targets=[{"url": url}],
+        workload={
+            "requests": [
+                {"name": "page", "path": "/manifest.json", "headers": {"Authorization": SECRET, "Accept": "*/*"}}
+            ]
+        },
+        load={"model": "closed", "clients": 2},
+        **extra,
+    )
 
 
 # ---------------------------------------------------------------- certificates
@@ -168,8 +178,12 @@ def test_an_agent_opens_a_session_only_under_its_own_name(secure, pki):
         error = connect_as(channel, "a2")
     assert error.code() is grpc.StatusCode.PERMISSION_DENIED and "only as 'a1'" in error.details()
     assert agents_listed(secure) == {}
-    result = subprocess.run([program("loadfleet-agent"), "--controller", secure.address, "--id", "a2",
-                             *agent_args(pki, "a1")], capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [program("loadfleet-agent"), "--controller", secure.address, "--id", "a2", *agent_args(pki, "a1")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 2 and "credentials are for agent 'a1'" in result.stderr
 
 
@@ -198,20 +212,30 @@ def tokens(tmp_path):
 
 @pytest.fixture
 def token_cluster(processes, tmp_path, pki, tokens) -> Cluster:
-    return Cluster(processes, tmp_path, controller_args=(
-        "--tls-cert", str(pki.cert("controller")), "--tls-key", str(pki.key("controller")),
-        "--token-file", str(tokens.server_file)),
-        client_args=("--tls-ca", str(pki.ca), "--token-file", str(tokens.client_files[OPERATOR])))
+    return Cluster(
+        processes,
+        tmp_path,
+        controller_args=(
+            "--tls-cert",
+            str(pki.cert("controller")),
+            "--tls-key",
+            str(pki.key("controller")),
+            "--token-file",
+            str(tokens.server_file),
+        ),
+        client_args=("--tls-ca", str(pki.ca), "--token-file", str(tokens.client_files[OPERATOR])),
+    )
 
 
 def test_tokens_admit_agents_and_operators_by_name_and_role(token_cluster, pki, tokens):
-    token_cluster.add_agent(None, 1, "--tls-ca", str(pki.ca), "--token-file", str(tokens.client_files["a1"]),
-                            name="a1")
+    token_cluster.add_agent(None, 1, "--tls-ca", str(pki.ca), "--token-file", str(tokens.client_files["a1"]), name="a1")
     token_cluster.wait_for_agents(1)
     assert set(agents_listed(token_cluster)) == {"a1"}
     address, ca = token_cluster.address, str(pki.ca)
-    for token_file, message in ((tokens.client_files["wrong"], "not one of this controller's"),
-                                (tokens.client_files["a2"], "agent 'a2' may not call ListRuns")):
+    for token_file, message in (
+        (tokens.client_files["wrong"], "not one of this controller's"),
+        (tokens.client_files["a2"], "agent 'a2' may not call ListRuns"),
+    ):
         result = loadfleet("runs", "--controller", address, "--tls-ca", ca, "--token-file", str(token_file))
         assert result.returncode == 2 and message in result.stderr, result.stderr
     result = loadfleet("runs", "--controller", address, "--tls-ca", ca)
@@ -219,12 +243,14 @@ def test_tokens_admit_agents_and_operators_by_name_and_role(token_cluster, pki, 
     # A token works only over TLS: the client never sends it in the clear, the controller never serves plaintext.
     with grpc.insecure_channel(address) as channel:
         with pytest.raises(grpc.RpcError) as caught:
-            run_pb2_grpc.RunServiceStub(channel).ListRuns(run_pb2.ListRunsRequest(), timeout=5,
-                                                          metadata=(("authorization", "Bearer x"),))
+            run_pb2_grpc.RunServiceStub(channel).ListRuns(
+                run_pb2.ListRunsRequest(), timeout=5, metadata=(("authorization", "Bearer x"),)
+            )
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     a2_token = tokens.client_files["a2"].read_text().split()[2]
-    credentials = grpc.composite_channel_credentials(grpc.ssl_channel_credentials(pki.ca.read_bytes()),
-                                                     grpc.access_token_call_credentials(a2_token))
+    credentials = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(pki.ca.read_bytes()), grpc.access_token_call_credentials(a2_token)
+    )
     with grpc.secure_channel(address, credentials) as channel:
         error = connect_as(channel, "a1")
     assert error.code() is grpc.StatusCode.PERMISSION_DENIED and "only as 'a2'" in error.details()
@@ -233,18 +259,50 @@ def test_tokens_admit_agents_and_operators_by_name_and_role(token_cluster, pki, 
 # ---------------------------------------------------------------- starting the controller
 
 
-@pytest.mark.parametrize("make_args, message", [
-    (lambda pki, tokens, port: ["--listen", f"0.0.0.0:{port}"], "refusing to listen on 0.0.0.0"),
-    (lambda pki, tokens, port: ["--listen", f"[::]:{port}"], "refusing to listen on [::]"),
-    (lambda pki, tokens, port: ["--listen", f"0.0.0.0:{port}", "--tls-cert", str(pki.cert("controller")),
-                                "--tls-key", str(pki.key("controller"))], "without TLS and authentication"),
-    (lambda pki, tokens, port: ["--token-file", str(tokens.server_file)], "need TLS"),
-    (lambda pki, tokens, port: ["--tls-cert", str(pki.cert("controller")), "--tls-key", str(pki.key("controller")),
-                                "--tls-ca", str(pki.ca), "--token-file", str(tokens.server_file)], "not both"),
-    (lambda pki, tokens, port: ["--tls-cert", str(pki.cert("controller"))], "go together"),
-    (lambda pki, tokens, port: ["--tls-cert", str(pki.cert("controller")), "--tls-key", str(pki.key("controller")),
-                                "--token-file", str(tokens.client_files["wrong"])], "expected `role name token`"),
-])
+@pytest.mark.parametrize(
+    "make_args, message",
+    [
+        (lambda pki, tokens, port: ["--listen", f"0.0.0.0:{port}"], "refusing to listen on 0.0.0.0"),
+        (lambda pki, tokens, port: ["--listen", f"[::]:{port}"], "refusing to listen on [::]"),
+        (
+            lambda pki, tokens, port: [
+                "--listen",
+                f"0.0.0.0:{port}",
+                "--tls-cert",
+                str(pki.cert("controller")),
+                "--tls-key",
+                str(pki.key("controller")),
+            ],
+            "without TLS and authentication",
+        ),
+        (lambda pki, tokens, port: ["--token-file", str(tokens.server_file)], "need TLS"),
+        (
+            lambda pki, tokens, port: [
+                "--tls-cert",
+                str(pki.cert("controller")),
+                "--tls-key",
+                str(pki.key("controller")),
+                "--tls-ca",
+                str(pki.ca),
+                "--token-file",
+                str(tokens.server_file),
+            ],
+            "not both",
+        ),
+        (lambda pki, tokens, port: ["--tls-cert", str(pki.cert("controller"))], "go together"),
+        (
+            lambda pki, tokens, port: [
+                "--tls-cert",
+                str(pki.cert("controller")),
+                "--tls-key",
+                str(pki.key("controller")),
+                "--token-file",
+                str(tokens.client_files["wrong"]),
+            ],
+            "expected `role name token`",
+        ),
+    ],
+)
 def test_an_unsafe_controller_refuses_to_start_with_one_line(pki, tokens, make_args, message):
     result = loadfleet("controller", *make_args(pki, tokens, free_port()), timeout=30)
     assert result.returncode == 2 and message in result.stderr, result.stderr
@@ -252,19 +310,39 @@ def test_an_unsafe_controller_refuses_to_start_with_one_line(pki, tokens, make_a
 
 
 def test_a_weak_or_misrolled_token_file_is_refused(pki, tmp_path):
-    for line, message in (("operator alice short", "at least 32 characters"),
-                          (f"controller c {'x' * 40}", "agent or operator"),
-                          (f"agent a1 {'x' * 40}\nagent a1 {'y' * 40}", "listed twice")):
+    for line, message in (
+        ("operator alice short", "at least 32 characters"),
+        (f"controller c {'x' * 40}", "agent or operator"),
+        (f"agent a1 {'x' * 40}\nagent a1 {'y' * 40}", "listed twice"),
+    ):
         (tmp_path / "tokens").write_text(line + "\n")
-        result = loadfleet("controller", "--tls-cert", str(pki.cert("controller")), "--tls-key",
-                           str(pki.key("controller")), "--token-file", str(tmp_path / "tokens"), timeout=30)
+        result = loadfleet(
+            "controller",
+            "--tls-cert",
+            str(pki.cert("controller")),
+            "--tls-key",
+            str(pki.key("controller")),
+            "--token-file",
+            str(tmp_path / "tokens"),
+            timeout=30,
+        )
         assert result.returncode == 2 and message in result.stderr, result.stderr
 
 
 def test_insecure_serves_beyond_loopback_and_says_so(processes):
     port = free_port("0.0.0.0")
-    proc = processes.start("insecure", [program("loadfleet"), "controller", "--listen", f"0.0.0.0:{port}",
-                                        "--insecure", "--runs-dir", "/nonexistent-runs"])
+    proc = processes.start(
+        "insecure",
+        [
+            program("loadfleet"),
+            "controller",
+            "--listen",
+            f"0.0.0.0:{port}",
+            "--insecure",
+            "--runs-dir",
+            "/nonexistent-runs",
+        ],
+    )
     wait_for_port("127.0.0.1", port)
     wait_for_log(proc, "--insecure: anyone who reaches")
 
@@ -289,15 +367,24 @@ load: {model: closed, clients: 1}
 """
 
 
-@pytest.mark.parametrize("extra, path, text", [
-    ("workload: {manifest: /etc/passwd}\n", "workload.manifest", "reads no files"),
-    ("workload: {manifest: ../../controller/secrets.json}\n", "workload.manifest", "reads no files"),
-    ("workload: {requests: [{path: /}]}\nsinks: {influxdb: {url: 'http://127.0.0.1:1', token_env: HOME}}\n",
-     "sinks.influxdb.token_env", "LOADFLEET_INFLUX_TOKEN"),
-    ("workload: {requests: [{path: /}]}\nsinks: {influxdb: {url: 'http://127.0.0.1:1'}}\n",
-     "sinks.influxdb", "--allow-plan-influx"),
-    ("driver: gatling\ngatling: {project: ../../etc, simulation: a.B}\n", "gatling.project", "relative"),
-])
+@pytest.mark.parametrize(
+    "extra, path, text",
+    [
+        ("workload: {manifest: /etc/passwd}\n", "workload.manifest", "reads no files"),
+        ("workload: {manifest: ../../controller/secrets.json}\n", "workload.manifest", "reads no files"),
+        (
+            "workload: {requests: [{path: /}]}\nsinks: {influxdb: {url: 'http://127.0.0.1:1', token_env: HOME}}\n",
+            "sinks.influxdb.token_env",
+            "LOADFLEET_INFLUX_TOKEN",
+        ),
+        (
+            "workload: {requests: [{path: /}]}\nsinks: {influxdb: {url: 'http://127.0.0.1:1'}}\n",
+            "sinks.influxdb",
+            "--allow-plan-influx",
+        ),
+        ("driver: gatling\ngatling: {project: ../../etc, simulation: a.B}\n", "gatling.project", "relative"),
+    ],
+)
 def test_a_plan_naming_a_controller_file_or_variable_is_refused(secure, pki, extra, path, text):
     problems = start_run_raw(secure.address, pki, CONTROLLER_FILE_PLAN + extra)
     assert [p for p, _ in problems] == [path] and text in problems[0][1], problems

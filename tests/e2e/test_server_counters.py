@@ -1,6 +1,7 @@
 """The servers' own statistics go into the run, on real parts: monitor-only agents read the
 lab's HAProxy (stats socket), Varnish (varnishstat) and nfs-ganesha (per-client I/O over its
 private D-Bus) with every heartbeat, and the run's counter rates agree with the load it sent."""
+
 from __future__ import annotations
 
 import csv
@@ -22,9 +23,15 @@ RATE_TOLERANCE = 0.10
 
 
 def run_plan(cluster, tmp_path: Path, urls: list[str], **workload) -> dict:
-    plan = write_plan(tmp_path / "plan.yaml", name="counted", duration_s=3, targets=[{"url": u} for u in urls],
-                      workload={"keep_alive": True, **workload}, load={"model": "closed", "clients": 4},
-                      agents={"wait_s": 20})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="counted",
+        duration_s=3,
+        targets=[{"url": u} for u in urls],
+        workload={"keep_alive": True, **workload},
+        load={"model": "closed", "clients": 4},
+        agents={"wait_s": 20},
+    )
     run = cluster.start_run(plan)
     out, err = run.communicate(timeout=90)
     assert run.returncode == 0, err
@@ -37,18 +44,32 @@ def host(summary: dict, name: str) -> dict:
 
 
 def test_the_balancers_counters_match_the_load_they_took(cluster, tmp_path):
-    spec = parse_spec({"workload": {"kind": "files30k", "count": 20}, "servers": [
-        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
-        {"name": "cache", "kind": "varnish", "cache": False, "backends": ["web1", "web2"], "listen": "127.0.0.5:0"},
-        {"name": "web1", "kind": "nginx", "listen": "127.0.0.2:0"},
-        {"name": "web2", "kind": "nginx", "listen": "127.0.0.3:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "files30k", "count": 20},
+            "servers": [
+                {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
+                {
+                    "name": "cache",
+                    "kind": "varnish",
+                    "cache": False,
+                    "backends": ["web1", "web2"],
+                    "listen": "127.0.0.5:0",
+                },
+                {"name": "web1", "kind": "nginx", "listen": "127.0.0.2:0"},
+                {"name": "web2", "kind": "nginx", "listen": "127.0.0.3:0"},
+            ],
+        }
+    )
     with Lab(spec, tmp_path / "lab") as lab:
         lb, cache = lab.server("lb"), lab.server("cache")
         cluster.add_agent("a1", 2)
-        cluster.add_agent("lb-host", 1, "--monitor", "--role", "lb", "--haproxy-stats", str(lb.stats_socket),
-                          "--interfaces", "lo")
-        cluster.add_agent("cache-host", 1, "--monitor", "--role", "cache", "--varnish-stats", str(cache.workdir),
-                          "--interfaces", "lo")
+        cluster.add_agent(
+            "lb-host", 1, "--monitor", "--role", "lb", "--haproxy-stats", str(lb.stats_socket), "--interfaces", "lo"
+        )
+        cluster.add_agent(
+            "cache-host", 1, "--monitor", "--role", "cache", "--varnish-stats", str(cache.workdir), "--interfaces", "lo"
+        )
         cluster.wait_for_agents(3)
         summary = run_plan(cluster, tmp_path, [lb.url, cache.url], manifest=str(lab.manifest))
 
@@ -95,8 +116,9 @@ def test_ganeshas_per_client_reads_go_into_the_run(cluster, tmp_path):
         mount.start()
         nginx.start()
         cluster.add_agent("a1", 1)
-        cluster.add_agent("nfs-host", 1, "--monitor", "--role", "nfs", "--ganesha-stats", ganesha.bus.address,
-                          "--interfaces", "lo")
+        cluster.add_agent(
+            "nfs-host", 1, "--monitor", "--role", "nfs", "--ganesha-stats", ganesha.bus.address, "--interfaces", "lo"
+        )
         cluster.wait_for_agents(2)
         summary = run_plan(cluster, tmp_path, [nginx.url], manifest=str(mount.mountpoint / "manifest.json"))
     finally:

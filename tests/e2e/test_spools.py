@@ -4,6 +4,7 @@ them, and the run says so once the controller is back: what the results show plu
 was dropped is exactly what nginx served. The controller's InfluxDB spool, during a long
 outage of a real InfluxDB 1.8, drops its oldest points past its limit, counts them, and the
 run says so (in its results and, once InfluxDB is back, in InfluxDB)."""
+
 from __future__ import annotations
 
 import csv
@@ -21,8 +22,10 @@ from support.procs import program
 
 pytestmark = pytest.mark.e2e
 
-DROPPED = re.compile(r"dropped ([\d,]+) unsent message\(s\) from its spool \(.*?\): ([\d,]+) interval "
-                     r"report\(s\), .*?, holding ([\d,]+) requests")
+DROPPED = re.compile(
+    r"dropped ([\d,]+) unsent message\(s\) from its spool \(.*?\): ([\d,]+) interval "
+    r"report\(s\), .*?, holding ([\d,]+) requests"
+)
 
 
 SPOOL_KIB = 60
@@ -37,10 +40,16 @@ def test_an_agents_spool_past_its_limit_drops_its_oldest_and_the_run_counts_them
     # of them. (Memory also bounds how fast a spool drains: 8 a heartbeat, twice the rate.)
     cluster.add_agent("a1", 1, "--outbox-memory", "8", "--spool-limit-mb", str(SPOOL_KIB / 1024))
     cluster.wait_for_agents(1)
-    plan = write_plan(tmp_path / "plan.yaml", name="spool", duration_s=16, interval_ms=250,
-                      targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
-                      workload={"keep_alive": True, "manifest": str(docroot / "manifest.json")},
-                      load={"model": "closed", "clients": 2}, agents={"wait_s": 20, "lease_s": 30})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="spool",
+        duration_s=16,
+        interval_ms=250,
+        targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
+        workload={"keep_alive": True, "manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": 2},
+        agents={"wait_s": 20, "lease_s": 30},
+    )
     run = cluster.start_run(plan)
     run_id = run.stderr.readline().split()[1]
     published = 0
@@ -50,8 +59,12 @@ def test_an_agents_spool_past_its_limit_drops_its_oldest_and_the_run_counts_them
     run.communicate(timeout=30)
     time.sleep(8)  # the controller is away; the agent keeps its load (lease 30 s) and spools
     cluster.start_controller()  # takes the run over from its journal
-    follow = subprocess.run([program("loadfleet"), "status", run_id, "--controller", cluster.address, "--json"],
-                            capture_output=True, text=True, timeout=120)
+    follow = subprocess.run(
+        [program("loadfleet"), "status", run_id, "--controller", cluster.address, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert follow.returncode == 0, follow.stderr
     summary = json.loads(follow.stdout)
     assert summary["state"] == "finished", summary["message"]
@@ -66,8 +79,11 @@ def test_an_agents_spool_past_its_limit_drops_its_oldest_and_the_run_counts_them
     served = sum(web.server.access_log_lines() for web in webs)
     total = summary["total"]["figures"]["requests"]
     assert total + requests == served, "what the results show plus what was dropped is what nginx served"
-    rows = [r for r in csv.DictReader((cluster.runs_dir / run_id / "intervals.csv").open())
-            if r["scope"] == "agent" and r["target"] == "*"]
+    rows = [
+        r
+        for r in csv.DictReader((cluster.runs_dir / run_id / "intervals.csv").open())
+        if r["scope"] == "agent" and r["target"] == "*"
+    ]
     starts = sorted(int(r["interval_start_ms"]) for r in rows)
     assert len(starts) == len(set(starts)), "no report twice"
     assert len(starts) + reports == 16 * 4, "every report arrived but the dropped ones"
@@ -77,16 +93,23 @@ def test_an_agents_spool_past_its_limit_drops_its_oldest_and_the_run_counts_them
 
 
 def test_the_influxdb_spool_past_its_limit_during_a_long_outage_drops_the_oldest_and_says_so(
-        processes, webs, docroot, tmp_path, influx):
+    processes, webs, docroot, tmp_path, influx
+):
     spool_kib = 24  # about 3 s of this run's points
-    cluster = Cluster(processes, tmp_path, controller_args=(
-        "--allow-plan-influx", "--influx-spool-limit-mb", str(spool_kib / 1024)))
+    cluster = Cluster(
+        processes, tmp_path, controller_args=("--allow-plan-influx", "--influx-spool-limit-mb", str(spool_kib / 1024))
+    )
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    plan = write_plan(tmp_path / "plan.yaml", name="influx-spool", duration_s=24,
-                      targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
-                      workload={"manifest": str(docroot / "manifest.json")}, load={"model": "closed", "clients": 2},
-                      sinks={"influxdb": {"url": influx.url, "bucket": "loadfleet/autogen", "org": "-"}})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="influx-spool",
+        duration_s=24,
+        targets=[{"url": webs[0].url, "weight": 3}, {"url": webs[1].url, "weight": 1}],
+        workload={"manifest": str(docroot / "manifest.json")},
+        load={"model": "closed", "clients": 2},
+        sinks={"influxdb": {"url": influx.url, "bucket": "loadfleet/autogen", "org": "-"}},
+    )
     run = cluster.start_run(plan)
     run_id = run.stderr.readline().split()[1]
     published = 0

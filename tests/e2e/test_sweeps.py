@@ -1,6 +1,7 @@
 """Sweeps on real parts: a knee found where it is by construction, a stop condition that
 ends a run with exit code 3, and a generator starved of CPU flagged (and not generator-bound
 when fed)."""
+
 from __future__ import annotations
 
 import csv
@@ -47,18 +48,29 @@ def run_plan(cluster, path, timeout_s=90):
 
 
 def plan(tmp_path, url, **fields):
-    return write_plan(tmp_path / "plan.yaml", name="sweep", targets=[{"url": url}],
-                      workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
-                      agents={"wait_s": 20}, **fields)
+    return write_plan(
+        tmp_path / "plan.yaml",
+        name="sweep",
+        targets=[{"url": url}],
+        workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
+        agents={"wait_s": 20},
+        **fields,
+    )
 
 
 def test_the_knee_of_a_capped_server_is_found_and_the_sweep_stops_there(cluster, capped, tmp_path):
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
     levels = [100, 200, 300, 400]  # the cap (250/s) lies between the 2nd and the 3rd
-    code, summary, err = run_plan(cluster, plan(
-        tmp_path, capped.url, load={"model": "open"},
-        sweep={"steps": levels, "step_s": 3, "warmup_s": 1, "stop_at_knee": True}))
+    code, summary, err = run_plan(
+        cluster,
+        plan(
+            tmp_path,
+            capped.url,
+            load={"model": "open"},
+            sweep={"steps": levels, "step_s": 3, "warmup_s": 1, "stop_at_knee": True},
+        ),
+    )
     assert code == 3 or summary["knees"] and summary["knees"][0]["name"] == "s4", err
     steps = {s["name"]: s for s in summary["steps"]}
     assert steps["s1"]["ok_rps"] == pytest.approx(100, rel=0.05)  # far below the cap: keeps up
@@ -70,8 +82,8 @@ def test_the_knee_of_a_capped_server_is_found_and_the_sweep_stops_there(cluster,
     [knee] = summary["knees"]
     assert knee["name"] in ("s2", "s3", "s4"), knee
     order = ["s1", "s2", "s3", "s4"]
-    ran = order[:order.index(knee["name"]) + 1]
-    assert list(steps) == ran and summary["skipped_steps"] == order[len(ran):]
+    ran = order[: order.index(knee["name"]) + 1]
+    assert list(steps) == ran and summary["skipped_steps"] == order[len(ran) :]
     assert knee["efficiency"] < 0.9 or knee["marginal_gain"] < 0.6
     kinds = [e["kind"] for e in summary["events"]]
     assert kinds.count("step_finished") == len(ran) and kinds.count("knee") == 1
@@ -80,7 +92,7 @@ def test_the_knee_of_a_capped_server_is_found_and_the_sweep_stops_there(cluster,
 
     rows = list(csv.DictReader((cluster.runs_dir / summary["run_id"] / "steps.csv").open()))
     assert [r["step"] for r in rows] == ran
-    assert [float(r["offered"]) for r in rows] == levels[:len(ran)]
+    assert [float(r["offered"]) for r in rows] == levels[: len(ran)]
     assert float(rows[-1][f"rps {capped.url}"]) == pytest.approx(steps[ran[-1]]["achieved_rps"], rel=1e-3)
     # Every request the engines counted was served (warm-ups and the final intervals included).
     assert summary["total"]["figures"]["requests"] == capped.access_log_lines()
@@ -90,9 +102,16 @@ def test_an_error_rate_stop_condition_ends_the_run_with_exit_code_3(cluster, tmp
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
     nobody = f"http://127.0.0.2:{free_port('127.0.0.2')}"  # nothing listens: every request is refused
-    code, summary, err = run_plan(cluster, plan(
-        tmp_path, nobody, duration_s=30, load={"model": "closed", "clients": 2, "think_time_ms": 50},
-        stop={"error_pct": {"above": 50, "for_s": 2}}))
+    code, summary, err = run_plan(
+        cluster,
+        plan(
+            tmp_path,
+            nobody,
+            duration_s=30,
+            load={"model": "closed", "clients": 2, "think_time_ms": 50},
+            stop={"error_pct": {"above": 50, "for_s": 2}},
+        ),
+    )
     assert code == 3, err
     assert summary["state"] == "stopped" and "error rate above 50 %" in summary["message"]
     assert summary["stop"]["condition"] == "error_pct"

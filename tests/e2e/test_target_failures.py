@@ -1,6 +1,7 @@
 """A target that stops answering mid-run, on real parts: one of two nginx is stopped by
 PID (its connections are then refused) and started again on the same port; the run marks
 it down with the load it had, up again when it answers, and finishes normally."""
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,14 @@ def test_a_stopped_target_is_down_then_up_and_the_run_finishes(cluster, webs, tm
     cluster.add_agent("a1")
     cluster.wait_for_agents(1)
     healthy, failing = webs
-    plan = write_plan(tmp_path / "plan.yaml", name="target-failure", duration_s=10,
-                      targets=[{"url": healthy.url}, {"url": failing.url}],
-                      workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
-                      load={"model": "open", "rate": 200, "max_connections": 16})
+    plan = write_plan(
+        tmp_path / "plan.yaml",
+        name="target-failure",
+        duration_s=10,
+        targets=[{"url": healthy.url}, {"url": failing.url}],
+        workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
+        load={"model": "open", "rate": 200, "max_connections": 16},
+    )
     run = cluster.start_run(plan)
     try:
         wait_until(lambda: failing.server.access_log_lines() > 100, timeout_s=15)  # ~1 s of its load

@@ -6,6 +6,7 @@ agent on web1's host. Everything it starts is stopped by PID with the network, a
 Safety: the network is a free 10.231.X.0/24, guarded by `ip route add unreachable` before the
 first packet; load goes only to the namespaces it created.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,34 +56,61 @@ class FleetLab:
     host; with `monitor`, a monitor-only agent on web1's host reports it (its veth traffic, its
     nginx processes). Beyond loopback the controller serves TLS with client certificates."""
 
-    def __init__(self, net: LabNetwork, tmp: Path, leftovers: Leftovers, *, agent_ids=("a1", "a2"),
-                 monitor: bool = True):
+    def __init__(
+        self, net: LabNetwork, tmp: Path, leftovers: Leftovers, *, agent_ids=("a1", "a2"), monitor: bool = True
+    ):
         self.net, self.tmp, self.leftovers = net, tmp, leftovers
         self.docroot = tmp / "docroot"
         generate_tree(self.docroot, scale=0.2, seed=7)
         self.ctrl = net.add_host("ctrl")
         self.address = f"{self.ctrl.address}:{CONTROLLER_PORT}"
-        self.pki = make_pki(tmp / "pki", controller_ips=(self.ctrl.address,),
-                            agents=(*agent_ids, *(["web1-host"] if monitor else [])))
-        self.controller = self._spawn(self.ctrl, "controller", [
-            program("loadfleet"), "controller", "--listen", self.address, "--runs-dir", str(tmp / "runs"),
-            *self.pki.server_args()])
+        self.pki = make_pki(
+            tmp / "pki", controller_ips=(self.ctrl.address,), agents=(*agent_ids, *(["web1-host"] if monitor else []))
+        )
+        self.controller = self._spawn(
+            self.ctrl,
+            "controller",
+            [
+                program("loadfleet"),
+                "controller",
+                "--listen",
+                self.address,
+                "--runs-dir",
+                str(tmp / "runs"),
+                *self.pki.server_args(),
+            ],
+        )
         self.webs = []
         for name in ("web1", "web2"):
             web = NamespaceNginx(net.add_host(name), WEB_PORT, self.docroot, tmp / "nginx", name)
             web.start()
             leftovers.pids.append(web.pid)
             self.webs.append(web)
-        self.ctrl.wait_listening(self.controller, CONTROLLER_PORT, what="controller",
-                                 error_tail=lambda: (tmp / "controller.log").read_text()[-2000:])
+        self.ctrl.wait_listening(
+            self.controller,
+            CONTROLLER_PORT,
+            what="controller",
+            error_tail=lambda: (tmp / "controller.log").read_text()[-2000:],
+        )
         self.monitor = None
         if monitor:
             web1 = self.webs[0]
             (tmp / "web1.pid").write_text(str(web1.pid))
-            self.monitor = self._spawn(web1.lab_host, "web1-host", [
-                program("loadfleet-agent"), "--controller", self.address, "--id", "web1-host", "--monitor",
-                f"--target={web1.url}", f"--pid-file=nginx={tmp / 'web1.pid'}",
-                *self.pki.client_args("agent", "web1-host")])
+            self.monitor = self._spawn(
+                web1.lab_host,
+                "web1-host",
+                [
+                    program("loadfleet-agent"),
+                    "--controller",
+                    self.address,
+                    "--id",
+                    "web1-host",
+                    "--monitor",
+                    f"--target={web1.url}",
+                    f"--pid-file=nginx={tmp / 'web1.pid'}",
+                    *self.pki.client_args("agent", "web1-host"),
+                ],
+            )
         self.hosts = {agent_id: net.add_host(agent_id) for agent_id in agent_ids}
         self.agents: dict[str, subprocess.Popen] = {}
         for agent_id in agent_ids:
@@ -91,12 +119,30 @@ class FleetLab:
     def start_agent(self, agent_id: str, *, clock_ahead_s: float = 0) -> subprocess.Popen:
         """`clock_ahead_s`: the agent and its engines see a wall clock that far ahead
         (libfaketime: their monotonic clocks stay as they are)."""
-        faked = ["env", f"FAKETIME=+{clock_ahead_s:g}s", "FAKETIME_DONT_FAKE_MONOTONIC=1",
-                 f"LD_PRELOAD={FAKETIME_LIBRARY}"] if clock_ahead_s else []
-        self.agents[agent_id] = self._spawn(self.hosts[agent_id], agent_id, [
-            *faked, program("loadfleet-agent"), "--controller", self.address, "--id", agent_id, "--cores", "1",
-            "--spool-dir", str(self.tmp / "spool" / agent_id),
-            *self.pki.client_args("agent", agent_id), "--allow-targets", str(self.net.subnet)])
+        faked = (
+            ["env", f"FAKETIME=+{clock_ahead_s:g}s", "FAKETIME_DONT_FAKE_MONOTONIC=1", f"LD_PRELOAD={FAKETIME_LIBRARY}"]
+            if clock_ahead_s
+            else []
+        )
+        self.agents[agent_id] = self._spawn(
+            self.hosts[agent_id],
+            agent_id,
+            [
+                *faked,
+                program("loadfleet-agent"),
+                "--controller",
+                self.address,
+                "--id",
+                agent_id,
+                "--cores",
+                "1",
+                "--spool-dir",
+                str(self.tmp / "spool" / agent_id),
+                *self.pki.client_args("agent", agent_id),
+                "--allow-targets",
+                str(self.net.subnet),
+            ],
+        )
         return self.agents[agent_id]
 
     def kill_agent(self, agent_id: str) -> None:
@@ -111,10 +157,13 @@ class FleetLab:
         self.leftovers.pids.append(proc.pid)
         return proc
 
-    def loadfleet(self, *args: str, timeout: float = 60, host=None, as_operator: bool = True) -> subprocess.CompletedProcess:
+    def loadfleet(
+        self, *args: str, timeout: float = 60, host=None, as_operator: bool = True
+    ) -> subprocess.CompletedProcess:
         credentials = self.pki.client_args("operator", OPERATOR) if as_operator else ()
-        return (host or self.ctrl).run([program("loadfleet"), *args, "--controller", self.address, *credentials],
-                                       timeout=timeout)
+        return (host or self.ctrl).run(
+            [program("loadfleet"), *args, "--controller", self.address, *credentials], timeout=timeout
+        )
 
     def connected_agents(self) -> set[str]:
         result = self.loadfleet("agents", "--json")
@@ -127,21 +176,45 @@ class FleetLab:
             assert time.monotonic() < deadline, f"agents {ids} did not connect: {self.connected_agents()}"
             time.sleep(0.2)
 
-    def plan(self, duration_s: float | None, *, name: str = "netns", load: dict | None = None,
-             agents: dict | None = None, **fields) -> Path:
+    def plan(
+        self,
+        duration_s: float | None,
+        *,
+        name: str = "netns",
+        load: dict | None = None,
+        agents: dict | None = None,
+        **fields,
+    ) -> Path:
         """A plan for both web servers; `duration_s` None for a sweep (`fields` has it)."""
         if duration_s is not None:
             fields["duration_s"] = duration_s
-        return write_plan(self.tmp / f"plan-{name}.yaml", name=name,
-                          targets=[{"url": web.url} for web in self.webs],
-                          workload={"keep_alive": True, "manifest": str(self.docroot / "manifest.json")},
-                          load=load or {"model": "closed", "clients": 8}, agents={"wait_s": 20, **(agents or {})},
-                          **fields)
+        return write_plan(
+            self.tmp / f"plan-{name}.yaml",
+            name=name,
+            targets=[{"url": web.url} for web in self.webs],
+            workload={"keep_alive": True, "manifest": str(self.docroot / "manifest.json")},
+            load=load or {"model": "closed", "clients": 8},
+            agents={"wait_s": 20, **(agents or {})},
+            **fields,
+        )
 
     def start_run(self, plan: Path) -> subprocess.Popen:
-        return subprocess.Popen(self.ctrl.argv([program("loadfleet"), "run", str(plan), "--controller", self.address,
-                                                "--json", *self.pki.client_args("operator", OPERATOR)]),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            self.ctrl.argv(
+                [
+                    program("loadfleet"),
+                    "run",
+                    str(plan),
+                    "--controller",
+                    self.address,
+                    "--json",
+                    *self.pki.client_args("operator", OPERATOR),
+                ]
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def engine_pids(self, agent_id: str) -> list[int]:
         agent = psutil.Process(self.agents[agent_id].pid)
@@ -157,8 +230,10 @@ class FleetLab:
 
     def logs(self) -> str:
         """The tails of the controller's and agents' logs, for failure messages."""
-        return "".join(f"\n--- {name}.log\n" + (self.tmp / f"{name}.log").read_text()[-1500:]
-                       for name in ("controller", *self.agents))
+        return "".join(
+            f"\n--- {name}.log\n" + (self.tmp / f"{name}.log").read_text()[-1500:]
+            for name in ("controller", *self.agents)
+        )
 
     def served(self) -> int:
         return sum(web.access_log_lines() for web in self.webs)

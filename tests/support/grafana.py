@@ -1,6 +1,7 @@
 """Running a Grafana dashboard's InfluxQL without Grafana: substitute the macros and
 template variables the way Grafana does, so each panel's query can run against a real
 InfluxDB."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,12 @@ def dashboards() -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(DASHBOARDS.glob("*.json"))]
 
 
-def render(query: str, variables: dict[str, list[str]], *, interval: str = "1s",
-           time_filter: str = "time > now() - 1h") -> str:
+def render(
+    query: str, variables: dict[str, list[str]], *, interval: str = "1s", time_filter: str = "time > now() - 1h"
+) -> str:
     """Grafana's InfluxQL interpolation: $timeFilter, $__interval, and regex-formatted
     variables ((a|b) for several values, escaped)."""
+
     def value(name: str) -> str:
         values = [re.sub(r"([\\/.^$*+?()\[\]{}|:-])", r"\\\1", v) for v in variables[name]]
         return values[0] if len(values) == 1 else "(" + "|".join(values) + ")"

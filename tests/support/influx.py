@@ -1,5 +1,6 @@
 """A real InfluxDB 1.8 for tests (built by `make setup` with go install; see
 docs/metrics.md): its own directory, free loopback ports, stopped by PID."""
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,13 @@ bind-address = "127.0.0.1:{self.rpc_port}"
   log-enabled = false
   flux-enabled = false
 """)
-        self.proc = subprocess.Popen([program("influxd"), "-config", str(conf)], stdin=subprocess.DEVNULL,
-                                     stdout=open(self.dir / "influxd.log", "wb"), stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [program("influxd"), "-config", str(conf)],
+            stdin=subprocess.DEVNULL,
+            stdout=open(self.dir / "influxd.log", "wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -69,7 +74,6 @@ bind-address = "127.0.0.1:{self.rpc_port}"
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
 
-
     def query(self, q: str, *, method: str = "GET") -> list[dict]:
         """InfluxQL; returns the series of the first statement (empty list if none)."""
         params = urllib.parse.urlencode({"db": DATABASE, "q": q, "epoch": "ms"})
@@ -90,4 +94,3 @@ bind-address = "127.0.0.1:{self.rpc_port}"
             return []
         columns = series[0]["columns"]
         return [dict(zip(columns, values)) for values in series[0]["values"]]
-

@@ -1,6 +1,7 @@
 """Certificates and tokens for tests of the secured controller: a CA with a controller
 certificate for 127.0.0.1/localhost, agents and an operator, and a second, foreign CA with
 certificates of the same names (made with `loadfleet certs`' module, as a user would)."""
+
 from __future__ import annotations
 
 import secrets
@@ -29,16 +30,29 @@ class Pki:
         return self.cert(role, name).with_suffix(".key")
 
     def server_args(self) -> tuple[str, ...]:
-        return ("--tls-cert", str(self.cert("controller")), "--tls-key", str(self.key("controller")),
-                "--tls-ca", str(self.ca))
+        return (
+            "--tls-cert",
+            str(self.cert("controller")),
+            "--tls-key",
+            str(self.key("controller")),
+            "--tls-ca",
+            str(self.ca),
+        )
 
     def client_args(self, role: str, name: str) -> tuple[str, ...]:
-        return ("--tls-ca", str(self.ca), "--tls-cert", str(self.cert(role, name)),
-                "--tls-key", str(self.key(role, name)))
+        return (
+            "--tls-ca",
+            str(self.ca),
+            "--tls-cert",
+            str(self.cert(role, name)),
+            "--tls-key",
+            str(self.key(role, name)),
+        )
 
 
-def make_pki(directory: Path, *, controller_ips: tuple[str, ...] = ("127.0.0.1",),
-             agents: tuple[str, ...] = AGENTS) -> Pki:
+def make_pki(
+    directory: Path, *, controller_ips: tuple[str, ...] = ("127.0.0.1",), agents: tuple[str, ...] = AGENTS
+) -> Pki:
     certs.init_ca(directory)
     certs.issue(directory, Role.CONTROLLER, "localhost", dns_names=("localhost",), ips=controller_ips)
     for name in agents:

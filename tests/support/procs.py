@@ -1,5 +1,6 @@
 """Shared helpers for tests that start real processes: free ports, and processes that
 are always stopped by PID, even when a test fails."""
+
 from __future__ import annotations
 
 import os
@@ -52,8 +53,14 @@ class Processes:
 
     def start(self, name: str, args: list[str], **kwargs) -> subprocess.Popen:
         log = open(self._log_dir / f"{name}.log", "wb")
-        proc = subprocess.Popen(args, stdout=kwargs.pop("stdout", log), stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, **kwargs)
+        proc = subprocess.Popen(
+            args,
+            stdout=kwargs.pop("stdout", log),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **kwargs,
+        )
         proc.log_path = self._log_dir / f"{name}.log"
         self.started.append(proc)
         return proc

@@ -1,4 +1,5 @@
 """Builders of stream values for the controller's unit tests."""
+
 from __future__ import annotations
 
 from loadfleet.controller.jobs import JobReport
@@ -11,21 +12,50 @@ JOB = "run-1"
 
 
 def window(name: str = "main", start_ms: int = 10_000, seconds: int = 10, **changes) -> StepWindow:
-    fields = dict(name=name, index=0, job_id=JOB, interval_ms=1000, load_start_ms=start_ms,
-                  load_end_ms=start_ms + 1000 * seconds, load="10 clients")
+    fields = dict(
+        name=name,
+        index=0,
+        job_id=JOB,
+        interval_ms=1000,
+        load_start_ms=start_ms,
+        load_end_ms=start_ms + 1000 * seconds,
+        load="10 clients",
+    )
     return StepWindow(**{**fields, **changes})
 
 
-def row(n: int, target: str = "http://t:1", request: str = "r", latencies=(), *, failed: int = 0,
-        active: int = 0, opened: int = 0) -> StatsRow:
-    return StatsRow(target, request, requests=n, status=[0, n - failed, 0, 0, failed],
-                    histogram=Histogram.of(latencies), active_connections=active, connections_opened=opened)
+def row(
+    n: int,
+    target: str = "http://t:1",
+    request: str = "r",
+    latencies=(),
+    *,
+    failed: int = 0,
+    active: int = 0,
+    opened: int = 0,
+) -> StatsRow:
+    return StatsRow(
+        target,
+        request,
+        requests=n,
+        status=[0, n - failed, 0, 0, failed],
+        histogram=Histogram.of(latencies),
+        active_connections=active,
+        connections_opened=opened,
+    )
 
 
 def report(agent: str, start_ms: int, *rows: StatsRow, seq: int = 1, final: bool = False, job: str = JOB) -> JobReport:
     rows = rows or (row(1),)
-    return JobReport(job_id=job, agent_id=agent, seq=seq, interval_start_ms=start_ms, rows=tuple(rows),
-                     total=total_row(rows), final=final)
+    return JobReport(
+        job_id=job,
+        agent_id=agent,
+        seq=seq,
+        interval_start_ms=start_ms,
+        rows=tuple(rows),
+        total=total_row(rows),
+        final=final,
+    )
 
 
 def interval(step: StepWindow, start_ms: int, **agents: list[StatsRow]) -> FinalInterval:
@@ -36,6 +66,7 @@ def interval(step: StepWindow, start_ms: int, **agents: list[StatsRow]) -> Final
 
 def _held(rows):
     from loadfleet.controller.window import _Report
+
     return _Report(tuple(rows), total_row(rows), [0])
 
 

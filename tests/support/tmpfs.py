@@ -1,4 +1,5 @@
 """A small tmpfs a test mounts and removes: a real file system that fills up (ENOSPC)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,7 @@ def small_disk(mount_point: Path, size_kib: int) -> Iterator[Path]:
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mount_point.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k,mode=0755", "tmpfs", str(mount_point)],
-                   check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k,mode=0755", "tmpfs", str(mount_point)], check=True)
     try:
         yield mount_point
     finally:

@@ -2,6 +2,7 @@
 shipped units use it: sections of `Key=value` lines (a key may repeat; a trailing backslash
 continues a line), `%S` (the state directory root), and in command lines `${VAR}` (one word,
 as is) and `$VAR` as a word of its own (split at whitespace, so an empty one is no word)."""
+
 from __future__ import annotations
 
 import re

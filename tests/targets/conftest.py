@@ -1,5 +1,6 @@
 """Fixtures of the lab tests: a state directory that unprivileged server users can read,
 and a short run of the real engine (`loadfleet run --local 1`) on lab URLs."""
+
 from __future__ import annotations
 
 import contextlib
@@ -44,8 +45,15 @@ def module_open_dir():
 def run_load(tmp_path):
     """Runs a 2 s closed-loop plan on the real engine and returns its JSON summary."""
 
-    def run(urls: list[str], *, manifest: Path | None = None, requests: list[dict] | None = None,
-            clients: int = 8, duration_s: int = 2, tls_verify: bool | None = None) -> dict:
+    def run(
+        urls: list[str],
+        *,
+        manifest: Path | None = None,
+        requests: list[dict] | None = None,
+        clients: int = 8,
+        duration_s: int = 2,
+        tls_verify: bool | None = None,
+    ) -> dict:
         workload = {"keep_alive": True}
         if tls_verify is not None:
             workload["tls_verify"] = tls_verify
@@ -53,13 +61,21 @@ def run_load(tmp_path):
             workload["manifest"] = str(manifest)
         if requests:
             workload["requests"] = requests
-        plan = write_plan(tmp_path / "plan.yaml", name="lab-test", duration_s=duration_s,
-                          targets=[{"url": u} for u in urls], workload=workload,
-                          load={"model": "closed", "clients": clients})
-        result = subprocess.run([program("loadfleet"), "run", str(plan), "--local", "1", "--json",
-                                 "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, timeout=60)
+        plan = write_plan(
+            tmp_path / "plan.yaml",
+            name="lab-test",
+            duration_s=duration_s,
+            targets=[{"url": u} for u in urls],
+            workload=workload,
+            load={"model": "closed", "clients": clients},
+        )
+        result = subprocess.run(
+            [program("loadfleet"), "run", str(plan), "--local", "1", "--json", "--runs-dir", str(tmp_path / "runs")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         return json.loads(result.stdout)
 
     return run
-

@@ -1,6 +1,7 @@
 """CPU caps of lab servers (loadfleet.targets.caps): a server with `cpus` runs, all its processes,
 on those CPUs only; one with `cpu_pct` uses no more CPU time than its quota, measured while a
 CPU-bound page is loaded (bounded: 4 clients for about 2 s)."""
+
 from __future__ import annotations
 
 import os
@@ -58,9 +59,15 @@ def cpu_seconds(pids: list[int]) -> float:
 
 def test_a_server_with_cpus_runs_all_its_processes_on_them(open_dir):
     cpu = max(machine_cpus())
-    spec = parse_spec({"workload": {"kind": "single"}, "servers": [
-        {"name": "pinned", "kind": "nginx", "workers": 2, "cpus": [cpu], "listen": "127.0.0.2:0"},
-        {"name": "free", "kind": "nginx", "listen": "127.0.0.3:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "single"},
+            "servers": [
+                {"name": "pinned", "kind": "nginx", "workers": 2, "cpus": [cpu], "listen": "127.0.0.2:0"},
+                {"name": "free", "kind": "nginx", "listen": "127.0.0.3:0"},
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         pinned = process_tree(lab.server("pinned").pid)
         assert len(pinned) == 3  # the master and its two workers
@@ -70,9 +77,21 @@ def test_a_server_with_cpus_runs_all_its_processes_on_them(open_dir):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a CPU quota needs a cgroup of its own (root)")
 def test_a_server_with_cpu_pct_uses_no_more_cpu_than_its_quota(open_dir):
-    spec = parse_spec({"workload": {"kind": "single"}, "servers": [
-        {"name": "capped", "kind": "php", "workers": CLIENTS, "cost": 20_000, "cpu_pct": QUOTA_PCT,
-         "listen": "127.0.0.2:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "single"},
+            "servers": [
+                {
+                    "name": "capped",
+                    "kind": "php",
+                    "workers": CLIENTS,
+                    "cost": 20_000,
+                    "cpu_pct": QUOTA_PCT,
+                    "listen": "127.0.0.2:0",
+                }
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         server = lab.server("capped")
         group = CpuGroup(Path(lab.state()["cgroups"][0]), QUOTA_PCT)
@@ -106,12 +125,15 @@ def test_a_server_with_cpu_pct_uses_no_more_cpu_than_its_quota(open_dir):
     assert not any(pid_alive(p) for p in server_pids)
 
 
-@pytest.mark.parametrize("caps, problem", [
-    ({"cpus": [999]}, "cpus"),
-    ({"cpus": []}, "cpus"),
-    ({"cpu_pct": 0}, "cpu_pct"),
-    ({"cpu_pct": "half"}, "cpu_pct"),
-])
+@pytest.mark.parametrize(
+    "caps, problem",
+    [
+        ({"cpus": [999]}, "cpus"),
+        ({"cpus": []}, "cpus"),
+        ({"cpu_pct": 0}, "cpu_pct"),
+        ({"cpu_pct": "half"}, "cpu_pct"),
+    ],
+)
 def test_bad_caps_are_named_by_field(caps, problem):
     with pytest.raises(SpecError) as caught:
         parse_spec({"servers": [{"name": "w", "listen": "127.0.0.2:0", **caps}]})

@@ -1,6 +1,7 @@
 """The database-backed pages under a short real load: PHP-FPM (behind nginx and behind
 Apache) on the lab's MariaDB. Only 2xx; what a page shows is what the database holds; every
 update request changed exactly one row."""
+
 import html
 import re
 import urllib.error
@@ -16,12 +17,30 @@ ITEMS, CATEGORIES = 2000, 20
 
 @pytest.fixture(scope="module")
 def lab(module_open_dir):
-    spec = parse_spec({"workload": {"kind": "single"}, "servers": [
-        {"name": "shop-nginx", "kind": "php", "database": "db", "workers": 2, "listen": "127.0.0.2:0"},
-        {"name": "shop-apache", "kind": "php", "front": "apache", "database": "db", "workers": 2,
-         "listen": "127.0.0.3:0"},
-        {"name": "db", "kind": "mariadb", "seed": 3, "items": ITEMS, "categories": CATEGORIES,
-         "listen": "127.0.0.4:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "single"},
+            "servers": [
+                {"name": "shop-nginx", "kind": "php", "database": "db", "workers": 2, "listen": "127.0.0.2:0"},
+                {
+                    "name": "shop-apache",
+                    "kind": "php",
+                    "front": "apache",
+                    "database": "db",
+                    "workers": 2,
+                    "listen": "127.0.0.3:0",
+                },
+                {
+                    "name": "db",
+                    "kind": "mariadb",
+                    "seed": 3,
+                    "items": ITEMS,
+                    "categories": CATEGORIES,
+                    "listen": "127.0.0.4:0",
+                },
+            ],
+        }
+    )
     with Lab(spec, module_open_dir / "lab") as running:
         yield running
 
@@ -33,8 +52,10 @@ def fetch(url: str) -> str:
 
 
 def table_rows(page: str) -> list[list[str]]:
-    return [[html.unescape(cell) for cell in re.findall(r"<td>(.*?)</td>", row)]
-            for row in re.findall(r"<tr>(.*?)</tr>", page)]
+    return [
+        [html.unescape(cell) for cell in re.findall(r"<td>(.*?)</td>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", page)
+    ]
 
 
 def sql_for(query: str, value: int) -> str:
@@ -96,5 +117,8 @@ def test_helpers_are_not_pages(lab):
 
 def only_2xx(summary: dict) -> bool:
     total = summary["total"]
-    return (total["figures"]["requests"] > 0 and total["figures"]["failed"] == 0
-            and total["status"]["2xx"] == total["figures"]["requests"])
+    return (
+        total["figures"]["requests"] > 0
+        and total["figures"]["failed"] == 0
+        and total["status"]["2xx"] == total["figures"]["requests"]
+    )

@@ -7,6 +7,7 @@ Safety: the lab network is a free 10.231.X.0/24 behind its guard route (netns.py
 to the namespaces the lab made, for 2 s. The fixture removes whatever `up` left, even when a test
 fails, and then checks that nothing stayed.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -113,8 +114,9 @@ def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
     # A plan run by the lab's controller on the lab's agent, as docs/lab.md shows.
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.replace("{lb}", hosts["lb"]))
-    run = lab("exec", "--state-dir", str(state_dir), "ctrl", "--", "loadfleet", "run", "--json", str(plan),
-              timeout_s=120)
+    run = lab(
+        "exec", "--state-dir", str(state_dir), "ctrl", "--", "loadfleet", "run", "--json", str(plan), timeout_s=120
+    )
     assert run.returncode == 0, run.stderr
     summary = json.loads(run.stdout)
     figures, status = summary["total"]["figures"], summary["total"]["status"]
@@ -151,29 +153,51 @@ def test_cli_up_of_a_lab_with_an_nfs_host_serves_its_export_through_a_balancer(h
     state = json.loads((state_dir / "lab.json").read_text())
     seen.update(state)
     placed = {e["name"]: e.get("host") for e in state["servers"]}
-    assert placed == {"nfs-server": "nfs", "nfs-mount-web1": "web1", "nfs-mount-web2": "web2", "web1": "web1",
-                      "web2": "web2", "lb": "lb"}
+    assert placed == {
+        "nfs-server": "nfs",
+        "nfs-mount-web1": "web1",
+        "nfs-mount-web2": "web2",
+        "web1": "web1",
+        "web2": "web2",
+        "lb": "lb",
+    }
     hosts = {h["name"]: h["address"] for h in state["network"]["hosts"]}
     files = json.loads((state_dir / "export" / "manifest.json").read_text())["files"][:4]
     for entry in files:  # round robin: two to each web server
-        fetched = lab("exec", "--state-dir", str(state_dir), "nfs", "--", "curl", "-sS", "-m", "10",
-                      f"http://{hosts['lb']}{entry['path']}", timeout_s=30)
+        fetched = lab(
+            "exec",
+            "--state-dir",
+            str(state_dir),
+            "nfs",
+            "--",
+            "curl",
+            "-sS",
+            "-m",
+            "10",
+            f"http://{hosts['lb']}{entry['path']}",
+            timeout_s=30,
+        )
         assert fetched.returncode == 0
         assert fetched.stdout.encode() == (state_dir / "export" / entry["path"].lstrip("/")).read_bytes()
     status = lab("status", "--state-dir", str(state_dir))
-    assert f"nfs client ::ffff:{hosts['web1']}" in status.stdout and f"nfs client ::ffff:{hosts['web2']}" in status.stdout
+    assert (
+        f"nfs client ::ffff:{hosts['web1']}" in status.stdout and f"nfs client ::ffff:{hosts['web2']}" in status.stdout
+    )
     down = lab("down", "--state-dir", str(state_dir))
     assert down.returncode == 0, down.stderr
     mounts = Path("/proc/mounts").read_text()
     assert not any(e.get("mountpoint", "\0") in mounts for e in state["servers"]), "a FUSE mount stayed"
 
 
-@pytest.mark.parametrize("launcher_kind, backend, error", [
-    ("loopback", "10.231.9.10", "not a loopback address"),
-    ("loopback", "192.0.2.1", "not a loopback address"),
-    ("host", "192.0.2.1", "not on the lab network"),
-    ("host", "not-an-address", "not an IP address"),
-])
+@pytest.mark.parametrize(
+    "launcher_kind, backend, error",
+    [
+        ("loopback", "10.231.9.10", "not a loopback address"),
+        ("loopback", "192.0.2.1", "not a loopback address"),
+        ("host", "192.0.2.1", "not on the lab network"),
+        ("host", "not-an-address", "not an IP address"),
+    ],
+)
 def test_balancers_refuse_backends_beyond_their_network(tmp_path, launcher_kind, backend, error):
     """A balancer on loopback forwards to loopback only; one on a lab host to its lab network
     (or its own loopback) only. Checked before anything starts."""
@@ -199,4 +223,3 @@ def test_exec_names_the_hosts_when_one_is_unknown(tmp_path):
     (tmp_path / "lab.json").write_text(json.dumps({"servers": [], "network": {"hosts": [{"name": "web1"}]}}))
     result = lab("exec", "--state-dir", str(tmp_path), "nope", "--", "true", timeout_s=30)
     assert result.returncode == 1 and "no lab host 'nope'" in result.stderr and "web1" in result.stderr
-

@@ -9,8 +9,10 @@ from loadfleet.targets.nginx import NginxServer
 from loadfleet.targets.workload import generate_tree
 from support.procs import free_port, pid_alive, program
 
-SPEC = {"workload": {"scale": 0.1, "seed": 2},
-        "servers": [{"name": "web1", "listen": "127.0.0.2:0"}, {"name": "web2", "listen": "127.0.0.3:0"}]}
+SPEC = {
+    "workload": {"scale": 0.1, "seed": 2},
+    "servers": [{"name": "web1", "listen": "127.0.0.2:0"}, {"name": "web2", "listen": "127.0.0.3:0"}],
+}
 
 
 def test_nginx_serves_tree_files_exactly_and_logs_each_request(tmp_path):
@@ -33,7 +35,9 @@ def test_only_loopback_addresses_are_accepted(tmp_path):
     with pytest.raises(ValueError, match="loopback"):
         NginxServer("10.1.2.3", 80, tmp_path, tmp_path, "web")
     with pytest.raises(SpecError) as error:
-        parse_spec({"servers": [{"listen": "192.168.1.1:80"}, {"listen": "nope"}, {"listen": "127.0.0.1:1", "kind": "iis"}]})
+        parse_spec(
+            {"servers": [{"listen": "192.168.1.1:80"}, {"listen": "nope"}, {"listen": "127.0.0.1:1", "kind": "iis"}]}
+        )
     problems = error.value.problems
     assert any(p.startswith("servers[0].listen:") and "loopback" in p for p in problems)
     assert any(p.startswith("servers[1].listen:") for p in problems)
@@ -69,16 +73,20 @@ def test_cli_up_status_down(tmp_path):
 def test_cli_bad_spec_exits_2_naming_the_field(tmp_path):
     spec = tmp_path / "bad.yaml"
     spec.write_text("workload: {scale: -1}\nservers: [{listen: '8.8.8.8:80'}]\n")
-    result = subprocess.run([program("loadfleet-lab"), "up", str(spec), "--state-dir", str(tmp_path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [program("loadfleet-lab"), "up", str(spec), "--state-dir", str(tmp_path)], capture_output=True, text=True
+    )
     assert result.returncode == 2
     assert "workload.scale" in result.stderr and "servers[0].listen" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_cli_tree_writes_a_manifest_only_tree(tmp_path):
-    result = subprocess.run([program("loadfleet-lab"), "tree", str(tmp_path / "d"), "--scale", "0.1", "--seed", "9"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [program("loadfleet-lab"), "tree", str(tmp_path / "d"), "--scale", "0.1", "--seed", "9"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     manifest = json.loads((tmp_path / "d/manifest.json").read_text())
     assert manifest["seed"] == 9 and len(manifest["files"]) == 36

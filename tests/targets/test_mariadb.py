@@ -1,5 +1,6 @@
 """The lab's private MariaDB: its own datadir, socket and port, seeded the same from the same
 seed at every start, stopped by PID."""
+
 import pytest
 
 from loadfleet.targets.daemon import LabError

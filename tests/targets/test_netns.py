@@ -2,9 +2,10 @@
 system across them: a controller, two agents and two nginx servers, each on its own host.
 
 Safety: every subnet is a free 10.231.X.0/24 (LabNetwork picks it), guarded by `ip route add
-unreachable` before the first packet; load goes only to namespaces these tests created. Each fixture checks that teardown left
-no namespace, no veth, no guard route and no process.
+unreachable` before the first packet; load goes only to namespaces these tests created. Each
+fixture checks that teardown left no namespace, no veth, no guard route and no process.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,7 @@ import pytest
 
 from loadfleet.targets.daemon import LabError, pid_alive
 from loadfleet.targets.fusemount import FuseMount, is_mounted
-from loadfleet.targets.netns import (STATE_DIR, LabNetwork, check_subnet, cleanup_stale, guard_present,
-                                     list_namespaces)
+from loadfleet.targets.netns import STATE_DIR, LabNetwork, check_subnet, cleanup_stale, guard_present, list_namespaces
 from loadfleet.targets.netns_nginx import NamespaceNginx
 from loadfleet.targets.nfs import GaneshaServer
 from loadfleet.targets.workload import generate_tree
@@ -29,7 +29,6 @@ from support.fleetlab import CONTROLLER_PORT, WEB_PORT, FleetLab, Leftovers, fin
 from support.procs import program
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
-
 
 
 @pytest.fixture
@@ -103,12 +102,15 @@ def machine_subnet() -> str | None:
     return None
 
 
-@pytest.mark.parametrize("subnet, error", [
-    ("8.8.8.0/24", "not a private subnet"),
-    ("127.0.0.0/24", "not a private subnet"),
-    ("10.0.0.0/8", "must be a /16 to /29"),
-    ("10.231.1.300/24", "not an IPv4 subnet"),
-])
+@pytest.mark.parametrize(
+    "subnet, error",
+    [
+        ("8.8.8.0/24", "not a private subnet"),
+        ("127.0.0.0/24", "not a private subnet"),
+        ("10.0.0.0/8", "must be a /16 to /29"),
+        ("10.231.1.300/24", "not an IPv4 subnet"),
+    ],
+)
 def test_bad_subnets_are_refused(subnet, error):
     with pytest.raises(ValueError, match=error):
         LabNetwork(subnet)
@@ -141,8 +143,9 @@ time.sleep(300)
 
 
 def test_cleanup_stale_removes_what_a_crashed_run_left(leftovers):
-    crashed = subprocess.Popen([sys.executable, "-c", CRASHING], stdout=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    crashed = subprocess.Popen(
+        [sys.executable, "-c", CRASHING], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         tag, sleeper, subnet = crashed.stdout.readline().split()
         leftovers.pids.append(int(sleeper))
@@ -166,11 +169,14 @@ def test_cleanup_stale_removes_what_a_crashed_run_left(leftovers):
     leftovers.check(live)
 
 
-@pytest.mark.parametrize("record", [
-    {"pid": None},                                   # written by an early version of keep()
-    {"pid": None, "owner": "/nonexistent/lab.json"},  # kept by an owner file that is gone
-    {},                                              # no pid at all
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"pid": None},  # written by an early version of keep()
+        {"pid": None, "owner": "/nonexistent/lab.json"},  # kept by an owner file that is gone
+        {},  # no pid at all
+    ],
+)
 def test_cleanup_stale_judges_records_without_a_live_pid_as_stale(record):
     """A record cleanup_stale cannot tie to a live creator or owner is stale: removed, no crash."""
     prefix = f"n{os.getpid() % 100_000}"
@@ -211,8 +217,7 @@ def test_nginx_on_one_host_serves_an_nfs_export_of_another(leftovers, tmp_path):
     with LabNetwork() as net:
         try:
             nfs_host, web_host, client = net.add_host("nfs"), net.add_host("web"), net.add_host("client")
-            ganesha = GaneshaServer(export, tmp_path / "ganesha", host=nfs_host.address, port=2049,
-                                    launcher=nfs_host)
+            ganesha = GaneshaServer(export, tmp_path / "ganesha", host=nfs_host.address, port=2049, launcher=nfs_host)
             ganesha.start()
             leftovers.pids.extend(ganesha.pids)  # its private D-Bus and ganesha
             # The FUSE process runs on the web host (its NFS traffic crosses the bridge); nsenter
@@ -235,6 +240,7 @@ def test_nginx_on_one_host_serves_an_nfs_export_of_another(leftovers, tmp_path):
 
 
 # ---------------------------------------------------------------- the real system across hosts
+
 
 @pytest.fixture(scope="module")
 def system(tmp_path_factory):
@@ -300,11 +306,22 @@ def test_a_partitioned_agent_stops_its_engines_within_the_lease(system):
 def test_beyond_loopback_the_controller_serves_only_tls_with_certificates(system):
     """The namespace addresses are real non-loopback addresses: a plaintext controller refuses
     to serve on one, and the TLS controller refuses a plaintext client from another host."""
-    refused = system.ctrl.run([program("loadfleet"), "controller", "--listen", f"{system.ctrl.address}:{CONTROLLER_PORT + 1}",
-                               "--runs-dir", str(system.tmp / "runs-plain")], timeout=30)
+    refused = system.ctrl.run(
+        [
+            program("loadfleet"),
+            "controller",
+            "--listen",
+            f"{system.ctrl.address}:{CONTROLLER_PORT + 1}",
+            "--runs-dir",
+            str(system.tmp / "runs-plain"),
+        ],
+        timeout=30,
+    )
     assert refused.returncode == 2 and "refusing to listen" in refused.stderr, refused.stderr
     a1_host = system.hosts["a1"]
     plaintext = system.loadfleet("agents", host=a1_host, as_operator=False, timeout=30)
     assert plaintext.returncode == 1 and "cannot reach the controller" in plaintext.stderr, plaintext.stderr
     certified = system.loadfleet("agents", "--json", host=a1_host, timeout=30)
-    assert certified.returncode == 0 and {"a1", "a2", "web1-host"} <= {a["agentId"] for a in json.loads(certified.stdout)}
+    assert certified.returncode == 0 and {"a1", "a2", "web1-host"} <= {
+        a["agentId"] for a in json.loads(certified.stdout)
+    }

@@ -1,6 +1,7 @@
 """An NFS-backed docroot on real parts: nfs-ganesha exports a generated workload tree, a FUSE
 mount (nfs-rs, NFSv4.0) serves it as a local directory, and nginx serves the mount over HTTP.
 Bytes must be identical to the manifest at every step; teardown leaves no mount and no process."""
+
 from __future__ import annotations
 
 import hashlib
@@ -168,13 +169,17 @@ def test_a_mount_of_a_server_that_is_not_there_fails_with_a_message(tmp_path):
     assert not is_mounted(tmp_path / "mnt")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["http://127.0.0.1/export", "."], "is not an nfs://HOST/PATH URL"),
-    (["nfs://127.0.0.1/export", "/no/such/dir"], "is not a directory"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["http://127.0.0.1/export", "."], "is not an nfs://HOST/PATH URL"),
+        (["nfs://127.0.0.1/export", "/no/such/dir"], "is not a directory"),
+    ],
+)
 def test_fusemount_command_line_errors(args, message):
-    result = subprocess.run([sys.executable, "-m", "loadfleet.targets.fusemount", *args],
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "loadfleet.targets.fusemount", *args], capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
 
@@ -197,10 +202,13 @@ def test_ganesha_stops_by_pid_and_refuses_other_addresses(export, tmp_path):
     server.stop()  # twice is fine
 
 
-@pytest.mark.parametrize("url, root, export", [
-    ("nfs://127.0.0.1/export?version=4.0&nfsport=2049", "nfs://127.0.0.1/?version=4.0&nfsport=2049", "export"),
-    ("nfs://127.0.0.1:2050/a/b/", "nfs://127.0.0.1:2050/", "a/b"),
-])
+@pytest.mark.parametrize(
+    "url, root, export",
+    [
+        ("nfs://127.0.0.1/export?version=4.0&nfsport=2049", "nfs://127.0.0.1/?version=4.0&nfsport=2049", "export"),
+        ("nfs://127.0.0.1:2050/a/b/", "nfs://127.0.0.1:2050/", "a/b"),
+    ],
+)
 def test_split_export_url(url, root, export):
     assert split_export_url(url) == (root, export)
 
@@ -226,7 +234,7 @@ def test_open_files_share_a_handle_and_close_least_recently_used_idle_ones():
     b = files.acquire("b")
     files.release(a1)
     files.release(a2)  # a idle
-    files.release(b)   # b idle too: over max_idle, a (least recent) closes
+    files.release(b)  # b idle too: over max_idle, a (least recent) closes
     assert remote.closed == ["handle:a:1"] and files.open_count() == 1
     files.get(files.acquire("b"))
     assert remote.opened == ["a", "b"], "an idle handle is reused"

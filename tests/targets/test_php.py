@@ -29,8 +29,16 @@ def settled(count, expected: int, timeout_s: float = 2.0) -> int:
 @pytest.mark.parametrize("front", ["nginx", "apache"])
 def test_the_page_does_the_work_asked_and_the_tree_is_served_beside_it(open_dir, front):
     manifest = generate_tree(open_dir / "docroot", scale=0.1, seed=5)
-    server = PhpServer("127.0.0.2", free_port("127.0.0.2"), open_dir / "docroot", open_dir, f"php-{front}",
-                       front=front, workers=2, cost=7)
+    server = PhpServer(
+        "127.0.0.2",
+        free_port("127.0.0.2"),
+        open_dir / "docroot",
+        open_dir,
+        f"php-{front}",
+        front=front,
+        workers=2,
+        cost=7,
+    )
     server.start()
     pids = server.pids
     assert len(pids) == 2
@@ -46,7 +54,7 @@ def test_the_page_does_the_work_asked_and_the_tree_is_served_beside_it(open_dir,
         f = manifest.files[10]
         with urllib.request.urlopen(server.url + f.path) as response:
             assert response.read() == (open_dir / "docroot" / f.path.lstrip("/")).read_bytes()
-        assert settled(server.pool.requests, 6) == 6    # the page, not the static file
+        assert settled(server.pool.requests, 6) == 6  # the page, not the static file
         assert settled(server.access_log_lines, 7) == 7
     finally:
         server.stop()

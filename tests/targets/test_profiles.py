@@ -1,6 +1,7 @@
 """Stock-configuration profiles (loadfleet.targets.profiles): the values are the distribution's own,
 compared here with the files its packages installed, and the generated configs are valid for the
 real programs (`nginx -t`, `apache2 -t`)."""
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,18 @@ from loadfleet.targets.apache import MPMS, ApacheServer, apache_program
 from loadfleet.targets.daemon import unprivileged_user
 from loadfleet.targets.nginx import NginxServer, nginx_program
 from loadfleet.targets.php import PhpServer
-from loadfleet.targets.profiles import (APACHE_MODS, PHP_FPM_POOL_CONF, PHP_FPM_STOCK_POOL, APACHE_STOCK_CORE, APACHE_STOCK_MODULES, APACHE_STOCK_MPM,
-                                        APACHE_STOCK_SECURITY, NGINX_STOCK_EVENTS, NGINX_STOCK_HTTP,
-                                        NGINX_STOCK_MAIN)
+from loadfleet.targets.profiles import (
+    APACHE_MODS,
+    APACHE_STOCK_CORE,
+    APACHE_STOCK_MODULES,
+    APACHE_STOCK_MPM,
+    APACHE_STOCK_SECURITY,
+    NGINX_STOCK_EVENTS,
+    NGINX_STOCK_HTTP,
+    NGINX_STOCK_MAIN,
+    PHP_FPM_POOL_CONF,
+    PHP_FPM_STOCK_POOL,
+)
 from loadfleet.targets.spec import SpecError, parse_spec
 
 DEBIAN_NGINX_CONF = Path("/etc/nginx/nginx.conf")
@@ -91,8 +101,9 @@ def check_nginx(server: NginxServer, conf: str) -> None:
     (server.dir / "tmp").mkdir(parents=True, exist_ok=True)
     path = server.dir / "nginx.conf"
     path.write_text(conf)
-    result = subprocess.run([nginx_program(), "-t", "-c", str(path), "-p", str(server.dir)], capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [nginx_program(), "-t", "-c", str(path), "-p", str(server.dir)], capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -122,17 +133,26 @@ def test_a_php_server_passes_its_profile_to_its_front(tmp_path):
         assert marker in conf and "page" in conf
 
 
-@pytest.mark.parametrize("server, problem", [
-    ({"kind": "nginx", "profile": "stock", "workers": 2}, "worker_processes auto"),
-    ({"kind": "nginx", "profile": "tuned"}, "profile"),
-    ({"kind": "haproxy", "profile": "stock", "backends": ["x"]}, "profile: not a field of kind 'haproxy'"),
-    ({"kind": "php", "mpm": "prefork"}, "mpm: only for front: apache"),
-    ({"kind": "php", "front": "apache", "mpm": "threaded"}, "mpm"),
-])
+@pytest.mark.parametrize(
+    "server, problem",
+    [
+        ({"kind": "nginx", "profile": "stock", "workers": 2}, "worker_processes auto"),
+        ({"kind": "nginx", "profile": "tuned"}, "profile"),
+        ({"kind": "haproxy", "profile": "stock", "backends": ["x"]}, "profile: not a field of kind 'haproxy'"),
+        ({"kind": "php", "mpm": "prefork"}, "mpm: only for front: apache"),
+        ({"kind": "php", "front": "apache", "mpm": "threaded"}, "mpm"),
+    ],
+)
 def test_bad_profiles_are_named_by_field(server, problem):
     with pytest.raises(SpecError) as caught:
-        parse_spec({"servers": [{"name": "x", "kind": "nginx", "listen": "127.0.0.2:0"},
-                                {"name": "s", "listen": "127.0.0.3:0", **server}]})
+        parse_spec(
+            {
+                "servers": [
+                    {"name": "x", "kind": "nginx", "listen": "127.0.0.2:0"},
+                    {"name": "s", "listen": "127.0.0.3:0", **server},
+                ]
+            }
+        )
     assert any(problem in p for p in caught.value.problems), caught.value.problems
 
 

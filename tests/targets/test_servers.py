@@ -1,6 +1,7 @@
 """Acceptance: every server kind of the lab under a short real load (the real engine, via
 `loadfleet run --local 1`): only 2xx, bodies equal to the workload files, and the requests
 loadfleet counted equal to what the servers and balancers counted."""
+
 import hashlib
 import json
 import re
@@ -19,14 +20,19 @@ from loadfleet.targets.lab import Lab, SpecError, parse_spec
 from support.procs import free_port, pid_alive, program
 
 ROUND_ROBIN_TOLERANCE = 0.05
-WEBS = [{"name": "web1", "kind": "nginx", "listen": "127.0.0.2:0"},
-        {"name": "web2", "kind": "nginx", "listen": "127.0.0.3:0"}]
+WEBS = [
+    {"name": "web1", "kind": "nginx", "listen": "127.0.0.2:0"},
+    {"name": "web2", "kind": "nginx", "listen": "127.0.0.3:0"},
+]
 
 
 def only_2xx(summary: dict) -> bool:
     total = summary["total"]
-    return (total["figures"]["requests"] > 0 and total["figures"]["failed"] == 0
-            and total["status"]["2xx"] == total["figures"]["requests"])
+    return (
+        total["figures"]["requests"] > 0
+        and total["figures"]["failed"] == 0
+        and total["status"]["2xx"] == total["figures"]["requests"]
+    )
 
 
 def requests_by_target(summary: dict) -> dict[str, int]:
@@ -55,19 +61,28 @@ def settled_counters(cache, client_requests: int, timeout_s: float = 15.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         counters = cache.counters()
-        if (counters.client_requests >= client_requests
-                and counters.backend_requests == sum(counters.per_backend.values())):
+        if counters.client_requests >= client_requests and counters.backend_requests == sum(
+            counters.per_backend.values()
+        ):
             break
         time.sleep(0.1)
     return counters
 
 
 def test_web_servers_serve_the_tree_under_real_load(open_dir, run_load):
-    spec = parse_spec({"workload": {"kind": "tree", "scale": 0.1, "seed": 3}, "servers": [
-        {"name": "ngx", "kind": "nginx", "listen": "127.0.0.2:0"},
-        *({"name": f"ap-{mpm}", "kind": "apache", "mpm": mpm, "listen": f"127.0.0.{3 + i}:0"}
-          for i, mpm in enumerate(["prefork", "worker", "event"])),
-        {"name": "php", "kind": "php", "listen": "127.0.0.6:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "tree", "scale": 0.1, "seed": 3},
+            "servers": [
+                {"name": "ngx", "kind": "nginx", "listen": "127.0.0.2:0"},
+                *(
+                    {"name": f"ap-{mpm}", "kind": "apache", "mpm": mpm, "listen": f"127.0.0.{3 + i}:0"}
+                    for i, mpm in enumerate(["prefork", "worker", "event"])
+                ),
+                {"name": "php", "kind": "php", "listen": "127.0.0.6:0"},
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         summary = run_load([s.url for s in lab.servers], manifest=lab.manifest)
         assert only_2xx(summary), summary["total"]
@@ -79,9 +94,15 @@ def test_web_servers_serve_the_tree_under_real_load(open_dir, run_load):
 
 
 def test_tomcat_and_yaws_serve_the_tree_under_real_load(open_dir, run_load):
-    spec = parse_spec({"workload": {"kind": "tree", "scale": 0.1, "seed": 6}, "servers": [
-        {"name": "java", "kind": "tomcat", "listen": "127.0.0.2:0"},
-        {"name": "erlang", "kind": "yaws", "listen": "127.0.0.3:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "tree", "scale": 0.1, "seed": 6},
+            "servers": [
+                {"name": "java", "kind": "tomcat", "listen": "127.0.0.2:0"},
+                {"name": "erlang", "kind": "yaws", "listen": "127.0.0.3:0"},
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         summary = run_load([s.url for s in lab.servers], manifest=lab.manifest, duration_s=1)
         assert only_2xx(summary), summary["total"]
@@ -100,9 +121,15 @@ def settled(count, expected: int, timeout_s: float = 3.0) -> int:
 
 
 def test_php_pages_under_real_load_behind_nginx_and_apache(open_dir, run_load):
-    spec = parse_spec({"workload": {"kind": "single", "bytes": 2048}, "servers": [
-        {"name": "php-nginx", "kind": "php", "front": "nginx", "workers": 2, "listen": "127.0.0.2:0"},
-        {"name": "php-apache", "kind": "php", "front": "apache", "workers": 2, "listen": "127.0.0.3:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "single", "bytes": 2048},
+            "servers": [
+                {"name": "php-nginx", "kind": "php", "front": "nginx", "workers": 2, "listen": "127.0.0.2:0"},
+                {"name": "php-apache", "kind": "php", "front": "apache", "workers": 2, "listen": "127.0.0.3:0"},
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         summary = run_load([s.url for s in lab.servers], requests=[{"path": "/page.php?cost=300"}])
         assert only_2xx(summary), summary["total"]
@@ -119,8 +146,15 @@ def test_php_pages_under_real_load_behind_nginx_and_apache(open_dir, run_load):
 
 
 def test_haproxy_balances_round_robin_and_counts_what_the_backends_logged(open_dir, run_load):
-    spec = parse_spec({"workload": {"kind": "files30k", "count": 20}, "servers": [
-        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"}, *WEBS]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "files30k", "count": 20},
+            "servers": [
+                {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
+                *WEBS,
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         lb = lab.server("lb")
         summary = run_load([lb.url], manifest=lab.manifest)
@@ -133,9 +167,21 @@ def test_haproxy_balances_round_robin_and_counts_what_the_backends_logged(open_d
 
 
 def test_varnish_without_cache_balances_round_robin_and_counts_what_the_backends_logged(open_dir, run_load):
-    spec = parse_spec({"workload": {"kind": "files30k", "count": 20}, "servers": [
-        {"name": "cache", "kind": "varnish", "cache": False, "backends": ["web1", "web2"],
-         "listen": "127.0.0.4:0"}, *WEBS]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "files30k", "count": 20},
+            "servers": [
+                {
+                    "name": "cache",
+                    "kind": "varnish",
+                    "cache": False,
+                    "backends": ["web1", "web2"],
+                    "listen": "127.0.0.4:0",
+                },
+                *WEBS,
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         cache = lab.server("cache")
         summary = run_load([cache.url], manifest=lab.manifest)
@@ -151,8 +197,15 @@ def test_varnish_without_cache_balances_round_robin_and_counts_what_the_backends
 
 
 def test_varnish_with_cache_answers_repeats_from_its_cache(open_dir):
-    spec = parse_spec({"workload": {"kind": "single"}, "servers": [
-        {"name": "cache", "kind": "varnish", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"}, *WEBS]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "single"},
+            "servers": [
+                {"name": "cache", "kind": "varnish", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
+                *WEBS,
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         cache = lab.server("cache")
         for _ in range(5):
@@ -166,10 +219,22 @@ def test_varnish_with_cache_answers_repeats_from_its_cache(open_dir):
 def test_varnish_caches_the_php_page_only_when_it_is_cacheable(open_dir, max_age_s, hits):
     """Study 001's Varnish kept the PHP page: with `max_age_s` the page says `public, max-age=N`
     and Varnish answers repeats itself; by default (`no-store`) every request reaches PHP-FPM."""
-    spec = parse_spec({"workload": {"kind": "single"}, "servers": [
-        {"name": "app", "kind": "php", "front": "apache", "profile": "stock", "max_age_s": max_age_s,
-         "listen": "127.0.0.2:0"},
-        {"name": "cache", "kind": "varnish", "backends": ["app"], "listen": "127.0.0.4:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "single"},
+            "servers": [
+                {
+                    "name": "app",
+                    "kind": "php",
+                    "front": "apache",
+                    "profile": "stock",
+                    "max_age_s": max_age_s,
+                    "listen": "127.0.0.2:0",
+                },
+                {"name": "cache", "kind": "varnish", "backends": ["app"], "listen": "127.0.0.4:0"},
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         app, cache = lab.server("app"), lab.server("cache")
         for _ in range(5):
@@ -186,9 +251,15 @@ def test_varnish_caches_the_php_page_only_when_it_is_cacheable(open_dir, max_age
 
 
 def test_balancers_start_after_and_stop_before_their_backends(open_dir):
-    spec = parse_spec({"servers": [
-        {"name": "cache", "kind": "varnish", "backends": ["lb"], "listen": "127.0.0.5:0"},
-        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"}, *WEBS]})
+    spec = parse_spec(
+        {
+            "servers": [
+                {"name": "cache", "kind": "varnish", "backends": ["lb"], "listen": "127.0.0.5:0"},
+                {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
+                *WEBS,
+            ]
+        }
+    )
     lab = Lab(spec, open_dir / "lab")
     try:
         lab.up()
@@ -203,8 +274,14 @@ def test_balancers_start_after_and_stop_before_their_backends(open_dir):
 
 def test_a_balancer_that_cannot_start_leaves_nothing_running(open_dir):
     port = free_port("127.0.0.4")
-    spec = parse_spec({"servers": [
-        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": f"127.0.0.4:{port}"}, *WEBS]})
+    spec = parse_spec(
+        {
+            "servers": [
+                {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": f"127.0.0.4:{port}"},
+                *WEBS,
+            ]
+        }
+    )
     with socket.socket() as taken:
         taken.bind(("127.0.0.4", port))
         taken.listen()
@@ -228,10 +305,23 @@ def processes_using(directory) -> list[str]:
 def test_balancers_over_nfs_backed_nginx_reach_both_backends(open_dir, run_load):
     """The classic cluster: nginx servers reading one docroot over NFS (ganesha, mounted
     through FUSE), HAProxy and Varnish in front, round robin."""
-    spec = parse_spec({"docroot": {"nfs": True}, "workload": {"kind": "files30k", "count": 20}, "servers": [
-        {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
-        {"name": "cache", "kind": "varnish", "cache": False, "backends": ["web1", "web2"], "listen": "127.0.0.5:0"},
-        *WEBS]})
+    spec = parse_spec(
+        {
+            "docroot": {"nfs": True},
+            "workload": {"kind": "files30k", "count": 20},
+            "servers": [
+                {"name": "lb", "kind": "haproxy", "backends": ["web1", "web2"], "listen": "127.0.0.4:0"},
+                {
+                    "name": "cache",
+                    "kind": "varnish",
+                    "cache": False,
+                    "backends": ["web1", "web2"],
+                    "listen": "127.0.0.5:0",
+                },
+                *WEBS,
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         assert lab.docroot.name.startswith("nfs-mount-") and lab.server("nfs-mount").pid
         exported = open_dir / "lab" / "export"
@@ -257,9 +347,16 @@ def test_balancers_over_nfs_backed_nginx_reach_both_backends(open_dir, run_load)
 
 def test_apache_and_php_serve_an_nfs_docroot_byte_identical(open_dir, run_load):
     """As root their workers run as www-data: the FUSE mount must let other users in."""
-    spec = parse_spec({"docroot": {"nfs": True}, "workload": {"kind": "tree", "scale": 0.1, "seed": 4}, "servers": [
-        {"name": "ap", "kind": "apache", "mpm": "worker", "listen": "127.0.0.2:0"},
-        {"name": "php", "kind": "php", "front": "apache", "workers": 2, "listen": "127.0.0.3:0"}]})
+    spec = parse_spec(
+        {
+            "docroot": {"nfs": True},
+            "workload": {"kind": "tree", "scale": 0.1, "seed": 4},
+            "servers": [
+                {"name": "ap", "kind": "apache", "mpm": "worker", "listen": "127.0.0.2:0"},
+                {"name": "php", "kind": "php", "front": "apache", "workers": 2, "listen": "127.0.0.3:0"},
+            ],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         webs = [lab.server("ap"), lab.server("php")]
         summary = run_load([w.url for w in webs], manifest=lab.manifest, duration_s=1)
@@ -278,8 +375,12 @@ def test_apache_and_php_serve_an_nfs_docroot_byte_identical(open_dir, run_load):
         # is fresh, so each one's first read went over NFS).
         (client,) = lab.nfs_client_stats().values()
         assert client.read_bytes >= sum(e["bytes"] for e in checked) and client.errors == 0, client
-        status = subprocess.run([program("loadfleet-lab"), "status", "--state-dir", str(open_dir / "lab")],
-                                capture_output=True, text=True, timeout=30)
+        status = subprocess.run(
+            [program("loadfleet-lab"), "status", "--state-dir", str(open_dir / "lab")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert f"nfs client {client.client}: {client.read_ops}" in status.stdout, status.stdout
 
 
@@ -289,8 +390,12 @@ def test_a_bad_docroot_is_named():
 
 
 def test_nginx_serves_https_with_a_self_signed_certificate(open_dir, run_load):
-    spec = parse_spec({"workload": {"kind": "files30k", "count": 20}, "servers": [
-        {"name": "secure", "kind": "nginx", "tls": True, "listen": "127.0.0.2:0"}]})
+    spec = parse_spec(
+        {
+            "workload": {"kind": "files30k", "count": 20},
+            "servers": [{"name": "secure", "kind": "nginx", "tls": True, "listen": "127.0.0.2:0"}],
+        }
+    )
     with Lab(spec, open_dir / "lab") as lab:
         web = lab.server("secure")
         assert web.url.startswith("https://127.0.0.2:")

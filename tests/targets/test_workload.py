@@ -32,11 +32,14 @@ def test_files_match_the_manifest_and_their_class(tmp_path):
     assert abs(shares["class1"] - 0.5) < 1e-9
 
 
-@pytest.mark.parametrize("spec, n_files, size", [
-    (WorkloadSpec(kind="single", bytes=5_000, seed=2), 1, 5_000),
-    (WorkloadSpec(kind="files30k", count=7, seed=2), 7, 30 * 1_024),
-    (WorkloadSpec(kind="files100k", count=3, seed=2), 3, 100 * 1_024),
-])
+@pytest.mark.parametrize(
+    "spec, n_files, size",
+    [
+        (WorkloadSpec(kind="single", bytes=5_000, seed=2), 1, 5_000),
+        (WorkloadSpec(kind="files30k", count=7, seed=2), 7, 30 * 1_024),
+        (WorkloadSpec(kind="files100k", count=3, seed=2), 3, 100 * 1_024),
+    ],
+)
 def test_file_sets_are_exact_deterministic_and_in_the_manifest_format(tmp_path, spec, n_files, size):
     generate(tmp_path / "a", spec)
     generate(tmp_path / "b", spec)

@@ -1,4 +1,5 @@
 """The allow-list's meaning, shared by agents (which enforce it) and the controller."""
+
 import ipaddress
 
 import pytest
@@ -10,18 +11,43 @@ def ip(text):
     return ipaddress.ip_address(text)
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("10.0.0.0/8", "10.0.0.0/8"), ("10.1.2.3", "10.1.2.3"), ("10.1.2.3/24", "10.1.2.0/24"),
-    ("10.0.0.0/8:8080", "10.0.0.0/8:8080"), ("::1", "::1"), ("fd00::/8", "fd00::/8"),
-    ("[fd00::/8]:443", "[fd00::/8]:443"), ("[::1]:8080", "[::1]:8080"), ("Web1.Example.", "web1.example"),
-    ("web1.example:80", "web1.example:80"), ("localhost", "localhost"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("10.0.0.0/8", "10.0.0.0/8"),
+        ("10.1.2.3", "10.1.2.3"),
+        ("10.1.2.3/24", "10.1.2.0/24"),
+        ("10.0.0.0/8:8080", "10.0.0.0/8:8080"),
+        ("::1", "::1"),
+        ("fd00::/8", "fd00::/8"),
+        ("[fd00::/8]:443", "[fd00::/8]:443"),
+        ("[::1]:8080", "[::1]:8080"),
+        ("Web1.Example.", "web1.example"),
+        ("web1.example:80", "web1.example:80"),
+        ("localhost", "localhost"),
+    ],
+)
 def test_entries_read_and_print_back(text, shown):
     assert str(AllowList.parse(text)) == shown
 
 
-@pytest.mark.parametrize("text", ["", " , ", "10.0.0.0/33", "10.0.0.0/8:0", "10.0.0.0/8:65536", "[::1", "[::1]x",
-                                  "a b", "http://x", "-bad.example", "x" * 300, ",".join(["10.0.0.1"] * 257)])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " , ",
+        "10.0.0.0/33",
+        "10.0.0.0/8:0",
+        "10.0.0.0/8:65536",
+        "[::1",
+        "[::1]x",
+        "a b",
+        "http://x",
+        "-bad.example",
+        "x" * 300,
+        ",".join(["10.0.0.1"] * 257),
+    ],
+)
 def test_bad_entries_are_refused(text):
     with pytest.raises(AllowListError):
         AllowList.parse(text)
@@ -50,11 +76,17 @@ def test_host_entries_allow_the_addresses_they_resolved_to():
     assert not allow.allows(ip("10.0.0.8"), 80, named)
 
 
-@pytest.mark.parametrize("url, verdict", [
-    ("http://127.0.0.2:8080", Verdict.ALLOWED), ("http://10.0.0.1", Verdict.REFUSED),
-    ("https://[::1]:8443", Verdict.ALLOWED), ("http://web1.example", Verdict.ALLOWED),
-    ("http://web1.example:8080", Verdict.UNKNOWN), ("http://other.example", Verdict.UNKNOWN),
-])
+@pytest.mark.parametrize(
+    "url, verdict",
+    [
+        ("http://127.0.0.2:8080", Verdict.ALLOWED),
+        ("http://10.0.0.1", Verdict.REFUSED),
+        ("https://[::1]:8443", Verdict.ALLOWED),
+        ("http://web1.example", Verdict.ALLOWED),
+        ("http://web1.example:8080", Verdict.UNKNOWN),
+        ("http://other.example", Verdict.UNKNOWN),
+    ],
+)
 def test_what_the_controller_can_tell_without_resolving(url, verdict):
     allow = AllowList.parse("127.0.0.0/8,::1,web1.example:80")
     assert allow.verdict(url) is verdict

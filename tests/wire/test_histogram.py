@@ -1,5 +1,6 @@
 """The sparse histogram against hdrh, the reference implementation: the same bytes on the
 wire, the same figures, exact merges; damaged or foreign bytes refused with a clear error."""
+
 from __future__ import annotations
 
 import base64
@@ -11,8 +12,17 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from loadfleet.wire.histogram import (COUNTS_LEN, EMPTY, HIGHEST_US, Histogram, HistogramError, HistogramSum,
-                                      bucket_index, decode_buckets, summaries)
+from loadfleet.wire.histogram import (
+    COUNTS_LEN,
+    EMPTY,
+    HIGHEST_US,
+    Histogram,
+    HistogramError,
+    HistogramSum,
+    bucket_index,
+    decode_buckets,
+    summaries,
+)
 
 
 def reference(values) -> HdrHistogram:
@@ -116,8 +126,10 @@ def test_a_histogram_holds_its_filled_buckets_only():
     assert np.all(np.diff(h.indices) > 0)
 
 
-@pytest.mark.parametrize("values, count", [([5], 1), ([0, 1, 900, 1500, 2_000_000, HIGHEST_US], 300),
-                                           (lognormal(7, 20000, 3.0), 1), ([7], 2**32 - 1)])
+@pytest.mark.parametrize(
+    "values, count",
+    [([5], 1), ([0, 1, 900, 1500, 2_000_000, HIGHEST_US], 300), (lognormal(7, 20000, 3.0), 1), ([7], 2**32 - 1)],
+)
 def test_the_packed_bucket_form_round_trips_in_about_two_bytes_a_bucket(values, count):
     h = Histogram.of(values, count=count)
     packed = h.to_buckets()
@@ -139,19 +151,27 @@ def test_a_reports_rows_are_decoded_at_once_each_its_own():
 
 def packed(deltas, counts, wide_deltas=(), wide_counts=(), n=None):
     header = struct.pack("<HHHH", len(deltas) if n is None else n, len(wide_deltas), len(wide_counts), 0)
-    return (header + bytes(deltas) + bytes(counts) + np.array(wide_deltas, "<u2").tobytes()
-            + np.array(wide_counts, "<u4").tobytes())
+    return (
+        header
+        + bytes(deltas)
+        + bytes(counts)
+        + np.array(wide_deltas, "<u2").tobytes()
+        + np.array(wide_counts, "<u4").tobytes()
+    )
 
 
-@pytest.mark.parametrize("rows", [
-    [b"\x01\x00"],  # shorter than a header
-    [packed([5], [1], n=2)],  # its header says 2 buckets
-    [packed([5, 0], [1, 1])],  # an escape without its wide value: a repeat
-    [packed([0], [1], wide_deltas=[COUNTS_LEN])],  # out of range
-    [packed([5], [0])],  # an escaped count without its wide value
-    [packed([5], [0], wide_counts=[0])],  # an empty bucket
-    [packed([5, 4], [1, 1]), packed([250, 0], [1, 1], wide_deltas=[COUNTS_LEN - 200])],  # one bad row: all refused
-])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [b"\x01\x00"],  # shorter than a header
+        [packed([5], [1], n=2)],  # its header says 2 buckets
+        [packed([5, 0], [1, 1])],  # an escape without its wide value: a repeat
+        [packed([0], [1], wide_deltas=[COUNTS_LEN])],  # out of range
+        [packed([5], [0])],  # an escaped count without its wide value
+        [packed([5], [0], wide_counts=[0])],  # an empty bucket
+        [packed([5, 4], [1, 1]), packed([250, 0], [1, 1], wide_deltas=[COUNTS_LEN - 200])],  # one bad row: all refused
+    ],
+)
 def test_damaged_packed_buckets_are_refused(rows):
     with pytest.raises(HistogramError):
         decode_buckets(rows)
@@ -165,14 +185,18 @@ def test_a_read_histogram_passes_its_packed_form_on_as_it_came():
 
 
 def test_summaries_of_many_histograms_equal_each_ones_own_figures():
-    parts = [Histogram.of(lognormal(seed, n, sigma)) for seed, n, sigma in
-             ((1, 1, 1.0), (2, 7, 0.2), (3, 5000, 1.5), (4, 2, 3.0), (5, 900, 0.6))] + [Histogram.of([0]), Histogram.of([7])]
+    parts = [
+        Histogram.of(lognormal(seed, n, sigma))
+        for seed, n, sigma in ((1, 1, 1.0), (2, 7, 0.2), (3, 5000, 1.5), (4, 2, 3.0), (5, 900, 0.6))
+    ] + [Histogram.of([0]), Histogram.of([7])]
     percents = [0.1, 50, 90, 99, 99.9, 100]
     s = summaries(parts, percents)
     for i, h in enumerate(parts):
         assert s.percentiles[i].tolist() == h.percentiles(percents)
         assert (s.min_value[i], s.max_value[i]) == (h.min_value, h.max_value)
         mean, stddev = h.mean_and_stddev()
-        assert s.mean[i] == pytest.approx(mean, rel=1e-12) and s.stddev[i] == pytest.approx(stddev, rel=1e-12, abs=1e-12)
+        assert s.mean[i] == pytest.approx(mean, rel=1e-12) and s.stddev[i] == pytest.approx(
+            stddev, rel=1e-12, abs=1e-12
+        )
     with pytest.raises(ValueError, match="non-empty"):
         summaries([parts[0], EMPTY], percents)

@@ -1,5 +1,6 @@
 """Phase timings merge exactly: counts and sums add, maxima take the larger, waiting
 histograms merge like latency's, whatever the path (rows, reports, the agent's packed form)."""
+
 import random
 
 import pytest
@@ -14,11 +15,20 @@ def _phased(target, request, waits_us, *, connects_us=(), tls_us=(), receive_us=
     """A row of len(waits_us) responses as an engine would report it."""
     n = len(waits_us)
     phase = lambda values: Phase(len(values), sum(values), max(values)) if values else NO_PHASE  # noqa: E731
-    return StatsRow(target, request, requests=n, status=[0, n, 0, 0, 0],
-                    histogram=Histogram.of(w + 100 for w in waits_us),
-                    phases=Phases(connect=phase(list(connects_us)), tls=phase(list(tls_us)),
-                                  waiting=phase(list(waits_us)), receiving=phase([receive_us] * n),
-                                  waiting_histogram=Histogram.of(waits_us)))
+    return StatsRow(
+        target,
+        request,
+        requests=n,
+        status=[0, n, 0, 0, 0],
+        histogram=Histogram.of(w + 100 for w in waits_us),
+        phases=Phases(
+            connect=phase(list(connects_us)),
+            tls=phase(list(tls_us)),
+            waiting=phase(list(waits_us)),
+            receiving=phase([receive_us] * n),
+            waiting_histogram=Histogram.of(waits_us),
+        ),
+    )
 
 
 @pytest.mark.parametrize("buckets", [False, True], ids=["v2", "packed"])
@@ -49,14 +59,18 @@ def test_merged_phases_equal_the_phases_of_all_responses_at_once():
     rng = random.Random(17)
     parts = [[int(rng.lognormvariate(7, 1.2)) + 1 for _ in range(n)] for n in (1, 40, 700, 3)]
     connects = [[rng.randint(30, 3_000) for _ in range(n // 2)] for n in (1, 40, 700, 3)]
-    rows = [StatsRow.from_proto(_phased("t", "r", p, connects_us=c, receive_us=9).to_proto(buckets=True))
-            for p, c in zip(parts, connects)]
+    rows = [
+        StatsRow.from_proto(_phased("t", "r", p, connects_us=c, receive_us=9).to_proto(buckets=True))
+        for p, c in zip(parts, connects)
+    ]
     merged = merge_rows(rows)[("t", "r")]
-    everything = _phased("t", "r", [w for p in parts for w in p], connects_us=[c for cs in connects for c in cs],
-                         receive_us=9)
+    everything = _phased(
+        "t", "r", [w for p in parts for w in p], connects_us=[c for cs in connects for c in cs], receive_us=9
+    )
     assert merged.phases == everything.phases
     assert merged.phases.waiting_histogram.percentiles([50, 99]) == everything.phases.waiting_histogram.percentiles(
-        [50, 99])
+        [50, 99]
+    )
     assert rows[1].phases.waiting.count == 40, "inputs are not modified"
 
 
@@ -87,9 +101,15 @@ def test_rows_mixing_drivers_with_and_without_phases_merge():
 
 
 def test_merge_reports_carries_phases_in_the_agents_packed_form():
-    reports = [stats_pb2.IntervalReport(interval_start_ms=0, interval_ms=1000, final=True,
-                                        stats=[_phased("t", "r", waits, connects_us=[10 * len(waits)]).to_proto()])
-               for waits in ([100, 200], [300])]
+    reports = [
+        stats_pb2.IntervalReport(
+            interval_start_ms=0,
+            interval_ms=1000,
+            final=True,
+            stats=[_phased("t", "r", waits, connects_us=[10 * len(waits)]).to_proto()],
+        )
+        for waits in ([100, 200], [300])
+    ]
     merged = merge_reports(reports, with_total=True, buckets=True)
     row, total = merged.stats
     assert total.target == TOTAL and row.waiting_buckets and not row.waiting_histogram

@@ -50,10 +50,12 @@ def test_ok_and_failed_counts():
 
 
 def test_merge_reports_merges_rows_and_final_flag():
-    r1 = stats_pb2.IntervalReport(interval_start_ms=1000, interval_ms=1000, final=True,
-                                  stats=[_row("t", "r", [5], requests=1).to_proto()])
-    r2 = stats_pb2.IntervalReport(interval_start_ms=1000, interval_ms=1000, final=False,
-                                  stats=[_row("t", "r", [7, 9], requests=2).to_proto()])
+    r1 = stats_pb2.IntervalReport(
+        interval_start_ms=1000, interval_ms=1000, final=True, stats=[_row("t", "r", [5], requests=1).to_proto()]
+    )
+    r2 = stats_pb2.IntervalReport(
+        interval_start_ms=1000, interval_ms=1000, final=False, stats=[_row("t", "r", [7, 9], requests=2).to_proto()]
+    )
     merged = merge_reports([r1, r2])
     assert merged.interval_start_ms == 1000
     assert not merged.final
@@ -62,9 +64,11 @@ def test_merge_reports_merges_rows_and_final_flag():
 
 
 def test_an_agents_report_ends_with_its_total_and_a_drivers_total_is_not_merged_again():
-    r1 = stats_pb2.IntervalReport(interval_start_ms=1000, interval_ms=1000,
-                                  stats=[_row("t", "a", [5], requests=1).to_proto(),
-                                         _row("t", "b", [7, 9], requests=2).to_proto()])
+    r1 = stats_pb2.IntervalReport(
+        interval_start_ms=1000,
+        interval_ms=1000,
+        stats=[_row("t", "a", [5], requests=1).to_proto(), _row("t", "b", [7, 9], requests=2).to_proto()],
+    )
     r2 = merge_reports([r1], with_total=True)  # e.g. a driver that already sends a total
     merged = merge_reports([r1, r2], with_total=True)
     rows = [StatsRow.from_proto(s) for s in merged.stats]

@@ -65,8 +65,14 @@ pub struct Connections {
 
 impl Connections {
     pub fn new(shared: &Rc<Shared>) -> Self {
-        Connections { shared: Rc::clone(shared), held: shared.job.targets.iter().map(|_| None).collect(), spare_buffers: Vec::new(),
-                      spare_sockets: Vec::new(), connect_timer: Timer::new(shared.job.connect_timeout), request_timer: Timer::new(shared.job.request_timeout) }
+        Connections {
+            shared: Rc::clone(shared),
+            held: shared.job.targets.iter().map(|_| None).collect(),
+            spare_buffers: Vec::new(),
+            spare_sockets: Vec::new(),
+            connect_timer: Timer::new(shared.job.connect_timeout),
+            request_timer: Timer::new(shared.job.request_timeout),
+        }
     }
 
     /// Sends request number `request` to target number `target` and records how it ended.
@@ -113,17 +119,17 @@ impl Connections {
                     let spare = if tls.is_none() { self.spare_socket(addr.is_ipv6()) } else { None };
                     let timer = &mut self.connect_timer;
                     match http::connect(addr, started, timer, tls, buffer, &shared.reactor, spare).await {
-                    Ok((connection, opened)) => {
-                        shared.stats.borrow_mut().connection_opened(slot);
-                        self.held[target] = Some(Held { connection, owner: slot });
-                        handshakes = Some(opened);
-                        started += opened.connect + opened.tls.unwrap_or_default();
-                        false
-                    }
-                    Err(failure) => {
-                        pause_after_failed_connect(failure.kind).await;
-                        return failed(failure, 0);
-                    }
+                        Ok((connection, opened)) => {
+                            shared.stats.borrow_mut().connection_opened(slot);
+                            self.held[target] = Some(Held { connection, owner: slot });
+                            handshakes = Some(opened);
+                            started += opened.connect + opened.tls.unwrap_or_default();
+                            false
+                        }
+                        Err(failure) => {
+                            pause_after_failed_connect(failure.kind).await;
+                            return failed(failure, 0);
+                        }
                     }
                 }
             };

@@ -81,8 +81,15 @@ pub struct Tls {
 /// the two. `buffer` is the read buffer to use (recycled from a closed connection, or
 /// new). Plain TCP goes through the engine's reactor on `spare` (a socket a closed connection
 /// left, see `socket.rs`) or a new socket; https through tokio's.
-pub async fn connect(addr: SocketAddr, started: Instant, timer: &mut Timer, tls: Option<&Tls>, buffer: Vec<u8>,
-                     reactor: &Rc<Reactor>, spare: Option<Socket>) -> Result<(Connection, Handshakes), Failure> {
+pub async fn connect(
+    addr: SocketAddr,
+    started: Instant,
+    timer: &mut Timer,
+    tls: Option<&Tls>,
+    buffer: Vec<u8>,
+    reactor: &Rc<Reactor>,
+    spare: Option<Socket>,
+) -> Result<(Connection, Handshakes), Failure> {
     let (stream, handshakes) = match tls {
         None => {
             let socket = Socket::connect(reactor, addr, spare).map_err(|e| connect_failure(addr, e))?;
@@ -96,10 +103,18 @@ pub async fn connect(addr: SocketAddr, started: Instant, timer: &mut Timer, tls:
         // future (moved once per request) as large.
         Some(tls) => Box::pin(connect_tls(addr, timer, tls, started)).await?,
     };
-    Ok((Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0, first_byte: None }, handshakes))
+    Ok((
+        Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0, first_byte: None },
+        handshakes,
+    ))
 }
 
-async fn connect_tls(addr: SocketAddr, timer: &mut Timer, tls: &Tls, started: Instant) -> Result<(Stream, Handshakes), Failure> {
+async fn connect_tls(
+    addr: SocketAddr,
+    timer: &mut Timer,
+    tls: &Tls,
+    started: Instant,
+) -> Result<(Stream, Handshakes), Failure> {
     let timeout = timer.timeout();
     let stream = match timer.run(started, TcpStream::connect(addr)).await {
         None => return Err(no_answer(addr, timeout)),
@@ -205,7 +220,12 @@ impl Connection {
     /// Sends one request and reads its whole response, discarding the body: what is not in the
     /// connection's buffer already is read into `discard`, which every connection of the engine
     /// shares (it is only borrowed during a read, never across a wait).
-    pub async fn exchange(&mut self, request: &[u8], head_request: bool, discard: &RefCell<Vec<u8>>) -> Result<Response, Failure> {
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        discard: &RefCell<Vec<u8>>,
+    ) -> Result<Response, Failure> {
         (self.received, self.first_byte) = (0, None);
         if let Err(e) = self.stream.write_all(request).await {
             return Err(Failure { nothing_received: true, ..io_failure("sending the request", &e) });
@@ -233,7 +253,14 @@ impl Connection {
         let done = Instant::now();
         // Every response has bytes of this exchange (a reused connection starts with none left).
         let first_byte = self.first_byte.unwrap_or(written);
-        Ok(Response { status, bytes_in: self.received, reusable, waiting: first_byte - written, receiving: done - first_byte, done })
+        Ok(Response {
+            status,
+            bytes_in: self.received,
+            reusable,
+            waiting: first_byte - written,
+            receiving: done - first_byte,
+            done,
+        })
     }
 
     /// Parses the status line and headers: (bytes consumed, status, body framing, keep-alive).
@@ -243,7 +270,10 @@ impl Connection {
                 return Ok(head);
             }
             if self.start == 0 && self.end == self.buf.len() && !self.grow() {
-                return Err(Failure::new(ErrorKind::Protocol, format!("response headers larger than {MAX_HEAD_BYTES} bytes")));
+                return Err(Failure::new(
+                    ErrorKind::Protocol,
+                    format!("response headers larger than {MAX_HEAD_BYTES} bytes"),
+                ));
             }
             self.fill("the response headers").await?;
         }
@@ -255,7 +285,11 @@ impl Connection {
         // Uninitialised: zeroing 64 headers (2 KiB) per response is work for nothing.
         let mut headers = [const { MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut []);
-        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut response, &self.buf[self.start..self.end], &mut headers);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut response,
+            &self.buf[self.start..self.end],
+            &mut headers,
+        );
         let consumed = match parsed {
             Ok(httparse::Status::Complete(consumed)) => consumed,
             Ok(httparse::Status::Partial) => return Ok(None),
@@ -268,7 +302,8 @@ impl Connection {
         for h in response.headers.iter() {
             match h.name.len() {
                 14 if h.name.eq_ignore_ascii_case("content-length") => {
-                    let length = parse_length(h.value).ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid Content-Length"))?;
+                    let length = parse_length(h.value)
+                        .ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid Content-Length"))?;
                     if !matches!(body, Body::Chunked) {
                         body = Body::Length(length);
                     }
@@ -372,7 +407,12 @@ impl Connection {
 
     /// One read into `discard` of at most `limit` bytes (all buffered bytes consumed): the bytes
     /// read before byte number `limit`, and that byte if the read reached it.
-    async fn read_into(&mut self, discard: &RefCell<Vec<u8>>, limit: usize, waiting_for: &str) -> Result<(usize, Option<u8>), Failure> {
+    async fn read_into(
+        &mut self,
+        discard: &RefCell<Vec<u8>>,
+        limit: usize,
+        waiting_for: &str,
+    ) -> Result<(usize, Option<u8>), Failure> {
         debug_assert_eq!(self.start, self.end);
         (self.start, self.end) = (0, 0);
         let read = std::future::poll_fn(|cx| {
@@ -397,7 +437,9 @@ impl Connection {
         loop {
             let line = self.read_line().await?;
             let digits = line.split(|&b| b == b';').next().unwrap_or_default();
-            let size = std::str::from_utf8(digits).ok().and_then(|d| u64::from_str_radix(d.trim(), 16).ok())
+            let size = std::str::from_utf8(digits)
+                .ok()
+                .and_then(|d| u64::from_str_radix(d.trim(), 16).ok())
                 .ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid chunk size"))?;
             if size == 0 {
                 // Trailers, up to the empty line.
@@ -438,7 +480,8 @@ impl Connection {
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
     // The usual value is the token alone.
-    value.eq_ignore_ascii_case(token) || value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+    value.eq_ignore_ascii_case(token)
+        || value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 /// A Content-Length value: decimal digits, optionally surrounded by blanks.
@@ -447,12 +490,20 @@ fn parse_length(value: &[u8]) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }
-    digits.iter().try_fold(0u64, |n, &b| if b.is_ascii_digit() { n.checked_mul(10)?.checked_add(u64::from(b - b'0')) } else { None })
+    digits.iter().try_fold(0u64, |n, &b| {
+        if b.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        } else {
+            None
+        }
+    })
 }
 
 fn io_failure(doing: &str, e: &io::Error) -> Failure {
     let kind = match e.kind() {
-        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted | io::ErrorKind::BrokenPipe
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
         | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
         io::ErrorKind::TimedOut => ErrorKind::Timeout,
         _ => ErrorKind::Other,

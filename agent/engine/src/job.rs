@@ -84,7 +84,9 @@ impl Job {
             .targets
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| parse_target(t, &tls_config).map_err(|e| problems.push(format!("targets[{i}].{e}"))).ok())
+            .filter_map(|(i, t)| {
+                parse_target(t, &tls_config).map_err(|e| problems.push(format!("targets[{i}].{e}"))).ok()
+            })
             .collect();
         if spec.targets.is_empty() {
             problems.push("targets: at least one target is needed".into());
@@ -103,7 +105,8 @@ impl Job {
                 problems.push(format!("requests[{i}].path: '{}' must start with '/' and contain no spaces", r.path));
             }
             for (h, header) in r.headers.iter().enumerate() {
-                if header.name.is_empty() || header.name.bytes().any(|b| !b.is_ascii_graphic() || b == b':')
+                if header.name.is_empty()
+                    || header.name.bytes().any(|b| !b.is_ascii_graphic() || b == b':')
                     || header.value.bytes().any(|b| b == b'\r' || b == b'\n')
                 {
                     problems.push(format!("requests[{i}].headers[{h}]: '{}' is not a valid header", header.name));
@@ -132,16 +135,21 @@ impl Job {
             }
         };
         let session = spec.session.as_ref().filter(|s| !s.steps.is_empty()).map(|s| Session {
-            steps: s.steps.iter().enumerate().map(|(i, step)| {
-                if step.request as usize >= spec.requests.len() {
-                    problems.push(format!("session.steps[{i}].request: {} is not a request index", step.request));
-                }
-                let think_after = Think::from_proto(step.think_after.as_ref()).unwrap_or_else(|e| {
-                    problems.push(format!("session.steps[{i}].think_after: {e}"));
-                    Think::None
-                });
-                SessionStep { request: step.request as usize, think_after }
-            }).collect(),
+            steps: s
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(i, step)| {
+                    if step.request as usize >= spec.requests.len() {
+                        problems.push(format!("session.steps[{i}].request: {} is not a request index", step.request));
+                    }
+                    let think_after = Think::from_proto(step.think_after.as_ref()).unwrap_or_else(|e| {
+                        problems.push(format!("session.steps[{i}].think_after: {e}"));
+                        Think::None
+                    });
+                    SessionStep { request: step.request as usize, think_after }
+                })
+                .collect(),
             repeat: s.repeat,
         });
         if session.is_some() && load.as_ref().is_some_and(Load::is_open) {
@@ -201,7 +209,9 @@ fn parse_target(target: &pb::Target, tls_config: &std::sync::Arc<rustls::ClientC
     } else {
         // Resolved and checked by the agent: the engine must not resolve again (a second
         // answer could point elsewhere than what the allow-list saw).
-        let parse = |(j, a): (usize, &String)| a.parse().map_err(|_| format!("addresses[{j}]: '{a}' is not ip:port ([ip]:port for IPv6)"));
+        let parse = |(j, a): (usize, &String)| {
+            a.parse().map_err(|_| format!("addresses[{j}]: '{a}' is not ip:port ([ip]:port for IPv6)"))
+        };
         target.addresses.iter().enumerate().map(parse).collect::<Result<Vec<SocketAddr>, String>>()?
     };
     let tls = if https {
@@ -263,7 +273,10 @@ mod tests {
                 weight: 1,
             }],
             keep_alive: false,
-            load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 2, think: None })), stages: vec![] }),
+            load: Some(pb::LoadShare {
+                model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 2, think: None })),
+                stages: vec![],
+            }),
             duration_ms: 1000,
             ..Default::default()
         }

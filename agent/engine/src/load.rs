@@ -85,7 +85,9 @@ impl Load {
                 (model, Think::from_proto(u.think.as_ref())?)
             }
         };
-        let stages: Vec<Stage> = share.stages.iter()
+        let stages: Vec<Stage> = share
+            .stages
+            .iter()
             .map(|s| Stage { duration: Duration::from_millis(u64::from(s.duration_ms)), target: s.target })
             .collect();
         if stages.iter().any(|s| !(s.target.is_finite() && s.target >= 0.0)) {
@@ -145,7 +147,8 @@ mod tests {
 
     #[test]
     fn users_grow_at_the_spawn_rate_up_to_the_population() {
-        let load = Load { model: Model::Users { users: 10, spawn_rate_per_s: 4.0 }, think: Think::None, stages: vec![] };
+        let load =
+            Load { model: Model::Users { users: 10, spawn_rate_per_s: 4.0 }, think: Think::None, stages: vec![] };
         assert_eq!(load.level_at(ms(0)), 0.0);
         assert_eq!(load.level_at(ms(1_100)), 4.0);
         assert_eq!(load.level_at(ms(60_000)), 10.0);

@@ -13,8 +13,10 @@ use tokio::sync::mpsc;
 
 fn main() -> ExitCode {
     if std::env::args().len() > 1 {
-        eprintln!("loadfleet-engine {}: takes no arguments; it is driven by loadfleet-agent over stdin/stdout",
-                  env!("CARGO_PKG_VERSION"));
+        eprintln!(
+            "loadfleet-engine {}: takes no arguments; it is driven by loadfleet-agent over stdin/stdout",
+            env!("CARGO_PKG_VERSION")
+        );
         return ExitCode::from(2);
     }
     raise_open_files_limit();

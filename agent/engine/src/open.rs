@@ -48,8 +48,14 @@ impl Backlog {
 }
 
 /// Makes requests fall due from `origin` (the load's start) until just before `end`.
-pub async fn schedule(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::Receiver<Control>, poisson: bool,
-                      origin: Instant, end: Instant) {
+pub async fn schedule(
+    shared: Rc<Shared>,
+    backlog: Rc<Backlog>,
+    mut control: watch::Receiver<Control>,
+    poisson: bool,
+    origin: Instant,
+    end: Instant,
+) {
     let job = &shared.job;
     let mut rng = Rng::new(u64::from(std::process::id()) ^ 0x5eed);
     // Due times are seconds since `origin` in f64: summing whole-nanosecond gaps instead

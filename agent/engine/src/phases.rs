@@ -82,19 +82,11 @@ impl PhaseStats {
     pub fn write_to(&self, row: &mut pb::IntervalStats) {
         (row.connect_count, row.connect_sum_us, row.connect_max_us) =
             (self.connect.count, self.connect.sum_us, self.connect.max_us);
-        (row.tls_count, row.tls_sum_us, row.tls_max_us) =
-            (self.tls.count, self.tls.sum_us, self.tls.max_us);
+        (row.tls_count, row.tls_sum_us, row.tls_max_us) = (self.tls.count, self.tls.sum_us, self.tls.max_us);
         (row.waiting_count, row.waiting_sum_us, row.waiting_max_us) =
             (self.waiting.count, self.waiting.sum_us, self.waiting.max_us);
-        (
-            row.receiving_count,
-            row.receiving_sum_us,
-            row.receiving_max_us,
-        ) = (
-            self.receiving.count,
-            self.receiving.sum_us,
-            self.receiving.max_us,
-        );
+        (row.receiving_count, row.receiving_sum_us, row.receiving_max_us) =
+            (self.receiving.count, self.receiving.sum_us, self.receiving.max_us);
         row.waiting_histogram = encode_histogram(&self.waiting_histogram);
     }
 }
@@ -111,50 +103,21 @@ mod tests {
     #[test]
     fn totals_are_exact_and_connect_counts_only_new_connections() {
         let mut stats = PhaseStats::default();
-        stats.record(&Phases {
-            connect: Some(ms(3)),
-            tls: None,
-            waiting: ms(10),
-            receiving: ms(1),
-        });
-        stats.record(&Phases {
-            connect: None,
-            tls: None,
-            waiting: ms(30),
-            receiving: Duration::from_micros(1500),
-        });
+        stats.record(&Phases { connect: Some(ms(3)), tls: None, waiting: ms(10), receiving: ms(1) });
+        stats.record(&Phases { connect: None, tls: None, waiting: ms(30), receiving: Duration::from_micros(1500) });
         let mut row = pb::IntervalStats::default();
         stats.write_to(&mut row);
-        assert_eq!(
-            (row.connect_count, row.connect_sum_us, row.connect_max_us),
-            (1, 3000, 3000)
-        );
+        assert_eq!((row.connect_count, row.connect_sum_us, row.connect_max_us), (1, 3000, 3000));
         assert_eq!((row.tls_count, row.tls_sum_us), (0, 0));
-        assert_eq!(
-            (row.waiting_count, row.waiting_sum_us, row.waiting_max_us),
-            (2, 40_000, 30_000)
-        );
-        assert_eq!(
-            (
-                row.receiving_count,
-                row.receiving_sum_us,
-                row.receiving_max_us
-            ),
-            (2, 2500, 1500)
-        );
-        let histogram: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut row.waiting_histogram.as_slice())
-            .unwrap();
+        assert_eq!((row.waiting_count, row.waiting_sum_us, row.waiting_max_us), (2, 40_000, 30_000));
+        assert_eq!((row.receiving_count, row.receiving_sum_us, row.receiving_max_us), (2, 2500, 1500));
+        let histogram: Histogram<u64> = Deserializer::new().deserialize(&mut row.waiting_histogram.as_slice()).unwrap();
         assert_eq!(histogram.len(), 2);
         assert!(histogram.equivalent(histogram.max(), 30_000));
 
         stats.reset();
         let mut empty = pb::IntervalStats::default();
         stats.write_to(&mut empty);
-        assert_eq!(
-            empty,
-            pb::IntervalStats::default(),
-            "nothing carries over to the next interval"
-        );
+        assert_eq!(empty, pb::IntervalStats::default(), "nothing carries over to the next interval");
     }
 }

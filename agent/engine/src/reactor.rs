@@ -66,17 +66,11 @@ impl Reactor {
         }
         // SAFETY: fd was just created and is owned by nothing else; the OwnedFd keeps it open
         // for as long as the AsyncFd lives.
-        let epoll = unsafe {
-            AsyncFd::register_with_interest(OwnedFd::from_raw_fd(fd), tokio::io::Interest::READABLE)
-        }
-        .map_err(|e| io::Error::other(e.to_string()))?;
+        let epoll = unsafe { AsyncFd::register_with_interest(OwnedFd::from_raw_fd(fd), tokio::io::Interest::READABLE) }
+            .map_err(|e| io::Error::other(e.to_string()))?;
         let slots = Rc::new(RefCell::new(Slots::default()));
         let dispatch = tokio::task::spawn_local(dispatch(epoll, Rc::clone(&slots)));
-        Ok(Rc::new(Reactor {
-            epoll: fd,
-            slots,
-            dispatch,
-        }))
+        Ok(Rc::new(Reactor { epoll: fd, slots, dispatch }))
     }
 
     /// Watches `fd` (edge-triggered) until it is closed; its readiness starts clear.
@@ -117,12 +111,7 @@ impl Reactor {
     pub fn clear(&self, token: Token) {
         let mut slots = self.slots.borrow_mut();
         let slot = &mut slots.slots[token.0];
-        (
-            slot.readable,
-            slot.writable,
-            slot.read_closed,
-            slot.write_closed,
-        ) = (false, false, false, false);
+        (slot.readable, slot.writable, slot.read_closed, slot.write_closed) = (false, false, false, false);
     }
 
     /// Ready if the socket may be read (written) now; otherwise the task is woken at its next event.
@@ -174,14 +163,7 @@ async fn dispatch(epoll: AsyncFd<OwnedFd>, slots: Rc<RefCell<Slots>>) {
         };
         loop {
             // SAFETY: `events` has room for EVENTS_PER_WAIT entries; timeout 0 never blocks.
-            let n = unsafe {
-                libc::epoll_wait(
-                    epoll.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    EVENTS_PER_WAIT as i32,
-                    0,
-                )
-            };
+            let n = unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS_PER_WAIT as i32, 0) };
             if n < 0 {
                 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                     continue;

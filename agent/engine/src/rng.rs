@@ -48,7 +48,13 @@ impl WeightedChoice {
     /// `None` when no weight is above zero.
     pub fn new(weights: impl IntoIterator<Item = u64>) -> Option<Self> {
         let mut total = 0u64;
-        let cumulative: Vec<u64> = weights.into_iter().map(|w| { total += w; total }).collect();
+        let cumulative: Vec<u64> = weights
+            .into_iter()
+            .map(|w| {
+                total += w;
+                total
+            })
+            .collect();
         (total > 0).then_some(WeightedChoice { cumulative })
     }
 

@@ -241,7 +241,11 @@ impl Run {
         let schedule = schedule(Rc::clone(shared), Rc::clone(backlog), self.control.clone(), poisson, origin, end);
         self.tasks.push(tokio::task::spawn_local(schedule));
         for _ in 0..max_connections {
-            self.tasks.push(tokio::task::spawn_local(work(Rc::clone(shared), Rc::clone(backlog), self.control.clone())));
+            self.tasks.push(tokio::task::spawn_local(work(
+                Rc::clone(shared),
+                Rc::clone(backlog),
+                self.control.clone(),
+            )));
         }
     }
 

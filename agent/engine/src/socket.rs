@@ -45,11 +45,7 @@ pub struct Socket {
 impl Socket {
     /// Starts connecting to `addr` on `spare` (an unconnected socket from `finish`) if it
     /// is of the same family, else on a new socket; `connected` waits for the handshake.
-    pub fn connect(
-        reactor: &Rc<Reactor>,
-        addr: SocketAddr,
-        spare: Option<Socket>,
-    ) -> io::Result<Socket> {
+    pub fn connect(reactor: &Rc<Reactor>, addr: SocketAddr, spare: Option<Socket>) -> io::Result<Socket> {
         let target = SockAddr::from(addr);
         if let Some(socket) = spare.filter(|s| s.ipv6 == addr.is_ipv6()) {
             // Whatever the kernel said about the last connection no longer holds.
@@ -57,21 +53,14 @@ impl Socket {
             start_connect(socket.fd(), &target)?;
             return Ok(socket);
         }
-        let socket =
-            socket2::Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), None)?;
+        let socket = socket2::Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), None)?;
         // Requests are written whole; Nagle would only delay them. Set once per socket.
         socket.set_tcp_nodelay(true)?;
         let initial_receive_buffer = socket.recv_buffer_size()?;
         start_connect(socket.as_raw_fd(), &target)?;
         // Registered after connect(): before it, the unconnected socket would report a hang-up.
         let token = reactor.register(socket.as_raw_fd())?;
-        Ok(Socket {
-            socket,
-            reactor: Rc::clone(reactor),
-            token,
-            ipv6: addr.is_ipv6(),
-            initial_receive_buffer,
-        })
+        Ok(Socket { socket, reactor: Rc::clone(reactor), token, ipv6: addr.is_ipv6(), initial_receive_buffer })
     }
 
     /// Waits until the TCP handshake has completed, or failed (with the kernel's error).
@@ -80,10 +69,7 @@ impl Socket {
         if !self.reactor.hung_up(self.token) {
             return Ok(());
         }
-        Err(self
-            .socket
-            .take_error()?
-            .unwrap_or_else(|| io::Error::other("connection closed while connecting")))
+        Err(self.socket.take_error()?.unwrap_or_else(|| io::Error::other("connection closed while connecting")))
     }
 
     /// Ends a connection whose response was read to its end and that will carry nothing
@@ -100,10 +86,7 @@ impl Socket {
         {
             return None;
         }
-        let unspecified = libc::sockaddr {
-            sa_family: libc::AF_UNSPEC as libc::sa_family_t,
-            sa_data: [0; 14],
-        };
+        let unspecified = libc::sockaddr { sa_family: libc::AF_UNSPEC as libc::sa_family_t, sa_data: [0; 14] };
         let length = std::mem::size_of::<libc::sockaddr>() as libc::socklen_t;
         // SAFETY: `unspecified` is a valid sockaddr of `length` bytes for the duration of the call.
         if unsafe { libc::connect(fd, &unspecified, length) } < 0 {
@@ -146,15 +129,8 @@ fn tcp_state(fd: RawFd) -> Option<u8> {
     let mut state = 0u8;
     let mut length: libc::socklen_t = 1;
     // SAFETY: the kernel writes at most `length` (1) bytes to `state` and updates `length`.
-    let result = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut state as *mut u8).cast(),
-            &mut length,
-        )
-    };
+    let result =
+        unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, (&mut state as *mut u8).cast(), &mut length) };
     (result == 0 && length == 1).then_some(state)
 }
 
@@ -200,11 +176,7 @@ fn send(fd: RawFd, buf: &[u8]) -> isize {
 }
 
 impl AsyncRead for Socket {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         loop {
             ready!(this.reactor.poll_ready(this.token, Direction::Read, cx));
@@ -230,11 +202,7 @@ impl AsyncRead for Socket {
 }
 
 impl AsyncWrite for Socket {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         loop {
             ready!(this.reactor.poll_ready(this.token, Direction::Write, cx));
@@ -272,18 +240,13 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     fn run<F: std::future::Future>(test: F) -> F::Output {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         tokio::task::LocalSet::new().block_on(&runtime, test)
     }
 
     /// Accepts one connection, answers "pong" to "ping", then half-closes (as a server that
     /// closes after its response) and reports how the client's side of the connection ended.
-    fn serve_once(
-        listener: &TcpListener,
-    ) -> std::thread::JoinHandle<(u16, std::io::Result<usize>)> {
+    fn serve_once(listener: &TcpListener) -> std::thread::JoinHandle<(u16, std::io::Result<usize>)> {
         let listener = listener.try_clone().unwrap();
         std::thread::spawn(move || {
             let (mut stream, peer) = listener.accept().unwrap();
@@ -321,10 +284,7 @@ mod tests {
                 reused += usize::from(spare.is_some());
                 let mut socket = Socket::connect(&reactor, addr, spare.take()).unwrap();
                 exchange(&mut socket).await;
-                assert!(
-                    socket.socket.tcp_nodelay().unwrap(),
-                    "TCP_NODELAY outlives a reconnect"
-                );
+                assert!(socket.socket.tcp_nodelay().unwrap(), "TCP_NODELAY outlives a reconnect");
                 // On loopback our FIN is acknowledged inside shutdown(), unless the kernel defers
                 // its network work (a loaded machine): then the socket is closed instead.
                 spare = socket.finish(8);
@@ -332,18 +292,10 @@ mod tests {
                 assert_eq!(client_end.unwrap(), 0, "the server read a FIN, not a reset");
                 ports.push(port);
             }
-            assert!(
-                reused >= ROUNDS / 2,
-                "only {reused} of {} connections on a reused socket",
-                ROUNDS - 1
-            );
+            assert!(reused >= ROUNDS / 2, "only {reused} of {} connections on a reused socket", ROUNDS - 1);
             ports.sort();
             ports.dedup();
-            assert_eq!(
-                ports.len(),
-                ROUNDS,
-                "every connection has its own client port"
-            );
+            assert_eq!(ports.len(), ROUNDS, "every connection has its own client port");
         });
     }
 
@@ -366,10 +318,7 @@ mod tests {
             let mut socket = Socket::connect(&reactor, addr, None).unwrap();
             socket.connected().await.unwrap();
             socket.write_all(b"ping").await.unwrap();
-            assert!(
-                socket.finish(0).is_none(),
-                "still open on the server's side"
-            );
+            assert!(socket.finish(0).is_none(), "still open on the server's side");
         });
         let (_stream, read) = server.join().unwrap();
         assert_eq!(read.unwrap(), 0, "the server read a FIN");
@@ -377,17 +326,11 @@ mod tests {
 
     #[test]
     fn a_refused_connect_reports_the_kernels_error() {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
         run(async {
             let reactor = Reactor::new().unwrap();
             let socket = Socket::connect(&reactor, port, None).unwrap();
-            assert_eq!(
-                socket.connected().await.unwrap_err().kind(),
-                io::ErrorKind::ConnectionRefused
-            );
+            assert_eq!(socket.connected().await.unwrap_err().kind(), io::ErrorKind::ConnectionRefused);
         });
     }
 }

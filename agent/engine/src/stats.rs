@@ -66,9 +66,22 @@ struct Slot {
 
 impl Slot {
     fn new() -> Self {
-        Slot { requests: 0, status: [0; 5], errors: [0; ERROR_KINDS], bytes_in: 0, bytes_out: 0, opened: 0, closed: 0, active: 0, latency: new_histogram(),
-               phases: PhaseStats::default(),
-               scheduled: 0, sent_late: 0, max_send_lag_us: 0, not_sent: 0 }
+        Slot {
+            requests: 0,
+            status: [0; 5],
+            errors: [0; ERROR_KINDS],
+            bytes_in: 0,
+            bytes_out: 0,
+            opened: 0,
+            closed: 0,
+            active: 0,
+            latency: new_histogram(),
+            phases: PhaseStats::default(),
+            scheduled: 0,
+            sent_late: 0,
+            max_send_lag_us: 0,
+            not_sent: 0,
+        }
     }
 
     /// Zeroes the interval's counts; the active-connection gauge carries over.
@@ -82,8 +95,12 @@ impl Slot {
     }
 
     fn is_quiet(&self) -> bool {
-        self.requests == 0 && self.opened == 0 && self.closed == 0 && self.active == 0
-            && self.scheduled == 0 && self.not_sent == 0
+        self.requests == 0
+            && self.opened == 0
+            && self.closed == 0
+            && self.active == 0
+            && self.scheduled == 0
+            && self.not_sent == 0
     }
 }
 
@@ -179,8 +196,13 @@ impl Stats {
                 status_3xx: s.status[2],
                 status_4xx: s.status[3],
                 status_5xx: s.status[4],
-                errors: s.errors.iter().enumerate().filter(|(_, &n)| n > 0)
-                    .map(|(kind, &count)| pb::ErrorCount { kind: kind as i32, count }).collect(),
+                errors: s
+                    .errors
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(kind, &count)| pb::ErrorCount { kind: kind as i32, count })
+                    .collect(),
                 bytes_in: s.bytes_in,
                 bytes_out: s.bytes_out,
                 connections_opened: s.opened,
@@ -197,12 +219,22 @@ impl Stats {
             s.phases.write_to(stats.last_mut().expect("just pushed"));
             s.start_interval();
         }
-        let error_samples = self.samples.drain(..).map(|(slot, kind, message)| pb::ErrorSample {
-            target: job.targets[slot / self.names].url.clone(),
-            request: job.names[slot % self.names].clone(),
-            kind: kind as i32,
-            message,
-        }).collect();
-        pb::IntervalReport { interval_start_ms, interval_ms: job.interval_ms as u32, stats, error_samples, r#final: last }
+        let error_samples = self
+            .samples
+            .drain(..)
+            .map(|(slot, kind, message)| pb::ErrorSample {
+                target: job.targets[slot / self.names].url.clone(),
+                request: job.names[slot % self.names].clone(),
+                kind: kind as i32,
+                message,
+            })
+            .collect();
+        pb::IntervalReport {
+            interval_start_ms,
+            interval_ms: job.interval_ms as u32,
+            stats,
+            error_samples,
+            r#final: last,
+        }
     }
 }

@@ -48,10 +48,7 @@ mod tests {
 
     #[test]
     fn a_timer_serves_deadlines_one_after_the_other() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
             let ms = Duration::from_millis;
             let mut timer = Timer::new(ms(200));
@@ -63,16 +60,11 @@ mod tests {
             let slow = timer.run(started, tokio::time::sleep(ms(1000))).await;
             assert_eq!(slow, None, "times out");
             let waited = started.elapsed();
-            assert!(
-                waited >= ms(200) && waited < ms(700),
-                "timed out after {waited:?}"
-            );
+            assert!(waited >= ms(200) && waited < ms(700), "timed out after {waited:?}");
             // After it fired, the timer serves the next requests again.
             let quick = timer.run(Instant::now(), tokio::time::sleep(ms(10))).await;
             assert_eq!(quick, Some(()));
-            let never = timer
-                .run(Instant::now(), std::future::pending::<()>())
-                .await;
+            let never = timer.run(Instant::now(), std::future::pending::<()>()).await;
             assert_eq!(never, None);
         });
     }

@@ -20,7 +20,13 @@ fn settle() {
 fn keep_alive_counts_match_the_server_exactly() {
     let server = start_server();
     let mut engine = Engine::spawn();
-    let spec = closed_job(&[(&server.url, 1)], vec![get("small", "/ok/100", 3), get("chunked", "/chunked/5000", 1)], 4, 1500, 500);
+    let spec = closed_job(
+        &[(&server.url, 1)],
+        vec![get("small", "/ok/100", 3), get("chunked", "/chunked/5000", 1)],
+        4,
+        1500,
+        500,
+    );
     let start_at = spec.start_at_ms;
     let reports = engine.run(spec);
     settle();
@@ -52,7 +58,8 @@ fn keep_alive_counts_match_the_server_exactly() {
 fn connection_per_request_and_close_delimited_bodies() {
     let server = start_server();
     let mut engine = Engine::spawn();
-    let mut spec = closed_job(&[(&server.url, 1)], vec![get("ok", "/ok/10", 1), get("close", "/close/700", 1)], 2, 500, 250);
+    let mut spec =
+        closed_job(&[(&server.url, 1)], vec![get("ok", "/ok/10", 1), get("close", "/close/700", 1)], 2, 500, 250);
     spec.keep_alive = false;
     let reports = engine.run(spec);
     settle();
@@ -73,7 +80,8 @@ fn bodies_larger_than_every_buffer_are_read_exactly() {
     // every framing; keep-alive goes on after each (the framing ended exactly).
     let server = start_server();
     let mut engine = Engine::spawn();
-    let requests = vec![get("length", "/ok/200000", 1), get("chunked", "/chunked/300000", 1), get("close", "/close/150000", 1)];
+    let requests =
+        vec![get("length", "/ok/200000", 1), get("chunked", "/chunked/300000", 1), get("close", "/close/150000", 1)];
     let reports = engine.run(closed_job(&[(&server.url, 1)], requests, 2, 600, 300));
     settle();
     let requests = total(&reports, |s| s.requests);
@@ -81,10 +89,16 @@ fn bodies_larger_than_every_buffer_are_read_exactly() {
     assert_eq!(total(&reports, |s| s.status_2xx), requests);
     assert_eq!(requests, server.served.responses.load(Ordering::Relaxed));
     assert_eq!(total(&reports, |s| s.bytes_in), server.served.bytes.load(Ordering::Relaxed));
-    let (closes, opened) = (total(&reports, |s| if s.request == "close" { s.requests } else { 0 }), total(&reports, |s| s.connections_opened));
+    let (closes, opened) = (
+        total(&reports, |s| if s.request == "close" { s.requests } else { 0 }),
+        total(&reports, |s| s.connections_opened),
+    );
     assert_eq!(opened, server.served.connections.load(Ordering::Relaxed));
     // Each client's first connection, then one after every close-delimited body (but its last).
-    assert!(opened <= 2 + closes && opened + 2 >= 2 + closes, "{opened} connections for {closes} close-delimited bodies");
+    assert!(
+        opened <= 2 + closes && opened + 2 >= 2 + closes,
+        "{opened} connections for {closes} close-delimited bodies"
+    );
 }
 
 #[test]
@@ -111,7 +125,10 @@ fn refused_connections_and_timeouts_are_errors_of_their_kind() {
     assert_eq!(errors_of(&reports, pb::ErrorKind::ConnectRefused), requests);
     assert_eq!(total(&reports, |s| s.status_2xx), 0);
     assert_eq!(histogram_count(&reports), 0, "errors have no latency");
-    assert!(reports.iter().flat_map(|r| &r.error_samples).any(|e| e.target == refused && e.message.contains("refused")));
+    assert!(reports
+        .iter()
+        .flat_map(|r| &r.error_samples)
+        .any(|e| e.target == refused && e.message.contains("refused")));
 
     let server = start_server();
     let mut engine = Engine::spawn();
@@ -128,7 +145,9 @@ fn status_classes_are_counted() {
     let mut engine = Engine::spawn();
     let requests = vec![get("missing", "/nothing", 1), get("fail", "/status/503", 1), get("moved", "/status/301", 1)];
     let reports = engine.run(closed_job(&[(&server.url, 1)], requests, 2, 300, 100));
-    let by_name = |name: &str, field: fn(&pb::IntervalStats) -> u64| total(&reports, |s| if s.request == name { field(s) } else { 0 });
+    let by_name = |name: &str, field: fn(&pb::IntervalStats) -> u64| {
+        total(&reports, |s| if s.request == name { field(s) } else { 0 })
+    };
     assert!(by_name("missing", |s| s.status_4xx) > 0);
     assert_eq!(by_name("missing", |s| s.status_4xx), by_name("missing", |s| s.requests));
     assert_eq!(by_name("fail", |s| s.status_5xx), by_name("fail", |s| s.requests));
@@ -158,11 +177,17 @@ fn adjust_changes_the_number_of_clients() {
         Some(pb::engine_event::Event::Interval(report)) => report,
         other => panic!("expected an interval, got {other:?}"),
     };
-    let share = pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 5, think: None })), stages: vec![] };
+    let share = pb::LoadShare {
+        model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 5, think: None })),
+        stages: vec![],
+    };
     engine.send(Command::Adjust(share));
     let reports = engine.collect();
-    assert_eq!(total(&[first.clone()], |s| s.connections_opened) + total(&reports, |s| s.connections_opened), 5,
-               "1 client, then 4 more after adjust");
+    assert_eq!(
+        total(&[first.clone()], |s| s.connections_opened) + total(&reports, |s| s.connections_opened),
+        5,
+        "1 client, then 4 more after adjust"
+    );
     let before: u64 = first.stats.iter().map(|s| s.requests).sum();
     let after: u64 = reports[reports.len() - 2].stats.iter().map(|s| s.requests).sum();
     assert!(after > before * 3, "5 clients ({after}) vs 1 client ({before}) of 20 ms requests");

@@ -12,15 +12,23 @@ fn failures_of(path: &str, url: &str, request_timeout_ms: u32) -> (u64, Vec<(Err
     spec.request_timeout_ms = request_timeout_ms;
     let reports = engine.run(spec);
     let requests = total(&reports, |s| s.requests);
-    let kinds = [ErrorKind::ConnectRefused, ErrorKind::ConnectTimeout, ErrorKind::Timeout, ErrorKind::Reset,
-                 ErrorKind::Protocol, ErrorKind::Other];
+    let kinds = [
+        ErrorKind::ConnectRefused,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Protocol,
+        ErrorKind::Other,
+    ];
     (requests, kinds.iter().map(|k| (*k, errors_of(&reports, *k))).filter(|(_, n)| *n > 0).collect())
 }
 
 #[test]
 fn each_failure_has_its_kind() {
     let server = start_server();
-    for (path, kind) in [("/cut/5000", ErrorKind::Reset), ("/garbage", ErrorKind::Protocol), ("/bighead", ErrorKind::Protocol)] {
+    for (path, kind) in
+        [("/cut/5000", ErrorKind::Reset), ("/garbage", ErrorKind::Protocol), ("/bighead", ErrorKind::Protocol)]
+    {
         let (requests, kinds) = failures_of(path, &server.url, 2000);
         assert!(requests > 0, "{path}");
         assert_eq!(kinds, vec![(kind, requests)], "{path}");

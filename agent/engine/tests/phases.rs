@@ -20,19 +20,12 @@ struct Phase {
     max_ms: f64,
 }
 
-fn phase(
-    reports: &[pb::IntervalReport],
-    field: fn(&pb::IntervalStats) -> (u64, u64, u64),
-) -> Phase {
+fn phase(reports: &[pb::IntervalReport], field: fn(&pb::IntervalStats) -> (u64, u64, u64)) -> Phase {
     let rows: Vec<(u64, u64, u64)> = reports.iter().flat_map(|r| &r.stats).map(field).collect();
     let count: u64 = rows.iter().map(|r| r.0).sum();
     let sum_us: u64 = rows.iter().map(|r| r.1).sum();
     let max_us = rows.iter().map(|r| r.2).max().unwrap_or(0);
-    Phase {
-        count,
-        mean_ms: sum_us as f64 / count.max(1) as f64 / 1000.0,
-        max_ms: max_us as f64 / 1000.0,
-    }
+    Phase { count, mean_ms: sum_us as f64 / count.max(1) as f64 / 1000.0, max_ms: max_us as f64 / 1000.0 }
 }
 
 fn connect(r: &[pb::IntervalReport]) -> Phase {
@@ -45,15 +38,11 @@ fn waiting(r: &[pb::IntervalReport]) -> Phase {
     phase(r, |s| (s.waiting_count, s.waiting_sum_us, s.waiting_max_us))
 }
 fn receiving(r: &[pb::IntervalReport]) -> Phase {
-    phase(r, |s| {
-        (s.receiving_count, s.receiving_sum_us, s.receiving_max_us)
-    })
+    phase(r, |s| (s.receiving_count, s.receiving_sum_us, s.receiving_max_us))
 }
 
 fn responses(reports: &[pb::IntervalReport]) -> u64 {
-    total(reports, |s| {
-        s.status_1xx + s.status_2xx + s.status_3xx + s.status_4xx + s.status_5xx
-    })
+    total(reports, |s| s.status_1xx + s.status_2xx + s.status_3xx + s.status_4xx + s.status_5xx)
 }
 
 fn assert_within_10_percent(what: &str, measured_ms: f64, expected_ms: f64) {
@@ -64,10 +53,7 @@ fn assert_within_10_percent(what: &str, measured_ms: f64, expected_ms: f64) {
 }
 
 fn assert_small(what: &str, measured_ms: f64, delay_ms: f64) {
-    assert!(
-        measured_ms <= 0.1 * delay_ms,
-        "{what}: {measured_ms:.1} ms took part of a {delay_ms} ms delay elsewhere"
-    );
+    assert!(measured_ms <= 0.1 * delay_ms, "{what}: {measured_ms:.1} ms took part of a {delay_ms} ms delay elsewhere");
 }
 
 fn job(url: &str, path: &str, keep_alive: bool) -> pb::JobSpec {
@@ -89,11 +75,7 @@ fn a_slow_first_byte_is_waiting() {
     assert_eq!(waiting.count, responses);
     assert_within_10_percent("waiting", waiting.mean_ms, delay);
     assert_small("connect", connect(&reports).mean_ms, delay);
-    assert_eq!(
-        connect(&reports).count,
-        responses,
-        "a new connection per request"
-    );
+    assert_eq!(connect(&reports).count, responses, "a new connection per request");
     assert_eq!(tls(&reports).count, 0, "plain http has no TLS phase");
     let receiving = receiving(&reports);
     assert_eq!(receiving.count, responses);
@@ -101,22 +83,13 @@ fn a_slow_first_byte_is_waiting() {
 
     // The time-to-first-byte histogram holds every response, and its median is the delay.
     let mut histogram = loadfleet_engine::stats::new_histogram();
-    for row in reports
-        .iter()
-        .flat_map(|r| &r.stats)
-        .filter(|s| !s.waiting_histogram.is_empty())
-    {
-        let h: hdrhistogram::Histogram<u64> = Deserializer::new()
-            .deserialize(&mut row.waiting_histogram.as_slice())
-            .unwrap();
+    for row in reports.iter().flat_map(|r| &r.stats).filter(|s| !s.waiting_histogram.is_empty()) {
+        let h: hdrhistogram::Histogram<u64> =
+            Deserializer::new().deserialize(&mut row.waiting_histogram.as_slice()).unwrap();
         histogram.add(h).unwrap();
     }
     assert_eq!(histogram.len(), responses);
-    assert_within_10_percent(
-        "waiting p50",
-        histogram.value_at_quantile(0.5) as f64 / 1000.0,
-        delay,
-    );
+    assert_within_10_percent("waiting p50", histogram.value_at_quantile(0.5) as f64 / 1000.0, delay);
 }
 
 #[test]
@@ -142,8 +115,7 @@ fn blocking_connect_time(stall: Duration) -> f64 {
     let server = start_stalled_server(stall);
     let addr: SocketAddr = server.url.trim_start_matches("http://").parse().unwrap();
     let started = Instant::now();
-    let _stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .expect("connects once the server accepts");
+    let _stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connects once the server accepts");
     started.elapsed().as_secs_f64() * 1000.0
 }
 
@@ -153,16 +125,10 @@ fn a_server_slow_to_accept_is_connect() {
     // the client's kernel sends it again, after its retransmission timeout (1 s on Linux).
     let stall = Duration::from_millis(300);
     let reference_ms = blocking_connect_time(stall);
-    assert!(
-        reference_ms > 500.0,
-        "the stalled server delayed a plain connect by only {reference_ms:.0} ms"
-    );
+    assert!(reference_ms > 500.0, "the stalled server delayed a plain connect by only {reference_ms:.0} ms");
     let mut spec = job("http://127.0.0.1:1", "/ok/100", true);
     spec.load = Some(pb::LoadShare {
-        model: Some(pb::load_share::Model::Closed(pb::ClosedModel {
-            clients: 1,
-            think: None,
-        })),
+        model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 1, think: None })),
         stages: vec![],
     });
     spec.duration_ms = 1800;

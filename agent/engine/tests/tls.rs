@@ -53,6 +53,8 @@ fn failed_handshakes_are_tls_errors() {
     let requests = total(&reports, |s| s.requests);
     assert!(requests > 0);
     assert_eq!(errors_of(&reports, ErrorKind::Tls), requests);
-    assert!(reports.iter().flat_map(|r| &r.error_samples).any(|e| e.message.contains("certificate")),
-            "the message says what was wrong with the certificate");
+    assert!(
+        reports.iter().flat_map(|r| &r.error_samples).any(|e| e.message.contains("certificate")),
+        "the message says what was wrong with the certificate"
+    );
 }

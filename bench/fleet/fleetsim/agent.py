@@ -12,6 +12,7 @@ Measured (see bench/fleet/README.md): renewal lateness (a heartbeat's send to th
 LeaseRenewal received after it), renewal gap excess (time between two renewals beyond the
 heartbeat period) and ack latency (a message's send to the Ack covering it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -67,8 +68,7 @@ class SimAgentConfig:
 
 
 class SimAgent:
-    def __init__(self, config: SimAgentConfig, channel: grpc.aio.Channel, templates: TemplateCache,
-                 stats: FleetStats):
+    def __init__(self, config: SimAgentConfig, channel: grpc.aio.Channel, templates: TemplateCache, stats: FleetStats):
         self.config = config
         self._channel = channel
         self._templates = templates
@@ -93,8 +93,8 @@ class SimAgent:
         if self._closing:
             return
         self._call = self._channel.stream_stream(
-            CONNECT_METHOD, request_serializer=None,
-            response_deserializer=agent_pb2.ControllerMessage.FromString)()
+            CONNECT_METHOD, request_serializer=None, response_deserializer=agent_pb2.ControllerMessage.FromString
+        )()
         try:
             await self._welcome()
             self._spawn(self._heartbeat(), "heartbeat")
@@ -118,8 +118,14 @@ class SimAgent:
     # ---- session -----------------------------------------------------------------
 
     async def _welcome(self) -> None:
-        hello = agent_pb2.Hello(agent_id=self.config.agent_id, hostname=self.config.hostname, cores=1,
-                                version=VERSION, capabilities=["engine"], labels=dict(self.config.labels))
+        hello = agent_pb2.Hello(
+            agent_id=self.config.agent_id,
+            hostname=self.config.hostname,
+            cores=1,
+            version=VERSION,
+            capabilities=["engine"],
+            labels=dict(self.config.labels),
+        )
         # Hello opens a session and is never resent, so it carries no sequence number.
         await self._write(agent_pb2.AgentMessage(hello=hello).SerializeToString())
         message = await asyncio.wait_for(self._call.read(), WELCOME_TIMEOUT_S)
@@ -215,8 +221,10 @@ class SimAgent:
     def _on_assignment(self, assignment: agent_pb2.Assignment) -> None:
         spec = assignment.spec
         if self._job_id:
-            self._spawn(self._send_status(spec.job_id, agent_pb2.JOB_STATE_FAILED,
-                                          f"agent is busy with job {self._job_id}"), "refusal")
+            self._spawn(
+                self._send_status(spec.job_id, agent_pb2.JOB_STATE_FAILED, f"agent is busy with job {self._job_id}"),
+                "refusal",
+            )
             return
         self._job_id = spec.job_id
         self._job_lease_s = assignment.lease_ms / 1000
@@ -248,9 +256,16 @@ class SimAgent:
                 return agent_pb2.JOB_STATE_STOPPED
             template = templates[(self.config.index + k) % len(templates)]
             seq = self._outbox.add(time.monotonic())
-            await self._write(interval_message(seq=seq, job_id=spec.job_id, interval_start_ms=start_ms,
-                                               interval_ms=interval_ms, template=template,
-                                               final=stopped or k == intervals - 1))
+            await self._write(
+                interval_message(
+                    seq=seq,
+                    job_id=spec.job_id,
+                    interval_start_ms=start_ms,
+                    interval_ms=interval_ms,
+                    template=template,
+                    final=stopped or k == intervals - 1,
+                )
+            )
             self._stats.count_sent(start_ms, template.requests)
             if stopped:
                 return agent_pb2.JOB_STATE_STOPPED

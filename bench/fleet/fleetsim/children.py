@@ -4,6 +4,7 @@ Children stay in the bench's process group, so whoever stops the bench's group (
 Ctrl-C) stops them too; `stop_all` stops each one by PID, TERM first and KILL after a
 grace period, and is safe to call twice.
 """
+
 from __future__ import annotations
 
 import signal

@@ -5,6 +5,7 @@ connection, as agents on separate hosts have), sharing one event loop.
 would measure the kernel's accept queue, not the controller), runs them until `stop` is
 set or `max_s` has passed, closes every session, and returns the process's results.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -53,20 +54,38 @@ async def run_fleet(config: FleetConfig, stop: asyncio.Event, on_ready=lambda: N
     started = time.monotonic()
     templates = TemplateCache(histogram_pool())
     stats = FleetStats()
-    channels = [tls.channel(config.controller, config.tls_dir, "agent", agent_id(config, i), options=CHANNEL_OPTIONS)
-                for i in range(config.agents)]
-    agents = [SimAgent(SimAgentConfig(agent_id=agent_id(config, i), hostname=f"{config.id_prefix}host{i:05d}",
-                                      labels=config.labels, index=i, outbox_capacity=config.outbox_capacity,
-                                      total_row=config.total_row), channel, templates, stats)
-              for i, channel in enumerate(channels)]
+    channels = [
+        tls.channel(config.controller, config.tls_dir, "agent", agent_id(config, i), options=CHANNEL_OPTIONS)
+        for i in range(config.agents)
+    ]
+    agents = [
+        SimAgent(
+            SimAgentConfig(
+                agent_id=agent_id(config, i),
+                hostname=f"{config.id_prefix}host{i:05d}",
+                labels=config.labels,
+                index=i,
+                outbox_capacity=config.outbox_capacity,
+                total_row=config.total_row,
+            ),
+            channel,
+            templates,
+            stats,
+        )
+        for i, channel in enumerate(channels)
+    ]
     tasks: list[asyncio.Task] = []
     lag = asyncio.create_task(_watch_loop_lag(stats), name="loop-lag")
     cpu_ready = wall_ready = None
     try:
         for first in range(0, len(agents), CONNECT_BATCH):
-            tasks += [asyncio.create_task(a.run(), name=a.config.agent_id) for a in agents[first:first + CONNECT_BATCH]]
+            tasks += [
+                asyncio.create_task(a.run(), name=a.config.agent_id) for a in agents[first : first + CONNECT_BATCH]
+            ]
             await asyncio.sleep(CONNECT_PAUSE_S)
-        await _until_welcomed(stats, config.agents, tasks, timeout_s=max(0.0, config.max_s - (time.monotonic() - started)))
+        await _until_welcomed(
+            stats, config.agents, tasks, timeout_s=max(0.0, config.max_s - (time.monotonic() - started))
+        )
         on_ready()
         cpu_ready, wall_ready = _cpu_s(), time.monotonic()
         with contextlib.suppress(TimeoutError):
@@ -83,9 +102,12 @@ async def run_fleet(config: FleetConfig, stop: asyncio.Event, on_ready=lambda: N
         await asyncio.gather(*tasks, lag, return_exceptions=True)
         await asyncio.gather(*(c.close() for c in channels), return_exceptions=True)
     results = stats.to_json()
-    results.update(agents=config.agents, cpu_s=round(cpu_end - (cpu_ready or cpu_end), 3),
-                   wall_s=round(wall_end - (wall_ready or wall_end), 3),
-                   max_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    results.update(
+        agents=config.agents,
+        cpu_s=round(cpu_end - (cpu_ready or cpu_end), 3),
+        wall_s=round(wall_end - (wall_ready or wall_end), 3),
+        max_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    )
     return results
 
 

@@ -9,6 +9,7 @@ reconnects, so it never resends and needs no payload. When `capacity` messages a
 outstanding (a controller that never acks, such as today's), the oldest is dropped and
 counted: a real agent would spool it to disk.
 """
+
 from __future__ import annotations
 
 from array import array
@@ -48,7 +49,8 @@ class Outbox:
         if through_seq >= self._next_seq:
             self.acks_beyond_sent += 1
             through_seq = self._next_seq - 1
-        latencies = [now_s - self._sent_at_s[seq % self._capacity]
-                     for seq in range(self._first_unacked, through_seq + 1)]
+        latencies = [
+            now_s - self._sent_at_s[seq % self._capacity] for seq in range(self._first_unacked, through_seq + 1)
+        ]
         self._first_unacked = max(self._first_unacked, through_seq + 1)
         return latencies

@@ -13,11 +13,11 @@ exact `*`/`*` merge) per job, and every message is then put together from those 
 and a few varints (protobuf fields concatenate). `tests/bench/test_fleet_payload.py`
 checks the result parses back to the intended `AgentMessage`.
 """
+
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-
 
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
@@ -82,8 +82,9 @@ def histogram_pool(size: int = DEFAULT_POOL_SIZE, seed: int = 1) -> list[PooledH
     pool = []
     for _ in range(size):
         responses = rng.randint(RESPONSES_MIN, RESPONSES_MAX)
-        histogram = Histogram.of(max(1, int(rng.lognormvariate(0, LATENCY_SIGMA) * LATENCY_MEDIAN_US))
-                                 for _ in range(responses))
+        histogram = Histogram.of(
+            max(1, int(rng.lognormvariate(0, LATENCY_SIGMA) * LATENCY_MEDIAN_US)) for _ in range(responses)
+        )
         pool.append(PooledHistogram(histogram, responses))
     return pool
 
@@ -95,12 +96,18 @@ def realistic_row(target: str, request: str, pooled: PooledHistogram, rng: rando
     status_5xx = responses // 200
     timeouts = rng.choice((0, 0, 0, 1, 2))
     return StatsRow(
-        target=target, request=request, requests=responses + timeouts,
+        target=target,
+        request=request,
+        requests=responses + timeouts,
         status=[0, responses - status_5xx, 0, 0, status_5xx],
         errors={stats_pb2.ERROR_KIND_TIMEOUT: timeouts} if timeouts else {},
-        bytes_in=responses * rng.randint(900, 1400), bytes_out=(responses + timeouts) * 110,
-        connections_opened=timeouts, connections_closed=timeouts, active_connections=rng.randint(2, 8),
-        histogram=pooled.histogram)
+        bytes_in=responses * rng.randint(900, 1400),
+        bytes_out=(responses + timeouts) * 110,
+        connections_opened=timeouts,
+        connections_closed=timeouts,
+        active_connections=rng.randint(2, 8),
+        histogram=pooled.histogram,
+    )
 
 
 @dataclass(frozen=True)
@@ -116,8 +123,14 @@ class IntervalTemplate:
     rows: int
 
 
-def build_templates(pairs: list[tuple[str, str]], pool: list[PooledHistogram], *, total_row: bool,
-                    count: int = DEFAULT_TEMPLATES, seed: int = 2) -> list[IntervalTemplate]:
+def build_templates(
+    pairs: list[tuple[str, str]],
+    pool: list[PooledHistogram],
+    *,
+    total_row: bool,
+    count: int = DEFAULT_TEMPLATES,
+    seed: int = 2,
+) -> list[IntervalTemplate]:
     """`count` templates of one row per (target, request) pair, plus the `*`/`*` merge
     (made with the project's own `merge_rows`, as a real agent makes it) if asked. With the
     total row goes the streaming controller's wire form: histograms as buckets, as a real
@@ -135,11 +148,16 @@ def build_templates(pairs: list[tuple[str, str]], pool: list[PooledHistogram], *
     return templates
 
 
-def interval_message(*, seq: int, job_id: str, interval_start_ms: int, interval_ms: int,
-                     template: IntervalTemplate, final: bool) -> bytes:
+def interval_message(
+    *, seq: int, job_id: str, interval_start_ms: int, interval_ms: int, template: IntervalTemplate, final: bool
+) -> bytes:
     """A serialized `AgentMessage{seq, interval: AgentInterval{job_id, report}}`."""
-    report = (varint_field(_REPORT_START_MS, interval_start_ms) + varint_field(_REPORT_INTERVAL_MS, interval_ms)
-              + template.stats_fields + (varint_field(_REPORT_FINAL, 1) if final else b""))
+    report = (
+        varint_field(_REPORT_START_MS, interval_start_ms)
+        + varint_field(_REPORT_INTERVAL_MS, interval_ms)
+        + template.stats_fields
+        + (varint_field(_REPORT_FINAL, 1) if final else b"")
+    )
     interval = bytes_field(_AGENT_INTERVAL_JOB_ID, job_id.encode()) + bytes_field(_AGENT_INTERVAL_REPORT, report)
     return varint_field(_AGENT_MESSAGE_SEQ, seq) + bytes_field(_AGENT_MESSAGE_INTERVAL, interval)
 

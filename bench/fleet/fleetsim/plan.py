@@ -4,6 +4,7 @@ R = targets x request names. The targets are discard ports on loopback that nobo
 serves: simulated agents never send HTTP, they only report. A closed model with one
 client per agent gives every agent a share (the scheduler leaves out agents with none).
 """
+
 from __future__ import annotations
 
 import math

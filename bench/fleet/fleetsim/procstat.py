@@ -6,6 +6,7 @@ Samples are taken on wall-clock multiples of the run's interval, which is how th
 controller aligns intervals (the barrier is such a multiple), so each CPU figure covers
 exactly one interval of the run.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -73,8 +74,11 @@ class ProcessSampler:
             await _sleep_until_ms(boundary_ms)
             cpu, wall = cpu_s(self.pid), time.monotonic()
             # Divide by the time that really passed: this loop may wake a little late.
-            self.cpu.append(CpuSample(boundary_ms - self.interval_ms,
-                                      round(100 * (cpu - last_cpu) / max(1e-6, wall - last_wall), 1)))
+            self.cpu.append(
+                CpuSample(
+                    boundary_ms - self.interval_ms, round(100 * (cpu - last_cpu) / max(1e-6, wall - last_wall), 1)
+                )
+            )
             last_cpu, last_wall = cpu, wall
 
     async def _sample_rss(self) -> None:
@@ -106,8 +110,9 @@ class RssGuard:
             if self.tripped_at_kb is None and rss > self.limit_kb:
                 self.tripped_at_kb, tripped = rss, time.monotonic()
                 await stop()
-            elif self.tripped_at_kb is not None and (rss > 1.5 * self.limit_kb
-                                                     or time.monotonic() - tripped > self.kill_after_s):
+            elif self.tripped_at_kb is not None and (
+                rss > 1.5 * self.limit_kb or time.monotonic() - tripped > self.kill_after_s
+            ):
                 kill()
                 self.killed = True
                 return

@@ -6,9 +6,9 @@ exactly, so percentiles over the whole fleet are never averaged. Memory is fixed
 recorder, whatever the length of the run. `MaxSeries` keeps the worst value per time
 bucket so the bench can show when lateness happened (one entry per bucket of the run).
 """
+
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -64,7 +64,8 @@ def summarize(histogram: HdrHistogram) -> LatencySummary:
         count=histogram.get_total_count(),
         p50_ms=round(histogram.get_value_at_percentile(50) / 1000, 3),
         p99_ms=round(histogram.get_value_at_percentile(99) / 1000, 3),
-        max_ms=round(histogram.get_max_value() / 1000, 3))
+        max_ms=round(histogram.get_max_value() / 1000, 3),
+    )
 
 
 class MaxSeries:

@@ -5,6 +5,7 @@ table for docs/benchmarks.md.
 The load window is from the first interval's start to the last interval's end, as the
 simulated agents sent them. Percentiles of lists use the nearest rank.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,9 @@ def merge_sent(sims: list[dict]) -> dict[int, tuple[int, int]]:
     return dict(sorted(sent.items()))
 
 
-def check_intervals(sent: dict[int, tuple[int, int]], arrivals: list[Arrival], *, agents: int,
-                    interval_ms: int) -> list[IntervalCheck]:
+def check_intervals(
+    sent: dict[int, tuple[int, int]], arrivals: list[Arrival], *, agents: int, interval_ms: int
+) -> list[IntervalCheck]:
     by_start: dict[int, list[Arrival]] = {}
     for arrival in arrivals:
         by_start.setdefault(arrival.interval_start_ms, []).append(arrival)
@@ -54,12 +56,18 @@ def check_intervals(sent: dict[int, tuple[int, int]], arrivals: list[Arrival], *
         sent_agents, sent_requests = sent.get(start, (0, 0))
         seen = by_start.get(start, [])
         last = seen[-1] if seen else None
-        checks.append(IntervalCheck(
-            interval_start_ms=start, sent_agents=sent_agents, sent_requests=sent_requests,
-            agents=last.agents if last else 0, requests=last.requests if last else 0,
-            revisions=sum(a.revised for a in seen),
-            publish_lag_ms=seen[0].arrived_ms - (start + interval_ms) if seen else None,
-            complete=bool(last) and last.agents == agents and last.requests == sent_requests))
+        checks.append(
+            IntervalCheck(
+                interval_start_ms=start,
+                sent_agents=sent_agents,
+                sent_requests=sent_requests,
+                agents=last.agents if last else 0,
+                requests=last.requests if last else 0,
+                revisions=sum(a.revised for a in seen),
+                publish_lag_ms=seen[0].arrived_ms - (start + interval_ms) if seen else None,
+                complete=bool(last) and last.agents == agents and last.requests == sent_requests,
+            )
+        )
     return checks
 
 
@@ -73,16 +81,21 @@ def percentile(values: list[float], pct: float) -> float:
 def cpu_figures(samples: list[CpuSample], load_ms: tuple[int, int], interval_ms: int, finished_ms: int) -> dict:
     during = [s.cpu_pct for s in samples if load_ms[0] <= s.start_ms < load_ms[1]]
     after = [s.cpu_pct for s in samples if load_ms[1] <= s.start_ms < finished_ms + interval_ms]
-    return {"intervals": len(during), "median_pct": percentile(during, 50), "p95_pct": percentile(during, 95),
-            "max_pct": max(during, default=math.nan),
-            "mean_pct": round(sum(during) / len(during), 1) if during else math.nan,
-            # From the end of the load until the run ended: publishing the last intervals and
-            # writing the run's results.
-            "after_load_cpu_s": round(sum(after) / 100 * interval_ms / 1000, 2)}
+    return {
+        "intervals": len(during),
+        "median_pct": percentile(during, 50),
+        "p95_pct": percentile(during, 95),
+        "max_pct": max(during, default=math.nan),
+        "mean_pct": round(sum(during) / len(during), 1) if during else math.nan,
+        # From the end of the load until the run ended: publishing the last intervals and
+        # writing the run's results.
+        "after_load_cpu_s": round(sum(after) / 100 * interval_ms / 1000, 2),
+    }
 
 
-def rss_figures(samples: list[RssSample], load_ms: tuple[int, int], *, reference_s: float,
-                row_reports_per_s: float) -> dict:
+def rss_figures(
+    samples: list[RssSample], load_ms: tuple[int, int], *, reference_s: float, row_reports_per_s: float
+) -> dict:
     if not samples:
         return {}
     reference_at = load_ms[0] + reference_s * 1000
@@ -93,9 +106,11 @@ def rss_figures(samples: list[RssSample], load_ms: tuple[int, int], *, reference
     slope_kb_s = _slope([(s.at_ms / 1000, s.rss_kb) for s in window])
     return {
         "reference_s": reference_s,
-        "at_reference_kb": reference.rss_kb, "at_end_kb": end.rss_kb,
+        "at_reference_kb": reference.rss_kb,
+        "at_end_kb": end.rss_kb,
         "growth_pct": round(100 * (end.rss_kb - reference.rss_kb) / reference.rss_kb, 1),
-        "before_load_kb": samples[0].rss_kb, "peak_kb": max(s.rss_kb for s in samples),
+        "before_load_kb": samples[0].rss_kb,
+        "peak_kb": max(s.rss_kb for s in samples),
         "slope_kb_per_s": round(slope_kb_s, 1) if slope_kb_s is not None else None,
         # Issue 12 measured ~190 KB per agent row per interval on the pre-streaming controller.
         "kb_per_row_report": round(slope_kb_s / row_reports_per_s, 1) if slope_kb_s and row_reports_per_s else None,
@@ -114,10 +129,14 @@ def _slope(points: list[tuple[float, float]]) -> float | None:
 
 def lag_figures(checks: list[IntervalCheck]) -> dict:
     lags = [c.publish_lag_ms for c in checks if c.publish_lag_ms is not None]
-    return {"intervals": len(lags), "p50_ms": percentile(lags, 50), "p99_ms": percentile(lags, 99),
-            "max_ms": max(lags, default=math.nan),
-            # The last interval is published as the run ends: end-of-run work shows here first.
-            "last_interval_ms": lags[-1] if lags else math.nan}
+    return {
+        "intervals": len(lags),
+        "p50_ms": percentile(lags, 50),
+        "p99_ms": percentile(lags, 99),
+        "max_ms": max(lags, default=math.nan),
+        # The last interval is published as the run ends: end-of-run work shows here first.
+        "last_interval_ms": lags[-1] if lags else math.nan,
+    }
 
 
 def lateness_during_load(series: dict[str, float], load_ms: tuple[int, int], bucket_s: int) -> float:
@@ -140,8 +159,9 @@ def fleet_figures(sims: list[dict]) -> dict:
         "renewal_gap_excess": merge_encoded(s["renewal_gap_excess"] for s in sims).as_dict(),
         "ack_latency": merge_encoded(s["ack_latency"] for s in sims).as_dict(),
         "sim_loop_lag": merge_encoded(s["loop_lag"] for s in sims).as_dict(),
-        "renewal_lateness_max_ms_by_time": {str(k): v for k, v in
-                                            merge_series(s["renewal_lateness_series_ms"] for s in sims).items()},
+        "renewal_lateness_max_ms_by_time": {
+            str(k): v for k, v in merge_series(s["renewal_lateness_series_ms"] for s in sims).items()
+        },
         "counters": dict(sorted(counters.items())),
         "session_errors": {k: v for s in sims for k, v in s["session_errors"].items()},
         "controller_instances": sorted({i for s in sims for i in s["controller_instances"]}),
@@ -152,25 +172,42 @@ def fleet_figures(sims: list[dict]) -> dict:
     }
 
 
-def summarize_run(*, agents: int, rows: int, interval_ms: int, record: RunRecord,
-                  cpu: list[CpuSample], rss: list[RssSample], sims: list[dict], rss_after_run_kb: int | None) -> dict:
+def summarize_run(
+    *,
+    agents: int,
+    rows: int,
+    interval_ms: int,
+    record: RunRecord,
+    cpu: list[CpuSample],
+    rss: list[RssSample],
+    sims: list[dict],
+    rss_after_run_kb: int | None,
+) -> dict:
     sent = merge_sent(sims)
     checks = check_intervals(sent, record.arrivals, agents=agents, interval_ms=interval_ms)
     load_ms = (min(sent), max(sent) + interval_ms) if sent else (0, 0)
     fleet = fleet_figures(sims)
     fleet["renewal_lateness_max_during_load_ms"] = lateness_during_load(
-        fleet["renewal_lateness_max_ms_by_time"], load_ms, SERIES_BUCKET_S)
+        fleet["renewal_lateness_max_ms_by_time"], load_ms, SERIES_BUCKET_S
+    )
     total_rows = fleet["counters"].get("agents_sending_total_row", 0) > 0
     rows_per_report = rows + total_rows
     # Half the load actually sent (less than planned when the run was stopped early).
     reference_s = min(RSS_REFERENCE_S, (load_ms[1] - load_ms[0]) / 2000)
     return {
-        "run": {"run_id": record.run_id, "state": record.state, "message": record.message,
-                "timed_out": record.timed_out, "error": record.error, "events": [asdict(e) for e in record.events]},
+        "run": {
+            "run_id": record.run_id,
+            "state": record.state,
+            "message": record.message,
+            "timed_out": record.timed_out,
+            "error": record.error,
+            "events": [asdict(e) for e in record.events],
+        },
         "total_row_sent": total_rows,
         "rows_per_report": rows_per_report,
         "intervals": {
-            "sent": len(sent), "published": len({a.interval_start_ms for a in record.arrivals}),
+            "sent": len(sent),
+            "published": len({a.interval_start_ms for a in record.arrivals}),
             "complete": sum(c.complete for c in checks),
             "all_complete": bool(checks) and all(c.complete for c in checks),
             "revisions": sum(c.revisions for c in checks),
@@ -178,9 +215,12 @@ def summarize_run(*, agents: int, rows: int, interval_ms: int, record: RunRecord
             "summary_requests": record.summary_requests,
         },
         "controller_cpu": cpu_figures(cpu, load_ms, interval_ms, record.finished_ms or load_ms[1]),
-        "controller_rss": {**rss_figures(rss, load_ms, reference_s=reference_s,
-                                         row_reports_per_s=agents * rows_per_report * 1000 / interval_ms),
-                           "after_run_kb": rss_after_run_kb},
+        "controller_rss": {
+            **rss_figures(
+                rss, load_ms, reference_s=reference_s, row_reports_per_s=agents * rows_per_report * 1000 / interval_ms
+            ),
+            "after_run_kb": rss_after_run_kb,
+        },
         "publish_lag": lag_figures(checks),
         "fleet": fleet,
         "checks": [asdict(c) for c in checks],
@@ -189,9 +229,11 @@ def summarize_run(*, agents: int, rows: int, interval_ms: int, record: RunRecord
     }
 
 
-TABLE_HEADER = ("| controller | agents × rows | interval | run | controller CPU, % of a core (median / p95) "
-                "| RSS at reference → end of load (growth) | publish lag p99 | renewal lateness max | complete intervals |\n"
-                "|---|---|---|---|---|---|---|---|---|")
+TABLE_HEADER = (
+    "| controller | agents × rows | interval | run | controller CPU, % of a core (median / p95) "
+    "| RSS at reference → end of load (growth) | publish lag p99 | renewal lateness max | complete intervals |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def markdown(result: dict) -> str:
@@ -199,11 +241,19 @@ def markdown(result: dict) -> str:
     c, s, m = result["config"], result["summary"], result["summary"]["controller_rss"]
     cpu, lag, fleet = s["controller_cpu"], s["publish_lag"], s["fleet"]
     rows = f"{c['rows']}{' + */*' if s['total_row_sent'] else ''}"
-    rss = (f"{m['at_reference_kb'] / 1024:.0f} MB at {m['reference_s']:g} s → {m['at_end_kb'] / 1024:.0f} MB "
-           f"({m['growth_pct']:+.0f} %)") if m.get("at_reference_kb") else "n/a"
-    row = (f"| {result['controller_label']} | {c['agents']} × {rows} | {c['interval_ms']} ms | {c['duration_s']:g} s "
-           f"| {cpu['median_pct']:.0f} / {cpu['p95_pct']:.0f} | {rss} | {lag['p99_ms']:.0f} ms "
-           f"| {fleet['renewal_lateness']['max_ms']:.0f} ms | {s['intervals']['complete']}/{s['intervals']['sent']} |")
+    rss = (
+        (
+            f"{m['at_reference_kb'] / 1024:.0f} MB at {m['reference_s']:g} s → {m['at_end_kb'] / 1024:.0f} MB "
+            f"({m['growth_pct']:+.0f} %)"
+        )
+        if m.get("at_reference_kb")
+        else "n/a"
+    )
+    row = (
+        f"| {result['controller_label']} | {c['agents']} × {rows} | {c['interval_ms']} ms | {c['duration_s']:g} s "
+        f"| {cpu['median_pct']:.0f} / {cpu['p95_pct']:.0f} | {rss} | {lag['p99_ms']:.0f} ms "
+        f"| {fleet['renewal_lateness']['max_ms']:.0f} ms | {s['intervals']['complete']}/{s['intervals']['sent']} |"
+    )
     notes = [
         f"RSS slope {m.get('slope_kb_per_s')} KB/s = {m.get('kb_per_row_report')} KB per agent row report; "
         f"before load {m.get('before_load_kb', 0) / 1024:.0f} MB, peak {m.get('peak_kb', 0) / 1024:.0f} MB, "
@@ -220,6 +270,10 @@ def markdown(result: dict) -> str:
     ]
     limit = s["run"].get("rss_limit") or {}
     if limit.get("tripped_at_kb"):
-        notes.insert(0, f"**the run was stopped at {limit['tripped_at_kb'] / 1024:.0f} MB controller RSS "
-                        f"(limit {limit['limit_kb'] / 1024:.0f} MB{'; the controller was killed' if limit['controller_killed'] else ''})**")
+        notes.insert(
+            0,
+            f"**the run was stopped at {limit['tripped_at_kb'] / 1024:.0f} MB controller RSS "
+            f"(limit {limit['limit_kb'] / 1024:.0f} MB"
+            f"{'; the controller was killed' if limit['controller_killed'] else ''})**",
+        )
     return "\n".join([TABLE_HEADER, row, ""] + [f"- {n}" for n in notes])

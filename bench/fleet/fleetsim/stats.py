@@ -5,6 +5,7 @@ locks). Everything in it is bounded: the recorders are fixed-size histograms, an
 per-interval maps hold one entry per interval of the run (1,800 for a 30-minute run at
 1 s), which is what the bench compares the controller's intervals against.
 """
+
 from __future__ import annotations
 
 import collections

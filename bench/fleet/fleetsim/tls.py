@@ -4,6 +4,7 @@ session of its own name, docs/security.md), the controller's flags, and the chan
 credentials of each simulated agent and of the bench's operator. The same fleet with and
 without --tls gives what TLS costs the controller.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,14 +26,21 @@ def make_pki(directory: Path, agent_ids: list[str]) -> None:
 
 
 def controller_args(directory: Path) -> list[str]:
-    return ["--tls-cert", str(directory / "controller.crt"), "--tls-key", str(directory / "controller.key"),
-            "--tls-ca", str(directory / "ca.crt")]
+    return [
+        "--tls-cert",
+        str(directory / "controller.crt"),
+        "--tls-key",
+        str(directory / "controller.key"),
+        "--tls-ca",
+        str(directory / "ca.crt"),
+    ]
 
 
 def credentials(directory: Path, role: str, name: str) -> grpc.ChannelCredentials:
     cert = directory / f"{role}-{name}.crt"
-    return grpc.ssl_channel_credentials((directory / "ca.crt").read_bytes(), cert.with_suffix(".key").read_bytes(),
-                                        cert.read_bytes())
+    return grpc.ssl_channel_credentials(
+        (directory / "ca.crt").read_bytes(), cert.with_suffix(".key").read_bytes(), cert.read_bytes()
+    )
 
 
 def channel(address: str, directory: Path | None, role: str, name: str, options=()) -> grpc.aio.Channel:

@@ -4,6 +4,7 @@ Every `IntervalSummary` is stamped with the wall-clock time it reached the watch
 publish lag is that time minus the interval's end (start + interval_ms). Both clocks are
 this machine's.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,14 +53,16 @@ class RunRecord:
     error: str = ""
 
 
-async def wait_for_agents(stub: run_pb2_grpc.RunServiceStub, label: tuple[str, str], count: int,
-                          timeout_s: float) -> int:
+async def wait_for_agents(
+    stub: run_pb2_grpc.RunServiceStub, label: tuple[str, str], count: int, timeout_s: float
+) -> int:
     """Waits until `count` idle agents carry `label`; returns how many there are."""
     deadline = time.monotonic() + timeout_s
     while True:
         reply = await stub.ListAgents(run_pb2.ListAgentsRequest(), timeout=10)
-        idle = sum(1 for a in reply.agents
-                   if a.labels.get(label[0]) == label[1] and a.state == run_pb2.AGENT_STATE_IDLE)
+        idle = sum(
+            1 for a in reply.agents if a.labels.get(label[0]) == label[1] and a.state == run_pb2.AGENT_STATE_IDLE
+        )
         if idle >= count or time.monotonic() > deadline:
             return idle
         await asyncio.sleep(0.25)
@@ -103,8 +106,13 @@ async def _read_updates(stub: run_pb2_grpc.RunServiceStub, record: RunRecord) ->
             i = update.interval
             record.arrivals.append(Arrival(i.interval_start_ms, i.agents, i.requests, i.revised, now_ms))
         elif kind == "event":
-            record.events.append(Event(update.event.at_ms, run_pb2.EventKind.Name(update.event.kind)
-                                       .removeprefix("EVENT_KIND_").lower(), update.event.text))
+            record.events.append(
+                Event(
+                    update.event.at_ms,
+                    run_pb2.EventKind.Name(update.event.kind).removeprefix("EVENT_KIND_").lower(),
+                    update.event.text,
+                )
+            )
         elif kind == "finished":
             summary = update.finished
             record.state = run_pb2.RunState.Name(summary.state).removeprefix("RUN_STATE_").lower()

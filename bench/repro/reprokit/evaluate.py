@@ -9,11 +9,12 @@ the mean over every observation of that cell (its repetitions and passes).
 run, a variable or figure loadfleet does not record, a single level where a slope needs two, a
 selector that leaves several cells open, only steps that were left out): never a silent value.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .metric import BinOp, Call, Each, Fig, Num, Sel, VarRef, parse_metric
 
@@ -24,11 +25,11 @@ EPSILON = 1e-9
 
 @dataclass(frozen=True)
 class Observation:
-    vars: Mapping[str, object]          # str or float values
+    vars: Mapping[str, object]  # str or float values
     figures: Mapping[str, float]
     pass_no: int = 1
     run_id: str = ""
-    left_out: str = ""                  # why the step's figures are not used ("" = they are)
+    left_out: str = ""  # why the step's figures are not used ("" = they are)
 
 
 class NotEvaluable(Exception):
@@ -42,6 +43,7 @@ class EmptySelection(NotEvaluable):
 @dataclass(frozen=True)
 class CellSet:
     """A figure's value per cell: ((vars as sorted pairs, value), ...)."""
+
     cells: tuple
     label: str
 
@@ -49,10 +51,18 @@ class CellSet:
         if not self.cells:
             raise EmptySelection(f"no cell for {self.label}")
         if len(self.cells) > 1:
-            open_vars = sorted({k for key, _ in self.cells for k, v in key
-                                if len({dict(c)[k] for c, _ in self.cells if k in dict(c)}) > 1})
-            raise NotEvaluable(f"{self.label} leaves {len(self.cells)} cells open (they differ in "
-                               f"{', '.join(open_vars)}); the metric must fix them")
+            open_vars = sorted(
+                {
+                    k
+                    for key, _ in self.cells
+                    for k, v in key
+                    if len({dict(c)[k] for c, _ in self.cells if k in dict(c)}) > 1
+                }
+            )
+            raise NotEvaluable(
+                f"{self.label} leaves {len(self.cells)} cells open (they differ in "
+                f"{', '.join(open_vars)}); the metric must fix them"
+            )
         return self.cells[0][1]
 
 
@@ -98,15 +108,16 @@ class _Evaluator:
         chosen = self.observations
         for var, value in env.items():
             chosen = [o for o in chosen if var in o.vars and same(o.vars[var], value)]
-        scope = chosen      # `max`/`min`: the extreme level run in the study, not in what is left
+        scope = chosen  # `max`/`min`: the extreme level run in the study, not in what is left
         applied = [f"{k}={_fmt(v)}" for k, v in env.items()]
         for sel in sels:
             applied.append(sel.text())
             try:
                 chosen = self._apply(sel, chosen, scope)
             except EmptySelection as exc:
-                raise EmptySelection(f"no usable step with {', '.join(applied)}{exc}"
-                                     f"{self._left_out_note(env, sels)}") from None
+                raise EmptySelection(
+                    f"no usable step with {', '.join(applied)}{exc}{self._left_out_note(env, sels)}"
+                ) from None
         return chosen
 
     def _left_out_note(self, env, sels) -> str:
@@ -202,8 +213,11 @@ class _Evaluator:
         left = self.value(node.left, env) if not isinstance(node.left, VarRef) else node.left
         right = self.value(node.right, env) if not isinstance(node.right, VarRef) else node.right
         if isinstance(left, CellSet) and isinstance(right, VarRef):
-            return self._per_cell(left, lambda v, cell: _arith(node.op, v, _cell_var(cell, right.name)),
-                                  f"{left.label}{node.op}{right.name}")
+            return self._per_cell(
+                left,
+                lambda v, cell: _arith(node.op, v, _cell_var(cell, right.name)),
+                f"{left.label}{node.op}{right.name}",
+            )
         if isinstance(left, VarRef) or isinstance(right, VarRef):
             return _arith(node.op, self.value(node.left, env), self.value(node.right, env))
         if isinstance(left, CellSet) and not isinstance(right, CellSet):
@@ -232,7 +246,7 @@ class _Evaluator:
             values = [v for _, v in cells.cells]
             return max(values) if fn == "max" else sum(values) / len(values)
         if fn == "growth":
-            (var, (start, end)), = kwargs.items()
+            ((var, (start, end)),) = kwargs.items()
             at = {lvl: _only(cells, var, lvl) for lvl in (start, end)}
             if abs(at[start]) < EPSILON:
                 raise NotEvaluable(f"growth: {cells.label} is 0 at {var}={_fmt(start)}")
@@ -242,15 +256,17 @@ class _Evaluator:
         if fn in ("argmin", "argmax"):
             run = {_fmt(o.vars[over]) for o in self.select((), env) if over in o.vars}
             missing = sorted(run - {_fmt(level) for level in levels})
-            if missing:   # the extreme among what is left would be a silent choice
-                raise NotEvaluable(f"{fn} over {over}: no cell of {cells.label} for "
-                                   f"{', '.join(f'{over}={m}' for m in missing)}")
+            if missing:  # the extreme among what is left would be a silent choice
+                raise NotEvaluable(
+                    f"{fn} over {over}: no cell of {cells.label} for {', '.join(f'{over}={m}' for m in missing)}"
+                )
             pick = min if fn == "argmin" else max
             return pick(levels, key=lambda lvl: levels[lvl])
         numeric = {number(k): v for k, v in levels.items()}
         if None in numeric or len(numeric) < 2:
-            raise NotEvaluable(f"{fn} over {over} needs at least two numeric levels of {over}; "
-                               f"the runs have {len(numeric)}")
+            raise NotEvaluable(
+                f"{fn} over {over} needs at least two numeric levels of {over}; the runs have {len(numeric)}"
+            )
         if fn == "slope":
             return _slope(numeric)
         if fn == "onset":
@@ -259,13 +275,14 @@ class _Evaluator:
             for x in xs[1:]:
                 if numeric[x] > 2 * base:
                     return x
-            raise NotEvaluable(f"no onset: {cells.label} never exceeds twice its value at "
-                               f"{over}={_fmt(xs[0])}")
+            raise NotEvaluable(f"no onset: {cells.label} never exceeds twice its value at {over}={_fmt(xs[0])}")
         raise NotEvaluable(f"unknown function {fn}")
 
     def each(self, node: Each, env):
-        levels = sorted({o.vars[node.var] for o in self.select((), env) if node.var in o.vars},
-                        key=lambda v: (number(v) is None, number(v) or 0, str(v)))
+        levels = sorted(
+            {o.vars[node.var] for o in self.select((), env) if node.var in o.vars},
+            key=lambda v: (number(v) is None, number(v) or 0, str(v)),
+        )
         if not levels:
             raise NotEvaluable(f"no variable {node.var!r} in the runs (@ each {node.var})")
         results, skipped = {}, []
@@ -316,8 +333,10 @@ def _by_level(cells: CellSet, over: str | None) -> dict:
         if over not in dict(key):
             raise NotEvaluable(f"no variable {over!r} in the runs ({cells.label})")
         levels[dict(key)[over]].append((key, value))
-    return {level: CellSet(tuple(group), f"{cells.label} at {over}={_fmt(level)}").scalar()
-            for level, group in levels.items()}
+    return {
+        level: CellSet(tuple(group), f"{cells.label} at {over}={_fmt(level)}").scalar()
+        for level, group in levels.items()
+    }
 
 
 def _slope(points: dict) -> float:
@@ -336,5 +355,3 @@ def evaluate_metric(metric: str, observations: list[Observation]):
 
 def _no_runs():
     raise NotEvaluable("no stored runs")
-
-

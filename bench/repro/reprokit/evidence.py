@@ -11,6 +11,7 @@ placed it in the study.
 variables, plus the step's level (`levels[level_index - 1]`, e.g. {users: 4000, spawn_rate: 800})
 and the step fields named by `step_vars` (e.g. {"cpus": "servers"}).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,19 @@ from .evaluate import Observation
 
 STORED_FILES = ("summary.json", "steps.csv", "plan.yaml")
 CELL_FILE = "cell.json"
-FIGURES = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "error_pct", "ok_rps", "achieved_rps",
-           "bytes_per_s", "concurrent_conns", "new_conns_per_s")
+FIGURES = (
+    "mean_ms",
+    "stddev_ms",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "error_pct",
+    "ok_rps",
+    "achieved_rps",
+    "bytes_per_s",
+    "concurrent_conns",
+    "new_conns_per_s",
+)
 USABLE_STEP_STATES = ("finished", "stopped")
 
 
@@ -87,8 +99,13 @@ def step_observation(cell: dict, step: dict, losses: list[dict] = ()) -> Observa
     figures["generator_bound"] = 1.0 if step.get("generator_bound") else 0.0
     figures["losses"] = float(step.get("losses") or 0)
     figures["lost_after_window"] = 1.0 if lost_after_window(step, list(losses)) else 0.0
-    return Observation(vars=variables, figures=figures, pass_no=int(cell.get("pass", 1)),
-                       run_id=str(cell.get("run_id", "")), left_out=left_out_reason(step, losses))
+    return Observation(
+        vars=variables,
+        figures=figures,
+        pass_no=int(cell.get("pass", 1)),
+        run_id=str(cell.get("run_id", "")),
+        left_out=left_out_reason(step, losses),
+    )
 
 
 def read_observations(study_dir: Path) -> list[Observation]:

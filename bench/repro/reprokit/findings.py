@@ -1,5 +1,6 @@
 """docs/reproductions/findings.yaml read into frozen `Finding`s (the file's header documents the
 fields; tests/e2e/test_reproduction_findings.py checks their form)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ class Finding:
     text: str
     metric: str
     comparison: str
-    threshold: object          # a number, a name (==) or a (low, high) pair (between)
+    threshold: object  # a number, a name (==) or a (low, high) pair (between)
     threshold_basis: str
     kind: str
     reproducible_here: str
@@ -27,11 +28,19 @@ def finding_from_dict(entry: dict) -> Finding:
     threshold = entry["threshold"]
     if isinstance(threshold, list):
         threshold = tuple(threshold)
-    return Finding(study=str(entry["study"]), id=entry["id"], text=entry["text"], metric=entry["metric"],
-                   comparison=entry["comparison"], threshold=threshold,
-                   threshold_basis=entry["threshold_basis"], kind=entry["kind"],
-                   reproducible_here=str(entry["reproducible_here"]), note=entry.get("note", ""),
-                   paper_value=entry.get("paper_value"))
+    return Finding(
+        study=str(entry["study"]),
+        id=entry["id"],
+        text=entry["text"],
+        metric=entry["metric"],
+        comparison=entry["comparison"],
+        threshold=threshold,
+        threshold_basis=entry["threshold_basis"],
+        kind=entry["kind"],
+        reproducible_here=str(entry["reproducible_here"]),
+        note=entry.get("note", ""),
+        paper_value=entry.get("paper_value"),
+    )
 
 
 def load_findings(path: Path, study: str | None = None) -> list[Finding]:

@@ -7,18 +7,21 @@ small syntax tree that `evaluate` walks. Parsing knows nothing of runs.
     args     := arg (',' arg)*          arg := NAME '=' (NAME | NUMBER '->' NUMBER) | arith
     sel      := NAME ('=' | '<' | '>') atom ['..' atom]        atom := NUMBER | NAME
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-FUNCTIONS = frozenset({"ratio", "reduction", "diff", "growth", "slope", "onset", "max", "mean",
-                       "argmin", "argmax"})
+FUNCTIONS = frozenset({"ratio", "reduction", "diff", "growth", "slope", "onset", "max", "mean", "argmin", "argmax"})
 
-_TOKEN = re.compile(r"""\s*(?:
+_TOKEN = re.compile(
+    r"""\s*(?:
     (?P<number>\d+(?:\.\d+)?(?![A-Za-z]))
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*)
-  | (?P<op>->|\.\.|[\[\](),=<>*/@]))""", re.VERBOSE)
+  | (?P<op>->|\.\.|[\[\](),=<>*/@]))""",
+    re.VERBOSE,
+)
 
 
 class MetricSyntaxError(ValueError):
@@ -33,6 +36,7 @@ class Num:
 @dataclass(frozen=True)
 class VarRef:
     """A bare variable, e.g. `cpus` in `max_ok_rps[server=apache]/cpus`: the cell's own value."""
+
     name: str
 
 
@@ -40,6 +44,7 @@ class VarRef:
 class Sel:
     """One selector of a figure: `var op low` or `var = low..high`; low/high are str or float;
     `max`/`min` as a value are the largest/smallest level run."""
+
     var: str
     op: str
     low: object
@@ -63,7 +68,7 @@ class Fig:
 class Call:
     fn: str
     args: tuple
-    kwargs: tuple[tuple[str, object], ...]     # over=var, or var=(from, to) for growth
+    kwargs: tuple[tuple[str, object], ...]  # over=var, or var=(from, to) for growth
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class BinOp:
 @dataclass(frozen=True)
 class Each:
     """`body @ each var`: the comparison must hold at every level of var."""
+
     body: object
     var: str
 
@@ -92,7 +98,7 @@ def tokenize(text: str) -> list[tuple[str, object]]:
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if not match or match.end() == pos:
-            raise MetricSyntaxError(f"cannot read {text[pos:pos + 20]!r} at {pos}")
+            raise MetricSyntaxError(f"cannot read {text[pos : pos + 20]!r} at {pos}")
         kind = match.lastgroup
         value = match.group(kind)
         tokens.append((kind, float(value) if kind == "number" else value))

@@ -3,6 +3,7 @@ labs down again (also on failure or Ctrl-C). Only loopback labs of the repositor
 
 Progress goes to `log` (stderr from the CLI), one line per event.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,18 +12,18 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
 from .evidence import store_run
 from .studies import Cell, Study, level_records
 
-RUN_SLACK_S = 90          # a run's bound beyond its steps: agents starting, the last interval, summary
+RUN_SLACK_S = 90  # a run's bound beyond its steps: agents starting, the last interval, summary
 LAB_TIMEOUT_S = 300
-ACCEPTED_EXITS = (0, 3)   # finished; ended by a stop condition (its steps are still evidence)
+ACCEPTED_EXITS = (0, 3)  # finished; ended by a stop condition (its steps are still evidence)
 
 
 class RunnerError(Exception):
@@ -37,7 +38,7 @@ class RunOptions:
     repeat: int = 3
     nice: int = 5
     local_agents: int = 1
-    sweep: dict | None = None           # overrides of the study's own sweep overrides
+    sweep: dict | None = None  # overrides of the study's own sweep overrides
 
 
 def _tool(name: str) -> str:
@@ -52,13 +53,15 @@ def derive_plan(study: Study, cell: Cell, options: RunOptions) -> tuple[Path, di
     sweep = {**plan.get("sweep", {}), **study.sweep, **(options.sweep or {})}
     plan["sweep"] = sweep
     manifest = plan.get("workload", {}).get("manifest")
-    if manifest:   # relative to the plan's own directory, which the copy leaves
+    if manifest:  # relative to the plan's own directory, which the copy leaves
         plan["workload"]["manifest"] = str((source.parent / manifest).resolve())
     plan["name"] = f"{plan.get('name', cell.name)}-{cell.name}"
     out = options.work_dir / "plans" / f"{study.id}-{cell.name}.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(f"# derived from {cell.plan} by bench/repro/reproduce.py (study {study.id})\n"
-                   + yaml.safe_dump(plan, sort_keys=False))
+    out.write_text(
+        f"# derived from {cell.plan} by bench/repro/reproduce.py (study {study.id})\n"
+        + yaml.safe_dump(plan, sort_keys=False)
+    )
     return out, sweep
 
 
@@ -87,11 +90,14 @@ class LabSession:
                 self.log(f"lab up: {lab.spec} (state {lab.state_dir})")
                 command = _niced([_tool("loadfleet-lab"), "up", lab.spec, "--state-dir", lab.state_dir], self.options)
                 self.started.append(lab)
-                done = subprocess.run(command, cwd=self.options.repo, capture_output=True, text=True,
-                                      timeout=LAB_TIMEOUT_S)
+                done = subprocess.run(
+                    command, cwd=self.options.repo, capture_output=True, text=True, timeout=LAB_TIMEOUT_S
+                )
                 if done.returncode != 0:
-                    raise RunnerError(f"loadfleet-lab up {lab.spec} failed ({done.returncode}): "
-                                      f"{(done.stderr or done.stdout).strip()[-800:]}")
+                    raise RunnerError(
+                        f"loadfleet-lab up {lab.spec} failed ({done.returncode}): "
+                        f"{(done.stderr or done.stdout).strip()[-800:]}"
+                    )
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -100,8 +106,13 @@ class LabSession:
     def __exit__(self, *exc_info):
         for lab in reversed(self.started):
             self.log(f"lab down: {lab.state_dir}")
-            done = subprocess.run([_tool("loadfleet-lab"), "down", "--state-dir", lab.state_dir],
-                                  cwd=self.options.repo, capture_output=True, text=True, timeout=LAB_TIMEOUT_S)
+            done = subprocess.run(
+                [_tool("loadfleet-lab"), "down", "--state-dir", lab.state_dir],
+                cwd=self.options.repo,
+                capture_output=True,
+                text=True,
+                timeout=LAB_TIMEOUT_S,
+            )
             if done.returncode != 0:
                 self.log(f"lab down {lab.state_dir} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
         self.started = []
@@ -115,16 +126,23 @@ def _loadavg() -> float | None:
         return None
 
 
-def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions,
-             log: Callable[[str], None]) -> Path:
+def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: Callable[[str], None]) -> Path:
     """Runs one cell once and stores its evidence; returns the stored directory."""
     plan_path, sweep = derive_plan(study, cell, options)
-    command = [_tool("loadfleet"), "run", str(plan_path), "--local", str(options.local_agents), "--json",
-               "--runs-dir", str(options.work_dir / "runs")]
+    command = [
+        _tool("loadfleet"),
+        "run",
+        str(plan_path),
+        "--local",
+        str(options.local_agents),
+        "--json",
+        "--runs-dir",
+        str(options.work_dir / "runs"),
+    ]
     for name, url in cell.targets.items():
         command += ["--target", f"{name}={url}"]
     command = _niced(command, options, study.generator_cpus)
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     load = _loadavg()
     bound = run_bound_s(sweep)
     try:
@@ -134,28 +152,47 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions,
     try:
         summary = json.loads(done.stdout)
     except ValueError as exc:
-        raise RunnerError(f"{cell.name}: loadfleet run exited {done.returncode} without a JSON summary: "
-                          f"{done.stderr.strip()[-800:]}") from exc
+        raise RunnerError(
+            f"{cell.name}: loadfleet run exited {done.returncode} without a JSON summary: {done.stderr.strip()[-800:]}"
+        ) from exc
     run_dir = Path(summary.get("run_dir") or options.work_dir / "runs" / summary["run_id"])
     record = {
-        "study": study.id, "cell": cell.name, "vars": cell.vars, "pass": pass_no, "run_id": summary["run_id"],
-        "plan": cell.plan, "targets": cell.targets, "lab_specs": [lab.spec for lab in study.labs],
-        "level_vars": list(study.level_vars), "levels": level_records(study, sweep.get("steps", [])),
-        "step_vars": study.step_vars, "sweep": sweep,
-        "command": ["loadfleet"] + command[command.index(_tool("loadfleet")) + 1:],
-        "generator_cpus": study.generator_cpus, "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "loadavg_1m": load, "exit_code": done.returncode, "state": summary.get("state"),
+        "study": study.id,
+        "cell": cell.name,
+        "vars": cell.vars,
+        "pass": pass_no,
+        "run_id": summary["run_id"],
+        "plan": cell.plan,
+        "targets": cell.targets,
+        "lab_specs": [lab.spec for lab in study.labs],
+        "level_vars": list(study.level_vars),
+        "levels": level_records(study, sweep.get("steps", [])),
+        "step_vars": study.step_vars,
+        "sweep": sweep,
+        "command": ["loadfleet"] + command[command.index(_tool("loadfleet")) + 1 :],
+        "generator_cpus": study.generator_cpus,
+        "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "loadavg_1m": load,
+        "exit_code": done.returncode,
+        "state": summary.get("state"),
     }
     stored = store_run(run_dir, options.evidence_dir / study.id, record)
-    log(f"  stored {stored.relative_to(options.repo) if stored.is_relative_to(options.repo) else stored}"
-        f" ({summary.get('state')}, exit {done.returncode})")
+    log(
+        f"  stored {stored.relative_to(options.repo) if stored.is_relative_to(options.repo) else stored}"
+        f" ({summary.get('state')}, exit {done.returncode})"
+    )
     for step in summary.get("steps", []):
-        log(f"    {step['name']}: offered {step['offered']:g}, ok/s {step['ok_rps']:.1f}, mean {step['mean_ms']:.2f} ms,"
+        log(
+            f"    {step['name']}: offered {step['offered']:g}, ok/s {step['ok_rps']:.1f}, "
+            f"mean {step['mean_ms']:.2f} ms,"
             f" p99 {step['p99_ms']:.1f} ms, errors {step['error_pct']:.2f} %"
-            f"{', generator-bound' if step.get('generator_bound') else ''}")
-    if done.returncode not in ACCEPTED_EXITS:   # stored all the same: a failed run is evidence too
-        raise RunnerError(f"{cell.name}: run {summary['run_id']} {summary.get('state')} (exit {done.returncode}): "
-                          f"{summary.get('message', '')}")
+            f"{', generator-bound' if step.get('generator_bound') else ''}"
+        )
+    if done.returncode not in ACCEPTED_EXITS:  # stored all the same: a failed run is evidence too
+        raise RunnerError(
+            f"{cell.name}: run {summary['run_id']} {summary.get('state')} (exit {done.returncode}): "
+            f"{summary.get('message', '')}"
+        )
     return stored
 
 
@@ -175,9 +212,11 @@ def run_study(study: Study, options: RunOptions, log: Callable[[str], None]) -> 
         for pass_no in range(first, first + options.repeat):
             order = study.cells if pass_no % 2 else tuple(reversed(study.cells))
             for index, cell in enumerate(order, 1):
-                log(f"[study {study.id} pass {pass_no - first + 1}/{options.repeat} (stored as {pass_no})]"
+                log(
+                    f"[study {study.id} pass {pass_no - first + 1}/{options.repeat} (stored as {pass_no})]"
                     f" {index}/{len(order)} {cell.name}"
-                    f" (load {_loadavg() or 0:.1f})")
+                    f" (load {_loadavg() or 0:.1f})"
+                )
                 try:
                     run_cell(study, cell, pass_no, options, log)
                 except RunnerError as exc:

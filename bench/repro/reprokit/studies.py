@@ -9,6 +9,7 @@ level (study 000: requests = users x 10), `step_vars` takes variables from a ste
 Plans are copied with these changes into the work directory; the repository's plans are not
 changed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,8 +17,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class LabSpec:
-    spec: str                      # path in the repository
-    state_dir: str                 # under the repository
+    spec: str  # path in the repository
+    state_dir: str  # under the repository
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Cell:
     name: str
     vars: dict
     plan: str
-    targets: dict = field(default_factory=dict)    # plan target name -> URL
+    targets: dict = field(default_factory=dict)  # plan target name -> URL
 
 
 @dataclass(frozen=True)
@@ -34,77 +35,138 @@ class Study:
     title: str
     labs: tuple[LabSpec, ...]
     cells: tuple[Cell, ...]
-    sweep: dict                    # overrides of the plan's sweep
+    sweep: dict  # overrides of the plan's sweep
     level_vars: tuple[str, ...]
     scale_vars: dict = field(default_factory=dict)  # var -> (level var, factor)
-    step_vars: dict = field(default_factory=dict)   # var -> steps.csv field
-    generator_cpus: str = ""       # taskset list for the generator, when the lab caps servers to others
+    step_vars: dict = field(default_factory=dict)  # var -> steps.csv field
+    generator_cpus: str = ""  # taskset list for the generator, when the lab caps servers to others
     note: str = ""
 
 
 def _study_000() -> Study:
     lab = LabSpec("targets/specs/study-000-static.yaml", "build/study-000")
     urls = {"nginx": "http://127.0.0.31:18711", "apache": "http://127.0.0.32:18711"}
-    cells = tuple(Cell(server, {"server": server}, f"plans/repro-nginx-vs-apache-{plan}.yaml", {"web": url})
-                  for (server, url), plan in zip(urls.items(), ("nginx", "prefork")))
-    return Study("000", "JMeter: nginx vs Apache prefork, stock, growing request counts", (lab,), cells,
-                 sweep={"steps": [200, 700, 1400], "step_s": 5, "repeat": 1}, level_vars=("users",),
-                 scale_vars={"requests": ("users", 10)}, generator_cpus="0")
+    cells = tuple(
+        Cell(server, {"server": server}, f"plans/repro-nginx-vs-apache-{plan}.yaml", {"web": url})
+        for (server, url), plan in zip(urls.items(), ("nginx", "prefork"))
+    )
+    return Study(
+        "000",
+        "JMeter: nginx vs Apache prefork, stock, growing request counts",
+        (lab,),
+        cells,
+        sweep={"steps": [200, 700, 1400], "step_s": 5, "repeat": 1},
+        level_vars=("users",),
+        scale_vars={"requests": ("users", 10)},
+        generator_cpus="0",
+    )
 
 
 def _study_001() -> Study:
     lab = LabSpec("targets/specs/study-001-lb.yaml", "build/study-001")
-    urls = {"apache": "http://127.0.0.40:18721", "haproxy": "http://127.0.0.43:18721",
-            "varnish": "http://127.0.0.44:18721"}
-    cells = tuple(Cell(f"{setup}-{page}", {"setup": setup, "page": page},
-                       f"plans/repro-lb-{'varnish' if setup == 'varnish' else 'haproxy'}-{page}.yaml",
-                       {"lb": url})
-                  for page in ("static", "php") for setup, url in urls.items())
-    return Study("001", "Locust: Apache alone, HAProxy and Varnish over two stock Apaches; static and PHP page",
-                 (lab,), cells,
-                 sweep={"steps": [[1000, 250], [3000, 600]], "step_s": 10, "warmup_s": 5, "repeat": 1},
-                 level_vars=("users", "spawn_rate"),
-                 note="the Apache-alone cell runs the HAProxy plan with its target `lb` pointed at the lone Apache; "
-                      "the generator is not pinned to CPU 0 as lab.md suggests (it may use both cores; whether "
-                      "pinning changes these figures was not tested)")
+    urls = {
+        "apache": "http://127.0.0.40:18721",
+        "haproxy": "http://127.0.0.43:18721",
+        "varnish": "http://127.0.0.44:18721",
+    }
+    cells = tuple(
+        Cell(
+            f"{setup}-{page}",
+            {"setup": setup, "page": page},
+            f"plans/repro-lb-{'varnish' if setup == 'varnish' else 'haproxy'}-{page}.yaml",
+            {"lb": url},
+        )
+        for page in ("static", "php")
+        for setup, url in urls.items()
+    )
+    return Study(
+        "001",
+        "Locust: Apache alone, HAProxy and Varnish over two stock Apaches; static and PHP page",
+        (lab,),
+        cells,
+        sweep={"steps": [[1000, 250], [3000, 600]], "step_s": 10, "warmup_s": 5, "repeat": 1},
+        level_vars=("users", "spawn_rate"),
+        note="the Apache-alone cell runs the HAProxy plan with its target `lb` pointed at the lone Apache; "
+        "the generator is not pinned to CPU 0 as lab.md suggests (it may use both cores; whether "
+        "pinning changes these figures was not tested)",
+    )
 
 
 def _study_002() -> Study:
     labs = tuple(LabSpec(f"plans/repro-siege-{k}.lab.yaml", f"build/repro-siege-{k}") for k in ("30k", "100k", "db"))
     cells = (
-        Cell("nginx-a", {"server": "nginx", "scenario": "a"}, "plans/repro-siege-30k.yaml",
-             {"web": "http://127.0.0.51:18631"}),
-        Cell("nginx-b", {"server": "nginx", "scenario": "b"}, "plans/repro-siege-100k.yaml",
-             {"web": "http://127.0.0.52:18631"}),
-        Cell("nginx-db-mix", {"server": "nginx", "scenario": "db-mix"}, "plans/repro-siege-db.yaml",
-             {"web": "http://127.0.0.53:18631"}),
+        Cell(
+            "nginx-a",
+            {"server": "nginx", "scenario": "a"},
+            "plans/repro-siege-30k.yaml",
+            {"web": "http://127.0.0.51:18631"},
+        ),
+        Cell(
+            "nginx-b",
+            {"server": "nginx", "scenario": "b"},
+            "plans/repro-siege-100k.yaml",
+            {"web": "http://127.0.0.52:18631"},
+        ),
+        Cell(
+            "nginx-db-mix",
+            {"server": "nginx", "scenario": "db-mix"},
+            "plans/repro-siege-db.yaml",
+            {"web": "http://127.0.0.53:18631"},
+        ),
     )
-    return Study("002", "Siege: nginx, 30 KB / 100 KB files and database pages", labs, cells,
-                 sweep={"steps": [10, 50, 200], "step_s": 4, "warmup_s": 1, "repeat": 1},
-                 level_vars=("clients",),
-                 note="the lab's DB plan mixes (c) and (d) 4:1 (scenario db-mix), and has no (e)")
+    return Study(
+        "002",
+        "Siege: nginx, 30 KB / 100 KB files and database pages",
+        labs,
+        cells,
+        sweep={"steps": [10, 50, 200], "step_s": 4, "warmup_s": 1, "repeat": 1},
+        level_vars=("clients",),
+        note="the lab's DB plan mixes (c) and (d) 4:1 (scenario db-mix), and has no (e)",
+    )
 
 
 def _study_003() -> Study:
     lab = LabSpec("plans/repro-tsung.lab.yaml", "build/repro-tsung")
-    cells = (Cell("apache-worker", {"server": "apache-worker"}, "plans/repro-tsung-apache-worker.yaml",
-                  {"web": "http://127.0.0.61:18641"}),
-             Cell("erlang", {"server": "erlang"}, "plans/repro-tsung-yaws.yaml",
-                  {"web": "http://127.0.0.62:18641"}))
-    return Study("003", "Tsung: Apache worker vs an Erlang server (Yaws), arrival phases", (lab,), cells,
-                 sweep={"steps": [500, 1000], "step_s": 10, "warmup_s": 2, "repeat": 1},
-                 level_vars=("rate",), note="Yaws stands in for the authors' Erlang server")
+    cells = (
+        Cell(
+            "apache-worker",
+            {"server": "apache-worker"},
+            "plans/repro-tsung-apache-worker.yaml",
+            {"web": "http://127.0.0.61:18641"},
+        ),
+        Cell("erlang", {"server": "erlang"}, "plans/repro-tsung-yaws.yaml", {"web": "http://127.0.0.62:18641"}),
+    )
+    return Study(
+        "003",
+        "Tsung: Apache worker vs an Erlang server (Yaws), arrival phases",
+        (lab,),
+        cells,
+        sweep={"steps": [500, 1000], "step_s": 10, "warmup_s": 2, "repeat": 1},
+        level_vars=("rate",),
+        note="Yaws stands in for the authors' Erlang server",
+    )
 
 
 def _study_004() -> Study:
     lab = LabSpec("plans/repro-webbench-nfs.lab.yaml", "build/repro-webbench-nfs")
-    cells = (Cell("nginx", {"server": "nginx"}, "plans/repro-webbench-nfs.yaml",
-                  {f"node{i}": f"http://127.0.0.2{i}:18601" for i in range(1, 5)}),)
-    return Study("004", "WebBench: 1-4 nginx nodes on an NFS docroot", (lab,), cells,
-                 sweep={"steps": [1, 16], "step_s": 4, "warmup_s": 1, "repeat": 1, "servers": [1, 2, 4]},
-                 level_vars=("clients",), step_vars={"cpus": "servers"},
-                 note="nginx nodes stand in for the paper's Apache on 1..12 CPUs")
-
+    cells = (
+        Cell(
+            "nginx",
+            {"server": "nginx"},
+            "plans/repro-webbench-nfs.yaml",
+            {f"node{i}": f"http://127.0.0.2{i}:18601" for i in range(1, 5)},
+        ),
+    )
+    return Study(
+        "004",
+        "WebBench: 1-4 nginx nodes on an NFS docroot",
+        (lab,),
+        cells,
+        sweep={"steps": [1, 16], "step_s": 4, "warmup_s": 1, "repeat": 1, "servers": [1, 2, 4]},
+        level_vars=("clients",),
+        step_vars={"cpus": "servers"},
+        note="nginx nodes stand in for the paper's Apache on 1..12 CPUs",
+    )
 
 
 STUDIES = {s.id: s for s in (_study_000(), _study_001(), _study_002(), _study_003(), _study_004())}

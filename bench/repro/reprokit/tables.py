@@ -1,16 +1,21 @@
 """Markdown of a study's stored evidence: its cells per level with the passes' spread, its runs,
 and the verdicts. Written to docs/reproductions/<study>/tables.md, which docs/reproductions.md
 links to (the doc's "our runs" numbers come from here, not from hand-copied tables)."""
+
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
 
-from .verdicts import Status, Verdict, format_value
 from .evidence import step_observation
+from .verdicts import Status, Verdict, format_value
 
-COLUMNS = (("ok_rps", "ok/s", "{:,.1f}"), ("mean_ms", "mean ms", "{:,.2f}"), ("p99_ms", "p99 ms", "{:,.1f}"),
-           ("error_pct", "error %", "{:.2f}"))
+COLUMNS = (
+    ("ok_rps", "ok/s", "{:,.1f}"),
+    ("mean_ms", "mean ms", "{:,.2f}"),
+    ("p99_ms", "p99 ms", "{:,.1f}"),
+    ("error_pct", "error %", "{:.2f}"),
+)
 
 
 def _spread(values: list[float], fmt: str) -> str:
@@ -24,12 +29,13 @@ def _spread(values: list[float], fmt: str) -> str:
 def _level_label(variables: dict, names: list[str]) -> str:
     def plain(value) -> str:
         return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
     return ", ".join(f"{n}={plain(variables[n])}" for n in names if n in variables)
 
 
 def cells_table(runs: list[tuple[dict, dict]]) -> str:
     """Per cell and level: each figure as mean ± sample stddev over the passes, the per-pass means."""
-    per_pass = defaultdict(lambda: defaultdict(list))     # (cell, level) -> pass -> observations
+    per_pass = defaultdict(lambda: defaultdict(list))  # (cell, level) -> pass -> observations
     order = []
     for cell, summary in runs:
         level_names = list(cell.get("level_vars", [])) + list(cell.get("step_vars", {}))
@@ -40,23 +46,35 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
             if key not in order:
                 order.append(key)
             per_pass[key][obs.pass_no].append(obs)
-    header = ["cell", "level", "passes"] + [label for _, label, _ in COLUMNS] + ["mean ms per pass", "generator-bound", "engine lost after the window", "passes left out"]
+    header = (
+        ["cell", "level", "passes"]
+        + [label for _, label, _ in COLUMNS]
+        + ["mean ms per pass", "generator-bound", "engine lost after the window", "passes left out"]
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     cells = list(dict.fromkeys(cell for cell, _ in order))
-    for key in sorted(order, key=lambda k: cells.index(k[0])):   # grouped by cell, levels as run
+    for key in sorted(order, key=lambda k: cells.index(k[0])):  # grouped by cell, levels as run
         ran = per_pass[key]
         left_out = sorted({o.left_out for obs in ran.values() for o in obs if o.left_out})
         n_left = sum(all(o.left_out for o in obs) for obs in ran.values())
         passes = {p: [o for o in obs if not o.left_out] for p, obs in ran.items()}
         passes = {p: obs for p, obs in passes.items() if obs}
-        means = {name: [statistics.mean(o.figures[name] for o in obs if name in o.figures)
-                        for _, obs in sorted(passes.items())] for name, _, _ in COLUMNS}
+        means = {
+            name: [
+                statistics.mean(o.figures[name] for o in obs if name in o.figures) for _, obs in sorted(passes.items())
+            ]
+            for name, _, _ in COLUMNS
+        }
         bound = sum(any(o.figures.get("generator_bound") for o in obs) for obs in passes.values())
         row = [key[0], key[1], f"{len(passes)} of {len(ran)}"]
         row += [_spread(means[name], fmt) for name, _, fmt in COLUMNS]
         late = sum(any(o.figures.get("lost_after_window") for o in obs) for obs in passes.values())
-        row += [" / ".join(f"{v:,.2f}" for v in means["mean_ms"]), f"{bound} of {len(passes)}", f"{late} of {len(passes)}",
-                f"{n_left} ({'; '.join(left_out)})" if n_left else "0"]
+        row += [
+            " / ".join(f"{v:,.2f}" for v in means["mean_ms"]),
+            f"{bound} of {len(passes)}",
+            f"{late} of {len(passes)}",
+            f"{n_left} ({'; '.join(left_out)})" if n_left else "0",
+        ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -65,8 +83,10 @@ def runs_table(runs: list[tuple[dict, dict]]) -> str:
     lines = ["| run | cell | pass | started (UTC) | load 1 min | state | steps |", "|---|---|---:|---|---:|---|---:|"]
     for cell, summary in sorted(runs, key=lambda r: r[0].get("started_utc", "")):
         load = cell.get("loadavg_1m")
-        lines.append(f"| `{cell.get('run_id')}` | {cell.get('cell')} | {cell.get('pass')} | {cell.get('started_utc', '')} "
-                     f"| {'' if load is None else f'{load:.1f}'} | {summary.get('state')} | {len(summary.get('steps', []))} |")
+        lines.append(
+            f"| `{cell.get('run_id')}` | {cell.get('cell')} | {cell.get('pass')} | {cell.get('started_utc', '')} "
+            f"| {'' if load is None else f'{load:.1f}'} | {summary.get('state')} | {len(summary.get('steps', []))} |"
+        )
     return "\n".join(lines)
 
 
@@ -86,13 +106,16 @@ def verdict_row(verdict: Verdict) -> str:
 
 
 def verdicts_table(verdicts: list[Verdict]) -> str:
-    lines = ["| finding | wanted | verdict | value (means over passes) | passes holding | why not evaluable |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| finding | wanted | verdict | value (means over passes) | passes holding | why not evaluable |",
+        "|---|---|---|---|---|---|",
+    ]
     return "\n".join(lines + [verdict_row(v) for v in verdicts])
 
 
-def study_tables(study_id: str, title: str, runs: list[tuple[dict, dict]], verdicts: list[Verdict],
-                 note: str = "") -> str:
+def study_tables(
+    study_id: str, title: str, runs: list[tuple[dict, dict]], verdicts: list[Verdict], note: str = ""
+) -> str:
     passes = sorted({c.get("pass") for c, _ in runs})
     starts = sorted(c.get("started_utc", "") for c, _ in runs)
     loads = [c["loadavg_1m"] for c, _ in runs if c.get("loadavg_1m") is not None]
@@ -110,12 +133,26 @@ def study_tables(study_id: str, title: str, runs: list[tuple[dict, dict]], verdi
     ]
     if note:
         parts += ["", f"Note: {note}."]
-    parts += ["", "## Cells", "",
-              "Each figure is the mean over the passes ± its sample standard deviation (the passes' spread); "
-              "\"passes\": passes whose step is used, of the passes that ran it; a step that failed during "
-              "its measured intervals (an agent's engine lost, so its load was not the level's) or measured "
-              "nothing is left out, and the figures are over the others. \"engine lost after the window\": "
-              "steps marked failed only because an engine was killed as silent after the measured intervals "
-              "had ended (while draining slow requests at the step's end); their figures are whole and used.", "",
-              cells_table(runs), "", "## Verdicts", "", verdicts_table(verdicts), "", "## Runs", "", runs_table(runs), ""]
+    parts += [
+        "",
+        "## Cells",
+        "",
+        "Each figure is the mean over the passes ± its sample standard deviation (the passes' spread); "
+        '"passes": passes whose step is used, of the passes that ran it; a step that failed during '
+        "its measured intervals (an agent's engine lost, so its load was not the level's) or measured "
+        'nothing is left out, and the figures are over the others. "engine lost after the window": '
+        "steps marked failed only because an engine was killed as silent after the measured intervals "
+        "had ended (while draining slow requests at the step's end); their figures are whole and used.",
+        "",
+        cells_table(runs),
+        "",
+        "## Verdicts",
+        "",
+        verdicts_table(verdicts),
+        "",
+        "## Runs",
+        "",
+        runs_table(runs),
+        "",
+    ]
     return "\n".join(parts)

@@ -1,6 +1,7 @@
 """Verdicts: each finding's metric evaluated (evaluate.py) and compared with its threshold, over
 the means of every pass and for each pass on its own, so a verdict says in how many passes it
 held. A pure function of findings and observations."""
+
 from __future__ import annotations
 
 import enum
@@ -22,9 +23,9 @@ class Status(enum.Enum):
 class Verdict:
     finding: Finding
     status: Status
-    value: object = None                # float, str, or {level: value} for `@ each`
+    value: object = None  # float, str, or {level: value} for `@ each`
     reason: str = ""
-    passes: tuple = field(default=())   # ((pass_no, Status, value), ...)
+    passes: tuple = field(default=())  # ((pass_no, Status, value), ...)
 
     def passes_holding(self) -> tuple[int, int]:
         evaluated = [p for p in self.passes if p[1] is not Status.NOT_EVALUABLE]
@@ -43,8 +44,9 @@ def compare(value, comparison: str, threshold) -> bool:
     if comparison == "between":
         low, high = threshold
         return low <= numeric <= high
-    return {"<": numeric < threshold, "<=": numeric <= threshold,
-            ">": numeric > threshold, ">=": numeric >= threshold}[comparison]
+    return {"<": numeric < threshold, "<=": numeric <= threshold, ">": numeric > threshold, ">=": numeric >= threshold}[
+        comparison
+    ]
 
 
 def _verdict_of(finding: Finding, observations: list[Observation]) -> tuple[Status, object, str]:
@@ -64,8 +66,11 @@ def evaluate_findings(findings: list[Finding], observations: list[Observation]) 
     verdicts = []
     for finding in findings:
         status, value, reason = _verdict_of(finding, observations)
-        per_pass = tuple((p, *_verdict_of(finding, [o for o in observations if o.pass_no == p])[:2])
-                         for p in passes) if len(passes) > 1 else ()
+        per_pass = (
+            tuple((p, *_verdict_of(finding, [o for o in observations if o.pass_no == p])[:2]) for p in passes)
+            if len(passes) > 1
+            else ()
+        )
         verdicts.append(Verdict(finding, status, value, reason, per_pass))
     return verdicts
 

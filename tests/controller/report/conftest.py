@@ -5,6 +5,7 @@ totals.py and summary.py) from made-up published intervals: two agents, two targ
 one interval and an agent lost. `real_run` is made by the real system: `loadfleet run
 --local 1` for 2 s against an nginx, plus a target that refuses connections.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,15 @@ LOST_AT_INTERVAL = 4  # agent-b sends nothing from here on
 
 
 def _row(target: str, requests: int, latency_us: int, refused: int = 0) -> StatsRow:
-    row = StatsRow(target, "home", requests=requests + refused, bytes_in=requests * 1000,
-                   bytes_out=requests * 100, connections_opened=1, active_connections=4)
+    row = StatsRow(
+        target,
+        "home",
+        requests=requests + refused,
+        bytes_in=requests * 1000,
+        bytes_out=requests * 100,
+        connections_opened=1,
+        active_connections=4,
+    )
     row.status[1] = requests
     if refused:
         row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = refused
@@ -49,24 +57,44 @@ def write_synthetic_run(run_dir: Path, start_ms: int = START_MS) -> Path:
     step = window(start_ms=start_ms, seconds=N_INTERVALS)
     for i in range(N_INTERVALS):
         start = start_ms + i * INTERVAL_MS
-        agents = {agent: [_row(TARGETS[0], 100 + 10 * i + n, 2000),
-                          _row(TARGETS[1], 50, 8000 + 1000 * i, refused=7 if i == 2 else 0)]
-                  for n, agent in enumerate(AGENTS) if not (agent == "agent-b" and i >= LOST_AT_INTERVAL)}
+        agents = {
+            agent: [
+                _row(TARGETS[0], 100 + 10 * i + n, 2000),
+                _row(TARGETS[1], 50, 8000 + 1000 * i, refused=7 if i == 2 else 0),
+            ]
+            for n, agent in enumerate(AGENTS)
+            if not (agent == "agent-b" and i >= LOST_AT_INTERVAL)
+        }
         published = interval(step, start, **{a.replace("-", "_"): rows for a, rows in agents.items()})
         published = _named_agents(published)
         writer.on_interval(published)
         totals.on_interval(published)
-    events = [Event(EventKind.RUN_STARTED, "run synthetic started", at_ms=start_ms - 2000),
-              Event(EventKind.AGENT_LOST, "agent-b lost: no heartbeat", agent_id="agent-b",
-                    at_ms=start_ms + LOST_AT_INTERVAL * INTERVAL_MS + 300),
-              Event(EventKind.RUN_FINISHED, "run synthetic finished <done>",
-                    at_ms=start_ms + N_INTERVALS * INTERVAL_MS + 500)]
+    events = [
+        Event(EventKind.RUN_STARTED, "run synthetic started", at_ms=start_ms - 2000),
+        Event(
+            EventKind.AGENT_LOST,
+            "agent-b lost: no heartbeat",
+            agent_id="agent-b",
+            at_ms=start_ms + LOST_AT_INTERVAL * INTERVAL_MS + 300,
+        ),
+        Event(
+            EventKind.RUN_FINISHED, "run synthetic finished <done>", at_ms=start_ms + N_INTERVALS * INTERVAL_MS + 500
+        ),
+    ]
     for event in events:
         writer.on_event(event)
     writer.close()
-    summary = summarize(run_id=run_dir.name, plan_name="synthetic <plan>", state="finished", message="",
-                        run_dir=str(run_dir), started_ms=start_ms, totals=totals, agent_ids=list(AGENTS),
-                        events=events)
+    summary = summarize(
+        run_id=run_dir.name,
+        plan_name="synthetic <plan>",
+        state="finished",
+        message="",
+        run_dir=str(run_dir),
+        started_ms=start_ms,
+        totals=totals,
+        agent_ids=list(AGENTS),
+        events=events,
+    )
     rundir.write_summary(run_dir, summary)
     return run_dir
 
@@ -74,6 +102,7 @@ def write_synthetic_run(run_dir: Path, start_ms: int = START_MS) -> Path:
 def _named_agents(published):
     """Agent ids with dashes (keyword arguments cannot have them)."""
     from dataclasses import replace
+
     return replace(published, agents=tuple(replace(a, agent_id=a.agent_id.replace("_", "-")) for a in published.agents))
 
 
@@ -100,16 +129,23 @@ def real_run(tmp_path_factory) -> RealRun:
     nginx = NginxServer("127.0.0.1", free_port(), docroot, base / "nginx", "web")
     refused_url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     plan = base / "plan.yaml"
-    plan.write_text(yaml.safe_dump({
-        "name": "report-test", "duration_s": 2,
-        "targets": [{"url": nginx.url, "weight": 9}, {"url": refused_url, "weight": 1}],
-        "workload": {"requests": [{"name": "index", "path": "/index.html"}]},
-        "load": {"model": "closed", "clients": 2}}))
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                "name": "report-test",
+                "duration_s": 2,
+                "targets": [{"url": nginx.url, "weight": 9}, {"url": refused_url, "weight": 1}],
+                "workload": {"requests": [{"name": "index", "path": "/index.html"}]},
+                "load": {"model": "closed", "clients": 2},
+            }
+        )
+    )
     processes = Processes(base)
     nginx.start()
     try:
-        proc = processes.start("run", [program("loadfleet"), "run", str(plan), "--local", "1",
-                                       "--runs-dir", str(base / "runs")])
+        proc = processes.start(
+            "run", [program("loadfleet"), "run", str(plan), "--local", "1", "--runs-dir", str(base / "runs")]
+        )
         proc.wait(timeout=90)
         assert proc.returncode == 0, proc.log_path.read_text()
     finally:

@@ -1,6 +1,7 @@
 """report.html and compare.html as a real browser (headless Debian chromium) renders them:
 the static page, and the interactive charts uPlot draws (a probe script added to a copy of the
 page reads the drawn charts, then hovers, drags and clicks the first one)."""
+
 from __future__ import annotations
 
 import html
@@ -20,8 +21,15 @@ from loadfleet.controller.report import REPORT_FILE, load_run, write_compare
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 ERROR_MARKERS = ("no data", "NaN", "Infinity", "undefined", "Traceback", "parsererror")
 PROBE = Path(__file__).with_name("browser")
 # Pixels of a series' colour on its canvas for "drawn" (a 1.6 px line across a chart is hundreds).
@@ -33,9 +41,14 @@ def chromium(processes, tmp_path: Path, *args: str) -> str:
     program = shutil.which("chromium")
     if program is None:
         pytest.fail("chromium is not installed (make system-deps, or apt-get install chromium)")
-    proc = subprocess.Popen([program, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True)
+    proc = subprocess.Popen(
+        [program, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
+    )
     processes.started.append(proc)  # the fixture stops it if anything below fails
     try:
         out, err = proc.communicate(timeout=60)
@@ -57,10 +70,14 @@ def probe(processes, tmp_path: Path, page: Path) -> dict:
     """What probe.js found in a copy of `page` after its scripts ran."""
     text = page.read_text()
     probed = tmp_path / f"probed-{page.name}"
-    probed.write_text(text.replace("<head>", f"<head><script>{(PROBE / 'errors.js').read_text()}</script>", 1)
-                      .replace("</body>", f"<script>{(PROBE / 'probe.js').read_text()}</script></body>", 1))
-    dom = chromium(processes, tmp_path, "--window-size=1400,2000", "--virtual-time-budget=5000", "--dump-dom",
-                   probed.as_uri())
+    probed.write_text(
+        text.replace("<head>", f"<head><script>{(PROBE / 'errors.js').read_text()}</script>", 1).replace(
+            "</body>", f"<script>{(PROBE / 'probe.js').read_text()}</script></body>", 1
+        )
+    )
+    dom = chromium(
+        processes, tmp_path, "--window-size=1400,2000", "--virtual-time-budget=5000", "--dump-dom", probed.as_uri()
+    )
     found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
     assert found, "the probe did not run: " + visible_text(dom)[-2000:]
     return json.loads(html.unescape(found.group(1)))
@@ -83,9 +100,9 @@ def png_facts(path: Path) -> tuple[int, int, int]:
     width, height = struct.unpack(">II", data[16:24])
     pixels, pos = b"", 8
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
         if kind == b"IDAT":
-            pixels += data[pos + 8:pos + 8 + length]
+            pixels += data[pos + 8 : pos + 8 + length]
         pos += 12 + length
     return width, height, len(set(zlib.decompress(pixels)))
 
@@ -120,8 +137,14 @@ def test_chromium_renders_the_comparison(real_run, synthetic_run, processes, tmp
     assert all(min(c["inked"]) > MIN_INKED for c in result["charts"]), "each run's line is drawn"
 
 
-TIME_CHARTS = ["Requests/s (cluster)", "Latency percentiles (cluster, log scale)", "Failures by kind (cluster)",
-               "Active connections (cluster)", "Requests/s by target", "Requests/s by agent"]
+TIME_CHARTS = [
+    "Requests/s (cluster)",
+    "Latency percentiles (cluster, log scale)",
+    "Failures by kind (cluster)",
+    "Active connections (cluster)",
+    "Requests/s by target",
+    "Requests/s by agent",
+]
 
 
 def test_uplot_draws_every_chart_with_hover_zoom_and_toggles(real_run, processes, tmp_path):
@@ -143,7 +166,7 @@ def test_a_chart_that_cannot_be_drawn_is_an_error_and_keeps_its_static_chart(syn
     page.write_text(text.replace('"data":[[', '"data":[[,', 1))  # the first chart's data, unreadable
     result = probe(processes, tmp_path, page)
     [error] = result["errors"]
-    assert error.startswith('error: loadfleet: chart ? not drawn: SyntaxError'), error
+    assert error.startswith("error: loadfleet: chart ? not drawn: SyntaxError"), error
     first, *others = result["charts"]
     assert first["svg_shown"] is True, "the static chart stays"
     assert all(not c["svg_shown"] and max(c["inked"]) > MIN_INKED for c in others), "the others are drawn"

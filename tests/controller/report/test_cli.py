@@ -1,4 +1,5 @@
 """`loadfleet report` and `loadfleet compare` as a user runs them, on a real run directory."""
+
 import json
 import subprocess
 
@@ -11,8 +12,7 @@ pytestmark = pytest.mark.e2e
 
 
 def loadfleet(*args, cwd=None):
-    return subprocess.run([program("loadfleet"), *map(str, args)], capture_output=True, text=True,
-                          timeout=60, cwd=cwd)
+    return subprocess.run([program("loadfleet"), *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 def test_a_real_run_writes_its_report_at_the_end(real_run):
@@ -54,7 +54,10 @@ def test_compare_json(real_run, synthetic_run, tmp_path):
     first = doc["runs"][0]
     figures = real_run.summary["total"]["figures"]
     assert (first["run_id"], first["requests"], first["p99_ms"]) == (
-        real_run.summary["run_id"], figures["requests"], figures["latency"]["p99_ms"])
+        real_run.summary["run_id"],
+        figures["requests"],
+        figures["latency"]["p99_ms"],
+    )
     assert first["error_pct"] == pytest.approx(figures["error_pct"])
 
 
@@ -74,8 +77,9 @@ def _bad_inputs(tmp_path, good):
     }
 
 
-@pytest.mark.parametrize("case", ["missing", "a file", "no summary", "out dir missing", "out is a dir",
-                                  "one run", "one bad run"])
+@pytest.mark.parametrize(
+    "case", ["missing", "a file", "no summary", "out dir missing", "out is a dir", "one run", "one bad run"]
+)
 def test_bad_input_is_one_line_and_exit_2(case, synthetic_run, tmp_path):
     args, message = _bad_inputs(tmp_path, synthetic_run)[case]
     result = loadfleet(*args)

@@ -24,9 +24,16 @@ def two_runs(tmp_path):
     return [load_run(first), load_run(second)]
 
 
-@pytest.mark.parametrize("base, value, text", [
-    (100, 110, "+10.0%"), (100, 50, "-50.0%"), (3, 3, "+0.0%"), (0, 5, ""), (0.0, 0.0, ""),
-])
+@pytest.mark.parametrize(
+    "base, value, text",
+    [
+        (100, 110, "+10.0%"),
+        (100, 50, "-50.0%"),
+        (3, 3, "+0.0%"),
+        (0, 5, ""),
+        (0.0, 0.0, ""),
+    ],
+)
 def test_change_against_the_baseline(base, value, text):
     assert change(base, value) == text
 
@@ -61,7 +68,9 @@ def test_the_html_overlays_one_curve_per_run(two_runs, tmp_path):
         assert len(svg.findall(".//s:polyline", NS)) == 3
     assert "(+100.0%)" in html
     assert "src=" not in html and "<link" not in html, "one file, nothing fetched"
-    datas = [json.loads(d) for d in re.findall(r'<script type="application/json" class="chart-data">(.*?)</script>', html)]
+    datas = [
+        json.loads(d) for d in re.findall(r'<script type="application/json" class="chart-data">(.*?)</script>', html)
+    ]
     assert [[s["name"] for s in d["series"]] for d in datas] == [names, names]
 
 
@@ -78,8 +87,19 @@ def gatling_after_warm_up(run_dir, warmup_s: float):
     """The synthetic run as a Gatling run with a warm-up: its plan.yaml and its step `main`."""
     (run_dir / "plan.yaml").write_text(f"# the controller's copy\nname: x\ndriver: gatling\nwarmup_s: {warmup_s}\n")
     summary = json.loads((run_dir / "summary.json").read_text())
-    summary["steps"] = [{"name": "main", "requests": 900, "achieved_rps": 225.0, "bytes_per_s": 2_000_000.0,
-                         "error_pct": 0.5, "mean_ms": 4.0, "stddev_ms": 1.0, "p50_ms": 3.5, "p99_ms": 9.0}]
+    summary["steps"] = [
+        {
+            "name": "main",
+            "requests": 900,
+            "achieved_rps": 225.0,
+            "bytes_per_s": 2_000_000.0,
+            "error_pct": 0.5,
+            "mean_ms": 4.0,
+            "stddev_ms": 1.0,
+            "p50_ms": 3.5,
+            "p99_ms": 9.0,
+        }
+    ]
     (run_dir / "summary.json").write_text(json.dumps(summary))
     return load_run(run_dir)
 
@@ -90,10 +110,17 @@ def test_the_table_names_each_runs_driver_and_measures_a_warmed_up_run_after_its
     gatling = gatling_after_warm_up(two_runs[1].run_dir, 2)
     rows = compare_rows([engine, gatling])
     assert [(r["driver"], r["measured"]) for r in rows] == [("engine", "whole run"), ("gatling", "after a 2 s warm-up")]
-    assert (rows[0]["requests"], rows[0]["p99_ms"]) == (engine.summary["total"]["figures"]["requests"],
-                                                        engine.summary["total"]["figures"]["latency"]["p99_ms"])
+    assert (rows[0]["requests"], rows[0]["p99_ms"]) == (
+        engine.summary["total"]["figures"]["requests"],
+        engine.summary["total"]["figures"]["latency"]["p99_ms"],
+    )
     assert {k: rows[1][k] for k in ("requests", "rps", "mb_per_s", "error_pct", "p99_ms")} == {
-        "requests": 900, "rps": 225.0, "mb_per_s": 2.0, "error_pct": 0.5, "p99_ms": 9.0}
+        "requests": 900,
+        "rps": 225.0,
+        "mb_per_s": 2.0,
+        "error_pct": 0.5,
+        "p99_ms": 9.0,
+    }
     lines = {line.split()[0]: line.split()[1:] for line in compare_text([engine, gatling]).splitlines()}
     assert lines["driver"] == ["engine", "gatling"]
     assert lines["measured"] == ["whole", "run", "after", "a", "2", "s", "warm-up"]

@@ -1,4 +1,5 @@
 """report.html of a synthetic run written by the controller's own run-directory writer."""
+
 import json
 import math
 import re
@@ -53,11 +54,17 @@ def test_the_report_has_the_six_plots_each_with_lines(synthetic_run):
     html = (synthetic_run / REPORT_FILE).read_text()
     svgs = [ET.fromstring(s) for s in SVG.findall(html)]
     titles = [svg.find("s:title", NS).text for svg in svgs]
-    assert titles == ["Requests/s (cluster)", "Latency percentiles (cluster, log scale)",
-                      "Failures by kind (cluster)", "Active connections (cluster)",
-                      "Requests/s by target", "Requests/s by agent"]
-    names = {t: [g.get("data-name") for g in svg.iterfind(".//s:g[@class='series']", NS)]
-             for t, svg in zip(titles, svgs)}
+    assert titles == [
+        "Requests/s (cluster)",
+        "Latency percentiles (cluster, log scale)",
+        "Failures by kind (cluster)",
+        "Active connections (cluster)",
+        "Requests/s by target",
+        "Requests/s by agent",
+    ]
+    names = {
+        t: [g.get("data-name") for g in svg.iterfind(".//s:g[@class='series']", NS)] for t, svg in zip(titles, svgs)
+    }
     assert names["Latency percentiles (cluster, log scale)"] == ["p50", "p90", "p99", "max"]
     assert names["Failures by kind (cluster)"] == ["connect_refused"]
     assert sorted(names["Requests/s by target"]) == sorted(TARGETS)
@@ -90,15 +97,31 @@ def test_the_series_are_the_intervals_of_the_run(synthetic_run):
 
 
 def _run(rows: list[IntervalRow]) -> RunData:
-    return RunData(run_dir=Path("r"), summary={"run_id": "r", "started_ms": 1000, "total": {}}, error_kinds=("reset",),
-                   cluster_total=tuple(rows), cluster_rows=(), agent_totals=())
+    return RunData(
+        run_dir=Path("r"),
+        summary={"run_id": "r", "started_ms": 1000, "total": {}},
+        error_kinds=("reset",),
+        cluster_total=tuple(rows),
+        cluster_rows=(),
+        agent_totals=(),
+    )
 
 
 def test_an_interval_without_responses_is_a_gap_in_latency_not_zero():
     # requests and responses: 3 of 3, none, 4 of 4, 5 transport errors and no response
-    run = _run([IntervalRow(1000 + 1000 * i, "cluster", "", "*", "*",
-                            {"requests": n, "status_2xx": ok, "p99_ms": 5.0 if ok else 0.0, "err_reset": 0})
-                for i, (n, ok) in enumerate(((3, 3), (0, 0), (4, 4), (5, 0)))])
+    run = _run(
+        [
+            IntervalRow(
+                1000 + 1000 * i,
+                "cluster",
+                "",
+                "*",
+                "*",
+                {"requests": n, "status_2xx": ok, "p99_ms": 5.0 if ok else 0.0, "err_reset": 0},
+            )
+            for i, (n, ok) in enumerate(((3, 3), (0, 0), (4, 4), (5, 0)))
+        ]
+    )
     latency = run.latency_series("p99_ms")
     assert latency[0] == (0.0, 5.0) and latency[2] == (2.0, 5.0)
     assert [math.isnan(y) for _, y in latency] == [False, True, False, True]
@@ -146,23 +169,36 @@ def _set_cell(path, *, line: int, column: int, value: str) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda d: d.rename(d.with_name("gone")), "no such run directory"),
-    (lambda d: (d / "summary.json").unlink(), "not a run directory with results (no summary.json"),
-    (lambda d: (d / "summary.json").write_text("{not json"), "summary.json: unreadable"),
-    (lambda d: (d / "summary.json").write_text("[1, 2]"), "not a loadfleet run summary"),
-    (lambda d: _edit_summary(d, lambda s: s["total"]["figures"].update(rps="fast")), "total.figures must hold numbers"),
-    (lambda d: _edit_summary(d, lambda s: s["agents"][1]["figures"]["latency"].update(p99_ms=None)),
-     "agents[1].figures must hold numbers"),
-    (lambda d: _edit_summary(d, lambda s: s.update(targets={"a": 1})), "targets must be a list of objects"),
-    (lambda d: _edit_summary(d, lambda s: s["total"].update(errors=["reset"])), "total.errors must map names"),
-    (lambda d: _edit_summary(d, lambda s: s["events"][0].update(at_ms="soon")), "numeric at_ms"),
-    (lambda d: _edit_summary(d, lambda s: s.update(started_ms=True)), "started_ms and duration_s must be numbers"),
-    (lambda d: (d / "intervals.csv").write_text("a,b\n1,2\n"), "not a loadfleet intervals file"),
-    (lambda d: (d / "intervals.csv").write_text((d / "intervals.csv").read_text() + "1,cluster,,*,*,5\n"),
-     "columns, expected"),
-    (lambda d: _set_cell(d / "intervals.csv", line=1, column=5, value="five"), "intervals.csv:2: could not convert"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda d: d.rename(d.with_name("gone")), "no such run directory"),
+        (lambda d: (d / "summary.json").unlink(), "not a run directory with results (no summary.json"),
+        (lambda d: (d / "summary.json").write_text("{not json"), "summary.json: unreadable"),
+        (lambda d: (d / "summary.json").write_text("[1, 2]"), "not a loadfleet run summary"),
+        (
+            lambda d: _edit_summary(d, lambda s: s["total"]["figures"].update(rps="fast")),
+            "total.figures must hold numbers",
+        ),
+        (
+            lambda d: _edit_summary(d, lambda s: s["agents"][1]["figures"]["latency"].update(p99_ms=None)),
+            "agents[1].figures must hold numbers",
+        ),
+        (lambda d: _edit_summary(d, lambda s: s.update(targets={"a": 1})), "targets must be a list of objects"),
+        (lambda d: _edit_summary(d, lambda s: s["total"].update(errors=["reset"])), "total.errors must map names"),
+        (lambda d: _edit_summary(d, lambda s: s["events"][0].update(at_ms="soon")), "numeric at_ms"),
+        (lambda d: _edit_summary(d, lambda s: s.update(started_ms=True)), "started_ms and duration_s must be numbers"),
+        (lambda d: (d / "intervals.csv").write_text("a,b\n1,2\n"), "not a loadfleet intervals file"),
+        (
+            lambda d: (d / "intervals.csv").write_text((d / "intervals.csv").read_text() + "1,cluster,,*,*,5\n"),
+            "columns, expected",
+        ),
+        (
+            lambda d: _set_cell(d / "intervals.csv", line=1, column=5, value="five"),
+            "intervals.csv:2: could not convert",
+        ),
+    ],
+)
 def test_a_damaged_run_directory_is_one_clear_error(synthetic_run, damage, message):
     damage(synthetic_run)
     with pytest.raises(UsageError) as caught:
@@ -181,8 +217,11 @@ def test_a_run_directory_without_intervals_still_reports(synthetic_run):
 def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
     from loadfleet.controller.report.html import saturation_charts
     from loadfleet.controller.report.svg import line_chart
-    steps = [{"name": f"s{i + 1}", "offered": o, "achieved_rps": a, "p99_ms": p, "servers": 1}
-             for i, (o, a, p) in enumerate([(100, 100, 2), (200, 199, 3), (300, 250, 300), (400, 250, 900)])]
+
+    steps = [
+        {"name": f"s{i + 1}", "offered": o, "achieved_rps": a, "p99_ms": p, "servers": 1}
+        for i, (o, a, p) in enumerate([(100, 100, 2), (200, 199, 3), (300, 250, 300), (400, 250, 900)])
+    ]
     knee = {"name": "s3", "offered": 300}
     achieved, p99 = saturation_charts({"steps": steps, "knees": [knee], "load_model": "open"})
     assert achieved.series[0].points == ((100, 100), (200, 199), (300, 250), (400, 250))
@@ -197,8 +236,11 @@ def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
 
 def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
     from loadfleet.controller.report.html import saturation_charts, scalability_chart
-    steps = [{"name": f"k{k}-s1", "offered": 10, "achieved_rps": 100.0 * k, "p99_ms": 2, "servers": k}
-             for k in (1, 2, 3, 4, 5)]
+
+    steps = [
+        {"name": f"k{k}-s1", "offered": 10, "achieved_rps": 100.0 * k, "p99_ms": 2, "servers": k}
+        for k in (1, 2, 3, 4, 5)
+    ]
     scalability = [{"servers": k, "peak_ok_rps": 100.0 * k / (1 + 0.1 * (k - 1))} for k in (1, 2, 3, 4, 5)]
     usl = {"basis": "servers", "sigma": 0.1, "kappa": 0.0, "lambda": 100.0}
     chart = scalability_chart({"steps": steps, "scalability": scalability, "usl": usl})
@@ -218,19 +260,33 @@ def test_the_header_counts_the_intervals_that_measured_the_generators():
 
     def run(*validities):
         from collections import Counter
+
         rows = tuple(IntervalRow(i, "cluster", "", "*", "*", {}, v) for i, v in enumerate(validities))
         return RunData(Path("."), {}, (), rows, (), (), {}, "engine", verdicts=dict(Counter(validities)))
+
     assert generator_health(run("valid", "invalid", "suspect", "valid")) == [
-        ("generator health", "1 invalid and 1 suspect of 4 intervals (the generators, not the targets, may have set "
-                             "their figures: intervals.csv's validity_reasons says why)")]
+        (
+            "generator health",
+            "1 invalid and 1 suspect of 4 intervals (the generators, not the targets, may have set "
+            "their figures: intervals.csv's validity_reasons says why)",
+        )
+    ]
     assert generator_health(run("valid", "valid")) == [("generator health", "all 2 intervals valid")]
     assert generator_health(run("", "")) == []
 
 
 def test_targets_of_a_step_are_shown_side_by_side_only_when_there_are_several():
     from loadfleet.controller.report.html import _targets_section
-    target = {"url": "http://web1", "achieved_rps": 1200.0, "ok_rps": 1190.0, "error_pct": 0.83, "mean_ms": 3.5,
-              "p50_ms": 2.0, "p99_ms": 40.0}
+
+    target = {
+        "url": "http://web1",
+        "achieved_rps": 1200.0,
+        "ok_rps": 1190.0,
+        "error_pct": 0.83,
+        "mean_ms": 3.5,
+        "p50_ms": 2.0,
+        "p99_ms": 40.0,
+    }
     two = {"name": "s1", "targets": [target, {**target, "url": "http://web2", "p99_ms": 900.0}]}
     section = "".join(_targets_section({"steps": [two, {"name": "s2", "targets": [target]}]}))
     assert "Targets side by side" in section and "http://web2" in section and "900.00" in section
@@ -243,6 +299,7 @@ def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path,
     is the mean of `stride` intervals (max_ms their maximum); agents beyond the busiest are
     one summed line, so the report holds O(points x lines), not a row per agent and interval."""
     from loadfleet.controller.report import rundata
+
     monkeypatch.setattr(rundata, "MAX_POINTS", 10)
     path = tmp_path / "intervals.csv"
     lines = ["interval_start_ms,scope,agent,target,request,rps,requests,max_ms,status_2xx"]

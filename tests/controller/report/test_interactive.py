@@ -1,4 +1,5 @@
 """The data each chart carries for uPlot (interactive.py), and the page without the library."""
+
 import json
 import re
 from pathlib import Path
@@ -12,9 +13,12 @@ DATA = re.compile(r'<script type="application/json" class="chart-data">(.*?)</sc
 
 
 def test_series_share_one_x_axis_with_gaps_where_a_series_has_no_finite_value():
-    chart = Chart("t", "req/s", (Series("a", ((0.0, 1.0), (1.0, float("nan")), (2.0, 3.0))),
-                                 Series("b", ((1.0, 5.0), (3.0, 1 / 3)))),
-                  markers=(Marker(1.5, "agent_lost: b"),))
+    chart = Chart(
+        "t",
+        "req/s",
+        (Series("a", ((0.0, 1.0), (1.0, float("nan")), (2.0, 3.0))), Series("b", ((1.0, 5.0), (3.0, 1 / 3)))),
+        markers=(Marker(1.5, "agent_lost: b"),),
+    )
     data = interactive.chart_data(chart)
     assert data["data"] == [[0.0, 1.0, 2.0, 3.0], [1.0, None, 3.0, None], [None, 5.0, None, 0.333333]]
     assert [s["name"] for s in data["series"]] == ["a", "b"]
@@ -39,14 +43,23 @@ def test_names_cannot_end_the_script_that_holds_the_data():
 
 
 def fleet_run(n_agents: int) -> RunData:
-    rows = tuple(IntervalRow(1000 + 1000 * t, "agent", f"agent-{a:04}", "*", "*", {"rps": float(a + t)})
-                 for a in range(n_agents) for t in range(3))
-    total = tuple(IntervalRow(1000 + 1000 * t, "cluster", "", "*", "*", {"rps": 1.0, "status_2xx": 1.0})
-                  for t in range(3))
-    summary = {"run_id": "fleet", "started_ms": 1000, "total": {"figures": {"latency": {}}},
-               "agents": [{"name": f"agent-{a:04}", "figures": {"latency": {}}} for a in range(n_agents)]}
-    return RunData(run_dir=Path("fleet"), summary=summary, error_kinds=(), cluster_total=total, cluster_rows=(),
-                   agent_totals=rows)
+    rows = tuple(
+        IntervalRow(1000 + 1000 * t, "agent", f"agent-{a:04}", "*", "*", {"rps": float(a + t)})
+        for a in range(n_agents)
+        for t in range(3)
+    )
+    total = tuple(
+        IntervalRow(1000 + 1000 * t, "cluster", "", "*", "*", {"rps": 1.0, "status_2xx": 1.0}) for t in range(3)
+    )
+    summary = {
+        "run_id": "fleet",
+        "started_ms": 1000,
+        "total": {"figures": {"latency": {}}},
+        "agents": [{"name": f"agent-{a:04}", "figures": {"latency": {}}} for a in range(n_agents)],
+    }
+    return RunData(
+        run_dir=Path("fleet"), summary=summary, error_kinds=(), cluster_total=total, cluster_rows=(), agent_totals=rows
+    )
 
 
 def test_a_thousand_agents_are_the_busiest_and_the_rest_summed_not_a_thousand_lines():

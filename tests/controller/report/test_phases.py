@@ -1,4 +1,5 @@
 """report.html's "Where the time goes": a stacked bar per total, target and request."""
+
 from __future__ import annotations
 
 import re
@@ -12,16 +13,30 @@ from loadfleet.wire.stats import StatsRow
 
 
 def _entry(name: str, waiting_us: int, phases: bool = True) -> dict:
-    row = StatsRow("t", "r", requests=2, status=[0, 2, 0, 0, 0], histogram=Histogram.of([waiting_us + 500] * 2),
-                   phases=Phases(connect=Phase(1, 200, 200), waiting=Phase(2, 2 * waiting_us, waiting_us),
-                                 receiving=Phase(2, 100, 50), waiting_histogram=Histogram.of([waiting_us] * 2))
-                   if phases else None)
+    row = StatsRow(
+        "t",
+        "r",
+        requests=2,
+        status=[0, 2, 0, 0, 0],
+        histogram=Histogram.of([waiting_us + 500] * 2),
+        phases=Phases(
+            connect=Phase(1, 200, 200),
+            waiting=Phase(2, 2 * waiting_us, waiting_us),
+            receiving=Phase(2, 100, 50),
+            waiting_histogram=Histogram.of([waiting_us] * 2),
+        )
+        if phases
+        else None,
+    )
     return {"name": name, "figures": asdict(figures_of(row, 1.0))}
 
 
 def test_one_bar_per_entry_with_a_segment_per_measured_phase():
-    summary = {"total": _entry("*", 3000), "targets": [_entry("http://a", 1000), _entry("http://b", 5000)],
-               "requests": [_entry("home", 3000)]}
+    summary = {
+        "total": _entry("*", 3000),
+        "targets": [_entry("http://a", 1000), _entry("http://b", 5000)],
+        "requests": [_entry("home", 3000)],
+    }
     html = "".join(phases_section(summary))
     assert "<h2>Where the time goes</h2>" in html and "<script" not in html
     labels = re.findall(r'text-anchor="end">([^<]+)</text>', html)

@@ -13,17 +13,22 @@ def parse(svg: str) -> ET.Element:
 
 
 def polyline_points(root: ET.Element) -> list[list[tuple[float, float]]]:
-    return [[tuple(map(float, pair.split(","))) for pair in p.get("points").split()]
-            for p in root.iterfind(".//s:polyline", NS)]
+    return [
+        [tuple(map(float, pair.split(","))) for pair in p.get("points").split()]
+        for p in root.iterfind(".//s:polyline", NS)
+    ]
 
 
-@pytest.mark.parametrize("low, high, expected", [
-    (0, 9, [0, 2, 4, 6, 8, 10]),
-    (0, 48.5, [0, 10, 20, 30, 40, 50]),
-    (0, 0.7, [0, 0.2, 0.4, 0.6, 0.8]),
-    (0, 38173.8, [0, 10000, 20000, 30000, 40000]),
-    (0, 0, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
-])
+@pytest.mark.parametrize(
+    "low, high, expected",
+    [
+        (0, 9, [0, 2, 4, 6, 8, 10]),
+        (0, 48.5, [0, 10, 20, 30, 40, 50]),
+        (0, 0.7, [0, 0.2, 0.4, 0.6, 0.8]),
+        (0, 38173.8, [0, 10000, 20000, 30000, 40000]),
+        (0, 0, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
+    ],
+)
 def test_nice_ticks(low, high, expected):
     assert nice_ticks(low, high) == pytest.approx(expected)
 
@@ -37,19 +42,33 @@ def test_log_ticks_cover_the_range_in_increasing_positive_steps(low, high):
     assert mantissas <= {1.0, 2.0, 5.0}
 
 
-@pytest.mark.parametrize("value, text", [
-    (0, "0"), (3, "3"), (0.25, "0.25"), (0.001234, "0.00123"), (5000, "5000"), (12500, "12.5k"),
-    (40000, "40k"), (1_200_000, "1.2M"), (-20000, "-20k"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0, "0"),
+        (3, "3"),
+        (0.25, "0.25"),
+        (0.001234, "0.00123"),
+        (5000, "5000"),
+        (12500, "12.5k"),
+        (40000, "40k"),
+        (1_200_000, "1.2M"),
+        (-20000, "-20k"),
+    ],
+)
 def test_format_number(value, text):
     assert format_number(value) == text
 
 
 def test_a_chart_has_one_line_per_series_a_legend_and_an_escaped_title():
-    chart = Chart("Requests/s <cluster>", "req/s", (
-        Series("a & b", ((0, 1), (1, 2), (2, 3))),
-        Series("c", ((0, 3), (1, 2), (2, 1))),
-    ))
+    chart = Chart(
+        "Requests/s <cluster>",
+        "req/s",
+        (
+            Series("a & b", ((0, 1), (1, 2), (2, 3))),
+            Series("c", ((0, 3), (1, 2), (2, 1))),
+        ),
+    )
     root = parse(line_chart(chart))
     assert root.get("class") == "chart"
     assert root.find("s:title", NS).text == "Requests/s <cluster>"
@@ -94,8 +113,9 @@ def test_no_data_says_so_instead_of_drawing_axes():
 
 
 def test_markers_inside_the_time_range_are_drawn_with_their_label():
-    chart = Chart("t", "y", (Series("s", ((0, 1), (10, 1))),),
-                  markers=(Marker(4.5, "agent_lost: b"), Marker(500, "far away")))
+    chart = Chart(
+        "t", "y", (Series("s", ((0, 1), (10, 1))),), markers=(Marker(4.5, "agent_lost: b"), Marker(500, "far away"))
+    )
     root = parse(line_chart(chart))
     markers = root.findall(".//s:g[@class='marker']", NS)
     assert [m.find("s:title", NS).text for m in markers] == ["agent_lost: b"]
@@ -103,8 +123,11 @@ def test_markers_inside_the_time_range_are_drawn_with_their_label():
 
 def test_many_series_wrap_the_legend_and_grow_the_chart():
     few = parse(line_chart(Chart("t", "y", (Series("one", ((0, 1), (1, 2))),), height=260)))
-    many = parse(line_chart(Chart("t", "y", tuple(Series(f"http://127.0.0.{i}:8080", ((0, i), (1, i)))
-                                                  for i in range(12)), height=260)))
+    many = parse(
+        line_chart(
+            Chart("t", "y", tuple(Series(f"http://127.0.0.{i}:8080", ((0, i), (1, i))) for i in range(12)), height=260)
+        )
+    )
     assert int(many.get("height")) > int(few.get("height"))
     rows = {t.get("y") for t in many.iterfind(".//s:g[@class='legend']/s:text", NS)}
     assert len(rows) > 1

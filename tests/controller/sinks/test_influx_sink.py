@@ -73,6 +73,7 @@ def test_memory_is_bounded_while_influx_is_down(tmp_path):
     async def later():
         sink = InfluxSink(writer, tmp_path / "spool", batch_points=100)
         return await sink.close(timeout_s=5)
+
     asyncio.run(later())
     assert written_ids(writer) == list(range(2000))
 
@@ -91,11 +92,15 @@ def test_a_rejected_batch_is_dropped_and_counted(tmp_path):
     assert written_ids(writer) == list(range(10, 20))
 
 
-@pytest.mark.parametrize("point, line", [
-    (Point("http", (("run", "a b"), ("agent", "")), (("n", 3), ("x", 1.5), ("ok", True)), 1000),
-     "http,run=a\\ b n=3i,x=1.5,ok=true 1000"),
-    (Point("event", (("kind", "k,=1"),), (("text", 'say "hi"'),), 5),
-     'event,kind=k\\,\\=1 text="say \\"hi\\"" 5'),
-])
+@pytest.mark.parametrize(
+    "point, line",
+    [
+        (
+            Point("http", (("run", "a b"), ("agent", "")), (("n", 3), ("x", 1.5), ("ok", True)), 1000),
+            "http,run=a\\ b n=3i,x=1.5,ok=true 1000",
+        ),
+        (Point("event", (("kind", "k,=1"),), (("text", 'say "hi"'),), 5), 'event,kind=k\\,\\=1 text="say \\"hi\\"" 5'),
+    ],
+)
 def test_line_protocol(point, line):
     assert point.line() == line

@@ -1,6 +1,7 @@
 """The InfluxDB spool: one per run (locked), bounded (the oldest batches dropped and counted,
 never one being sent), known from file names (read back a few batches at a time), and the
 spools of ended runs sent first by the next run to the same InfluxDB."""
+
 from __future__ import annotations
 
 import asyncio
@@ -140,8 +141,7 @@ def test_during_an_outage_points_go_to_disk_and_the_oldest_are_dropped_past_the_
     writer = DownWriter()
 
     async def go():
-        sink = InfluxSink(writer, tmp_path / "run-1", batch_points=100, flush_interval_s=0.01,
-                          spool_limit_bytes=2000)
+        sink = InfluxSink(writer, tmp_path / "run-1", batch_points=100, flush_interval_s=0.01, spool_limit_bytes=2000)
         sink.start()
         for i in range(30):
             sink.add(points(i * 10, 10))
@@ -169,6 +169,7 @@ class Dropping:
 
     def dropped(self):
         from loadfleet.controller.sinks.spool import Dropped
+
         return Dropped(self.points, 1, "the spool reached its limit of 1 MiB")
 
 

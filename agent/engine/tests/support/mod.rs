@@ -155,7 +155,8 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_string()
             }
             "cut" => {
-                let _ = writer.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", 2 * n).as_bytes());
+                let _ =
+                    writer.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", 2 * n).as_bytes());
                 return;
             }
             "garbage" => {
@@ -185,7 +186,8 @@ pub fn unanswering_listener() -> (socket2::Socket, String, Vec<std::net::TcpStre
     socket.listen(0).unwrap();
     let addr = socket.local_addr().unwrap().as_socket().unwrap();
     // Fill the accept queue; later SYNs are dropped.
-    let fillers = (0..3).filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()).collect();
+    let fillers =
+        (0..3).filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()).collect();
     (socket, format!("http://{addr}"), fillers)
 }
 
@@ -199,7 +201,8 @@ pub fn start_stalled_server(stall: Duration) -> TestServer {
     socket.listen(0).unwrap();
     let listener: TcpListener = socket.into();
     let addr = listener.local_addr().unwrap();
-    let filler = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).expect("the one connection the queue holds");
+    let filler =
+        TcpStream::connect_timeout(&addr, Duration::from_millis(500)).expect("the one connection the queue holds");
     let served = Arc::new(Served::default());
     let counts = Arc::clone(&served);
     thread::spawn(move || {
@@ -236,7 +239,8 @@ pub fn latency(reports: &[pb::IntervalReport]) -> hdrhistogram::Histogram<u64> {
     use hdrhistogram::serialization::Deserializer;
     let mut all = loadfleet_engine::stats::new_histogram();
     for s in reports.iter().flat_map(|r| &r.stats).filter(|s| !s.latency_histogram.is_empty()) {
-        let h: hdrhistogram::Histogram<u64> = Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).unwrap();
+        let h: hdrhistogram::Histogram<u64> =
+            Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).unwrap();
         all.add(h).unwrap();
     }
     all
@@ -247,17 +251,29 @@ pub fn get(name: &str, path: &str, weight: u32) -> pb::RequestSpec {
 }
 
 /// A closed-model job starting at the next interval boundary at least 200 ms away.
-pub fn closed_job(targets: &[(&str, u32)], requests: Vec<pb::RequestSpec>, clients: u32, duration_ms: u32, interval_ms: u32) -> pb::JobSpec {
+pub fn closed_job(
+    targets: &[(&str, u32)],
+    requests: Vec<pb::RequestSpec>,
+    clients: u32,
+    duration_ms: u32,
+    interval_ms: u32,
+) -> pb::JobSpec {
     let interval = i64::from(interval_ms);
     let start_at_ms = (now_ms() + 200 + interval) / interval * interval;
     pb::JobSpec {
         job_id: "test".into(),
-        targets: targets.iter().map(|(url, weight)| pb::Target { url: url.to_string(), weight: *weight, ..Default::default() }).collect(),
+        targets: targets
+            .iter()
+            .map(|(url, weight)| pb::Target { url: url.to_string(), weight: *weight, ..Default::default() })
+            .collect(),
         requests,
         keep_alive: true,
         connect_timeout_ms: 1000,
         request_timeout_ms: 2000,
-        load: Some(pb::LoadShare { model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients, think: None })), stages: vec![] }),
+        load: Some(pb::LoadShare {
+            model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients, think: None })),
+            stages: vec![],
+        }),
         start_at_ms,
         duration_ms,
         interval_ms,
@@ -397,7 +413,8 @@ pub fn histogram_count(reports: &[pb::IntervalReport]) -> u64 {
         .flat_map(|r| &r.stats)
         .filter(|s| !s.latency_histogram.is_empty())
         .map(|s| {
-            let h: hdrhistogram::Histogram<u64> = Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).expect("V2 histogram");
+            let h: hdrhistogram::Histogram<u64> =
+                Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).expect("V2 histogram");
             h.len()
         })
         .sum()
@@ -417,7 +434,8 @@ pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions().unwrap()
+        .with_safe_default_protocol_versions()
+        .unwrap()
         .with_no_client_auth()
         .with_single_cert(vec![certified.cert.der().clone()], key)
         .unwrap();

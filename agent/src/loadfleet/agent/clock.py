@@ -13,6 +13,7 @@ A job's barrier and interval times are the controller's: the agent converts them
 clock with the offset as it was when the job was assigned, and its reports back (job.py), so an
 agent whose clock is seconds off still starts with the others and reports on their grid.
 """
+
 from __future__ import annotations
 
 import collections

@@ -4,6 +4,7 @@ With a certificate, the agent's id is the certificate's common name (the control
 an agent certificate open a session under that name only); with a token file holding an
 `agent NAME TOKEN` line, it is NAME. `--id` may repeat that name, never differ from it.
 """
+
 from __future__ import annotations
 
 from cryptography import x509
@@ -24,13 +25,16 @@ def certificate_name(pem: bytes, path: str) -> str:
         raise UsageError(f"--tls-cert {path}: not a certificate ({exc})") from None
     try:
         uris = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
-            x509.UniformResourceIdentifier)
+            x509.UniformResourceIdentifier
+        )
     except x509.ExtensionNotFound:
         uris = []
     roles = [u.removeprefix(ROLE_URI_PREFIX) for u in uris if u.startswith(ROLE_URI_PREFIX)]
     if roles and roles != ["agent"]:
-        raise UsageError(f"--tls-cert {path}: a certificate for a {' and '.join(roles)}, not an agent "
-                         "(`loadfleet certs agent` makes agents' certificates)")
+        raise UsageError(
+            f"--tls-cert {path}: a certificate for a {' and '.join(roles)}, not an agent "
+            "(`loadfleet certs agent` makes agents' certificates)"
+        )
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     if len(names) != 1:
         raise UsageError(f"--tls-cert {path}: the certificate has no common name to take the agent's id from")
@@ -47,6 +51,8 @@ def agent_id(credentials: ClientCredentials, explicit: str | None, fallback: str
             raise UsageError(f"the token file is for a {credentials.token.role}, not an agent")
         granted = credentials.token.name
     if granted and explicit and explicit != granted:
-        raise UsageError(f"--id {explicit}: the credentials are for agent {granted!r} (leave --id out, or make "
-                         f"credentials for {explicit!r})")
+        raise UsageError(
+            f"--id {explicit}: the credentials are for agent {granted!r} (leave --id out, or make "
+            f"credentials for {explicit!r})"
+        )
     return granted or explicit or fallback

@@ -3,6 +3,7 @@
 Every driver speaks in EngineEvents (ready, one interval per interval, final interval,
 finished or failed), so the job follows and merges all of them the same way.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -65,8 +66,13 @@ def is_gatling(spec: job_pb2.JobSpec) -> bool:
     return spec.driver == job_pb2.DRIVER_GATLING
 
 
-async def launch_drivers(job_spec: job_pb2.JobSpec, engine_specs: list[job_pb2.JobSpec], engine_program: str,
-                         started: Callable[[Driver], None], policy: LoadPolicy = LoadPolicy()) -> None:
+async def launch_drivers(
+    job_spec: job_pb2.JobSpec,
+    engine_specs: list[job_pb2.JobSpec],
+    engine_program: str,
+    started: Callable[[Driver], None],
+    policy: LoadPolicy = LoadPolicy(),
+) -> None:
     """Starts the job's drivers, handing each to `started` as soon as it runs (so that a
     failure half-way leaves nothing the caller cannot kill). Gatling gets the agent's whole
     share in one JVM (it uses every core itself); engines get one share each.

@@ -4,6 +4,7 @@ The engine's lifetime is tied to its stdin: if the agent dies, the pipe closes a
 the engine exits at once. `kill()` is for the cases where waiting is not allowed
 (lease lost, agent shutting down).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,17 +36,22 @@ def find_engine(explicit: str | None = None) -> str:
     interpreter (where pip puts the loadfleet-engine wheel's program in a virtualenv, and
     `make setup` a fresh build), then PATH (a system-wide or --user install)."""
     beside = Path(sys.executable).parent / ENGINE_PROGRAM
-    candidate = (explicit or os.environ.get(ENGINE_ENV)
-                 or (str(beside) if beside.exists() else shutil.which(ENGINE_PROGRAM)))
+    candidate = (
+        explicit or os.environ.get(ENGINE_ENV) or (str(beside) if beside.exists() else shutil.which(ENGINE_PROGRAM))
+    )
     if not candidate or not os.access(candidate, os.X_OK):
-        raise EngineError(f"cannot find the {ENGINE_PROGRAM} program (give --engine PATH, set "
-                          f"${ENGINE_ENV}, or install the loadfleet-engine wheel: `make dist`, docs/deploy.md)")
+        raise EngineError(
+            f"cannot find the {ENGINE_PROGRAM} program (give --engine PATH, set "
+            f"${ENGINE_ENV}, or install the loadfleet-engine wheel: `make dist`, docs/deploy.md)"
+        )
     return candidate
 
 
 class EngineProcess:
     def __init__(self, proc: asyncio.subprocess.Process):
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, "spawn() opens all three pipes"
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, (
+            "spawn() opens all three pipes"
+        )
         self._proc = proc
         self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
@@ -55,8 +61,12 @@ class EngineProcess:
     async def spawn(cls, program: str) -> EngineProcess:
         try:
             proc = await asyncio.create_subprocess_exec(
-                program, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, limit=STREAM_LIMIT_BYTES)
+                program,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                limit=STREAM_LIMIT_BYTES,
+            )
         except OSError as exc:
             raise EngineError(f"cannot start {program}: {exc.strerror}") from exc
         engine = cls(proc)

@@ -1,10 +1,10 @@
 """Errors of the agent.
 
-    AgentError          base
-    ├── EngineError     an engine could not be started or failed to speak the protocol
-    │   └── JobRefused  the job may not run here: a target outside the allow-list, a Gatling
-    │                   project outside --gatling-root (no driver is started)
-    └── UsageError      bad command-line input (exit 2)
+AgentError          base
+├── EngineError     an engine could not be started or failed to speak the protocol
+│   └── JobRefused  the job may not run here: a target outside the allow-list, a Gatling
+│                   project outside --gatling-root (no driver is started)
+└── UsageError      bad command-line input (exit 2)
 """
 
 

@@ -12,13 +12,14 @@ Gatling's intervals exactly like engines'.
 Commands go to the JVM's stdin as lines: `stop` (graceful with the hook); end of stdin makes
 it halt, so an agent that dies leaves no orphan load.
 """
+
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
-import logging
 import io
+import logging
 import os
 import re
 import shutil
@@ -61,8 +62,12 @@ USER_PROJECT_SETTINGS = {"gatling.http.warmUpUrl": ""}
 STREAM_LIMIT_BYTES = 16 * 2**20
 # The JVM options Gatling's own launchers use on Java 17.
 JVM_OPTIONS = (
-    "-server", "-XX:+HeapDumpOnOutOfMemoryError", "-XX:MaxInlineLevel=20", "-XX:MaxTrivialSize=12",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "-server",
+    "-XX:+HeapDumpOnOutOfMemoryError",
+    "-XX:MaxInlineLevel=20",
+    "-XX:MaxTrivialSize=12",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
 )
 
@@ -74,7 +79,7 @@ def parse_event_line(line: str) -> engine_pb2.EngineEvent | None:
     if not line.startswith(EVENT_PREFIX):
         return None
     try:
-        return json_format.Parse(line[len(EVENT_PREFIX):], engine_pb2.EngineEvent())
+        return json_format.Parse(line[len(EVENT_PREFIX) :], engine_pb2.EngineEvent())
     except json_format.ParseError as exc:
         raise EngineError(f"the Gatling hook printed an invalid event ({exc}): {line[:200]!r}") from exc
 
@@ -128,19 +133,34 @@ class GatlingInstall:
     def logback_config(self) -> Path:
         return self.hook_classes / "loadfleet-logback.xml"
 
-    def command(self, spec: job_pb2.JobSpec, job_file: Path, results_dir: Path,
-                project: ProjectBuild | None = None) -> list[str]:
+    def command(
+        self, spec: job_pb2.JobSpec, job_file: Path, results_dir: Path, project: ProjectBuild | None = None
+    ) -> list[str]:
         """The JVM for `spec`: JobSimulation, or the simulation of the user's `project` (its
         classes and dependencies after the hook's, so the hook is always there)."""
         classpath, simulation, settings = self.classpath, SIMULATION, GATLING_SETTINGS
         if project is not None:
             classpath = os.pathsep.join((str(self.hook_classes), project.classpath, self.classpath))
             simulation, settings = spec.gatling.simulation, {**settings, **USER_PROJECT_SETTINGS}
-        properties = {"logback.configurationFile": str(self.logback_config), **settings,
-                      **share_properties(spec, job_file)}
+        properties = {
+            "logback.configurationFile": str(self.logback_config),
+            **settings,
+            **share_properties(spec, job_file),
+        }
         report = [] if spec.gatling.html_report else ["-nr"]
-        return [self.java, *JVM_OPTIONS, "-cp", classpath, *(f"-D{k}={v}" for k, v in properties.items()),
-                LAUNCHER, "-s", simulation, "-rf", str(results_dir), *report]
+        return [
+            self.java,
+            *JVM_OPTIONS,
+            "-cp",
+            classpath,
+            *(f"-D{k}={v}" for k, v in properties.items()),
+            LAUNCHER,
+            "-s",
+            simulation,
+            "-rf",
+            str(results_dir),
+            *report,
+        ]
 
 
 def find_gatling(home: str | None = None) -> GatlingInstall:
@@ -150,8 +170,10 @@ def find_gatling(home: str | None = None) -> GatlingInstall:
     root = Path(home or os.environ.get(GATLING_HOME_ENV) or source_tree)
     built = root / "target" / "classes" / "loadfleet" / "gatling" / "JobSimulation.class"
     if not built.exists() or not (root / "target" / "classpath.txt").exists():
-        raise EngineError(f"Gatling support is not built in {root} (run `make gatling`, or set "
-                          f"${GATLING_HOME_ENV} to a built agent/gatling)")
+        raise EngineError(
+            f"Gatling support is not built in {root} (run `make gatling`, or set "
+            f"${GATLING_HOME_ENV} to a built agent/gatling)"
+        )
     java = os.environ.get(JAVA_ENV) or shutil.which("java")
     if not java:
         raise EngineError(f"cannot find java 17+ for the Gatling driver (put it on PATH or set ${JAVA_ENV})")
@@ -161,9 +183,10 @@ def find_gatling(home: str | None = None) -> GatlingInstall:
 class GatlingProcess:
     """One Gatling JVM running one job; the same driver interface as EngineProcess."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory,
-                 spec: job_pb2.JobSpec):
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, "spawn() opens all three pipes"
+    def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory, spec: job_pb2.JobSpec):
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, (
+            "spawn() opens all three pipes"
+        )
         self._proc = proc
         self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
         self._workdir = workdir
@@ -178,8 +201,9 @@ class GatlingProcess:
         self.startup_s = 0.0
 
     @classmethod
-    async def spawn(cls, install: GatlingInstall, spec: job_pb2.JobSpec,
-                    project: ProjectBuild | None = None) -> GatlingProcess:
+    async def spawn(
+        cls, install: GatlingInstall, spec: job_pb2.JobSpec, project: ProjectBuild | None = None
+    ) -> GatlingProcess:
         """Starts the JVM on `spec` (returns at once; then `wait_ready`)."""
         workdir = tempfile.TemporaryDirectory(prefix=f"loadfleet-gatling-{spec.job_id.replace('/', '-')}-")
         job_file = Path(workdir.name) / "job.json"
@@ -187,8 +211,11 @@ class GatlingProcess:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *install.command(spec, job_file, Path(workdir.name) / "results", project),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                limit=STREAM_LIMIT_BYTES)
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                limit=STREAM_LIMIT_BYTES,
+            )
         except OSError as exc:
             workdir.cleanup()
             raise EngineError(f"cannot start {install.java}: {exc.strerror}") from exc
@@ -204,8 +231,13 @@ class GatlingProcess:
             event, problem = None, str(exc) or f"no ready event within {timeout_s:g} s"
         else:
             kind = event.WhichOneof("event") if event is not None else None
-            problem = ("" if kind == "ready" else event.failed.message if event is not None and kind == "failed"
-                       else "it exited before the simulation started")
+            problem = (
+                ""
+                if kind == "ready"
+                else event.failed.message
+                if event is not None and kind == "failed"
+                else "it exited before the simulation started"
+            )
         if problem:
             if event is not None or self._stdout.at_eof():
                 # It said why, or closed stdout: let it exit by itself to report its status.
@@ -213,15 +245,22 @@ class GatlingProcess:
                     await asyncio.wait_for(self._proc.wait(), EXIT_GRACE_S)
             self.kill()
             code = await self.wait()
-            raise EngineError(f"Gatling did not start the job (exit status {code}): {problem}; "
-                              f"output: {self.stderr_tail()}")
+            raise EngineError(
+                f"Gatling did not start the job (exit status {code}): {problem}; output: {self.stderr_tail()}"
+            )
         self.startup_s = time.monotonic() - started
 
     def ready_message(self) -> str:
         late_ms = int(time.time() * 1000) - self._spec.start_at_ms
         late = f"; load starts {late_ms / 1000:.1f} s after the barrier" if late_ms > 0 else ""
-        console = ("; the simulation does not use loadfleet's hook: counts come from Gatling's console, "
-                   "latency is not measured") if self._console else ""
+        console = (
+            (
+                "; the simulation does not use loadfleet's hook: counts come from Gatling's console, "
+                "latency is not measured"
+            )
+            if self._console
+            else ""
+        )
         return f"Gatling ready (JVM start-up {self.startup_s:.1f} s{late}){console}"
 
     @property
@@ -266,8 +305,12 @@ class GatlingProcess:
         elif not self._hooked and SIMULATION_STARTED.match(line):
             # Gatling started the simulation and its before() printed no `ready`: no hook.
             spec = self._spec
-            self._console = ConsoleCounts(spec.targets[0].url if spec.targets else "", spec.start_at_ms,
-                                          spec.interval_ms, end_at_ms=spec.start_at_ms + spec.duration_ms)
+            self._console = ConsoleCounts(
+                spec.targets[0].url if spec.targets else "",
+                spec.start_at_ms,
+                spec.interval_ms,
+                end_at_ms=spec.start_at_ms + spec.duration_ms,
+            )
             self._events.append(engine_pb2.EngineEvent(ready=engine_pb2.EngineReady(version=NO_HOOK_VERSION)))
         self._keep(line)
 

@@ -20,6 +20,7 @@ What grew after the load's end counts in the load's last interval, which waits `
 for it (as the hook's does): a block read later than that, if anything grew, makes one more
 interval past the end, the final one.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,8 +47,14 @@ def _count(cell: str) -> int:
 class ConsoleCounts:
     """Feeds on Gatling's stdout lines; hands out interval reports as they complete."""
 
-    def __init__(self, target: str, start_at_ms: int, interval_ms: int, end_at_ms: int | None = None,
-                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)):
+    def __init__(
+        self,
+        target: str,
+        start_at_ms: int,
+        interval_ms: int,
+        end_at_ms: int | None = None,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ):
         """`end_at_ms`: when the load ends (None: the intervals follow the clock to the end)."""
         self._target = target
         self._start_at_ms = start_at_ms
@@ -123,7 +130,7 @@ class ConsoleCounts:
         if rows or samples:  # an interval holds only what grew
             held_rows, held_samples = self._pending.setdefault(index, ([], []))
             held_rows.extend(rows)
-            held_samples.extend(samples[:MAX_ERROR_SAMPLES - len(held_samples)])
+            held_samples.extend(samples[: MAX_ERROR_SAMPLES - len(held_samples)])
         return self._hand_out(max(index, upto))
 
     def _hand_out(self, upto: int) -> list[stats_pb2.IntervalReport]:
@@ -135,5 +142,9 @@ class ConsoleCounts:
     def _report(self, index: int, *, final: bool) -> stats_pb2.IntervalReport:
         rows, samples = self._pending.pop(index, ([], []))
         return stats_pb2.IntervalReport(
-            interval_start_ms=self._start_at_ms + index * self._interval_ms, interval_ms=self._interval_ms,
-            stats=[r.to_proto() for r in merge_rows(rows).values()], error_samples=samples, final=final)
+            interval_start_ms=self._start_at_ms + index * self._interval_ms,
+            interval_ms=self._interval_ms,
+            stats=[r.to_proto() for r in merge_rows(rows).values()],
+            error_samples=samples,
+            final=final,
+        )

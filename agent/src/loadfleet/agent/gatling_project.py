@@ -11,6 +11,7 @@ place. So the user's tree is never written to, and agents sharing a host never s
 half-built entry (the first rename wins). The hook reaches the compiler as a jar
 (`-Dloadfleet.hook=...`, for a system-scope dependency: docs/gatling.md).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,9 @@ class ProjectBuild:
 
 def project_key(project: Path, hook_classes: Path) -> str:
     """A digest of pom.xml, src/ and the hook's classes: names (relative) and contents."""
-    return _digest([("pom.xml", project / "pom.xml"), *_tree("src", project / "src")],
-                   salt=_digest(_tree("", hook_classes)))
+    return _digest(
+        [("pom.xml", project / "pom.xml"), *_tree("src", project / "src")], salt=_digest(_tree("", hook_classes))
+    )
 
 
 def _tree(prefix: str, root: Path) -> list[tuple[str, Path]]:
@@ -72,8 +74,9 @@ def _files_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
 
 
-async def build_project(project: Path, hook_classes: Path, cache: Path | None = None,
-                        timeout_s: float = BUILD_TIMEOUT_S) -> ProjectBuild:
+async def build_project(
+    project: Path, hook_classes: Path, cache: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S
+) -> ProjectBuild:
     """The project's build, from the cache or made now; raises EngineError with Maven's error
     lines when it does not compile (or cannot be read, or Maven takes longer than timeout_s)."""
     if not (project / "pom.xml").is_file():
@@ -118,15 +121,30 @@ def _hook_jar(hook_classes: Path, cache: Path) -> Path:
 async def _maven(work: Path, hook_jar: Path, project: Path, timeout_s: float) -> None:
     mvn = os.environ.get(MAVEN_ENV) or shutil.which("mvn")
     if not mvn:
-        raise EngineError(f"cannot find Maven to build the Gatling project {project} (put mvn on PATH or "
-                          f"set ${MAVEN_ENV})")
+        raise EngineError(
+            f"cannot find Maven to build the Gatling project {project} (put mvn on PATH or set ${MAVEN_ENV})"
+        )
     offline = ["--offline"] if os.environ.get(MAVEN_OFFLINE_ENV) == "1" else []
-    command = [mvn, "-B", "-q", *offline, "-Dstyle.color=never", f"-Dloadfleet.hook={hook_jar}",
-               "compile", BUILD_CLASSPATH_GOAL, f"-Dmdep.outputFile={work / 'classpath.txt'}",
-               "-Dmdep.includeScope=runtime"]
+    command = [
+        mvn,
+        "-B",
+        "-q",
+        *offline,
+        "-Dstyle.color=never",
+        f"-Dloadfleet.hook={hook_jar}",
+        "compile",
+        BUILD_CLASSPATH_GOAL,
+        f"-Dmdep.outputFile={work / 'classpath.txt'}",
+        "-Dmdep.includeScope=runtime",
+    ]
     try:
-        proc = await asyncio.create_subprocess_exec(*command, cwd=work, stdin=asyncio.subprocess.DEVNULL,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            cwd=work,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
     except OSError as exc:
         raise EngineError(f"cannot start {mvn}: {exc.strerror}") from exc
     try:
@@ -138,8 +156,10 @@ async def _maven(work: Path, hook_jar: Path, project: Path, timeout_s: float) ->
             proc.kill()
             await proc.wait()
     if proc.returncode != 0:
-        raise EngineError(f"the Gatling project {project} does not build (mvn exit status {proc.returncode}): "
-                          + " | ".join(error_lines(output.decode(errors="replace"), work, project)))
+        raise EngineError(
+            f"the Gatling project {project} does not build (mvn exit status {proc.returncode}): "
+            + " | ".join(error_lines(output.decode(errors="replace"), work, project))
+        )
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -8,6 +8,7 @@ addresses go to the drivers in `Target.addresses` ("ip:port"), and the engine co
 only to those: nothing is resolved a second time, so a name cannot point elsewhere
 between the check and the load (DNS rebinding).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,9 @@ class LoadPolicy:
     # A user's Gatling project must lie under this directory; None: no user projects.
     gatling_root: Path | None = None
 
-    async def confine(self, job: job_pb2.JobSpec, shares: list[job_pb2.JobSpec]) -> tuple[job_pb2.JobSpec,
-                                                                                          list[job_pb2.JobSpec]]:
+    async def confine(
+        self, job: job_pb2.JobSpec, shares: list[job_pb2.JobSpec]
+    ) -> tuple[job_pb2.JobSpec, list[job_pb2.JobSpec]]:
         """The job and its per-driver specs with checked addresses; JobRefused when not allowed."""
         self._check_project(job)
         addresses = await self.checked_addresses(job)
@@ -62,9 +64,11 @@ class LoadPolicy:
             for address in addresses:
                 if not self.allow.allows(address, port, named):
                     shown = f" ({host} is {address})" if host != str(address) else ""
-                    raise JobRefused(f"targets[{i}] {url}{shown}: {socket_address(address, port)} is outside this "
-                                     f"agent's allow-list ({self.allow}); its operator can extend it with "
-                                     "--allow-targets (docs/security.md)")
+                    raise JobRefused(
+                        f"targets[{i}] {url}{shown}: {socket_address(address, port)} is outside this "
+                        f"agent's allow-list ({self.allow}); its operator can extend it with "
+                        "--allow-targets (docs/security.md)"
+                    )
             checked.append([socket_address(a, port) for a in addresses])
         return checked
 
@@ -73,13 +77,16 @@ class LoadPolicy:
         if not project:
             return
         if self.gatling_root is None:
-            raise JobRefused(f"this agent runs no Gatling projects (its operator can allow those under a directory "
-                             f"with --gatling-root); the job names {project}")
+            raise JobRefused(
+                f"this agent runs no Gatling projects (its operator can allow those under a directory "
+                f"with --gatling-root); the job names {project}"
+            )
         path = Path(project)
         # resolve(): a symlink or .. inside the root must not lead out of it.
         if not path.is_absolute() or not path.resolve().is_relative_to(self.gatling_root.resolve()):
-            raise JobRefused(f"the Gatling project {project} is not under this agent's --gatling-root "
-                             f"{self.gatling_root}")
+            raise JobRefused(
+                f"the Gatling project {project} is not under this agent's --gatling-root {self.gatling_root}"
+            )
 
 
 async def _resolve(host: str, port: int) -> list[IpAddress]:
@@ -91,10 +98,8 @@ async def _resolve(host: str, port: int) -> list[IpAddress]:
         pass
     loop = asyncio.get_running_loop()
     try:
-        infos = await asyncio.wait_for(loop.getaddrinfo(host, port or None, type=socket.SOCK_STREAM),
-                                       RESOLVE_TIMEOUT_S)
+        infos = await asyncio.wait_for(loop.getaddrinfo(host, port or None, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT_S)
     except (OSError, TimeoutError, UnicodeError):
         return []
     # typeshed allows an int for the address (an IPv6 socket of a Python without IPv6): not here
     return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))  # type: ignore[union-attr]
-

@@ -7,6 +7,7 @@ for CPU and memory, one small /proc file per engine thread for the wait, a direc
 listing per engine for descriptors, /proc/net/sockstat for ports (the per-destination
 count in /proc/net/tcp only once the host holds half the port range).
 """
+
 from __future__ import annotations
 
 import collections

@@ -4,6 +4,7 @@ Figures are over the time since the previous sample (psutil's semantics for CPU,
 deltas for network counters), so the first sample after start-up covers start-up itself.
 The servers' own counters (servercounters.py) go along as they are, cumulative.
 """
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@ An engine that exits before the job ends, or falls silent for `SILENT_INTERVALS`
 intervals while the others report (it is then killed), is an `EngineFailure` sent at once:
 the controller's loss policy decides what becomes of its share (`adjust`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,9 +60,15 @@ def engine_specs(assignment: agent_pb2.Assignment) -> list[job_pb2.JobSpec]:
 class JobRunner:
     """Runs one job; `send` queues a message for the controller (never blocks)."""
 
-    def __init__(self, assignment: agent_pb2.Assignment, engine_program: str,
-                 send: Callable[[agent_pb2.AgentMessage], None], policy: LoadPolicy = LoadPolicy(),
-                 *, clock_offset_ms: int = 0):
+    def __init__(
+        self,
+        assignment: agent_pb2.Assignment,
+        engine_program: str,
+        send: Callable[[agent_pb2.AgentMessage], None],
+        policy: LoadPolicy = LoadPolicy(),
+        *,
+        clock_offset_ms: int = 0,
+    ):
         """`clock_offset_ms`: the controller's clock minus this host's (clock.py). The job's
         barrier is the controller's time: the engines get it in this host's, and the reports'
         interval times go back in the controller's."""
@@ -183,17 +190,31 @@ class JobRunner:
         code = await engine.wait()
         how = ""
         if failure is None and not finished and not self._killed:
-            how = (f"silent for {SILENT_INTERVALS} intervals, killed" if index in self._silent
-                   else f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}")
+            how = (
+                f"silent for {SILENT_INTERVALS} intervals, killed"
+                if index in self._silent
+                else f"killed by {signal.Signals(-code).name}"
+                if code < 0
+                else f"exited with status {code}"
+            )
             failure = f"{how}: {engine.stderr_tail()}"
         if failure:
             self._failures.append(f"engine {engine.pid}: {failure}")
         self._live.discard(index)
         self._flush_complete()
         if failure and not self._killed and not self._stopping:
-            self._send(agent_pb2.AgentMessage(engine_failure=agent_pb2.EngineFailure(
-                job_id=self.job_id, engine=index, pid=engine.pid, how=how or failure,
-                stderr_tail=engine.stderr_tail(), reported_requests=self._reported.get(index, 0))))
+            self._send(
+                agent_pb2.AgentMessage(
+                    engine_failure=agent_pb2.EngineFailure(
+                        job_id=self.job_id,
+                        engine=index,
+                        pid=engine.pid,
+                        how=how or failure,
+                        stderr_tail=engine.stderr_tail(),
+                        reported_requests=self._reported.get(index, 0),
+                    )
+                )
+            )
 
     async def _watch_silence(self) -> None:
         """Kills an engine that has reported nothing for SILENT_INTERVALS intervals while the
@@ -212,8 +233,12 @@ class JobRunner:
             limit = limit_s + (drain_s if now > load_end else 0.0)
             for index in list(self._live):
                 if now - max(barrier, self._last_report_s.get(index, barrier)) > limit:
-                    log.warning("job %s: engine %d reported nothing for %d intervals; killing it",
-                                self.job_id, self._engines[index].pid, SILENT_INTERVALS)
+                    log.warning(
+                        "job %s: engine %d reported nothing for %d intervals; killing it",
+                        self.job_id,
+                        self._engines[index].pid,
+                        SILENT_INTERVALS,
+                    )
                     self._silent.add(index)
                     self._engines[index].kill()
 
@@ -254,5 +279,6 @@ class JobRunner:
 
     def _report_state_raw(self, state: agent_pb2.JobState, message: str) -> None:
         log.info("job %s: %s %s", self.job_id, agent_pb2.JobState.Name(state), message)
-        self._send(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
-            job_id=self.job_id, state=state, message=message)))
+        self._send(
+            agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(job_id=self.job_id, state=state, message=message))
+        )

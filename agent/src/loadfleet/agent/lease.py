@@ -3,6 +3,7 @@
 Every message from the controller renews it. When it runs out the agent stops all
 load at once, whatever it was doing: a generator must never outlive its controller.
 """
+
 from __future__ import annotations
 
 import time

@@ -18,6 +18,7 @@ it holds first. The spool is bounded: past its limit it drops its oldest message
 one in memory, and a `SpoolDrop` notice takes their place in the sequence (spool.py).
 Heartbeats are never kept: a stale heartbeat says nothing about now.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,8 +41,12 @@ HEARTBEATS_KEPT = 2
 
 
 class Outbox:
-    def __init__(self, spool_dir: Path | None = None, memory_limit: int = DEFAULT_MEMORY_LIMIT,
-                 spool_limit_bytes: int = limit_bytes_of(DEFAULT_LIMIT_MB)):
+    def __init__(
+        self,
+        spool_dir: Path | None = None,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        spool_limit_bytes: int = limit_bytes_of(DEFAULT_LIMIT_MB),
+    ):
         self._held: collections.deque[agent_pb2.AgentMessage] = collections.deque()
         # The next message this session writes is the first held one numbered from here (by
         # number, not position: an acknowledgement may arrive while a write is under way).
@@ -53,8 +58,11 @@ class Outbox:
         self._spool = Spool(Path(spool_dir), spool_limit_bytes) if spool_dir else None
         self.acked = 0
         if self._spool and self._spool.has_unread:
-            log.warning("sending %d bytes of measurements spooled by an earlier run (%s)",
-                        self._spool.bytes_on_disk, self._spool.directory)
+            log.warning(
+                "sending %d bytes of measurements spooled by an earlier run (%s)",
+                self._spool.bytes_on_disk,
+                self._spool.directory,
+            )
             self._refill()
 
     def put(self, message: agent_pb2.AgentMessage) -> None:

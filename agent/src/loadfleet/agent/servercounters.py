@@ -20,6 +20,7 @@ streak and no counters for that server, never a crash.
 The lab (loadfleet.targets) reads its balancers and its NFS server through these functions
 too, so `loadfleet-lab status` and a run count the same way.
 """
+
 from __future__ import annotations
 
 import csv
@@ -30,9 +31,10 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from .errors import AgentError
 
@@ -40,13 +42,43 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 1.0
 # HAProxy `show stat` columns that only ever grow (the rest are gauges or states).
-HAPROXY_FIELDS = ("req_tot", "stot", "bin", "bout", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx",
-                  "econ", "eresp", "ereq", "cli_abrt", "srv_abrt")
+HAPROXY_FIELDS = (
+    "req_tot",
+    "stot",
+    "bin",
+    "bout",
+    "hrsp_2xx",
+    "hrsp_3xx",
+    "hrsp_4xx",
+    "hrsp_5xx",
+    "econ",
+    "eresp",
+    "ereq",
+    "cli_abrt",
+    "srv_abrt",
+)
 # Varnish MAIN counters worth a rate: requests, cache outcomes, backend traffic and trouble.
-VARNISH_MAIN = ("client_req", "cache_hit", "cache_miss", "cache_hitpass", "cache_hitmiss", "s_pass", "s_pipe",
-                "backend_req", "backend_conn", "backend_reuse", "backend_fail", "fetch_failed",
-                "sess_conn", "sess_fail", "sess_dropped", "s_resp_hdrbytes", "s_resp_bodybytes",
-                "n_lru_nuked", "threads_failed")
+VARNISH_MAIN = (
+    "client_req",
+    "cache_hit",
+    "cache_miss",
+    "cache_hitpass",
+    "cache_hitmiss",
+    "s_pass",
+    "s_pipe",
+    "backend_req",
+    "backend_conn",
+    "backend_reuse",
+    "backend_fail",
+    "fetch_failed",
+    "sess_conn",
+    "sess_fail",
+    "sess_dropped",
+    "s_resp_hdrbytes",
+    "s_resp_bodybytes",
+    "n_lru_nuked",
+    "threads_failed",
+)
 VARNISH_BACKEND = ("req", "fail", "busy", "beresp_bodybytes")
 GANESHA = "org.ganesha.nfsd"
 GANESHA_CLIENT_MGR = "/org/ganesha/nfsd/ClientMgr"
@@ -70,6 +102,7 @@ class CounterSource(Protocol):
 
 
 # --- HAProxy -----------------------------------------------------------------------------
+
 
 def haproxy_show_stat(stats_socket: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
     """The `show stat` CSV from HAProxy's stats socket (its header line starts with '# ')."""
@@ -115,6 +148,7 @@ class HaproxyStats:
 
 
 # --- Varnish -----------------------------------------------------------------------------
+
 
 def varnishstat(workdir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """`varnishstat -1 -j -n WORKDIR`: {counter: {"value": ..., "flag": ...}} (the document's
@@ -166,16 +200,17 @@ class VarnishStats:
 
 # --- nfs-ganesha -------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ClientIO:
     """One NFS client's NFSv4.0 I/O as ganesha counted it (cumulative)."""
 
-    client: str        # as ganesha names it, e.g. ::ffff:127.0.0.1
+    client: str  # as ganesha names it, e.g. ::ffff:127.0.0.1
     read_ops: int
-    read_bytes: int    # bytes transferred by READs
+    read_bytes: int  # bytes transferred by READs
     write_ops: int
     write_bytes: int
-    errors: int        # failed READs and WRITEs
+    errors: int  # failed READs and WRITEs
 
 
 def ganesha_client_list(address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[str]:
@@ -194,8 +229,14 @@ def ganesha_client_io(address: str, client: str, timeout_s: float = DEFAULT_TIME
     # transferred, ops, errors, latency, queue wait); not ok: no NFSv4.0 I/O yet.
     try:
         read, write = (reply[3], reply[4]) if reply[0] else ([0] * 6, [0] * 6)
-        return ClientIO(client, read_ops=int(read[2]), read_bytes=int(read[1]), write_ops=int(write[2]),
-                        write_bytes=int(write[1]), errors=int(read[3]) + int(write[3]))
+        return ClientIO(
+            client,
+            read_ops=int(read[2]),
+            read_bytes=int(read[1]),
+            write_ops=int(write[2]),
+            write_bytes=int(write[1]),
+            errors=int(read[3]) + int(write[3]),
+        )
     except (IndexError, TypeError, ValueError) as exc:
         raise CounterError(f"ganesha: odd GetNFSv40IO reply for {client}: {str(reply)[:200]}") from exc
 
@@ -240,6 +281,7 @@ class GaneshaStats:
 
 # --- reading them all ----------------------------------------------------------------------
 
+
 @dataclass
 class CounterReader:
     """Reads every source; a source that fails gives no counters for that reading and one
@@ -264,20 +306,38 @@ class CounterReader:
         return counters
 
 
-def counter_sources(*, haproxy: Sequence[str] = (), varnish: Sequence[str] = (), ganesha: Sequence[str] = (),
-                    timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[CounterSource, ...]:
+def counter_sources(
+    *,
+    haproxy: Sequence[str] = (),
+    varnish: Sequence[str] = (),
+    ganesha: Sequence[str] = (),
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> tuple[CounterSource, ...]:
     """Sources from the command line: stats sockets, varnishstat -n directories, D-Bus addresses
     (a plain path stands for unix:path=PATH)."""
-    return (*(HaproxyStats(Path(p), timeout_s, name=f"haproxy {p}") for p in haproxy),
-            *(VarnishStats(Path(p), timeout_s, name=f"varnish {p}") for p in varnish),
-            *(GaneshaStats(a if "=" in a else f"unix:path={a}", timeout_s, name=f"ganesha {a}") for a in ganesha))
+    return (
+        *(HaproxyStats(Path(p), timeout_s, name=f"haproxy {p}") for p in haproxy),
+        *(VarnishStats(Path(p), timeout_s, name=f"varnish {p}") for p in varnish),
+        *(GaneshaStats(a if "=" in a else f"unix:path={a}", timeout_s, name=f"ganesha {a}") for a in ganesha),
+    )
 
 
 # --- helpers ---------------------------------------------------------------------------------
 
+
 def _busctl(address: str, interface: str, method: str, *args: str, timeout_s: float) -> list:
-    argv = [_program("busctl", ("/usr/bin", "/bin")), f"--address={address}", "--json=short",
-            f"--timeout={max(1, round(timeout_s))}", "call", GANESHA, GANESHA_CLIENT_MGR, interface, method, *args]
+    argv = [
+        _program("busctl", ("/usr/bin", "/bin")),
+        f"--address={address}",
+        "--json=short",
+        f"--timeout={max(1, round(timeout_s))}",
+        "call",
+        GANESHA,
+        GANESHA_CLIENT_MGR,
+        interface,
+        method,
+        *args,
+    ]
     out = _run(argv, f"ganesha {method}", timeout_s + 1)
     try:
         return json.loads(out)["data"]

@@ -8,6 +8,7 @@ every engine is killed at once. A job belongs to the controller instance that as
 it; a restarted controller that adopts the job (Welcome.adopted_jobs) owns it from then
 on, and one that does not renews nothing of it, so the job stops at the end of its lease.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,8 @@ import logging
 import os
 import socket
 import time
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 
@@ -25,10 +26,10 @@ from loadfleet.v1 import agent_pb2, agent_pb2_grpc
 from loadfleet.wire.dial import ClientCredentials, open_channel
 
 from . import __version__
-from .health import HealthMonitor
-from .hoststats import HostFigures, MonitorConfig
 from .clock import ClockEstimate, wall_ms
 from .guard import LoadPolicy
+from .health import HealthMonitor
+from .hoststats import HostFigures, MonitorConfig
 from .job import JobRunner
 from .lease import Lease
 from .outbox import DEFAULT_MEMORY_LIMIT, Outbox
@@ -67,8 +68,9 @@ class AgentConfig:
 class Agent:
     def __init__(self, config: AgentConfig):
         self.config = config
-        self._outbox = Outbox(config.spool_dir, memory_limit=config.outbox_memory,
-                              spool_limit_bytes=limit_bytes_of(config.spool_limit_mb))
+        self._outbox = Outbox(
+            config.spool_dir, memory_limit=config.outbox_memory, spool_limit_bytes=limit_bytes_of(config.spool_limit_mb)
+        )
         self._lease = Lease()
         self._health = HealthMonitor()
         self._host = config.monitor.sampler() if config.monitor else None
@@ -112,8 +114,7 @@ class Agent:
                 return
             if time.monotonic() - started > BACKOFF_MAX_S:
                 backoff_s = BACKOFF_FIRST_S  # the session was up a while: redial quickly
-            log.warning("controller %s unreachable (%s); retrying in %.2f s",
-                        self.config.controller, reason, backoff_s)
+            log.warning("controller %s unreachable (%s); retrying in %.2f s", self.config.controller, reason, backoff_s)
             await asyncio.sleep(backoff_s)
             backoff_s = min(BACKOFF_MAX_S, backoff_s * 2)
 
@@ -132,8 +133,10 @@ class Agent:
             self._clock_echo(welcome.welcome.clock)
             log.info("connected to %s as %s", self.config.controller, self.config.agent_id)
             self._outbox.rewind()
-            tasks = [asyncio.create_task(self._write(call), name="session-writer"),
-                     asyncio.create_task(self._heartbeat(), name="heartbeat")]
+            tasks = [
+                asyncio.create_task(self._write(call), name="session-writer"),
+                asyncio.create_task(self._heartbeat(), name="heartbeat"),
+            ]
             try:
                 await self._read(call)
             finally:
@@ -149,8 +152,11 @@ class Agent:
             log.info("controller %s took job %s over", self._instance, self._job.job_id)
             self._job_owner = self._instance
         elif self._job is not None and self._job_owner != self._instance:
-            log.warning("controller %s does not collect job %s: it stops when its lease ends",
-                        self._instance or "(unnamed)", self._job.job_id)
+            log.warning(
+                "controller %s does not collect job %s: it stops when its lease ends",
+                self._instance or "(unnamed)",
+                self._job.job_id,
+            )
         self._renew_lease()
 
     def _clock_echo(self, echo: agent_pb2.ClockEcho) -> None:
@@ -164,10 +170,16 @@ class Agent:
 
     def _hello(self) -> agent_pb2.Hello:
         hello = agent_pb2.Hello(
-            agent_id=self.config.agent_id, hostname=socket.gethostname(), cores=self.config.cores,
-            version=__version__, capabilities=["engine", "gatling"], labels=dict(self.config.labels),
-            allow_targets=self.config.policy.allow.texts(), gatling_root=str(self.config.policy.gatling_root or ""),
-            sent_at_ms=wall_ms())
+            agent_id=self.config.agent_id,
+            hostname=socket.gethostname(),
+            cores=self.config.cores,
+            version=__version__,
+            capabilities=["engine", "gatling"],
+            labels=dict(self.config.labels),
+            allow_targets=self.config.policy.allow.texts(),
+            gatling_root=str(self.config.policy.gatling_root or ""),
+            sent_at_ms=wall_ms(),
+        )
         if self._job is not None:
             hello.running_jobs.add(job_id=self._job.job_id, controller_instance=self._job_owner)
         if monitor := self.config.monitor:
@@ -214,11 +226,19 @@ class Agent:
             beat = agent_pb2.Heartbeat(
                 sent_at_ms=wall_ms(),
                 health=agent_pb2.Health(
-                    cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb, loop_lag_ms=h.loop_lag_ms,
-                    mem_used_pct=h.mem_used_pct, busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
-                    busiest_engine_wait_pct=h.busiest_engine_wait_pct, engine_fds=h.engine_fds,
-                    engine_fd_limit=h.engine_fd_limit, local_ports_used=h.local_ports_used,
-                    local_port_range=h.local_port_range))
+                    cpu_pct=h.cpu_pct,
+                    engine_cpu_pct=h.engine_cpu_pct,
+                    rss_mb=h.rss_mb,
+                    loop_lag_ms=h.loop_lag_ms,
+                    mem_used_pct=h.mem_used_pct,
+                    busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
+                    busiest_engine_wait_pct=h.busiest_engine_wait_pct,
+                    engine_fds=h.engine_fds,
+                    engine_fd_limit=h.engine_fd_limit,
+                    local_ports_used=h.local_ports_used,
+                    local_port_range=h.local_port_range,
+                ),
+            )
             if best := self._clock.best:
                 beat.clock.CopyFrom(agent_pb2.ClockOffset(offset_ms=best.offset_ms, rtt_ms=best.rtt_ms))
             if self._host is not None:
@@ -228,14 +248,29 @@ class Agent:
 
     def _start_job(self, assignment: agent_pb2.Assignment) -> None:
         spec = assignment.spec
-        refusal = ("this agent only monitors its host" if self.config.monitor
-                   else f"agent is busy with job {self._job.job_id}" if self._job is not None else "")
+        refusal = (
+            "this agent only monitors its host"
+            if self.config.monitor
+            else f"agent is busy with job {self._job.job_id}"
+            if self._job is not None
+            else ""
+        )
         if refusal:
-            self._outbox.put(agent_pb2.AgentMessage(job_status=agent_pb2.JobStatus(
-                job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED, message=refusal)))
+            self._outbox.put(
+                agent_pb2.AgentMessage(
+                    job_status=agent_pb2.JobStatus(
+                        job_id=spec.job_id, state=agent_pb2.JOB_STATE_FAILED, message=refusal
+                    )
+                )
+            )
             return
-        self._job = JobRunner(assignment, self.config.engine_program, self._outbox.put, policy=self.config.policy,
-                              clock_offset_ms=self._clock.offset_ms)
+        self._job = JobRunner(
+            assignment,
+            self.config.engine_program,
+            self._outbox.put,
+            policy=self.config.policy,
+            clock_offset_ms=self._clock.offset_ms,
+        )
         self._job_owner = self._instance
         self._job_lease_ms = assignment.lease_ms
         self._job_task = asyncio.create_task(self._run_job(self._job), name=f"job-{spec.job_id}")
@@ -266,8 +301,14 @@ class Agent:
 
 def host_to_proto(h: HostFigures) -> agent_pb2.HostStats:
     return agent_pb2.HostStats(
-        cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct, net_rx_bytes_per_s=h.net_rx_bytes_per_s,
-        net_tx_bytes_per_s=h.net_tx_bytes_per_s, tcp_established=h.tcp_established,
-        processes=[agent_pb2.ProcessStats(name=p.name, count=p.count, cpu_pct=p.cpu_pct, rss_mb=p.rss_mb)
-                   for p in h.processes],
-        counters=[agent_pb2.ServerCounter(name=name, value=value) for name, value in h.counters.items()])
+        cores=h.cores,
+        cpu_pct=h.cpu_pct,
+        mem_used_pct=h.mem_used_pct,
+        net_rx_bytes_per_s=h.net_rx_bytes_per_s,
+        net_tx_bytes_per_s=h.net_tx_bytes_per_s,
+        tcp_established=h.tcp_established,
+        processes=[
+            agent_pb2.ProcessStats(name=p.name, count=p.count, cpu_pct=p.cpu_pct, rss_mb=p.rss_mb) for p in h.processes
+        ],
+        counters=[agent_pb2.ServerCounter(name=name, value=value) for name, value in h.counters.items()],
+    )

@@ -18,9 +18,9 @@ A segment stays on disk until everything read back from it is acknowledged (an a
 dies meanwhile sends it again when it restarts), unless the limit needs its room first.
 Notices live in memory only: an agent that dies loses them with its memory.
 """
+
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import os
@@ -77,9 +77,17 @@ class Tally:
         self.last_interval_ms = max(self.last_interval_ms, other.last_interval_ms)
 
     def notice(self, job_id: str, cause: str) -> agent_pb2.AgentMessage:
-        return agent_pb2.AgentMessage(spool_drop=agent_pb2.SpoolDrop(
-            job_id=job_id, messages=self.messages, reports=self.reports, requests=self.requests,
-            first_interval_ms=self.first_interval_ms, last_interval_ms=self.last_interval_ms, cause=cause))
+        return agent_pb2.AgentMessage(
+            spool_drop=agent_pb2.SpoolDrop(
+                job_id=job_id,
+                messages=self.messages,
+                reports=self.reports,
+                requests=self.requests,
+                first_interval_ms=self.first_interval_ms,
+                last_interval_ms=self.last_interval_ms,
+                cause=cause,
+            )
+        )
 
 
 @dataclass
@@ -151,8 +159,9 @@ class Spool:
         this message when it cannot be written."""
         data = frame(message.SerializeToString())
         if len(data) > self.limit_bytes:
-            self._dropped_one(message, f"a message of {len(data)} bytes is larger than the spool's limit "
-                                       f"of {_mib(self.limit_bytes)}")
+            self._dropped_one(
+                message, f"a message of {len(data)} bytes is larger than the spool's limit of {_mib(self.limit_bytes)}"
+            )
             return
         while self._segments and self.bytes_on_disk + len(data) > self.limit_bytes:
             self._drop_oldest(f"the spool reached its limit of {_mib(self.limit_bytes)}")
@@ -232,8 +241,9 @@ class Spool:
             frames, used = parse_frames(chunk, limit=limit)
         except FramingError as exc:
             frames, used = [], len(chunk)
-            log.error("spool %s is damaged after byte %d (%s); skipping the rest", segment.path,
-                      segment.read_offset, exc)
+            log.error(
+                "spool %s is damaged after byte %d (%s); skipping the rest", segment.path, segment.read_offset, exc
+            )
         if not frames:
             if len(chunk) < READ_BACK_BYTES:  # a frame cut short (the agent died writing it)
                 log.error("skipping %d unreadable bytes at the end of %s", len(chunk), segment.path)
@@ -250,8 +260,9 @@ class Spool:
         for job_id, tally in tallies.items():
             self._noted(job_id, tally, cause, oldest=True)
         if tallies:
-            log.warning("dropped %d unsent messages from the spool (%s)", sum(t.messages for t in tallies.values()),
-                        cause)
+            log.warning(
+                "dropped %d unsent messages from the spool (%s)", sum(t.messages for t in tallies.values()), cause
+            )
 
     def _count_unread(self, segment: _Segment) -> dict[str, Tally]:
         """The messages of a segment not read back yet, per job: read now to be counted (a
@@ -277,8 +288,13 @@ class Spool:
         the head of the spool (nothing was read back since that notice, or it would have
         been read first), or both the newest messages, with nothing spooled between them."""
         self.dropped_messages += tally.messages
-        adjacent = [n for n in self._notices if n.job_id == job_id and n.oldest == oldest
-                    and (oldest or (n is self._notices[-1] and self._last_put_dropped))]
+        adjacent = [
+            n
+            for n in self._notices
+            if n.job_id == job_id
+            and n.oldest == oldest
+            and (oldest or (n is self._notices[-1] and self._last_put_dropped))
+        ]
         if adjacent:
             adjacent[0].tally.merge(tally)
             adjacent[0].cause = cause

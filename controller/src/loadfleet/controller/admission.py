@@ -12,6 +12,7 @@
 
 Agents that advertise nothing (an older agent) are not judged here; they judge themselves.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,9 +34,13 @@ _SHOWN_AGENTS = 5
 
 def admit(plan: Plan, registry: AgentRegistry, *, allow_plan_influx: bool) -> None:
     """Raises PlanError with every reason the plan cannot run here."""
-    candidates = [r.identity for r in registry.all()
-                  if r.state is not AgentState.LOST and r.identity.monitor is None
-                  and plan.agents.matches(dict(r.identity.labels))]
+    candidates = [
+        r.identity
+        for r in registry.all()
+        if r.state is not AgentState.LOST
+        and r.identity.monitor is None
+        and plan.agents.matches(dict(r.identity.labels))
+    ]
     problems = reach_problems(plan, candidates) + project_problems(plan, candidates)
     problems += influx_problems(plan, allow_plan_influx)
     if problems:
@@ -75,11 +80,18 @@ def reach_problems(plan: Plan, candidates: list[AgentIdentity]) -> list[Problem]
         if all(i in r for r in refused.values()):
             lists = "; ".join(f"{c.agent_id} allows {','.join(c.allow_targets)}" for c in candidates[:_SHOWN_AGENTS])
             more = f"; and {len(candidates) - _SHOWN_AGENTS} more" if len(candidates) > _SHOWN_AGENTS else ""
-            problems.append(Problem(f"targets[{i}].url", f"no agent the plan selects may load {target.url} "
-                                    f"({lists}{more}); agents' operators allow targets with --allow-targets"))
+            problems.append(
+                Problem(
+                    f"targets[{i}].url",
+                    f"no agent the plan selects may load {target.url} "
+                    f"({lists}{more}); agents' operators allow targets with --allow-targets",
+                )
+            )
     if not problems and all(refused.values()):
-        which = "; ".join(f"{a} refuses {', '.join(f'targets[{i}]' for i in sorted(r))}"
-                          for a, r in list(refused.items())[:_SHOWN_AGENTS])
+        which = "; ".join(
+            f"{a} refuses {', '.join(f'targets[{i}]' for i in sorted(r))}"
+            for a, r in list(refused.items())[:_SHOWN_AGENTS]
+        )
         problems.append(Problem("targets", f"no single agent may load every target ({which})"))
     return problems
 
@@ -97,8 +109,12 @@ def project_problems(plan: Plan, candidates: list[AgentIdentity]) -> list[Proble
     if all(_project_refused(c, plan) for c in candidates):
         roots = sorted({c.gatling_root for c in candidates if c.gatling_root})
         where = f"their --gatling-root is {', '.join(roots)}" if roots else "none has a --gatling-root"
-        return [Problem("gatling.project", f"no agent the plan selects runs Gatling projects from "
-                                           f"{plan.gatling.project} ({where})")]
+        return [
+            Problem(
+                "gatling.project",
+                f"no agent the plan selects runs Gatling projects from {plan.gatling.project} ({where})",
+            )
+        ]
     return []
 
 
@@ -106,12 +122,21 @@ def influx_problems(plan: Plan, allow_plan_influx: bool) -> list[Problem]:
     if plan.influxdb is None:
         return []
     if not allow_plan_influx:
-        return [Problem("sinks.influxdb", "this controller takes no InfluxDB settings from plans (it writes to its "
-                                          "own --influx-url, if any); start it with --allow-plan-influx to let plans "
-                                          "choose")]
+        return [
+            Problem(
+                "sinks.influxdb",
+                "this controller takes no InfluxDB settings from plans (it writes to its "
+                "own --influx-url, if any); start it with --allow-plan-influx to let plans "
+                "choose",
+            )
+        ]
     if plan.influxdb.token_env and not TOKEN_ENV.match(plan.influxdb.token_env):
-        return [Problem("sinks.influxdb.token_env", "only LOADFLEET_INFLUX_TOKEN or LOADFLEET_INFLUX_TOKEN_<NAME> "
-                                                    "variables of the controller may be named")]
+        return [
+            Problem(
+                "sinks.influxdb.token_env",
+                "only LOADFLEET_INFLUX_TOKEN or LOADFLEET_INFLUX_TOKEN_<NAME> variables of the controller may be named",
+            )
+        ]
     return []
 
 

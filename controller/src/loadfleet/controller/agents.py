@@ -5,6 +5,7 @@ An agent is lost when its session ends or when it has been silent for more than
 that `loadfleet agents` shows them; an agent that reconnects with the same id joins
 again. While an id's session is live, another session for it is refused (`join`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -138,9 +139,11 @@ class AgentRegistry:
         first has ended or gone silent (LOST_AFTER_HEARTBEATS); agents redial with backoff."""
         previous = self._agents.get(identity.agent_id)
         if previous and previous.state is not AgentState.LOST and previous.link:
-            raise AgentIdInUse(f"agent {identity.agent_id!r} has a live session already "
-                               f"(from {previous.identity.hostname or 'an unknown host'}); two agents may not "
-                               "share an id, and a reconnecting one gets in once the old session is lost")
+            raise AgentIdInUse(
+                f"agent {identity.agent_id!r} has a live session already "
+                f"(from {previous.identity.hostname or 'an unknown host'}); two agents may not "
+                "share an id, and a reconnecting one gets in once the old session is lost"
+            )
         if previous and previous.state is not AgentState.LOST:  # late, back within its lease
             previous.identity, previous.link, previous.late = identity, link, False
             previous.last_seen_s, previous.last_seen_ms = self._clock(), int(time.time() * 1000)
@@ -232,8 +235,11 @@ class AgentRegistry:
                 continue
             if silent_s > max(self.patience_s, record.lease_s):
                 reason = "silent" if record.link else "disconnected and silent"
-                self.lose(record.agent_id, f"{reason} for {silent_s:.1f} s" + (
-                    f", past its lease of {record.lease_s:g} s" if record.lease_s > self.patience_s else ""))
+                self.lose(
+                    record.agent_id,
+                    f"{reason} for {silent_s:.1f} s"
+                    + (f", past its lease of {record.lease_s:g} s" if record.lease_s > self.patience_s else ""),
+                )
             else:
                 self._late(record, f"silent for {silent_s:.1f} s")
 
@@ -249,8 +255,11 @@ class AgentRegistry:
         return sorted(self._agents.values(), key=lambda r: r.agent_id)
 
     def idle(self, labels: Callable[[dict[str, str]], bool] = lambda labels: True) -> list[AgentRecord]:
-        return [r for r in self.all() if r.state is AgentState.IDLE and r.identity.monitor is None
-                and labels(dict(r.identity.labels))]
+        return [
+            r
+            for r in self.all()
+            if r.state is AgentState.IDLE and r.identity.monitor is None and labels(dict(r.identity.labels))
+        ]
 
     async def wait_changed(self, timeout_s: float) -> None:
         """Returns when an agent joined or was lost, or after `timeout_s`."""

@@ -11,6 +11,7 @@ The fit's N is the number of servers when the sweep varies it (X: each count's b
 every repetition of it a point), else the level when it is a concurrency (clients or
 users; every step a point). Requests/s (open model) are not a concurrency: no fit then.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,8 +53,10 @@ def level_points(results: list[StepResult]) -> list[LevelPoint]:
     groups: dict[str, list[StepResult]] = {}
     for r in results:
         groups.setdefault(r.level, []).append(r)
-    return [LevelPoint.of(name, rs[0].offered, [r.ok_rps for r in rs], [r.p99_ms for r in rs],
-                          [r.error_pct for r in rs]) for name, rs in groups.items()]
+    return [
+        LevelPoint.of(name, rs[0].offered, [r.ok_rps for r in rs], [r.p99_ms for r in rs], [r.error_pct for r in rs])
+        for name, rs in groups.items()
+    ]
 
 
 def analyze(results: list[StepResult], model: LoadModel, *, server_sweep: bool) -> Analysis:

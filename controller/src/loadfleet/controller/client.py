@@ -1,4 +1,5 @@
 """The CLI's side of RunService. gRPC errors become controller errors here, and only here."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,11 +8,9 @@ from collections.abc import AsyncIterator
 import grpc
 
 from loadfleet.v1 import run_pb2, run_pb2_grpc
-
 from loadfleet.wire.dial import KEEPALIVE_TIMEOUT_MS, ClientCredentials, open_channel
 
-from .errors import (AccessDenied, ControllerUnreachable, Problem, PlanError, RunFailed, RunNotFound,
-                     Unauthenticated)
+from .errors import AccessDenied, ControllerUnreachable, PlanError, Problem, RunFailed, RunNotFound, Unauthenticated
 from .rpc.status import PLAN_PROBLEMS_KEY
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -20,8 +19,13 @@ _PING_TIMEOUT_DETAIL = "ping timeout"
 
 
 class RunClient:
-    def __init__(self, address: str, *, credentials: ClientCredentials = ClientCredentials(),
-                 connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S):
+    def __init__(
+        self,
+        address: str,
+        *,
+        credentials: ClientCredentials = ClientCredentials(),
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    ):
         self.address = address
         self._credentials = credentials
         self._connect_timeout_s = connect_timeout_s
@@ -36,7 +40,8 @@ class RunClient:
             await self._channel.close()
             raise ControllerUnreachable(
                 f"cannot reach the controller at {self.address} "
-                f"(no connection within {self._connect_timeout_s:g} s; {_hint(self._credentials)})") from None
+                f"(no connection within {self._connect_timeout_s:g} s; {_hint(self._credentials)})"
+            ) from None
         self._stub = run_pb2_grpc.RunServiceStub(self._channel)
         return self
 
@@ -91,8 +96,10 @@ def _translate(exc: grpc.aio.AioRpcError, address: str) -> Exception:
     if code == grpc.StatusCode.UNAVAILABLE:
         details = exc.details() or "unavailable"
         if _PING_TIMEOUT_DETAIL in details:
-            details = (f"it answered no keepalive ping for {KEEPALIVE_TIMEOUT_MS / 1000:g} s: its host or "
-                       "network is down, or its process is stopped")
+            details = (
+                f"it answered no keepalive ping for {KEEPALIVE_TIMEOUT_MS / 1000:g} s: its host or "
+                "network is down, or its process is stopped"
+            )
         return ControllerUnreachable(f"lost the controller at {address} ({details})")
     return RunFailed(f"controller error {code.name}: {exc.details()}")
 
@@ -102,5 +109,7 @@ def _hint(credentials: ClientCredentials) -> str:
     as a controller that is not there."""
     if not credentials.secure:
         return "plaintext: a controller serving TLS needs --tls-ca and a certificate or token"
-    return (f"{credentials.describe()}: check that the controller runs, that --tls-ca signed its certificate "
-            "for this address, and that it accepts this client's certificate")
+    return (
+        f"{credentials.describe()}: check that the controller runs, that --tls-ca signed its certificate "
+        "for this address, and that it accepts this client's certificate"
+    )

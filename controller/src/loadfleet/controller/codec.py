@@ -4,6 +4,7 @@
 plain JSON values; `from_doc` rebuilds it from its type hints. A StatsRow travels as its
 protobuf encoding in base64, so histograms keep every count.
 """
+
 from __future__ import annotations
 
 import base64
@@ -62,8 +63,7 @@ def from_doc(cls, doc):
         return cls(doc)
     if dataclasses.is_dataclass(cls):
         hints = _hints(cls)
-        return cls(**{f.name: from_doc(hints[f.name], doc[f.name])
-                      for f in dataclasses.fields(cls) if f.name in doc})
+        return cls(**{f.name: from_doc(hints[f.name], doc[f.name]) for f in dataclasses.fields(cls) if f.name in doc})
     if cls is float:
         return float(doc)
     return doc

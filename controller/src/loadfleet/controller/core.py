@@ -4,6 +4,7 @@ them moving. The RPC servicers are thin adapters over this object.
 Memory: running runs hold O(agents × rows + steps) each (run.py); an ended run is kept
 as its summary only, and only the latest `KEPT_ENDED_RUNS` of them (the rest are on disk
 in their run directories)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -15,20 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .admission import admit, influx_config
-from .agents import (DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, ClockOffset,
-                     Health)
+from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, ClockOffset, Health
 from .errors import LoadfleetError, RunNotFound
 from .hosts import HostSample
 from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
-from .spooldrops import AgentSpoolDrop, agent_drop_event
-from .takeover import TakenOverRun
-from .watchers import Follower, Watchers
 from .sinks import Sink
 from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
 from .sinks.spool import SpoolBusy
+from .spooldrops import AgentSpoolDrop, agent_drop_event
+from .takeover import TakenOverRun
+from .watchers import Follower, Watchers
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,16 @@ class EndedRun:
 
     @classmethod
     def of(cls, run: Run) -> EndedRun:
-        return cls(run.run_id, run.plan_name, run.state, run.started_ms, run.finished_ms, run.total_requests,
-                   run.run_dir, run.watchers)
+        return cls(
+            run.run_id,
+            run.plan_name,
+            run.state,
+            run.started_ms,
+            run.finished_ms,
+            run.total_requests,
+            run.run_dir,
+            run.watchers,
+        )
 
     def follow(self) -> Follower:
         return self.watchers.follow()
@@ -72,17 +80,29 @@ def new_run_id() -> str:
 
 
 class Controller:
-    def __init__(self, *, runs_dir: Path = DEFAULT_RUNS_DIR, heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
-                 lease_ms: int = DEFAULT_LEASE_MS, influx: InfluxConfig | None = None, allow_plan_influx: bool = False,
-                 influx_spool_limit_mb: float = DEFAULT_SPOOL_LIMIT_MB):
+    def __init__(
+        self,
+        *,
+        runs_dir: Path = DEFAULT_RUNS_DIR,
+        heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
+        lease_ms: int = DEFAULT_LEASE_MS,
+        influx: InfluxConfig | None = None,
+        allow_plan_influx: bool = False,
+        influx_spool_limit_mb: float = DEFAULT_SPOOL_LIMIT_MB,
+    ):
         self.runs_dir = runs_dir
         self.influx = influx
         self.influx_spool_limit_mb = influx_spool_limit_mb
         self.allow_plan_influx = allow_plan_influx  # plans may name their InfluxDB (admission.py)
         self.heartbeat_ms = heartbeat_ms
         self.lease_ms = lease_ms
-        self.registry = AgentRegistry(heartbeat_ms=heartbeat_ms, on_joined=self._joined, on_lost=self._lost,
-                                      on_late=self._late, on_back=self._back)
+        self.registry = AgentRegistry(
+            heartbeat_ms=heartbeat_ms,
+            on_joined=self._joined,
+            on_lost=self._lost,
+            on_late=self._late,
+            on_back=self._back,
+        )
         # This process: agents' jobs belong to it (agent.proto, Ownership).
         self.instance_id = secrets.token_hex(8)
         self._runs: dict[str, Run | EndedRun] = {}
@@ -103,27 +123,42 @@ class Controller:
             except (OSError, ValueError, LoadfleetError) as exc:
                 log.error("%s: cannot read the run back (%s); it stays as it is", run_dir, exc)
                 continue
-            run = TakenOverRun(run_dir.name, plan, run_dir, self.registry, sinks=self._sinks_for(plan, run_dir.name),
-                               lease_ms=self.lease_ms, settle=self.settle)
+            run = TakenOverRun(
+                run_dir.name,
+                plan,
+                run_dir,
+                self.registry,
+                sinks=self._sinks_for(plan, run_dir.name),
+                lease_ms=self.lease_ms,
+                settle=self.settle,
+            )
             run.restore(recovered)
             self._runs[run.run_id] = run
             lease_s = max(self.lease_ms / 1000, plan.agents.lease_s)
             if adoptable(recovered, lease_s):
-                log.warning("run %s: taking it over from its journal; its agents have %.0f s to reconnect",
-                            run.run_id, lease_s + ADOPT_SLACK_S)
+                log.warning(
+                    "run %s: taking it over from its journal; its agents have %.0f s to reconnect",
+                    run.run_id,
+                    lease_s + ADOPT_SLACK_S,
+                )
                 self._spawn(run, run.go_on(lease_s + ADOPT_SLACK_S))
             else:
                 log.warning("run %s: closed as interrupted (the controller stopped during it)", run.run_id)
-                self._spawn(run, run.close_interrupted(
-                    "the controller stopped during the run; the run directory holds every interval "
-                    "published before"))
+                self._spawn(
+                    run,
+                    run.close_interrupted(
+                        "the controller stopped during the run; the run directory holds every interval published before"
+                    ),
+                )
 
     def adopted_jobs(self, agent_id: str, job_ids: list[str]) -> list[str]:
         """Of an agent's running jobs (Hello.running_jobs), those this controller collects:
         jobs of runs it took over after a restart. The agent is held busy for them."""
-        adopted = [job_id for job_id in job_ids
-                   if isinstance(run := self._runs.get(run_id_of(job_id)), TakenOverRun)
-                   and run.adopts(agent_id, job_id)]
+        adopted = [
+            job_id
+            for job_id in job_ids
+            if isinstance(run := self._runs.get(run_id_of(job_id)), TakenOverRun) and run.adopts(agent_id, job_id)
+        ]
         record = self.registry.get(agent_id)
         if adopted and record:
             record.state = AgentState.BUSY
@@ -151,8 +186,15 @@ class Controller:
         plan = parse_plan(plan_yaml)
         admit(plan, self.registry, allow_plan_influx=self.allow_plan_influx)
         run_id = new_run_id()
-        run = Run(run_id, plan, self.runs_dir / run_id, self.registry, sinks=self._sinks_for(plan, run_id),
-                  lease_ms=self.lease_ms, settle=self.settle)
+        run = Run(
+            run_id,
+            plan,
+            self.runs_dir / run_id,
+            self.registry,
+            sinks=self._sinks_for(plan, run_id),
+            lease_ms=self.lease_ms,
+            settle=self.settle,
+        )
         self._runs[run_id] = run
         self._spawn(run, run.execute())
         return run
@@ -180,9 +222,13 @@ class Controller:
             return []
         slug = hashlib.sha256(f"{config.url} {config.org} {config.bucket}".encode()).hexdigest()[:12]
         try:
-            sink = InfluxSink(influx_writer(config), self.runs_dir / ".spool" / f"influx-{slug}" / run_id,
-                              spool_limit_bytes=int(self.influx_spool_limit_mb * 2**20), adopt_orphans=True,
-                              description=f"InfluxDB {config.url} ({config.bucket})")
+            sink = InfluxSink(
+                influx_writer(config),
+                self.runs_dir / ".spool" / f"influx-{slug}" / run_id,
+                spool_limit_bytes=int(self.influx_spool_limit_mb * 2**20),
+                adopt_orphans=True,
+                description=f"InfluxDB {config.url} ({config.bucket})",
+            )
         except (SpoolBusy, OSError) as exc:
             log.error("run %s: no InfluxDB: its spool is unusable (%s)", run_id, exc)
             return []
@@ -222,8 +268,9 @@ class Controller:
         if record and record.link:
             record.link.settle(seq)
 
-    def on_heartbeat(self, agent_id: str, health: Health, host: HostSample | None = None,
-                     clock: ClockOffset | None = None) -> None:
+    def on_heartbeat(
+        self, agent_id: str, health: Health, host: HostSample | None = None, clock: ClockOffset | None = None
+    ) -> None:
         self.registry.seen(agent_id, health, clock)
         record = self.registry.get(agent_id)
         monitor = record.identity.monitor if record else None
@@ -252,8 +299,7 @@ class Controller:
             run.on_engine_failure(failure)
 
     def _joined(self, record: AgentRecord) -> None:
-        log.info("agent %s joined (%s, %d cores)", record.agent_id, record.identity.hostname,
-                 record.identity.cores)
+        log.info("agent %s joined (%s, %d cores)", record.agent_id, record.identity.hostname, record.identity.cores)
         for run in self._running():
             run.on_agent_joined(record)
 

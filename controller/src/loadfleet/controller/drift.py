@@ -6,6 +6,7 @@ baseline: every interval with requests, merged exactly) and writes, with each in
 p99, error rate and throughput next to the baseline's. While the run is younger than an
 hour, the baseline is all of it so far.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -48,8 +49,9 @@ class Drift:
     """Consumes the run's published intervals and emits each one's drift; holds one merged
     row for the baseline."""
 
-    def __init__(self, interval_ms: int, baseline_ms: int = BASELINE_MS,
-                 emit: Callable[[DriftPoint], None] = lambda point: None):
+    def __init__(
+        self, interval_ms: int, baseline_ms: int = BASELINE_MS, emit: Callable[[DriftPoint], None] = lambda point: None
+    ):
         self._emit = emit
         self._interval_s = interval_ms / 1000
         self._baseline_ms = baseline_ms
@@ -71,8 +73,11 @@ class Drift:
 
     def snapshot(self) -> dict:
         """JSON values to take the baseline over after a restart (journal.py)."""
-        return {"baseline": row_to_doc(self._baseline), "intervals": self._baseline_intervals,
-                "first_ms": self._first_ms}
+        return {
+            "baseline": row_to_doc(self._baseline),
+            "intervals": self._baseline_intervals,
+            "first_ms": self._first_ms,
+        }
 
     def restore(self, doc: dict) -> None:
         self._baseline = row_from_doc(doc["baseline"])
@@ -93,7 +98,12 @@ class Drift:
             self._base = figures_of(self._baseline, self._baseline_intervals * self._interval_s)
         now, base = figures_of(total, self._interval_s), self._base
         return DriftPoint(
-            interval_start_ms=start_ms, baseline_complete=complete, rps=now.rps, base_rps=base.rps,
-            error_pct=now.error_pct, base_error_pct=base.error_pct,
+            interval_start_ms=start_ms,
+            baseline_complete=complete,
+            rps=now.rps,
+            base_rps=base.rps,
+            error_pct=now.error_pct,
+            base_error_pct=base.error_pct,
             p99_ms=now.latency.p99_ms if total.histogram else None,
-            base_p99_ms=base.latency.p99_ms)
+            base_p99_ms=base.latency.p99_ms,
+        )

@@ -18,6 +18,7 @@ Foreign errors (gRPC, OS, YAML) are translated into these where they cross into 
 code; `exit_code` is the single mapping from errors to CLI exit codes, and
 `rpc/status.py` the single mapping to gRPC status codes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,8 +49,9 @@ class PlanError(LoadfleetError):
 
     def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
-        super().__init__(f"the plan has {len(self.problems)} problem(s):\n"
-                         + "\n".join(f"  {p}" for p in self.problems))
+        super().__init__(
+            f"the plan has {len(self.problems)} problem(s):\n" + "\n".join(f"  {p}" for p in self.problems)
+        )
 
 
 class UsageError(LoadfleetError):

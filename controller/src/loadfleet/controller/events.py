@@ -1,4 +1,5 @@
 """Run events: what happened during a run besides measurements (annotations)."""
+
 from __future__ import annotations
 
 import enum

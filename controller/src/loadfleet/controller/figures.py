@@ -3,6 +3,7 @@
 Percentiles come from the row's merged histogram, so they are exact for any merge of
 drivers, agents and intervals; so do the phases' means (exact sums over exact counts).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -100,11 +101,17 @@ def latencies_of(rows: list[StatsRow]) -> list[Latency]:
     s = summaries([rows[i].histogram for i in filled], (p for _, p in PERCENTILES))
     us = 1000.0
     out = [Latency()] * len(rows)
-    columns = zip(filled, s.mean.tolist(), s.stddev.tolist(), s.min_value.tolist(), s.max_value.tolist(),
-                  s.percentiles.tolist())
+    columns = zip(
+        filled, s.mean.tolist(), s.stddev.tolist(), s.min_value.tolist(), s.max_value.tolist(), s.percentiles.tolist()
+    )
     for i, mean, stddev, low, high, at in columns:
-        out[i] = Latency(mean_ms=mean / us, stddev_ms=stddev / us, min_ms=low / us, max_ms=high / us,
-                         **{f"{name}_ms": value / us for (name, _), value in zip(PERCENTILES, at)})
+        out[i] = Latency(
+            mean_ms=mean / us,
+            stddev_ms=stddev / us,
+            min_ms=low / us,
+            max_ms=high / us,
+            **{f"{name}_ms": value / us for (name, _), value in zip(PERCENTILES, at)},
+        )
     return out
 
 
@@ -136,18 +143,29 @@ def phases_of(phases: Phases | None, mean_latency_ms: float) -> PhaseFigures | N
     def time_of(phase: Phase) -> PhaseTime:
         if not phase.count:
             return PhaseTime()
-        return PhaseTime(count=phase.count, mean_ms=phase.sum_us / phase.count / 1000, max_ms=phase.max_us / 1000,
-                         per_response_ms=phase.sum_us / responses / 1000)
+        return PhaseTime(
+            count=phase.count,
+            mean_ms=phase.sum_us / phase.count / 1000,
+            max_ms=phase.max_us / 1000,
+            per_response_ms=phase.sum_us / responses / 1000,
+        )
 
     times = {name: time_of(getattr(phases, name)) for name in PHASE_NAMES}
     in_phases_ms = sum(t.per_response_ms for t in times.values())
-    waiting_at = dict(zip((name for name, _ in WAITING_PERCENTILES),
-                          phases.waiting_histogram.percentiles(p for _, p in WAITING_PERCENTILES)))
+    waiting_at = dict(
+        zip(
+            (name for name, _ in WAITING_PERCENTILES),
+            phases.waiting_histogram.percentiles(p for _, p in WAITING_PERCENTILES),
+        )
+    )
     # Fields named after PHASE_NAMES and WAITING_PERCENTILES (Any: mypy cannot match names made at run time).
     named: dict[str, Any] = {**times, **{f"waiting_{name}_ms": us / 1000 for name, us in waiting_at.items()}}
-    return PhaseFigures(responses=responses, **named,
-                        # the mean latency is a histogram's (bucket midpoints): never below 0 by rounding
-                        other_ms=max(0.0, mean_latency_ms - in_phases_ms) if mean_latency_ms else 0.0)
+    return PhaseFigures(
+        responses=responses,
+        **named,
+        # the mean latency is a histogram's (bucket midpoints): never below 0 by rounding
+        other_ms=max(0.0, mean_latency_ms - in_phases_ms) if mean_latency_ms else 0.0,
+    )
 
 
 def errors_by_name(row: StatsRow) -> dict[str, int]:

@@ -15,6 +15,7 @@ invalid or at least that share suspect, else `valid`. An invalid step is generat
 its throughput says how much the generators could send, not how much the targets could
 take, and the knee and the USL fit leave it out (analysis.py).
 """
+
 from __future__ import annotations
 
 import collections
@@ -25,8 +26,17 @@ from urllib.parse import urlsplit
 
 from .agents import Health
 from .stream import FinalInterval, StepWindow
-from .validity import (ENGINE_DEFAULT_MAX_CONNECTIONS, Reason, Validity, Verdict, connections_free, health_reasons,
-                       reasons_text, row_reasons, verdict_of)
+from .validity import (
+    ENGINE_DEFAULT_MAX_CONNECTIONS,
+    Reason,
+    Validity,
+    Verdict,
+    connections_free,
+    health_reasons,
+    reasons_text,
+    row_reasons,
+    verdict_of,
+)
 
 STEP_INVALID_SHARE = 0.1
 STAND_IN_INTERVALS = 2
@@ -53,15 +63,19 @@ class StepValidity:
     def describe(self, step: str, *, one_host: bool = False) -> str:
         """`one_host`: the agents share one host with each other or with the targets, so the
         host's CPU, not the number of agents, is the limit."""
-        head = (f"step {step} is {self.validity.label}: {self.invalid_intervals} invalid and "
-                f"{self.suspect_intervals} suspect of {self.intervals} interval(s) ({self.reasons_text()})")
+        head = (
+            f"step {step} is {self.validity.label}: {self.invalid_intervals} invalid and "
+            f"{self.suspect_intervals} suspect of {self.intervals} interval(s) ({self.reasons_text()})"
+        )
         if not self.bound:
             return head
         advice = f"Add about {self.add_agents} more agent(s)" + (
             " on other hosts and run it again: these agents share one host with each other or with the "
-            "targets, where more of them would compete for the same CPU" if one_host else " and run it again")
-        return (head + "; its throughput is what the generators could send, not what the targets can take. "
-                + advice)
+            "targets, where more of them would compete for the same CPU"
+            if one_host
+            else " and run it again"
+        )
+        return head + "; its throughput is what the generators could send, not what the targets can take. " + advice
 
 
 NOT_JUDGED = StepValidity()
@@ -168,4 +182,3 @@ class GeneratorHealth:
             return connections_free(interval.total, self._max_connections)
         engines = self._engines.get(agent_id, 0)
         return connections_free(total, engines * ENGINE_DEFAULT_MAX_CONNECTIONS)
-

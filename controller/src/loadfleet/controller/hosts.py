@@ -11,6 +11,7 @@ cumulative; a window gets each counter's rate per second (`CounterRates`).
 Samples are not kept: the run directory appends them to hosts.csv as they come, and each
 window (a step's measured intervals, the whole run's load) keeps running sums.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -116,8 +117,9 @@ class CounterRates:
     def rates(self) -> dict[str, float]:
         rates = {}
         for name in sorted(self._inside):
-            increase, elapsed_ms = (self._spans.get(name, (0.0, 0.0)) if self._inside[name] > 1
-                                    else self._lead_in.get(name, (0.0, 0.0)))
+            increase, elapsed_ms = (
+                self._spans.get(name, (0.0, 0.0)) if self._inside[name] > 1 else self._lead_in.get(name, (0.0, 0.0))
+            )
             if elapsed_ms > 0:
                 rates[name] = increase * 1000 / elapsed_ms
         return rates
@@ -146,17 +148,35 @@ class _HostMeans:
         self.counters.add(s)
         if in_window:
             self.samples += 1
-            for i, value in enumerate((s.cpu_pct, s.process_cpu_pct, s.mem_used_pct, s.net_rx_bytes_per_s,
-                                       s.net_tx_bytes_per_s, s.tcp_established)):
+            for i, value in enumerate(
+                (
+                    s.cpu_pct,
+                    s.process_cpu_pct,
+                    s.mem_used_pct,
+                    s.net_rx_bytes_per_s,
+                    s.net_tx_bytes_per_s,
+                    s.tcp_established,
+                )
+            ):
                 self.sums[i] += value
             self.max_cpu_pct = max(self.max_cpu_pct, s.cpu_pct)
 
     def load(self, host: str) -> HostLoad:
         cpu, process, mem, rx, tx, tcp = (v / self.samples for v in self.sums)
-        return HostLoad(host=host, role=self.monitor.role, targets=self.monitor.targets, samples=self.samples,
-                        cpu_pct=cpu, max_cpu_pct=self.max_cpu_pct, process_cpu_pct=process, mem_used_pct=mem,
-                        net_rx_mb_per_s=rx / 1e6, net_tx_mb_per_s=tx / 1e6, tcp_established=tcp,
-                        counter_rates=self.counters.rates())
+        return HostLoad(
+            host=host,
+            role=self.monitor.role,
+            targets=self.monitor.targets,
+            samples=self.samples,
+            cpu_pct=cpu,
+            max_cpu_pct=self.max_cpu_pct,
+            process_cpu_pct=process,
+            mem_used_pct=mem,
+            net_rx_mb_per_s=rx / 1e6,
+            net_tx_mb_per_s=tx / 1e6,
+            tcp_established=tcp,
+            counter_rates=self.counters.rates(),
+        )
 
 
 class HostWindow:
@@ -221,10 +241,22 @@ class HostRecorder:
 
 def host_csv_rows(host: str, monitor: MonitorInfo, s: HostSample) -> list[list]:
     """hosts.csv rows of one sample: one per watched process group (or one without)."""
-    common = [s.at_ms, host, monitor.role, " ".join(monitor.targets), s.cores, round(s.cpu_pct, 2),
-              round(s.mem_used_pct, 2), round(s.net_rx_bytes_per_s), round(s.net_tx_bytes_per_s), s.tcp_established]
-    return [[*common, p.name, p.count, round(p.cpu_pct, 2), round(p.rss_mb, 2)]
-            for p in s.processes or (ProcessSample("", 0, 0.0, 0.0),)]
+    common = [
+        s.at_ms,
+        host,
+        monitor.role,
+        " ".join(monitor.targets),
+        s.cores,
+        round(s.cpu_pct, 2),
+        round(s.mem_used_pct, 2),
+        round(s.net_rx_bytes_per_s),
+        round(s.net_tx_bytes_per_s),
+        s.tcp_established,
+    ]
+    return [
+        [*common, p.name, p.count, round(p.cpu_pct, 2), round(p.rss_mb, 2)]
+        for p in s.processes or (ProcessSample("", 0, 0.0, 0.0),)
+    ]
 
 
 def counter_csv_rows(host: str, s: HostSample) -> list[list]:
@@ -232,9 +264,22 @@ def counter_csv_rows(host: str, s: HostSample) -> list[list]:
     return [[s.at_ms, host, name, _plain(value)] for name, value in sorted(s.counters.items())]
 
 
-HOSTS_CSV_HEADER = ["time_ms", "host", "role", "targets", "cores", "cpu_pct", "mem_used_pct", "net_rx_bytes_per_s",
-                    "net_tx_bytes_per_s", "tcp_established", "process", "process_count", "process_cpu_pct",
-                    "process_rss_mb"]
+HOSTS_CSV_HEADER = [
+    "time_ms",
+    "host",
+    "role",
+    "targets",
+    "cores",
+    "cpu_pct",
+    "mem_used_pct",
+    "net_rx_bytes_per_s",
+    "net_tx_bytes_per_s",
+    "tcp_established",
+    "process",
+    "process_count",
+    "process_cpu_pct",
+    "process_rss_mb",
+]
 COUNTERS_CSV_HEADER = ["time_ms", "host", "counter", "value"]
 
 

@@ -5,6 +5,7 @@ Welch's test of whether one set of repetitions is above another.
 Numerical Recipes §6.4); `t_quantile` inverts it by bisection. Accurate to ~1e-10, far
 beyond what a handful of repetitions can say.
 """
+
 from __future__ import annotations
 
 import math

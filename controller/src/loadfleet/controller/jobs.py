@@ -1,4 +1,5 @@
 """What the controller asks of one agent, and what the agent says back about it."""
+
 from __future__ import annotations
 
 import enum

@@ -18,6 +18,7 @@ fails (a full disk) stops the journal where it was complete and consistent (rund
 run goes on; a controller restarted later takes the run over as of that point, without what
 came after it.
 """
+
 from __future__ import annotations
 
 import enum
@@ -83,11 +84,17 @@ class RunJournal:
 
     def interval(self, interval: FinalInterval, offsets: Offsets) -> None:
         record = journal_pb2.JournalInterval(
-            interval_start_ms=interval.start_ms, step=interval.step.name, intervals_csv_bytes=offsets.intervals,
-            latency_hlog_bytes=offsets.hlog, cluster=[r.to_proto(buckets=True) for r in interval.cluster],
-            agents=[journal_pb2.AgentTotal(agent_id=a.agent_id, total=a.total.to_proto(buckets=True))
-                    for a in interval.agents],
-            missing=interval.missing)
+            interval_start_ms=interval.start_ms,
+            step=interval.step.name,
+            intervals_csv_bytes=offsets.intervals,
+            latency_hlog_bytes=offsets.hlog,
+            cluster=[r.to_proto(buckets=True) for r in interval.cluster],
+            agents=[
+                journal_pb2.AgentTotal(agent_id=a.agent_id, total=a.total.to_proto(buckets=True))
+                for a in interval.agents
+            ],
+            missing=interval.missing,
+        )
         self._intervals.write(frame(record.SerializeToString()))
         self._intervals.flush()
         self.intervals_since_checkpoint += 1
@@ -100,8 +107,9 @@ class RunJournal:
         if self.stopped:
             return
         text = json.dumps(state)
-        if self._trouble.attempt(f"{JOURNAL_DIR}/{CHECKPOINT_FILE}",
-                                 lambda: write_atomic(self.directory / CHECKPOINT_FILE, text)):
+        if self._trouble.attempt(
+            f"{JOURNAL_DIR}/{CHECKPOINT_FILE}", lambda: write_atomic(self.directory / CHECKPOINT_FILE, text)
+        ):
             self._intervals.restart()  # only once the checkpoint holds what the log did
         else:
             self._stop()
@@ -124,8 +132,11 @@ class RunJournal:
 
     def _stop(self) -> None:
         if not self.stopped:
-            log.error("%s: the journal is written no more; a controller restarted now would take the run "
-                      "over as of this point, without what comes after", self.directory)
+            log.error(
+                "%s: the journal is written no more; a controller restarted now would take the run "
+                "over as of this point, without what comes after",
+                self.directory,
+            )
         self.close()
 
 
@@ -147,9 +158,16 @@ class LoggedInterval:
 
     def final(self, window: StepWindow) -> FinalInterval:
         from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
+
         total = merge_rows(self.cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
-        return FinalInterval(step=window, start_ms=self.start_ms, agents=self.agents, cluster=self.cluster,
-                             total=total, missing=self.missing)
+        return FinalInterval(
+            step=window,
+            start_ms=self.start_ms,
+            agents=self.agents,
+            cluster=self.cluster,
+            total=total,
+            missing=self.missing,
+        )
 
 
 @dataclass
@@ -187,12 +205,16 @@ def read_journal(run_dir: Path) -> JournalContents:
     for record in _frames(directory / INTERVALS_FILE):
         if after is not None and record.interval_start_ms < after:
             continue  # covered by the checkpoint (written just before the log started over)
-        contents.intervals.append(LoggedInterval(
-            start_ms=record.interval_start_ms, step=record.step,
-            offsets=Offsets(record.intervals_csv_bytes, record.latency_hlog_bytes),
-            cluster=tuple(StatsRow.from_proto(r) for r in record.cluster),
-            agents=tuple(AgentRows(a.agent_id, (), StatsRow.from_proto(a.total)) for a in record.agents),
-            missing=tuple(record.missing)))
+        contents.intervals.append(
+            LoggedInterval(
+                start_ms=record.interval_start_ms,
+                step=record.step,
+                offsets=Offsets(record.intervals_csv_bytes, record.latency_hlog_bytes),
+                cluster=tuple(StatsRow.from_proto(r) for r in record.cluster),
+                agents=tuple(AgentRows(a.agent_id, (), StatsRow.from_proto(a.total)) for a in record.agents),
+                missing=tuple(record.missing),
+            )
+        )
     return contents
 
 

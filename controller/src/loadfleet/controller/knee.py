@@ -23,6 +23,7 @@ A level is the knee when (efficiency < `min_efficiency` or marginal gain <
 `min_marginal_gain`) and latency or errors rose, as above. Achieved throughput is
 successful responses per second: a server that answers 503 quickly is not keeping up.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -51,8 +52,15 @@ class LevelPoint:
 
     @classmethod
     def of(cls, name: str, offered: float, achieved: list[float], p99: list[float], errors: list[float]) -> LevelPoint:
-        return cls(name, offered, statistics.fmean(achieved), statistics.fmean(p99), statistics.fmean(errors),
-                   tuple(p99), tuple(errors))
+        return cls(
+            name,
+            offered,
+            statistics.fmean(achieved),
+            statistics.fmean(p99),
+            statistics.fmean(errors),
+            tuple(p99),
+            tuple(errors),
+        )
 
     @property
     def repetitions(self) -> int:
@@ -91,13 +99,18 @@ class Knee:
     repetitions: int = 1
 
     def describe(self) -> str:
-        sure = (f"{self.confidence:.0%} confidence from {self.repetitions} repetitions" if self.confidence is not None
-                else "one run per level: no confidence (repeat the sweep for one)")
-        return (f"knee at {self.name} (offered {self.offered:g}): {self.achieved_rps:.1f} ok/s, "
-                f"{self.efficiency:.0%} efficiency, marginal gain {self.marginal_gain:.2f} "
-                f"(from {self.previous_achieved_rps:.1f} ok/s at {self.previous_offered:g}); "
-                f"p99 {self.previous_p99_ms:.1f} → {self.p99_ms:.1f} ms, "
-                f"errors {self.previous_error_pct:.2f} → {self.error_pct:.2f} %; {sure}")
+        sure = (
+            f"{self.confidence:.0%} confidence from {self.repetitions} repetitions"
+            if self.confidence is not None
+            else "one run per level: no confidence (repeat the sweep for one)"
+        )
+        return (
+            f"knee at {self.name} (offered {self.offered:g}): {self.achieved_rps:.1f} ok/s, "
+            f"{self.efficiency:.0%} efficiency, marginal gain {self.marginal_gain:.2f} "
+            f"(from {self.previous_achieved_rps:.1f} ok/s at {self.previous_offered:g}); "
+            f"p99 {self.previous_p99_ms:.1f} → {self.p99_ms:.1f} ms, "
+            f"errors {self.previous_error_pct:.2f} → {self.error_pct:.2f} %; {sure}"
+        )
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -129,27 +142,46 @@ def search_knee(points: list[LevelPoint], rule: KneeRule = KneeRule()) -> KneeSe
         efficiency = (cur.achieved_rps / cur.offered) / base
         gain = _gain(prev, cur)
         flat = efficiency < rule.min_efficiency or gain < rule.min_marginal_gain
-        latency_rose = (cur.p99_ms >= prev.p99_ms * rule.latency_rise
-                        and cur.p99_ms - prev.p99_ms >= rule.min_latency_rise_ms)
+        latency_rose = (
+            cur.p99_ms >= prev.p99_ms * rule.latency_rise and cur.p99_ms - prev.p99_ms >= rule.min_latency_rise_ms
+        )
         errors_rose = cur.error_pct >= prev.error_pct + rule.error_rise_pct
         if not (flat and (latency_rose or errors_rose) and _stays_flat(points, i, rule)):
             continue
         confidence = _confidence(prev, cur, latency_rose, errors_rose)
-        knee = Knee(name=cur.name, index=i, offered=cur.offered, achieved_rps=cur.achieved_rps,
-                    efficiency=efficiency, marginal_gain=gain, previous_name=prev.name,
-                    previous_offered=prev.offered, previous_achieved_rps=prev.achieved_rps,
-                    p99_ms=cur.p99_ms, previous_p99_ms=prev.p99_ms, error_pct=cur.error_pct,
-                    previous_error_pct=prev.error_pct, confidence=confidence,
-                    repetitions=min(prev.repetitions, cur.repetitions))
+        knee = Knee(
+            name=cur.name,
+            index=i,
+            offered=cur.offered,
+            achieved_rps=cur.achieved_rps,
+            efficiency=efficiency,
+            marginal_gain=gain,
+            previous_name=prev.name,
+            previous_offered=prev.offered,
+            previous_achieved_rps=prev.achieved_rps,
+            p99_ms=cur.p99_ms,
+            previous_p99_ms=prev.p99_ms,
+            error_pct=cur.error_pct,
+            previous_error_pct=prev.error_pct,
+            confidence=confidence,
+            repetitions=min(prev.repetitions, cur.repetitions),
+        )
         if confidence is None or confidence >= rule.min_confidence:
             return KneeSearch(knee, knee.describe())
-        unsure = unsure or (f"cannot tell: {cur.name} looks like a knee (p99 {prev.p99_ms:.1f} → {cur.p99_ms:.1f} ms, "
-                            f"errors {prev.error_pct:.2f} → {cur.error_pct:.2f} %) but its {knee.repetitions} "
-                            f"repetitions give {confidence:.0%} confidence, {rule.min_confidence:.0%} needed")
-    return KneeSearch(None, unsure or (
-        "no knee: throughput kept growing with the offered load, or latency and errors did not rise by enough "
-        f"(p99 ≥ {rule.latency_rise:g}× and ≥ {rule.min_latency_rise_ms:g} ms more, or errors ≥ "
-        f"{rule.error_rise_pct:g} points more)"))
+        unsure = unsure or (
+            f"cannot tell: {cur.name} looks like a knee (p99 {prev.p99_ms:.1f} → {cur.p99_ms:.1f} ms, "
+            f"errors {prev.error_pct:.2f} → {cur.error_pct:.2f} %) but its {knee.repetitions} "
+            f"repetitions give {confidence:.0%} confidence, {rule.min_confidence:.0%} needed"
+        )
+    return KneeSearch(
+        None,
+        unsure
+        or (
+            "no knee: throughput kept growing with the offered load, or latency and errors did not rise by enough "
+            f"(p99 ≥ {rule.latency_rise:g}× and ≥ {rule.min_latency_rise_ms:g} ms more, or errors ≥ "
+            f"{rule.error_rise_pct:g} points more)"
+        ),
+    )
 
 
 def _gain(prev: LevelPoint, cur: LevelPoint) -> float:
@@ -160,7 +192,11 @@ def _gain(prev: LevelPoint, cur: LevelPoint) -> float:
 def _stays_flat(points: list[LevelPoint], i: int, rule: KneeRule) -> bool:
     """From level i to the last, throughput grew at less than the minimum marginal gain."""
     last = points[-1]
-    return last.offered <= points[i].offered or points[i].achieved_rps <= 0 or _gain(points[i], last) < rule.min_marginal_gain
+    return (
+        last.offered <= points[i].offered
+        or points[i].achieved_rps <= 0
+        or _gain(points[i], last) < rule.min_marginal_gain
+    )
 
 
 def _confidence(prev: LevelPoint, cur: LevelPoint, latency_rose: bool, errors_rose: bool) -> float | None:

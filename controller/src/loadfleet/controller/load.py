@@ -5,11 +5,13 @@ growing at a spawn rate). Closed and open loads may ramp through stages. The spl
 every total exact: clients, users, connections and request budgets are split into whole
 parts that add up (largest remainder); rates and spawn rates are split in proportion.
 """
+
 from __future__ import annotations
 
 import enum
 import math
 from dataclasses import dataclass, replace
+
 
 class LoadModel(enum.StrEnum):
     CLOSED = "closed"  # N clients, each sending its next request when the last one ended
@@ -40,8 +42,11 @@ class Think:
         return cls("fixed", doc.get("fixed_ms", 0))
 
     def to_doc(self) -> dict:
-        docs: dict[str, dict] = {"fixed": {"fixed_ms": self.ms}, "uniform": {"uniform_ms": [self.ms, self.max_ms]},
-                                 "exponential": {"exponential_ms": self.ms}}
+        docs: dict[str, dict] = {
+            "fixed": {"fixed_ms": self.ms},
+            "uniform": {"uniform_ms": [self.ms, self.max_ms]},
+            "exponential": {"exponential_ms": self.ms},
+        }
         return docs[self.kind]
 
 
@@ -69,9 +74,13 @@ class Load:
     @classmethod
     def from_doc(cls, doc: dict) -> Load:
         return cls(
-            model=LoadModel(doc["model"]), clients=doc.get("clients", 0), rate=float(doc.get("rate", 0)),
-            poisson=doc.get("poisson", False), max_connections=doc.get("max_connections", 0),
-            users=doc.get("users", 0), spawn_rate=float(doc.get("spawn_rate", 0)),
+            model=LoadModel(doc["model"]),
+            clients=doc.get("clients", 0),
+            rate=float(doc.get("rate", 0)),
+            poisson=doc.get("poisson", False),
+            max_connections=doc.get("max_connections", 0),
+            users=doc.get("users", 0),
+            spawn_rate=float(doc.get("spawn_rate", 0)),
             think=Think.from_doc(doc.get("think"), doc.get("think_time_ms", 0)),
             stages=tuple(Stage(float(s["duration_s"]), float(s["target"])) for s in doc.get("stages", [])),
         )
@@ -101,8 +110,11 @@ class Load:
         return max([float(start), *(s.target for s in self.stages)])
 
     def describe(self) -> str:
-        level = {LoadModel.CLOSED: f"{self.clients} clients", LoadModel.OPEN: f"{self.rate:g}/s",
-                 LoadModel.USERS: f"{self.users} users at {self.spawn_rate:g}/s"}[self.model]
+        level = {
+            LoadModel.CLOSED: f"{self.clients} clients",
+            LoadModel.OPEN: f"{self.rate:g}/s",
+            LoadModel.USERS: f"{self.users} users at {self.spawn_rate:g}/s",
+        }[self.model]
         if self.stages:
             level += " → " + " → ".join(f"{s.target:g} in {s.duration_s:g} s" for s in self.stages)
         return level
@@ -111,10 +123,15 @@ class Load:
         """This load's share for one engine slot: whole-numbered fields from `whole`
         (already split exactly), rates in proportion."""
         f = weight / total_weight
-        return replace(self, clients=whole.get("clients", 0), users=whole.get("users", 0),
-                       max_connections=whole.get("max_connections", 0), rate=self.rate * f,
-                       spawn_rate=self.spawn_rate * f,
-                       stages=tuple(Stage(s.duration_s, s.target * f) for s in self.stages))
+        return replace(
+            self,
+            clients=whole.get("clients", 0),
+            users=whole.get("users", 0),
+            max_connections=whole.get("max_connections", 0),
+            rate=self.rate * f,
+            spawn_rate=self.spawn_rate * f,
+            stages=tuple(Stage(s.duration_s, s.target * f) for s in self.stages),
+        )
 
 
 def split_exact(total: int, weights: list[int]) -> list[int]:
@@ -140,15 +157,22 @@ def split_load(load: Load, max_requests: int, weights: list[int]) -> list[tuple[
     whose clients or users are 0 throughout, or whose budget share is 0, gets nothing.
     """
     total = sum(weights)
-    whole = {"clients": split_exact(load.clients, weights), "users": split_exact(load.users, weights),
-             "max_connections": split_exact(load.max_connections, weights)}
+    whole = {
+        "clients": split_exact(load.clients, weights),
+        "users": split_exact(load.users, weights),
+        "max_connections": split_exact(load.max_connections, weights),
+    }
     budgets = split_exact(max_requests, weights)
-    stage_clients = [split_exact(round(s.target), weights) for s in load.stages] if load.model is LoadModel.CLOSED else []
+    stage_clients = (
+        [split_exact(round(s.target), weights) for s in load.stages] if load.model is LoadModel.CLOSED else []
+    )
     parts: list[tuple[Load, int] | None] = []
     for i, weight in enumerate(weights):
         part = load.part(weight, total, {k: v[i] for k, v in whole.items()})
         if stage_clients:
-            part = replace(part, stages=tuple(Stage(s.duration_s, float(n[i])) for s, n in zip(load.stages, stage_clients)))
+            part = replace(
+                part, stages=tuple(Stage(s.duration_s, float(n[i])) for s, n in zip(load.stages, stage_clients))
+            )
         if load.model is LoadModel.OPEN and load.max_connections:
             part = replace(part, max_connections=max(1, part.max_connections))
         idle = (part.peak == 0 if load.model is not LoadModel.OPEN else False) or (max_requests and budgets[i] == 0)

@@ -4,6 +4,7 @@ machine, so that one command runs a plan with nothing else started by hand.
 The agents are the real `loadfleet-agent` program talking real gRPC to the
 in-process controller, the same path as a distributed run.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -12,8 +13,8 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -36,8 +37,9 @@ def agent_program() -> str:
 
 
 @contextlib.asynccontextmanager
-async def local_cluster(n_agents: int, controller: Controller, *, monitor: tuple[str, ...] = (),
-                        targets: tuple[str, ...] = ()) -> AsyncIterator[str]:
+async def local_cluster(
+    n_agents: int, controller: Controller, *, monitor: tuple[str, ...] = (), targets: tuple[str, ...] = ()
+) -> AsyncIterator[str]:
     """Serves `controller` on loopback and starts the agents; yields the controller address.
     With `monitor` (process names), one more agent reports this host as serving `targets`."""
     if n_agents < 1:
@@ -51,17 +53,48 @@ async def local_cluster(n_agents: int, controller: Controller, *, monitor: tuple
     agents: list[subprocess.Popen] = []
     try:
         for i in range(n_agents):
-            agents.append(subprocess.Popen(
-                [program, "--controller", server.address, "--id", f"local-{i + 1}",
-                 "--cores", str(cores), "--log-level", "warning",
-                 "--spool-dir", str(spool_root / f"local-{i + 1}")],
-                stdin=subprocess.DEVNULL, start_new_session=True))
+            agents.append(
+                subprocess.Popen(
+                    [
+                        program,
+                        "--controller",
+                        server.address,
+                        "--id",
+                        f"local-{i + 1}",
+                        "--cores",
+                        str(cores),
+                        "--log-level",
+                        "warning",
+                        "--spool-dir",
+                        str(spool_root / f"local-{i + 1}"),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
         if monitor:
-            agents.append(subprocess.Popen(
-                [program, "--controller", server.address, "--id", "local-host", "--log-level", "warning",
-                 "--spool-dir", str(spool_root / "local-host"), "--monitor", "--interfaces", "lo",
-                 *(f"--target={url}" for url in targets), *(f"--process={name}" for name in monitor)],
-                stdin=subprocess.DEVNULL, start_new_session=True))
+            agents.append(
+                subprocess.Popen(
+                    [
+                        program,
+                        "--controller",
+                        server.address,
+                        "--id",
+                        "local-host",
+                        "--log-level",
+                        "warning",
+                        "--spool-dir",
+                        str(spool_root / "local-host"),
+                        "--monitor",
+                        "--interfaces",
+                        "lo",
+                        *(f"--target={url}" for url in targets),
+                        *(f"--process={name}" for name in monitor),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
         await _wait_for_agents(server.controller, agents, len(agents))
         yield server.address
     finally:
@@ -81,8 +114,7 @@ async def _wait_for_agents(controller: Controller, agents: list[subprocess.Popen
         if dead:
             raise NotEnoughAgents(f"local agent exited with status {dead[0].returncode} before connecting")
         if loop.time() > deadline:
-            raise NotEnoughAgents(f"only {len(idle)} of {n} local agents connected "
-                                  f"within {AGENT_START_TIMEOUT_S:g} s")
+            raise NotEnoughAgents(f"only {len(idle)} of {n} local agents connected within {AGENT_START_TIMEOUT_S:g} s")
         await controller.registry.wait_changed(0.2)
 
 

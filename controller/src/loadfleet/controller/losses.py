@@ -14,6 +14,7 @@
 A load with stages is not moved (its ramps would start over on the engines that took it):
 its budget is, and the loss says so.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,14 +55,22 @@ class Loss:
         if self.policy is LossPolicy.CONTINUE or not self.taken_by:
             none = "" if self.policy is LossPolicy.CONTINUE else " (no engine was left to take it)"
             return f"{what} lost its share ({self.load}){none}; the step goes on without it"
-        moved = f"its share ({self.load}){budget}" if self.moved_load else f"{self.budget_left:,} requests of its budget (a staged load is not moved)"
-        bound = (f"; up to {self.unreported_bound:,} requests it sent unreported may have reached the servers"
-                 if self.unreported_bound else "")
+        moved = (
+            f"its share ({self.load}){budget}"
+            if self.moved_load
+            else f"{self.budget_left:,} requests of its budget (a staged load is not moved)"
+        )
+        bound = (
+            f"; up to {self.unreported_bound:,} requests it sent unreported may have reached the servers"
+            if self.unreported_bound
+            else ""
+        )
         return f"{what} lost: {moved} went to {self.taken_by} other agent(s){bound}"
 
 
-def redistributed(lost: Load, budget_left: int, shares: dict[str, tuple[EngineShare, ...]],
-                  live: dict[str, tuple[int, ...]]) -> dict[str, tuple[EngineShare, ...]]:
+def redistributed(
+    lost: Load, budget_left: int, shares: dict[str, tuple[EngineShare, ...]], live: dict[str, tuple[int, ...]]
+) -> dict[str, tuple[EngineShare, ...]]:
     """Each taking agent's engine shares once the lost share is split over the live engines
     (`live`: each agent's live engine positions). A load with stages keeps its engines'
     loads and hands over its budget only. Agents that get nothing are left out."""
@@ -79,8 +88,10 @@ def redistributed(lost: Load, budget_left: int, shares: dict[str, tuple[EngineSh
             continue
         engines = updated.setdefault(agent, list(shares[agent]))
         old = engines[index]
-        engines[index] = EngineShare(load=combine([old.load, part]) if moves_load else old.load,
-                                     max_requests=old.max_requests + budgets[i] if old.max_requests else 0)
+        engines[index] = EngineShare(
+            load=combine([old.load, part]) if moves_load else old.load,
+            max_requests=old.max_requests + budgets[i] if old.max_requests else 0,
+        )
     return {agent: tuple(engines) for agent, engines in updated.items()}
 
 
@@ -116,7 +127,11 @@ class StepShares:
         reported -= sum(self._dead.get(agent_id, {}).values())
         left = max(0, budget - reported) if budget else 0
         intervals = -(-silent_ms // self.interval_ms) + 1  # a partial interval at either end
-        return combine([e.load for e in engines]), left, min(left, busiest * intervals) if budget else busiest * intervals
+        return (
+            combine([e.load for e in engines]),
+            left,
+            min(left, busiest * intervals) if budget else busiest * intervals,
+        )
 
     def lose_engine(self, agent_id: str, index: int, reported: int, busiest: int) -> tuple[Load, int, int] | None:
         """One engine's share (load, budget it did not report, unreported bound: its part
@@ -156,9 +171,17 @@ class FleetLosses:
     plan's `agents.on_loss` applied to the step's shares, and every loss kept for the summary
     (O(agents × engines): each share is lost once)."""
 
-    def __init__(self, policy: LossPolicy, lease_s: float, registry: AgentRegistry, *,
-                 emit: Callable[[Event], None], journal: Callable[[Loss, dict], None], halt: Callable[[], None],
-                 clock_ms: Callable[[], int]):
+    def __init__(
+        self,
+        policy: LossPolicy,
+        lease_s: float,
+        registry: AgentRegistry,
+        *,
+        emit: Callable[[Event], None],
+        journal: Callable[[Loss, dict], None],
+        halt: Callable[[], None],
+        clock_ms: Callable[[], int],
+    ):
         self.policy = policy
         self.lease_s = lease_s  # a job's load goes on this long without word from the controller
         self.losses: list[Loss] = []
@@ -173,14 +196,26 @@ class FleetLosses:
     def late(self, agent_id: str, reason: str) -> None:
         self._late_since[agent_id] = self._clock_ms()
         until = time.strftime("%H:%M:%S", time.localtime(time.time() + self.lease_s))
-        self._emit(Event(EventKind.AGENT_LATE, f"agent {agent_id} late ({reason}): its load goes on for its lease "
-                         f"of {self.lease_s:g} s, until about {until}; its reports are waited for", agent_id))
+        self._emit(
+            Event(
+                EventKind.AGENT_LATE,
+                f"agent {agent_id} late ({reason}): its load goes on for its lease "
+                f"of {self.lease_s:g} s, until about {until}; its reports are waited for",
+                agent_id,
+            )
+        )
 
     def back(self, agent_id: str) -> None:
         since = self._late_since.pop(agent_id, None)
         if since is not None:
-            self._emit(Event(EventKind.AGENT_BACK, f"agent {agent_id} back after {(self._clock_ms() - since) / 1000:.1f} "
-                             "s; it sends what it held and goes on", agent_id))
+            self._emit(
+                Event(
+                    EventKind.AGENT_BACK,
+                    f"agent {agent_id} back after {(self._clock_ms() - since) / 1000:.1f} "
+                    "s; it sends what it held and goes on",
+                    agent_id,
+                )
+            )
 
     def agent_lost(self, shares: StepShares, agent_id: str, silent_s: float, use: tuple[int, int]) -> None:
         """`silent_s`: how long ago it was last heard (its load stops when its lease runs
@@ -194,8 +229,13 @@ class FleetLosses:
     def engine_failed(self, shares: StepShares, failure: EngineFailure, busiest: int) -> None:
         """`busiest`: the most its agent reported in one interval of the step."""
         tail = f"; its last words: {failure.stderr_tail}" if failure.stderr_tail else ""
-        self._emit(Event(EventKind.ENGINE_FAILED, f"agent {failure.agent_id}'s engine {failure.engine} (pid "
-                         f"{failure.pid}) {failure.how}{tail}", failure.agent_id))
+        self._emit(
+            Event(
+                EventKind.ENGINE_FAILED,
+                f"agent {failure.agent_id}'s engine {failure.engine} (pid {failure.pid}) {failure.how}{tail}",
+                failure.agent_id,
+            )
+        )
         lost = shares.lose_engine(failure.agent_id, failure.engine, failure.reported_requests, busiest)
         if lost:  # a dead engine sends nothing more: its share moves at once
             self._apply(shares, failure.agent_id, failure.engine, *lost, wait_s=0.0)
@@ -203,10 +243,27 @@ class FleetLosses:
     def in_step(self, step: str) -> int:
         return sum(1 for loss in self.losses if loss.step == step)
 
-    def _apply(self, shares: StepShares, agent_id: str, engine: int | None, load: Load, budget_left: int,
-               bound: int, *, wait_s: float) -> None:
-        loss = Loss(step=shares.step, agent_id=agent_id, engine=engine, at_ms=self._clock_ms(), policy=self.policy,
-                    load=load.describe(), budget_left=budget_left, unreported_bound=bound)
+    def _apply(
+        self,
+        shares: StepShares,
+        agent_id: str,
+        engine: int | None,
+        load: Load,
+        budget_left: int,
+        bound: int,
+        *,
+        wait_s: float,
+    ) -> None:
+        loss = Loss(
+            step=shares.step,
+            agent_id=agent_id,
+            engine=engine,
+            at_ms=self._clock_ms(),
+            policy=self.policy,
+            load=load.describe(),
+            budget_left=budget_left,
+            unreported_bound=bound,
+        )
         if self.policy is LossPolicy.REDISTRIBUTE:  # once the share has certainly stopped
             asyncio.get_running_loop().call_later(wait_s, self._redistribute, shares, loss, load)
             return
@@ -218,14 +275,19 @@ class FleetLosses:
     def _redistribute(self, shares: StepShares, loss: Loss, load: Load) -> None:
         if shares.closed:
             return
-        links = {a: link for a in shares.shares
-                 if (record := self._registry.get(a)) and (link := record.link) and not record.late}
+        links = {
+            a: link
+            for a in shares.shares
+            if (record := self._registry.get(a)) and (link := record.link) and not record.late
+        }
         updated = redistributed(load, loss.budget_left, shares.shares, shares.takers(set(links)))
         shares.take_over(updated)
         for agent_id, engines in updated.items():
             links[agent_id].adjust(shares.job_id, engines)
-        self._record(replace(loss, at_ms=self._clock_ms(), taken_by=len(updated),
-                             moved_load=not load.stages and load.peak > 0), updated)
+        self._record(
+            replace(loss, at_ms=self._clock_ms(), taken_by=len(updated), moved_load=not load.stages and load.peak > 0),
+            updated,
+        )
 
     def _record(self, loss: Loss, updated: dict[str, tuple[EngineShare, ...]] | None = None) -> None:
         self.losses.append(loss)

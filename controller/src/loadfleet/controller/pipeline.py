@@ -7,10 +7,10 @@ the consumers that measure it, a checkpoint every `CHECKPOINT_INTERVALS` interva
 the end the summary's files. Followers (WatchRun) hear events from the start; the other
 consumers join once the run has its agents (`open`), or its journal read back (`resume`).
 """
+
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -22,8 +22,8 @@ from .drift import Drift
 from .events import Event, EventKind
 from .genbound import GeneratorHealth
 from .hosts import HostRecorder, HostSample, MonitorInfo
-from .load import LoadModel
 from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
+from .load import LoadModel
 from .plan import Plan
 from .recovery import Recovered
 from .rundisk import DiskTrouble
@@ -40,24 +40,36 @@ from .watchers import Watchers
 
 
 class RunPipeline:
-    def __init__(self, run_id: str, plan: Plan, run_dir: Path, *, heartbeat_ms: int, sinks: list[Sink],
-                 on_stop: Callable[[StopReason], None]):
+    def __init__(
+        self,
+        run_id: str,
+        plan: Plan,
+        run_dir: Path,
+        *,
+        heartbeat_ms: int,
+        sinks: list[Sink],
+        on_stop: Callable[[StopReason], None],
+    ):
         self.run_dir = run_dir
         self._plan = plan
         # Files of the run directory that could not be written (a full disk): the first is
         # an event, each is in the journal (a restarted controller leaves it as it is) and
         # all are in the summary.
-        self.trouble = DiskTrouble(run_dir, on_first=lambda text: self.event(Event(EventKind.DISK_FULL, text)),
-                                   on_incomplete=self._incomplete)
+        self.trouble = DiskTrouble(
+            run_dir, on_first=lambda text: self.event(Event(EventKind.DISK_FULL, text)), on_incomplete=self._incomplete
+        )
         self.watchers = Watchers()
         self.totals = RunTotals()
         self.meter = StepMeter()
         self.generators = GeneratorHealth(
-            heartbeat_ms, max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0,
-            multi_core_driver=plan.driver == "gatling")
+            heartbeat_ms,
+            max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0,
+            multi_core_driver=plan.driver == "gatling",
+        )
         self.hosts = HostRecorder(period_ms=heartbeat_ms)
-        self._output = (InfluxOutput(run_id, sinks, emit=self.event, multi_core_driver=plan.driver == "gatling")
-                        if sinks else None)
+        self._output = (
+            InfluxOutput(run_id, sinks, emit=self.event, multi_core_driver=plan.driver == "gatling") if sinks else None
+        )
         self.drift = Drift(plan.interval_ms, emit=self._output.on_drift if self._output else lambda point: None)
         self.target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms, emit=self.event)
         self._stopwatch = StopWatch(plan.stop, plan.interval_ms, on_stop=on_stop)
@@ -88,8 +100,9 @@ class RunPipeline:
             self.watchers.on_event(event)
         for name in recovered.incomplete_files:
             self.trouble.cut_short(name)
-        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets],
-                                          resume=recovered.offsets, trouble=self.trouble)
+        self.writer = rundir.RunDirWriter(
+            self.run_dir, [t.url for t in self._plan.targets], resume=recovered.offsets, trouble=self.trouble
+        )
         self.writer.results = list(recovered.results)
         self._journal = RunJournal(self.run_dir, self.trouble)
         if recovered.checkpoint:
@@ -107,9 +120,23 @@ class RunPipeline:
 
     def _subscribe(self) -> None:
         # The run directory first: what the others publish is then already on disk.
-        self._stream = Stream(filter(None, [self.writer, self.totals, self.meter, self.generators, self.hosts,
-                                            self.drift, self.target_health, self._stopwatch, self._output,
-                                            self.watchers]))
+        self._stream = Stream(
+            filter(
+                None,
+                [
+                    self.writer,
+                    self.totals,
+                    self.meter,
+                    self.generators,
+                    self.hosts,
+                    self.drift,
+                    self.target_health,
+                    self._stopwatch,
+                    self._output,
+                    self.watchers,
+                ],
+            )
+        )
 
     # ---- what flows -------------------------------------------------------------
 
@@ -129,9 +156,16 @@ class RunPipeline:
             return
         assert self.writer is not None  # start() and resume() open both
         self.writer.sync()
-        self._journal.checkpoint({
-            "watermark_ms": watermark_ms, "offsets": to_doc(self.writer.offsets), "totals": self.totals.snapshot(),
-            "meter": self.meter.snapshot(), "drift": self.drift.snapshot(), "late": late})
+        self._journal.checkpoint(
+            {
+                "watermark_ms": watermark_ms,
+                "offsets": to_doc(self.writer.offsets),
+                "totals": self.totals.snapshot(),
+                "meter": self.meter.snapshot(),
+                "drift": self.drift.snapshot(),
+                "late": late,
+            }
+        )
 
     def record(self, kind: Record, **fields) -> None:
         if self._journal is not None:
@@ -156,17 +190,24 @@ class RunPipeline:
 
     # ---- steps and the end --------------------------------------------------------
 
-    def measure(self, spec: StepSpec, window: StepWindow, state: StepState, *, agents: int, demand_ratio: float,
-                one_host: bool) -> StepResult:
+    def measure(
+        self, spec: StepSpec, window: StepWindow, state: StepState, *, agents: int, demand_ratio: float, one_host: bool
+    ) -> StepResult:
         """A step's figures, once every interval of it is published: the cluster's over its
         measured window, the generators' verdict and the monitored hosts."""
         result = replace(self.meter.result(spec, window, state), hosts=self.hosts.step_loads(window.name))
         found = self.generators.verdict(window.name, agents, demand_ratio)
         if found.validity is not Validity.VALID or found.reasons:
-            result = replace(result, validity=found.validity, validity_reasons=found.reasons_text(),
-                             invalid_intervals=found.invalid_intervals, suspect_intervals=found.suspect_intervals,
-                             generator_bound=found.bound, generator_bound_intervals=found.invalid_intervals,
-                             generator_advice=found.describe(window.name, one_host=one_host))
+            result = replace(
+                result,
+                validity=found.validity,
+                validity_reasons=found.reasons_text(),
+                invalid_intervals=found.invalid_intervals,
+                suspect_intervals=found.suspect_intervals,
+                generator_bound=found.bound,
+                generator_bound_intervals=found.invalid_intervals,
+                generator_advice=found.describe(window.name, one_host=one_host),
+            )
         return result
 
     def step_end(self, window: StepWindow, result: StepResult, *, watermark_ms: int, late: dict[str, int]) -> None:
@@ -201,5 +242,8 @@ class RunPipeline:
     def _with_disk(self, summary: RunSummary) -> RunSummary:
         if not self.trouble.incomplete:
             return summary
-        return replace(summary, message="; ".join(filter(None, [summary.message, self.trouble.describe()])),
-                       incomplete_files=self.trouble.incomplete)
+        return replace(
+            summary,
+            message="; ".join(filter(None, [summary.message, self.trouble.describe()])),
+            incomplete_files=self.trouble.incomplete,
+        )

@@ -13,6 +13,7 @@ wire type, and a confined plan (`parse_plan`'s default: what the controller rece
 names no file at all. Only `load_plan`, on the machine that holds the plan file, reads
 the files a plan names.
 """
+
 from __future__ import annotations
 
 import enum
@@ -25,8 +26,8 @@ from urllib.parse import urlsplit
 
 from . import yamlsafe
 from .errors import PlanError, Problem
-from .planschema import plan_schema, schema_problems  # noqa: F401 (plan_schema: the CLI and tests read it here)
 from .load import Load, Think
+from .planschema import plan_schema, schema_problems  # noqa: F401 (plan_schema: the CLI and tests read it here)
 from .steps import Sweep
 from .stops import StopConditions
 
@@ -164,7 +165,8 @@ class Plan:
         if self.session:
             doc["workload"]["session"] = {
                 "steps": [{"request": st.request, "think": st.think.to_doc()} for st in self.session.steps],
-                "repeat": self.session.repeat}
+                "repeat": self.session.repeat,
+            }
         if self.max_requests:
             doc["budget"] = {"requests": self.max_requests}
         if self.influxdb:
@@ -224,8 +226,14 @@ def load_plan(path: Path, target_urls: Mapping[str, str] | None = None) -> Plan:
     return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False, target_urls=target_urls)
 
 
-def parse_plan(text: str, *, base_dir: Path | None = None, default_name: str = "plan",
-               confined: bool = True, target_urls: Mapping[str, str] | None = None) -> Plan:
+def parse_plan(
+    text: str,
+    *,
+    base_dir: Path | None = None,
+    default_name: str = "plan",
+    confined: bool = True,
+    target_urls: Mapping[str, str] | None = None,
+) -> Plan:
     """Validates a plan. `confined` (the default, and the controller's only mode): the plan
     may name no file (a manifest, a relative Gatling project) since nothing is read on its
     behalf; `loadfleet run` resolves those where the plan file is and sends them inline."""
@@ -259,7 +267,9 @@ def _replace_target_urls(doc: dict, target_urls: Mapping[str, str]) -> list[Prob
         if "name" not in target:
             continue
         if target["name"] in named:
-            problems.append(Problem(f"targets[{i}].name", f"'{target['name']}' names targets[{named[target['name']]}] too"))
+            problems.append(
+                Problem(f"targets[{i}].name", f"'{target['name']}' names targets[{named[target['name']]}] too")
+            )
         named.setdefault(target["name"], i)
     for name, url in target_urls.items():
         if name not in named:
@@ -274,12 +284,22 @@ def _confinement_problems(doc: dict) -> list[Problem]:
     """What a confined plan may not do: make its reader open files."""
     problems = []
     if "manifest" in doc.get("workload", {}):
-        problems.append(Problem("workload.manifest", "the controller reads no files named by a plan: "
-                                "`loadfleet run` reads the manifest and sends its requests inline"))
+        problems.append(
+            Problem(
+                "workload.manifest",
+                "the controller reads no files named by a plan: "
+                "`loadfleet run` reads the manifest and sends its requests inline",
+            )
+        )
     project = doc.get("gatling", {}).get("project")
     if project is not None and not Path(project).is_absolute():
-        problems.append(Problem("gatling.project", f"'{project}' is relative: give the project's absolute path on "
-                                "the agents' hosts (`loadfleet run` makes it absolute)"))
+        problems.append(
+            Problem(
+                "gatling.project",
+                f"'{project}' is relative: give the project's absolute path on "
+                "the agents' hosts (`loadfleet run` makes it absolute)",
+            )
+        )
     return problems
 
 
@@ -327,8 +347,9 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
         names = {r.name for r in requests}
         for i, step in enumerate(session["steps"]):
             if step["request"] not in names:
-                problems.append(Problem(f"workload.session.steps[{i}].request",
-                                        f"no request is named '{step['request']}'"))
+                problems.append(
+                    Problem(f"workload.session.steps[{i}].request", f"no request is named '{step['request']}'")
+                )
         if doc["load"]["model"] == "open":
             problems.append(Problem("workload.session", "sessions run on the closed or users model, not open"))
     return problems, requests
@@ -340,22 +361,36 @@ MAX_RUN_S = 7 * 86400
 
 # What each model needs, and what it cannot have.
 _MODEL_NEEDS = {"closed": ("clients",), "open": ("rate",), "users": ("users", "spawn_rate")}
-_MODEL_ONLY = {"clients": "closed", "rate": "open", "poisson": "open", "max_connections": "open",
-               "users": "users", "spawn_rate": "users"}
+_MODEL_ONLY = {
+    "clients": "closed",
+    "rate": "open",
+    "poisson": "open",
+    "max_connections": "open",
+    "users": "users",
+    "spawn_rate": "users",
+}
 
 
 def _load_problems(load: dict, *, sweeping: bool = False) -> list[Problem]:
     model = load["model"]
     level = _SWEEP_LEVEL[model]
-    problems = [Problem(f"load.{key}", f"the {model} model needs '{key}'") for key in _MODEL_NEEDS[model]
-                if key not in load and not (sweeping and key in (level, "spawn_rate"))]  # a sweep's: _sweep_problems
+    problems = [
+        Problem(f"load.{key}", f"the {model} model needs '{key}'")
+        for key in _MODEL_NEEDS[model]
+        if key not in load and not (sweeping and key in (level, "spawn_rate"))
+    ]  # a sweep's: _sweep_problems
     if sweeping and level in load:
         problems.append(Problem(f"load.{level}", f"sweep.steps sets the {level} of each step; leave '{level}' out"))
-    problems += [Problem(f"load.{key}", f"'{key}' belongs to the {owner} model, not {model}")
-                 for key, owner in _MODEL_ONLY.items() if key in load and owner != model]
+    problems += [
+        Problem(f"load.{key}", f"'{key}' belongs to the {owner} model, not {model}")
+        for key, owner in _MODEL_ONLY.items()
+        if key in load and owner != model
+    ]
     level_key = {"closed": "clients", "open": "rate"}.get(model)
     if level_key and load.get(level_key) == 0 and not any(s["target"] > 0 for s in load.get("stages", [])):
-        problems.append(Problem(f"load.{level_key}", f"{level_key} is 0 and no stage raises it: there would be no load"))
+        problems.append(
+            Problem(f"load.{level_key}", f"{level_key} is 0 and no stage raises it: there would be no load")
+        )
     if model == "open" and ("think" in load or "think_time_ms" in load):
         problems.append(Problem("load.think", "the open model has no think time (requests come at the rate)"))
     if "stages" in load and model == "users":
@@ -374,11 +409,16 @@ def _driver_problems(doc: dict) -> list[Problem]:
     """What the Gatling driver cannot run (docs/gatling.md)."""
     if doc.get("driver", DEFAULT_DRIVER) != "gatling":
         return []
-    unsupported = [("load.stages", "stages" in doc["load"], "stages"),
-                   ("budget", "budget" in doc, "request budgets"),
-                   ("sweep", "sweep" in doc, "sweeps (each step would start a JVM)")]
-    return [Problem(path, f"the gatling driver does not run {what}; use driver: engine")
-            for path, present, what in unsupported if present]
+    unsupported = [
+        ("load.stages", "stages" in doc["load"], "stages"),
+        ("budget", "budget" in doc, "request budgets"),
+        ("sweep", "sweep" in doc, "sweeps (each step would start a JVM)"),
+    ]
+    return [
+        Problem(path, f"the gatling driver does not run {what}; use driver: engine")
+        for path, present, what in unsupported
+        if present
+    ]
 
 
 def _gatling_problems(doc: dict, base_dir: Path | None) -> list[Problem]:
@@ -408,8 +448,13 @@ def _warmup_problems(doc: dict) -> list[Problem]:
     """A plain plan's warm-up must leave at least one interval of load to measure."""
     warmup_s, interval_s = doc.get("warmup_s", 0), doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
     if warmup_s and doc["duration_s"] - warmup_s < interval_s:
-        return [Problem("warmup_s", f"a warm-up of {warmup_s:g} s leaves less than one interval of {interval_s:g} s "
-                                    f"of the {doc['duration_s']:g} s of load to measure")]
+        return [
+            Problem(
+                "warmup_s",
+                f"a warm-up of {warmup_s:g} s leaves less than one interval of {interval_s:g} s "
+                f"of the {doc['duration_s']:g} s of load to measure",
+            )
+        ]
     return []
 
 
@@ -417,8 +462,11 @@ def _sweep_problems(doc: dict) -> list[Problem]:
     """duration_s xor sweep; steps that fit the model; server counts that fit the targets."""
     sweep = doc.get("sweep")
     if sweep is None:
-        return _warmup_problems(doc) if "duration_s" in doc else [
-            Problem("duration_s", "give duration_s, or a sweep with step_s")]
+        return (
+            _warmup_problems(doc)
+            if "duration_s" in doc
+            else [Problem("duration_s", "give duration_s, or a sweep with step_s")]
+        )
     problems = []
     if "warmup_s" in doc:
         problems.append(Problem("warmup_s", "a sweep warms each step up: give sweep.warmup_s"))
@@ -430,22 +478,32 @@ def _sweep_problems(doc: dict) -> list[Problem]:
         problems.append(Problem(f"sweep.steps[{pairs[0]}]", "a [users, spawn_rate] step goes with the users model"))
     levels = [v[0] if isinstance(v, list) else v for v in sweep["steps"]]
     if model != "open":
-        problems += [Problem(f"sweep.steps[{i}]", f"{v} is not a whole number of {_SWEEP_LEVEL[model]}")
-                     for i, v in enumerate(levels) if float(v) != int(v)]
+        problems += [
+            Problem(f"sweep.steps[{i}]", f"{v} is not a whole number of {_SWEEP_LEVEL[model]}")
+            for i, v in enumerate(levels)
+            if float(v) != int(v)
+        ]
     if model == "users" and "spawn_rate" not in doc["load"] and len(pairs) < len(levels):
-        problems.append(Problem("load.spawn_rate", "the users model needs 'spawn_rate' (or every step as "
-                                "[users, spawn_rate])"))
+        problems.append(
+            Problem("load.spawn_rate", "the users model needs 'spawn_rate' (or every step as [users, spawn_rate])")
+        )
     interval_s = doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
     if sweep["step_s"] - sweep.get("warmup_s", 0) < 2 * interval_s:
-        problems.append(Problem("sweep.step_s", f"{sweep['step_s']:g} s less a warm-up of {sweep.get('warmup_s', 0):g} s "
-                                f"leaves less than 2 intervals of {interval_s:g} s (a step's final interval is "
-                                "not measured)"))
+        problems.append(
+            Problem(
+                "sweep.step_s",
+                f"{sweep['step_s']:g} s less a warm-up of {sweep.get('warmup_s', 0):g} s "
+                f"leaves less than 2 intervals of {interval_s:g} s (a step's final interval is "
+                "not measured)",
+            )
+        )
     total = len(sweep["steps"]) * sweep.get("repeat", 1) * max(1, len(sweep.get("servers", [])))
     if total > MAX_SWEEP_STEPS:
         problems.append(Problem("sweep", f"{total:,} steps (levels x repeat x servers); at most {MAX_SWEEP_STEPS:,}"))
     elif total * sweep["step_s"] > MAX_RUN_S:
-        problems.append(Problem("sweep.step_s", f"{total} steps of {sweep['step_s']:g} s run longer than "
-                                f"{MAX_RUN_S // 86400} days"))
+        problems.append(
+            Problem("sweep.step_s", f"{total} steps of {sweep['step_s']:g} s run longer than {MAX_RUN_S // 86400} days")
+        )
     n_targets = len(doc["targets"])
     for i, k in enumerate(sweep.get("servers", [])):
         if k > n_targets:
@@ -460,7 +518,7 @@ def _sweep_problems(doc: dict) -> list[Problem]:
 
 
 def _url_problem(url: str) -> str | None:
-    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7f for c in url):
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
         # urlsplit drops tabs and newlines silently; the engine would get them.
         return f"{_short(repr(url))} has spaces or control characters"
     parts = urlsplit(url)
@@ -471,7 +529,7 @@ def _url_problem(url: str) -> str | None:
     if parts.username is not None or parts.password is not None:
         return f"'{_short(url.split('@')[-1])}': credentials in a URL are not sent; give an Authorization header"
     try:
-        parts.port
+        _ = parts.port  # urllib checks the port only when asked for it
     except ValueError:
         return f"'{url}' has an invalid port"
     if parts.path not in ("", "/") or parts.query:
@@ -516,8 +574,7 @@ def read_manifest(path: Path) -> list[Request]:
         doc = json.loads(path.read_text())
         files = doc["files"]
         requests = [
-            Request(name=f["class"], path=f["path"],
-                    weight=max(1, round(float(f["weight"]) * MANIFEST_WEIGHT_SCALE)))
+            Request(name=f["class"], path=f["path"], weight=max(1, round(float(f["weight"]) * MANIFEST_WEIGHT_SCALE)))
             for f in files
         ]
     except OSError as exc:
@@ -539,8 +596,9 @@ def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path
         name=doc.get("name", default_name),
         duration_s=sweep.step_s * sweep.total_steps if sweep else float(doc["duration_s"]),
         interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
-        targets=tuple(Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1), name=t.get("name", ""))
-                      for t in doc["targets"]),
+        targets=tuple(
+            Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1), name=t.get("name", "")) for t in doc["targets"]
+        ),
         requests=tuple(requests),
         keep_alive=doc.get("workload", {}).get("keep_alive", True),
         tls_verify=doc.get("workload", {}).get("tls_verify", False),
@@ -572,5 +630,6 @@ def _gatling(doc: dict | None, base_dir: Path | None) -> GatlingOptions | None:
     if "project" in doc:  # absolute where the plan file is read, so agents find it from anywhere
         path = _resolve(doc["project"], base_dir)
         project = str(path.absolute() if base_dir is not None else path)
-    return GatlingOptions(project=project, simulation=doc.get("simulation", ""),
-                          html_report=doc.get("html_report", False))
+    return GatlingOptions(
+        project=project, simulation=doc.get("simulation", ""), html_report=doc.get("html_report", False)
+    )

@@ -4,6 +4,7 @@ and what its violations are called.
 Integers are integers (JSON Schema counts 1.0 as one; the wire does not), and messages keep
 the offending value short and say the schema's patterns in words.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,8 @@ def _strict_integer(checker, instance) -> bool:
 
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer))
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+)
 
 
 def schema_problems(doc: dict) -> list[Problem]:
@@ -44,7 +46,7 @@ _PATTERN_MESSAGES = {
     "path": "a path starts with / and has no spaces or control characters (percent-encode them)",
     "text": "control characters (CR, LF, ...) are not allowed here",
     "token_env": "the controller passes only its LOADFLEET_INFLUX_TOKEN* variables to a plan's InfluxDB "
-                 "(e.g. LOADFLEET_INFLUX_TOKEN_TEAM_A; docs/security.md)",
+    "(e.g. LOADFLEET_INFLUX_TOKEN_TEAM_A; docs/security.md)",
 }
 
 
@@ -83,5 +85,3 @@ def _path(parts) -> str:
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
-
-

@@ -8,6 +8,7 @@ has not acknowledged, and the run goes on. Any other is closed as interrupted: i
 summary is written from the journal, and the run directory keeps every interval
 published before the crash.
 """
+
 from __future__ import annotations
 
 import json
@@ -90,15 +91,24 @@ def recover(run_dir: Path) -> Recovered:
     step = _running_step(contents, steps[-1]) if steps else None
     offsets, watermark = _written(contents)
     return Recovered(
-        run_dir=run_dir, agents=start["agents"], hostnames=start.get("hostnames", []), results=results,
+        run_dir=run_dir,
+        agents=start["agents"],
+        hostnames=start.get("hostnames", []),
+        results=results,
         clock_offsets_ms=start.get("clock_offsets_ms", {}),
         knees={r["servers"]: from_doc(Knee, r["knee"]) for r in contents.of_kind(Record.KNEE)},
         stop=next((from_doc(StopReason, r["reason"]) for r in contents.of_kind(Record.STOP)), None),
         skipped=[name for r in contents.of_kind(Record.SKIPPED) for name in r["steps"]],
         losses=[from_doc(Loss, r["loss"]) for r in contents.of_kind(Record.LOSS)],
         incomplete_files=[r["file"] for r in contents.of_kind(Record.INCOMPLETE)],
-        step=step, checkpoint=contents.checkpoint, intervals=contents.intervals, offsets=offsets,
-        watermark_ms=watermark, events=_events(run_dir), modified_s=contents.modified_s)
+        step=step,
+        checkpoint=contents.checkpoint,
+        intervals=contents.intervals,
+        offsets=offsets,
+        watermark_ms=watermark,
+        events=_events(run_dir),
+        modified_s=contents.modified_s,
+    )
 
 
 def adoptable(recovered: Recovered, lease_s: float, now_s: float | None = None) -> bool:

@@ -6,6 +6,7 @@ attach to tickets and publish as reports, does not. What is stored is the plan w
 those header values replaced, so it still reads back as a plan (and shows which
 headers were sent).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -15,10 +16,22 @@ from .plan import Plan
 
 REDACTED = "<redacted>"
 # Header names (lower case) whose values are credentials.
-SENSITIVE_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "apikey",
-    "x-auth-token", "x-access-token", "x-csrf-token", "x-xsrf-token", "x-amz-security-token",
-})
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-api-key",
+        "api-key",
+        "apikey",
+        "x-auth-token",
+        "x-access-token",
+        "x-csrf-token",
+        "x-xsrf-token",
+        "x-amz-security-token",
+    }
+)
 # A custom header whose name says it holds a secret is treated the same (X-Vault-Token, X-Upstream-Password, ...).
 _SENSITIVE_WORDS = ("token", "secret", "password", "passwd", "api-key", "apikey", "credential", "session", "auth")
 _NOTE = "# Values of credential headers are redacted in the run directory (docs/security.md).\n"
@@ -53,7 +66,6 @@ def redact_plan_yaml(plan_yaml: str) -> str:
                     headers[name] = REDACTED
                     changed = True
     return _NOTE + yamlsafe.dump(doc) if changed else plan_yaml
-
 
 
 def has_redactions(plan: Plan) -> bool:

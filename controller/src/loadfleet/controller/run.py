@@ -14,6 +14,7 @@ step's end; at the run's end the summary is written. Nothing here grows with the
 length: per-interval state lives in the window, everything else is O(agents × rows +
 steps).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,7 +41,9 @@ from .journal import Record
 from .knee import Knee
 from .load import LoadModel
 from .losses import FleetLosses, Loss, StepShares
+from .pipeline import RunPipeline
 from .plan import Plan
+from .rundisk import DiskTrouble
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
 from .sinks import Sink
 from .spooldrops import AgentSpoolDrop, agent_drop_event
@@ -48,8 +51,6 @@ from .steps import SINGLE_STEP, StepResult, StepSpec, StepState
 from .stops import Condition, StopReason
 from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
 from .summary import RunSummary, summarize
-from .pipeline import RunPipeline
-from .rundisk import DiskTrouble
 from .watchers import Follower, Watchers
 from .window import IntervalWindow, Outcome
 
@@ -117,10 +118,19 @@ def _shares_described(shares) -> str:
 
 
 class Run:
-    def __init__(self, run_id: str, plan: Plan, run_dir: Path, registry: AgentRegistry,
-                 *, sinks: Sequence[Sink] = (), grace_ms: int = DEFAULT_GRACE_MS, lease_ms: int = 0,
-                 settle: Callable[[str, int], None] = lambda agent, seq: None,
-                 clock_ms: Callable[[], int] = now_ms):
+    def __init__(
+        self,
+        run_id: str,
+        plan: Plan,
+        run_dir: Path,
+        registry: AgentRegistry,
+        *,
+        sinks: Sequence[Sink] = (),
+        grace_ms: int = DEFAULT_GRACE_MS,
+        lease_ms: int = 0,
+        settle: Callable[[str, int], None] = lambda agent, seq: None,
+        clock_ms: Callable[[], int] = now_ms,
+    ):
         self.run_id = run_id
         self.plan = plan
         self.run_dir = run_dir
@@ -146,17 +156,24 @@ class Run:
         self._stop_requested = False
         self._late: dict[str, int] = {}  # agent -> requests in reports that came too late
         # While a job runs, agents keep its load this long without word from the controller.
-        self._losses = FleetLosses(plan.agents.on_loss, max(plan.agents.lease_s, lease_ms / 1000), registry,
-                                   emit=self._emit, journal=self._journal_loss, halt=self._halt_step,
-                                   clock_ms=clock_ms)
+        self._losses = FleetLosses(
+            plan.agents.on_loss,
+            max(plan.agents.lease_s, lease_ms / 1000),
+            registry,
+            emit=self._emit,
+            journal=self._journal_loss,
+            halt=self._halt_step,
+            clock_ms=clock_ms,
+        )
         self._late_told: set[str] = set()  # steps whose late reports have had their event
         self._off_grid: set[str] = set()  # agents whose reports fell off the interval grid: O(agents)
         # The window publishes into the pipeline; its revision window is the job's lease
         # (an agent late by less than that is late, not lost) and at least the grace.
         revision_ms = max(grace_ms, round(plan.agents.lease_s * 1000) or lease_ms)
         self._window = IntervalWindow(revision_ms=revision_ms, publish=self._publish, settle=settle)
-        self._pipeline = RunPipeline(run_id, plan, run_dir, heartbeat_ms=registry.heartbeat_ms, sinks=self.sinks,
-                                     on_stop=self._on_stop_condition)
+        self._pipeline = RunPipeline(
+            run_id, plan, run_dir, heartbeat_ms=registry.heartbeat_ms, sinks=self.sinks, on_stop=self._on_stop_condition
+        )
 
     @property
     def agent_ids(self) -> list[str]:
@@ -202,13 +219,20 @@ class Run:
         chosen = await self._choose_agents()
         self._agents = [r.agent_id for r in chosen]
         self._clock_offsets_ms = {r.agent_id: r.clock.offset_ms for r in chosen if r.clock}
-        self._pipeline.start(agents=self._agents, hostnames=sorted(self._hostnames),
-                             clock_offsets_ms=self._clock_offsets_ms)
+        self._pipeline.start(
+            agents=self._agents, hostnames=sorted(self._hostnames), clock_offsets_ms=self._clock_offsets_ms
+        )
         self.state = RunState.RUNNING
         for r in chosen:  # its times are converted; its own logs' are not
             if r.clock and abs(r.clock.offset_ms) > CLOCK_OFFSET_LIMIT_MS:
-                self._emit(Event(EventKind.CLOCK_OFFSET, f"agent {r.agent_id}'s clock is {r.clock.describe()}: its "
-                                 "barrier and intervals are converted, its own logs' times are not", r.agent_id))
+                self._emit(
+                    Event(
+                        EventKind.CLOCK_OFFSET,
+                        f"agent {r.agent_id}'s clock is {r.clock.describe()}: its "
+                        "barrier and intervals are converted, its own logs' times are not",
+                        r.agent_id,
+                    )
+                )
         if self.plan.sweep:
             self._emit(Event(EventKind.RUN_STARTED, self._sweep_description()))
         await self._run_steps(self._specs)
@@ -237,26 +261,42 @@ class Run:
             self._window.publish_due(self._clock_ms())
         elif outcome is Outcome.UNEXPECTED and report.agent_id not in self._off_grid:
             self._off_grid.add(report.agent_id)  # told once: every later report would be the same
-            log.warning("run %s: agent %s reported an interval at %d ms, which is not on the step's grid of job %s "
-                        "(its clock, or another job's report): not counted", self.run_id, report.agent_id,
-                        report.interval_start_ms, report.job_id)
+            log.warning(
+                "run %s: agent %s reported an interval at %d ms, which is not on the step's grid of job %s "
+                "(its clock, or another job's report): not counted",
+                self.run_id,
+                report.agent_id,
+                report.interval_start_ms,
+                report.job_id,
+            )
         elif outcome is Outcome.LATE:
             self._late[report.agent_id] = self._late.get(report.agent_id, 0) + report.total.requests
             step = self._step
             if step is not None and step.window.name not in self._late_told:  # once a step: a fleet can be late at once
                 self._late_told.add(step.window.name)
-                self._emit(Event(EventKind.LATE_REPORTS, f"step {step.window.name}: agent {report.agent_id}'s report of "
-                                 f"{time.strftime('%H:%M:%S', time.localtime(report.interval_start_ms / 1000))} came "
-                                 "after the interval was published without it; late requests are counted per agent in "
-                                 "the summary's late_requests, not in the intervals", report.agent_id))
+                self._emit(
+                    Event(
+                        EventKind.LATE_REPORTS,
+                        f"step {step.window.name}: agent {report.agent_id}'s report of "
+                        f"{time.strftime('%H:%M:%S', time.localtime(report.interval_start_ms / 1000))} came "
+                        "after the interval was published without it; late requests are counted per agent in "
+                        "the summary's late_requests, not in the intervals",
+                        report.agent_id,
+                    )
+                )
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         step = self._step
         if state is JobState.READY:
             self._driver_ready(step, agent_id, job_id, message)
             return
-        if (step is None or job_id != step.window.job_id or agent_id not in step.engines
-                or not state.ended or agent_id in step.ended):
+        if (
+            step is None
+            or job_id != step.window.job_id
+            or agent_id not in step.engines
+            or not state.ended
+            or agent_id in step.ended
+        ):
             return
         step.ended[agent_id] = state
         if step.shares:
@@ -270,14 +310,17 @@ class Run:
     def _driver_ready(self, step: _StepRun | None, agent_id: str, job_id: str, message: str) -> None:
         """Gatling's JVM takes seconds to start: its agent says when it is ready and how late
         its load starts (an engine is ready at once: nothing to tell)."""
-        if (step is not None and job_id == step.window.job_id and agent_id in step.engines
-                and self.plan.driver == "gatling"):
+        if (
+            step is not None
+            and job_id == step.window.job_id
+            and agent_id in step.engines
+            and self.plan.driver == "gatling"
+        ):
             self._emit(Event(EventKind.DRIVER_READY, f"{agent_id}: {message}", agent_id))
 
     def on_health(self, agent_id: str, health: Health) -> None:
         step = self._step
-        if (step is None or agent_id not in step.engines or agent_id in step.ended
-                or self.state is not RunState.RUNNING):
+        if step is None or agent_id not in step.engines or agent_id in step.ended or self.state is not RunState.RUNNING:
             return
         self._pipeline.health(step.window, agent_id, health, self._clock_ms(), step.engines[agent_id])
 
@@ -315,8 +358,13 @@ class Run:
         if record.agent_id in self._lost and not self.state.ended:
             self._lost.discard(record.agent_id)
             record.state = AgentState.BUSY
-            self._emit(Event(EventKind.AGENT_BACK, f"agent {record.agent_id} reconnected after it was lost; it takes "
-                             "part again from the next step", record.agent_id))
+            self._emit(
+                Event(
+                    EventKind.AGENT_BACK,
+                    f"agent {record.agent_id} reconnected after it was lost; it takes part again from the next step",
+                    record.agent_id,
+                )
+            )
 
     def on_engine_failure(self, failure: EngineFailure) -> None:
         step = self._step
@@ -367,13 +415,17 @@ class Run:
             if time.monotonic() >= deadline or self._stop_requested:
                 raise NotEnoughAgents(
                     f"needed {wanted} idle agent(s) matching {dict(selection.labels) or 'any labels'}, "
-                    f"found {len(idle)} after {selection.wait_s:g} s")
+                    f"found {len(idle)} after {selection.wait_s:g} s"
+                )
             await self._registry.wait_changed(min(0.5, max(0.0, deadline - time.monotonic())))
 
     async def _run_steps(self, specs: list[StepSpec]) -> None:
         for i, spec in enumerate(specs):
-            if (self._stop_requested or self._losses.abort
-                    or (self._stop_reason and self._stop_reason.condition is not Condition.KNEE)):
+            if (
+                self._stop_requested
+                or self._losses.abort
+                or (self._stop_reason and self._stop_reason.condition is not Condition.KNEE)
+            ):
                 self._skip([s.name for s in specs[i:]])
                 break
             if spec.servers in self._knees and self.plan.sweep and self.plan.sweep.stop_at_knee:
@@ -382,8 +434,9 @@ class Run:
             await self._run_step(spec, first=not self._results)
 
     async def _run_step(self, spec: StepSpec, *, first: bool) -> None:
-        agents = [record for a in self._agents if a not in self._lost
-                  and (record := self._registry.get(a)) and record.link]
+        agents = [
+            record for a in self._agents if a not in self._lost and (record := self._registry.get(a)) and record.link
+        ]
         if not agents:
             raise NotEnoughAgents(f"no agent of the run is left for step {spec.name}")
         plan = steps.step_plan(self.plan, spec)
@@ -394,18 +447,31 @@ class Run:
         load_start = barrier_start_ms(self._clock_ms(), plan.interval_ms, lead_ms)
         sweep = self.plan.sweep
         window = StepWindow(
-            name=spec.name, index=len(self._results), job_id=job_id_for(self.run_id, spec.name, single=sweep is None),
-            interval_ms=plan.interval_ms, load_start_ms=load_start, load_end_ms=load_start + int(plan.duration_s * 1000),
+            name=spec.name,
+            index=len(self._results),
+            job_id=job_id_for(self.run_id, spec.name, single=sweep is None),
+            interval_ms=plan.interval_ms,
+            load_start_ms=load_start,
+            load_end_ms=load_start + int(plan.duration_s * 1000),
             warmup_ms=round((sweep.warmup_s if sweep else plan.warmup_s) * 1000),
             cooldown_ms=plan.interval_ms if sweep else 0,
             load=plan.load.describe(),
-            agent_detail=len(shares) * len(plan.targets) * len({r.name for r in plan.requests}) <= AGENT_DETAIL_MAX_ROWS)
-        step = _StepRun(spec, window, engines={s.agent_id: len(s.engines) for s in shares},
-                        shares=StepShares(window.job_id, spec.name, plan.interval_ms,
-                                          {s.agent_id: s.engines for s in shares}))
+            agent_detail=len(shares) * len(plan.targets) * len({r.name for r in plan.requests})
+            <= AGENT_DETAIL_MAX_ROWS,
+        )
+        step = _StepRun(
+            spec,
+            window,
+            engines={s.agent_id: len(s.engines) for s in shares},
+            shares=StepShares(window.job_id, spec.name, plan.interval_ms, {s.agent_id: s.engines for s in shares}),
+        )
         self._job_steps[window.job_id] = spec.name
-        self._pipeline.record(Record.STEP, window=to_doc(window), engines=step.engines,
-                              shares={s.agent_id: to_doc(s.engines) for s in shares})
+        self._pipeline.record(
+            Record.STEP,
+            window=to_doc(window),
+            engines=step.engines,
+            shares={s.agent_id: to_doc(s.engines) for s in shares},
+        )
         self._window.open_step(window, step.engines)
         self._step = step
         for share in shares:
@@ -420,11 +486,17 @@ class Run:
     def _step_started_event(self, spec: StepSpec, plan: Plan, shares) -> Event:
         split = _shares_described(shares)
         if self.plan.sweep:
-            return Event(EventKind.STEP_STARTED, f"step {spec.name}: {plan.load.describe()} on "
-                         f"{spec.servers} server(s) for {plan.duration_s:g} s ({split})")
+            return Event(
+                EventKind.STEP_STARTED,
+                f"step {spec.name}: {plan.load.describe()} on "
+                f"{spec.servers} server(s) for {plan.duration_s:g} s ({split})",
+            )
         budget = f", {plan.max_requests} requests at most" if plan.max_requests else ""
-        return Event(EventKind.RUN_STARTED, f"run {self.run_id}: {plan.load.describe()} on {len(shares)} agent(s) "
-                     f"({split}) for {plan.duration_s:g} s{budget}")
+        return Event(
+            EventKind.RUN_STARTED,
+            f"run {self.run_id}: {plan.load.describe()} on {len(shares)} agent(s) "
+            f"({split}) for {plan.duration_s:g} s{budget}",
+        )
 
     async def _collect(self, step: _StepRun, *, not_before_ms: int = 0) -> None:
         """Waits for every agent to end its share (or the deadline, not before
@@ -446,15 +518,27 @@ class Run:
             self._registry.hold(agent_id, 0)
         window = self._window.step or step.window
         states = set(step.ended.values())
-        state = (StepState.INTERRUPTED if self.state is RunState.INTERRUPTED else
-                 StepState.STOPPED if window.stopped else
-                 StepState.FAILED if states <= {JobState.FAILED} else StepState.FINISHED)
+        state = (
+            StepState.INTERRUPTED
+            if self.state is RunState.INTERRUPTED
+            else StepState.STOPPED
+            if window.stopped
+            else StepState.FAILED
+            if states <= {JobState.FAILED}
+            else StepState.FINISHED
+        )
         measured = self._pipeline.meter.result(step.spec, window, state)
-        demand = (measured.offered / measured.achieved_rps
-                  if self.plan.load.model is LoadModel.OPEN and measured.achieved_rps else 0.0)
-        result = replace(self._pipeline.measure(step.spec, window, state, agents=len(step.engines),
-                                                demand_ratio=demand, one_host=self._one_host()),
-                         losses=self._losses.in_step(step.spec.name))
+        demand = (
+            measured.offered / measured.achieved_rps
+            if self.plan.load.model is LoadModel.OPEN and measured.achieved_rps
+            else 0.0
+        )
+        result = replace(
+            self._pipeline.measure(
+                step.spec, window, state, agents=len(step.engines), demand_ratio=demand, one_host=self._one_host()
+            ),
+            losses=self._losses.in_step(step.spec.name),
+        )
         self._results.append(result)
         self._step = None
         self._pipeline.step_end(window, result, watermark_ms=self._window.watermark_ms, late=self._late)
@@ -487,8 +571,9 @@ class Run:
         self._skip([spec.name])
         if self._stop_reason is None:
             knee = self._knees[spec.servers]
-            self._set_stop_reason(StopReason(Condition.KNEE, f"stop_at_knee: {knee.describe()}", knee.name,
-                                             self._clock_ms()))
+            self._set_stop_reason(
+                StopReason(Condition.KNEE, f"stop_at_knee: {knee.describe()}", knee.name, self._clock_ms())
+            )
 
     def _skip(self, names: list[str]) -> None:
         self._skipped += names
@@ -528,8 +613,9 @@ class Run:
             record = self._registry.get(agent_id)
             if record and record.state is AgentState.BUSY:
                 record.state = AgentState.IDLE
-        self._emit(Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}"
-                         + (f": {message}" if message else "")))
+        self._emit(
+            Event(EventKind.RUN_FINISHED, f"run {self.run_id} {self.state.value}" + (f": {message}" if message else ""))
+        )
         self.summary = self._summarize(message)
         self.summary = await self._pipeline.finish(self.summary, self.state.value)
         return self.summary
@@ -544,25 +630,45 @@ class Run:
         failed_steps = [r.name for r in self._results if r.state is StepState.FAILED]
         if failed_steps and self.state is not RunState.FAILED:
             # The run goes on past a step no agent finished, but its figures are missing or partial.
-            message = "; ".join(filter(None, [message, f"step(s) {', '.join(failed_steps)} failed: "
-                                                       "no agent finished its share"]))
+            message = "; ".join(
+                filter(None, [message, f"step(s) {', '.join(failed_steps)} failed: no agent finished its share"])
+            )
         return message
 
     def _summarize(self, message: str) -> RunSummary:
         sweep = self.plan.sweep
         found = analyze(self._results, self.plan.load.model, server_sweep=bool(sweep.servers)) if sweep else None
         return summarize(
-            run_id=self.run_id, plan_name=self.plan.name, state=self.state.value, message=message,
-            run_dir=str(self.run_dir), started_ms=self._results[0].start_ms if self._results and self._results[0].start_ms else self.started_ms,
-            totals=self._pipeline.totals, agent_ids=self.agent_ids, events=self.watchers.events,
-            events_left_out=self.watchers.events_left_out, late_requests=dict(sorted(self._late.items())),
-            steps=tuple(self._results), skipped_steps=tuple(self._skipped),
+            run_id=self.run_id,
+            plan_name=self.plan.name,
+            state=self.state.value,
+            message=message,
+            run_dir=str(self.run_dir),
+            started_ms=self._results[0].start_ms if self._results and self._results[0].start_ms else self.started_ms,
+            totals=self._pipeline.totals,
+            agent_ids=self.agent_ids,
+            events=self.watchers.events,
+            events_left_out=self.watchers.events_left_out,
+            late_requests=dict(sorted(self._late.items())),
+            steps=tuple(self._results),
+            skipped_steps=tuple(self._skipped),
             knees=found.knees if found else tuple(self._knees.values()),
-            **({"levels": found.levels, "scalability": found.scalability, "usl": found.usl,
-                "analysis_notes": found.notes} if found else {}),
-            load_model=self.plan.load.model.value, stop=self._stop_reason,
-            target_outages=self._pipeline.target_health.outages(), hosts=self._pipeline.hosts.run_loads(),
-            losses=tuple(self._losses.losses), clock_offsets_ms=dict(sorted(self._clock_offsets_ms.items())),
+            **(
+                {
+                    "levels": found.levels,
+                    "scalability": found.scalability,
+                    "usl": found.usl,
+                    "analysis_notes": found.notes,
+                }
+                if found
+                else {}
+            ),
+            load_model=self.plan.load.model.value,
+            stop=self._stop_reason,
+            target_outages=self._pipeline.target_health.outages(),
+            hosts=self._pipeline.hosts.run_loads(),
+            losses=tuple(self._losses.losses),
+            clock_offsets_ms=dict(sorted(self._clock_offsets_ms.items())),
         )
 
     def _final_state(self) -> RunState:
@@ -573,12 +679,16 @@ class Run:
     def _sweep_description(self) -> str:
         sweep = self.plan.sweep
         assert sweep is not None  # described for sweeps only
-        level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[self.plan.load.model]
+        level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[
+            self.plan.load.model
+        ]
         servers = f" on {', '.join(map(str, sweep.servers))} server(s)" if sweep.servers else ""
         repeat = f", each {sweep.repeat} times" if sweep.repeat > 1 else ""
-        return (f"run {self.run_id}: sweep of {sweep.total_steps} steps of {sweep.step_s:g} s "
-                f"({', '.join(f'{v:g}' for v in sweep.levels)} {level}{servers}{repeat}; "
-                f"warm-up {sweep.warmup_s:g} s) on {len(self._agents)} agent(s)")
+        return (
+            f"run {self.run_id}: sweep of {sweep.total_steps} steps of {sweep.step_s:g} s "
+            f"({', '.join(f'{v:g}' for v in sweep.levels)} {level}{servers}{repeat}; "
+            f"warm-up {sweep.warmup_s:g} s) on {len(self._agents)} agent(s)"
+        )
 
     # ---- publishing --------------------------------------------------------------
 

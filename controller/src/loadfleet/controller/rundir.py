@@ -6,8 +6,9 @@ rows are one agent's; within a scope a row per (target, request) and a `*`,`*` r
 whole interval), latency.hlog (the same intervals' latency histograms in microseconds, in
 the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any
 percentile can be recomputed or merged later; each row ends with the interval's
-generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many agents, `StepWindow.agent_detail`
-off, agents' rows are their totals only and the log has the cluster's lines only), events.jsonl (one run event per line), hosts.csv and
+generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many
+agents, `StepWindow.agent_detail` off, agents' rows are their totals only and the log has the
+cluster's lines only), events.jsonl (one run event per line), hosts.csv and
 host_counters.csv (monitored hosts' samples); steps.csv after each step; summary.json
 and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
 when the plan asks for it (`store_artifact_chunk`). journal/ is the controller's own
@@ -19,6 +20,7 @@ summary.json) are written to a temporary name and renamed, so a reader never see
 file. A write that fails (a full disk) leaves that file as far as it was complete and the
 run going on (rundisk.py).
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,9 +30,8 @@ import json
 import logging
 import os
 import zipfile
-from pathlib import Path
-
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loadfleet.wire.phases import PHASE_NAMES
@@ -54,11 +55,34 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INTERVAL_COLUMNS = (
-    ["interval_start_ms", "scope", "agent", "target", "request", "requests", "ok", "failed",
-     "status_1xx", "status_2xx", "status_3xx", "status_4xx", "status_5xx"]
+    [
+        "interval_start_ms",
+        "scope",
+        "agent",
+        "target",
+        "request",
+        "requests",
+        "ok",
+        "failed",
+        "status_1xx",
+        "status_2xx",
+        "status_3xx",
+        "status_4xx",
+        "status_5xx",
+    ]
     + [f"err_{error_kind_name(k)}" for k in ERROR_KINDS]
-    + ["bytes_in", "bytes_out", "conns_opened", "conns_closed", "active_conns", "rps", "mb_per_s",
-       "mean_ms", "stddev_ms", "min_ms"]
+    + [
+        "bytes_in",
+        "bytes_out",
+        "conns_opened",
+        "conns_closed",
+        "active_conns",
+        "rps",
+        "mb_per_s",
+        "mean_ms",
+        "stddev_ms",
+        "min_ms",
+    ]
     + [f"{name}_ms" for name, _ in PERCENTILES]
     + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
     # Phases: count, exact sum and max per phase (sums and counts add up across rows and
@@ -151,9 +175,11 @@ HOSTS_FILE = "hosts.csv"
 COUNTERS_FILE = "host_counters.csv"
 STEPS_FILE = "steps.csv"
 SUMMARY_FILE = "summary.json"
-_HLOG_HEADER = ("#[Histogram log of a loadfleet run: latency in microseconds, one interval per line]\n"
-                "#[BaseTime: 0.000 (seconds since epoch)]\n"
-                '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n')
+_HLOG_HEADER = (
+    "#[Histogram log of a loadfleet run: latency in microseconds, one interval per line]\n"
+    "#[BaseTime: 0.000 (seconds since epoch)]\n"
+    '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n'
+)
 
 
 @dataclass(frozen=True)
@@ -169,16 +195,27 @@ class RunDirWriter:
     few open files and the steps' results: O(steps). A file that cannot be written is
     told to `trouble` and left as far as it was complete."""
 
-    def __init__(self, run_dir: Path, target_urls: list[str], *, resume: Offsets | None = None,
-                 trouble: DiskTrouble | None = None):
+    def __init__(
+        self,
+        run_dir: Path,
+        target_urls: list[str],
+        *,
+        resume: Offsets | None = None,
+        trouble: DiskTrouble | None = None,
+    ):
         self.run_dir = run_dir
         self._target_urls = target_urls
         self.trouble = trouble = trouble or DiskTrouble(run_dir)
         trouble.attempt(".", lambda: run_dir.mkdir(parents=True, exist_ok=True))
-        self._intervals = AppendFile(run_dir / INTERVALS_FILE, trouble, header=_csv_line(INTERVAL_COLUMNS),
-                                     keep_bytes=resume.intervals if resume else None)
-        self._hlog = AppendFile(run_dir / HLOG_FILE, trouble, header=_HLOG_HEADER,
-                                keep_bytes=resume.hlog if resume else None)
+        self._intervals = AppendFile(
+            run_dir / INTERVALS_FILE,
+            trouble,
+            header=_csv_line(INTERVAL_COLUMNS),
+            keep_bytes=resume.intervals if resume else None,
+        )
+        self._hlog = AppendFile(
+            run_dir / HLOG_FILE, trouble, header=_HLOG_HEADER, keep_bytes=resume.hlog if resume else None
+        )
         events = run_dir / EVENTS_FILE
         self._events = AppendFile(events, trouble, keep_bytes=events.stat().st_size if events.exists() else None)
         self._hosts: AppendFile | None = None
@@ -202,8 +239,9 @@ class RunDirWriter:
         writer = csv.writer(out, lineterminator="\n")
         for scope, agent_id, row in written:
             own = judged.get(agent_id, VALID)
-            writer.writerow(_csv_row(start, scope, agent_id, row, interval.figures(row))
-                           + [own.validity.value, own.reasons_text()])
+            writer.writerow(
+                _csv_row(start, scope, agent_id, row, interval.figures(row)) + [own.validity.value, own.reasons_text()]
+            )
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:
@@ -213,8 +251,9 @@ class RunDirWriter:
 
     def on_step_end(self, end: StepEnd) -> None:
         self.results.append(end.result)
-        self.trouble.attempt(STEPS_FILE, lambda: write_atomic(self.run_dir / STEPS_FILE,
-                                                             steps_csv(self.results, self._target_urls)))
+        self.trouble.attempt(
+            STEPS_FILE, lambda: write_atomic(self.run_dir / STEPS_FILE, steps_csv(self.results, self._target_urls))
+        )
 
     def on_run_end(self) -> None:
         self.close()
@@ -229,8 +268,9 @@ class RunDirWriter:
         self._hosts.write("".join(_csv_line(r) for r in host_csv_rows(host, monitor, sample)))
         if sample.counters:
             if self._counters is None:
-                self._counters = AppendFile(self.run_dir / COUNTERS_FILE, self.trouble,
-                                            header=_csv_line(COUNTERS_CSV_HEADER))
+                self._counters = AppendFile(
+                    self.run_dir / COUNTERS_FILE, self.trouble, header=_csv_line(COUNTERS_CSV_HEADER)
+                )
             self._counters.write("".join(_csv_line(r) for r in counter_csv_rows(host, sample)))
 
     def flush(self) -> None:
@@ -262,12 +302,12 @@ def _hlog_line(tag: str, start: int, interval_ms: int, row: StatsRow) -> str:
     if not row.histogram:
         return ""
     payload = base64.b64encode(row.histogram.encode()).decode()
-    return (f"Tag={tag},{start / 1000:.3f},{interval_ms / 1000:.3f},"
-            f"{row.histogram.max_value / 1000:.3f},{payload}\n")
+    return f"Tag={tag},{start / 1000:.3f},{interval_ms / 1000:.3f},{row.histogram.max_value / 1000:.3f},{payload}\n"
 
 
-def write_summary(run_dir: Path, summary: RunSummary, trouble: DiskTrouble | None = None, *,
-                  report: bool = True) -> bool:
+def write_summary(
+    run_dir: Path, summary: RunSummary, trouble: DiskTrouble | None = None, *, report: bool = True
+) -> bool:
     """summary.json, then (`report`) report.html built from the run directory; False when
     either could not be written (a full disk: told to `trouble`)."""
     trouble = trouble or DiskTrouble(run_dir)
@@ -304,14 +344,32 @@ def report_written(run_dir: Path, problem: Exception | None, trouble: DiskTroubl
 def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list:
     lat = f.latency
     return [
-        start, scope.value, agent, row.target, row.request, row.requests, row.ok, row.failed, *row.status,
+        start,
+        scope.value,
+        agent,
+        row.target,
+        row.request,
+        row.requests,
+        row.ok,
+        row.failed,
+        *row.status,
         *(row.errors.get(k, 0) for k in ERROR_KINDS),
-        row.bytes_in, row.bytes_out, row.connections_opened, row.connections_closed,
-        row.active_connections, round(f.rps, 3), round(f.mb_per_s, 6),
-        round(lat.mean_ms, 3), round(lat.stddev_ms, 3), round(lat.min_ms, 3),
+        row.bytes_in,
+        row.bytes_out,
+        row.connections_opened,
+        row.connections_closed,
+        row.active_connections,
+        round(f.rps, 3),
+        round(f.mb_per_s, 6),
+        round(lat.mean_ms, 3),
+        round(lat.stddev_ms, 3),
+        round(lat.min_ms, 3),
         *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
         round(lat.max_ms, 3),
-        row.scheduled, row.sent_late, round(row.max_send_lag_us / 1000, 3), row.not_sent,
+        row.scheduled,
+        row.sent_late,
+        round(row.max_send_lag_us / 1000, 3),
+        row.not_sent,
         *_phase_cells(row, f),
     ]
 

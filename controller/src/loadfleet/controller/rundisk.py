@@ -18,6 +18,7 @@ OSError):
   get the summary, and summary.json (when it can be written) lists `incomplete_files` and
   says so in its message.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,8 +38,12 @@ FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 class DiskTrouble:
     """Which of a run's files could not be written, and why. O(files of a run)."""
 
-    def __init__(self, run_dir: Path, on_first: Callable[[str], object] = lambda text: None,
-                 on_incomplete: Callable[[str], object] = lambda name: None):
+    def __init__(
+        self,
+        run_dir: Path,
+        on_first: Callable[[str], object] = lambda text: None,
+        on_incomplete: Callable[[str], object] = lambda name: None,
+    ):
         """`on_first` gets the text of the run's first failure (once); `on_incomplete` the
         name of each file that fails."""
         self.run_dir = run_dir
@@ -61,8 +66,10 @@ class DiskTrouble:
             log.info("%s: %s not written either (%s)", self.run_dir, name, exc.strerror or exc)
             return
         what = "is full" if exc.errno in FULL_ERRNOS else f"failed a write ({exc.strerror or exc})"
-        self.first = (f"{describe_disk(self.run_dir)} {what}: {name} and later writes of the run directory may be "
-                      "incomplete; the run goes on, its totals and summary stay whole")
+        self.first = (
+            f"{describe_disk(self.run_dir)} {what}: {name} and later writes of the run directory may be "
+            "incomplete; the run goes on, its totals and summary stay whole"
+        )
         log.error("run directory %s: %s", self.run_dir, self.first)
         self._on_first(self.first)
 

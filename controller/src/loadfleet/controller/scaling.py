@@ -2,6 +2,7 @@
 each number of servers, and the shape of a Universal Scalability Law result (the fit
 itself: usl.py; which steps and which N: analysis.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -41,6 +42,13 @@ def server_scaling(levels: list[LevelSummary]) -> list[ServerScaling]:
     for k in sorted(best):
         per_server = best[k].ok_rps.mean / k
         base = base if base is not None else per_server
-        rows.append(ServerScaling(servers=k, peak_ok_rps=best[k].ok_rps.mean, peak_level=best[k].name,
-                                  ok_rps_per_server=per_server, efficiency=per_server / base if base else 0.0))
+        rows.append(
+            ServerScaling(
+                servers=k,
+                peak_ok_rps=best[k].ok_rps.mean,
+                peak_level=best[k].name,
+                ok_rps_per_server=per_server,
+                efficiency=per_server / base if base else 0.0,
+            )
+        )
     return rows

@@ -6,6 +6,7 @@ exactly and agents get load in proportion to their cores. Every agent starts at 
 same absolute time (barrier start), a little in the future and aligned to an interval
 boundary so that all drivers' intervals line up.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -54,10 +55,13 @@ def combine(parts: list[Load]) -> Load:
     first = parts[0]
     return replace(
         first,
-        clients=sum(p.clients for p in parts), users=sum(p.users for p in parts),
-        rate=sum(p.rate for p in parts), spawn_rate=sum(p.spawn_rate for p in parts),
+        clients=sum(p.clients for p in parts),
+        users=sum(p.users for p in parts),
+        rate=sum(p.rate for p in parts),
+        spawn_rate=sum(p.spawn_rate for p in parts),
         max_connections=sum(p.max_connections for p in parts),
-        stages=tuple(Stage(s.duration_s, sum(p.stages[i].target for p in parts)) for i, s in enumerate(first.stages)))
+        stages=tuple(Stage(s.duration_s, sum(p.stages[i].target for p in parts)) for i, s in enumerate(first.stages)),
+    )
 
 
 def barrier_start_ms(now_ms: int, interval_ms: int, lead_ms: int = DEFAULT_BARRIER_LEAD_MS) -> int:

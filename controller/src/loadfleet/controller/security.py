@@ -11,6 +11,7 @@ Three ways to serve (`AuthMode`):
 
 A `Principal` is the authenticated caller; `rpc/auth.py` checks what it may do.
 """
+
 from __future__ import annotations
 
 import enum
@@ -108,8 +109,10 @@ class TokenTable:
             if role not in (Role.AGENT, Role.OPERATOR):
                 raise UsageError(f"{where}: the role is agent or operator, not {role_text!r}")
             if len(token) < MIN_TOKEN_CHARS:
-                raise UsageError(f"{where}: a token needs at least {MIN_TOKEN_CHARS} characters "
-                                 "(make one with `openssl rand -hex 32`)")
+                raise UsageError(
+                    f"{where}: a token needs at least {MIN_TOKEN_CHARS} characters "
+                    "(make one with `openssl rand -hex 32`)"
+                )
             if token in seen_tokens or (role, name) in seen_names:
                 raise UsageError(f"{where}: {name!r} or its token is listed twice")
             seen_tokens.add(token)
@@ -144,23 +147,35 @@ class ServerSecurity:
         if not self.tls:
             return None
         return grpc.ssl_server_credentials(
-            [(self.key_pem, self.cert_pem)], root_certificates=self.client_ca_pem,
-            require_client_auth=self.mode is AuthMode.CERTIFICATES)
+            [(self.key_pem, self.cert_pem)],
+            root_certificates=self.client_ca_pem,
+            require_client_auth=self.mode is AuthMode.CERTIFICATES,
+        )
 
     def describe(self) -> str:
-        return {AuthMode.LOCAL: "TLS, no authentication" if self.tls else "plaintext, no authentication",
-                AuthMode.CERTIFICATES: "TLS, client certificates required",
-                AuthMode.TOKENS: f"TLS, {len(self.tokens or ())} token(s)"}[self.mode]
+        return {
+            AuthMode.LOCAL: "TLS, no authentication" if self.tls else "plaintext, no authentication",
+            AuthMode.CERTIFICATES: "TLS, client certificates required",
+            AuthMode.TOKENS: f"TLS, {len(self.tokens or ())} token(s)",
+        }[self.mode]
 
 
-def server_security(*, tls_cert: str | None = None, tls_key: str | None = None, tls_ca: str | None = None,
-                    token_file: str | None = None, insecure: bool = False) -> ServerSecurity:
+def server_security(
+    *,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    tls_ca: str | None = None,
+    token_file: str | None = None,
+    insecure: bool = False,
+) -> ServerSecurity:
     """The controller's flags, checked: every inconsistency is a UsageError (exit 2)."""
     if bool(tls_cert) != bool(tls_key):
         raise UsageError("--tls-cert and --tls-key go together (the controller's certificate and its key)")
     if (tls_ca or token_file) and not tls_cert:
-        raise UsageError("--tls-ca and --token-file need TLS: give --tls-cert and --tls-key too "
-                         "(`loadfleet certs controller` makes them)")
+        raise UsageError(
+            "--tls-ca and --token-file need TLS: give --tls-cert and --tls-key too "
+            "(`loadfleet certs controller` makes them)"
+        )
     if tls_ca and token_file:
         raise UsageError("give --tls-ca (clients show certificates) or --token-file (clients send tokens), not both")
     try:
@@ -181,9 +196,11 @@ def check_listen(listen: str, security: ServerSecurity) -> None:
         return
     host = listen.rsplit(":", 1)[0].strip("[]")
     if not is_loopback(host):
-        raise UsageError(f"refusing to listen on {listen} without TLS and authentication (anyone who reaches it "
-                         "could aim the agents anywhere): give --tls-cert, --tls-key and --tls-ca or --token-file, "
-                         "listen on 127.0.0.1, or accept the risk with --insecure")
+        raise UsageError(
+            f"refusing to listen on {listen} without TLS and authentication (anyone who reaches it "
+            "could aim the agents anywhere): give --tls-cert, --tls-key and --tls-ca or --token-file, "
+            "listen on 127.0.0.1, or accept the risk with --insecure"
+        )
 
 
 def is_loopback(host: str) -> bool:

@@ -3,6 +3,7 @@
 controller's InfluxDB spool (sinks/spool.py). Each becomes a `spool_dropped` event of the
 run, saying how much and why; for an agent's reports, the run also stops waiting for them.
 """
+
 from __future__ import annotations
 
 import collections
@@ -48,14 +49,19 @@ class NoticeLog:
 def agent_drop_event(agent_id: str, drop: AgentSpoolDrop) -> Event:
     text = f"agent {agent_id} dropped {drop.messages:,} unsent message(s) from its spool ({drop.cause})"
     if drop.reports:
-        text += (f": {drop.reports:,} interval report(s), {_span(drop.first_interval_ms, drop.last_interval_ms)}, "
-                 f"holding {drop.requests:,} requests that no result shows")
+        text += (
+            f": {drop.reports:,} interval report(s), {_span(drop.first_interval_ms, drop.last_interval_ms)}, "
+            f"holding {drop.requests:,} requests that no result shows"
+        )
     return Event(EventKind.SPOOL_DROPPED, text + "; its newer measurements are kept", agent_id)
 
 
 def influx_drop_event(points: int, total_points: int, cause: str) -> Event:
-    return Event(EventKind.SPOOL_DROPPED, f"{points:,} InfluxDB points dropped from the controller's spool "
-                 f"({total_points:,} in all so far): {cause}; the run directory has every interval")
+    return Event(
+        EventKind.SPOOL_DROPPED,
+        f"{points:,} InfluxDB points dropped from the controller's spool "
+        f"({total_points:,} in all so far): {cause}; the run directory has every interval",
+    )
 
 
 def _span(first_ms: int, last_ms: int) -> str:

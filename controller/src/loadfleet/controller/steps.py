@@ -6,6 +6,7 @@ level sweep may repeat over growing numbers of servers (a scalability curve).
 Step names: `s3` is the third level, `s3r2` its second repetition, `k2-s3` the third
 level on the first 2 servers. A plan without a sweep is one step, `main`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -56,18 +57,25 @@ class Sweep:
             return None
         steps = doc["steps"]
         rates = tuple(float(v[1]) if isinstance(v, list) else 0.0 for v in steps)
-        return cls(levels=tuple(float(v[0] if isinstance(v, list) else v) for v in steps), step_s=float(doc["step_s"]),
-                   warmup_s=float(doc.get("warmup_s", 0)), repeat=doc.get("repeat", 1),
-                   servers=tuple(doc.get("servers", ())), stop_at_knee=doc.get("stop_at_knee", False),
-                   spawn_rates=rates if any(rates) else ())
+        return cls(
+            levels=tuple(float(v[0] if isinstance(v, list) else v) for v in steps),
+            step_s=float(doc["step_s"]),
+            warmup_s=float(doc.get("warmup_s", 0)),
+            repeat=doc.get("repeat", 1),
+            servers=tuple(doc.get("servers", ())),
+            stop_at_knee=doc.get("stop_at_knee", False),
+            spawn_rates=rates if any(rates) else (),
+        )
 
     def spawn_rate(self, level_index: int) -> float:
         """The spawn rate of the level at this 1-based position (0: the plan's)."""
         return self.spawn_rates[level_index - 1] if self.spawn_rates else 0.0
 
     def to_doc(self) -> dict:
-        steps = [[_number(v), _number(rate)] if rate else _number(v)
-                 for v, rate in zip(self.levels, self.spawn_rates or (0.0,) * len(self.levels))]
+        steps = [
+            [_number(v), _number(rate)] if rate else _number(v)
+            for v, rate in zip(self.levels, self.spawn_rates or (0.0,) * len(self.levels))
+        ]
         doc: dict = {"steps": steps, "step_s": self.step_s, "warmup_s": self.warmup_s, "repeat": self.repeat}
         if self.servers:
             doc["servers"] = list(self.servers)
@@ -127,8 +135,9 @@ def step_plan(plan: Plan, spec: StepSpec) -> Plan:
     if plan.sweep is None:
         return plan
     load = with_level(plan.load, spec.level, plan.sweep.spawn_rate(spec.level_index))
-    return replace(plan, duration_s=plan.sweep.step_s, load=load, targets=plan.targets[:spec.servers], sweep=None,
-                   stop=None)
+    return replace(
+        plan, duration_s=plan.sweep.step_s, load=load, targets=plan.targets[: spec.servers], sweep=None, stop=None
+    )
 
 
 @dataclass(frozen=True)
@@ -199,22 +208,44 @@ class StepResult:
 
     def describe(self) -> str:
         state = "" if self.state is StepState.FINISHED else f" ({self.state.value})"
-        return (f"step {self.name}{state}: offered {self.offered:g}, {self.achieved_rps:.1f} req/s "
-                f"({self.ok_rps:.1f} ok/s), {self.bytes_per_s / 1e6:.2f} MB/s, mean {self.mean_ms:.2f} ms, "
-                f"p99 {self.p99_ms:.2f} ms, {self.error_pct:.2f} % errors, {self.new_conns_per_s:.1f} new conns/s, "
-                f"{self.concurrent_conns:.0f} conns" + "".join(
-                    f", {h.host} CPU {h.cpu_pct:.0f} %" + (f" (server {h.process_cpu_pct:.0f} % of a core)"
-                                                           if h.process_cpu_pct else "") for h in self.hosts)
-                + (", GENERATOR-BOUND" if self.generator_bound else
-                   f", {self.validity.label.upper()}" if self.validity is not Validity.VALID else ""))
+        return (
+            f"step {self.name}{state}: offered {self.offered:g}, {self.achieved_rps:.1f} req/s "
+            f"({self.ok_rps:.1f} ok/s), {self.bytes_per_s / 1e6:.2f} MB/s, mean {self.mean_ms:.2f} ms, "
+            f"p99 {self.p99_ms:.2f} ms, {self.error_pct:.2f} % errors, {self.new_conns_per_s:.1f} new conns/s, "
+            f"{self.concurrent_conns:.0f} conns"
+            + "".join(
+                f", {h.host} CPU {h.cpu_pct:.0f} %"
+                + (f" (server {h.process_cpu_pct:.0f} % of a core)" if h.process_cpu_pct else "")
+                for h in self.hosts
+            )
+            + (
+                ", GENERATOR-BOUND"
+                if self.generator_bound
+                else f", {self.validity.label.upper()}"
+                if self.validity is not Validity.VALID
+                else ""
+            )
+        )
 
     def figures(self) -> Figures:
         """The step's figures in the shape of a run's (for step points)."""
-        return Figures(requests=self.requests, ok=self.ok, failed=self.requests - self.ok, transport_errors=0,
-                       error_pct=self.error_pct, rps=self.achieved_rps, mb_per_s=self.bytes_per_s / 1e6,
-                       bytes_in=round(self.bytes_per_s * self.measured_s),
-                       latency=Latency(mean_ms=self.mean_ms, stddev_ms=self.stddev_ms, p50_ms=self.p50_ms,
-                                       p90_ms=self.p90_ms, p99_ms=self.p99_ms))
+        return Figures(
+            requests=self.requests,
+            ok=self.ok,
+            failed=self.requests - self.ok,
+            transport_errors=0,
+            error_pct=self.error_pct,
+            rps=self.achieved_rps,
+            mb_per_s=self.bytes_per_s / 1e6,
+            bytes_in=round(self.bytes_per_s * self.measured_s),
+            latency=Latency(
+                mean_ms=self.mean_ms,
+                stddev_ms=self.stddev_ms,
+                p50_ms=self.p50_ms,
+                p90_ms=self.p90_ms,
+                p99_ms=self.p99_ms,
+            ),
+        )
 
 
 class StepMeter:
@@ -267,10 +298,16 @@ class StepMeter:
 
     def snapshot(self) -> dict:
         """JSON values to take the step over after a restart (journal.py)."""
-        return {"step": self._step, "rows": [row_to_doc(r) for r in self._rows.values()],
-                "active_sum": self._active_sum, "intervals": self._intervals,
-                "first_ms": self._first_ms, "last_ms": self._last_ms,
-                "agent_requests": self._agent_requests, "agent_busiest": self._agent_busiest}
+        return {
+            "step": self._step,
+            "rows": [row_to_doc(r) for r in self._rows.values()],
+            "active_sum": self._active_sum,
+            "intervals": self._intervals,
+            "first_ms": self._first_ms,
+            "last_ms": self._last_ms,
+            "agent_requests": self._agent_requests,
+            "agent_busiest": self._agent_busiest,
+        }
 
     def restore(self, doc: dict) -> None:
         rows = [row_from_doc(r) for r in doc["rows"]]
@@ -286,19 +323,35 @@ class StepMeter:
         rows = list(self._rows.values()) if mine else []
         intervals = self._intervals if mine else 0
         total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL), StatsRow(TOTAL, TOTAL))
-        seconds = ((min(self._last_ms + step.interval_ms, step.load_end_ms) - self._first_ms) / 1000
-                   if mine and self._first_ms is not None else 0.0)
+        seconds = (
+            (min(self._last_ms + step.interval_ms, step.load_end_ms) - self._first_ms) / 1000
+            if mine and self._first_ms is not None
+            else 0.0
+        )
         f = figures_of(total, seconds)
         lat = f.latency
         per_target = merge_rows(rows, request=TOTAL)
         return StepResult(
-            name=spec.name, level=spec.level_name, servers=spec.servers, level_index=spec.level_index,
-            repetition=spec.repetition, offered=spec.level, state=state,
-            start_ms=self._first_ms if mine and self._first_ms is not None else 0, measured_s=seconds,
-            intervals=intervals, requests=total.requests, ok=total.ok,
-            achieved_rps=f.rps if seconds else 0.0, ok_rps=total.ok / seconds if seconds else 0.0,
+            name=spec.name,
+            level=spec.level_name,
+            servers=spec.servers,
+            level_index=spec.level_index,
+            repetition=spec.repetition,
+            offered=spec.level,
+            state=state,
+            start_ms=self._first_ms if mine and self._first_ms is not None else 0,
+            measured_s=seconds,
+            intervals=intervals,
+            requests=total.requests,
+            ok=total.ok,
+            achieved_rps=f.rps if seconds else 0.0,
+            ok_rps=total.ok / seconds if seconds else 0.0,
             bytes_per_s=total.bytes_in / seconds if seconds else 0.0,
-            mean_ms=lat.mean_ms, stddev_ms=lat.stddev_ms, p50_ms=lat.p50_ms, p90_ms=lat.p90_ms, p99_ms=lat.p99_ms,
+            mean_ms=lat.mean_ms,
+            stddev_ms=lat.stddev_ms,
+            p50_ms=lat.p50_ms,
+            p90_ms=lat.p90_ms,
+            p99_ms=lat.p99_ms,
             error_pct=f.error_pct,
             new_conns_per_s=total.connections_opened / seconds if seconds else 0.0,
             concurrent_conns=self._active_sum / intervals if intervals else 0.0,
@@ -310,9 +363,18 @@ class StepMeter:
 def target_figures(row: StatsRow, seconds: float) -> TargetFigures:
     f = figures_of(row, seconds)
     lat = f.latency
-    return TargetFigures(url=row.target, requests=row.requests, ok=row.ok, achieved_rps=f.rps, ok_rps=row.ok / seconds,
-                         mean_ms=lat.mean_ms, stddev_ms=lat.stddev_ms, p50_ms=lat.p50_ms, p99_ms=lat.p99_ms,
-                         error_pct=f.error_pct)
+    return TargetFigures(
+        url=row.target,
+        requests=row.requests,
+        ok=row.ok,
+        achieved_rps=f.rps,
+        ok_rps=row.ok / seconds,
+        mean_ms=lat.mean_ms,
+        stddev_ms=lat.stddev_ms,
+        p50_ms=lat.p50_ms,
+        p99_ms=lat.p99_ms,
+        error_pct=f.error_pct,
+    )
 
 
 @dataclass(frozen=True)
@@ -350,20 +412,58 @@ def level_summaries(results: list[StepResult]) -> list[LevelSummary]:
     groups: dict[str, list[StepResult]] = {}
     for r in results:
         groups.setdefault(r.level, []).append(r)
-    return [LevelSummary(
-        name=name, servers=rs[0].servers, offered=rs[0].offered, repetitions=len(rs),
-        achieved_rps=spread([r.achieved_rps for r in rs]), ok_rps=spread([r.ok_rps for r in rs]),
-        mean_ms=spread([r.mean_ms for r in rs]), p99_ms=spread([r.p99_ms for r in rs]),
-        error_pct=spread([r.error_pct for r in rs]), generator_bound=any(r.generator_bound for r in rs),
-        validity=worst(r.validity for r in rs), invalid_repetitions=sum(r.validity is Validity.INVALID for r in rs))
-        for name, rs in groups.items()]
+    return [
+        LevelSummary(
+            name=name,
+            servers=rs[0].servers,
+            offered=rs[0].offered,
+            repetitions=len(rs),
+            achieved_rps=spread([r.achieved_rps for r in rs]),
+            ok_rps=spread([r.ok_rps for r in rs]),
+            mean_ms=spread([r.mean_ms for r in rs]),
+            p99_ms=spread([r.p99_ms for r in rs]),
+            error_pct=spread([r.error_pct for r in rs]),
+            generator_bound=any(r.generator_bound for r in rs),
+            validity=worst(r.validity for r in rs),
+            invalid_repetitions=sum(r.validity is Validity.INVALID for r in rs),
+        )
+        for name, rs in groups.items()
+    ]
 
 
-STEP_COLUMNS = ("step", "level", "servers", "level_index", "repetition", "offered", "state", "start_ms", "measured_s",
-                "intervals", "requests", "ok", "achieved_rps", "ok_rps", "bytes_per_s", "mean_ms", "stddev_ms",
-                "p50_ms", "p90_ms", "p99_ms", "error_pct", "new_conns_per_s", "concurrent_conns",
-                "rps_per_server", "generator_bound", "generator_bound_intervals", "losses", "validity",
-                "invalid_intervals", "suspect_intervals", "validity_reasons")
+STEP_COLUMNS = (
+    "step",
+    "level",
+    "servers",
+    "level_index",
+    "repetition",
+    "offered",
+    "state",
+    "start_ms",
+    "measured_s",
+    "intervals",
+    "requests",
+    "ok",
+    "achieved_rps",
+    "ok_rps",
+    "bytes_per_s",
+    "mean_ms",
+    "stddev_ms",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "error_pct",
+    "new_conns_per_s",
+    "concurrent_conns",
+    "rps_per_server",
+    "generator_bound",
+    "generator_bound_intervals",
+    "losses",
+    "validity",
+    "invalid_intervals",
+    "suspect_intervals",
+    "validity_reasons",
+)
 
 
 # Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.
@@ -377,19 +477,30 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
     hosts = sorted({h.host for r in results for h in r.hosts})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*STEP_COLUMNS, *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
-                     *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct"))])
+    writer.writerow(
+        [
+            *STEP_COLUMNS,
+            *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
+            *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct")),
+        ]
+    )
     for r in results:
         doc = asdict(r)
         doc["step"] = r.name
         doc["rps_per_server"] = r.rps_per_server
         row = [_cell(doc[c]) for c in STEP_COLUMNS]
         by_url = {t.url: t for t in r.targets}
-        row += [_cell(getattr(by_url[u], "achieved_rps" if c == "rps" else c)) if u in by_url else ""
-                for u in target_urls for c in TARGET_COLUMNS]
+        row += [
+            _cell(getattr(by_url[u], "achieved_rps" if c == "rps" else c)) if u in by_url else ""
+            for u in target_urls
+            for c in TARGET_COLUMNS
+        ]
         loads = {h.host: h for h in r.hosts}
-        row += [_cell(getattr(loads[host], field)) if host in loads else ""
-                for host in hosts for field in ("cpu_pct", "process_cpu_pct")]
+        row += [
+            _cell(getattr(loads[host], field)) if host in loads else ""
+            for host in hosts
+            for field in ("cpu_pct", "process_cpu_pct")
+        ]
         writer.writerow(row)
     return out.getvalue()
 

@@ -6,6 +6,7 @@ interval above a threshold extends that condition's streak, one below it ends th
 streak, and an interval without requests changes nothing. A condition triggers when its
 streak covers at least `for_s` seconds.
 """
+
 from __future__ import annotations
 
 import enum
@@ -60,16 +61,27 @@ class StopConditions:
         err, lat = doc.get("error_pct"), doc.get("latency")
         return cls(
             error_pct=ErrorStop(float(err["above"]), float(err["for_s"])) if err else None,
-            latency=LatencyStop(float(lat.get("percentile", 99)), float(lat["above_ms"]), float(lat["for_s"]),
-                                Statistic(lat.get("statistic", Statistic.PERCENTILE))) if lat else None)
+            latency=LatencyStop(
+                float(lat.get("percentile", 99)),
+                float(lat["above_ms"]),
+                float(lat["for_s"]),
+                Statistic(lat.get("statistic", Statistic.PERCENTILE)),
+            )
+            if lat
+            else None,
+        )
 
     def to_doc(self) -> dict:
         doc: dict = {}
         if self.error_pct:
             doc["error_pct"] = {"above": self.error_pct.above_pct, "for_s": self.error_pct.for_s}
         if self.latency:
-            doc["latency"] = {"percentile": self.latency.percentile, "above_ms": self.latency.above_ms,
-                              "for_s": self.latency.for_s, "statistic": self.latency.statistic.value}
+            doc["latency"] = {
+                "percentile": self.latency.percentile,
+                "above_ms": self.latency.above_ms,
+                "for_s": self.latency.for_s,
+                "statistic": self.latency.statistic.value,
+            }
         return doc
 
 
@@ -95,8 +107,12 @@ class StopWatch:
     through the conditions (streaks start over with each step), and a condition met calls
     `on_stop` once."""
 
-    def __init__(self, conditions: StopConditions | None, interval_ms: int,
-                 on_stop: Callable[[StopReason], None] = lambda reason: None):
+    def __init__(
+        self,
+        conditions: StopConditions | None,
+        interval_ms: int,
+        on_stop: Callable[[StopReason], None] = lambda reason: None,
+    ):
         self._conditions = conditions or StopConditions()
         self._interval_s = interval_ms / 1000
         self._on_stop = on_stop
@@ -136,13 +152,19 @@ class StopWatch:
         if c.error_pct:
             pct = 100.0 * total.failed / total.requests
             if self._extend(Condition.ERROR_PCT, pct, pct > c.error_pct.above_pct) >= c.error_pct.for_s:
-                return StopReason(Condition.ERROR_PCT, f"error rate above {c.error_pct.above_pct:g} % for "
-                                  f"{self._streak_s[Condition.ERROR_PCT]:g} s (up to {self._worst[Condition.ERROR_PCT]:.1f} %)")
+                return StopReason(
+                    Condition.ERROR_PCT,
+                    f"error rate above {c.error_pct.above_pct:g} % for "
+                    f"{self._streak_s[Condition.ERROR_PCT]:g} s (up to {self._worst[Condition.ERROR_PCT]:.1f} %)",
+                )
         if c.latency and total.histogram:
             ms = c.latency.of(total)
             if self._extend(Condition.LATENCY, ms, ms > c.latency.above_ms) >= c.latency.for_s:
-                return StopReason(Condition.LATENCY, f"{c.latency.label} latency above {c.latency.above_ms:g} ms "
-                                  f"for {self._streak_s[Condition.LATENCY]:g} s (up to {self._worst[Condition.LATENCY]:.0f} ms)")
+                return StopReason(
+                    Condition.LATENCY,
+                    f"{c.latency.label} latency above {c.latency.above_ms:g} ms "
+                    f"for {self._streak_s[Condition.LATENCY]:g} s (up to {self._worst[Condition.LATENCY]:.0f} ms)",
+                )
         return None
 
     def _extend(self, key: Condition, value: float, above: bool) -> float:

@@ -14,6 +14,7 @@ never changes what it is given. `Stream` hands every message to every consumer t
 the ability; a consumer that raises is logged and skipped for that message, so one bug
 cannot cost the others their data.
 """
+
 from __future__ import annotations
 
 import enum

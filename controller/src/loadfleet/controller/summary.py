@@ -1,9 +1,8 @@
 """The end-of-run summary: totals for the run, each target, request and agent."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-
-from .totals import RunTotals
 
 from loadfleet.wire.stats import TOTAL, StatsRow
 
@@ -16,6 +15,7 @@ from .scaling import ServerScaling, UslResult
 from .steps import LevelSummary, StepResult
 from .stops import StopReason
 from .targethealth import Outage
+from .totals import RunTotals
 from .validity import Validity
 
 
@@ -87,8 +87,19 @@ def _named(name: str, row, seconds: float) -> NamedFigures:
     return NamedFigures(name=name, figures=figures_of(row, seconds), errors=errors_by_name(row), status=status)
 
 
-def summarize(*, run_id: str, plan_name: str, state: str, message: str, run_dir: str,
-              started_ms: int, totals: RunTotals, agent_ids: list[str], events: list[Event], **more) -> RunSummary:
+def summarize(
+    *,
+    run_id: str,
+    plan_name: str,
+    state: str,
+    message: str,
+    run_dir: str,
+    started_ms: int,
+    totals: RunTotals,
+    agent_ids: list[str],
+    events: list[Event],
+    **more,
+) -> RunSummary:
     """`more` holds the optional fields of RunSummary (steps, levels, knees, ...)."""
     duration_s = totals.measured_s
     empty = StatsRow(TOTAL, TOTAL)

@@ -22,6 +22,7 @@ Events are stamped at the outage's start and end (interval starts), so annotatio
 line up with the per-target curves. A target's state is a few sums, however long it is
 down: O(targets), plus the run's outages (at most `MAX_OUTAGES` kept).
 """
+
 from __future__ import annotations
 
 import collections
@@ -111,8 +112,7 @@ MAX_OUTAGES = 1000
 
 
 class TargetHealth:
-    def __init__(self, targets: Iterable[str], interval_ms: int,
-                 emit: Callable[[Event], object] = lambda event: None):
+    def __init__(self, targets: Iterable[str], interval_ms: int, emit: Callable[[Event], object] = lambda event: None):
         self._interval_ms = interval_ms
         self._emit = emit
         self._watches = {url: _Watch() for url in targets}
@@ -180,8 +180,9 @@ class TargetHealth:
         watch.silent_intervals += 1
         watch.silent.merge(tally)
         watch.last_silent_ms = start
-        if watch.outage is None and (watch.silent_intervals >= DOWN_AFTER_INTERVALS
-                                     or watch.silent.requests >= DOWN_AFTER_FAILURES):
+        if watch.outage is None and (
+            watch.silent_intervals >= DOWN_AFTER_INTERVALS or watch.silent.requests >= DOWN_AFTER_FAILURES
+        ):
             watch.outage = self._opened(target, watch)
             return [Event(EventKind.TARGET_DOWN, _down_text(watch.outage), at_ms=watch.outage.down_ms)]
         return []
@@ -190,17 +191,30 @@ class TargetHealth:
         seconds = self._interval_ms / 1000
         healthy = [t for _, t in watch.healthy]
         assert watch.silent_from_ms is not None  # _silent set it before the outage opened
-        outage = Outage(target=target, step=self._step, offered=self._offered, down_ms=watch.silent_from_ms,
-                        up_ms=None, down_s=0.0, failed=0, errors={},
-                        rps_before=max((t.responses / seconds for t in healthy), default=0.0),
-                        conns_before=max((t.active_conns for t in healthy), default=0))
+        outage = Outage(
+            target=target,
+            step=self._step,
+            offered=self._offered,
+            down_ms=watch.silent_from_ms,
+            up_ms=None,
+            down_s=0.0,
+            failed=0,
+            errors={},
+            rps_before=max((t.responses / seconds for t in healthy), default=0.0),
+            conns_before=max((t.active_conns for t in healthy), default=0),
+        )
         return self._figures(outage, watch, None)
 
     def _figures(self, outage: Outage, watch: _Watch, up_ms: int | None) -> Outage:
         """`outage` ending at `up_ms` (None: still down), with its figures over its silent intervals."""
         end_ms = up_ms if up_ms is not None else watch.last_silent_ms + self._interval_ms
-        return replace(outage, up_ms=up_ms, down_s=(end_ms - outage.down_ms) / 1000,
-                       failed=watch.silent.requests, errors=dict(sorted(watch.silent.errors.items())))
+        return replace(
+            outage,
+            up_ms=up_ms,
+            down_s=(end_ms - outage.down_ms) / 1000,
+            failed=watch.silent.requests,
+            errors=dict(sorted(watch.silent.errors.items())),
+        )
 
 
 def _failures(errors: dict[str, int]) -> str:
@@ -210,12 +224,16 @@ def _failures(errors: dict[str, int]) -> str:
 def _down_text(o: Outage) -> str:
     step = f"step {o.step}: {o.offered} offered"
     conns = f", with {o.conns_before:,} connections open" if o.conns_before else ""
-    load = (f"down at {o.rps_before:,.0f} req/s (the most it answered in a second just before{conns}; "
-            f"{step})" if o.rps_before else
-            f"down before it answered anything ({step})")
+    load = (
+        f"down at {o.rps_before:,.0f} req/s (the most it answered in a second just before{conns}; {step})"
+        if o.rps_before
+        else f"down before it answered anything ({step})"
+    )
     return f"target {o.target} {load}: all {o.failed:,} requests in {o.down_s:g} s failed ({_failures(o.errors)})"
 
 
 def _up_text(o: Outage, responses: int) -> str:
-    return (f"target {o.target} up again after {o.down_s:g} s down ({o.failed:,} requests failed: "
-            f"{_failures(o.errors)}); {responses:,} responses in its first interval back")
+    return (
+        f"target {o.target} up again after {o.down_s:g} s down ({o.failed:,} requests failed: "
+        f"{_failures(o.errors)}); {responses:,} responses in its first interval back"
+    )

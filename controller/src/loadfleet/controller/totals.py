@@ -6,6 +6,7 @@ data (for the seconds the run measured), O(steps). With very many agents
 (`StepWindow.agent_detail` off) an agent's total is its counts only, without latency:
 merging a thousand agents' histograms each interval would cost more than everything else.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -71,16 +72,20 @@ class RunTotals:
 
     def snapshot(self) -> dict:
         """JSON values to take the totals over after a restart (journal.py)."""
-        return {"by_key": [row_to_doc(r) for r in self.by_key.values()],
-                "by_agent": {a: row_to_doc(r) for a, r in self.by_agent.items()},
-                "spans": {name: to_doc(span) for name, span in self.spans.items()}}
+        return {
+            "by_key": [row_to_doc(r) for r in self.by_key.values()],
+            "by_agent": {a: row_to_doc(r) for a, r in self.by_agent.items()},
+            "spans": {name: to_doc(span) for name, span in self.spans.items()},
+        }
 
     @classmethod
     def restore(cls, doc: dict) -> RunTotals:
         rows = [row_from_doc(r) for r in doc["by_key"]]
-        return cls(by_key={r.key: r for r in rows},
-                   by_agent={a: row_from_doc(r) for a, r in doc["by_agent"].items()},
-                   spans={name: from_doc(_Span, span) for name, span in doc["spans"].items()})
+        return cls(
+            by_key={r.key: r for r in rows},
+            by_agent={a: row_from_doc(r) for a, r in doc["by_agent"].items()},
+            spans={name: from_doc(_Span, span) for name, span in doc["spans"].items()},
+        )
 
     @property
     def measured_s(self) -> float:
@@ -93,7 +98,9 @@ class RunTotals:
         return bool(self.spans)
 
     def total(self) -> StatsRow:
-        return merge_rows(self.by_key.values(), target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
+        return merge_rows(self.by_key.values(), target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(
+            TOTAL, TOTAL
+        )
 
     def by_target(self) -> dict[str, StatsRow]:
         return {t: row for (t, _), row in merge_rows(self.by_key.values(), request=TOTAL).items()}

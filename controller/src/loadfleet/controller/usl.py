@@ -16,6 +16,7 @@ parameter's `CONFIDENCE` interval from the fit's covariance, s²(JᵀJ)⁻¹ wit
 residual variance on n − 3 degrees of freedom and Student's t (clipped to the model's
 range).
 """
+
 from __future__ import annotations
 
 import math
@@ -58,16 +59,28 @@ class UslFit:
     def describe(self) -> str:
         ci = int(CONFIDENCE * 100)
         peak = f", peak at N = {self.peak_n:.1f}" if self.peak_n else ", no peak within reach"
-        return (f"σ = {self.sigma:.4f} [{self.sigma_ci[0]:.4f}, {self.sigma_ci[1]:.4f}], "
-                f"κ = {self.kappa:.6f} [{self.kappa_ci[0]:.6f}, {self.kappa_ci[1]:.6f}], "
-                f"λ = {self.lambda_:.1f}/s [{self.lambda_ci[0]:.1f}, {self.lambda_ci[1]:.1f}] ({ci} % intervals), "
-                f"R² = {self.r_squared:.3f} over {self.points} points at {self.sizes} sizes{peak}")
+        return (
+            f"σ = {self.sigma:.4f} [{self.sigma_ci[0]:.4f}, {self.sigma_ci[1]:.4f}], "
+            f"κ = {self.kappa:.6f} [{self.kappa_ci[0]:.6f}, {self.kappa_ci[1]:.6f}], "
+            f"λ = {self.lambda_:.1f}/s [{self.lambda_ci[0]:.1f}, {self.lambda_ci[1]:.1f}] ({ci} % intervals), "
+            f"R² = {self.r_squared:.3f} over {self.points} points at {self.sizes} sizes{peak}"
+        )
 
     def to_json(self) -> dict:
-        return {"sigma": self.sigma, "kappa": self.kappa, "lambda": self.lambda_,
-                "r_squared": self.r_squared, "points": self.points, "sizes": self.sizes,
-                "peak_n": self.peak_n, "peak_x": self.peak_x, "confidence": CONFIDENCE,
-                "sigma_ci": list(self.sigma_ci), "kappa_ci": list(self.kappa_ci), "lambda_ci": list(self.lambda_ci)}
+        return {
+            "sigma": self.sigma,
+            "kappa": self.kappa,
+            "lambda": self.lambda_,
+            "r_squared": self.r_squared,
+            "points": self.points,
+            "sizes": self.sizes,
+            "peak_n": self.peak_n,
+            "peak_x": self.peak_x,
+            "confidence": CONFIDENCE,
+            "sigma_ci": list(self.sigma_ci),
+            "kappa_ci": list(self.kappa_ci),
+            "lambda_ci": list(self.lambda_ci),
+        }
 
 
 def usl(n: float, sigma: float, kappa: float, lambda_: float) -> float:
@@ -80,8 +93,9 @@ def fit_usl(points: list[tuple[float, float]]) -> UslFit:
     pts = [(float(n), float(x)) for n, x in points if n > 0 and x > 0]
     sizes = len({n for n, _ in pts})
     if sizes < MIN_SIZES:
-        raise NotEnoughPoints(f"not enough points: {sizes} distinct size(s) with throughput, "
-                              f"a USL fit needs {MIN_SIZES}")
+        raise NotEnoughPoints(
+            f"not enough points: {sizes} distinct size(s) with throughput, a USL fit needs {MIN_SIZES}"
+        )
     # The refinement can stall where it starts (e.g. with no contention on points that are
     # flat from the first): start also from a few contention levels and keep the best.
     starts = [_clamp(_linear_start(pts)), *(_contention_start(pts, sigma) for sigma in (0.0, 0.1, 0.5, 0.9))]
@@ -92,9 +106,19 @@ def fit_usl(points: list[tuple[float, float]]) -> UslFit:
         peak_n = math.sqrt((1 - sigma) / kappa)
         peak_x = usl(peak_n, sigma, kappa, lam)
     sigma_ci, kappa_ci, lambda_ci = _intervals(pts, params)
-    return UslFit(sigma=sigma, kappa=kappa, lambda_=lam, r_squared=_r_squared(pts, params),
-                  points=len(pts), peak_n=peak_n, peak_x=peak_x, sizes=sizes,
-                  sigma_ci=sigma_ci, kappa_ci=kappa_ci, lambda_ci=lambda_ci)
+    return UslFit(
+        sigma=sigma,
+        kappa=kappa,
+        lambda_=lam,
+        r_squared=_r_squared(pts, params),
+        points=len(pts),
+        peak_n=peak_n,
+        peak_x=peak_x,
+        sizes=sizes,
+        sigma_ci=sigma_ci,
+        kappa_ci=kappa_ci,
+        lambda_ci=lambda_ci,
+    )
 
 
 def _intervals(pts, params) -> list[tuple[float, float]]:

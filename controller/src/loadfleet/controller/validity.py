@@ -26,6 +26,7 @@ the lag is theirs, the system's limit, not the generator's.
 The worst signal wins. A verdict is a small frozen value; its reasons are typed (`Signal`)
 and carry the agent and a short text, so outputs can count them or print them.
 """
+
 from __future__ import annotations
 
 import enum
@@ -152,8 +153,11 @@ def health_reasons(agent: str, h: Health, engines: int, *, multi_core_driver: bo
     out: list[Reason] = []
     if multi_core_driver and engines > 1:
         wait_all = h.busiest_engine_wait_pct
-        h = replace(h, busiest_engine_cpu_pct=h.busiest_engine_cpu_pct / engines,
-                    busiest_engine_wait_pct=None if wait_all is None else wait_all / engines)
+        h = replace(
+            h,
+            busiest_engine_cpu_pct=h.busiest_engine_cpu_pct / engines,
+            busiest_engine_wait_pct=None if wait_all is None else wait_all / engines,
+        )
 
     def add(signal: Signal, validity: Validity, text: str) -> None:
         out.append(Reason(signal, validity, agent, text))
@@ -163,25 +167,41 @@ def health_reasons(agent: str, h: Health, engines: int, *, multi_core_driver: bo
     wait = h.busiest_engine_wait_pct
     if h.busiest_engine_cpu_pct >= ENGINE_CPU_INVALID_PCT:
         add(Signal.ENGINE_CPU, Validity.INVALID, f"engine at {h.busiest_engine_cpu_pct:.0f} % of its core")
-    elif wait is None and engines and h.busiest_engine_cpu_pct == 0 and h.engine_cpu_pct >= ENGINE_CPU_INVALID_PCT * engines:
+    elif (
+        wait is None
+        and engines
+        and h.busiest_engine_cpu_pct == 0
+        and h.engine_cpu_pct >= ENGINE_CPU_INVALID_PCT * engines
+    ):
         add(Signal.ENGINE_CPU, Validity.INVALID, f"engines at {h.engine_cpu_pct:.0f} % of {engines} core(s)")
     if wait is not None and wait >= ENGINE_WAIT_SUSPECT_PCT:
         starved = wait >= ENGINE_WAIT_INVALID_PCT or h.busiest_engine_cpu_pct + wait >= ENGINE_CPU_INVALID_PCT
-        add(Signal.ENGINE_WAIT, Validity.INVALID if starved else Validity.SUSPECT,
-            f"engine waited {wait:.0f} % of a core for a CPU (ran {h.busiest_engine_cpu_pct:.0f} %)")
+        add(
+            Signal.ENGINE_WAIT,
+            Validity.INVALID if starved else Validity.SUSPECT,
+            f"engine waited {wait:.0f} % of a core for a CPU (ran {h.busiest_engine_cpu_pct:.0f} %)",
+        )
     if h.loop_lag_ms >= LOOP_LAG_SUSPECT_MS:
-        add(Signal.LOOP_LAG, Validity.INVALID if h.loop_lag_ms >= LOOP_LAG_INVALID_MS else Validity.SUSPECT,
-            f"event loop {h.loop_lag_ms:.0f} ms late")
+        add(
+            Signal.LOOP_LAG,
+            Validity.INVALID if h.loop_lag_ms >= LOOP_LAG_INVALID_MS else Validity.SUSPECT,
+            f"event loop {h.loop_lag_ms:.0f} ms late",
+        )
     if h.engine_fd_limit and h.engine_fds >= FDS_SUSPECT_SHARE * h.engine_fd_limit:
         add(Signal.FDS, Validity.SUSPECT, f"engine holds {h.engine_fds} of {h.engine_fd_limit} file descriptors")
     if h.local_port_range and h.local_ports_used >= PORTS_SUSPECT_SHARE * h.local_port_range:
-        add(Signal.PORTS, Validity.SUSPECT,
-            f"{h.local_ports_used} of {h.local_port_range} ephemeral ports in use toward one destination")
+        add(
+            Signal.PORTS,
+            Validity.SUSPECT,
+            f"{h.local_ports_used} of {h.local_port_range} ephemeral ports in use toward one destination",
+        )
     return tuple(out)
 
 
-_LOCAL_KINDS = ((stats_pb2.ERROR_KIND_LOCAL_PORTS, "no ephemeral port"),
-                (stats_pb2.ERROR_KIND_LOCAL_FDS, "no file descriptor"))
+_LOCAL_KINDS = (
+    (stats_pb2.ERROR_KIND_LOCAL_PORTS, "no ephemeral port"),
+    (stats_pb2.ERROR_KIND_LOCAL_FDS, "no file descriptor"),
+)
 
 
 def row_reasons(agent: str, total: StatsRow, connections_free: bool) -> tuple[Reason, ...]:
@@ -193,17 +213,30 @@ def row_reasons(agent: str, total: StatsRow, connections_free: bool) -> tuple[Re
         if n:
             share = n / max(1, total.requests)
             validity = Validity.INVALID if share >= LOCAL_ERRORS_INVALID_SHARE else Validity.SUSPECT
-            out.append(Reason(Signal.LOCAL_ERRORS, validity, agent,
-                              f"{n} connect(s) failed with {what} ({share:.1%} of requests)"))
+            out.append(
+                Reason(
+                    Signal.LOCAL_ERRORS, validity, agent, f"{n} connect(s) failed with {what} ({share:.1%} of requests)"
+                )
+            )
     if total.scheduled and connections_free:
         late = total.sent_late / total.scheduled
         lag_ms = total.max_send_lag_us / 1000
-        validity = (Validity.INVALID if late >= LATE_INVALID_SHARE and lag_ms >= LATE_INVALID_LAG_MS
-                    else Validity.SUSPECT if late >= LATE_SUSPECT_SHARE and lag_ms >= LATE_SUSPECT_LAG_MS
-                    else Validity.VALID)
+        validity = (
+            Validity.INVALID
+            if late >= LATE_INVALID_SHARE and lag_ms >= LATE_INVALID_LAG_MS
+            else Validity.SUSPECT
+            if late >= LATE_SUSPECT_SHARE and lag_ms >= LATE_SUSPECT_LAG_MS
+            else Validity.VALID
+        )
         if validity is not Validity.VALID:
-            out.append(Reason(Signal.SEND_LAG, validity, agent,
-                              f"{late:.0%} of requests sent late (up to {lag_ms:.0f} ms) while connections were free"))
+            out.append(
+                Reason(
+                    Signal.SEND_LAG,
+                    validity,
+                    agent,
+                    f"{late:.0%} of requests sent late (up to {lag_ms:.0f} ms) while connections were free",
+                )
+            )
     return tuple(out)
 
 

@@ -1,6 +1,7 @@
 """The run's live followers (`WatchRun`): every published interval and event, then the
 summary. Each follower has a bounded queue: one that stops reading loses its oldest
 updates (counted), never the controller's memory."""
+
 from __future__ import annotations
 
 import asyncio
@@ -85,8 +86,14 @@ class Watchers:
         return follower
 
     def on_interval(self, interval: FinalInterval) -> None:
-        update = IntervalUpdate(interval.start_ms, len(interval.agents), len(interval.missing), len(interval.lost),
-                                figures_of(interval.total, interval.interval_ms / 1000), interval.verdict)
+        update = IntervalUpdate(
+            interval.start_ms,
+            len(interval.agents),
+            len(interval.missing),
+            len(interval.lost),
+            figures_of(interval.total, interval.interval_ms / 1000),
+            interval.verdict,
+        )
         for follower in self._followers:
             follower.put(update)
 

@@ -16,6 +16,7 @@ it. A report for an interval already published is a duplicate (a resend: settled
 merged again) or late (the interval was published without this agent: settled and
 counted, not merged, so that published intervals stay final).
 """
+
 from __future__ import annotations
 
 import collections
@@ -54,8 +55,9 @@ class _Open:
 
 
 class IntervalWindow:
-    def __init__(self, *, revision_ms: int, publish: Callable[[FinalInterval], None],
-                 settle: Callable[[str, int], None]):
+    def __init__(
+        self, *, revision_ms: int, publish: Callable[[FinalInterval], None], settle: Callable[[str, int], None]
+    ):
         self.revision_ms = revision_ms
         self._publish = publish
         self._settle = settle
@@ -108,8 +110,12 @@ class IntervalWindow:
                 self._missed[agent].remove(start)
             self._settle(agent, report.seq)
             return Outcome.LATE if late else Outcome.DUPLICATE
-        if (step is None or report.job_id != step.job_id or agent not in self._assigned
-                or (start - step.load_start_ms) % step.interval_ms):
+        if (
+            step is None
+            or report.job_id != step.job_id
+            or agent not in self._assigned
+            or (start - step.load_start_ms) % step.interval_ms
+        ):
             self._settle(agent, report.seq)
             return Outcome.UNEXPECTED
         interval = self._open.get(start)
@@ -195,12 +201,17 @@ class IntervalWindow:
 
     def _all_dropped(self, start: int) -> bool:
         """Whether every agent expected in this interval dropped its report: none will come."""
-        return (any(first <= start <= last for ranges in self._dropped.values() for first, last in ranges)
-                and not self._expected_in(start))
+        return any(
+            first <= start <= last for ranges in self._dropped.values() for first, last in ranges
+        ) and not self._expected_in(start)
 
     def _expected_in(self, start: int) -> set[str]:
-        return {a for a in self._expected if self._ended_after.get(a, start) >= start
-                and not any(first <= start <= last for first, last in self._dropped.get(a, ()))}
+        return {
+            a
+            for a in self._expected
+            if self._ended_after.get(a, start) >= start
+            and not any(first <= start <= last for first, last in self._dropped.get(a, ()))
+        }
 
     def _finalize(self, start: int) -> None:
         interval = self._open.pop(start)
@@ -215,11 +226,13 @@ class IntervalWindow:
                 self._settle(agent, seq)
 
 
-def merged(step: StepWindow, start: int, reports: dict[str, _Report], missing: tuple[str, ...],
-           lost: tuple[str, ...] = ()) -> FinalInterval:
+def merged(
+    step: StepWindow, start: int, reports: dict[str, _Report], missing: tuple[str, ...], lost: tuple[str, ...] = ()
+) -> FinalInterval:
     agents = tuple(AgentRows(agent, reports[agent].rows, reports[agent].total) for agent in sorted(reports))
     by_key = merge_rows(row for a in agents for row in a.rows)
     cluster = tuple(by_key[key] for key in sorted(by_key))
     total = merge_rows(cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
-    return FinalInterval(step=step, start_ms=start, agents=agents, cluster=cluster, total=total, missing=missing,
-                         lost=lost)
+    return FinalInterval(
+        step=step, start_ms=start, agents=agents, cluster=cluster, total=total, missing=missing, lost=lost
+    )

@@ -19,6 +19,7 @@ So a document is checked in two passes:
 and only then composed and constructed by the safe loader (libyaml when present), and
 walked once for non-finite numbers. Every refusal is a `YamlProblem` with a path.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,11 +50,14 @@ class _Loader(_Parser):
 
 
 _Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
-_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
-         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 # YAML allows tab, LF and CR among the C0 controls; everything else is binary or a trick.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -82,8 +86,10 @@ def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise YamlProblem("", f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-                              "is invalid (save the file as UTF-8)") from None
+        raise YamlProblem(
+            "",
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} is invalid (save the file as UTF-8)",
+        ) from None
 
 
 def load(text: str):
@@ -94,8 +100,10 @@ def load(text: str):
         raise YamlProblem("", f"{size:,} bytes is larger than the {MAX_DOCUMENT_BYTES:,} bytes a plan may have")
     if match := _CONTROL.search(text):
         line, column = _position(text, match.start())
-        raise YamlProblem("", f"control character U+{ord(match.group()):04X} at line {line}, column {column} "
-                              "(binary data is not a plan)")
+        raise YamlProblem(
+            "",
+            f"control character U+{ord(match.group()):04X} at line {line}, column {column} (binary data is not a plan)",
+        )
     try:
         _scan(text)
         loader = _Loader(text)
@@ -194,8 +202,10 @@ def _place(frames: list[_Frame], event, *, is_scalar: bool) -> str:
             raise YamlProblem(parent.path, f"a key must be plain text{_where(event.start_mark)}")
         key = event.value
         if key in parent.keys and key != "<<":
-            raise YamlProblem(path_join(parent.path, key),
-                              f"duplicate key '{_short(key)}'{_where(event.start_mark)} (the first one would be lost)")
+            raise YamlProblem(
+                path_join(parent.path, key),
+                f"duplicate key '{_short(key)}'{_where(event.start_mark)} (the first one would be lost)",
+            )
         parent.keys.add(key)
         parent.key = key
         return path_join(parent.path, key)

@@ -14,6 +14,7 @@ Entries, comma-separated, each optionally with a port:
 Without a list, an agent allows loopback only (`LOOPBACK_ONLY`). An IPv4-mapped IPv6
 address (::ffff:10.0.0.1) is checked as the IPv4 address it is.
 """
+
 from __future__ import annotations
 
 import enum
@@ -29,7 +30,9 @@ ALLOW_TARGETS_ENV = "LOADFLEET_ALLOW_TARGETS"
 # An advertised list longer than this is not an operator's list (the controller ignores it).
 MAX_ENTRIES = 256
 MAX_ENTRY_CHARS = 260
-_HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$"
+)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -59,8 +62,7 @@ class Entry:
 
     def covers(self, address: IpAddress, port: int) -> bool:
         """For network entries: the address (and the port, if the entry has one)."""
-        return (self.network is not None and _plain(address) in self.network
-                and (self.port is None or self.port == port))
+        return self.network is not None and _plain(address) in self.network and (self.port is None or self.port == port)
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,10 @@ class AllowList:
         """Whether load may go to address:port. `named`: the addresses each host entry resolved to."""
         if any(e.covers(address, port) for e in self.entries):
             return True
-        return any(_plain(address) in addresses and (e.port is None or e.port == port)
-                   for e, addresses in (named or {}).items())
+        return any(
+            _plain(address) in addresses and (e.port is None or e.port == port)
+            for e, addresses in (named or {}).items()
+        )
 
     def verdict(self, url: str) -> Verdict:
         """What can be said of a target URL without resolving anything (the controller's view)."""
@@ -107,8 +111,9 @@ class AllowList:
         return cls(entries)
 
 
-LOOPBACK_ONLY = AllowList((Entry(network=ipaddress.ip_network("127.0.0.0/8")),
-                           Entry(network=ipaddress.ip_network("::1/128"))))
+LOOPBACK_ONLY = AllowList(
+    (Entry(network=ipaddress.ip_network("127.0.0.0/8")), Entry(network=ipaddress.ip_network("::1/128")))
+)
 
 
 def parse_entry(text: str) -> Entry:
@@ -119,7 +124,7 @@ def parse_entry(text: str) -> Entry:
         close = text.find("]")
         if close < 0:
             raise AllowListError(f"{text!r}: missing ']'")
-        body, rest = text[1:close], text[close + 1:]
+        body, rest = text[1:close], text[close + 1 :]
         if rest:
             if not rest.startswith(":"):
                 raise AllowListError(f"{text!r}: expected ':PORT' after ']'")
@@ -156,5 +161,5 @@ def url_host_port(url: str) -> tuple[str, int]:
 
 
 def socket_address(address: IpAddress, port: int) -> str:
-    """"ip:port", an IPv6 address in brackets (as JobSpec Target.addresses holds them)."""
+    """ "ip:port", an IPv6 address in brackets (as JobSpec Target.addresses holds them)."""
     return f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"

@@ -16,6 +16,7 @@ KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS of the last thing heard from it, where 
 would wait many minutes (or forever, when the peer's kernel still acknowledges). The
 controller's server accepts pings that often (rpc/server.py).
 """
+
 from __future__ import annotations
 
 import os
@@ -85,8 +86,9 @@ class ClientCredentials:
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
         """TLS (the system's roots unless a CA is given), plus the token on every call."""
-        tls = grpc.ssl_channel_credentials(root_certificates=self.ca_pem, private_key=self.key_pem,
-                                           certificate_chain=self.cert_pem)
+        tls = grpc.ssl_channel_credentials(
+            root_certificates=self.ca_pem, private_key=self.key_pem, certificate_chain=self.cert_pem
+        )
         if self.token is None:
             return tls
         return grpc.composite_channel_credentials(tls, grpc.access_token_call_credentials(self.token.token))
@@ -94,8 +96,13 @@ class ClientCredentials:
     def describe(self) -> str:
         if not self.secure:
             return "plaintext"
-        who = (f"certificate {self.cert_path}" if self.cert_pem else
-               f"token of {self.token.name or 'an unnamed holder'}" if self.token else "no client credentials")
+        who = (
+            f"certificate {self.cert_path}"
+            if self.cert_pem
+            else f"token of {self.token.name or 'an unnamed holder'}"
+            if self.token
+            else "no client credentials"
+        )
         return f"TLS, {who}"
 
 
@@ -108,8 +115,14 @@ def open_channel(address: str, credentials: ClientCredentials, options=()) -> gr
     return grpc.aio.insecure_channel(address, options=options)
 
 
-def client_credentials(*, tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
-                       token_file: str | None = None, env=os.environ) -> ClientCredentials:
+def client_credentials(
+    *,
+    tls_ca: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    token_file: str | None = None,
+    env=os.environ,
+) -> ClientCredentials:
     """Flags first, then the environment; reads and checks every file named."""
     tls_ca = tls_ca or env.get(TLS_CA_ENV) or None
     tls_cert = tls_cert or env.get(TLS_CERT_ENV) or None
@@ -124,7 +137,8 @@ def client_credentials(*, tls_ca: str | None = None, tls_cert: str | None = None
         cert_pem=read_pem(tls_cert, "--tls-cert", "CERTIFICATE") if tls_cert else None,
         key_pem=read_pem(tls_key, "--tls-key", "PRIVATE KEY") if tls_key else None,
         token=read_token_file(token_file) if token_file else None,
-        cert_path=Path(tls_cert) if tls_cert else None)
+        cert_path=Path(tls_cert) if tls_cert else None,
+    )
 
 
 def read_pem(path: str, flag: str, kind: str) -> bytes:

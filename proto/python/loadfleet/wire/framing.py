@@ -1,5 +1,6 @@
 """Length-delimited protobuf framing for the engine's stdio protocol: each message is
 a varint byte length followed by the message (protobuf's writeDelimitedTo format)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -72,6 +73,6 @@ def parse_frames(data: bytes, limit: int | None = None) -> tuple[list[bytes], in
             raise FramingError(f"frame of {length} bytes at byte {pos} exceeds {MAX_FRAME_BYTES}")
         if cursor + length > len(data):
             return frames, pos
-        frames.append(data[cursor:cursor + length])
+        frames.append(data[cursor : cursor + length])
         pos = cursor + length
     return frames, pos

@@ -27,6 +27,7 @@ equivalent value, the maximum is the highest value equivalent to the top bucket.
 `HistogramSum` adds many histograms into one dense array (cheap per add) and hands back a
 `Histogram`: use it to merge hundreds of rows; `Histogram.merge` suits a few.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -123,7 +124,7 @@ def _decode_arrays(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     if cookie & _COOKIE_BASE_MASK != _COMPRESSED_COOKIE & _COOKIE_BASE_MASK or length != len(raw) - _EXTERNAL.size:
         raise HistogramError("not a V2 compressed histogram (wrong cookie or length)")
     try:
-        data = zlib.decompress(memoryview(raw)[_EXTERNAL.size:])
+        data = zlib.decompress(memoryview(raw)[_EXTERNAL.size :])
     except zlib.error as exc:
         raise HistogramError(f"the histogram's deflate stream is damaged: {exc}") from exc
     if len(data) < _PAYLOAD.size:
@@ -132,14 +133,17 @@ def _decode_arrays(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     if cookie & _COOKIE_BASE_MASK != _ENCODING_COOKIE & _COOKIE_BASE_MASK:
         raise HistogramError("not a V2 histogram payload (wrong cookie)")
     if offset or digits != SIGNIFICANT_DIGITS or lowest != LOWEST_US:
-        raise HistogramError(f"a histogram of another shape (lowest {lowest}, {digits} digits); "
-                             f"loadfleet's are {LOWEST_US} µs at {SIGNIFICANT_DIGITS} digits")
+        raise HistogramError(
+            f"a histogram of another shape (lowest {lowest}, {digits} digits); "
+            f"loadfleet's are {LOWEST_US} µs at {SIGNIFICANT_DIGITS} digits"
+        )
     if payload_len > len(data) - _PAYLOAD.size:
         raise HistogramError("the histogram's payload is cut short")
     scratch = _scratch.array
     try:
-        found = _varint_decode(data[:_PAYLOAD.size + payload_len], _PAYLOAD.size, _scratch.address,
-                               COUNTS_LEN, _WORD_SIZE)
+        found = _varint_decode(
+            data[: _PAYLOAD.size + payload_len], _PAYLOAD.size, _scratch.address, COUNTS_LEN, _WORD_SIZE
+        )
     except (IndexError, ValueError) as exc:
         scratch[:] = 0
         raise HistogramError(f"the histogram holds values above {HIGHEST_US} µs: {exc}") from exc
@@ -186,8 +190,14 @@ class Histogram:
 
     __slots__ = ("_raw", "_indices", "_counts", "_packed")
 
-    def __init__(self, indices: np.ndarray | None = _NO_INDICES, counts: np.ndarray | None = _NO_COUNTS,
-                 *, raw: bytes | None = None, packed: bytes | None = None):
+    def __init__(
+        self,
+        indices: np.ndarray | None = _NO_INDICES,
+        counts: np.ndarray | None = _NO_COUNTS,
+        *,
+        raw: bytes | None = None,
+        packed: bytes | None = None,
+    ):
         # indices and counts None: not decoded yet, `raw` holds the encoding (decode()).
         self._raw = raw
         self._indices = indices
@@ -223,9 +233,15 @@ class Histogram:
         wide_deltas = (deltas == 0) | (deltas > 255)
         wide_counts = counts > 255
         header = _PACKED.pack(len(indices), int(wide_deltas.sum()), int(wide_counts.sum()), 0)
-        return b"".join((header, np.where(wide_deltas, 0, deltas).astype(np.uint8).tobytes(),
-                         np.where(wide_counts, 0, counts).astype(np.uint8).tobytes(),
-                         deltas[wide_deltas].astype("<u2").tobytes(), counts[wide_counts].astype("<u4").tobytes()))
+        return b"".join(
+            (
+                header,
+                np.where(wide_deltas, 0, deltas).astype(np.uint8).tobytes(),
+                np.where(wide_counts, 0, counts).astype(np.uint8).tobytes(),
+                deltas[wide_deltas].astype("<u2").tobytes(),
+                counts[wide_counts].astype("<u4").tobytes(),
+            )
+        )
 
     @classmethod
     def of(cls, values_us: Iterable[int], count: int = 1) -> Histogram:
@@ -279,8 +295,11 @@ class Histogram:
         return bool(self._raw) or bool(self._indices is not None and len(self._indices))
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Histogram) and np.array_equal(self.indices, other.indices)
-                and np.array_equal(self.counts, other.counts))
+        return (
+            isinstance(other, Histogram)
+            and np.array_equal(self.indices, other.indices)
+            and np.array_equal(self.counts, other.counts)
+        )
 
     def __hash__(self) -> int:
         return hash((self.indices.tobytes(), self.counts.tobytes()))
@@ -354,7 +373,7 @@ def decode_buckets(rows: list[bytes]) -> list[Histogram]:
         at = [_PACKED.size, _PACKED.size + n, _PACKED.size + 2 * n, _PACKED.size + 2 * n + 2 * n_wide_deltas]
         if zero or not n or len(raw) != at[3] + 4 * n_wide_counts:
             raise HistogramError(f"packed buckets of {len(raw)} bytes do not match their header")
-        parts.append((n, raw[at[0]:at[1]], raw[at[1]:at[2]], raw[at[2]:at[3]], raw[at[3]:]))
+        parts.append((n, raw[at[0] : at[1]], raw[at[1] : at[2]], raw[at[2] : at[3]], raw[at[3] :]))
     lengths = [p[0] for p in parts]
     total = sum(lengths)
     if not total:
@@ -374,7 +393,7 @@ def decode_buckets(rows: list[bytes]) -> list[Histogram]:
         raise HistogramError("packed buckets out of range, not ascending, or with an empty bucket")
     out, start = [], 0
     for n, raw in zip(lengths, rows):
-        out.append(Histogram(indices[start:start + n], counts[start:start + n], packed=bytes(raw)) if n else EMPTY)
+        out.append(Histogram(indices[start : start + n], counts[start : start + n], packed=bytes(raw)) if n else EMPTY)
         start += n
     return out
 
@@ -417,8 +436,13 @@ def summaries(histograms: list[Histogram], percents: Iterable[float]) -> Summari
     weight = totals.astype(np.float64)
     mean = np.add.reduceat(n * values, starts) / weight
     variance = np.add.reduceat(n * (values - np.repeat(mean, lengths)) ** 2, starts) / weight
-    return Summaries(mean=mean, stddev=np.sqrt(variance), min_value=LOWEST_VALUE[indices[starts]],
-                     max_value=HIGHEST_VALUE[indices[ends - 1]], percentiles=HIGHEST_VALUE[indices[at]])
+    return Summaries(
+        mean=mean,
+        stddev=np.sqrt(variance),
+        min_value=LOWEST_VALUE[indices[starts]],
+        max_value=HIGHEST_VALUE[indices[ends - 1]],
+        percentiles=HIGHEST_VALUE[indices[at]],
+    )
 
 
 def _widen(narrow: np.ndarray, wide: np.ndarray) -> None:
@@ -449,6 +473,6 @@ class HistogramSum:
     def result(self) -> Histogram:
         if self._high <= self._low:
             return EMPTY
-        window = self._dense[self._low:self._high]
+        window = self._dense[self._low : self._high]
         indices = np.flatnonzero(window)
         return Histogram(indices + self._low, window[indices])

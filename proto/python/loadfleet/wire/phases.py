@@ -11,6 +11,7 @@ A row whose driver measures no phase (Gatling) has no `Phases` at all, and a pha
 not measured (TLS on plain http, connect on a kept-alive connection) is the shared
 `NO_PHASE`: neither costs memory.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,8 +89,9 @@ class Phases:
             connect=Phase(pb.connect_count, pb.connect_sum_us, pb.connect_max_us) if pb.connect_count else NO_PHASE,
             tls=Phase(pb.tls_count, pb.tls_sum_us, pb.tls_max_us) if pb.tls_count else NO_PHASE,
             waiting=Phase(pb.waiting_count, pb.waiting_sum_us, pb.waiting_max_us) if pb.waiting_count else NO_PHASE,
-            receiving=(Phase(pb.receiving_count, pb.receiving_sum_us, pb.receiving_max_us)
-                       if pb.receiving_count else NO_PHASE),
+            receiving=(
+                Phase(pb.receiving_count, pb.receiving_sum_us, pb.receiving_max_us) if pb.receiving_count else NO_PHASE
+            ),
             waiting_histogram=waiting_histogram if waiting_histogram is not None else waiting_histogram_of(pb),
         )
 

@@ -11,6 +11,7 @@ An agent's report carries one row per (target, request) and one more, `*`/`*`, t
 of all of them (`TOTAL`): the agent does that merge once for its own rows, so the
 controller can read an agent's figures without merging them again.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -21,13 +22,24 @@ from loadfleet.v1 import stats_pb2
 from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram, HistogramSum
 from .phases import Phases
 
-__all__ = ["ERROR_KINDS", "HIGHEST_US", "LOWEST_US", "MAX_ERROR_SAMPLES", "SIGNIFICANT_DIGITS", "STATUS_CLASSES",
-           "TOTAL", "StatsRow", "error_kind_name", "histogram_of", "merge_reports", "merge_rows", "total_row"]
+__all__ = [
+    "ERROR_KINDS",
+    "HIGHEST_US",
+    "LOWEST_US",
+    "MAX_ERROR_SAMPLES",
+    "SIGNIFICANT_DIGITS",
+    "STATUS_CLASSES",
+    "TOTAL",
+    "StatsRow",
+    "error_kind_name",
+    "histogram_of",
+    "merge_reports",
+    "merge_rows",
+    "total_row",
+]
 
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
-ERROR_KINDS = tuple(
-    v for v in stats_pb2.ErrorKind.values() if v != stats_pb2.ERROR_KIND_UNSPECIFIED
-)
+ERROR_KINDS = tuple(v for v in stats_pb2.ErrorKind.values() if v != stats_pb2.ERROR_KIND_UNSPECIFIED)
 # Target and request name of a row that merges all targets or all requests.
 TOTAL = "*"
 # Histograms merged with Histogram.merge up to this many; beyond, a dense HistogramSum is cheaper.
@@ -122,8 +134,9 @@ class StatsRow:
         return self
 
     @classmethod
-    def from_proto(cls, pb: stats_pb2.IntervalStats, histogram: Histogram | None = None,
-                   waiting: Histogram | None = None) -> StatsRow:
+    def from_proto(
+        cls, pb: stats_pb2.IntervalStats, histogram: Histogram | None = None, waiting: Histogram | None = None
+    ) -> StatsRow:
         """The row of a message; `histogram` and `waiting`: its latency and waiting
         histograms, already decoded (a report's rows are decoded at once: `decode_buckets`)."""
         return cls(
@@ -154,7 +167,11 @@ class StatsRow:
             target=self.target,
             request=self.request,
             requests=self.requests,
-            status_1xx=s1, status_2xx=s2, status_3xx=s3, status_4xx=s4, status_5xx=s5,
+            status_1xx=s1,
+            status_2xx=s2,
+            status_3xx=s3,
+            status_4xx=s4,
+            status_5xx=s5,
             # protoc's stub takes ErrorKind members only (wrong: any ErrorKind value, an int, is fine)
             errors=[stats_pb2.ErrorCount(kind=k, count=c) for k, c in sorted(self.errors.items())],  # type: ignore[arg-type]
             bytes_in=self.bytes_in,
@@ -162,7 +179,6 @@ class StatsRow:
             connections_opened=self.connections_opened,
             connections_closed=self.connections_closed,
             active_connections=self.active_connections,
-
             scheduled=self.scheduled,
             sent_late=self.sent_late,
             max_send_lag_us=self.max_send_lag_us,
@@ -199,8 +215,7 @@ def merge_rows(
     histograms: dict[tuple[str, str], list[Histogram]] = {}
     waiting: dict[tuple[str, str], list[Histogram]] = {}
     for row in rows:
-        key = (target if target is not None else row.target,
-               request if request is not None else row.request)
+        key = (target if target is not None else row.target, request if request is not None else row.request)
         into = merged.get(key)
         if into is None:
             into = merged[key] = StatsRow(target=key[0], request=key[1])
@@ -233,8 +248,9 @@ def total_row(rows: Iterable[StatsRow]) -> StatsRow:
     return merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
 
 
-def merge_reports(reports: Iterable[stats_pb2.IntervalReport], *, with_total: bool = False,
-                  buckets: bool = False) -> stats_pb2.IntervalReport:
+def merge_reports(
+    reports: Iterable[stats_pb2.IntervalReport], *, with_total: bool = False, buckets: bool = False
+) -> stats_pb2.IntervalReport:
     """Merges reports of the same interval from several drivers into one report; with
     `with_total`, a `*`/`*` row of everything follows the per-(target, request) rows, and
     with `buckets` histograms are in the bucket form (what an agent sends its controller)."""

@@ -1,6 +1,7 @@
 """A real Apache httpd with an MPM of choice, run by the lab from its own minimal config
 (not Debian's /etc/apache2 layout): modules loaded from /usr/lib/apache2/modules, its own
 PidFile, ErrorLog and CustomLog under the state directory, one loopback address."""
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ DEFAULT_MPM = "event"
 MODULES_DIR = Path("/usr/lib/apache2/modules")
 BASE_MODULES = ("authz_core", "mime", "dir")
 # The same fields as nginx's access log: client, request line, status, bytes sent (%O, mod_logio).
-LOG_FORMAT = r'%a \"%r\" %>s %O'
+LOG_FORMAT = r"%a \"%r\" %>s %O"
 
 
 def apache_program() -> str:
@@ -28,9 +29,20 @@ class ApacheServer(LabServer):
 
     kind = "apache"
 
-    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
-                 mpm: str = DEFAULT_MPM, modules: tuple[str, ...] = (), extra_conf: str = "",
-                 profile: str = DEFAULT_PROFILE, launcher: Launcher = LOCAL):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        docroot: Path,
+        state_dir: Path,
+        name: str,
+        *,
+        mpm: str = DEFAULT_MPM,
+        modules: tuple[str, ...] = (),
+        extra_conf: str = "",
+        profile: str = DEFAULT_PROFILE,
+        launcher: Launcher = LOCAL,
+    ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         if mpm not in MPMS:
             raise ValueError(f"mpm '{mpm}' is not one of {', '.join(MPMS)}")
@@ -48,15 +60,17 @@ class ApacheServer(LabServer):
     def config(self, user: str | None, group: str | None) -> str:
         if self.profile is Profile.STOCK:
             return self._stock_config(user, group)
-        modules = "".join(f"LoadModule {m}_module {MODULES_DIR / f'mod_{m}.so'}\n"
-                          for m in (f"mpm_{self.mpm}", *BASE_MODULES, *self.modules))
+        modules = "".join(
+            f"LoadModule {m}_module {MODULES_DIR / f'mod_{m}.so'}\n"
+            for m in (f"mpm_{self.mpm}", *BASE_MODULES, *self.modules)
+        )
         # Apache refuses to serve as root: its children run as an unprivileged user.
         identity = f"User {user}\nGroup {group}\n" if user else ""
         return f"""ServerRoot {self.dir}
 DefaultRuntimeDir {self.dir}
 {modules}ServerName {self.host}
 Listen {host_port(self.host, self.port)}
-{identity}PidFile {self.dir / 'httpd.pid'}
+{identity}PidFile {self.dir / "httpd.pid"}
 ErrorLog {self.error_log}
 LogLevel warn
 LogFormat "{LOG_FORMAT}" loadfleet
@@ -81,7 +95,7 @@ DirectoryIndex index.html
 DefaultRuntimeDir {self.dir}
 {apache_stock_modules(self.mpm, self.modules)}{apache_stock_settings()}ServerName {self.host}
 Listen {host_port(self.host, self.port)}
-{identity}PidFile {self.dir / 'httpd.pid'}
+{identity}PidFile {self.dir / "httpd.pid"}
 ErrorLog {self.error_log}
 LogLevel warn
 LogFormat "{LOG_FORMAT}" loadfleet
@@ -113,8 +127,9 @@ DocumentRoot {self.docroot}
         conf.write_text(self.config(user, group))
         for log in (self.access_log, self.error_log):
             log.write_text("")
-        proc = self.start_listening([apache_program(), "-f", str(conf), "-DFOREGROUND"], what=f"apache {self.name}",
-                                    log=self.dir / "stderr.log")
+        proc = self.start_listening(
+            [apache_program(), "-f", str(conf), "-DFOREGROUND"], what=f"apache {self.name}", log=self.dir / "stderr.log"
+        )
         self.pid = proc.pid
 
     def error_tail(self) -> str:

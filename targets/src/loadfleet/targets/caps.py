@@ -16,13 +16,14 @@ under `loadfleet-lab/` and removed by `remove()` once its processes are gone.
 
 Errors: `LabError` (from `daemon`) when no cgroup with a CPU controller can be made.
 """
+
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .daemon import LabError
 
@@ -40,6 +41,7 @@ def machine_cpus() -> tuple[int, ...]:
 @dataclass(frozen=True)
 class CpuGroup:
     """A cgroup holding a CPU quota: `cpu_pct` percent of one CPU (200 = two CPUs' worth)."""
+
     path: Path
     cpu_pct: int
 
@@ -103,6 +105,7 @@ def remove_group(path: Path) -> None:
 @dataclass(frozen=True)
 class CpuCap:
     """CPUs a server or host may run on (empty: any) and its quota's group (None: no quota)."""
+
     cpus: tuple[int, ...] = ()
     group: CpuGroup | None = None
 
@@ -118,6 +121,7 @@ class CpuCap:
             if procs:
                 with open(procs, "w") as f:
                     f.write(str(os.getpid()))
+
         return confine
 
 
@@ -135,8 +139,10 @@ def _base() -> Path:
         base = v1 / GROUP_DIR
         base.mkdir(exist_ok=True)
         return base
-    raise LabError("no cgroup with a CPU controller (cgroup v2 cpu.max or v1 /sys/fs/cgroup/cpu) for cpu_pct; "
-                   "use cpus (affinity) alone")
+    raise LabError(
+        "no cgroup with a CPU controller (cgroup v2 cpu.max or v1 /sys/fs/cgroup/cpu) for cpu_pct; "
+        "use cpus (affinity) alone"
+    )
 
 
 def _enable_cpu(group: Path) -> None:

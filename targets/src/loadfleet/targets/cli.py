@@ -4,6 +4,7 @@
 Exit codes: 0 done, 1 a server could not be started or stopped, 2 bad usage or spec; `exec`
 exits with its command's code.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from .daemon import LabError
 from .hostlab import run_on_host
-from .netns import guard_present, list_namespaces
 from .lab import Lab, LabSpec, SpecError, load_spec
+from .netns import guard_present, list_namespaces
 from .spec import parse_spec
 from .workload import DEFAULT_FILE_COUNT, DEFAULT_SINGLE_BYTES, WORKLOAD_KINDS, WorkloadSpec, generate
 
@@ -24,12 +25,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadfleet-lab",
-        description="Start and stop local web clusters (real nginx, Apache, Tomcat, Yaws, PHP-FPM, MariaDB, HAProxy and Varnish "
-                    "on loopback addresses, or on hosts of their own in network namespaces with a controller and "
-                    "agents) serving a generated workload, for loadfleet demos, tests and reproductions.",
+        description="Start and stop local web clusters (real nginx, Apache, Tomcat, Yaws, PHP-FPM, MariaDB, HAProxy "
+        "and Varnish on loopback addresses, or on hosts of their own in network namespaces with a controller and "
+        "agents) serving a generated workload, for loadfleet demos, tests and reproductions.",
         epilog="example: loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/lab && "
-               "loadfleet-lab down --state-dir build/lab; with hosts: loadfleet-lab exec --state-dir build/lab ctrl -- "
-               "loadfleet run plan.yaml")
+        "loadfleet-lab down --state-dir build/lab; with hosts: loadfleet-lab exec --state-dir build/lab ctrl -- "
+        "loadfleet run plan.yaml",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="generate the workload tree (if needed) and start the servers")
     up.add_argument("spec", type=Path, help="lab spec (YAML), e.g. targets/specs/quickstart.yaml")
@@ -40,16 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
     tree.add_argument("--seed", type=int, help="same seed, same bytes (default 1)")
     tree.add_argument("--bytes", type=int, help=f"single: the page's size (default {DEFAULT_SINGLE_BYTES})")
     tree.add_argument("--count", type=int, help=f"files30k, files100k: how many files (default {DEFAULT_FILE_COUNT})")
-    for name, text in (("down", "stop the servers of a state directory"),
-                       ("status", "list the servers of a state directory")):
+    for name, text in (
+        ("down", "stop the servers of a state directory"),
+        ("status", "list the servers of a state directory"),
+    ):
         sub.add_parser(name, help=text)
-    run = sub.add_parser("exec", help="run a command on a lab host (in its network namespace), with the lab "
-                                       "controller's address and operator credentials in LOADFLEET_* variables")
+    run = sub.add_parser(
+        "exec",
+        help="run a command on a lab host (in its network namespace), with the lab "
+        "controller's address and operator credentials in LOADFLEET_* variables",
+    )
     run.add_argument("host", help="a host of the lab spec, e.g. ctrl")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="e.g. -- loadfleet run plan.yaml")
     for p in (sub.choices[name] for name in ("up", "down", "status", "exec")):
-        p.add_argument("--state-dir", type=Path, required=True,
-                       help="where configs, logs, PIDs and the docroot live")
+        p.add_argument("--state-dir", type=Path, required=True, help="where configs, logs, PIDs and the docroot live")
     return parser
 
 
@@ -60,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
             return _up(load_spec(args.spec), args.state_dir)
         if args.command == "tree":
             manifest = generate(args.docroot, _workload_from_args(args))
-            print(f"{len(manifest.files)} files, {manifest.total_bytes} bytes; manifest: {args.docroot / 'manifest.json'}")
+            print(
+                f"{len(manifest.files)} files, {manifest.total_bytes} bytes; manifest: {args.docroot / 'manifest.json'}"
+            )
             return EXIT_OK
         lab = Lab(LabSpec(WorkloadSpec(), ()), args.state_dir)
         if args.command == "exec":
@@ -87,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 def _up(spec: LabSpec, state_dir: Path) -> int:
     lab = Lab(spec, state_dir)
     if any(e["alive"] for e in lab.status()) or lab.state().get("network"):
-        print(f"loadfleet-lab: error: a lab is already up in {state_dir} (loadfleet-lab down first)",
-              file=sys.stderr)
+        print(f"loadfleet-lab: error: a lab is already up in {state_dir} (loadfleet-lab down first)", file=sys.stderr)
         return EXIT_FAILED
     lab.up()
     for entry in lab.status():
@@ -101,16 +108,20 @@ def _up(spec: LabSpec, state_dir: Path) -> int:
         print(f"network: {state['network']['subnet']} (unreachable from this namespace: guard route); hosts: {hosts}")
     controller = state.get("controller") or {}
     if controller.get("host"):
-        print(f"controller: {controller['address']} on {controller['host']}; run plans with: loadfleet-lab exec "
-              f"--state-dir {state_dir} {controller['host']} -- loadfleet run PLAN")
+        print(
+            f"controller: {controller['address']} on {controller['host']}; run plans with: loadfleet-lab exec "
+            f"--state-dir {state_dir} {controller['host']} -- loadfleet run PLAN"
+        )
     return EXIT_OK
 
 
 def _status(lab: Lab) -> None:
     entries, state = lab.status(), lab.state()
     for e in entries:
-        print(f"{e['name']:<10} {e.get('kind', 'nginx'):<10} {e.get('host', ''):<8} {e['url']:<28} pid {e['pid']:<8} "
-              f"{'up' if e['alive'] else 'DOWN'}")
+        print(
+            f"{e['name']:<10} {e.get('kind', 'nginx'):<10} {e.get('host', ''):<8} {e['url']:<28} pid {e['pid']:<8} "
+            f"{'up' if e['alive'] else 'DOWN'}"
+        )
     if not entries and not state:
         print("no lab in this state directory")
     network = state.get("network")
@@ -118,21 +129,24 @@ def _status(lab: Lab) -> None:
         present = set(list_namespaces(network["prefix"]))
         missing = [n for n in network["namespaces"] if n not in present]
         guard = "guard route present" if guard_present(ipaddress.IPv4Network(network["subnet"])) else "NO GUARD ROUTE"
-        print(f"network {network['subnet']}: {len(network['namespaces']) - len(missing)} of "
-              f"{len(network['namespaces'])} namespaces, {guard}")
+        print(
+            f"network {network['subnet']}: {len(network['namespaces']) - len(missing)} of "
+            f"{len(network['namespaces'])} namespaces, {guard}"
+        )
         for host in network["hosts"]:
             print(f"  host {host['name']:<8} {host['address']:<15} netns {host['netns']}")
     for stats in lab.nfs_client_stats().values():
-        print(f"  nfs client {stats.client}: {stats.read_ops} reads ({stats.read_bytes} bytes), "
-              f"{stats.write_ops} writes ({stats.write_bytes} bytes), {stats.errors} errors")
+        print(
+            f"  nfs client {stats.client}: {stats.read_ops} reads ({stats.read_bytes} bytes), "
+            f"{stats.write_ops} writes ({stats.write_bytes} bytes), {stats.errors} errors"
+        )
 
 
 def _workload_from_args(args) -> WorkloadSpec:
     """The `tree` options, validated like a spec's workload (each problem names its option)."""
     fields = {k: getattr(args, k) for k in ("scale", "seed", "bytes", "count") if getattr(args, k) is not None}
     try:
-        return parse_spec({"workload": {"kind": args.kind, **fields},
-                           "servers": [{"listen": "127.0.0.1:0"}]}).workload
+        return parse_spec({"workload": {"kind": args.kind, **fields}, "servers": [{"listen": "127.0.0.1:0"}]}).workload
     except SpecError as exc:
         raise SpecError([p.replace("workload.", "--") for p in exc.problems]) from None
 

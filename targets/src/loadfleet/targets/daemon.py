@@ -5,6 +5,7 @@ session and waiting until it listens, and stopping it by PID.
 Errors: `LabError` (a part could not be started, stopped or configured; the message says
 why and carries the tail of the program's own log).
 """
+
 from __future__ import annotations
 
 import grp
@@ -17,9 +18,10 @@ import socket
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
@@ -32,6 +34,7 @@ class LabError(Exception):
 @dataclass(frozen=True)
 class Upstream:
     """A server a load balancer forwards to."""
+
     name: str
     host: str
     port: int
@@ -61,8 +64,17 @@ class Launcher(Protocol):
     def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
         """Starts a program here, in its own session."""
 
-    def start_listening(self, argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
-                        log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+    def start_listening(
+        self,
+        argv: list[str],
+        host: str,
+        port: int,
+        *,
+        what: str,
+        error_tail: Callable[[], str],
+        log: Path | None = None,
+        timeout_s: float = START_TIMEOUT_S,
+    ) -> subprocess.Popen:
         """Starts a server here and returns once it listens on HOST:PORT (refused if taken)."""
 
 
@@ -82,8 +94,17 @@ class LocalLauncher:
     def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
         return spawn(argv, log=log, preexec=self.confine)
 
-    def start_listening(self, argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
-                        log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+    def start_listening(
+        self,
+        argv: list[str],
+        host: str,
+        port: int,
+        *,
+        what: str,
+        error_tail: Callable[[], str],
+        log: Path | None = None,
+        timeout_s: float = START_TIMEOUT_S,
+    ) -> subprocess.Popen:
         # The port must be free first: otherwise whoever holds it would answer, and the start
         # would look fine.
         check_port_free(host, port, what=what)
@@ -133,11 +154,13 @@ class LabServer:
         with self.access_log.open("rb") as f:
             return sum(1 for _ in f)
 
-    def start_listening(self, argv: list[str], *, what: str, log: Path | None = None,
-                        timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+    def start_listening(
+        self, argv: list[str], *, what: str, log: Path | None = None, timeout_s: float = START_TIMEOUT_S
+    ) -> subprocess.Popen:
         """Starts `argv` through the launcher; returns once it listens on the server's address."""
-        return self.launcher.start_listening(argv, self.host, self.port, what=what, error_tail=self.error_tail,
-                                             log=log, timeout_s=timeout_s)
+        return self.launcher.start_listening(
+            argv, self.host, self.port, what=what, error_tail=self.error_tail, log=log, timeout_s=timeout_s
+        )
 
     def error_tail(self) -> str:
         return "(no log)"
@@ -170,7 +193,8 @@ def host_port(host: str, port: int) -> str:
 
 def find_program(name: str, package: str, *, extra_dirs: tuple[str, ...] = ("/usr/sbin",)) -> str:
     found = shutil.which(name) or next(
-        (str(Path(d) / name) for d in extra_dirs if os.access(Path(d) / name, os.X_OK)), None)
+        (str(Path(d) / name) for d in extra_dirs if os.access(Path(d) / name, os.X_OK)), None
+    )
     if not found:
         raise LabError(f"{name} is not installed (apt-get install {package})")
     return found
@@ -181,15 +205,29 @@ def spawn(argv: list[str], *, log: Path | None = None, preexec: Callable[[], Non
     in the child just before exec (a CPU cap: every process the program forks inherits it)."""
     out = open(log, "ab") if log else None
     try:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL if out is None else out,
-                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec)
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL if out is None else out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=preexec,
+        )
     finally:
         if out is not None:
             out.close()
 
 
-def spawn_listening(argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
-                    log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+def spawn_listening(
+    argv: list[str],
+    host: str,
+    port: int,
+    *,
+    what: str,
+    error_tail: Callable[[], str],
+    log: Path | None = None,
+    timeout_s: float = START_TIMEOUT_S,
+) -> subprocess.Popen:
     """Starts a server on loopback and returns once it listens on HOST:PORT."""
     return LOCAL.start_listening(argv, host, port, what=what, error_tail=error_tail, log=log, timeout_s=timeout_s)
 
@@ -203,8 +241,15 @@ def check_port_free(host: str, port: int, *, what: str) -> None:
             raise LabError(f"{what} cannot listen on {host_port(host, port)}: {exc.strerror}") from exc
 
 
-def wait_listening(proc: subprocess.Popen, host: str, port: int, *, what: str,
-                   error_tail: Callable[[], str], timeout_s: float = START_TIMEOUT_S) -> None:
+def wait_listening(
+    proc: subprocess.Popen,
+    host: str,
+    port: int,
+    *,
+    what: str,
+    error_tail: Callable[[], str],
+    timeout_s: float = START_TIMEOUT_S,
+) -> None:
     """Returns once HOST:PORT accepts connections; otherwise stops `proc` and raises LabError."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -219,8 +264,9 @@ def wait_listening(proc: subprocess.Popen, host: str, port: int, *, what: str,
     raise LabError(f"{what} did not listen on {host_port(host, port)} within {timeout_s:g} s: {error_tail()}")
 
 
-def wait_for_path(proc: subprocess.Popen, path: Path, *, what: str, error_tail: Callable[[], str],
-                  timeout_s: float = START_TIMEOUT_S) -> None:
+def wait_for_path(
+    proc: subprocess.Popen, path: Path, *, what: str, error_tail: Callable[[], str], timeout_s: float = START_TIMEOUT_S
+) -> None:
     """Returns once `path` (e.g. a Unix socket) exists; otherwise stops `proc` and raises LabError."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -264,8 +310,10 @@ def check_readable_by(path: Path, user: str, *, what: str) -> None:
         else:
             ok = st.st_mode & stat.S_IXOTH
         if not ok:
-            raise LabError(f"{what}: user {user} cannot reach {path}: {directory} is mode "
-                           f"{stat.S_IMODE(st.st_mode):04o}; put the state directory where {user} can read it")
+            raise LabError(
+                f"{what}: user {user} cannot reach {path}: {directory} is mode "
+                f"{stat.S_IMODE(st.st_mode):04o}; put the state directory where {user} can read it"
+            )
 
 
 def stop_pid(pid: int) -> None:

@@ -10,6 +10,7 @@ range or not a number is a 400. Each table row of a page is `<tr><td>col</td>...
 query's column order, so a test can compare a page with the database. Responses carry
 `Cache-Control: no-store`; a database error is a 503 naming it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,8 +22,10 @@ DB_PAGES = (ITEM_PAGE, CATEGORY_PAGE, UPDATE_PAGE)
 CATEGORY_ITEMS = 50
 # The queries, also for tests that check a page against the database.
 ITEM_SQL = "SELECT id, category_id, name, price_cents, stock FROM items WHERE id = ?"
-CATEGORY_SQL = ("SELECT i.id, i.name, i.price_cents FROM items i JOIN categories c ON c.id = i.category_id "
-                f"WHERE c.id = ? ORDER BY i.id LIMIT {CATEGORY_ITEMS}")
+CATEGORY_SQL = (
+    "SELECT i.id, i.name, i.price_cents FROM items i JOIN categories c ON c.id = i.category_id "
+    f"WHERE c.id = ? ORDER BY i.id LIMIT {CATEGORY_ITEMS}"
+)
 UPDATE_SQL = "UPDATE items SET hits = hits + 1 WHERE id = ?"
 
 _COMMON = """<?php
@@ -108,11 +111,23 @@ echo "<!DOCTYPE html>\\n<html><head><title>update $id</title></head><body>\\n",
 
 def write_db_pages(app: Path, database: MariaDbServer) -> None:
     """Writes db.php (connection and helpers) and the pages into `app`."""
-    (app / "db.php").write_text(_COMMON % {
-        "host": f"[{database.host}]" if ":" in database.host else database.host, "port": database.port, "user": USER, "password": PASSWORD, "database": DATABASE,
-        "items": database.items, "categories": database.categories})
-    for page, source, sql in ((ITEM_PAGE, _ITEM, ITEM_SQL), (CATEGORY_PAGE, _CATEGORY, CATEGORY_SQL),
-                              (UPDATE_PAGE, _UPDATE, UPDATE_SQL)):
+    (app / "db.php").write_text(
+        _COMMON
+        % {
+            "host": f"[{database.host}]" if ":" in database.host else database.host,
+            "port": database.port,
+            "user": USER,
+            "password": PASSWORD,
+            "database": DATABASE,
+            "items": database.items,
+            "categories": database.categories,
+        }
+    )
+    for page, source, sql in (
+        (ITEM_PAGE, _ITEM, ITEM_SQL),
+        (CATEGORY_PAGE, _CATEGORY, CATEGORY_SQL),
+        (UPDATE_PAGE, _UPDATE, UPDATE_SQL),
+    ):
         (app / page.lstrip("/")).write_text(source % {"sql": sql})
 
 

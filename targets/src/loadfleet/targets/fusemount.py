@@ -17,6 +17,7 @@ Caching, three ways (`MountCache`):
   changed on the server is served changed and NFS stays in every request's path;
 - `none` (`--no-cache`): every stat, open and read goes to the server.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,8 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from .daemon import LabError, find_program, log_tail, spawn, stop_pid
@@ -61,6 +62,7 @@ def split_export_url(url: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- the filesystem (child process)
 
+
 def _filesystem_class():
     """The mfusepy Operations subclass; imported lazily so the parent process needs no libfuse."""
     import mfusepy
@@ -68,6 +70,7 @@ def _filesystem_class():
 
     def fuse_errors(method):
         """nfs-rs errors -> errno for the kernel (one place for the translation)."""
+
         def wrapper(self, *args):
             try:
                 return method(self, *args)
@@ -86,6 +89,7 @@ def _filesystem_class():
             except nfs_rs.NfsError as exc:
                 log.warning("%s%s: %s", method.__name__, args[:1], exc)
                 raise mfusepy.FuseOSError(errno.EIO) from None
+
         wrapper.__name__ = method.__name__
         return wrapper
 
@@ -98,8 +102,9 @@ def _filesystem_class():
             self.client, self.export = client, export
             self.attr_timeout_s, self.cache = attr_timeout_s, cache
             # Only a warm mount keeps remote files open: otherwise each open is an NFS OPEN.
-            self.files = OpenFiles(lambda path: client.open(path, "rb"), _close_quietly,
-                                   max_idle=MAX_IDLE_FILES if cache == "warm" else 0)
+            self.files = OpenFiles(
+                lambda path: client.open(path, "rb"), _close_quietly, max_idle=MAX_IDLE_FILES if cache == "warm" else 0
+            )
             self.mounted = False
 
         def _remote(self, path: str) -> str:
@@ -126,10 +131,18 @@ def _filesystem_class():
             kind = stat.S_IFDIR if info.type == nfs_rs.FileType.DIRECTORY else stat.S_IFREG
             if info.type not in (nfs_rs.FileType.DIRECTORY, nfs_rs.FileType.FILE):
                 kind = stat.S_IFLNK if info.type == nfs_rs.FileType.SYMLINK else stat.S_IFREG
-            return {"st_mode": kind | (info.mode & 0o7777), "st_nlink": info.nlink, "st_size": info.size,
-                    "st_uid": info.uid, "st_gid": info.gid, "st_ino": info.fileid,
-                    "st_blocks": (info.used + 511) // 512, "st_atime": info.atime, "st_mtime": info.mtime,
-                    "st_ctime": info.ctime}
+            return {
+                "st_mode": kind | (info.mode & 0o7777),
+                "st_nlink": info.nlink,
+                "st_size": info.size,
+                "st_uid": info.uid,
+                "st_gid": info.gid,
+                "st_ino": info.fileid,
+                "st_blocks": (info.used + 511) // 512,
+                "st_atime": info.atime,
+                "st_mtime": info.mtime,
+                "st_ctime": info.ctime,
+            }
 
         @fuse_errors
         def readdir(self, path: str, fh: int) -> list[str]:
@@ -174,8 +187,7 @@ class OpenFiles:
     serve stale content. `acquire` returns a FUSE file handle (an int) for `get` and `release`.
     """
 
-    def __init__(self, open_remote: Callable[[str], object], close_remote: Callable[[object], None], *,
-                 max_idle: int):
+    def __init__(self, open_remote: Callable[[str], object], close_remote: Callable[[object], None], *, max_idle: int):
         self._open, self._close, self.max_idle = open_remote, close_remote, max_idle
         self._lock = threading.Lock()
         self._handles: dict[str, object] = {}
@@ -259,8 +271,15 @@ def serve(url: str, mountpoint: Path, *, attr_timeout_s: float, cache: str) -> i
         return 1
     filesystem = fs_class(client, export, attr_timeout_s=attr_timeout_s, cache=cache)
     try:
-        mfusepy.FUSE(filesystem, str(mountpoint), foreground=True, ro=True, allow_other=os.geteuid() == 0,
-                     fsname=FSNAME, subtype="nfs")
+        mfusepy.FUSE(
+            filesystem,
+            str(mountpoint),
+            foreground=True,
+            ro=True,
+            allow_other=os.geteuid() == 0,
+            fsname=FSNAME,
+            subtype="nfs",
+        )
     except RuntimeError as exc:
         # libfuse >= 3.16 reports the end of its loop by SIGTERM as an error (8): normal after a mount.
         if not filesystem.mounted:
@@ -272,16 +291,25 @@ def serve(url: str, mountpoint: Path, *, attr_timeout_s: float, cache: str) -> i
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loadfleet.targets.fusemount",
-                                     description="Mount an NFSv4 export read-only through FUSE (foreground).")
+    parser = argparse.ArgumentParser(
+        prog="python -m loadfleet.targets.fusemount",
+        description="Mount an NFSv4 export read-only through FUSE (foreground).",
+    )
     parser.add_argument("url", help="nfs://HOST/EXPORT?version=4.0&nfsport=PORT")
     parser.add_argument("mountpoint", type=Path, help="an empty directory")
-    parser.add_argument("--attr-timeout-s", type=float, default=DEFAULT_ATTR_TIMEOUT_S,
-                        help=f"how long the kernel caches attributes and entries (default {DEFAULT_ATTR_TIMEOUT_S:g})")
+    parser.add_argument(
+        "--attr-timeout-s",
+        type=float,
+        default=DEFAULT_ATTR_TIMEOUT_S,
+        help=f"how long the kernel caches attributes and entries (default {DEFAULT_ATTR_TIMEOUT_S:g})",
+    )
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--no-cache", action="store_true", help="no kernel caching: every stat and read goes to NFS")
-    modes.add_argument("--close-to-open", action="store_true",
-                       help="as a kernel NFS client: every open revalidates with the server; pages kept while unchanged")
+    modes.add_argument(
+        "--close-to-open",
+        action="store_true",
+        help="as a kernel NFS client: every open revalidates with the server; pages kept while unchanged",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -295,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ---------------------------------------------------------------- the parent side
+
 
 def is_mounted(mountpoint: Path) -> bool:
     """Whether `mountpoint` is in this mount namespace's /proc/mounts."""
@@ -326,9 +355,17 @@ class FuseMount:
 
     kind = "fuse"
 
-    def __init__(self, url: str, mountpoint: Path, *, log_path: Path | None = None,
-                 attr_timeout_s: float = DEFAULT_ATTR_TIMEOUT_S, cache: str | bool = "warm", launcher=None,
-                 name: str = "nfs-mount"):
+    def __init__(
+        self,
+        url: str,
+        mountpoint: Path,
+        *,
+        log_path: Path | None = None,
+        attr_timeout_s: float = DEFAULT_ATTR_TIMEOUT_S,
+        cache: str | bool = "warm",
+        launcher=None,
+        name: str = "nfs-mount",
+    ):
         split_export_url(url)
         if isinstance(cache, bool):
             cache = "warm" if cache else "none"
@@ -344,8 +381,15 @@ class FuseMount:
         return [self.pid] if self.pid else []
 
     def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "loadfleet.targets.fusemount", self.url, str(self.mountpoint),
-                "--attr-timeout-s", f"{self.attr_timeout_s:g}"]
+        argv = [
+            sys.executable,
+            "-m",
+            "loadfleet.targets.fusemount",
+            self.url,
+            str(self.mountpoint),
+            "--attr-timeout-s",
+            f"{self.attr_timeout_s:g}",
+        ]
         return argv + {"warm": [], "close-to-open": ["--close-to-open"], "none": ["--no-cache"]}[self.cache]
 
     def start(self) -> None:
@@ -362,8 +406,10 @@ class FuseMount:
                 raise LabError(f"fuse mount of {self.url} exited at start: {log_tail(self.log)}")
             if time.monotonic() > deadline:
                 self.stop()
-                raise LabError(f"fuse mount of {self.url} did not appear at {self.mountpoint} "
-                               f"within {MOUNT_TIMEOUT_S:g} s: {log_tail(self.log)}")
+                raise LabError(
+                    f"fuse mount of {self.url} did not appear at {self.mountpoint} "
+                    f"within {MOUNT_TIMEOUT_S:g} s: {log_tail(self.log)}"
+                )
             time.sleep(0.05)
 
     def stop(self) -> None:
@@ -393,7 +439,16 @@ def unmount(mountpoint: Path) -> None:
     raise LabError(f"could not unmount {mountpoint}")
 
 
-__all__ = ["DEFAULT_ATTR_TIMEOUT_S", "MOUNT_CACHES", "NGINX_OPEN_FILE_CACHE", "FuseMount", "is_mounted", "main", "split_export_url", "unmount"]
+__all__ = [
+    "DEFAULT_ATTR_TIMEOUT_S",
+    "MOUNT_CACHES",
+    "NGINX_OPEN_FILE_CACHE",
+    "FuseMount",
+    "is_mounted",
+    "main",
+    "split_export_url",
+    "unmount",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

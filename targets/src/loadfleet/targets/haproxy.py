@@ -5,6 +5,7 @@ own config and a stats socket under the state directory.
 CSV), so a test can compare them with the backends' access logs. The reading and parsing are
 the monitor agent's (loadfleet.agent.servercounters), so the lab counts as a run does.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,9 @@ class HaproxyServer(LabServer):
 
     kind = "haproxy"
 
-    def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
-                 launcher: Launcher = LOCAL):
+    def __init__(
+        self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *, launcher: Launcher = LOCAL
+    ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         check_upstreams(launcher, list(backends), what=f"haproxy {name}")
         self.backends = list(backends)
@@ -68,8 +70,9 @@ backend {BACKEND_GROUP}
         conf = self.dir / "haproxy.cfg"
         conf.write_text(self.config())
         self.log.write_text("")
-        proc = self.start_listening([haproxy_program(), "-db", "-f", str(conf)], what=f"haproxy {self.name}",
-                                    log=self.log)
+        proc = self.start_listening(
+            [haproxy_program(), "-db", "-f", str(conf)], what=f"haproxy {self.name}", log=self.log
+        )
         self.pid = proc.pid
 
     def stats_csv(self) -> str:
@@ -93,6 +96,9 @@ def parse_backend_requests(stats_csv: str, group: str = BACKEND_GROUP) -> dict[s
     except CounterError as exc:
         raise LabError(str(exc)) from exc
     prefix, suffix = f"haproxy.{group}.", ".req_tot"
-    servers = {name.removeprefix(prefix).removesuffix(suffix): int(value) for name, value in counters.items()
-               if name.startswith(prefix) and name.endswith(suffix)}
+    servers = {
+        name.removeprefix(prefix).removesuffix(suffix): int(value)
+        for name, value in counters.items()
+        if name.startswith(prefix) and name.endswith(suffix)
+    }
     return {server: n for server, n in servers.items() if server not in ("FRONTEND", "BACKEND")}

@@ -13,6 +13,7 @@ address is beyond loopback, where the controller requires both. `operator_env(st
 command the operator's credentials, and `run_on_host` runs it inside a host's namespace — how
 `loadfleet run` reaches the lab (`loadfleet-lab exec`).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .caps import CpuCap, CpuGroup, remove_group
 from .daemon import LabError, find_program, log_tail
@@ -47,6 +48,7 @@ def program(name: str, package: str = "loadfleet (make setup)") -> str:
 @dataclass
 class FleetProcess:
     """The lab's controller or one of its agents, recorded in lab.json like a server."""
+
     name: str
     kind: str
     url: str
@@ -61,6 +63,7 @@ class FleetProcess:
 @dataclass
 class LabHosts:
     """The hosts of one lab: built by `start`, then `docroot`/`launcher` per server, then `start_fleet`."""
+
     spec: LabSpec
     state_dir: Path
     state_file: Path
@@ -109,8 +112,11 @@ class LabHosts:
             self._wait_for_agents({s.name for s, _ in agents})
 
     def record(self) -> dict:
-        return {"network": self.net.record() if self.net else None, "cgroups": [str(g.path) for g in self.groups],
-                "controller": self.controller or ({"address": self.spec.controller} if self.spec.controller else None)}
+        return {
+            "network": self.net.record() if self.net else None,
+            "cgroups": [str(g.path) for g in self.groups],
+            "controller": self.controller or ({"address": self.spec.controller} if self.spec.controller else None),
+        }
 
     # ------------------------------------------------------------ the controller and agents
 
@@ -118,10 +124,18 @@ class LabHosts:
         """A CA, the controller's certificate for `address`, the operator's and the agents'."""
         pki = self.state_dir / "pki"
         shutil.rmtree(pki, ignore_errors=True)  # a fresh CA at every up: nothing of an old lab is trusted
-        for args in (["init"], ["controller", "--name", CONTROLLER_NAME, "--ip", address], ["operator", OPERATOR],
-                     *([["agent", *agents]] if agents else [])):
-            result = subprocess.run([program("loadfleet"), "certs", args[0], "--dir", str(pki), *args[1:]],
-                                    capture_output=True, text=True, timeout=CERTS_TIMEOUT_S)
+        for args in (
+            ["init"],
+            ["controller", "--name", CONTROLLER_NAME, "--ip", address],
+            ["operator", OPERATOR],
+            *([["agent", *agents]] if agents else []),
+        ):
+            result = subprocess.run(
+                [program("loadfleet"), "certs", args[0], "--dir", str(pki), *args[1:]],
+                capture_output=True,
+                text=True,
+                timeout=CERTS_TIMEOUT_S,
+            )
             if result.returncode != 0:
                 raise LabError(f"loadfleet certs {args[0]}: {result.stderr.strip()[-500:]}")
 
@@ -130,11 +144,30 @@ class LabHosts:
         directory.mkdir(parents=True, exist_ok=True)
         log = directory / "controller.log"
         address = f"{host.address}:{port}"
-        proc = host.spawn([program("loadfleet"), "controller", "--listen", address,
-                           "--runs-dir", str(self.state_dir / "runs"), "--tls-cert", str(pki / "controller.crt"),
-                           "--tls-key", str(pki / "controller.key"), "--tls-ca", str(pki / "ca.crt")], log=log)
-        self.controller = {"address": address, "host": host.name, "ca": str(pki / "ca.crt"),
-                           "cert": str(pki / f"operator-{OPERATOR}.crt"), "key": str(pki / f"operator-{OPERATOR}.key")}
+        proc = host.spawn(
+            [
+                program("loadfleet"),
+                "controller",
+                "--listen",
+                address,
+                "--runs-dir",
+                str(self.state_dir / "runs"),
+                "--tls-cert",
+                str(pki / "controller.crt"),
+                "--tls-key",
+                str(pki / "controller.key"),
+                "--tls-ca",
+                str(pki / "ca.crt"),
+            ],
+            log=log,
+        )
+        self.controller = {
+            "address": address,
+            "host": host.name,
+            "ca": str(pki / "ca.crt"),
+            "cert": str(pki / f"operator-{OPERATOR}.crt"),
+            "key": str(pki / f"operator-{OPERATOR}.key"),
+        }
         process = FleetProcess("controller", "controller", address, proc.pid, host.name)
         host.wait_listening(proc, port, what=f"controller on {host.name}", error_tail=lambda: log_tail(log))
         return process
@@ -144,12 +177,37 @@ class LabHosts:
         directory.mkdir(parents=True, exist_ok=True)
         pki = self.state_dir / "pki"
         assert self.net is not None  # agents run on hosts of the lab's network
-        tls = ["--tls-ca", str(pki / "ca.crt"), "--tls-cert", str(pki / f"agent-{spec.name}.crt"),
-               "--tls-key", str(pki / f"agent-{spec.name}.key")] if self.controller else []
-        proc = host.spawn([program("loadfleet-agent"), "--controller", controller, "--id", spec.name,
-                           "--cores", str(spec.cores), "--engine", program("loadfleet-engine"),
-                           "--spool-dir", str(directory / "spool"), "--allow-targets", str(self.net.subnet), *tls],
-                          log=directory / "agent.log")
+        tls = (
+            [
+                "--tls-ca",
+                str(pki / "ca.crt"),
+                "--tls-cert",
+                str(pki / f"agent-{spec.name}.crt"),
+                "--tls-key",
+                str(pki / f"agent-{spec.name}.key"),
+            ]
+            if self.controller
+            else []
+        )
+        proc = host.spawn(
+            [
+                program("loadfleet-agent"),
+                "--controller",
+                controller,
+                "--id",
+                spec.name,
+                "--cores",
+                str(spec.cores),
+                "--engine",
+                program("loadfleet-engine"),
+                "--spool-dir",
+                str(directory / "spool"),
+                "--allow-targets",
+                str(self.net.subnet),
+                *tls,
+            ],
+            log=directory / "agent.log",
+        )
         return FleetProcess(spec.name, "agent", controller, proc.pid, spec.name)
 
     def _wait_for_agents(self, names: set[str]) -> None:
@@ -159,13 +217,20 @@ class LabHosts:
         connected: set[str] = set()
         while not names <= connected:
             if time.monotonic() > deadline:
-                raise LabError(f"agents {', '.join(sorted(names - connected))} did not connect to the controller "
-                               f"within {AGENTS_TIMEOUT_S:g} s: {log_tail(self.state_dir / sorted(names - connected)[0] / 'agent.log')}")
-            result = host.run([program("loadfleet"), "agents", "--json"], timeout=30,
-                              env={**os.environ, **operator_env(self.record())})
+                missing = sorted(names - connected)
+                raise LabError(
+                    f"agents {', '.join(missing)} did not connect to the controller within "
+                    f"{AGENTS_TIMEOUT_S:g} s: {log_tail(self.state_dir / missing[0] / 'agent.log')}"
+                )
+            result = host.run(
+                [program("loadfleet"), "agents", "--json"],
+                timeout=30,
+                env={**os.environ, **operator_env(self.record())},
+            )
             if result.returncode == 0:
-                connected = {a["agentId"] for a in json.loads(result.stdout or "[]")
-                             if a.get("state", "").lower() != "lost"}
+                connected = {
+                    a["agentId"] for a in json.loads(result.stdout or "[]") if a.get("state", "").lower() != "lost"
+                }
             time.sleep(0.3)
 
 
@@ -174,8 +239,11 @@ def operator_env(state: dict) -> dict[str, str]:
     controller = state.get("controller") or {}
     env = {"LOADFLEET_CONTROLLER": controller["address"]} if controller.get("address") else {}
     if controller.get("ca"):
-        env.update(LOADFLEET_TLS_CA=controller["ca"], LOADFLEET_TLS_CERT=controller["cert"],
-                   LOADFLEET_TLS_KEY=controller["key"])
+        env.update(
+            LOADFLEET_TLS_CA=controller["ca"],
+            LOADFLEET_TLS_CERT=controller["cert"],
+            LOADFLEET_TLS_KEY=controller["key"],
+        )
     return env
 
 
@@ -185,11 +253,16 @@ def run_on_host(state: dict, host_name: str, argv: list[str]) -> int:
     network = state.get("network") or {}
     hosts = {h["name"]: h for h in network.get("hosts", [])}
     if host_name not in hosts:
-        raise LabError(f"no lab host '{host_name}' in this state directory"
-                       + (f" (hosts: {', '.join(hosts)})" if hosts else " (no lab with hosts is up)"))
+        raise LabError(
+            f"no lab host '{host_name}' in this state directory"
+            + (f" (hosts: {', '.join(hosts)})" if hosts else " (no lab with hosts is up)")
+        )
     netns = hosts[host_name]["netns"]
-    env = {**os.environ, **operator_env(state),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        **operator_env(state),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     nsenter = find_program("nsenter", "util-linux", extra_dirs=("/usr/bin",))
     return subprocess.run([nsenter, f"--net=/var/run/netns/{netns}", "--", *argv], env=env).returncode
 

@@ -18,6 +18,7 @@ server's name defaults to its host's when the host has one server. Caps (`cpus`,
 nothing outside the lab's namespaces is reachable from them; plaintext, so run it with
 `--insecure` on that lab address).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -42,9 +43,9 @@ _HOST_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # it goes into namespace name
 @dataclass(frozen=True)
 class HostsSection:
     hosts: tuple[HostSpec, ...]
-    placed: list[Placed]        # the hosts' server entries, for spec.py to parse
+    placed: list[Placed]  # the hosts' server entries, for spec.py to parse
     subnet: str | None
-    controller: str | None      # a controller the agents dial that the lab does not start
+    controller: str | None  # a controller the agents dial that the lab does not start
 
 
 def parse_hosts(doc: dict, nfs: bool, problems: list[str]) -> HostsSection:
@@ -87,8 +88,9 @@ def _network(doc, problems: list[str]) -> str | None:
 def _host(name, entry, placed: list[Placed], problems: list[str]) -> HostSpec | None:
     where = f"hosts.{name}"
     if not isinstance(name, str) or not _HOST_NAME.match(name) or name == BRIDGE_NS:
-        problems.append(f"{where}: a host name is 1-12 lower-case letters or digits, starting with a letter "
-                        f"(not '{BRIDGE_NS}')")
+        problems.append(
+            f"{where}: a host name is 1-12 lower-case letters or digits, starting with a letter (not '{BRIDGE_NS}')"
+        )
         return None
     if not isinstance(entry, dict):
         problems.append(f"{where}: must be a mapping ({', '.join(HOST_FIELDS)})")
@@ -102,8 +104,9 @@ def _host(name, entry, placed: list[Placed], problems: list[str]) -> HostSpec | 
         problems.append(f"{where}.servers: must be a list of servers")
         servers = []
     for i, server in enumerate(servers):
-        placed.append(Placed(f"{where}.servers[{i}]", server, name if len(servers) == 1 else f"{name}-{i + 1}",
-                             on=name))
+        placed.append(
+            Placed(f"{where}.servers[{i}]", server, name if len(servers) == 1 else f"{name}-{i + 1}", on=name)
+        )
     controller_port = _controller_port(where, entry.get("controller", False), problems)
     if not isinstance(entry.get("nfs", False), bool):
         problems.append(f"{where}.nfs: {entry['nfs']!r} must be true or false")
@@ -127,8 +130,13 @@ def _controller_port(where: str, value, problems: list[str]) -> int | None:
 
 def _caps(where: str, entry: dict, problems: list[str]) -> dict:
     caps = {}
-    checks = {**CAP_CHECKS, "link_mbit": (lambda v: _is_int(v) and 1 <= v <= MAX_LINK_MBIT,
-                                          f"an integer from 1 to {MAX_LINK_MBIT} (Mbit/s)")}
+    checks = {
+        **CAP_CHECKS,
+        "link_mbit": (
+            lambda v: _is_int(v) and 1 <= v <= MAX_LINK_MBIT,
+            f"an integer from 1 to {MAX_LINK_MBIT} (Mbit/s)",
+        ),
+    }
     for key, (valid, expected) in checks.items():
         if key in entry:
             if valid(entry[key]):
@@ -175,8 +183,10 @@ def _given_controller(value, subnet: str | None, problems: list[str]) -> str | N
         problems.append(f"agents.controller: {value!r} must be ADDRESS:PORT")
     elif not subnet or address not in ipaddress.IPv4Network(subnet):
         # Nothing outside the lab's namespaces is reachable from its hosts.
-        problems.append(f"agents.controller: {value} must be inside the lab's network.subnet "
-                        "(give one; the agents reach nothing outside it)")
+        problems.append(
+            f"agents.controller: {value} must be inside the lab's network.subnet "
+            "(give one; the agents reach nothing outside it)"
+        )
     else:
         return f"{address}:{port}"
     return None
@@ -195,8 +205,7 @@ def _role_problems(hosts: list[HostSpec], nfs: bool, given_controller: str | Non
     if agents and not controllers and not given_controller:
         problems.append("agents: they need a controller: a host with `controller: true` or agents.controller")
     if controllers and given_controller:
-        problems.append("agents.controller: the lab starts a controller already (hosts."
-                        f"{controllers[0]}.controller)")
+        problems.append(f"agents.controller: the lab starts a controller already (hosts.{controllers[0]}.controller)")
 
 
 __all__ = ["DEFAULT_CONTROLLER_PORT", "HostsSection", "parse_hosts"]

@@ -12,6 +12,7 @@ stop in reverse. `up()` writes `lab.json` into the state directory (server names
 URLs, PIDs, and for a lab with hosts its network, cgroups and controller: hostlab.py), so that
 `down()` from another process stops exactly what was started and removes the rest.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,8 +27,8 @@ from .apache import ApacheServer
 from .caps import CpuCap, CpuGroup
 from .daemon import LOCAL, LabError, Launcher, LocalLauncher, Upstream, pid_alive, stop_pid
 from .fusemount import NGINX_OPEN_FILE_CACHE, FuseMount, is_mounted, unmount
-from .hostlab import NFS_PORT, FleetProcess, LabHosts, teardown
 from .haproxy import HaproxyServer
+from .hostlab import NFS_PORT, FleetProcess, LabHosts, teardown
 from .mariadb import MariaDbServer
 from .nfs import GaneshaServer
 from .nfsstats import ClientStats, client_stats
@@ -36,8 +37,8 @@ from .php import PhpServer
 from .spec import KINDS, LabSpec, ServerSpec, SpecError, load_spec, parse_spec
 from .tomcat import TomcatServer
 from .varnish import VarnishServer
-from .yaws import YawsServer
 from .workload import generate, read_manifest
+from .yaws import YawsServer
 
 STATE_FILE = "lab.json"
 # Kinds that serve the workload's files, so need the docroot (an NFS mount on their host).
@@ -140,8 +141,9 @@ class Lab:
         one on loopback, or one per lab host with file servers (its NFS traffic crosses its link)."""
         nfs = self.hosts.host_of(lambda h: h.nfs) if self.hosts else None
         if nfs:
-            ganesha = GaneshaServer(export, self.state_dir / "nfs-server", host=nfs[1].address, port=NFS_PORT,
-                                    launcher=nfs[1])
+            ganesha = GaneshaServer(
+                export, self.state_dir / "nfs-server", host=nfs[1].address, port=NFS_PORT, launcher=nfs[1]
+            )
         else:
             ganesha = GaneshaServer(export, self.state_dir / "nfs-server")
         self._add(ganesha, host=nfs[0].name if nfs else None, start=True)
@@ -149,13 +151,19 @@ class Lab:
             self.docroot = self._mount(ganesha, "nfs-mount", self.state_dir, LOCAL)
             return
         for name in dict.fromkeys(s.on for s in self.spec.servers if s.kind in FILE_KINDS and s.on):
-            self.hosts.mounts[name] = self._mount(ganesha, f"nfs-mount-{name}", self.state_dir / name,
-                                                  self.hosts.hosts[name])
+            self.hosts.mounts[name] = self._mount(
+                ganesha, f"nfs-mount-{name}", self.state_dir / name, self.hosts.hosts[name]
+            )
 
     def _mount(self, ganesha: GaneshaServer, name: str, directory: Path, launcher: Launcher) -> Path:
         # A fresh mount point every time: a FUSE daemon unmounts its path by name when stopped.
-        mount = FuseMount(ganesha.url, directory / f"nfs-mount-{time.time_ns()}", cache=self.spec.nfs_cache,
-                          launcher=None if launcher is LOCAL else launcher, name=name)
+        mount = FuseMount(
+            ganesha.url,
+            directory / f"nfs-mount-{time.time_ns()}",
+            cache=self.spec.nfs_cache,
+            launcher=None if launcher is LOCAL else launcher,
+            name=name,
+        )
         self._add(mount, host=getattr(launcher, "name", None), start=True)
         return mount.mountpoint
 
@@ -184,23 +192,43 @@ class Lab:
         if spec.kind == "nginx":
             # Over a warm NFS mount nginx keeps files open rather than opening each one per request.
             extra = NGINX_OPEN_FILE_CACHE if self.spec.nfs and self.spec.nfs_cache == "warm" else ""
-            return NginxServer(*args, docroot, self.state_dir, spec.name, workers=spec.workers or 1,
-                               extra_conf=extra, tls=spec.tls, profile=spec.profile, **common)
+            return NginxServer(
+                *args,
+                docroot,
+                self.state_dir,
+                spec.name,
+                workers=spec.workers or 1,
+                extra_conf=extra,
+                tls=spec.tls,
+                profile=spec.profile,
+                **common,
+            )
         if spec.kind == "apache":
             return ApacheServer(*args, docroot, self.state_dir, spec.name, mpm=spec.mpm, profile=spec.profile, **common)
         if spec.kind == "php":
             database = self.server(spec.database) if spec.database else None
-            return PhpServer(*args, docroot, self.state_dir, spec.name, front=spec.front, mpm=spec.mpm,
-                             workers=spec.workers,
-                             cost=spec.cost, database=database, max_age_s=spec.max_age_s, profile=spec.profile,
-                             **common)
+            return PhpServer(
+                *args,
+                docroot,
+                self.state_dir,
+                spec.name,
+                front=spec.front,
+                mpm=spec.mpm,
+                workers=spec.workers,
+                cost=spec.cost,
+                database=database,
+                max_age_s=spec.max_age_s,
+                profile=spec.profile,
+                **common,
+            )
         if spec.kind == "tomcat":
             return TomcatServer(*args, docroot, self.state_dir, spec.name, **common)
         if spec.kind == "yaws":
             return YawsServer(*args, docroot, self.state_dir, spec.name, **common)
         if spec.kind == "mariadb":
-            return MariaDbServer(*args, self.state_dir, spec.name, seed=spec.seed, items=spec.items,
-                                 categories=spec.categories, **common)
+            return MariaDbServer(
+                *args, self.state_dir, spec.name, seed=spec.seed, items=spec.items, categories=spec.categories, **common
+            )
         backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
         if spec.kind == "haproxy":
             return HaproxyServer(*args, self.state_dir, spec.name, backends, **common)
@@ -221,13 +249,23 @@ class Lab:
         return LocalLauncher(confine=CpuCap(spec.cpus, group).confine())
 
     def _save(self) -> None:
-        state = {"docroot": str(self.docroot),
-                 "servers": [{"name": s.name, "kind": s.kind, "url": s.url, "pid": s.pid, "pids": s.pids,
-                              **({"bus": s.bus.address} if isinstance(s, GaneshaServer) else {}),
-                              **({"mountpoint": str(s.mountpoint)} if isinstance(s, FuseMount) else {}),
-                              **({"host": self._placement[s.name]} if s.name in self._placement else {})}
-                             for s in self.servers],
-                 "cgroups": [str(g.path) for g in self.groups]}
+        state = {
+            "docroot": str(self.docroot),
+            "servers": [
+                {
+                    "name": s.name,
+                    "kind": s.kind,
+                    "url": s.url,
+                    "pid": s.pid,
+                    "pids": s.pids,
+                    **({"bus": s.bus.address} if isinstance(s, GaneshaServer) else {}),
+                    **({"mountpoint": str(s.mountpoint)} if isinstance(s, FuseMount) else {}),
+                    **({"host": self._placement[s.name]} if s.name in self._placement else {}),
+                }
+                for s in self.servers
+            ],
+            "cgroups": [str(g.path) for g in self.groups],
+        }
         if self.hosts:
             hosted = self.hosts.record()
             state.update(hosted, cgroups=state["cgroups"] + hosted["cgroups"])

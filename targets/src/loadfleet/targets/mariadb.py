@@ -13,6 +13,7 @@ gone:
 The pages connect over TCP as user `loadfleet` (SELECT and UPDATE on the database only);
 `query()` runs SQL as the administrator over the socket, for seeding and for tests.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,11 +32,31 @@ MAX_ROWS = 1_000_000
 DATABASE = "loadfleet"
 # The pages' account: loopback only and SELECT/UPDATE on the lab's data, so not a secret.
 USER, PASSWORD = "loadfleet", "loadfleet"
-START_TIMEOUT_S = 30.0    # InnoDB creates its files at the first start
-SOCKET_PATH_MAX = 107     # sun_path: a longer socket path cannot be bound
+START_TIMEOUT_S = 30.0  # InnoDB creates its files at the first start
+SOCKET_PATH_MAX = 107  # sun_path: a longer socket path cannot be bound
 INSERT_BATCH = 1000
-WORDS = ("amber", "basalt", "cedar", "delta", "ember", "fjord", "granite", "harbor", "indigo", "juniper",
-         "kelp", "lumen", "meadow", "nickel", "onyx", "prairie", "quartz", "river", "sierra", "tundra")
+WORDS = (
+    "amber",
+    "basalt",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "granite",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kelp",
+    "lumen",
+    "meadow",
+    "nickel",
+    "onyx",
+    "prairie",
+    "quartz",
+    "river",
+    "sierra",
+    "tundra",
+)
 
 
 def mariadb_program(name: str) -> str:
@@ -48,8 +69,18 @@ class MariaDbServer(LabServer):
     kind = "mariadb"
     scheme = "mysql"
 
-    def __init__(self, host: str, port: int, state_dir: Path, name: str, *, seed: int = DEFAULT_SEED,
-                 items: int = DEFAULT_ITEMS, categories: int = DEFAULT_CATEGORIES, launcher: Launcher = LOCAL):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        state_dir: Path,
+        name: str,
+        *,
+        seed: int = DEFAULT_SEED,
+        items: int = DEFAULT_ITEMS,
+        categories: int = DEFAULT_CATEGORIES,
+        launcher: Launcher = LOCAL,
+    ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         if not 1 <= categories <= items <= MAX_ROWS:
             raise ValueError(f"need 1 <= categories ({categories}) <= items ({items}) <= {MAX_ROWS}")
@@ -69,14 +100,17 @@ class MariaDbServer(LabServer):
 
     def start(self) -> None:
         if len(str(self.socket)) > SOCKET_PATH_MAX:
-            raise LabError(f"mariadb {self.name}: the socket path {self.socket} is longer than "
-                           f"{SOCKET_PATH_MAX} bytes; use a shorter state directory")
+            raise LabError(
+                f"mariadb {self.name}: the socket path {self.socket} is longer than "
+                f"{SOCKET_PATH_MAX} bytes; use a shorter state directory"
+            )
         shutil.rmtree(self.datadir, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.error_log.write_text("")
         self._install()
-        proc = self.start_listening(self.argv(), what=f"mariadb {self.name}", log=self.dir / "stderr.log",
-                                    timeout_s=START_TIMEOUT_S)
+        proc = self.start_listening(
+            self.argv(), what=f"mariadb {self.name}", log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S
+        )
         self.pid = proc.pid
         try:
             self.query(seed_sql(self.seed, items=self.items, categories=self.categories), database=None)
@@ -85,17 +119,32 @@ class MariaDbServer(LabServer):
             raise
 
     def argv(self) -> list[str]:
-        return [mariadb_program("mariadbd"), "--no-defaults", f"--user={_user()}",
-                f"--datadir={self.datadir}", f"--socket={self.socket}", f"--pid-file={self.dir / 'mariadbd.pid'}",
-                f"--log-error={self.error_log}", f"--bind-address={self.host}", f"--port={self.port}",
-                "--skip-name-resolve",
-                # Each PHP-FPM child keeps a persistent connection; several pools can share a server.
-                "--max-connections=1000", "--innodb-buffer-pool-size=64M"]
+        return [
+            mariadb_program("mariadbd"),
+            "--no-defaults",
+            f"--user={_user()}",
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--pid-file={self.dir / 'mariadbd.pid'}",
+            f"--log-error={self.error_log}",
+            f"--bind-address={self.host}",
+            f"--port={self.port}",
+            "--skip-name-resolve",
+            # Each PHP-FPM child keeps a persistent connection; several pools can share a server.
+            "--max-connections=1000",
+            "--innodb-buffer-pool-size=64M",
+        ]
 
     def _install(self) -> None:
         """A new system database; the invoking user becomes an administrator over the socket."""
-        argv = [mariadb_program("mariadb-install-db"), "--no-defaults", f"--datadir={self.datadir}",
-                f"--user={_user()}", "--auth-root-authentication-method=socket", "--skip-test-db"]
+        argv = [
+            mariadb_program("mariadb-install-db"),
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            f"--user={_user()}",
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+        ]
         log = self.dir / "install.log"
         with log.open("wb") as out:
             result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=120)
@@ -104,8 +153,16 @@ class MariaDbServer(LabServer):
 
     def query(self, sql: str, *, database: str | None = DATABASE) -> list[list[str]]:
         """Runs SQL as the administrator (over the socket); returns the rows as lists of strings."""
-        argv = [mariadb_program("mariadb"), "--no-defaults", f"--socket={self.socket}", f"--user={_user()}",
-                "--batch", "--skip-column-names", "--raw", *([database] if database else [])]
+        argv = [
+            mariadb_program("mariadb"),
+            "--no-defaults",
+            f"--socket={self.socket}",
+            f"--user={_user()}",
+            "--batch",
+            "--skip-column-names",
+            "--raw",
+            *([database] if database else []),
+        ]
         result = subprocess.run(argv, input=sql, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             # The client echoes the failed statement first; its last line is the error.
@@ -127,26 +184,36 @@ def _user() -> str:
 def seed_sql(seed: int, *, items: int, categories: int) -> str:
     """The schema, the pages' account and the rows: the same SQL for the same arguments."""
     rng = random.Random(seed)
-    lines = [f"CREATE DATABASE {DATABASE};",
-             f"CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}';",
-             f"GRANT SELECT, UPDATE ON {DATABASE}.* TO '{USER}'@'%';",
-             f"USE {DATABASE};",
-             "CREATE TABLE categories (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL) ENGINE=InnoDB;",
-             "CREATE TABLE items (id INT PRIMARY KEY, category_id INT NOT NULL, name VARCHAR(64) NOT NULL,"
-             " price_cents INT NOT NULL, stock INT NOT NULL, hits INT NOT NULL DEFAULT 0,"
-             " KEY (category_id), FOREIGN KEY (category_id) REFERENCES categories (id)) ENGINE=InnoDB;"]
-    lines += _inserts("categories (id, name)",
-                      [f"({i}, '{rng.choice(WORDS)} {rng.choice(WORDS)}')" for i in range(1, categories + 1)])
+    lines = [
+        f"CREATE DATABASE {DATABASE};",
+        f"CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}';",
+        f"GRANT SELECT, UPDATE ON {DATABASE}.* TO '{USER}'@'%';",
+        f"USE {DATABASE};",
+        "CREATE TABLE categories (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL) ENGINE=InnoDB;",
+        "CREATE TABLE items (id INT PRIMARY KEY, category_id INT NOT NULL, name VARCHAR(64) NOT NULL,"
+        " price_cents INT NOT NULL, stock INT NOT NULL, hits INT NOT NULL DEFAULT 0,"
+        " KEY (category_id), FOREIGN KEY (category_id) REFERENCES categories (id)) ENGINE=InnoDB;",
+    ]
+    lines += _inserts(
+        "categories (id, name)", [f"({i}, '{rng.choice(WORDS)} {rng.choice(WORDS)}')" for i in range(1, categories + 1)]
+    )
     # Every category gets items: ids cycle through the categories, the rest is random.
-    lines += _inserts("items (id, category_id, name, price_cents, stock)",
-                      [f"({i}, {(i - 1) % categories + 1}, '{rng.choice(WORDS)} {rng.choice(WORDS)} {i}', "
-                       f"{rng.randint(100, 100_000)}, {rng.randint(0, 1000)})" for i in range(1, items + 1)])
+    lines += _inserts(
+        "items (id, category_id, name, price_cents, stock)",
+        [
+            f"({i}, {(i - 1) % categories + 1}, '{rng.choice(WORDS)} {rng.choice(WORDS)} {i}', "
+            f"{rng.randint(100, 100_000)}, {rng.randint(0, 1000)})"
+            for i in range(1, items + 1)
+        ],
+    )
     return "\n".join(lines) + "\n"
 
 
 def _inserts(table: str, rows: list[str]) -> list[str]:
-    return [f"INSERT INTO {table} VALUES {', '.join(rows[i:i + INSERT_BATCH])};"
-            for i in range(0, len(rows), INSERT_BATCH)]
+    return [
+        f"INSERT INTO {table} VALUES {', '.join(rows[i : i + INSERT_BATCH])};"
+        for i in range(0, len(rows), INSERT_BATCH)
+    ]
 
 
 __all__ = ["DATABASE", "DEFAULT_CATEGORIES", "DEFAULT_ITEMS", "MariaDbServer", "PASSWORD", "USER", "seed_sql"]

@@ -21,6 +21,7 @@ test run (a creator that is no longer alive) left behind, and only that.
 
 Errors: `LabError` (from `daemon`), with the failing `ip` command and its message.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,9 +33,9 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from .daemon import LabError, find_program, pid_alive, spawn, stop_pid
 
@@ -76,6 +77,7 @@ class Host:
     the host's address and checks its port from inside. `confine` runs in each child before it
     execs (a CPU cap of the host, caps.py).
     """
+
     name: str
     address: str
     netns: str
@@ -89,8 +91,12 @@ class Host:
 
     def argv(self, args: list[str]) -> list[str]:
         """`args` run inside this host's network namespace (and nothing else changed)."""
-        return [find_program("nsenter", "util-linux", extra_dirs=("/usr/bin",)), f"--net={self.netns_path}", "--",
-                *args]
+        return [
+            find_program("nsenter", "util-linux", extra_dirs=("/usr/bin",)),
+            f"--net={self.netns_path}",
+            "--",
+            *args,
+        ]
 
     def spawn(self, args: list[str], *, log: Path | None = None) -> subprocess.Popen:
         """Starts a long-running program in the namespace, in its own session; the lab network
@@ -130,11 +136,22 @@ class Host:
             return
         subnet = guard_subnet(self.address)
         if subnet is None or peer not in subnet:
-            raise ValueError(f"'{address}' is not on the lab network of host {self.name} "
-                             f"({subnet or 'no guard route'}): only loopback or lab hosts")
+            raise ValueError(
+                f"'{address}' is not on the lab network of host {self.name} "
+                f"({subnet or 'no guard route'}): only loopback or lab hosts"
+            )
 
-    def start_listening(self, argv: list[str], host: str, port: int, *, what: str, error_tail: Callable[[], str],
-                        log: Path | None = None, timeout_s: float = START_TIMEOUT_S) -> subprocess.Popen:
+    def start_listening(
+        self,
+        argv: list[str],
+        host: str,
+        port: int,
+        *,
+        what: str,
+        error_tail: Callable[[], str],
+        log: Path | None = None,
+        timeout_s: float = START_TIMEOUT_S,
+    ) -> subprocess.Popen:
         """Starts a server in the namespace; returns once `port` listens there (refused if taken)."""
         self.check_address(host)
         if self.listening(port):
@@ -143,8 +160,15 @@ class Host:
         self.wait_listening(proc, port, what=what, error_tail=error_tail, timeout_s=timeout_s)
         return proc
 
-    def wait_listening(self, proc: subprocess.Popen, port: int, *, what: str, error_tail: Callable[[], str],
-                       timeout_s: float = START_TIMEOUT_S) -> None:
+    def wait_listening(
+        self,
+        proc: subprocess.Popen,
+        port: int,
+        *,
+        what: str,
+        error_tail: Callable[[], str],
+        timeout_s: float = START_TIMEOUT_S,
+    ) -> None:
         """Returns once `port` listens in the namespace; otherwise stops `proc` and raises LabError."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -225,16 +249,19 @@ class LabNetwork:
         if not self._guarded or self.subnet is None:  # start() sets both
             raise LabError("the lab network is not started (use it as a context manager)")
         if not _NAME.match(name) or name == BRIDGE_NS:
-            raise ValueError(f"host name '{name}' must be 1-12 lower-case letters or digits, starting with a "
-                             f"letter, and not '{BRIDGE_NS}'")
+            raise ValueError(
+                f"host name '{name}' must be 1-12 lower-case letters or digits, starting with a "
+                f"letter, and not '{BRIDGE_NS}'"
+            )
         if name in self.hosts:
             raise ValueError(f"host '{name}' exists already")
         try:
             address = str(next(self._addresses))
         except StopIteration:
             raise LabError(f"no free address left in {self.subnet}") from None
-        host = Host(name, address, f"{self.tag}-{name}", len(self.hosts), on_spawn=self._processes.append,
-                    confine=confine)
+        host = Host(
+            name, address, f"{self.tag}-{name}", len(self.hosts), on_spawn=self._processes.append, confine=confine
+        )
         self._add_namespace(host.netns)
         port = self._port(host)
         ip("link", "add", port, "netns", self.bridge_netns, "type", "veth", "peer", "name", "eth0", "netns", host.netns)
@@ -268,8 +295,22 @@ class LabNetwork:
     def congest(self, host: Host, rate_kbit: int, latency_ms: int) -> None:
         """What `host` sends leaves at `rate_kbit` through a queue of at most `latency_ms`:
         beyond it packets are dropped (a token bucket, `tc tbf`; this kernel has no netem)."""
-        tc("-n", host.netns, "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", f"{rate_kbit}kbit",
-           "burst", "4kb", "latency", f"{latency_ms}ms")
+        tc(
+            "-n",
+            host.netns,
+            "qdisc",
+            "replace",
+            "dev",
+            "eth0",
+            "root",
+            "tbf",
+            "rate",
+            f"{rate_kbit}kbit",
+            "burst",
+            "4kb",
+            "latency",
+            f"{latency_ms}ms",
+        )
 
     def uncongest(self, host: Host) -> None:
         tc("-n", host.netns, "qdisc", "del", "dev", "eth0", "root", check=False)
@@ -282,8 +323,22 @@ class LabNetwork:
         # at least 250) and a whole GSO packet, or the rate is never reached.
         burst = max(rate_kbit * 1000 // 8 // 250, 64 * 1024)
         for netns, dev in ((host.netns, "eth0"), (self.bridge_netns, self._port(host))):
-            tc("-n", netns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_kbit}kbit",
-               "burst", str(burst), "latency", f"{latency_ms}ms")
+            tc(
+                "-n",
+                netns,
+                "qdisc",
+                "replace",
+                "dev",
+                dev,
+                "root",
+                "tbf",
+                "rate",
+                f"{rate_kbit}kbit",
+                "burst",
+                str(burst),
+                "latency",
+                f"{latency_ms}ms",
+            )
 
     def keep(self, owner: Path) -> dict:
         """Hands the network over to `owner`, a file (a lab's state file) that names its tag: the
@@ -296,10 +351,17 @@ class LabNetwork:
 
     def record(self) -> dict:
         """What another process needs to take the network back: `reattach(record)`."""
-        return {"tag": self.tag, "prefix": self.prefix, "subnet": str(self.subnet),
-                "bridge": self.bridge_netns, "namespaces": list(self._namespaces),
-                "hosts": [{"name": h.name, "address": h.address, "netns": h.netns, "port_index": h.port_index}
-                          for h in self.hosts.values()]}
+        return {
+            "tag": self.tag,
+            "prefix": self.prefix,
+            "subnet": str(self.subnet),
+            "bridge": self.bridge_netns,
+            "namespaces": list(self._namespaces),
+            "hosts": [
+                {"name": h.name, "address": h.address, "netns": h.netns, "port_index": h.port_index}
+                for h in self.hosts.values()
+            ],
+        }
 
     @classmethod
     def reattach(cls, record: dict) -> LabNetwork:
@@ -372,8 +434,10 @@ def check_no_overlap(subnet: ipaddress.IPv4Network) -> None:
             continue
         if ipaddress.IPv4Network(dst, strict=False).overlaps(subnet):
             kind = "a lab guard route (another lab network?)" if route.get("type") == "unreachable" else "a route"
-            raise LabError(f"{subnet} overlaps {kind} of this machine: {dst} ({route.get('dev', route.get('type'))}); "
-                           "choose another lab subnet")
+            raise LabError(
+                f"{subnet} overlaps {kind} of this machine: {dst} ({route.get('dev', route.get('type'))}); "
+                "choose another lab subnet"
+            )
     for link in json.loads(ip("-j", "-4", "addr").stdout or "[]"):
         for address in link.get("addr_info", []):
             if ipaddress.IPv4Network(f"{address['local']}/{address['prefixlen']}", strict=False).overlaps(subnet):

@@ -8,6 +8,7 @@ export under the pseudo path `/export` (`nfs://HOST/export?version=4.0&nfsport=P
 Each ganesha gets a private D-Bus (`nfsstats.PrivateBus`) for its per-client statistics:
 `GaneshaServer.client_stats()`.
 """
+
 from __future__ import annotations
 
 import socket
@@ -40,8 +41,16 @@ class GaneshaServer:
 
     kind = "nfs"
 
-    def __init__(self, export_dir: Path, state_dir: Path, host: str = "127.0.0.1", port: int | None = None, *,
-                 launcher: Launcher | None = None, name: str = "nfs-server"):
+    def __init__(
+        self,
+        export_dir: Path,
+        state_dir: Path,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        *,
+        launcher: Launcher | None = None,
+        name: str = "nfs-server",
+    ):
         if launcher is not None and not port:
             raise ValueError("a port is needed to start ganesha through a launcher")
         launcher = launcher or LOCAL
@@ -79,7 +88,7 @@ class GaneshaServer:
 NFSV4 {{
     Graceless = true;
     RecoveryBackend = fs;
-    RecoveryRoot = {self.dir / 'recov'};
+    RecoveryRoot = {self.dir / "recov"};
     Only_Numeric_Owners = true;
 }}
 EXPORT {{
@@ -105,12 +114,29 @@ LOG {{ Default_Log_Level = EVENT; }}
         self.log.write_text("")
         self.bus.start()
         # ganesha finds its bus as the system bus; `env` execs it, so the PID is ganesha's.
-        argv = ["env", f"DBUS_SYSTEM_BUS_ADDRESS={self.bus.address}", ganesha_program(), "-F", "-f", str(conf),
-                "-L", str(self.log), "-p", str(self.dir / "ganesha.pid")]
+        argv = [
+            "env",
+            f"DBUS_SYSTEM_BUS_ADDRESS={self.bus.address}",
+            ganesha_program(),
+            "-F",
+            "-f",
+            str(conf),
+            "-L",
+            str(self.log),
+            "-p",
+            str(self.dir / "ganesha.pid"),
+        ]
         what = f"ganesha on {host_port(self.host, self.port)}"
         try:
-            proc = self.launcher.start_listening(argv, self.host, self.port, what=what, error_tail=self.error_tail,
-                                                 log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S)
+            proc = self.launcher.start_listening(
+                argv,
+                self.host,
+                self.port,
+                what=what,
+                error_tail=self.error_tail,
+                log=self.dir / "stderr.log",
+                timeout_s=START_TIMEOUT_S,
+            )
         except BaseException:
             self.bus.stop()
             raise

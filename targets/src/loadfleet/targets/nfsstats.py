@@ -12,6 +12,7 @@ in one entry. Counters run from the client's first call; subtract two reads for 
 in between. The queries are the monitor agent's (loadfleet.agent.servercounters), which
 reads the same counters into runs (`loadfleet-agent --monitor --ganesha-stats ADDRESS`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -64,16 +65,24 @@ class PrivateBus:
 
     def start(self) -> None:
         if len(str(self.socket)) > SOCKET_PATH_MAX:
-            raise LabError(f"the D-Bus socket path {self.socket} is longer than {SOCKET_PATH_MAX} bytes; "
-                           "use a shorter state directory")
+            raise LabError(
+                f"the D-Bus socket path {self.socket} is longer than {SOCKET_PATH_MAX} bytes; "
+                "use a shorter state directory"
+            )
         self.dir.mkdir(parents=True, exist_ok=True)
         self.socket.unlink(missing_ok=True)
         conf = self.dir / "bus.conf"
         conf.write_text(_BUS_CONF.format(socket=self.socket))
         log = self.dir / "bus.log"
         proc = (self.launcher.spawn if self.launcher else spawn)(
-            [find_program("dbus-daemon", "dbus-daemon", extra_dirs=("/usr/bin",)), f"--config-file={conf}",
-             "--nofork", "--nopidfile"], log=log)
+            [
+                find_program("dbus-daemon", "dbus-daemon", extra_dirs=("/usr/bin",)),
+                f"--config-file={conf}",
+                "--nofork",
+                "--nopidfile",
+            ],
+            log=log,
+        )
         self.pid = proc.pid
         wait_for_path(proc, self.socket, what="dbus-daemon", error_tail=lambda: log_tail(log))
 

@@ -1,15 +1,34 @@
 """A real nginx, configured and run by the lab: its own config, pid file, logs and
 temp directories under a state directory, listening on one loopback address, and
 stopped by PID."""
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from .daemon import (LOCAL, LabError, LabServer, Launcher, check_loopback, find_program, host_port, log_tail, pid_alive,
-                     stop_pid)
-from .profiles import (DEFAULT_PROFILE, NGINX_STOCK_EVENTS, NGINX_STOCK_HTTP, NGINX_STOCK_INDEX,
-                       NGINX_STOCK_LOCATION, NGINX_STOCK_MAIN, Profile, directives)
+from .daemon import (
+    LOCAL,
+    LabError,
+    LabServer,
+    Launcher,
+    check_loopback,
+    find_program,
+    host_port,
+    log_tail,
+    pid_alive,
+    stop_pid,
+)
+from .profiles import (
+    DEFAULT_PROFILE,
+    NGINX_STOCK_EVENTS,
+    NGINX_STOCK_HTTP,
+    NGINX_STOCK_INDEX,
+    NGINX_STOCK_LOCATION,
+    NGINX_STOCK_MAIN,
+    Profile,
+    directives,
+)
 from .tls import self_signed_cert
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
@@ -30,8 +49,20 @@ class NginxServer(LabServer):
 
     kind = "nginx"
 
-    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *, workers: int = 1,
-                 extra_conf: str = "", tls: bool = False, profile: str = DEFAULT_PROFILE, launcher: Launcher = LOCAL):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        docroot: Path,
+        state_dir: Path,
+        name: str,
+        *,
+        workers: int = 1,
+        extra_conf: str = "",
+        tls: bool = False,
+        profile: str = DEFAULT_PROFILE,
+        launcher: Launcher = LOCAL,
+    ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         self.workers, self.extra_conf, self.tls, self.profile = workers, extra_conf, tls, Profile(profile)
         self.scheme = "https" if tls else "http"
@@ -50,16 +81,21 @@ class NginxServer(LabServer):
         user = "user root;\n" if os.geteuid() == 0 else ""
         temp = self.dir / "tmp"
         if self.profile is Profile.STOCK:
-            main, events, http = directives(NGINX_STOCK_MAIN), directives(NGINX_STOCK_EVENTS, " "), \
-                directives(NGINX_STOCK_HTTP, "    ")
+            main, events, http = (
+                directives(NGINX_STOCK_MAIN),
+                directives(NGINX_STOCK_EVENTS, " "),
+                directives(NGINX_STOCK_HTTP, "    "),
+            )
             site = f"        index {NGINX_STOCK_INDEX};\n        location / {{ {NGINX_STOCK_LOCATION} }}\n"
         else:
             main, events, site = f"worker_processes {self.workers};\n", " worker_connections 4096;\n", ""
-            http = ("    default_type application/octet-stream;\n    sendfile on;\n    tcp_nopush on;\n"
-                    "    keepalive_timeout 65;\n    keepalive_requests 100000;\n")
+            http = (
+                "    default_type application/octet-stream;\n    sendfile on;\n    tcp_nopush on;\n"
+                "    keepalive_timeout 65;\n    keepalive_requests 100000;\n"
+            )
         return f"""{user}daemon off;
 master_process on;
-{main}pid {self.dir / 'nginx.pid'};
+{main}pid {self.dir / "nginx.pid"};
 error_log {self.error_log} warn;
 events {{
 {events}}}
@@ -80,10 +116,12 @@ http {{
 
     def _tls_conf(self) -> str:
         # A shared session cache: clients that reconnect resume instead of a full handshake.
-        return (f"        ssl_certificate {self.dir / 'cert.pem'};\n"
-                f"        ssl_certificate_key {self.dir / 'key.pem'};\n"
-                "        ssl_protocols TLSv1.2 TLSv1.3;\n"
-                "        ssl_session_cache shared:loadfleet:1m;\n")
+        return (
+            f"        ssl_certificate {self.dir / 'cert.pem'};\n"
+            f"        ssl_certificate_key {self.dir / 'key.pem'};\n"
+            "        ssl_protocols TLSv1.2 TLSv1.3;\n"
+            "        ssl_session_cache shared:loadfleet:1m;\n"
+        )
 
     def start(self) -> None:
         (self.dir / "tmp").mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ hashing the previous round's hex string, so a test can check the body exactly.
 With a `database` (a lab `MariaDbServer`), the database-backed pages of `dbpages.py` are
 served beside it.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,17 @@ import pwd
 from pathlib import Path
 
 from .apache import DEFAULT_MPM, ApacheServer
-from .daemon import (LOCAL, LabError, Launcher, check_readable_by, find_program, log_tail, stop_pid,
-                     unprivileged_user, wait_for_path)
+from .daemon import (
+    LOCAL,
+    LabError,
+    Launcher,
+    check_readable_by,
+    find_program,
+    log_tail,
+    stop_pid,
+    unprivileged_user,
+    wait_for_path,
+)
 from .dbpages import DB_PAGES, write_db_pages
 from .mariadb import MariaDbServer
 from .nginx import NginxServer
@@ -81,8 +91,9 @@ def fpm_program() -> str:
 class FpmPool:
     """One PHP-FPM master with one static pool listening on a Unix socket."""
 
-    def __init__(self, directory: Path, name: str, *, workers: int, launcher: Launcher = LOCAL,
-                 profile: str = DEFAULT_PROFILE):
+    def __init__(
+        self, directory: Path, name: str, *, workers: int, launcher: Launcher = LOCAL, profile: str = DEFAULT_PROFILE
+    ):
         """`profile`: `lab` (a static pool of `workers` children) or `stock` (Debian's www.conf pool
         settings, profiles.PHP_FPM_STOCK_POOL; `workers` does not apply)."""
         self.dir, self.name, self.workers, self.launcher = directory, name, workers, launcher
@@ -107,7 +118,7 @@ class FpmPool:
         # As root the pool runs as root too (php-fpm -R), so it reads any state directory.
         identity = f"user = {user}\ngroup = {user}\n" if root else ""
         return f"""[global]
-pid = {self.dir / 'php-fpm.pid'}
+pid = {self.dir / "php-fpm.pid"}
 error_log = {self.error_log}
 daemonize = no
 
@@ -132,8 +143,10 @@ access.format = "%R \\"%m %r%Q%q\\" %s"
         for log in (self.access_log, self.error_log):
             log.write_text("")
         # Through the launcher: in a lab host's namespace, the pages reach a database on another host.
-        proc = self.launcher.spawn([fpm_program(), "--nodaemonize", "--fpm-config", str(conf),
-                                    "--allow-to-run-as-root"], log=self.dir / "php-fpm-stderr.log")
+        proc = self.launcher.spawn(
+            [fpm_program(), "--nodaemonize", "--fpm-config", str(conf), "--allow-to-run-as-root"],
+            log=self.dir / "php-fpm-stderr.log",
+        )
         self.pid = proc.pid
         wait_for_path(proc, self.socket, what=f"php-fpm {self.name}", error_tail=lambda: log_tail(self.error_log))
 
@@ -154,11 +167,23 @@ class PhpServer:
 
     kind = "php"
 
-    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *,
-                 front: str = DEFAULT_FRONT, mpm: str = DEFAULT_MPM, workers: int | None = None,
-                 cost: int = DEFAULT_COST,
-                 database: MariaDbServer | None = None, max_age_s: int = DEFAULT_MAX_AGE_S,
-                 profile: str = DEFAULT_PROFILE, launcher: Launcher = LOCAL):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        docroot: Path,
+        state_dir: Path,
+        name: str,
+        *,
+        front: str = DEFAULT_FRONT,
+        mpm: str = DEFAULT_MPM,
+        workers: int | None = None,
+        cost: int = DEFAULT_COST,
+        database: MariaDbServer | None = None,
+        max_age_s: int = DEFAULT_MAX_AGE_S,
+        profile: str = DEFAULT_PROFILE,
+        launcher: Launcher = LOCAL,
+    ):
         if front not in FRONTS:
             raise ValueError(f"front '{front}' is not one of {', '.join(FRONTS)}")
         if not 0 <= cost <= MAX_COST:
@@ -170,16 +195,32 @@ class PhpServer:
         self.pages = (PAGE, *(DB_PAGES if database else ()))
         self.dir = Path(state_dir).resolve() / name
         self.app = self.dir / "app"
-        self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2, launcher=launcher,
-                            profile=profile)
+        self.pool = FpmPool(self.dir, name, workers=workers or os.cpu_count() or 2, launcher=launcher, profile=profile)
         self.front: NginxServer | ApacheServer
         if front == "nginx":
-            self.front = NginxServer(host, port, docroot, state_dir, name, extra_conf=self._nginx_location(),
-                                     profile=profile, launcher=launcher)
+            self.front = NginxServer(
+                host,
+                port,
+                docroot,
+                state_dir,
+                name,
+                extra_conf=self._nginx_location(),
+                profile=profile,
+                launcher=launcher,
+            )
         else:
-            self.front = ApacheServer(host, port, docroot, state_dir, name, mpm=mpm,
-                                      modules=("proxy", "proxy_fcgi"), extra_conf=self._apache_location(),
-                                      profile=profile, launcher=launcher)
+            self.front = ApacheServer(
+                host,
+                port,
+                docroot,
+                state_dir,
+                name,
+                mpm=mpm,
+                modules=("proxy", "proxy_fcgi"),
+                extra_conf=self._apache_location(),
+                profile=profile,
+                launcher=launcher,
+            )
 
     host = property(lambda self: self.front.host)
     port = property(lambda self: self.front.port)
@@ -200,9 +241,16 @@ class PhpServer:
         self.app.mkdir(parents=True, exist_ok=True)
         (self.app / "template.html").write_text(_TEMPLATE)
         cache_control = f"public, max-age={self.max_age_s}" if self.max_age_s else "no-store"
-        (self.app / "page.php").write_text(_PAGE % {"default_cost": self.cost, "max_cost": MAX_COST,
-                                                   "seed": DIGEST_SEED, "rows": TEMPLATE_ROWS,
-                                                   "cache_control": cache_control})
+        (self.app / "page.php").write_text(
+            _PAGE
+            % {
+                "default_cost": self.cost,
+                "max_cost": MAX_COST,
+                "seed": DIGEST_SEED,
+                "rows": TEMPLATE_ROWS,
+                "cache_control": cache_control,
+            }
+        )
         if self.database:
             write_db_pages(self.app, self.database)
         self.pool.start()
@@ -231,15 +279,25 @@ class PhpServer:
         return rf"^/({names})\.php$"
 
     def _nginx_location(self) -> str:
-        params = {"SCRIPT_FILENAME": f"{self.app}$fastcgi_script_name", "SCRIPT_NAME": "$fastcgi_script_name",
-                  "QUERY_STRING": "$query_string", "REQUEST_METHOD": "$request_method",
-                  "CONTENT_TYPE": "$content_type", "CONTENT_LENGTH": "$content_length",
-                  "REQUEST_URI": "$request_uri", "SERVER_PROTOCOL": "$server_protocol",
-                  "GATEWAY_INTERFACE": "CGI/1.1", "REMOTE_ADDR": "$remote_addr",
-                  "SERVER_NAME": "$server_name", "SERVER_PORT": "$server_port"}
+        params = {
+            "SCRIPT_FILENAME": f"{self.app}$fastcgi_script_name",
+            "SCRIPT_NAME": "$fastcgi_script_name",
+            "QUERY_STRING": "$query_string",
+            "REQUEST_METHOD": "$request_method",
+            "CONTENT_TYPE": "$content_type",
+            "CONTENT_LENGTH": "$content_length",
+            "REQUEST_URI": "$request_uri",
+            "SERVER_PROTOCOL": "$server_protocol",
+            "GATEWAY_INTERFACE": "CGI/1.1",
+            "REMOTE_ADDR": "$remote_addr",
+            "SERVER_NAME": "$server_name",
+            "SERVER_PORT": "$server_port",
+        }
         lines = "".join(f"            fastcgi_param {k} {v};\n" for k, v in params.items())
-        return (f"        location ~ {self._pages_regex()} {{\n"
-                f"            fastcgi_pass unix:{self.pool.socket};\n{lines}        }}\n")
+        return (
+            f"        location ~ {self._pages_regex()} {{\n"
+            f"            fastcgi_pass unix:{self.pool.socket};\n{lines}        }}\n"
+        )
 
     def _apache_location(self) -> str:
         return f'ProxyPassMatch "{self._pages_regex()}" "unix:{self.pool.socket}|fcgi://localhost{self.app}/$1.php"\n'

@@ -15,13 +15,14 @@ and access logs (the lab's one-line format, so requests can be counted), the doc
 user it runs as. Apache's stock modules and MPM limits are included from the distribution's own
 files in /etc/apache2/mods-available, not copied.
 """
+
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class Profile(str, Enum):
+class Profile(StrEnum):
     LAB = "lab"
     STOCK = "stock"
 
@@ -33,8 +34,14 @@ DEFAULT_PROFILE = Profile.LAB.value
 # keepalive_requests, so nginx's built-in 75 s and 1,000 requests apply.
 NGINX_STOCK_MAIN = {"worker_processes": "auto"}
 NGINX_STOCK_EVENTS = {"worker_connections": "768"}
-NGINX_STOCK_HTTP = {"sendfile": "on", "tcp_nopush": "on", "types_hash_max_size": "2048",
-                    "include": "/etc/nginx/mime.types", "default_type": "application/octet-stream", "gzip": "on"}
+NGINX_STOCK_HTTP = {
+    "sendfile": "on",
+    "tcp_nopush": "on",
+    "types_hash_max_size": "2048",
+    "include": "/etc/nginx/mime.types",
+    "default_type": "application/octet-stream",
+    "gzip": "on",
+}
 # Debian's default site (/etc/nginx/sites-available/default).
 NGINX_STOCK_INDEX = "index.html index.htm index.nginx-debian.html"
 NGINX_STOCK_LOCATION = "try_files $uri $uri/ =404;"
@@ -42,28 +49,74 @@ NGINX_STOCK_LOCATION = "try_files $uri $uri/ =404;"
 APACHE_MODS = Path("/etc/apache2/mods-available")
 # What apache2's postinst enables on a fresh install (enable_default_modules), with the two
 # modules a2enmod pulls in as dependencies (authn_core, authz_core); the MPM is the server's.
-APACHE_STOCK_MODULES = ("access_compat", "alias", "auth_basic", "authn_core", "authn_file", "authz_core",
-                        "authz_host", "authz_user", "autoindex", "deflate", "dir", "env", "filter", "mime",
-                        "negotiation", "reqtimeout", "setenvif", "status")
+APACHE_STOCK_MODULES = (
+    "access_compat",
+    "alias",
+    "auth_basic",
+    "authn_core",
+    "authn_file",
+    "authz_core",
+    "authz_host",
+    "authz_user",
+    "autoindex",
+    "deflate",
+    "dir",
+    "env",
+    "filter",
+    "mime",
+    "negotiation",
+    "reqtimeout",
+    "setenvif",
+    "status",
+)
 # /etc/apache2/apache2.conf's server-wide settings, and security.conf's (conf-enabled by default).
-APACHE_STOCK_CORE = {"Timeout": "300", "KeepAlive": "On", "MaxKeepAliveRequests": "100", "KeepAliveTimeout": "5",
-                     "HostnameLookups": "Off"}
+APACHE_STOCK_CORE = {
+    "Timeout": "300",
+    "KeepAlive": "On",
+    "MaxKeepAliveRequests": "100",
+    "KeepAliveTimeout": "5",
+    "HostnameLookups": "Off",
+}
 APACHE_STOCK_SECURITY = {"ServerTokens": "OS", "ServerSignature": "On", "TraceEnable": "Off"}
 # The MPM limits of /etc/apache2/mods-available/mpm_<mpm>.conf, which a stock server includes;
 # kept here for the docs and the tests that compare them with the file.
 APACHE_STOCK_MPM = {
-    "prefork": {"StartServers": "5", "MinSpareServers": "5", "MaxSpareServers": "10", "MaxRequestWorkers": "150",
-                "MaxConnectionsPerChild": "0"},
-    "worker": {"StartServers": "2", "MinSpareThreads": "25", "MaxSpareThreads": "75", "ThreadLimit": "64",
-               "ThreadsPerChild": "25", "MaxRequestWorkers": "150", "MaxConnectionsPerChild": "0"},
-    "event": {"StartServers": "2", "MinSpareThreads": "25", "MaxSpareThreads": "75", "ThreadLimit": "64",
-              "ThreadsPerChild": "25", "MaxRequestWorkers": "150", "MaxConnectionsPerChild": "0"},
+    "prefork": {
+        "StartServers": "5",
+        "MinSpareServers": "5",
+        "MaxSpareServers": "10",
+        "MaxRequestWorkers": "150",
+        "MaxConnectionsPerChild": "0",
+    },
+    "worker": {
+        "StartServers": "2",
+        "MinSpareThreads": "25",
+        "MaxSpareThreads": "75",
+        "ThreadLimit": "64",
+        "ThreadsPerChild": "25",
+        "MaxRequestWorkers": "150",
+        "MaxConnectionsPerChild": "0",
+    },
+    "event": {
+        "StartServers": "2",
+        "MinSpareThreads": "25",
+        "MaxSpareThreads": "75",
+        "ThreadLimit": "64",
+        "ThreadsPerChild": "25",
+        "MaxRequestWorkers": "150",
+        "MaxConnectionsPerChild": "0",
+    },
 }
 
 # Debian 12 (PHP 8.2) /etc/php/8.2/fpm/pool.d/www.conf: a dynamic pool of at most 5 children.
 PHP_FPM_POOL_CONF = Path("/etc/php/8.2/fpm/pool.d/www.conf")
-PHP_FPM_STOCK_POOL = {"pm": "dynamic", "pm.max_children": "5", "pm.start_servers": "2",
-                      "pm.min_spare_servers": "1", "pm.max_spare_servers": "3"}
+PHP_FPM_STOCK_POOL = {
+    "pm": "dynamic",
+    "pm.max_children": "5",
+    "pm.start_servers": "2",
+    "pm.min_spare_servers": "1",
+    "pm.max_spare_servers": "3",
+}
 
 
 def directives(values: dict[str, str], indent: str = "") -> str:
@@ -86,5 +139,15 @@ def apache_stock_settings() -> str:
     return "".join(f"{k} {v}\n" for k, v in {**APACHE_STOCK_CORE, **APACHE_STOCK_SECURITY}.items())
 
 
-__all__ = ["PHP_FPM_STOCK_POOL", "APACHE_STOCK_CORE", "APACHE_STOCK_MODULES", "APACHE_STOCK_MPM", "DEFAULT_PROFILE", "NGINX_STOCK_EVENTS",
-           "NGINX_STOCK_HTTP", "NGINX_STOCK_MAIN", "PROFILES", "Profile"]
+__all__ = [
+    "PHP_FPM_STOCK_POOL",
+    "APACHE_STOCK_CORE",
+    "APACHE_STOCK_MODULES",
+    "APACHE_STOCK_MPM",
+    "DEFAULT_PROFILE",
+    "NGINX_STOCK_EVENTS",
+    "NGINX_STOCK_HTTP",
+    "NGINX_STOCK_MAIN",
+    "PROFILES",
+    "Profile",
+]

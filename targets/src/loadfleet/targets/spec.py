@@ -24,6 +24,7 @@ A lab may instead place its servers on hosts of their own, network namespaces on
       ctrl: {controller: true}
     agents: {count: 2}
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -84,22 +85,22 @@ class ServerSpec:
     kind: str
     host: str
     port: int
-    workers: int | None = None          # nginx worker processes, PHP-FPM children
-    tls: bool = False                   # nginx: https with a self-signed certificate
-    mpm: str = DEFAULT_MPM              # apache, php with front apache
-    front: str = DEFAULT_FRONT          # php: nginx or apache
-    cost: int = DEFAULT_COST            # php: SHA-256 rounds per page by default
-    backends: tuple[str, ...] = ()      # haproxy, varnish: names of other servers
-    cache: bool = DEFAULT_CACHE         # varnish
-    database: str | None = None         # php: name of a mariadb server, for the database pages
-    seed: int = DEFAULT_SEED            # mariadb: same seed, same rows
-    items: int = DEFAULT_ITEMS          # mariadb: rows of `items`
+    workers: int | None = None  # nginx worker processes, PHP-FPM children
+    tls: bool = False  # nginx: https with a self-signed certificate
+    mpm: str = DEFAULT_MPM  # apache, php with front apache
+    front: str = DEFAULT_FRONT  # php: nginx or apache
+    cost: int = DEFAULT_COST  # php: SHA-256 rounds per page by default
+    backends: tuple[str, ...] = ()  # haproxy, varnish: names of other servers
+    cache: bool = DEFAULT_CACHE  # varnish
+    database: str | None = None  # php: name of a mariadb server, for the database pages
+    seed: int = DEFAULT_SEED  # mariadb: same seed, same rows
+    items: int = DEFAULT_ITEMS  # mariadb: rows of `items`
     categories: int = DEFAULT_CATEGORIES  # mariadb: rows of `categories`
-    profile: str = DEFAULT_PROFILE      # nginx, apache, php's front: lab or stock (profiles.py)
+    profile: str = DEFAULT_PROFILE  # nginx, apache, php's front: lab or stock (profiles.py)
     max_age_s: int = DEFAULT_MAX_AGE_S  # php: 0 no-store; N: the page may be cached N s
-    cpus: tuple[int, ...] = ()          # loopback servers: CPUs it may run on (caps.py)
-    cpu_pct: int | None = None          # loopback servers: CPU quota, % of one CPU
-    on: str | None = None               # the lab host it runs on (hosts:); host is then its address
+    cpus: tuple[int, ...] = ()  # loopback servers: CPUs it may run on (caps.py)
+    cpu_pct: int | None = None  # loopback servers: CPU quota, % of one CPU
+    on: str | None = None  # the lab host it runs on (hosts:); host is then its address
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -110,14 +111,15 @@ class ServerSpec:
 @dataclass(frozen=True)
 class HostSpec:
     """A lab host: a network namespace with its own address on the lab bridge."""
+
     name: str
     controller_port: int | None = None  # the lab's controller listens here (TLS, lab PKI)
-    nfs: bool = False                   # the docroot's NFS server (nfs-ganesha) runs here
-    agent: bool = False                 # a load agent runs here (from the agents section)
-    cores: int = 1                      # the agent's engine processes
-    cpus: tuple[int, ...] = ()          # every process of the host runs on these CPUs
-    cpu_pct: int | None = None          # ... and shares this quota (% of one CPU)
-    link_mbit: int | None = None        # both directions of its link shaped to this rate
+    nfs: bool = False  # the docroot's NFS server (nfs-ganesha) runs here
+    agent: bool = False  # a load agent runs here (from the agents section)
+    cores: int = 1  # the agent's engine processes
+    cpus: tuple[int, ...] = ()  # every process of the host runs on these CPUs
+    cpu_pct: int | None = None  # ... and shares this quota (% of one CPU)
+    link_mbit: int | None = None  # both directions of its link shaped to this rate
 
     @property
     def capped(self) -> bool:
@@ -132,9 +134,9 @@ class LabSpec:
     # mount (FUSE here; a kernel mount on real hosts), as in the classic cluster studies.
     nfs: bool = False
     nfs_cache: str = DEFAULT_NFS_CACHE
-    hosts: tuple[HostSpec, ...] = ()    # empty: every server on loopback
-    subnet: str | None = None           # the hosts' network; None: a free /24 at `up`
-    controller: str | None = None       # agents dial this ADDRESS:PORT (a controller the lab does not start)
+    hosts: tuple[HostSpec, ...] = ()  # empty: every server on loopback
+    subnet: str | None = None  # the hosts' network; None: a free /24 at `up`
+    controller: str | None = None  # agents dial this ADDRESS:PORT (a controller the lab does not start)
 
     # The tree's fields, as earlier versions of the spec had them.
     @property
@@ -189,8 +191,15 @@ def parse_spec(doc) -> LabSpec:
         raise SpecError(problems)
     if lab is None:
         return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs, nfs_cache=nfs_cache)
-    return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs, nfs_cache=nfs_cache, hosts=lab.hosts,
-                   subnet=lab.subnet, controller=lab.controller)
+    return LabSpec(
+        workload,
+        tuple(_start_order(servers)),
+        nfs=nfs,
+        nfs_cache=nfs_cache,
+        hosts=lab.hosts,
+        subnet=lab.subnet,
+        controller=lab.controller,
+    )
 
 
 TOP_FIELDS = ("workload", "servers", "docroot", "network", "hosts", "agents")
@@ -200,6 +209,7 @@ TOP_FIELDS = ("workload", "servers", "docroot", "network", "hosts", "agents")
 class Placed:
     """A server entry and where it sits in the spec: `where` names it in problems, `default_name`
     applies without a `name`, `on` is its lab host (None: loopback)."""
+
     where: str
     entry: object
     default_name: str
@@ -269,8 +279,11 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     allowed = (*(PLACED_FIELDS if placed.on else COMMON_FIELDS), *KIND_FIELDS[kind])
     for key in entry:
         if key not in allowed:
-            hint = (f"; on a lab host the address and caps are the host's (hosts.{placed.on})"
-                    if placed.on and key in COMMON_FIELDS else "")
+            hint = (
+                f"; on a lab host the address and caps are the host's (hosts.{placed.on})"
+                if placed.on and key in COMMON_FIELDS
+                else ""
+            )
             problems.append(f"{where}.{key}: not a field of kind '{kind}' ({', '.join(allowed)}){hint}")
     host, port = _address(placed, entry, kind, problems)
     if kind in BALANCERS and "backends" not in entry:
@@ -286,8 +299,10 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
         problems.append(f"{where}.mpm: only for front: apache (an nginx front has no MPM)")
         return None
     if fields.get("profile") == "stock" and "workers" in fields and kind in ("nginx", "php"):
-        problems.append(f"{where}.workers: a stock {kind} has Debian's " +
-                        ("worker_processes auto" if kind == "nginx" else "PHP-FPM pool (pm = dynamic, at most 5)"))
+        problems.append(
+            f"{where}.workers: a stock {kind} has Debian's "
+            + ("worker_processes auto" if kind == "nginx" else "PHP-FPM pool (pm = dynamic, at most 5)")
+        )
         return None
     for key in ("backends", "cpus"):
         if key in fields:
@@ -324,8 +339,10 @@ def _check_fields(where: str, fields: dict, problems: list[str]) -> None:
         "mpm": (lambda v: v in MPMS, f"one of {', '.join(MPMS)}"),
         "front": (lambda v: v in FRONTS, f"one of {', '.join(FRONTS)}"),
         "cost": (lambda v: _is_int(v) and 0 <= v <= MAX_COST, f"an integer from 0 to {MAX_COST}"),
-        "backends": (lambda v: isinstance(v, list) and v and all(isinstance(b, str) for b in v)
-                     and len(set(v)) == len(v), "a list of distinct server names"),
+        "backends": (
+            lambda v: isinstance(v, list) and v and all(isinstance(b, str) for b in v) and len(set(v)) == len(v),
+            "a list of distinct server names",
+        ),
         "cache": (lambda v: isinstance(v, bool), "true or false"),
         "tls": (lambda v: isinstance(v, bool), "true or false"),
         "database": (lambda v: isinstance(v, str) and v, "the name of a mariadb server of this spec"),
@@ -368,8 +385,9 @@ def _backend_problems(servers: list[ServerSpec], placed: list[Placed]) -> list[s
                 problems.append(f"{at}.backends: '{backend}' is not a server of this spec")
             elif backend in by_name and by_name[backend].tls:
                 # HAProxy and Varnish here forward plain HTTP.
-                problems.append(f"{at}.backends: '{backend}' serves https (tls: true); "
-                                f"a {server.kind} forwards plain http")
+                problems.append(
+                    f"{at}.backends: '{backend}' serves https (tls: true); a {server.kind} forwards plain http"
+                )
             elif backend in by_name and by_name[backend].kind not in HTTP_KINDS:
                 problems.append(f"{at}.backends: '{backend}' is a {by_name[backend].kind} server, not an HTTP server")
         if server.database and by_name.get(server.database, server).kind != "mariadb":
@@ -386,8 +404,9 @@ def _listen_problems(servers: list[ServerSpec]) -> list[str]:
     for server in servers:
         place = server.on or server.host  # on a lab host: the host's address, unknown until up
         if server.port and (place, server.port) in taken:
-            problems.append(f"servers: '{server.name}' and '{taken[place, server.port]}' both listen on "
-                            f"{place}:{server.port}")
+            problems.append(
+                f"servers: '{server.name}' and '{taken[place, server.port]}' both listen on {place}:{server.port}"
+            )
         taken.setdefault((place, server.port), server.name)
     return problems
 
@@ -418,13 +437,20 @@ def _is_int(value) -> TypeGuard[int]:
 
 
 def _valid_cpus(value) -> bool:
-    return (isinstance(value, list) and bool(value) and all(_is_int(c) for c in value)
-            and len(set(value)) == len(value) and set(value) <= set(machine_cpus()))
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(_is_int(c) for c in value)
+        and len(set(value)) == len(value)
+        and set(value) <= set(machine_cpus())
+    )
 
 
 # The caps of a loopback server or a lab host (caps.py); also used by hostspec.py.
 CAP_CHECKS = {
     "cpus": (_valid_cpus, f"a list of distinct CPUs of this machine ({', '.join(map(str, machine_cpus()))})"),
-    "cpu_pct": (lambda v: _is_int(v) and 1 <= v <= 100 * len(machine_cpus()),
-                f"an integer from 1 to {100 * len(machine_cpus())} (percent of one CPU)"),
+    "cpu_pct": (
+        lambda v: _is_int(v) and 1 <= v <= 100 * len(machine_cpus()),
+        f"an integer from 1 to {100 * len(machine_cpus())} (percent of one CPU)",
+    ),
 }

@@ -6,6 +6,7 @@ The key is EC P-256 (made in milliseconds, and what TLS 1.3 clients prefer); the
 names the listen address as an IP subjectAltName, so a client that does verify it (after
 trusting `cert.pem`) accepts it for that address.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -20,10 +21,26 @@ def self_signed_cert(directory: Path, host: str) -> tuple[Path, Path]:
     """Writes `cert.pem` and `key.pem` (mode 0600) into `directory` for `host`; returns both paths."""
     directory.mkdir(parents=True, exist_ok=True)
     cert, key = directory / "cert.pem", directory / "key.pem"
-    argv = [find_program("openssl", "openssl", extra_dirs=("/usr/bin",)), "req", "-x509",
-            "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", str(CERT_DAYS),
-            "-subj", "/CN=loadfleet-lab", "-addext", f"subjectAltName=IP:{host}",
-            "-keyout", str(key), "-out", str(cert)]
+    argv = [
+        find_program("openssl", "openssl", extra_dirs=("/usr/bin",)),
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        str(CERT_DAYS),
+        "-subj",
+        "/CN=loadfleet-lab",
+        "-addext",
+        f"subjectAltName=IP:{host}",
+        "-keyout",
+        str(key),
+        "-out",
+        str(cert),
+    ]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     if result.returncode != 0:
         raise LabError(f"openssl could not make a certificate for {host}: {result.stderr.strip()[-500:]}")

@@ -4,6 +4,7 @@ docroot as the root context, served by Tomcat's default servlet — never the sy
 The JVM runs in the foreground and is stopped by PID (SIGTERM runs Tomcat's shutdown hook).
 No shutdown port (`port="-1"`); the connector binds only once the context is deployed
 (`bindOnInit="false"`), so a listening port means the files are served."""
+
 from __future__ import annotations
 
 import shutil
@@ -41,7 +42,7 @@ class TomcatServer(LabServer):
     <Engine name="Catalina" defaultHost="localhost">
       <Host name="localhost" appBase="webapps" unpackWARs="false" autoDeploy="false">
         <Context path="" docBase={quoteattr(str(self.docroot))}/>
-        <Valve className="org.apache.catalina.valves.AccessLogValve" directory={quoteattr(str(self.dir / 'logs'))}
+        <Valve className="org.apache.catalina.valves.AccessLogValve" directory={quoteattr(str(self.dir / "logs"))}
                prefix="access" suffix=".log" fileDateFormat="" rotatable="false" buffered="false"
                pattern={quoteattr(LOG_PATTERN)}/>
       </Host>
@@ -60,14 +61,23 @@ class TomcatServer(LabServer):
         self.access_log.write_text("")
         (self.dir / "stderr.log").write_text("")
         bin_dir = CATALINA_HOME / "bin"
-        argv = [find_program("java", "openjdk-17-jre-headless", extra_dirs=("/usr/bin",)),
-                "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-                f"-Dcatalina.home={CATALINA_HOME}", f"-Dcatalina.base={self.dir}",
-                f"-Djava.io.tmpdir={self.dir / 'temp'}",
-                "-cp", f"{bin_dir / 'bootstrap.jar'}:{bin_dir / 'tomcat-juli.jar'}",
-                "org.apache.catalina.startup.Bootstrap", "start"]
-        proc = self.start_listening(argv, what=f"tomcat {self.name}", log=self.dir / "stderr.log",
-                                    timeout_s=START_TIMEOUT_S)
+        argv = [
+            find_program("java", "openjdk-17-jre-headless", extra_dirs=("/usr/bin",)),
+            "-Xms64m",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            f"-Dcatalina.home={CATALINA_HOME}",
+            f"-Dcatalina.base={self.dir}",
+            f"-Djava.io.tmpdir={self.dir / 'temp'}",
+            "-cp",
+            f"{bin_dir / 'bootstrap.jar'}:{bin_dir / 'tomcat-juli.jar'}",
+            "org.apache.catalina.startup.Bootstrap",
+            "start",
+        ]
+        proc = self.start_listening(
+            argv, what=f"tomcat {self.name}", log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S
+        )
         self.pid = proc.pid
 
     def error_tail(self) -> str:

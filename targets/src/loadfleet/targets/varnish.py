@@ -5,6 +5,7 @@ off, its own working directory (`-n`) under the state directory.
 and per backend, so a test can compare them with the backends' access logs. The reading and
 parsing are the monitor agent's (loadfleet.agent.servercounters), so the lab counts as a run does.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,8 +41,17 @@ class VarnishServer(LabServer):
 
     kind = "varnish"
 
-    def __init__(self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *,
-                 cache: bool = DEFAULT_CACHE, launcher: Launcher = LOCAL):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        state_dir: Path,
+        name: str,
+        backends: list[Upstream],
+        *,
+        cache: bool = DEFAULT_CACHE,
+        launcher: Launcher = LOCAL,
+    ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         check_upstreams(launcher, list(backends), what=f"varnish {name}")
         self.backends, self.cache = list(backends), cache
@@ -55,8 +65,9 @@ class VarnishServer(LabServer):
         return self.dir / "varnishd.log"
 
     def vcl(self) -> str:
-        backends = "".join(f'backend {_vcl_name(b.name)} {{ .host = "{b.host}"; .port = "{b.port}"; }}\n'
-                           for b in self.backends)
+        backends = "".join(
+            f'backend {_vcl_name(b.name)} {{ .host = "{b.host}"; .port = "{b.port}"; }}\n' for b in self.backends
+        )
         adds = "".join(f"    group.add_backend({_vcl_name(b.name)});\n" for b in self.backends)
         recv = "    set req.backend_hint = group.backend();\n"
         if not self.cache:
@@ -80,9 +91,24 @@ sub vcl_recv {{
         self.log.write_text("")
         # -F: foreground, so the PID is ours; -j none: no jail user (the state dir may be private);
         # -T none: no management port, nothing listens but -a.
-        argv = [varnishd_program(), "-F", "-j", "none", "-T", "none", "-a", host_port(self.host, self.port),
-                "-f", str(vcl), "-n", str(self.workdir), "-s", f"malloc,{CACHE_MEMORY}",
-                "-P", str(self.dir / "varnishd.pid")]
+        argv = [
+            varnishd_program(),
+            "-F",
+            "-j",
+            "none",
+            "-T",
+            "none",
+            "-a",
+            host_port(self.host, self.port),
+            "-f",
+            str(vcl),
+            "-n",
+            str(self.workdir),
+            "-s",
+            f"malloc,{CACHE_MEMORY}",
+            "-P",
+            str(self.dir / "varnishd.pid"),
+        ]
         proc = self.start_listening(argv, what=f"varnish {self.name}", log=self.log, timeout_s=START_TIMEOUT_S)
         self.pid = proc.pid
 
@@ -103,9 +129,13 @@ def parse_counters(stats: dict, backend_names: list[str]) -> VarnishCounters:
     def value(name: str) -> int:
         return int(counters.get(f"varnish.{name}", 0))
 
-    return VarnishCounters(client_requests=value("client_req"), hits=value("cache_hit"), misses=value("cache_miss"),
-                           backend_requests=value("backend_req"),
-                           per_backend={name: value(f"backend.{_vcl_name(name)}.req") for name in backend_names})
+    return VarnishCounters(
+        client_requests=value("client_req"),
+        hits=value("cache_hit"),
+        misses=value("cache_miss"),
+        backend_requests=value("backend_req"),
+        per_backend={name: value(f"backend.{_vcl_name(name)}.req") for name in backend_names},
+    )
 
 
 def _vcl_name(name: str) -> str:

@@ -8,6 +8,7 @@
 The same parameters always give byte-identical files, so a run can be repeated on another
 machine and a test can check bodies exactly.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,6 +41,7 @@ SINGLE_PAGE = "/single.html"
 @dataclass(frozen=True)
 class WorkloadSpec:
     """Which workload to generate; only the fields of its kind matter."""
+
     kind: str = DEFAULT_KIND
     seed: int = DEFAULT_SEED
     scale: float = DEFAULT_SCALE
@@ -107,8 +109,9 @@ def generate_single(docroot: Path, *, size: int = DEFAULT_SINGLE_BYTES, seed: in
     return _finish(docroot, Manifest(files, seed, params=spec.params()))
 
 
-def generate_file_set(docroot: Path, kind: str, *, count: int = DEFAULT_FILE_COUNT,
-                      seed: int = DEFAULT_SEED) -> Manifest:
+def generate_file_set(
+    docroot: Path, kind: str, *, count: int = DEFAULT_FILE_COUNT, seed: int = DEFAULT_SEED
+) -> Manifest:
     """`count` files of exactly 30 KiB (files30k) or 100 KiB (files100k) at /<kind>/file<i>.html."""
     if count < 1:
         raise ValueError("count must be at least 1")
@@ -143,8 +146,9 @@ def generate_tree(docroot: Path, *, scale: float = 1.0, seed: int = 1) -> Manife
         for name, low, high, share in SIZE_CLASSES:
             for i in range(FILES_PER_CLASS):
                 size = low + (high - low) * i // (FILES_PER_CLASS - 1)
-                files.append(_write(docroot, f"/dir{d}/{name}_{i}.html", _content(rng, size), name,
-                                    share / per_class_files))
+                files.append(
+                    _write(docroot, f"/dir{d}/{name}_{i}.html", _content(rng, size), name, share / per_class_files)
+                )
     return _finish(docroot, Manifest(files, seed, scale))
 
 
@@ -161,5 +165,21 @@ def _content(rng: random.Random, size: int) -> bytes:
     return " ".join(words).encode()[:size]
 
 
-_WORDS = ("load", "fleet", "cluster", "server", "client", "latency", "request", "response",
-          "throughput", "nginx", "bench", "web", "tree", "file", "byte", "http")
+_WORDS = (
+    "load",
+    "fleet",
+    "cluster",
+    "server",
+    "client",
+    "latency",
+    "request",
+    "response",
+    "throughput",
+    "nginx",
+    "bench",
+    "web",
+    "tree",
+    "file",
+    "byte",
+    "http",
+)

@@ -1,6 +1,7 @@
 """Yaws, the Erlang web server (Debian `yaws`), run by the lab: its own `yaws.conf`, logs and
 control directory under the state directory, one loopback address, stopped by PID (the
 Erlang VM shuts down cleanly on SIGTERM). No Erlang distribution, so no epmd either."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +29,7 @@ class YawsServer(LabServer):
     def config(self) -> str:
         # nodelay: Yaws writes headers and body separately; with Nagle on, the body waits for
         # the client's delayed ACK (measured: ~40 ms per request, 180 req/s with 8 clients).
-        return f"""logdir = {self.dir / 'logs'}
+        return f"""logdir = {self.dir / "logs"}
 keepalive_timeout = 65000
 <server {self.name}>
     port = {self.port}
@@ -49,10 +50,25 @@ keepalive_timeout = 65000
         (self.dir / "stderr.log").write_text("")
         # What /usr/bin/yaws -i runs, without a shell; yaws keeps its control file under $HOME
         # (`env` execs the VM, so the PID is the server's).
-        argv = ["env", f"HOME={self.dir}", find_program("erl", "yaws", extra_dirs=("/usr/bin",)), "-noshell",
-                "-noinput", "-pa", str(EBIN), "-run", "yaws", "-conf", str(conf), "-yaws", "id", self.name]
-        proc = self.start_listening(argv, what=f"yaws {self.name}", log=self.dir / "stderr.log",
-                                    timeout_s=START_TIMEOUT_S)
+        argv = [
+            "env",
+            f"HOME={self.dir}",
+            find_program("erl", "yaws", extra_dirs=("/usr/bin",)),
+            "-noshell",
+            "-noinput",
+            "-pa",
+            str(EBIN),
+            "-run",
+            "yaws",
+            "-conf",
+            str(conf),
+            "-yaws",
+            "id",
+            self.name,
+        ]
+        proc = self.start_listening(
+            argv, what=f"yaws {self.name}", log=self.dir / "stderr.log", timeout_s=START_TIMEOUT_S
+        )
         self.pid = proc.pid
 
     def error_tail(self) -> str:

@@ -12,6 +12,7 @@ directories (summary.json, intervals.csv).
 Errors: an unreadable or missing run directory, or an output that cannot be written, is a
 `UsageError` with a one-line message.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,16 @@ from .rundata import RunData, load_run
 REPORT_FILE = "report.html"
 DEFAULT_COMPARE_FILE = Path("compare.html")
 
-__all__ = ["REPORT_FILE", "DEFAULT_COMPARE_FILE", "RunData", "load_run", "write_report", "write_compare",
-           "compare_rows", "compare_text"]
+__all__ = [
+    "REPORT_FILE",
+    "DEFAULT_COMPARE_FILE",
+    "RunData",
+    "load_run",
+    "write_report",
+    "write_compare",
+    "compare_rows",
+    "compare_text",
+]
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:

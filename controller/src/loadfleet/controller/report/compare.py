@@ -5,6 +5,7 @@ time, the runs aligned at their start.
 The figures are each run's totals, or, for a run without a sweep that had a warm-up
 (`warmup_s`), those of its step: measured after the warm-up. The table says which driver
 (engine or Gatling) each run used and what was measured."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -35,9 +36,15 @@ def compare_rows(runs: Sequence[RunData]) -> list[dict]:
     for run in runs:
         figures = run.summary["total"].get("figures", {})
         latency = figures.get("latency", {})
-        row = {"run_id": run.run_id, "run_dir": str(run.run_dir),
-               "plan_name": run.summary.get("plan_name", ""), "state": run.summary.get("state", ""),
-               "duration_s": run.summary.get("duration_s", 0.0), "driver": run.driver, "warmup_s": run.warmup_s}
+        row = {
+            "run_id": run.run_id,
+            "run_dir": str(run.run_dir),
+            "plan_name": run.summary.get("plan_name", ""),
+            "state": run.summary.get("state", ""),
+            "duration_s": run.summary.get("duration_s", 0.0),
+            "driver": run.driver,
+            "warmup_s": run.warmup_s,
+        }
         for key, _, _ in METRICS:
             row[key] = figures.get(key, latency.get(key, 0))
         step = run.measured_step
@@ -51,11 +58,17 @@ def compare_rows(runs: Sequence[RunData]) -> list[dict]:
 
 def _step_metrics(step: dict) -> dict:
     """METRICS of a step's figures (steps.StepResult as summary.json holds it)."""
+
     def number(key: str) -> float:
         return float(step.get(key) or 0)
-    return {"requests": int(number("requests")), "rps": number("achieved_rps"),
-            "mb_per_s": number("bytes_per_s") / 1e6, "error_pct": number("error_pct"),
-            **{key: number(key) for key in ("mean_ms", "stddev_ms", "p50_ms", "p99_ms")}}
+
+    return {
+        "requests": int(number("requests")),
+        "rps": number("achieved_rps"),
+        "mb_per_s": number("bytes_per_s") / 1e6,
+        "error_pct": number("error_pct"),
+        **{key: number(key) for key in ("mean_ms", "stddev_ms", "p50_ms", "p99_ms")},
+    }
 
 
 def change(base: float, value: float) -> str:
@@ -69,10 +82,12 @@ def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
     """Header and rows (one per metric, one column per run) shared by text and HTML."""
     rows = compare_rows(runs)
     header = ["", *(r["run_id"] for r in rows)]
-    grid = [["plan", *(str(r["plan_name"]) for r in rows)],
-            ["driver", *(str(r["driver"]) for r in rows)],
-            ["state", *(str(r["state"]) for r in rows)],
-            ["duration s", *(f"{float(r['duration_s']):g}" for r in rows)]]
+    grid = [
+        ["plan", *(str(r["plan_name"]) for r in rows)],
+        ["driver", *(str(r["driver"]) for r in rows)],
+        ["state", *(str(r["state"]) for r in rows)],
+        ["duration s", *(f"{float(r['duration_s']):g}" for r in rows)],
+    ]
     if any(r["warmup_s"] for r in rows):
         grid.append(["measured", *(str(r["measured"]) for r in rows)])
     for key, label, fmt in METRICS:
@@ -83,16 +98,19 @@ def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
             cells.append(f"{fmt(r[key])} ({delta})" if delta else fmt(r[key]))
         grid.append([label, *cells])
     if any(r["latency_missing"] for r in rows):  # a Gatling simulation without the hook
-        grid.append(["latency", *("not measured for some requests" if r["latency_missing"] else "measured"
-                                  for r in rows)])
+        grid.append(
+            ["latency", *("not measured for some requests" if r["latency_missing"] else "measured" for r in rows)]
+        )
     return header, grid
 
 
 def compare_text(runs: Sequence[RunData]) -> str:
     header, grid = _grid(runs)
     widths = [max(len(line[i]) for line in (header, *grid)) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
-             for line in (header, *grid)]
+    lines = [
+        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+        for line in (header, *grid)
+    ]
     return "\n".join(lines) + "\n(changes are against the first run)"
 
 
@@ -101,14 +119,23 @@ def render_compare(runs: Sequence[RunData]) -> str:
     names = _series_names(runs)
     rps = tuple(Series(n, r.total_series("rps")) for n, r in zip(names, runs))
     p99 = tuple(Series(n, r.latency_series("p99_ms")) for n, r in zip(names, runs))
-    body = ["<h1>loadfleet: " + escape(", ".join(r.run_id for r in runs)) + "</h1>",
-            "<h2>Totals</h2>", table(header, grid, css_class="compare"),
-            "<p>Changes in brackets are against the first run.</p>",
-            "<h2>Over time (runs aligned at their start)</h2>", interactive.hint(), '<div class="charts">',
-            interactive.figure(Chart("Requests/s (cluster)", "req/s", rps)),
-            interactive.figure(Chart("p99 latency (cluster)", "ms", p99)), "</div>",
-            "<h2>Runs</h2>", table(("run", "plan", "directory"),
-                                   [[r.run_id, str(r.summary.get("plan_name", "")), str(r.run_dir)] for r in runs])]
+    body = [
+        "<h1>loadfleet: " + escape(", ".join(r.run_id for r in runs)) + "</h1>",
+        "<h2>Totals</h2>",
+        table(header, grid, css_class="compare"),
+        "<p>Changes in brackets are against the first run.</p>",
+        "<h2>Over time (runs aligned at their start)</h2>",
+        interactive.hint(),
+        '<div class="charts">',
+        interactive.figure(Chart("Requests/s (cluster)", "req/s", rps)),
+        interactive.figure(Chart("p99 latency (cluster)", "ms", p99)),
+        "</div>",
+        "<h2>Runs</h2>",
+        table(
+            ("run", "plan", "directory"),
+            [[r.run_id, str(r.summary.get("plan_name", "")), str(r.run_dir)] for r in runs],
+        ),
+    ]
     return page("loadfleet compare", "\n".join(body), interactive.scripts())
 
 

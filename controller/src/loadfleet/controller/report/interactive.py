@@ -14,6 +14,7 @@ series is drawn against one x axis (the union of the series' x values, `null` wh
 has no point, as uPlot wants), and a value that is not finite (or not positive, on a
 logarithmic axis) is `null`: a gap, as in the SVG.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,8 +52,7 @@ def chart_library() -> ChartLibrary | None:
         script, css, license_text = ((package / VENDOR / name).read_text(encoding="utf-8") for name in LIBRARY_FILES)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return ChartLibrary(script=script, css=css, license=license_text,
-                        glue=(package / GLUE).read_text(encoding="utf-8"))
+    return ChartLibrary(script=script, css=css, license=license_text, glue=(package / GLUE).read_text(encoding="utf-8"))
 
 
 def chart_data(chart: Chart) -> dict:
@@ -92,16 +92,19 @@ def figure(chart: Chart) -> str:
     # No "<" inside a script element ("</script>" would end it, "<!--" changes how it is
     # parsed): JSON spells it \u003c.
     payload = json.dumps(chart_data(chart), separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
-    return (f'<figure class="chart-box">{svg}'
-            f'<script type="application/json" class="chart-data">{payload}</script></figure>')
+    return (
+        f'<figure class="chart-box">{svg}<script type="application/json" class="chart-data">{payload}</script></figure>'
+    )
 
 
 def hint() -> str:
     """How to use the charts: shown once charts.js has drawn them (a page without scripts
     keeps the static charts); a note when the library is missing."""
     if chart_library() is None:
-        return ('<p class="note">Static charts: this controller was installed without its chart '
-                "library (make report-assets).</p>")
+        return (
+            '<p class="note">Static charts: this controller was installed without its chart '
+            "library (make report-assets).</p>"
+        )
     return f'<p class="chart-hint">Charts: {HINT}.</p>'
 
 
@@ -110,10 +113,12 @@ def scripts() -> str:
     library = chart_library()
     if library is None:
         return ""
-    return (f"<style>{library.css}</style>\n"
-            f"<!-- uPlot, embedded so that this file opens offline. {_comment(library.license)} -->\n"
-            f"<script>{library.script}</script>\n"
-            f"<script>{library.glue}</script>")
+    return (
+        f"<style>{library.css}</style>\n"
+        f"<!-- uPlot, embedded so that this file opens offline. {_comment(library.license)} -->\n"
+        f"<script>{library.script}</script>\n"
+        f"<script>{library.glue}</script>"
+    )
 
 
 def _comment(text: str) -> str:

@@ -1,5 +1,6 @@
 """The HTML around reports: one self-contained page (inline CSS and scripts, no external
 URL), tables, and the number formats tables use."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -58,8 +59,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str] | str], *, css_cl
 
 
 def facts(items: Sequence[tuple[str, str]]) -> str:
-    return '<dl class="facts">' + "".join(
-        f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in items) + "</dl>"
+    return '<dl class="facts">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in items) + "</dl>"
 
 
 def fmt_count(value: float) -> str:

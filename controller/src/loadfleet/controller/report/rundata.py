@@ -8,6 +8,7 @@ agents' per-(target, request) rows are skipped unread, which keeps long runs che
 Times are seconds since the load started (`started_ms` of the summary), so runs line up
 at their start. Anything unreadable raises `UsageError` with the file and the reason.
 """
+
 from __future__ import annotations
 
 import csv
@@ -95,16 +96,20 @@ class RunData:
     def latency_series(self, column: str) -> Points:
         """Like total_series, but an interval without a response (none sent, or only
         transport errors, which have no latency) is a gap in the line, not a zero."""
-        return tuple((self.seconds(r.start_ms), r.values.get(column, float("nan")) if _responses(r)
-                      else float("nan")) for r in self.cluster_total)
+        return tuple(
+            (self.seconds(r.start_ms), r.values.get(column, float("nan")) if _responses(r) else float("nan"))
+            for r in self.cluster_total
+        )
 
     def by_target(self, column: str) -> dict[str, Points]:
         """`column` summed over requests, per target (for additive columns like rps)."""
         sums: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
         for row in self.cluster_rows:
             sums[row.target][row.start_ms] += row.values.get(column, 0.0)
-        return {target: tuple((self.seconds(t), v) for t, v in sorted(by_start.items()))
-                for target, by_start in sorted(sums.items())}
+        return {
+            target: tuple((self.seconds(t), v) for t, v in sorted(by_start.items()))
+            for target, by_start in sorted(sums.items())
+        }
 
     def by_agent(self, column: str) -> dict[str, Points]:
         series: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -123,10 +128,18 @@ def load_run(run_dir: Path) -> RunData:
     kinds, total, rows, agents, verdicts = _read_intervals(run_dir / INTERVALS_FILE)
     started_ms = int(summary.get("started_ms") or (total[0].start_ms if total else 0))
     driver, warmup_s = _read_plan_facts(run_dir / PLAN_FILE)
-    return RunData(run_dir=run_dir, summary=summary, error_kinds=kinds,
-                   cluster_total=total, cluster_rows=rows, agent_totals=agents,
-                   host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms), driver=driver, warmup_s=warmup_s,
-                   verdicts=dict(verdicts))
+    return RunData(
+        run_dir=run_dir,
+        summary=summary,
+        error_kinds=kinds,
+        cluster_total=total,
+        cluster_rows=rows,
+        agent_totals=agents,
+        host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms),
+        driver=driver,
+        warmup_s=warmup_s,
+        verdicts=dict(verdicts),
+    )
 
 
 def _read_plan_facts(path: Path) -> tuple[str, float]:
@@ -139,8 +152,10 @@ def _read_plan_facts(path: Path) -> tuple[str, float]:
     if not isinstance(plan, dict):
         return UNKNOWN, 0.0
     warmup_s = plan.get("warmup_s", 0)
-    return (str(plan.get("driver", DEFAULT_DRIVER)),
-            float(warmup_s) if isinstance(warmup_s, (int, float)) and not isinstance(warmup_s, bool) else 0.0)
+    return (
+        str(plan.get("driver", DEFAULT_DRIVER)),
+        float(warmup_s) if isinstance(warmup_s, (int, float)) and not isinstance(warmup_s, bool) else 0.0,
+    )
 
 
 def _read_host_cpu(path: Path, started_ms: int) -> dict[str, dict[str, Points]]:
@@ -150,15 +165,19 @@ def _read_host_cpu(path: Path, started_ms: int) -> dict[str, dict[str, Points]]:
     samples: dict[str, dict[int, tuple[float, float]]] = defaultdict(dict)
     try:
         with path.open(newline="") as f:
-            for line_no, row in enumerate(csv.DictReader(f), start=2):
+            for row in csv.DictReader(f):
                 at_ms, host = int(row["time_ms"]), row["host"]
                 _, process = samples[host].get(at_ms, (0.0, 0.0))
                 samples[host][at_ms] = (float(row["cpu_pct"]), process + float(row["process_cpu_pct"] or 0))
     except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path}: unreadable: {exc!r}") from exc
-    return {host: {column: tuple(((t - started_ms) / 1000, values[i]) for t, values in sorted(by_time.items()))
-                   for i, column in enumerate(("cpu_pct", "process_cpu_pct"))}
-            for host, by_time in sorted(samples.items())}
+    return {
+        host: {
+            column: tuple(((t - started_ms) / 1000, values[i]) for t, values in sorted(by_time.items()))
+            for i, column in enumerate(("cpu_pct", "process_cpu_pct"))
+        }
+        for host, by_time in sorted(samples.items())
+    }
 
 
 def read_summary(run_dir: Path) -> dict:
@@ -168,8 +187,9 @@ def read_summary(run_dir: Path) -> dict:
         raise UsageError(f"{run_dir}: not a directory")
     path = run_dir / SUMMARY_FILE
     if not path.is_file():
-        raise UsageError(f"{run_dir}: not a run directory with results (no {SUMMARY_FILE}; "
-                         "a run writes it when it ends)")
+        raise UsageError(
+            f"{run_dir}: not a run directory with results (no {SUMMARY_FILE}; a run writes it when it ends)"
+        )
     try:
         summary = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -199,18 +219,21 @@ def _summary_problem(summary: dict) -> str:
     for where, entry in entries:
         figures = entry.get("figures")
         latency = figures.get("latency") if isinstance(figures, dict) else None
-        if not isinstance(latency, dict) or not all(_is_number(figures.get(k, 0)) for k in _FIGURES) \
-                or not all(_is_number(latency.get(k, 0)) for k in _LATENCY):
+        if (
+            not isinstance(latency, dict)
+            or not all(_is_number(figures.get(k, 0)) for k in _FIGURES)
+            or not all(_is_number(latency.get(k, 0)) for k in _LATENCY)
+        ):
             return f"{where}.figures must hold numbers"
         if not _phases_ok(figures.get("phases")):
             return f"{where}.figures.phases must be null or hold numbers"
         for counts in ("errors", "status"):
             if not isinstance(entry.get(counts, {}), dict) or not all(
-                    _is_number(v) for v in entry.get(counts, {}).values()):
+                _is_number(v) for v in entry.get(counts, {}).values()
+            ):
                 return f"{where}.{counts} must map names to counts"
     events = summary.get("events", [])
-    if not isinstance(events, list) or not all(isinstance(e, dict) and _is_number(e.get("at_ms", 0))
-                                               for e in events):
+    if not isinstance(events, list) or not all(isinstance(e, dict) and _is_number(e.get("at_ms", 0)) for e in events):
         return "events must be a list of objects with a numeric at_ms"
     return ""
 
@@ -238,6 +261,8 @@ def _is_number(value) -> bool:
 MAX_POINTS = 1500
 # Agents drawn on their own (the busiest by requests/s); the others are one summed line.
 MAX_AGENT_LINES = 9
+
+
 class _Bucket:
     """The rows of one series in one bucket of `stride` intervals: each column's mean per
     interval (the rows of one interval summed: the other agents', a target's requests), so
@@ -257,8 +282,14 @@ class _Bucket:
             self.sums[name] = value if held is None else (max(held, value) if name == "max_ms" else held + value)
 
     def row(self, scope: str, agent: str, target: str, request: str) -> IntervalRow:
-        return IntervalRow(self.start_ms, scope, agent, target, request,
-                           {k: v if k == "max_ms" else v / self.intervals for k, v in self.sums.items()})
+        return IntervalRow(
+            self.start_ms,
+            scope,
+            agent,
+            target,
+            request,
+            {k: v if k == "max_ms" else v / self.intervals for k, v in self.sums.items()},
+        )
 
 
 def _read_intervals(path: Path):
@@ -291,8 +322,11 @@ def _read_intervals(path: Path):
             key = (row.scope, row.agent if row.agent in shown else others, TOTAL, TOTAL)
         else:
             key = (row.scope, "", row.target, row.request if row.target == TOTAL else TOTAL)
-        values = row.values if row.target == TOTAL and row.scope == "cluster" else {
-            k: row.values.get(k, 0.0) for k in _SERIES_COLUMNS}
+        values = (
+            row.values
+            if row.target == TOTAL and row.scope == "cluster"
+            else {k: row.values.get(k, 0.0) for k in _SERIES_COLUMNS}
+        )
         bucket = buckets[key].get(index // stride)
         if bucket is None:
             bucket = buckets[key][index // stride] = _Bucket(row.start_ms)
@@ -318,13 +352,13 @@ def _interval_rows(path: Path):
         with path.open(newline="") as f:
             reader = csv.reader(f)
             header = next(reader, None)
-            if header is None or tuple(header[:len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
+            if header is None or tuple(header[: len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
                 raise UsageError(f"{path}: not a loadfleet intervals file (unexpected header)")
-            numeric = [c for c in header[len(_KEY_COLUMNS):] if c not in _TEXT_COLUMNS]
-            texts = [c for c in header[len(_KEY_COLUMNS):] if c in _TEXT_COLUMNS]
-            if header[len(header) - len(texts):] != texts:
+            numeric = [c for c in header[len(_KEY_COLUMNS) :] if c not in _TEXT_COLUMNS]
+            texts = [c for c in header[len(_KEY_COLUMNS) :] if c in _TEXT_COLUMNS]
+            if header[len(header) - len(texts) :] != texts:
                 raise UsageError(f"{path}: not a loadfleet intervals file (text columns before numbers)")
-            yield tuple(c[len("err_"):] for c in header if c.startswith("err_"))
+            yield tuple(c[len("err_") :] for c in header if c.startswith("err_"))
             for line_no, cells in enumerate(reader, start=2):
                 row = _row(cells, numeric, texts, path, line_no)
                 if row is not None:
@@ -337,12 +371,12 @@ def _row(cells: list[str], numeric: list[str], texts: list[str], path: Path, lin
     expected = len(_KEY_COLUMNS) + len(numeric) + len(texts)
     if len(cells) != expected:
         raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {expected}")
-    start, scope, agent, target, request = cells[:len(_KEY_COLUMNS)]
+    start, scope, agent, target, request = cells[: len(_KEY_COLUMNS)]
     if scope != "cluster" and target != TOTAL:
         return None  # an agent's per-(target, request) row: no report plots it
-    text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric):]))
+    text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric) :]))
     try:
-        values = {name: float(cell) for name, cell in zip(numeric, cells[len(_KEY_COLUMNS):])}
+        values = {name: float(cell) for name, cell in zip(numeric, cells[len(_KEY_COLUMNS) :])}
         return IntervalRow(int(start), scope, agent, target, request, values, text.get("validity", ""))
     except ValueError as exc:
         raise UsageError(f"{path}:{line_no}: {exc}") from exc

@@ -6,6 +6,7 @@ Contract: `line_chart(Chart(...))` returns one `<svg class="chart">` element. Po
 value that is not finite (or not positive, on a logarithmic y axis) are left out: the line
 breaks there. A chart without any point says "no data" instead of drawing empty axes.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,7 @@ from dataclasses import dataclass
 from html import escape
 
 # Tableau 10: distinguishable, and readable on white.
-PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 DEFAULT_WIDTH = 760
 DEFAULT_HEIGHT = 260
 _MARGIN_LEFT, _MARGIN_RIGHT, _MARGIN_TOP, _MARGIN_BOTTOM = 64, 18, 30, 40
@@ -75,8 +75,8 @@ def log_ticks(low: float, high: float) -> list[float]:
     first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
     last = max(last, first + 1)
     steps = (1, 2, 5) if last - first <= 3 else (1,)
-    ticks = [m * 10.0 ** e for e in range(first, last) for m in steps]
-    ticks.append(10.0 ** last)
+    ticks = [m * 10.0**e for e in range(first, last) for m in steps]
+    ticks.append(10.0**last)
     while len(ticks) > 2 and ticks[-2] >= high:
         ticks.pop()
     while len(ticks) > 2 and ticks[1] <= low:
@@ -100,18 +100,27 @@ def line_chart(chart: Chart) -> str:
     points = [(x, y) for s in chart.series for x, y in s.points if _drawable(x, y, chart.log_y)]
     legend_rows = _legend_layout(chart.series, chart.width)
     height = chart.height + _LEGEND_TOP_PX + _LEGEND_ROW_PX * (max(r for r, _ in legend_rows) + 1 if legend_rows else 0)
-    head = (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{chart.width}" '
-            f'height="{height}" viewBox="0 0 {chart.width} {height}" role="img" '
-            f'aria-label="{escape(chart.title)}" font-family="sans-serif" font-size="12">'
-            f'<title>{escape(chart.title)}</title>'
-            f'<text x="{_MARGIN_LEFT}" y="18" font-size="14" font-weight="bold">{escape(chart.title)}</text>')
+    head = (
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{chart.width}" '
+        f'height="{height}" viewBox="0 0 {chart.width} {height}" role="img" '
+        f'aria-label="{escape(chart.title)}" font-family="sans-serif" font-size="12">'
+        f"<title>{escape(chart.title)}</title>"
+        f'<text x="{_MARGIN_LEFT}" y="18" font-size="14" font-weight="bold">{escape(chart.title)}</text>'
+    )
     if not points:
-        return (head + f'<text class="no-data" x="{chart.width / 2}" y="{chart.height / 2}" '
-                f'text-anchor="middle" fill="#888">no data</text></svg>')
+        return (
+            head + f'<text class="no-data" x="{chart.width / 2}" y="{chart.height / 2}" '
+            f'text-anchor="middle" fill="#888">no data</text></svg>'
+        )
     frame = _Frame(chart, points)
-    parts = [head, frame.axes(chart), *(_polyline(s, i, frame) for i, s in enumerate(chart.series)),
-             *(_marker(m, frame) for m in chart.markers if frame.x_lo <= m.x <= frame.x_hi),
-             *_legend(chart.series, legend_rows, chart.height), "</svg>"]
+    parts = [
+        head,
+        frame.axes(chart),
+        *(_polyline(s, i, frame) for i, s in enumerate(chart.series)),
+        *(_marker(m, frame) for m in chart.markers if frame.x_lo <= m.x <= frame.x_hi),
+        *_legend(chart.series, legend_rows, chart.height),
+        "</svg>",
+    ]
     return "".join(parts)
 
 
@@ -147,19 +156,25 @@ class _Frame:
         out = []
         for y in self.y_ticks:
             py = self.py(y)
-            out.append(f'<line x1="{self.left}" y1="{py:.1f}" x2="{self.right}" y2="{py:.1f}" stroke="#e5e5e5"/>'
-                       f'<text x="{self.left - 6}" y="{py + 4:.1f}" text-anchor="end" fill="#444">'
-                       f'{escape(y_format(y))}</text>')
+            out.append(
+                f'<line x1="{self.left}" y1="{py:.1f}" x2="{self.right}" y2="{py:.1f}" stroke="#e5e5e5"/>'
+                f'<text x="{self.left - 6}" y="{py + 4:.1f}" text-anchor="end" fill="#444">'
+                f"{escape(y_format(y))}</text>"
+            )
         for x in self.x_ticks:
             px = self.px(x)
-            out.append(f'<line x1="{px:.1f}" y1="{self.bottom}" x2="{px:.1f}" y2="{self.bottom + 4}" stroke="#444"/>'
-                       f'<text x="{px:.1f}" y="{self.bottom + 17}" text-anchor="middle" fill="#444">'
-                       f'{escape(format_number(x))}</text>')
-        out.append(f'<path d="M{self.left},{self.top}V{self.bottom}H{self.right}" fill="none" stroke="#444"/>'
-                   f'<text x="{(self.left + self.right) / 2}" y="{self.bottom + 33}" text-anchor="middle" '
-                   f'fill="#444">{escape(chart.x_label)}</text>'
-                   f'<text transform="translate(14,{(self.top + self.bottom) / 2}) rotate(-90)" '
-                   f'text-anchor="middle" fill="#444">{escape(chart.y_label)}</text>')
+            out.append(
+                f'<line x1="{px:.1f}" y1="{self.bottom}" x2="{px:.1f}" y2="{self.bottom + 4}" stroke="#444"/>'
+                f'<text x="{px:.1f}" y="{self.bottom + 17}" text-anchor="middle" fill="#444">'
+                f"{escape(format_number(x))}</text>"
+            )
+        out.append(
+            f'<path d="M{self.left},{self.top}V{self.bottom}H{self.right}" fill="none" stroke="#444"/>'
+            f'<text x="{(self.left + self.right) / 2}" y="{self.bottom + 33}" text-anchor="middle" '
+            f'fill="#444">{escape(chart.x_label)}</text>'
+            f'<text transform="translate(14,{(self.top + self.bottom) / 2}) rotate(-90)" '
+            f'text-anchor="middle" fill="#444">{escape(chart.y_label)}</text>'
+        )
         return "".join(out)
 
 
@@ -178,17 +193,20 @@ def _polyline(series: Series, index: int, frame: _Frame) -> str:
             out.append(f'<circle cx="{run[0][0]:.1f}" cy="{run[0][1]:.1f}" r="2.5" fill="{color}"/>')
         else:
             coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in run)
-            out.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="1.6" '
-                       f'stroke-linejoin="round"/>')
+            out.append(
+                f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="1.6" stroke-linejoin="round"/>'
+            )
     out.append("</g>")
     return "".join(out)
 
 
 def _marker(marker: Marker, frame: _Frame) -> str:
     px = frame.px(marker.x)
-    return (f'<g class="marker"><title>{escape(marker.label)}</title>'
-            f'<line x1="{px:.1f}" y1="{frame.top}" x2="{px:.1f}" y2="{frame.bottom}" stroke="#c00" '
-            f'stroke-dasharray="4 3"/></g>')
+    return (
+        f'<g class="marker"><title>{escape(marker.label)}</title>'
+        f'<line x1="{px:.1f}" y1="{frame.top}" x2="{px:.1f}" y2="{frame.bottom}" stroke="#c00" '
+        f'stroke-dasharray="4 3"/></g>'
+    )
 
 
 def _legend_layout(series: Sequence[Series], width: int) -> list[tuple[int, float]]:
@@ -208,6 +226,8 @@ def _legend(series: Sequence[Series], layout: list[tuple[int, float]], chart_hei
     for index, (s, (row, x)) in enumerate(zip(series, layout)):
         y = chart_height + _LEGEND_TOP_PX + row * _LEGEND_ROW_PX
         color = PALETTE[index % len(PALETTE)]
-        out.append(f'<g class="legend"><rect x="{x:.1f}" y="{y - 9}" width="16" height="4" fill="{color}"/>'
-                   f'<text x="{x + 22:.1f}" y="{y:.1f}" fill="#222">{escape(s.name)}</text></g>')
+        out.append(
+            f'<g class="legend"><rect x="{x:.1f}" y="{y - 9}" width="16" height="4" fill="{color}"/>'
+            f'<text x="{x + 22:.1f}" y="{y:.1f}" fill="#222">{escape(s.name)}</text></g>'
+        )
     return out

@@ -1,4 +1,5 @@
 """AgentService: one bidirectional stream per agent (see proto/loadfleet/v1/agent.proto)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -65,8 +66,12 @@ class Delivery:
             self._next += 1
         elif seq > self._next and not self._gap:
             self._gap = True
-            log.warning("agent %s: message %d came after %d; acknowledgements stop there until it reconnects",
-                        self._agent_id, seq, self._next - 1)
+            log.warning(
+                "agent %s: message %d came after %d; acknowledgements stop there until it reconnects",
+                self._agent_id,
+                seq,
+                self._next - 1,
+            )
         self._pending.add(seq)
 
     def settled(self, seq: int) -> int | None:
@@ -150,12 +155,19 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         registry = self._controller.registry
         registry.join(identity, session)
         adopted = self._controller.adopted_jobs(identity.agent_id, [j.job_id for j in first.hello.running_jobs])
-        yield agent_pb2.ControllerMessage(welcome=agent_pb2.Welcome(
-            agent_id=identity.agent_id, heartbeat_ms=self._controller.heartbeat_ms,
-            lease_ms=self._controller.lease_ms, controller_instance=self._controller.instance_id,
-            adopted_jobs=adopted, clock=clock_echo(first.hello.sent_at_ms)))
-        reader = asyncio.create_task(self._read(identity.agent_id, request_iterator, session),
-                                     name=f"agent-reader-{identity.agent_id}")
+        yield agent_pb2.ControllerMessage(
+            welcome=agent_pb2.Welcome(
+                agent_id=identity.agent_id,
+                heartbeat_ms=self._controller.heartbeat_ms,
+                lease_ms=self._controller.lease_ms,
+                controller_instance=self._controller.instance_id,
+                adopted_jobs=adopted,
+                clock=clock_echo(first.hello.sent_at_ms),
+            )
+        )
+        reader = asyncio.create_task(
+            self._read(identity.agent_id, request_iterator, session), name=f"agent-reader-{identity.agent_id}"
+        )
         try:
             while (message := await session.outbox.get()) is not None:
                 yield message
@@ -181,8 +193,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if kind == "heartbeat":
             beat = message.heartbeat
             clock = convert.clock_from_proto(beat)
-            controller.on_heartbeat(agent_id, convert.health_from_proto(beat.health),
-                                    convert.host_from_proto(beat, clock), clock)
+            controller.on_heartbeat(
+                agent_id, convert.health_from_proto(beat.health), convert.host_from_proto(beat, clock), clock
+            )
             session.renew_lease(controller.lease_ms, beat.sent_at_ms)
             return
         controller.registry.seen(agent_id)
@@ -229,12 +242,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         except OSError as exc:  # a full disk: the run's summary lists the report as incomplete
             if isinstance(run, Run):
                 run.disk.failed(f"{GATLING_DIR}/{agent_id}", exc)
-            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name,
-                        artifact.job_id, exc)
+            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name, artifact.job_id, exc)
             return
         except (RunNotFound, ValueError) as exc:
-            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name,
-                        artifact.job_id, exc)
+            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name, artifact.job_id, exc)
             return
         if stored:
             log.info("agent %s: %s of job %s stored in %s", agent_id, artifact.name, artifact.job_id, stored)

@@ -11,6 +11,7 @@ The interceptor also turns a controller error escaping a servicer into its statu
 (rpc/status.py), so that e.g. a second session for a live agent id (`AgentIdInUse`) ends
 as ALREADY_EXISTS rather than as an unknown error.
 """
+
 from __future__ import annotations
 
 import logging
@@ -64,8 +65,10 @@ def _certificate_holder(auth: dict) -> Principal:
     name = names[0].decode(errors="replace")
     known = {r.value for r in Role}
     if len(roles) != 1 or roles[0] not in known:
-        raise AccessDenied(f"the certificate of {name!r} carries no loadfleet role (a URI SAN "
-                           f"{ROLE_URI_PREFIX}agent or {ROLE_URI_PREFIX}operator; `loadfleet certs` makes such)")
+        raise AccessDenied(
+            f"the certificate of {name!r} carries no loadfleet role (a URI SAN "
+            f"{ROLE_URI_PREFIX}agent or {ROLE_URI_PREFIX}operator; `loadfleet certs` makes such)"
+        )
     return Principal(Role(roles[0]), name)
 
 
@@ -74,8 +77,9 @@ def authorize(principal: Principal, method: str) -> None:
     if needed is None:
         raise AccessDenied(f"{method} is not open to anyone")
     if principal.role is not None and principal.role is not needed:
-        raise AccessDenied(f"{principal.describe()} may not call {method.rsplit('/', 1)[-1]} "
-                           f"(it is for {needed.value}s)")
+        raise AccessDenied(
+            f"{principal.describe()} may not call {method.rsplit('/', 1)[-1]} (it is for {needed.value}s)"
+        )
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
@@ -97,8 +101,10 @@ class _Guard:
         self._method = method
 
     def wrap(self, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-        codec = {"request_deserializer": handler.request_deserializer,
-                 "response_serializer": handler.response_serializer}
+        codec = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(self._unary(handler.unary_unary), **codec)
         if handler.unary_stream:
@@ -129,6 +135,7 @@ class _Guard:
                 return await behaviour(self._requests(request, principal), context)
             except LoadfleetError as exc:
                 await self._refuse(context, principal, exc)
+
         return call
 
     def _streaming(self, behaviour):
@@ -139,6 +146,7 @@ class _Guard:
                     yield response
             except LoadfleetError as exc:
                 await self._refuse(context, principal, exc)
+
         return call
 
     def _requests(self, request, principal: Principal):
@@ -155,6 +163,8 @@ async def _own_name_only(requests, principal: Principal):
             first = False
             agent_id = message.hello.agent_id if message.HasField("hello") else ""
             if agent_id != principal.name:
-                raise AccessDenied(f"{principal.describe()} may open an agent session only as {principal.name!r}, "
-                                   f"not as {agent_id!r} (start it with --id {principal.name}, or without --id)")
+                raise AccessDenied(
+                    f"{principal.describe()} may open an agent session only as {principal.name!r}, "
+                    f"not as {agent_id!r} (start it with --id {principal.name}, or without --id)"
+                )
         yield message

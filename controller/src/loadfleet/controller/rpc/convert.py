@@ -1,5 +1,6 @@
 """Protobuf <-> controller dataclasses. The only module of the controller that reads
 or builds protobuf messages besides the servicers' plumbing."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,11 @@ from ..hosts import HostSample, MonitorInfo, ProcessSample
 from ..jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
 from ..load import Load, LoadModel, Think
 from ..run import RunState
-from ..watchers import IntervalUpdate
 from ..scheduler import EngineShare, combine
 from ..spooldrops import AgentSpoolDrop
 from ..summary import NamedFigures, RunSummary
 from ..validity import Validity
+from ..watchers import IntervalUpdate
 
 # An engine's last words as kept in an event: its last lines, not a log.
 MAX_STDERR_TAIL = 2000
@@ -34,9 +35,13 @@ def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
         version=hello.version,
         capabilities=tuple(hello.capabilities),
         labels=tuple(sorted(hello.labels.items())),
-        monitor=MonitorInfo(targets=tuple(hello.monitor.targets), role=hello.monitor.role,
-                            processes=tuple(hello.monitor.processes)) if hello.HasField("monitor") else None,
-        allow_targets=tuple(hello.allow_targets), gatling_root=hello.gatling_root,
+        monitor=MonitorInfo(
+            targets=tuple(hello.monitor.targets), role=hello.monitor.role, processes=tuple(hello.monitor.processes)
+        )
+        if hello.HasField("monitor")
+        else None,
+        allow_targets=tuple(hello.allow_targets),
+        gatling_root=hello.gatling_root,
     )
 
 
@@ -50,35 +55,60 @@ def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> Hos
         return None
     h = beat.host
     return HostSample(
-        at_ms=beat.sent_at_ms + (clock.offset_ms if clock else 0), cores=h.cores, cpu_pct=h.cpu_pct, mem_used_pct=h.mem_used_pct,
-        net_rx_bytes_per_s=h.net_rx_bytes_per_s, net_tx_bytes_per_s=h.net_tx_bytes_per_s,
+        at_ms=beat.sent_at_ms + (clock.offset_ms if clock else 0),
+        cores=h.cores,
+        cpu_pct=h.cpu_pct,
+        mem_used_pct=h.mem_used_pct,
+        net_rx_bytes_per_s=h.net_rx_bytes_per_s,
+        net_tx_bytes_per_s=h.net_tx_bytes_per_s,
         tcp_established=h.tcp_established,
         processes=tuple(ProcessSample(p.name, p.count, p.cpu_pct, p.rss_mb) for p in h.processes),
-        counters={c.name: c.value for c in h.counters})
+        counters={c.name: c.value for c in h.counters},
+    )
 
 
 def health_from_proto(pb: agent_pb2.Health) -> Health:
-    return Health(cpu_pct=pb.cpu_pct, engine_cpu_pct=pb.engine_cpu_pct, rss_mb=pb.rss_mb,
-                  loop_lag_ms=pb.loop_lag_ms, mem_used_pct=pb.mem_used_pct,
-                  busiest_engine_cpu_pct=pb.busiest_engine_cpu_pct,
-                  busiest_engine_wait_pct=(pb.busiest_engine_wait_pct if pb.HasField("busiest_engine_wait_pct")
-                                           else None),
-                  engine_fds=pb.engine_fds, engine_fd_limit=pb.engine_fd_limit,
-                  local_ports_used=pb.local_ports_used, local_port_range=pb.local_port_range)
+    return Health(
+        cpu_pct=pb.cpu_pct,
+        engine_cpu_pct=pb.engine_cpu_pct,
+        rss_mb=pb.rss_mb,
+        loop_lag_ms=pb.loop_lag_ms,
+        mem_used_pct=pb.mem_used_pct,
+        busiest_engine_cpu_pct=pb.busiest_engine_cpu_pct,
+        busiest_engine_wait_pct=(pb.busiest_engine_wait_pct if pb.HasField("busiest_engine_wait_pct") else None),
+        engine_fds=pb.engine_fds,
+        engine_fd_limit=pb.engine_fd_limit,
+        local_ports_used=pb.local_ports_used,
+        local_port_range=pb.local_port_range,
+    )
 
 
 def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
-    return AgentSpoolDrop(job_id=pb.job_id, messages=pb.messages, reports=pb.reports, requests=pb.requests,
-                          first_interval_ms=pb.first_interval_ms, last_interval_ms=pb.last_interval_ms, cause=pb.cause)
+    return AgentSpoolDrop(
+        job_id=pb.job_id,
+        messages=pb.messages,
+        reports=pb.reports,
+        requests=pb.requests,
+        first_interval_ms=pb.first_interval_ms,
+        last_interval_ms=pb.last_interval_ms,
+        cause=pb.cause,
+    )
 
 
 def health_to_proto(h: Health) -> agent_pb2.Health:
-    return agent_pb2.Health(cpu_pct=h.cpu_pct, engine_cpu_pct=h.engine_cpu_pct, rss_mb=h.rss_mb,
-                            loop_lag_ms=h.loop_lag_ms, mem_used_pct=h.mem_used_pct,
-                            busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
-                            busiest_engine_wait_pct=h.busiest_engine_wait_pct, engine_fds=h.engine_fds,
-                            engine_fd_limit=h.engine_fd_limit, local_ports_used=h.local_ports_used,
-                            local_port_range=h.local_port_range)
+    return agent_pb2.Health(
+        cpu_pct=h.cpu_pct,
+        engine_cpu_pct=h.engine_cpu_pct,
+        rss_mb=h.rss_mb,
+        loop_lag_ms=h.loop_lag_ms,
+        mem_used_pct=h.mem_used_pct,
+        busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
+        busiest_engine_wait_pct=h.busiest_engine_wait_pct,
+        engine_fds=h.engine_fds,
+        engine_fd_limit=h.engine_fd_limit,
+        local_ports_used=h.local_ports_used,
+        local_port_range=h.local_port_range,
+    )
 
 
 class BadReport(ValueError):
@@ -96,8 +126,10 @@ def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limi
     for s in stats:
         if limits.keys is not None and (s.target, s.request) not in limits.keys:
             raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
-        for size in (len(s.latency_buckets) + len(s.latency_histogram),
-                     len(s.waiting_buckets) + len(s.waiting_histogram)):
+        for size in (
+            len(s.latency_buckets) + len(s.latency_histogram),
+            len(s.waiting_buckets) + len(s.waiting_histogram),
+        ):
             if size > limits.max_histogram_bytes:
                 raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
     try:
@@ -150,7 +182,10 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
         targets=[job_pb2.Target(url=t.url, weight=t.weight) for t in plan.targets],
         requests=[
             job_pb2.RequestSpec(
-                name=r.name, method=r.method, path=r.path, weight=r.weight,
+                name=r.name,
+                method=r.method,
+                path=r.path,
+                weight=r.weight,
                 headers=[job_pb2.Header(name=k, value=v) for k, v in r.headers],
                 body=r.body.encode(),
             )
@@ -168,26 +203,50 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
         driver=_DRIVERS[plan.driver],
     )
     if plan.gatling:
-        spec.gatling.CopyFrom(job_pb2.GatlingOptions(project=plan.gatling.project, simulation=plan.gatling.simulation,
-                                                     html_report=plan.gatling.html_report))
+        spec.gatling.CopyFrom(
+            job_pb2.GatlingOptions(
+                project=plan.gatling.project, simulation=plan.gatling.simulation, html_report=plan.gatling.html_report
+            )
+        )
     if plan.session:
-        spec.session.CopyFrom(job_pb2.Session(
-            steps=[job_pb2.SessionStep(request=names.index(step.request), think_after=think_to_proto(step.think))
-                   for step in plan.session.steps],
-            repeat=plan.session.repeat))
-    return agent_pb2.ControllerMessage(assignment=agent_pb2.Assignment(
-        spec=spec, engines=adjust_to_proto(a.job_id, a.engines).adjust.engines, lease_ms=round(plan.agents.lease_s * 1000)))
+        spec.session.CopyFrom(
+            job_pb2.Session(
+                steps=[
+                    job_pb2.SessionStep(request=names.index(step.request), think_after=think_to_proto(step.think))
+                    for step in plan.session.steps
+                ],
+                repeat=plan.session.repeat,
+            )
+        )
+    return agent_pb2.ControllerMessage(
+        assignment=agent_pb2.Assignment(
+            spec=spec,
+            engines=adjust_to_proto(a.job_id, a.engines).adjust.engines,
+            lease_ms=round(plan.agents.lease_s * 1000),
+        )
+    )
 
 
 def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.ControllerMessage:
-    return agent_pb2.ControllerMessage(adjust=agent_pb2.Adjust(
-        job_id=job_id, load=load_to_proto(combine([e.load for e in engines])),
-        engines=[agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in engines]))
+    return agent_pb2.ControllerMessage(
+        adjust=agent_pb2.Adjust(
+            job_id=job_id,
+            load=load_to_proto(combine([e.load for e in engines])),
+            engines=[agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in engines],
+        )
+    )
 
 
 def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> EngineFailure:
-    return EngineFailure(job_id=pb.job_id, agent_id=agent_id, engine=pb.engine, pid=pb.pid, how=pb.how,
-                         stderr_tail=pb.stderr_tail[-MAX_STDERR_TAIL:], reported_requests=pb.reported_requests)
+    return EngineFailure(
+        job_id=pb.job_id,
+        agent_id=agent_id,
+        engine=pb.engine,
+        pid=pb.pid,
+        how=pb.how,
+        stderr_tail=pb.stderr_tail[-MAX_STDERR_TAIL:],
+        reported_requests=pb.reported_requests,
+    )
 
 
 def think_to_proto(think: Think) -> job_pb2.ThinkTime:
@@ -199,22 +258,24 @@ def think_to_proto(think: Think) -> job_pb2.ThinkTime:
 
 
 def load_to_proto(load: Load) -> job_pb2.LoadShare:
-    share = job_pb2.LoadShare(stages=[job_pb2.Stage(duration_ms=round(s.duration_s * 1000), target=s.target)
-                                      for s in load.stages])
+    share = job_pb2.LoadShare(
+        stages=[job_pb2.Stage(duration_ms=round(s.duration_s * 1000), target=s.target) for s in load.stages]
+    )
     if load.model is LoadModel.CLOSED:
         share.closed.CopyFrom(job_pb2.ClosedModel(clients=load.clients, think=think_to_proto(load.think)))
     elif load.model is LoadModel.OPEN:
-        share.open.CopyFrom(job_pb2.OpenModel(rate_per_s=load.rate, poisson=load.poisson,
-                                              max_connections=load.max_connections))
+        share.open.CopyFrom(
+            job_pb2.OpenModel(rate_per_s=load.rate, poisson=load.poisson, max_connections=load.max_connections)
+        )
     else:
-        share.users.CopyFrom(job_pb2.UsersModel(users=load.users, spawn_rate_per_s=load.spawn_rate,
-                                                think=think_to_proto(load.think)))
+        share.users.CopyFrom(
+            job_pb2.UsersModel(users=load.users, spawn_rate_per_s=load.spawn_rate, think=think_to_proto(load.think))
+        )
     return share
 
 
 def problems_to_proto(problems: list[Problem]) -> run_pb2.PlanProblems:
-    return run_pb2.PlanProblems(problems=[run_pb2.PlanProblem(path=p.path, message=p.message)
-                                          for p in problems])
+    return run_pb2.PlanProblems(problems=[run_pb2.PlanProblem(path=p.path, message=p.message) for p in problems])
 
 
 _EVENT_KINDS = {
@@ -266,15 +327,26 @@ def event_to_proto(e: Event) -> run_pb2.RunEvent:
 def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
     f = u.figures
     return run_pb2.IntervalSummary(
-        interval_start_ms=u.interval_start_ms, agents=u.agents, requests=f.requests,
-        errors=f.failed, rps=f.rps, mb_per_s=f.mb_per_s, p50_ms=f.latency.p50_ms,
-        p99_ms=f.latency.p99_ms, missing_agents=u.missing, lost_agents=u.lost,
-        validity=_VALIDITIES[u.verdict.validity], validity_reasons=u.verdict.reasons_text(),
+        interval_start_ms=u.interval_start_ms,
+        agents=u.agents,
+        requests=f.requests,
+        errors=f.failed,
+        rps=f.rps,
+        mb_per_s=f.mb_per_s,
+        p50_ms=f.latency.p50_ms,
+        p99_ms=f.latency.p99_ms,
+        missing_agents=u.missing,
+        lost_agents=u.lost,
+        validity=_VALIDITIES[u.verdict.validity],
+        validity_reasons=u.verdict.reasons_text(),
     )
 
 
-_VALIDITIES = {Validity.VALID: run_pb2.VALIDITY_VALID, Validity.SUSPECT: run_pb2.VALIDITY_SUSPECT,
-               Validity.INVALID: run_pb2.VALIDITY_INVALID}
+_VALIDITIES = {
+    Validity.VALID: run_pb2.VALIDITY_VALID,
+    Validity.SUSPECT: run_pb2.VALIDITY_SUSPECT,
+    Validity.INVALID: run_pb2.VALIDITY_INVALID,
+}
 
 
 def _latency_to_proto(lat: Latency) -> run_pb2.Latency:
@@ -283,9 +355,16 @@ def _latency_to_proto(lat: Latency) -> run_pb2.Latency:
 
 def _totals_to_proto(n: NamedFigures) -> run_pb2.Totals:
     f: Figures = n.figures
-    return run_pb2.Totals(name=n.name, requests=f.requests, ok=f.ok, errors=f.failed, rps=f.rps,
-                          mb_per_s=f.mb_per_s, error_pct=f.error_pct,
-                          latency=_latency_to_proto(f.latency))
+    return run_pb2.Totals(
+        name=n.name,
+        requests=f.requests,
+        ok=f.ok,
+        errors=f.failed,
+        rps=f.rps,
+        mb_per_s=f.mb_per_s,
+        error_pct=f.error_pct,
+        latency=_latency_to_proto(f.latency),
+    )
 
 
 def summary_to_proto(s: RunSummary) -> run_pb2.RunSummary:
@@ -306,19 +385,31 @@ def summary_to_proto(s: RunSummary) -> run_pb2.RunSummary:
 def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
     i = r.identity
     return run_pb2.AgentInfo(
-        agent_id=i.agent_id, hostname=i.hostname, cores=i.cores, version=i.version,
-        labels=dict(i.labels), state=_AGENT_STATES[r.state], last_seen_ms=r.last_seen_ms,
-        health=health_to_proto(r.health), monitors=i.monitor.describe() if i.monitor else "",
-        allow_targets=list(i.allow_targets), clock_measured=r.clock is not None,
-        clock_offset_ms=r.clock.offset_ms if r.clock else 0, clock_rtt_ms=r.clock.rtt_ms if r.clock else 0,
+        agent_id=i.agent_id,
+        hostname=i.hostname,
+        cores=i.cores,
+        version=i.version,
+        labels=dict(i.labels),
+        state=_AGENT_STATES[r.state],
+        last_seen_ms=r.last_seen_ms,
+        health=health_to_proto(r.health),
+        monitors=i.monitor.describe() if i.monitor else "",
+        allow_targets=list(i.allow_targets),
+        clock_measured=r.clock is not None,
+        clock_offset_ms=r.clock.offset_ms if r.clock else 0,
+        clock_rtt_ms=r.clock.rtt_ms if r.clock else 0,
     )
 
 
 def run_to_proto(run) -> run_pb2.RunInfo:
     """A running `Run` or an `EndedRun`."""
     return run_pb2.RunInfo(
-        run_id=run.run_id, plan_name=run.plan_name, state=_RUN_STATES[run.state],
-        started_ms=run.started_ms, finished_ms=run.finished_ms, requests=run.total_requests,
+        run_id=run.run_id,
+        plan_name=run.plan_name,
+        state=_RUN_STATES[run.state],
+        started_ms=run.started_ms,
+        finished_ms=run.finished_ms,
+        requests=run.total_requests,
         run_dir=str(run.run_dir),
     )
 
@@ -329,5 +420,3 @@ def update_to_proto(update) -> run_pb2.RunUpdate:
     if isinstance(update, Event):
         return run_pb2.RunUpdate(event=event_to_proto(update))
     return run_pb2.RunUpdate(finished=summary_to_proto(update))
-
-

@@ -1,4 +1,5 @@
 """RunService: start, watch, stop and list runs; list agents."""
+
 from __future__ import annotations
 
 import grpc

@@ -1,6 +1,7 @@
 """The controller's gRPC server: both services on one port, behind the authorization
 interceptor (rpc/auth.py), over TLS unless it serves loopback only (security.py), pinging
 its clients and accepting their pings (`SERVER_KEEPALIVE_OPTIONS`)."""
+
 from __future__ import annotations
 
 import gc
@@ -55,8 +56,9 @@ class ControllerServer:
         run_pb2_grpc.add_RunServiceServicer_to_server(RunServicer(controller), self._server)
         host = listen.rsplit(":", 1)[0]
         credentials = security.server_credentials()
-        self.port = (self._server.add_secure_port(listen, credentials) if credentials
-                     else self._server.add_insecure_port(listen))
+        self.port = (
+            self._server.add_secure_port(listen, credentials) if credentials else self._server.add_insecure_port(listen)
+        )
         if self.port == 0:
             raise OSError(f"cannot listen on {listen}")
         self.address = f"{host}:{self.port}"

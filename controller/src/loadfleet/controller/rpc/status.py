@@ -1,10 +1,18 @@
 """The one mapping from controller errors to gRPC status codes."""
+
 from __future__ import annotations
 
 import grpc
 
-from ..errors import (AccessDenied, AgentIdInUse, LoadfleetError, NotEnoughAgents, PlanError, RunNotFound,
-                      Unauthenticated)
+from ..errors import (
+    AccessDenied,
+    AgentIdInUse,
+    LoadfleetError,
+    NotEnoughAgents,
+    PlanError,
+    RunNotFound,
+    Unauthenticated,
+)
 
 # Trailing-metadata key that carries a serialized PlanProblems with INVALID_ARGUMENT.
 PLAN_PROBLEMS_KEY = "loadfleet-plan-problems-bin"
@@ -31,5 +39,6 @@ async def abort(context: grpc.aio.ServicerContext, error: LoadfleetError) -> Non
     metadata: tuple[tuple[str, bytes], ...] = ()
     if isinstance(error, PlanError):
         from . import convert  # convert imports the run machinery; only plan errors need it
+
         metadata = ((PLAN_PROBLEMS_KEY, convert.problems_to_proto(error.problems).SerializeToString()),)
     await context.abort(status_code(error), str(error), trailing_metadata=metadata)

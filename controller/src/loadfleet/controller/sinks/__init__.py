@@ -4,6 +4,7 @@ A `Sink` takes points and must never block the run: `add` only queues. `close`
 flushes what it can within its own deadline and says what it could not. A sink that may
 have to drop points (a bounded spool) says how many: `DropCounting`.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable

@@ -5,6 +5,7 @@ dropped and counted past its limit) and replayed in order when it returns.
 Works with InfluxDB 1.8 (the v2-compatible /api/v2/write; token "user:password" or
 empty, bucket "db/retention-policy") and with 2.x (token, org, bucket).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,15 +58,15 @@ def influx_writer(config: InfluxConfig) -> Callable[[list[str]], None]:
     from influxdb_client.client.write_api import SYNCHRONOUS
     from influxdb_client.rest import ApiException
 
-    client = InfluxDBClient(url=config.url, token=config.token or ":", org=config.org,
-                            timeout=WRITE_TIMEOUT_MS, retries=False)
+    client = InfluxDBClient(
+        url=config.url, token=config.token or ":", org=config.org, timeout=WRITE_TIMEOUT_MS, retries=False
+    )
     api = client.write_api(write_options=SYNCHRONOUS)
 
     def write(lines: list[str]) -> None:
         try:
             # influxdb_client annotates a WritePrecision, whose constants are plain strings ("ms")
-            api.write(bucket=config.bucket, org=config.org, record="\n".join(lines),
-                      write_precision="ms")  # type: ignore[arg-type]
+            api.write(bucket=config.bucket, org=config.org, record="\n".join(lines), write_precision="ms")  # type: ignore[arg-type]
         except ApiException as exc:
             if exc.status and 400 <= exc.status < 500 and exc.status not in (404, 408, 429):
                 raise InfluxRejected(f"InfluxDB refused a batch: {exc.status} {exc.body}") from exc
@@ -77,13 +78,18 @@ def influx_writer(config: InfluxConfig) -> Callable[[list[str]], None]:
 
 
 class InfluxSink:
-    def __init__(self, write: Callable[[list[str]], None], spool_dir: Path, *,
-                 batch_points: int = DEFAULT_BATCH_POINTS,
-                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
-                 memory_points: int = DEFAULT_MEMORY_POINTS,
-                 spool_limit_bytes: int = int(DEFAULT_SPOOL_LIMIT_MB * 2**20),
-                 adopt_orphans: bool = False,
-                 description: str = "InfluxDB"):
+    def __init__(
+        self,
+        write: Callable[[list[str]], None],
+        spool_dir: Path,
+        *,
+        batch_points: int = DEFAULT_BATCH_POINTS,
+        flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+        memory_points: int = DEFAULT_MEMORY_POINTS,
+        spool_limit_bytes: int = int(DEFAULT_SPOOL_LIMIT_MB * 2**20),
+        adopt_orphans: bool = False,
+        description: str = "InfluxDB",
+    ):
         """`spool_dir` is this sink's own; with `adopt_orphans`, spools that ended sinks left
         beside it are sent first (spool.py)."""
         self._write = write
@@ -153,8 +159,7 @@ class InfluxSink:
                 async with asyncio.timeout(self._flush_interval_s):
                     await self._wake.wait()
             self._wake.clear()
-            while (not self._closing and (self._pending or len(self._spool))
-                   and time.monotonic() >= self._retry_at):
+            while not self._closing and (self._pending or len(self._spool)) and time.monotonic() >= self._retry_at:
                 if not await self._drain_once():
                     break
             while self._outage_logged and self._pending:  # InfluxDB is down: onto disk, where it lasts

@@ -1,4 +1,5 @@
 """Points and their InfluxDB line-protocol form."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

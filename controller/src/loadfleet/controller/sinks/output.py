@@ -10,6 +10,7 @@ the run: the first at once, then at most one a minute and one at each step's end
 saying how many went since the last. Drops during the sinks' final flush, after the run's
 results are written, are only logged (the sink's account).
 """
+
 from __future__ import annotations
 
 import time
@@ -18,23 +19,36 @@ from collections.abc import Callable
 from ..agents import Health
 from ..drift import DriftPoint
 from ..events import Event
-from ..spooldrops import influx_drop_event
 from ..hosts import HostSample, MonitorInfo
+from ..spooldrops import influx_drop_event
 from ..stream import FinalInterval, Scope, StepEnd, StepWindow
 from ..validity import VALID, health_reasons, verdict_of
 from . import DropCounting, Sink
 from .lineproto import Point
-from .points import (agent_point, drift_point, event_point, host_points, http_points, step_host_points, step_point,
-                     step_target_points)
-
+from .points import (
+    agent_point,
+    drift_point,
+    event_point,
+    host_points,
+    http_points,
+    step_host_points,
+    step_point,
+    step_target_points,
+)
 
 # While a sink keeps dropping points, a run event about it at most this often.
 DROP_EVENT_PERIOD_S = 60.0
 
 
 class InfluxOutput:
-    def __init__(self, run_id: str, sinks: list[Sink], emit: Callable[[Event], object] = lambda event: None,
-                 clock: Callable[[], float] = time.monotonic, multi_core_driver: bool = False):
+    def __init__(
+        self,
+        run_id: str,
+        sinks: list[Sink],
+        emit: Callable[[Event], object] = lambda event: None,
+        clock: Callable[[], float] = time.monotonic,
+        multi_core_driver: bool = False,
+    ):
         self.run_id = run_id
         self._multi_core_driver = multi_core_driver  # Gatling: validity.health_reasons
         self._sinks = sinks
@@ -45,31 +59,71 @@ class InfluxOutput:
     def on_interval(self, interval: FinalInterval) -> None:
         step, start, interval_ms = interval.step.name, interval.start_ms, interval.interval_ms
         verdict = interval.verdict
-        points = http_points(run_id=self.run_id, step=step, scope=Scope.CLUSTER, agent="", interval_start_ms=start,
-                             interval_ms=interval_ms, rows=(*interval.cluster, interval.total),
-                             figures=interval.figures, verdict=verdict)
+        points = http_points(
+            run_id=self.run_id,
+            step=step,
+            scope=Scope.CLUSTER,
+            agent="",
+            interval_start_ms=start,
+            interval_ms=interval_ms,
+            rows=(*interval.cluster, interval.total),
+            figures=interval.figures,
+            verdict=verdict,
+        )
         per_agent = verdict.by_agent()
         for agent in interval.agents:
             rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
-            points += http_points(run_id=self.run_id, step=step, scope=Scope.AGENT, agent=agent.agent_id,
-                                  interval_start_ms=start, interval_ms=interval_ms, rows=rows,
-                                  figures=interval.figures,
-                                  verdict=per_agent.get(agent.agent_id, VALID))
+            points += http_points(
+                run_id=self.run_id,
+                step=step,
+                scope=Scope.AGENT,
+                agent=agent.agent_id,
+                interval_start_ms=start,
+                interval_ms=interval_ms,
+                rows=rows,
+                figures=interval.figures,
+                verdict=per_agent.get(agent.agent_id, VALID),
+            )
         self._add(points)
         self._tell_drops(at_once=False)
 
     def on_step_end(self, end: StepEnd) -> None:
         r = end.result
         start_ms = r.start_ms or end.step.load_start_ms
-        self._add([step_point(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
-                              start_ms=start_ms, total=r.figures(), bytes_per_s=r.bytes_per_s,
-                              generator_bound=r.generator_bound, losses=r.losses, validity=r.validity,
-                              invalid_intervals=r.invalid_intervals, suspect_intervals=r.suspect_intervals,
-                              validity_reasons=r.validity_reasons)])
-        self._add(step_target_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
-                                     start_ms=start_ms, targets=r.targets))
-        self._add(step_host_points(run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered,
-                                   start_ms=start_ms, hosts=r.hosts))
+        self._add(
+            [
+                step_point(
+                    run_id=self.run_id,
+                    step=r.name,
+                    servers=r.servers,
+                    offered=r.offered,
+                    start_ms=start_ms,
+                    total=r.figures(),
+                    bytes_per_s=r.bytes_per_s,
+                    generator_bound=r.generator_bound,
+                    losses=r.losses,
+                    validity=r.validity,
+                    invalid_intervals=r.invalid_intervals,
+                    suspect_intervals=r.suspect_intervals,
+                    validity_reasons=r.validity_reasons,
+                )
+            ]
+        )
+        self._add(
+            step_target_points(
+                run_id=self.run_id,
+                step=r.name,
+                servers=r.servers,
+                offered=r.offered,
+                start_ms=start_ms,
+                targets=r.targets,
+            )
+        )
+        self._add(
+            step_host_points(
+                run_id=self.run_id, step=r.name, servers=r.servers, offered=r.offered, start_ms=start_ms, hosts=r.hosts
+            )
+        )
         self._tell_drops(at_once=True)
 
     def on_run_end(self) -> None:

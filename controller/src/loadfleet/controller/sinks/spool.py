@@ -17,6 +17,7 @@ counted as dropped (`dropped`); a batch that cannot be written (a full disk) is 
 and so is every batch of a spool whose directory cannot be made: the sink goes on, sending
 what it can while InfluxDB is up.
 """
+
 from __future__ import annotations
 
 import collections
@@ -70,8 +71,7 @@ class Spool:
             self._next = 1
             return
         if adopt:
-            for orphan in sorted(p for p in directory.parent.iterdir()
-                                 if p != directory and (p / LOCK_FILE).is_file()):
+            for orphan in sorted(p for p in directory.parent.iterdir() if p != directory and (p / LOCK_FILE).is_file()):
                 if self._lock(orphan, create=False):
                     self._index(orphan)
         self._index(directory)
@@ -90,8 +90,9 @@ class Spool:
         data = "\n".join(lines) + "\n"
         size = len(data.encode())
         if size > self.limit_bytes:
-            self._drop_new(len(lines), f"a batch of {size} bytes is larger than the spool's limit of "
-                                       f"{_mib(self.limit_bytes)}")
+            self._drop_new(
+                len(lines), f"a batch of {size} bytes is larger than the spool's limit of {_mib(self.limit_bytes)}"
+            )
             return
         self._make_room(size)
         path = self.directory / f"{self._next:012d}-{len(lines)}.lp"
@@ -176,15 +177,17 @@ class Spool:
         return True
 
     def _index(self, directory: Path) -> None:
-        found = sorted((int(m.group(1)), int(m.group(2)), p) for p in directory.iterdir()
-                       if (m := _BATCH.fullmatch(p.name)))
+        found = sorted(
+            (int(m.group(1)), int(m.group(2)), p) for p in directory.iterdir() if (m := _BATCH.fullmatch(p.name))
+        )
         for _, points, path in found:
             size = path.stat().st_size
             self._batches.append(Batch(path, points, size))
             self._bytes += size
         if found and directory != self.directory:
-            log.warning("sending %d points spooled by an earlier run first (%s)", sum(p for _, p, _ in found),
-                        directory)
+            log.warning(
+                "sending %d points spooled by an earlier run first (%s)", sum(p for _, p, _ in found), directory
+            )
 
     def _last_number(self, directory: Path) -> int:
         numbers = [int(m.group(1)) for p in directory.iterdir() if (m := _BATCH.fullmatch(p.name))]
