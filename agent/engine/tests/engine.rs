@@ -184,7 +184,7 @@ fn adjust_changes_the_number_of_clients() {
     engine.send(Command::Adjust(share));
     let reports = engine.collect();
     assert_eq!(
-        total(&[first.clone()], |s| s.connections_opened) + total(&reports, |s| s.connections_opened),
+        total(std::slice::from_ref(&first), |s| s.connections_opened) + total(&reports, |s| s.connections_opened),
         5,
         "1 client, then 4 more after adjust"
     );
