@@ -21,7 +21,8 @@ from typing import BinaryIO
 
 from loadfleet.v1 import engine_pb2, job_pb2, stats_pb2
 from loadfleet.wire.framing import frame
-from loadfleet.wire.stats import decode_histogram, new_histogram
+from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.stats import histogram_of
 
 GENERATOR_CORE = 1
 INTERVAL_MS = 1000
@@ -101,10 +102,8 @@ def run_engine(
         finally:
             _kill(proc)
     rows = [s for r in reports for s in r.stats]
-    histogram = new_histogram()
-    for row in rows:
-        histogram.add(decode_histogram(row.latency_histogram))
-    p50 = histogram.get_value_at_percentile(50) if histogram.get_total_count() else None
+    histogram = Histogram.merge(histogram_of(row) for row in rows)
+    p50 = histogram.percentiles([50])[0] if histogram else None
     return Measurement(
         "engine",
         requests=sum(s.requests for s in rows),
