@@ -25,10 +25,11 @@ class BenchNginx(NginxServer):
 
     def config(self) -> str:
         conf = super().config()
-        tuned = conf.replace(
-            "events { worker_connections 4096; }",
-            f"worker_rlimit_nofile {WORKER_CONNECTIONS + 1000};\nevents {{ worker_connections {WORKER_CONNECTIONS}; }}",
-        ).replace(f"listen {HOST}:{self.port};", f"listen {HOST}:{self.port} backlog={LISTEN_BACKLOG};")
+        tuned = (
+            conf.replace(" worker_connections 4096;\n", f" worker_connections {WORKER_CONNECTIONS};\n")
+            .replace("events {\n", f"worker_rlimit_nofile {WORKER_CONNECTIONS + 1000};\nevents {{\n", 1)
+            .replace(f"listen {HOST}:{self.port};", f"listen {HOST}:{self.port} backlog={LISTEN_BACKLOG};")
+        )
         if "worker_rlimit_nofile" not in tuned or "backlog=" not in tuned:
             raise RuntimeError("NginxServer.config() changed shape: bench/engine/target.py must follow it")
         return tuned
