@@ -70,7 +70,7 @@ def main() -> int:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
     print_tables(results)
-    path = write_results(results, quick=args.quick)
+    path = write_results(results, "-quick" if args.quick else "")
     print(f"\nresults: {path.relative_to(REPO)}")
     return 0
 
@@ -290,8 +290,9 @@ def read_proc_status(pid: int) -> dict[str, int]:
     return {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in lines) if v.strip().endswith("kB")}
 
 
-def write_results(results: dict, *, quick: bool) -> Path:
-    path = new_results_path("-quick" if quick else "")
+def write_results(results: dict, suffix: str = "") -> Path:
+    """Writes a bench's results to results/<date><suffix>.json (see new_results_path)."""
+    path = new_results_path(suffix)
     path.write_text(json.dumps(results, indent=1) + "\n")
     return path
 

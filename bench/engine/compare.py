@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import json
 import os
 import shutil
 import statistics
@@ -31,8 +30,8 @@ from bench import (
     MODES,
     THROUGHPUT_CONNECTIONS,
     machine,  # noqa: E402
-    new_results_path,
     raise_fd_limit,
+    write_results,
 )
 
 DEFAULT_DURATION_S = 5
@@ -71,8 +70,7 @@ def main() -> int:
         "candidate_sha256": sha256(args.candidate),
         "cases": cases,
     }
-    path = new_results_path("-compare")
-    path.write_text(json.dumps(results, indent=1) + "\n")
+    path = write_results(results, "-compare")
     print(f"\nresults: {path}")
     return 0
 

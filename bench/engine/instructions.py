@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generators import run_engine  # noqa: E402
 from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
 
-from bench import THROUGHPUT_CONNECTIONS, machine, new_results_path, raise_fd_limit  # noqa: E402
+from bench import THROUGHPUT_CONNECTIONS, machine, raise_fd_limit, write_results  # noqa: E402
 
 FILE = "1k.bin"
 MODES = {"keep-alive": True, "close": False}
@@ -86,8 +85,7 @@ def main() -> int:
         "connections": THROUGHPUT_CONNECTIONS,
         "rows": rows,
     }
-    path = new_results_path("-instructions")
-    path.write_text(json.dumps(results, indent=1) + "\n")
+    path = write_results(results, "-instructions")
     print(f"\nresults: {path}")
     return 0
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import shutil
 import sys
@@ -31,8 +30,8 @@ from bench import (
     MODES,
     THROUGHPUT_CONNECTIONS,
     machine,  # noqa: E402
-    new_results_path,
     raise_fd_limit,
+    write_results,
 )
 
 DEFAULT_DURATION_S = 3
@@ -76,8 +75,7 @@ def main() -> int:
         "duration_s": args.duration_s,
         "cases": cases,
     }
-    path = new_results_path("-syscalls")
-    path.write_text(json.dumps(results, indent=1) + "\n")
+    path = write_results(results, "-syscalls")
     print(f"\nresults: {path}")
     return 0
 

@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import grpc
@@ -225,19 +225,8 @@ class Agent:
             h = await asyncio.to_thread(self._health.sample, self._job.pids if self._job else [], lag_ms)
             beat = agent_pb2.Heartbeat(
                 sent_at_ms=wall_ms(),
-                health=agent_pb2.Health(
-                    cpu_pct=h.cpu_pct,
-                    engine_cpu_pct=h.engine_cpu_pct,
-                    rss_mb=h.rss_mb,
-                    loop_lag_ms=h.loop_lag_ms,
-                    mem_used_pct=h.mem_used_pct,
-                    busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
-                    busiest_engine_wait_pct=h.busiest_engine_wait_pct,
-                    engine_fds=h.engine_fds,
-                    engine_fd_limit=h.engine_fd_limit,
-                    local_ports_used=h.local_ports_used,
-                    local_port_range=h.local_port_range,
-                ),
+                # HealthSample's fields are the message's; a wait of None leaves it unset.
+                health=agent_pb2.Health(**asdict(h)),
             )
             if best := self._clock.best:
                 beat.clock.CopyFrom(agent_pb2.ClockOffset(offset_ms=best.offset_ms, rtt_ms=best.rtt_ms))

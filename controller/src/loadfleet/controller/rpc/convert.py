@@ -4,6 +4,7 @@ or builds protobuf messages besides the servicers' plumbing."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
 from loadfleet.wire.histogram import HistogramError, decode_buckets
@@ -96,19 +97,8 @@ def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
 
 
 def health_to_proto(h: Health) -> agent_pb2.Health:
-    return agent_pb2.Health(
-        cpu_pct=h.cpu_pct,
-        engine_cpu_pct=h.engine_cpu_pct,
-        rss_mb=h.rss_mb,
-        loop_lag_ms=h.loop_lag_ms,
-        mem_used_pct=h.mem_used_pct,
-        busiest_engine_cpu_pct=h.busiest_engine_cpu_pct,
-        busiest_engine_wait_pct=h.busiest_engine_wait_pct,
-        engine_fds=h.engine_fds,
-        engine_fd_limit=h.engine_fd_limit,
-        local_ports_used=h.local_ports_used,
-        local_port_range=h.local_port_range,
-    )
+    """Health's fields are the message's; a wait of None leaves it unset."""
+    return agent_pb2.Health(**asdict(h))
 
 
 class BadReport(ValueError):
