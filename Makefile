@@ -50,15 +50,20 @@ lab: system-deps
 # loadfleet-agent depends on loadfleet-engine, the wheel that carries the engine program
 # (agent/engine/pyproject.toml): it is packaged by maturin from the release build (no second
 # compile) and installed first, which puts the program in $(BIN) beside the interpreter.
+# loadfleet-proto depends on loadfleet-buckets (proto/native), the histogram loops in Rust
+# (pyo3): maturin builds its wheel, one for every CPython 3.11+ (abi3).
 MATURIN := maturin==1.16.0
 ENGINE_WHEEL_DIR := build/engine-wheel
-$(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml agent/engine/pyproject.toml | $(ENGINE)
+NATIVE := proto/native
+NATIVE_WHEEL_DIR := build/native-wheel
+$(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.proto controller/pyproject.toml agent/pyproject.toml targets/pyproject.toml agent/engine/pyproject.toml $(NATIVE)/pyproject.toml $(NATIVE)/Cargo.toml $(NATIVE)/src/*.rs | $(ENGINE)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(MATURIN)
-	rm -rf $(ENGINE_WHEEL_DIR)
+	rm -rf $(ENGINE_WHEEL_DIR) $(NATIVE_WHEEL_DIR)
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(ENGINE_WHEEL_DIR)
-	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl
+	$(BIN)/maturin build --release --quiet --locked --manifest-path $(NATIVE)/Cargo.toml --out $(NATIVE_WHEEL_DIR)
+	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl $(NATIVE_WHEEL_DIR)/loadfleet_buckets-*.whl
 	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis $(LINTERS)
 	touch $@
 
@@ -98,6 +103,7 @@ DIST ?= dist
 dist: $(ENGINE) python-deps report-assets
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(DIST)
+	$(BIN)/maturin build --release --quiet --locked --manifest-path $(NATIVE)/Cargo.toml --out $(DIST)
 	$(PY) -m pip wheel -q --no-deps --wheel-dir $(DIST) ./proto ./controller ./agent ./targets
 	@ls -1 $(DIST)
 
@@ -141,7 +147,7 @@ test: setup dist lint test-engine test-python
 
 # Static checks, all clean: mypy (mypy.ini: the four packages, from their sources), ruff's lint
 # and format (ruff.toml), the dependency direction (.importlinter), rustfmt and clippy with
-# warnings as errors for the engine. python-deps installs the Python tools; the rule below adds
+# warnings as errors for the engine and the histogram loops. python-deps installs the Python tools; the rule below adds
 # them to a venv made before it did, and rustup the Rust components when they are missing.
 LINTERS := mypy==2.4.1 ruff==0.17.6 import-linter==2.16
 lint: python-deps $(BIN)/lint-imports
@@ -152,6 +158,8 @@ lint: python-deps $(BIN)/lint-imports
 	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
 	cargo fmt --manifest-path agent/engine/Cargo.toml --check
 	cargo clippy --release --quiet --all-targets --manifest-path agent/engine/Cargo.toml -- -D warnings
+	cargo fmt --manifest-path $(NATIVE)/Cargo.toml --check
+	cargo clippy --release --quiet --all-targets --manifest-path $(NATIVE)/Cargo.toml -- -D warnings
 
 $(BIN)/lint-imports: | python-deps
 	$(PY) -m pip install -q $(LINTERS)
@@ -163,4 +171,4 @@ test-python:
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
 
 clean:
-	rm -rf $(VENV) build $(DIST) $(REPORT_VENDOR) agent/engine/target agent/gatling/target proto/python/loadfleet/v1
+	rm -rf $(VENV) build $(DIST) $(REPORT_VENDOR) agent/engine/target $(NATIVE)/target agent/gatling/target proto/python/loadfleet/v1

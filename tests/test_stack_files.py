@@ -82,5 +82,10 @@ def test_images_install_the_engine_wheel_built_by_one_shared_stage():
     stages = [engine_stage(name) for name in ("agent/Dockerfile", "targets/Dockerfile")]
     assert stages[0] == stages[1]
     assert "maturin build --release --locked" in stages[0]
+    assert "--manifest-path proto/native/Cargo.toml" in stages[0], "loadfleet-proto's histogram loops"
     for name in ("agent/Dockerfile", "targets/Dockerfile"):
-        assert "pip install --no-cache-dir /wheels/loadfleet_engine-*.whl ./proto ./agent" in (REPO / name).read_text()
+        installs = (
+            "pip install --no-cache-dir /wheels/loadfleet_engine-*.whl /wheels/loadfleet_buckets-*.whl ./proto ./agent"
+        )
+        assert installs in (REPO / name).read_text()
+    assert "/wheels/loadfleet_buckets-*.whl ./proto ./controller" in (REPO / "controller/Dockerfile").read_text()

@@ -22,7 +22,14 @@ from support.procs import REPO
 pytestmark = pytest.mark.e2e
 
 DIST = REPO / "dist"
-WHEELS = ("loadfleet_proto", "loadfleet_agent", "loadfleet_engine", "loadfleet_controller", "loadfleet_targets")
+WHEELS = (
+    "loadfleet_proto",
+    "loadfleet_buckets",
+    "loadfleet_agent",
+    "loadfleet_engine",
+    "loadfleet_controller",
+    "loadfleet_targets",
+)
 # What a bare load host has: the system's programs, no Rust toolchain, no project venv.
 BARE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -45,6 +52,14 @@ def test_the_engine_wheel_is_a_platform_wheel_carrying_the_program():
     with zipfile.ZipFile(built_wheels()["loadfleet_agent"]) as wheel:
         metadata = wheel.read("loadfleet_agent-0.1.0.dist-info/METADATA").decode()
     assert "Requires-Dist: loadfleet-engine==0.1.0" in metadata
+
+
+def test_the_histogram_loops_come_as_one_wheel_for_every_cpython_from_3_11():
+    buckets = built_wheels()["loadfleet_buckets"]
+    assert "-cp311-abi3-manylinux_" in buckets.name, buckets.name
+    with zipfile.ZipFile(built_wheels()["loadfleet_proto"]) as wheel:
+        metadata = wheel.read("loadfleet_proto-0.1.0.dist-info/METADATA").decode()
+    assert "Requires-Dist: loadfleet-buckets==0.1.0" in metadata
 
 
 def test_the_controller_wheel_carries_its_schema_and_the_reports_chart_library():
@@ -77,7 +92,7 @@ def test_a_fresh_virtualenv_without_cargo_runs_a_job_with_the_installed_engine(p
             "--find-links",
             str(DIST),
             "--only-binary",
-            "loadfleet-agent,loadfleet-engine,loadfleet-proto",
+            "loadfleet-agent,loadfleet-engine,loadfleet-proto,loadfleet-buckets",
             "loadfleet-agent",
         ],
         capture_output=True,

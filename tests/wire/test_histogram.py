@@ -18,7 +18,6 @@ from loadfleet.wire.histogram import (
     HIGHEST_US,
     Histogram,
     HistogramError,
-    HistogramSum,
     bucket_index,
     decode_buckets,
     summaries,
@@ -62,17 +61,15 @@ def test_figures_equal_hdrh_own(seed, n, sigma):
 def test_merges_are_exact_whichever_way():
     parts = [Histogram.of(lognormal(seed, n)) for seed, n in ((1, 10), (2, 500), (3, 3000), (4, 1))]
     everything = Histogram.of([v for seed, n in ((1, 10), (2, 500), (3, 3000), (4, 1)) for v in lognormal(seed, n)])
-    summed = HistogramSum()
-    for part in parts:
-        summed.add(part)
-    assert Histogram.merge(parts) == everything == summed.result()
+    grouped = Histogram.merge([Histogram.merge(parts[:2]), Histogram.merge(parts[2:])])
+    assert Histogram.merge(parts) == everything == grouped
     assert parts[0] + parts[1] + parts[2] + parts[3] == everything
 
 
 def test_empty_histograms_cost_nothing_and_encode_to_nothing():
     assert Histogram.decode(b"") is EMPTY and not EMPTY and EMPTY.encode() == b""
     assert EMPTY.percentiles([50]) == [0] and EMPTY.max_value == 0 and EMPTY.total == 0
-    assert Histogram.merge([EMPTY, EMPTY]) is EMPTY and HistogramSum().result() is EMPTY
+    assert Histogram.merge([EMPTY, EMPTY]) is EMPTY and Histogram.merge([]) is EMPTY
 
 
 def test_bucket_index_is_hdrh_own():
@@ -169,6 +166,9 @@ def packed(deltas, counts, wide_deltas=(), wide_counts=(), n=None):
         [packed([0], [1], wide_deltas=[COUNTS_LEN])],  # out of range
         [packed([5], [0])],  # an escaped count without its wide value
         [packed([5], [0], wide_counts=[0])],  # an empty bucket
+        [packed([5], [1], wide_counts=[3])],  # a wide value without its escape
+        [packed([5], [0], wide_counts=[3]), packed([5], [0])],  # one row's wide value is not the next one's
+        ["not bytes"],
         [packed([5, 4], [1, 1]), packed([250, 0], [1, 1], wide_deltas=[COUNTS_LEN - 200])],  # one bad row: all refused
     ],
 )

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from loadfleet.wire.stats import TOTAL
@@ -189,7 +190,7 @@ class Run:
             return None
         return self._limits
 
-    @property
+    @cached_property  # the plan does not change: computed once, not at every report
     def _limits(self) -> ReportLimits:
         names = sorted({r.name for r in self.plan.requests})
         if self.plan.gatling and self.plan.gatling.project:  # the simulation names its requests

@@ -15,23 +15,22 @@ is never decoded or encoded again; decoding uses hdrh's C varint decoder (`pyhdr
 Between agents and the controller they travel as *packed buckets* (`to_buckets`,
 `decode_buckets`, stats.proto's `latency_buckets`): the non-empty buckets' index deltas and
 counts as bytes, the rare ones that do not fit a byte as wider integers beside them. A
-controller reads all rows of a report with a dozen numpy calls, against tens of
-microseconds per row for V2 (inflate, then varints), and it reads ten thousand rows a
-second at 1,000 agents; the bytes are about twice those of V2.
+controller reads ten thousand rows a second at 1,000 agents, some ten million buckets:
+decoding them, merging histograms and computing their figures are the loops of
+`loadfleet_buckets` (proto/native, Rust), one pass over the buckets each, where numpy took a
+pass and a temporary array per step and V2 costs tens of microseconds a row (inflate, then
+varints). The packed bytes are about twice those of V2.
 
 Values follow hdrh's conventions exactly, so figures do not change with the
 representation: a percentile is the highest value equivalent to the first bucket whose
 cumulative count reaches the percentile's share, the mean weighs each bucket's median
 equivalent value, the maximum is the highest value equivalent to the top bucket.
 
-`HistogramSum` adds many histograms into one dense array (cheap per add) and hands back a
-`Histogram`: use it to merge hundreds of rows; `Histogram.merge` suits a few.
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
 import math
 import struct
 import threading
@@ -39,6 +38,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import loadfleet_buckets as _native  # proto/native: the per-bucket loops
 import numpy as np
 from pyhdrh import decode as _varint_decode  # hdrh's C extension
 from pyhdrh import encode as _varint_encode
@@ -109,7 +109,7 @@ class _Scratch(threading.local):
 
     def __init__(self) -> None:
         self.buffer = (ctypes.c_int64 * COUNTS_LEN)()
-        self.array = np.ctypeslib.as_array(self.buffer)
+        self.array = np.ctypeslib.as_array(self.buffer).view(_COUNT)  # a plain int64 buffer format, not ctypes "<q"
         self.address = ctypes.addressof(self.buffer)
         self.varints = (ctypes.c_byte * (COUNTS_LEN * _MAX_VARINT_BYTES))()  # the encoder's output
 
@@ -252,16 +252,12 @@ class Histogram:
 
     @classmethod
     def merge(cls, histograms: Iterable[Histogram]) -> Histogram:
-        """The sum of a few histograms (for many, HistogramSum is cheaper)."""
+        """The sum of histograms: one pass over their buckets, however many."""
         parts = [h for h in histograms if h]
         if len(parts) <= 1:
             return parts[0] if parts else EMPTY
-        indices = np.concatenate([h.indices for h in parts])
-        order = np.argsort(indices, kind="stable")
-        indices = indices[order]
-        counts = np.concatenate([h.counts for h in parts])[order]
-        firsts = np.flatnonzero(np.concatenate(([True], indices[1:] != indices[:-1])))
-        return cls(indices[firsts], np.add.reduceat(counts, firsts))
+        indices, counts = _native.merge([h._arrays() for h in parts])
+        return cls(np.frombuffer(indices, _INDEX), np.frombuffer(counts, _COUNT))
 
     def check(self) -> Histogram:
         """Decodes now; raises HistogramError if the bytes are not a valid histogram."""
@@ -359,41 +355,17 @@ EMPTY = Histogram()
 
 def decode_buckets(rows: list[bytes]) -> list[Histogram]:
     """Histograms from the packed bucket forms of many rows (a report's), decoded and
-    checked at once: a dozen numpy calls for the lot, where each call costs microseconds
-    whatever its size. HistogramError if any is malformed (a length that does not match its
-    header, indices out of range or not ascending, empty buckets)."""
-    parts = []  # per row: (n, deltas, counts, wide deltas, wide counts)
-    for raw in rows:
-        if not raw:
-            parts.append((0, b"", b"", b"", b""))
-            continue
-        if len(raw) < _PACKED.size:
-            raise HistogramError(f"{len(raw)} bytes are too short for packed buckets")
-        n, n_wide_deltas, n_wide_counts, zero = _PACKED.unpack_from(raw)
-        at = [_PACKED.size, _PACKED.size + n, _PACKED.size + 2 * n, _PACKED.size + 2 * n + 2 * n_wide_deltas]
-        if zero or not n or len(raw) != at[3] + 4 * n_wide_counts:
-            raise HistogramError(f"packed buckets of {len(raw)} bytes do not match their header")
-        parts.append((n, raw[at[0] : at[1]], raw[at[1] : at[2]], raw[at[2] : at[3]], raw[at[3] :]))
-    lengths = [p[0] for p in parts]
-    total = sum(lengths)
-    if not total:
-        return [EMPTY] * len(rows)
-    deltas = np.frombuffer(b"".join([p[1] for p in parts]), np.uint8).astype(_INDEX)
-    counts = np.frombuffer(b"".join([p[2] for p in parts]), np.uint8).astype(_COUNT)
-    wide_deltas = np.frombuffer(b"".join([p[3] for p in parts]), "<u2")
-    wide_counts = np.frombuffer(b"".join([p[4] for p in parts]), "<u4")
-    _widen(deltas, wide_deltas)
-    _widen(counts, wide_counts)
-    firsts = np.fromiter(itertools.accumulate(lengths[:-1], initial=0), _INDEX, len(lengths))
-    firsts = firsts[np.asarray(lengths) > 0]
-    indices = np.cumsum(deltas)
-    indices -= np.repeat(indices[firsts] - deltas[firsts], [n for n in lengths if n])  # each row from 0
-    deltas[firsts] = 1  # a row's first delta may be 0 (bucket 0); the others may not
-    if indices.max() >= COUNTS_LEN or deltas.min() <= 0 or counts.min() <= 0:
-        raise HistogramError("packed buckets out of range, not ascending, or with an empty bucket")
+    checked in one pass. HistogramError if any is malformed (a length that does not match its
+    header, indices out of range or not ascending, empty buckets, escapes without wide values)."""
+    rows = list(rows)
+    try:
+        indices, counts, lengths = _native.unpack(rows)
+    except ValueError as exc:
+        raise HistogramError(str(exc)) from exc
+    all_indices, all_counts = np.frombuffer(indices, _INDEX), np.frombuffer(counts, _COUNT)
     out, start = [], 0
     for n, raw in zip(lengths, rows):
-        out.append(Histogram(indices[start : start + n], counts[start : start + n], packed=bytes(raw)) if n else EMPTY)
+        out.append(Histogram(all_indices[start : start + n], all_counts[start : start + n], packed=raw) if n else EMPTY)
         start += n
     return out
 
@@ -413,66 +385,14 @@ class Summaries:
 
 def summaries(histograms: list[Histogram], percents: Iterable[float]) -> Summaries:
     """Mean, standard deviation, minimum, maximum and percentiles of non-empty histograms."""
-    percents = np.asarray(list(percents), dtype=np.float64)
-    if not histograms:
-        return Summaries(*(np.empty(0),) * 4, np.empty((0, len(percents))))
-    parts = [h._arrays() for h in histograms]
-    lengths = np.fromiter((len(i) for i, _ in parts), np.int64, len(parts))
-    if not lengths.all():
+    percents = [float(p) for p in percents]
+    if any(not h for h in histograms):
         raise ValueError("summaries() takes non-empty histograms only")
-    indices = np.concatenate([i for i, _ in parts])
-    counts = np.concatenate([c for _, c in parts])
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    ends = starts + lengths
-    cumulative = np.cumsum(counts)
-    totals = cumulative[ends - 1] - cumulative[starts] + counts[starts]
-    before = cumulative[starts] - counts[starts]  # counted in the histograms ahead of each
-    # hdrh's rule as in percentiles(): the first bucket reaching max(1, round(p % of total)).
-    targets = np.maximum(1, np.floor(percents[None, :] * totals[:, None] / 100 + 0.5).astype(np.int64))
-    at = np.searchsorted(cumulative, before[:, None] + targets)
-    at = np.minimum(at, (ends - 1)[:, None])
-    n = counts.astype(np.float64)
-    values = MEDIAN_VALUE[indices]
-    weight = totals.astype(np.float64)
-    mean = np.add.reduceat(n * values, starts) / weight
-    variance = np.add.reduceat(n * (values - np.repeat(mean, lengths)) ** 2, starts) / weight
+    mean, stddev, lowest, highest, values = _native.summarize([h._arrays() for h in histograms], percents)
     return Summaries(
-        mean=mean,
-        stddev=np.sqrt(variance),
-        min_value=LOWEST_VALUE[indices[starts]],
-        max_value=HIGHEST_VALUE[indices[ends - 1]],
-        percentiles=HIGHEST_VALUE[indices[at]],
+        mean=np.frombuffer(mean, np.float64),
+        stddev=np.frombuffer(stddev, np.float64),
+        min_value=np.frombuffer(lowest, np.int64),
+        max_value=np.frombuffer(highest, np.int64),
+        percentiles=np.frombuffer(values, np.int64).reshape(len(histograms), len(percents)),
     )
-
-
-def _widen(narrow: np.ndarray, wide: np.ndarray) -> None:
-    """Puts the wide values where the narrow ones are 0, in order."""
-    escaped = np.flatnonzero(narrow == 0)
-    if len(escaped) != len(wide):
-        raise HistogramError(f"packed buckets with {len(escaped)} escapes but {len(wide)} wide values")
-    narrow[escaped] = wide
-
-
-class HistogramSum:
-    """Adds many histograms into one dense array: one numpy add per histogram, whatever
-    its size. Holds 184 KiB while alive, so use it for a merge, not to keep."""
-
-    __slots__ = ("_dense", "_low", "_high")
-
-    def __init__(self) -> None:
-        self._dense = np.zeros(COUNTS_LEN, dtype=_COUNT)
-        self._low, self._high = COUNTS_LEN, 0
-
-    def add(self, histogram: Histogram) -> None:
-        indices, counts = histogram._arrays()
-        if len(indices):
-            self._dense[indices] += counts
-            self._low = min(self._low, int(indices[0]))
-            self._high = max(self._high, int(indices[-1]) + 1)
-
-    def result(self) -> Histogram:
-        if self._high <= self._low:
-            return EMPTY
-        window = self._dense[self._low : self._high]
-        indices = np.flatnonzero(window)
-        return Histogram(indices + self._low, window[indices])

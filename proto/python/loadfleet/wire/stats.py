@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from loadfleet.v1 import stats_pb2
 
-from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram, HistogramSum
+from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram
 from .phases import Phases
 
 __all__ = [
@@ -42,8 +42,6 @@ STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
 ERROR_KINDS = tuple(v for v in stats_pb2.ErrorKind.values() if v != stats_pb2.ERROR_KIND_UNSPECIFIED)
 # Target and request name of a row that merges all targets or all requests.
 TOTAL = "*"
-# Histograms merged with Histogram.merge up to this many; beyond, a dense HistogramSum is cheaper.
-_FEW = 4
 
 
 def error_kind_name(kind: int) -> str:
@@ -226,21 +224,12 @@ def merge_rows(
         if row.phases is not None and row.phases.waiting_histogram:
             waiting.setdefault(key, []).append(row.phases.waiting_histogram)
     for key, parts in histograms.items():
-        merged[key].histogram = merge_histograms(parts)
+        merged[key].histogram = Histogram.merge(parts)
     for key, parts in waiting.items():
         phases = merged[key].phases
         assert phases is not None  # add_counts copied the phases of the rows with a waiting histogram
-        phases.waiting_histogram = merge_histograms(parts)
+        phases.waiting_histogram = Histogram.merge(parts)
     return merged
-
-
-def merge_histograms(parts: list[Histogram]) -> Histogram:
-    if len(parts) <= _FEW:
-        return Histogram.merge(parts)
-    total = HistogramSum()
-    for part in parts:
-        total.add(part)
-    return total.result()
 
 
 def total_row(rows: Iterable[StatsRow]) -> StatsRow:
