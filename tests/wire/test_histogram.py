@@ -64,6 +64,8 @@ def test_merges_are_exact_whichever_way():
     grouped = Histogram.merge([Histogram.merge(parts[:2]), Histogram.merge(parts[2:])])
     assert Histogram.merge(parts) == everything == grouped
     assert parts[0] + parts[1] + parts[2] + parts[3] == everything
+    full = Histogram(np.array([5, 900]), np.array([3_000_000_000, 1]))  # beyond a uint32 a bucket
+    assert Histogram.merge([full, full, Histogram.of([5])]).counts.tolist() == [6_000_000_001, 2]
 
 
 def test_empty_histograms_cost_nothing_and_encode_to_nothing():

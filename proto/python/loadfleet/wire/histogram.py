@@ -374,7 +374,7 @@ def decode_buckets(rows: list[bytes]) -> list[Histogram]:
 class Summaries:
     """Figures of many histograms computed at once, one array element per histogram, each as
     its Histogram method would give it (µs): `percentiles[i, j]` is histogram i's value at
-    the j-th percent. A thousand agents' rows cost a dozen numpy calls, not a thousand."""
+    the j-th percent. A thousand agents' rows cost one native pass over their buckets."""
 
     mean: np.ndarray
     stddev: np.ndarray
