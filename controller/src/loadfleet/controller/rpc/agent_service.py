@@ -19,6 +19,7 @@ from ..rundir import store_artifact_chunk
 from ..scheduler import EngineShare
 from ..spooldrops import NoticeLog
 from . import convert
+from .inbox import Inbox
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._controller = controller
         self._refused = OncePerAgent()
         self._drop_notices = NoticeLog()
+        # Everything but heartbeats, worked through in slices (inbox.py): renewals never wait
+        # behind a fleet's reports.
+        self.inbox: Inbox[tuple[str, agent_pb2.AgentMessage, AgentSession]] = Inbox(lambda m: self._handle(*m))
 
     async def Connect(self, request_iterator, context: grpc.aio.ServicerContext):
         try:
@@ -179,7 +183,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     async def _read(self, agent_id: str, request_iterator, session: AgentSession) -> None:
         try:
             async for message in request_iterator:
-                self._handle(agent_id, message, session)
+                if message.WhichOneof("body") == "heartbeat":
+                    self._beat(agent_id, message.heartbeat, session)
+                else:
+                    await self.inbox.put((agent_id, message, session))
         except (grpc.aio.AioRpcError, asyncio.CancelledError):
             pass
         except Exception:
@@ -187,17 +194,19 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         finally:
             session.close()
 
+    def _beat(self, agent_id: str, beat: agent_pb2.Heartbeat, session: AgentSession) -> None:
+        """A heartbeat, answered at once with a lease renewal (and the acknowledgements so far)."""
+        controller = self._controller
+        clock = convert.clock_from_proto(beat)
+        controller.on_heartbeat(
+            agent_id, convert.health_from_proto(beat.health), convert.host_from_proto(beat, clock), clock
+        )
+        session.renew_lease(controller.lease_ms, beat.sent_at_ms)
+
     def _handle(self, agent_id: str, message: agent_pb2.AgentMessage, session: AgentSession) -> None:
+        """Any message but a heartbeat, in the order the agent sent it."""
         controller = self._controller
         kind = message.WhichOneof("body")
-        if kind == "heartbeat":
-            beat = message.heartbeat
-            clock = convert.clock_from_proto(beat)
-            controller.on_heartbeat(
-                agent_id, convert.health_from_proto(beat.health), convert.host_from_proto(beat, clock), clock
-            )
-            session.renew_lease(controller.lease_ms, beat.sent_at_ms)
-            return
         controller.registry.seen(agent_id)
         seq = message.seq
         session.delivery.received(seq)

@@ -52,7 +52,8 @@ class ControllerServer:
         self.controller = controller
         self.security = security
         self._server = grpc.aio.server(interceptors=[AuthInterceptor(security)], options=SERVER_KEEPALIVE_OPTIONS)
-        agent_pb2_grpc.add_AgentServiceServicer_to_server(AgentServicer(controller), self._server)
+        self._agents = AgentServicer(controller)
+        agent_pb2_grpc.add_AgentServiceServicer_to_server(self._agents, self._server)
         run_pb2_grpc.add_RunServiceServicer_to_server(RunServicer(controller), self._server)
         host = listen.rsplit(":", 1)[0]
         credentials = security.server_credentials()
@@ -80,3 +81,4 @@ class ControllerServer:
         self._stopped = True
         await self.controller.close()
         await self._server.stop(SHUTDOWN_GRACE_S)
+        await self._agents.inbox.close()

@@ -1,0 +1,96 @@
+"""The agents' inbox: arrival order, slices that let heartbeats through, a bound, and a
+handler's failure that costs one message only."""
+
+import asyncio
+import logging
+import time
+
+from loadfleet.controller.rpc.inbox import Inbox
+
+
+def busy(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+async def drained(inbox: Inbox, handled: list, expected: int) -> None:
+    for _ in range(500):
+        if len(handled) == expected:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{len(handled)} of {expected} handled")
+
+
+def test_items_are_handled_in_the_order_they_were_put():
+    async def main():
+        handled = []
+        inbox = Inbox(handled.append)
+        for i in range(300):
+            await inbox.put(i)
+        await drained(inbox, handled, 300)
+        await inbox.close()
+        return handled
+
+    assert asyncio.run(main()) == list(range(300))
+
+
+def test_a_backlog_gives_the_loop_back_after_each_slice():
+    """50 items of 5 ms each, slices of 10 ms: a callback scheduled once they are queued (a
+    heartbeat) runs within a slice or two, long before the backlog is worked off."""
+
+    async def main():
+        handled = []
+        inbox = Inbox(lambda i: (busy(0.005), handled.append(i)), slice_s=0.01)
+        for i in range(50):
+            await inbox.put(i)
+        queued_at = time.monotonic()
+        beat = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(lambda: beat.set_result((time.monotonic() - queued_at, len(handled))))
+        waited_s, handled_by_then = await beat
+        await drained(inbox, handled, 50)
+        await inbox.close()
+        return waited_s, handled_by_then
+
+    waited_s, handled_by_then = asyncio.run(main())
+    assert handled_by_then <= 10, f"the heartbeat waited for {handled_by_then} items"
+    assert waited_s < 0.1
+
+
+def test_the_inbox_holds_at_most_its_limit_and_holds_the_senders_back():
+    async def main():
+        seen = []
+        inbox: Inbox[int] = Inbox(lambda i: seen.append(len(inbox)), limit=3)
+
+        async def sender(first: int):
+            for i in range(first, first + 40):
+                await inbox.put(i)
+
+        await asyncio.gather(*(sender(k * 100) for k in range(5)))
+        await drained(inbox, seen, 200)
+        await inbox.close()
+        return seen
+
+    seen = asyncio.run(main())
+    assert max(seen) <= 3 and len(seen) == 200
+
+
+def test_a_message_that_fails_is_logged_and_the_next_ones_are_handled(caplog):
+    def handle(i: int) -> None:
+        if i == 2:
+            raise ValueError("malformed")
+        handled.append(i)
+
+    handled: list[int] = []
+
+    async def main():
+        inbox = Inbox(handle)
+        for i in range(5):
+            await inbox.put(i)
+        await drained(inbox, handled, 4)
+        await inbox.close()
+
+    with caplog.at_level(logging.ERROR):
+        asyncio.run(main())
+    assert handled == [0, 1, 3, 4]
+    assert "could not be handled" in caplog.text and "malformed" in caplog.text
