@@ -25,7 +25,6 @@ Values follow hdrh's conventions exactly, so figures do not change with the
 representation: a percentile is the highest value equivalent to the first bucket whose
 cumulative count reaches the percentile's share, the mean weighs each bucket's median
 equivalent value, the maximum is the highest value equivalent to the top bucket.
-
 """
 
 from __future__ import annotations
