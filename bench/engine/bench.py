@@ -55,9 +55,6 @@ def main() -> int:
         write_files(work / "docroot", FILES_BYTES)
         server = start_nginx(work / "state", work / "docroot")
         results = {
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "command": " ".join(["bench/engine/bench.py"] + sys.argv[1:]),
-            "machine": machine(),
             "engine_sha256": hashlib.sha256(args.engine.read_bytes()).hexdigest(),
             "runs": args.runs,
             "duration_s": args.duration_s,
@@ -70,8 +67,7 @@ def main() -> int:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
     print_tables(results)
-    path = write_results(results, "-quick" if args.quick else "")
-    print(f"\nresults: {path.relative_to(REPO)}")
+    write_results(results, "-quick" if args.quick else "")
     return 0
 
 
@@ -290,10 +286,20 @@ def read_proc_status(pid: int) -> dict[str, int]:
     return {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in lines) if v.strip().endswith("kB")}
 
 
-def write_results(results: dict, suffix: str = "") -> Path:
-    """Writes a bench's results to results/<date><suffix>.json (see new_results_path)."""
+def write_results(fields: dict, suffix: str = "") -> Path:
+    """Writes a bench's results to results/<date><suffix>.json (see new_results_path), headed
+    by the time, the exact command (the running script's path in the repository and its
+    arguments) and the machine, and says where."""
+    script = Path(sys.argv[0]).resolve().relative_to(REPO)
+    results = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": " ".join([str(script)] + sys.argv[1:]),
+        "machine": machine(),
+        **fields,
+    }
     path = new_results_path(suffix)
     path.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"\nresults: {path.relative_to(REPO)}")
     return path
 
 

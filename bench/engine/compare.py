@@ -11,7 +11,6 @@ bench/engine/results/<date>-compare.json.
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import os
 import shutil
@@ -29,7 +28,6 @@ from bench import (
     FILES_BYTES,
     MODES,
     THROUGHPUT_CONNECTIONS,
-    machine,  # noqa: E402
     raise_fd_limit,
     write_results,
 )
@@ -59,19 +57,16 @@ def main() -> int:
     for c in cases:
         runs = ", ".join(f"{r:.3f}" for r in c["ratios"])
         print(f"{c['file']:8} {c['mode']:11} {c['baseline']:10,.0f} {c['candidate']:10,.0f} {c['ratio']:6.3f}  {runs}")
-    stamp = datetime.datetime.now(datetime.UTC)
-    results = {
-        "date": stamp.isoformat(timespec="seconds"),
-        "command": " ".join(["bench/engine/compare.py"] + sys.argv[1:]),
-        "machine": machine(),
-        "runs": args.runs,
-        "duration_s": args.duration_s,
-        "baseline_sha256": sha256(args.baseline),
-        "candidate_sha256": sha256(args.candidate),
-        "cases": cases,
-    }
-    path = write_results(results, "-compare")
-    print(f"\nresults: {path}")
+    write_results(
+        {
+            "runs": args.runs,
+            "duration_s": args.duration_s,
+            "baseline_sha256": sha256(args.baseline),
+            "candidate_sha256": sha256(args.candidate),
+            "cases": cases,
+        },
+        "-compare",
+    )
     return 0
 
 

@@ -17,7 +17,6 @@ bench/engine/results/<date>-instructions.json.
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import os
 import re
@@ -31,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generators import run_engine  # noqa: E402
 from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
 
-from bench import THROUGHPUT_CONNECTIONS, machine, raise_fd_limit, write_results  # noqa: E402
+from bench import THROUGHPUT_CONNECTIONS, raise_fd_limit, write_results  # noqa: E402
 
 FILE = "1k.bin"
 MODES = {"keep-alive": True, "close": False}
@@ -76,17 +75,14 @@ def main() -> int:
         if server:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    stamp = datetime.datetime.now(datetime.UTC)
-    results = {
-        "date": stamp.isoformat(timespec="seconds"),
-        "command": " ".join(["bench/engine/instructions.py"] + sys.argv[1:]),
-        "machine": machine(),
-        "file": FILE,
-        "connections": THROUGHPUT_CONNECTIONS,
-        "rows": rows,
-    }
-    path = write_results(results, "-instructions")
-    print(f"\nresults: {path}")
+    write_results(
+        {
+            "file": FILE,
+            "connections": THROUGHPUT_CONNECTIONS,
+            "rows": rows,
+        },
+        "-instructions",
+    )
     return 0
 
 

@@ -13,7 +13,6 @@ requests. Results go to bench/engine/results/<date>-syscalls.json.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import shutil
 import sys
@@ -29,7 +28,6 @@ from bench import (
     FILES_BYTES,
     MODES,
     THROUGHPUT_CONNECTIONS,
-    machine,  # noqa: E402
     raise_fd_limit,
     write_results,
 )
@@ -67,16 +65,13 @@ def main() -> int:
         if server:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    stamp = datetime.datetime.now(datetime.UTC)
-    results = {
-        "date": stamp.isoformat(timespec="seconds"),
-        "command": " ".join(["bench/engine/syscalls.py"] + sys.argv[1:]),
-        "machine": machine(),
-        "duration_s": args.duration_s,
-        "cases": cases,
-    }
-    path = write_results(results, "-syscalls")
-    print(f"\nresults: {path}")
+    write_results(
+        {
+            "duration_s": args.duration_s,
+            "cases": cases,
+        },
+        "-syscalls",
+    )
     return 0
 
 
