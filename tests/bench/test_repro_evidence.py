@@ -74,17 +74,9 @@ def test_stored_runs_are_read_back_evaluated_and_tabled(tmp_path):
     assert len(stored_runs(tmp_path / "001")) == 4
     observations = read_observations(tmp_path / "001")
     assert len(observations) == 8
-    finding = Finding(
-        study="001",
-        id="001-x",
-        text="t",
-        comparison=">=",
-        threshold=0.5,
-        threshold_basis="judgement",
-        kind="relative",
-        reproducible_here="partly",
-        metric="reduction(mean_ms[setup=varnish,page=static,users=max,spawn_rate=max], "
-        "mean_ms[setup=haproxy,page=static,users=max,spawn_rate=max])",
+    finding = judged_finding(
+        "reduction(mean_ms[setup=varnish,page=static,users=max,spawn_rate=max], "
+        "mean_ms[setup=haproxy,page=static,users=max,spawn_rate=max])"
     )
     verdicts = evaluate_findings([finding], observations)
     assert verdicts[0].status is Status.HOLDS and verdicts[0].passes_holding() == (2, 2)
@@ -108,17 +100,7 @@ def test_a_selection_emptied_by_failed_steps_says_so():
         step_observation(cells[0], step(2, 9.0, state="failed", losses=2)),
         step_observation(cells[1], step(2, 1.0)),
     ]
-    finding = Finding(
-        study="001",
-        id="001-x",
-        text="t",
-        comparison=">=",
-        threshold=0.5,
-        threshold_basis="judgement",
-        kind="relative",
-        reproducible_here="partly",
-        metric="reduction(mean_ms[setup=varnish,users=max], mean_ms[setup=haproxy,users=max])",
-    )
+    finding = judged_finding("reduction(mean_ms[setup=varnish,users=max], mean_ms[setup=haproxy,users=max])")
     verdict = evaluate_findings([finding], observations)[0]
     assert verdict.status is Status.NOT_EVALUABLE
     assert "setup=haproxy" in verdict.reason
@@ -132,3 +114,18 @@ def test_a_step_that_failed_only_after_its_measured_window_is_used():
     assert step_observation(cell_record("haproxy", 1), failed, after).left_out == ""
     assert step_observation(cell_record("haproxy", 1), failed, after).figures["lost_after_window"] == 1.0
     assert step_observation(cell_record("haproxy", 1), failed, during).left_out.startswith("step failed")
+
+
+def judged_finding(metric: str) -> Finding:
+    """A study 001 finding: `metric` at least 0.5, a threshold of judgement."""
+    return Finding(
+        study="001",
+        id="001-x",
+        text="t",
+        comparison=">=",
+        threshold=0.5,
+        threshold_basis="judgement",
+        kind="relative",
+        reproducible_here="partly",
+        metric=metric,
+    )
