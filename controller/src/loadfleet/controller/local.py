@@ -51,49 +51,23 @@ async def local_cluster(
     # Local agents come and go with the command: their spools live only as long.
     spool_root = Path(tempfile.mkdtemp(prefix="loadfleet-local-spool-"))
     agents: list[subprocess.Popen] = []
+
+    def start_agent(agent_id: str, *options: str) -> None:
+        argv = [program, "--controller", server.address, "--id", agent_id, "--log-level", "warning", *options]
+        argv += ["--spool-dir", str(spool_root / agent_id)]
+        agents.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True))
+
     try:
         for i in range(n_agents):
-            agents.append(
-                subprocess.Popen(
-                    [
-                        program,
-                        "--controller",
-                        server.address,
-                        "--id",
-                        f"local-{i + 1}",
-                        "--cores",
-                        str(cores),
-                        "--log-level",
-                        "warning",
-                        "--spool-dir",
-                        str(spool_root / f"local-{i + 1}"),
-                    ],
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
+            start_agent(f"local-{i + 1}", "--cores", str(cores))
         if monitor:
-            agents.append(
-                subprocess.Popen(
-                    [
-                        program,
-                        "--controller",
-                        server.address,
-                        "--id",
-                        "local-host",
-                        "--log-level",
-                        "warning",
-                        "--spool-dir",
-                        str(spool_root / "local-host"),
-                        "--monitor",
-                        "--interfaces",
-                        "lo",
-                        *(f"--target={url}" for url in targets),
-                        *(f"--process={name}" for name in monitor),
-                    ],
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
+            start_agent(
+                "local-host",
+                "--monitor",
+                "--interfaces",
+                "lo",
+                *(f"--target={url}" for url in targets),
+                *(f"--process={name}" for name in monitor),
             )
         await _wait_for_agents(server.controller, agents, len(agents))
         yield server.address
