@@ -385,8 +385,7 @@ class Summaries:
 def summaries(histograms: list[Histogram], percents: Iterable[float]) -> Summaries:
     """Mean, standard deviation, minimum, maximum and percentiles of non-empty histograms."""
     percents = [float(p) for p in percents]
-    if any(not h for h in histograms):
-        raise ValueError("summaries() takes non-empty histograms only")
+    # ValueError from the native loop for an empty histogram (it checks each as it reads it).
     mean, stddev, lowest, highest, values = _native.summarize([h._arrays() for h in histograms], percents)
     return Summaries(
         mean=np.frombuffer(mean, np.float64),
