@@ -49,7 +49,7 @@ def log_count(proc: subprocess.Popen, text: str) -> int:
     return proc.log_path.read_text().count(text)
 
 
-def wait_until(check, timeout_s: float, poll_s: float = 0.1, log: subprocess.Popen | None = None) -> float:
+def wait_until(check, timeout_s: float, poll_s: float = 0.1, *, log: subprocess.Popen | None = None) -> float:
     """Seconds until `check()` held; fails past `timeout_s`, with the end of `log`'s log."""
     started = time.monotonic()
     while not check():
@@ -99,7 +99,7 @@ def test_an_agent_notices_a_silent_controller_within_15_s_and_redials(cluster):
     cluster.wait_for_agents(1)
     connected = log_count(agent, "connected to")
     with stopped(cluster.controller):
-        after_s = wait_until(lambda: log_count(agent, "unreachable (UNAVAILABLE") > 0, NOTICED_WITHIN_S + 5, agent)
+        after_s = wait_until(lambda: log_count(agent, "unreachable (UNAVAILABLE") > 0, NOTICED_WITHIN_S + 5, log=agent)
     assert after_s <= NOTICED_WITHIN_S
     wait_until(lambda: log_count(agent, "connected to") > connected, 30)  # back once the controller is
     cluster.wait_for_agents(1)
