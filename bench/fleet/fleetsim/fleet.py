@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadfleet.wire.aiowake import drain_wakeups
+
 from . import tls
 from .agent import SimAgent, SimAgentConfig, TotalRow
 from .outbox import DEFAULT_CAPACITY
@@ -58,6 +60,7 @@ async def run_fleet(config: FleetConfig, stop: asyncio.Event, on_ready=lambda: N
         tls.channel(config.controller, config.tls_dir, "agent", agent_id(config, i), options=CHANNEL_OPTIONS)
         for i in range(config.agents)
     ]
+    drain_wakeups()  # as the controller does: a thousand sessions' completions, not one per loop turn
     agents = [
         SimAgent(
             SimAgentConfig(

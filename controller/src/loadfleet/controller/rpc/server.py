@@ -9,6 +9,7 @@ import gc
 import grpc
 
 from loadfleet.v1 import agent_pb2_grpc, run_pb2_grpc
+from loadfleet.wire.aiowake import drain_wakeups
 from loadfleet.wire.dial import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS
 
 from ..core import Controller
@@ -68,6 +69,7 @@ class ControllerServer:
     async def start(self) -> None:
         await self.controller.start()
         await self._server.start()
+        drain_wakeups()  # completions reach Python as fast as the loop turns (wire/aiowake.py)
         gc.freeze()  # what exists now lives as long as the server: never scan it again
         gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
