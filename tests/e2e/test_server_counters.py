@@ -18,15 +18,18 @@ from loadfleet.targets.workload import generate_tree
 from support.cluster import write_plan
 from support.procs import free_port
 
-# Counters and the engine count the same requests; their windows differ by up to a heartbeat.
-RATE_TOLERANCE = 0.10
+# Counters and the engine count the same requests, over different windows: the engine's is the
+# whole load, the counters' the spans between the monitor's readings inside it (one a heartbeat).
+# A closed model's rate varies from second to second on a busy machine: 11 % apart in one CI run
+# of 3 s of load.
+RATE_TOLERANCE = 0.15
 
 
 def run_plan(cluster, tmp_path: Path, urls: list[str], **workload) -> dict:
     plan = write_plan(
         tmp_path / "plan.yaml",
         name="counted",
-        duration_s=3,
+        duration_s=5,
         targets=[{"url": u} for u in urls],
         workload={"keep_alive": True, **workload},
         load={"model": "closed", "clients": 4},
@@ -86,9 +89,11 @@ def test_the_balancers_counters_match_the_load_they_took(cluster, tmp_path):
     # Varnish (no caching): every request it took went to a backend, half each. Its client-side
     # counters (client_req, cache_hit) are folded in from its workers only when one idles,
     # which a busy keep-alive connection never does, so they can stay flat all run long.
+    # backend_req is a worker's count too (folded in late, targets/varnish.py); the per-backend
+    # counters are counted as each request goes out.
     cache_rates = host(summary, "cache-host")["counter_rates"]
-    assert cache_rates["varnish.backend_req"] == pytest.approx(rps[cache.url], rel=RATE_TOLERANCE), (cache_rates, rps)
     passed = {s: cache_rates[f"varnish.backend.b_{s}.req"] for s in ("web1", "web2")}
+    assert sum(passed.values()) == pytest.approx(rps[cache.url], rel=RATE_TOLERANCE), (cache_rates, rps)
     assert passed["web1"] == pytest.approx(passed["web2"], rel=RATE_TOLERANCE), passed
     assert cache_rates["varnish.cache_hit"] == 0
 
