@@ -97,9 +97,11 @@ def test_run_and_status_exit_1_within_15_s_when_the_controller_stops_answering(c
 def test_an_agent_notices_a_silent_controller_within_15_s_and_redials(cluster):
     agent = cluster.add_agent("a1")
     cluster.wait_for_agents(1)
-    connected = log_count(agent, "connected to")
+    connected, lost = log_count(agent, "connected to"), log_count(agent, "unreachable (")
     with stopped(cluster.controller):
-        after_s = wait_until(lambda: log_count(agent, "unreachable (UNAVAILABLE") > 0, NOTICED_WITHIN_S + 5, log=agent)
+        # grpc-core ends the session with UNAVAILABLE when the keepalive ping times out, or with
+        # INTERNAL ("Internal error from Core") when that races a write: seen in CI, 13 s in.
+        after_s = wait_until(lambda: log_count(agent, "unreachable (") > lost, NOTICED_WITHIN_S + 5, log=agent)
     assert after_s <= NOTICED_WITHIN_S
     wait_until(lambda: log_count(agent, "connected to") > connected, 30)  # back once the controller is
     cluster.wait_for_agents(1)
