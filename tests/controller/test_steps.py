@@ -12,6 +12,7 @@ from loadfleet.controller.errors import PlanError
 from loadfleet.controller.plan import parse_plan
 from loadfleet.controller.steps import StepMeter, StepState, expand, step_plan, steps_csv
 from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow
 from support.streamdata import interval, window
 
@@ -169,3 +170,41 @@ def test_a_step_stopped_early_is_measured_up_to_when_it_stopped():
         meter.on_interval(interval(step, 10_000 + 1000 * i, a1=[_row("http://127.0.0.2:80", 100, 100, 1.0)]))
     result = meter.result(spec, step, StepState.STOPPED)
     assert (result.intervals, result.measured_s, result.requests) == (3, 2.5, 300)
+
+
+def test_a_steps_phases_are_merged_over_its_measured_intervals_and_written_to_steps_csv():
+    plan = plan_of(sweep={"steps": [4], "step_s": 3}, load={"model": "closed"})
+    spec = expand(plan)[0]
+    step = window("s1", start_ms=10_000, seconds=3, cooldown_ms=1000)
+    meter = StepMeter()
+    for i, waiting_us in enumerate([1000, 3000, 99_000]):  # two measured intervals, the final one left out
+        row = _row("http://127.0.0.2:80", 100, 100, 5.0)
+        row.phases = Phases(
+            connect=Phase(10, 10 * 2000, 2500),  # 10 new connections of 2 ms each
+            waiting=Phase(100, 100 * waiting_us, waiting_us),
+            receiving=Phase(100, 100 * 500, 600),
+            waiting_histogram=Histogram.of([waiting_us], count=100),
+        )
+        meter.on_interval(interval(step, 10_000 + 1000 * i, a1=[row]))
+    result = meter.result(spec, step, StepState.FINISHED)
+    phases = result.phases
+    assert phases is not None and phases.responses == 200
+    assert phases.connect.per_response_ms == pytest.approx(20 * 2 / 200)  # spread over every response
+    assert (phases.connect.mean_ms, phases.connect.count) == (pytest.approx(2.0), 20)
+    assert phases.waiting.per_response_ms == pytest.approx(2.0) and phases.waiting.max_ms == pytest.approx(3.0)
+    assert phases.other_ms == pytest.approx(5.0 - 0.2 - 2.0 - 0.5, abs=0.01)
+    assert result.figures().phases == phases  # the step point's
+
+    without = StepMeter()
+    without.on_interval(interval(step, 10_000, a1=[_row("http://127.0.0.2:80", 100, 100, 5.0)]))
+    gatling_like = without.result(spec, step, StepState.FINISHED)
+    assert gatling_like.phases is None
+
+    rows = list(csv.DictReader(io.StringIO(steps_csv([result, gatling_like], [t.url for t in plan.targets]))))
+    assert float(rows[0]["connect_per_response_ms"]) == pytest.approx(0.2)
+    assert float(rows[0]["waiting_per_response_ms"]) == pytest.approx(2.0)
+    assert float(rows[0]["receiving_per_response_ms"]) == pytest.approx(0.5) and rows[0]["tls_per_response_ms"] == "0.0"
+    parts = sum(float(rows[0][f"{p}_per_response_ms"]) for p in ("connect", "tls", "waiting", "receiving"))
+    assert parts + float(rows[0]["other_ms"]) == pytest.approx(float(rows[0]["mean_ms"]), abs=0.002)
+    assert 1.0 <= float(rows[0]["waiting_p50_ms"]) <= float(rows[0]["waiting_p99_ms"]) <= 3.01
+    assert all(rows[1][c] == "" for c in ("waiting_per_response_ms", "other_ms", "waiting_p99_ms"))

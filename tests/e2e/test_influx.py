@@ -192,6 +192,18 @@ def check_panel(title, series, *, total, steps, agents, targets):
         rows = [r for s in series for r in values(s) if r["waiting"] is not None]
         assert rows and all(r["waiting"] > 0 and r["receiving"] >= 0 for r in rows)
         assert any(r["connect"] for r in rows)  # the clients' connections opened in the first step
+    elif title == "Where the time goes per step (ms per response)":
+        rows = {s["tags"]["step"]: values(s)[0] for s in series}
+        assert sorted(rows) == sorted(steps)
+        for name, row in rows.items():
+            phases = steps[name]["phases"]
+            for phase in ("connect", "tls", "waiting", "receiving"):
+                assert row[phase] == pytest.approx(phases[phase]["per_response_ms"], rel=1e-9)
+            assert row["other"] == pytest.approx(phases["other_ms"], rel=1e-9)
+            assert row["ttfb_p99"] == pytest.approx(phases["waiting_p99_ms"], rel=1e-9)
+            assert row["waiting"] > 0 and row["tls"] == 0  # plain HTTP
+            in_phases = sum(row[p] for p in ("connect", "tls", "waiting", "receiving", "other"))
+            assert in_phases >= row["mean_ms"] * (1 - 1e-9)  # what no phase covers fills up to the mean
     elif title == "Time to first byte (waiting, cluster, exact merge)":
         rows = [r for s in series for r in values(s) if r["p50"] is not None]
         assert rows and all(0 < r["p50"] <= r["p90"] <= r["p99"] <= r["max"] * 1.001 + 1e-3 for r in rows)

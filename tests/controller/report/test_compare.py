@@ -130,3 +130,40 @@ def test_a_run_directory_without_a_plan_has_an_unknown_driver_and_no_measured_ro
     rows = compare_rows(two_runs)  # the synthetic runs have no plan.yaml
     assert [r["driver"] for r in rows] == ["?", "?"]
     assert not [line for line in compare_text(two_runs).splitlines() if line.startswith("measured")]
+
+
+def _with_phases(run, waiting_ms: float):
+    """The run's summary as if its driver had measured phases: 0.2 ms connecting per response,
+    `waiting_ms` waiting, 0.1 ms receiving."""
+    from loadfleet.controller.codec import to_doc
+    from loadfleet.controller.figures import PhaseFigures, PhaseTime
+
+    phases = PhaseFigures(
+        responses=1000,
+        connect=PhaseTime(count=100, mean_ms=2.0, max_ms=3.0, per_response_ms=0.2),
+        tls=PhaseTime(),
+        waiting=PhaseTime(count=1000, mean_ms=waiting_ms, max_ms=9.0, per_response_ms=waiting_ms),
+        receiving=PhaseTime(count=1000, mean_ms=0.1, max_ms=1.0, per_response_ms=0.1),
+        other_ms=0.05,
+        waiting_p99_ms=2 * waiting_ms,
+    )
+    run.summary["total"]["figures"]["phases"] = to_doc(phases)
+    return run
+
+
+def test_phases_are_compared_where_runs_measured_them(two_runs):
+    first, second = two_runs
+    assert "waiting ms/response" not in compare_text(two_runs)  # neither run measured phases
+    assert compare_rows(two_runs)[0]["waiting_ms"] is None
+
+    _with_phases(second, waiting_ms=1.5)
+    lines = {line.split("  ")[0]: line for line in compare_text(two_runs).splitlines()}
+    assert lines["waiting ms/response"].split()[-2:] == ["-", "1.500"]  # no baseline: no change
+    assert lines["time to first byte p99 ms"].split()[-1] == "3.000"
+
+    _with_phases(first, waiting_ms=1.0)
+    rows = compare_rows(two_runs)
+    assert (rows[0]["connect_ms"], rows[0]["waiting_ms"], rows[1]["waiting_ms"]) == (0.2, 1.0, 1.5)
+    lines = {line.split("  ")[0]: line for line in compare_text(two_runs).splitlines()}
+    assert lines["waiting ms/response"].endswith("1.500 (+50.0%)")
+    assert lines["TLS ms/response"].split()[-2:] == ["0.000", "0.000"]  # no change of nothing

@@ -17,10 +17,11 @@ import statistics
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
 
 from .codec import row_from_doc, row_to_doc
-from .figures import Figures, Latency, figures_of
+from .figures import WAITING_PERCENTILES, Figures, Latency, PhaseFigures, figures_of
 from .hosts import HostLoad
 from .load import Load, LoadModel
 from .stream import FinalInterval, StepEnd, StepWindow
@@ -201,6 +202,9 @@ class StepResult:
     # Shares of its load lost in the middle of it: agents lost, engines failed (losses.py;
     # each is in the summary's losses).
     losses: int = 0
+    # Where the measured responses' time went (figures.PhaseFigures); None when the driver
+    # measured no phase (Gatling).
+    phases: PhaseFigures | None = None
 
     @property
     def rps_per_server(self) -> float:
@@ -245,6 +249,7 @@ class StepResult:
                 p90_ms=self.p90_ms,
                 p99_ms=self.p99_ms,
             ),
+            phases=self.phases,
         )
 
 
@@ -357,6 +362,7 @@ class StepMeter:
             concurrent_conns=self._active_sum / intervals if intervals else 0.0,
             per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
             targets=tuple(target_figures(row, seconds) for _, row in sorted(per_target.items())) if seconds else (),
+            phases=f.phases,
         )
 
 
@@ -466,20 +472,42 @@ STEP_COLUMNS = (
 )
 
 
+# Where a response's time went (StepResult.phases): each phase's share of the mean latency,
+# what no phase covers (the five add up to mean_ms), and time to first byte's percentiles.
+# Empty when the driver measured no phase.
+PHASE_COLUMNS = (
+    *(f"{name}_per_response_ms" for name in PHASE_NAMES),
+    "other_ms",
+    *(f"waiting_{name}_ms" for name, _ in WAITING_PERCENTILES),
+)
+
+
+def phase_cells(phases: PhaseFigures | None) -> list:
+    """PHASE_COLUMNS of a step's phases."""
+    if phases is None:
+        return [""] * len(PHASE_COLUMNS)
+    return [
+        *(_cell(getattr(phases, name).per_response_ms) for name in PHASE_NAMES),
+        _cell(phases.other_ms),
+        *(_cell(getattr(phases, f"waiting_{name}_ms")) for name, _ in WAITING_PERCENTILES),
+    ]
+
+
 # Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.
 TARGET_COLUMNS = ("rps", "mean_ms", "p99_ms", "error_pct")
 
 
 def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
-    """One row per step; then `rps <url>`, `mean_ms <url>`, `p99_ms <url>` and `error_pct <url>`
-    per target of the plan (empty when the step did not use it), and `cpu_pct <host>` and
-    `server_cpu_pct <host>` per monitored host."""
+    """One row per step: STEP_COLUMNS and PHASE_COLUMNS; then `rps <url>`, `mean_ms <url>`,
+    `p99_ms <url>` and `error_pct <url>` per target of the plan (empty when the step did not
+    use it), and `cpu_pct <host>` and `server_cpu_pct <host>` per monitored host."""
     hosts = sorted({h.host for r in results for h in r.hosts})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
         [
             *STEP_COLUMNS,
+            *PHASE_COLUMNS,
             *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
             *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct")),
         ]
@@ -488,7 +516,7 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
         doc = asdict(r)
         doc["step"] = r.name
         doc["rps_per_server"] = r.rps_per_server
-        row = [_cell(doc[c]) for c in STEP_COLUMNS]
+        row = [_cell(doc[c]) for c in STEP_COLUMNS] + phase_cells(r.phases)
         by_url = {t.url: t for t in r.targets}
         row += [
             _cell(getattr(by_url[u], "achieved_rps" if c == "rps" else c)) if u in by_url else ""

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 
+from loadfleet.wire.phases import PHASE_NAMES
+
 from . import interactive
 from .page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from .rundata import RunData
@@ -27,11 +29,21 @@ METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("p50_ms", "p50 ms", fmt_ms),
     ("p99_ms", "p99 ms", fmt_ms),
 )
+# Where a response's time went (summary.json's `phases`): each phase's share of the mean
+# latency, and time to first byte's p99. None for a run whose driver measured no phase.
+PHASE_METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("connect_ms", "connect ms/response", fmt_ms),
+    ("tls_ms", "TLS ms/response", fmt_ms),
+    ("waiting_ms", "waiting ms/response", fmt_ms),
+    ("receiving_ms", "receiving ms/response", fmt_ms),
+    ("other_ms", "other ms/response", fmt_ms),
+    ("waiting_p99_ms", "time to first byte p99 ms", fmt_ms),
+)
 
 
 def compare_rows(runs: Sequence[RunData]) -> list[dict]:
-    """One flat dict per run: identity, then every metric of METRICS (run totals, or the
-    step measured after a warm-up)."""
+    """One flat dict per run: identity, then every metric of METRICS and PHASE_METRICS (run
+    totals, or the step measured after a warm-up)."""
     rows = []
     for run in runs:
         figures = run.summary["total"].get("figures", {})
@@ -47,9 +59,11 @@ def compare_rows(runs: Sequence[RunData]) -> list[dict]:
         }
         for key, _, _ in METRICS:
             row[key] = figures.get(key, latency.get(key, 0))
+        row.update(_phase_metrics(figures.get("phases")))
         step = run.measured_step
         if step is not None:
             row.update(_step_metrics(step))
+            row.update(_phase_metrics(step.get("phases")))
         row["measured"] = f"after a {run.warmup_s:g} s warm-up" if step is not None else "whole run"
         row["latency_missing"] = bool(figures.get("latency_missing", False))
         rows.append(row)
@@ -71,6 +85,15 @@ def _step_metrics(step: dict) -> dict:
     }
 
 
+def _phase_metrics(phases: dict | None) -> dict:
+    """PHASE_METRICS of a `phases` entry (figures.PhaseFigures as summary.json holds it;
+    rundata checked that it holds numbers)."""
+    if not phases:
+        return {key: None for key, _, _ in PHASE_METRICS}
+    shares = {f"{name}_ms": phases.get(name, {}).get("per_response_ms", 0) for name in PHASE_NAMES}
+    return {**shares, "other_ms": phases.get("other_ms", 0), "waiting_p99_ms": phases.get("waiting_p99_ms", 0)}
+
+
 def change(base: float, value: float) -> str:
     """`+3.1%` against the baseline; empty when the baseline is zero."""
     if not base:
@@ -90,11 +113,15 @@ def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
     ]
     if any(r["warmup_s"] for r in rows):
         grid.append(["measured", *(str(r["measured"]) for r in rows)])
-    for key, label, fmt in METRICS:
+    measured_phases = any(r["waiting_ms"] is not None for r in rows)
+    for key, label, fmt in (*METRICS, *(PHASE_METRICS if measured_phases else ())):
         base = rows[0][key]
-        cells = [fmt(rows[0][key])]
-        for r in rows[1:]:
-            delta = change(base, r[key])
+        cells = []
+        for r in rows:
+            if r[key] is None:  # no phase measured in this run
+                cells.append("-")
+                continue
+            delta = change(base, r[key]) if base is not None and r is not rows[0] else ""
             cells.append(f"{fmt(r[key])} ({delta})" if delta else fmt(r[key]))
         grid.append([label, *cells])
     if any(r["latency_missing"] for r in rows):  # a Gatling simulation without the hook

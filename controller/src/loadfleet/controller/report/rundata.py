@@ -232,6 +232,12 @@ def _summary_problem(summary: dict) -> str:
                 _is_number(v) for v in entry.get(counts, {}).values()
             ):
                 return f"{where}.{counts} must map names to counts"
+    steps = summary.get("steps", [])
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        return "steps must be a list of objects"
+    for i, step in enumerate(steps):
+        if not _phases_ok(step.get("phases")):
+            return f"steps[{i}].phases must be null or hold numbers"
     events = summary.get("events", [])
     if not isinstance(events, list) or not all(isinstance(e, dict) and _is_number(e.get("at_ms", 0)) for e in events):
         return "events must be a list of objects with a numeric at_ms"

@@ -20,7 +20,7 @@ from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 from ..agents import Health
 from ..drift import DriftPoint
 from ..events import Event
-from ..figures import PERCENTILES, WAITING_PERCENTILES, Figures, figures_of
+from ..figures import PERCENTILES, WAITING_PERCENTILES, Figures, PhaseFigures, PhaseTime, figures_of
 from ..hosts import HostLoad, HostSample, MonitorInfo
 from ..steps import TargetFigures
 from ..stream import Scope
@@ -315,6 +315,26 @@ def step_point(
             ("invalid_intervals", invalid_intervals),
             ("suspect_intervals", suspect_intervals),
             ("validity_reasons", validity_reasons),
+            *(_step_phase_fields(total.phases) if total.phases is not None else ()),
         ),
         time_ms=start_ms,
     )
+
+
+def _step_phase_fields(phases: PhaseFigures) -> list:
+    """Where a step's responses' time went: each phase's share of the mean latency (the
+    shares and `other_ms` add up to `mean_ms`), and the measured phases' counts, means and
+    maxima; then time to first byte's percentiles (steps.csv has the same figures)."""
+    fields: list = []
+    for name in PHASE_NAMES:
+        phase: PhaseTime = getattr(phases, name)
+        fields.append((f"{name}_per_response_ms", phase.per_response_ms))
+        if phase.count:
+            fields += [
+                (f"{name}_count", phase.count),
+                (f"{name}_mean_ms", phase.mean_ms),
+                (f"{name}_max_ms", phase.max_ms),
+            ]
+    fields.append(("other_ms", phases.other_ms))
+    fields += [(f"waiting_{name}_ms", getattr(phases, f"waiting_{name}_ms")) for name, _ in WAITING_PERCENTILES]
+    return fields
