@@ -66,3 +66,25 @@ def test_row_shape(rows, shape):
 def test_lateness_during_load_leaves_out_buckets_after_it():
     series = {"95": 9.0, "100": 2.0, "105": 3.0, "110": 4000.0}
     assert lateness_during_load(series, (101_000, 110_000), bucket_s=5) == 3.0
+
+
+def test_the_sampler_records_the_machines_stolen_cpu_and_io_stall_per_interval():
+    import asyncio
+    import os
+
+    from fleetsim.procstat import ProcessSampler, machine_stalls
+
+    steal, io = machine_stalls()
+
+    async def sample() -> ProcessSampler:
+        sampler = ProcessSampler(os.getpid(), interval_ms=100, rss_every_s=1.0)
+        task = asyncio.create_task(sampler.run())
+        await asyncio.sleep(0.45)
+        task.cancel()
+        return sampler
+
+    sampler = asyncio.run(sample())
+    later_steal, later_io = machine_stalls()
+    assert 0 <= steal <= later_steal and 0 <= io <= later_io  # counters since boot
+    assert len(sampler.cpu) >= 2
+    assert all(0 <= s.steal_pct <= 100 and s.io_stall_ms >= 0 for s in sampler.cpu)

@@ -32,12 +32,29 @@ def rss_kb(pid: int) -> int:
     raise ProcessLookupError(f"process {pid} has exited (a zombie has no VmRSS)")
 
 
+def machine_stalls() -> tuple[float, float]:
+    """Seconds the machine's CPUs were stolen by the hypervisor (/proc/stat), and seconds some
+    task waited for I/O (/proc/pressure/io, 0 without PSI), since boot: when the controller
+    stalls, these say whether the machine did."""
+    with open("/proc/stat") as f:
+        steal_ticks = int(f.readline().split()[8])  # cpu user nice system idle iowait irq softirq steal
+    try:
+        with open("/proc/pressure/io") as f:
+            io_us = int(f.readline().rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        io_us = 0
+    return steal_ticks / CLOCK_TICKS_PER_S, io_us / 1e6
+
+
 @dataclass(frozen=True)
 class CpuSample:
-    """CPU used in [start_ms, start_ms + interval), percent of one core."""
+    """CPU used in [start_ms, start_ms + interval), percent of one core; and over the same
+    interval, the machine's stolen CPU (percent of all its CPUs) and I/O stall (ms)."""
 
     start_ms: int
     cpu_pct: float
+    steal_pct: float = 0.0
+    io_stall_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -68,18 +85,23 @@ class ProcessSampler:
     async def _sample_cpu(self) -> None:
         boundary_ms = _next_multiple_ms(self.interval_ms)
         await _sleep_until_ms(boundary_ms)
-        last_cpu, last_wall = cpu_s(self.pid), time.monotonic()
+        last_cpu, last_wall, (last_steal, last_io) = cpu_s(self.pid), time.monotonic(), machine_stalls()
+        cpus = os.cpu_count() or 1
         while True:
             boundary_ms += self.interval_ms
             await _sleep_until_ms(boundary_ms)
-            cpu, wall = cpu_s(self.pid), time.monotonic()
+            cpu, wall, (steal, io) = cpu_s(self.pid), time.monotonic(), machine_stalls()
             # Divide by the time that really passed: this loop may wake a little late.
+            elapsed = max(1e-6, wall - last_wall)
             self.cpu.append(
                 CpuSample(
-                    boundary_ms - self.interval_ms, round(100 * (cpu - last_cpu) / max(1e-6, wall - last_wall), 1)
+                    boundary_ms - self.interval_ms,
+                    round(100 * (cpu - last_cpu) / elapsed, 1),
+                    steal_pct=round(100 * (steal - last_steal) / elapsed / cpus, 1),
+                    io_stall_ms=round(1000 * (io - last_io), 1),
                 )
             )
-            last_cpu, last_wall = cpu, wall
+            last_cpu, last_wall, last_steal, last_io = cpu, wall, steal, io
 
     async def _sample_rss(self) -> None:
         while True:

@@ -224,7 +224,14 @@ def summarize_run(
         "publish_lag": lag_figures(checks),
         "fleet": fleet,
         "checks": [asdict(c) for c in checks],
+        "machine": {
+            "steal_pct_max": max((s.steal_pct for s in cpu), default=0.0),
+            "io_stall_ms_max": max((s.io_stall_ms for s in cpu), default=0.0),
+            "intervals_with_steal_over_10_pct": sum(s.steal_pct > 10 for s in cpu),
+        },
         "cpu_series": [[s.start_ms, s.cpu_pct] for s in cpu],
+        # Per interval: the machine's stolen CPU (% of all its CPUs) and I/O stall (ms).
+        "machine_series": [[s.start_ms, s.steal_pct, s.io_stall_ms] for s in cpu],
         "rss_series": [[s.at_ms, s.rss_kb] for s in rss],
     }
 
@@ -268,6 +275,13 @@ def markdown(result: dict) -> str:
         f"simulator: {fleet['sim_processes']} process(es), {fleet['sim_cpu_pct_per_agent']} % of a core per agent, "
         f"loop lag p99 {fleet['sim_loop_lag']['p99_ms']} ms, max {fleet['sim_loop_lag']['max_ms']} ms",
     ]
+    machine = s.get("machine")
+    if machine:  # results written before the machine was sampled have none
+        notes.append(
+            f"machine: CPU stolen by the hypervisor at most {machine['steal_pct_max']} % of its CPUs in an interval "
+            f"({machine['intervals_with_steal_over_10_pct']} intervals over 10 %), I/O stall at most "
+            f"{machine['io_stall_ms_max']} ms in an interval"
+        )
     limit = s["run"].get("rss_limit") or {}
     if limit.get("tripped_at_kb"):
         notes.insert(

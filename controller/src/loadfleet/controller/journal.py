@@ -32,6 +32,7 @@ from loadfleet.v1 import journal_pb2
 from loadfleet.wire.framing import FramingError, frame, parse_frames
 from loadfleet.wire.stats import StatsRow
 
+from .durable import Syncer
 from .rundir import Offsets, write_atomic
 from .rundisk import AppendFile, DiskTrouble
 from .stream import AgentRows, FinalInterval, StepWindow
@@ -115,9 +116,9 @@ class RunJournal:
             self._stop()
         self._stop_if_broken()
 
-    def sync(self) -> None:
-        for f in (self._records, self._intervals):
-            f.sync()
+    def sync(self, syncer: Syncer) -> None:
+        """Has `syncer` make the logs survive the host crashing too."""
+        syncer.request([self._records, self._intervals])
 
     def close(self) -> None:
         for f in (self._records, self._intervals):

@@ -19,6 +19,7 @@ from . import rundir
 from .agents import Health
 from .codec import to_doc
 from .drift import Drift
+from .durable import Syncer
 from .events import Event, EventKind
 from .genbound import GeneratorHealth
 from .hosts import HostRecorder, HostSample, MonitorInfo
@@ -75,6 +76,7 @@ class RunPipeline:
         self._stopwatch = StopWatch(plan.stop, plan.interval_ms, on_stop=on_stop)
         self.writer: rundir.RunDirWriter | None = None
         self._journal: RunJournal | None = None
+        self._syncer = Syncer()  # checkpoints' fsync, off the event loop
         self._event_times: dict[EventKind, int] = {}
         self._stream = Stream([self.watchers, *filter(None, [self._output])])
 
@@ -151,11 +153,12 @@ class RunPipeline:
                 self.checkpoint(watermark_ms=watermark_ms, late=late)
 
     def checkpoint(self, *, watermark_ms: int, late: dict[str, int]) -> None:
-        """The running totals on disk as of `watermark_ms` (the interval log starts over)."""
+        """The running totals on disk as of `watermark_ms` (the interval log starts over);
+        the run's files made durable in the background."""
         if self._journal is None:
             return
         assert self.writer is not None  # start() and resume() open both
-        self.writer.sync()
+        self.writer.sync(self._syncer)
         self._journal.checkpoint(
             {
                 "watermark_ms": watermark_ms,
@@ -166,6 +169,7 @@ class RunPipeline:
                 "late": late,
             }
         )
+        self._journal.sync(self._syncer)
 
     def record(self, kind: Record, **fields) -> None:
         if self._journal is not None:
@@ -232,6 +236,7 @@ class RunPipeline:
             summary = told
             self.record(Record.END, state=state)
             self._journal.close()
+            await self._syncer.drained()  # the last checkpoint's files are durable before the run ends
         self.watchers.finish(summary)
         return summary
 

@@ -50,6 +50,7 @@ from .stream import FinalInterval, Scope, StepEnd, StepWindow
 from .validity import VALID
 
 if TYPE_CHECKING:
+    from .durable import Syncer
     from .summary import RunSummary
 
 log = logging.getLogger(__name__)
@@ -278,10 +279,9 @@ class RunDirWriter:
         for f in self._files():
             f.flush()
 
-    def sync(self) -> None:
-        """Flushes and makes what is written survive the host crashing too."""
-        for f in self._files():
-            f.sync()
+    def sync(self, syncer: Syncer) -> None:
+        """Flushes, and has `syncer` make what is written survive the host crashing too."""
+        syncer.request(self._files())
 
     def close(self) -> None:
         """Safe to call twice."""

@@ -159,15 +159,26 @@ class AppendFile:
         else:
             self._good = file.tell()
 
-    def sync(self) -> None:
-        """Flushes, and makes what is written survive the host crashing too."""
+    def duplicate_fd(self) -> int | None:
+        """Flushes, and returns a new descriptor of the file for making it durable
+        (durable.Syncer: valid even once this file is closed; its taker closes it); None
+        when the file takes no writes."""
         self.flush()
         file = self._open_file()
-        if file is not None:
-            try:
-                os.fsync(file.fileno())
-            except OSError as exc:
-                self._fail(exc)
+        if file is None:
+            return None
+        try:
+            return os.dup(file.fileno())
+        except OSError as exc:  # out of descriptors: not durable this time, still complete
+            log.warning("%s could not be made durable now: %s", self.path, exc)
+            return None
+
+    def sync_failed(self, exc: OSError) -> None:
+        """The disk could not make the file durable (an fsync error: what it holds may not
+        survive the host): handled as a failed write, so it is listed incomplete and written
+        no more."""
+        if self._open_file() is not None:
+            self._fail(exc)
 
     def tell(self) -> int:
         file = self._open_file()
