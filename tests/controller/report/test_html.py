@@ -252,6 +252,37 @@ def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
     assert len(scalability_chart({"steps": steps, "scalability": scalability[:3], "usl": None}).series) == 1
 
 
+def test_host_plots_of_a_sweep_over_servers_get_one_chart_per_server_count():
+    from loadfleet.controller.report.html import saturation_charts
+
+    def host(name, cpu):
+        return {"host": name, "cpu_pct": cpu, "process_cpu_pct": cpu / 2}
+
+    # Two servers take the load of one: at the same offered level each host is half as busy.
+    steps = [
+        {"name": f"k{k}-s{i}", "offered": o, "achieved_rps": o, "p99_ms": 2, "servers": k, "hosts": hosts}
+        for k in (1, 2)
+        for i, o in enumerate((100, 200), start=1)
+        for hosts in [[host(f"web{w}", o / (5 * k)) for w in range(1, k + 1)]]
+    ]
+    knee = {"name": "k2-s2", "offered": 200}
+    charts = {c.title: c for c in saturation_charts({"steps": steps, "knees": [knee]})}
+    one, two = (
+        charts["Monitored hosts' CPU vs offered load, 1 server"],
+        charts["Monitored hosts' CPU vs offered load, 2 servers"],
+    )
+    assert "Monitored hosts' CPU vs offered load" not in charts  # no chart mixing the counts
+    assert {s.name: s.points for s in one.series}["web1 host"] == ((100.0, 20.0), (200.0, 40.0))
+    assert {s.name: s.points for s in two.series}["web1 host"] == ((100.0, 10.0), (200.0, 20.0))
+    assert {s.name for s in two.series} >= {"web2 host", "web2 server (% of a core)"}
+    assert (one.markers, [m.x for m in two.markers]) == ((), [200.0])  # each count's own knee
+
+    # One server count: one chart, as before.
+    single = [s for s in steps if s["servers"] == 1]
+    titles = [c.title for c in saturation_charts({"steps": single})]
+    assert titles.count("Monitored hosts' CPU vs offered load") == 1
+
+
 def test_the_header_counts_the_intervals_that_measured_the_generators():
     from pathlib import Path
 

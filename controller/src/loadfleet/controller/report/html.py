@@ -234,15 +234,15 @@ def saturation_charts(summary: dict) -> list[Chart]:
     def lines(field: str) -> tuple[Series, ...]:
         return tuple(
             Series(
-                f"{n} servers" if n and len(by_servers) > 1 else field.removesuffix("_ms").replace("_", " "),
+                _servers(n) if n and len(by_servers) > 1 else field.removesuffix("_ms").replace("_", " "),
                 tuple(sorted((float(s["offered"]), float(s.get(field) or 0)) for s in group)),
             )
             for n, group in sorted(by_servers.items())
         )
 
-    knees = tuple(
-        Marker(float(k["offered"]), f"knee {k.get('name', '')}") for k in summary.get("knees", []) if "offered" in k
-    )
+    found_knees = [k for k in summary.get("knees", []) if "offered" in k]
+    knees = tuple(Marker(float(k["offered"]), f"knee {k.get('name', '')}") for k in found_knees)
+    knee_steps = [k.get("name") for k in found_knees]
     diagonal = (
         (Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps}))),)
         if summary.get("load_model") == "open"
@@ -258,33 +258,48 @@ def saturation_charts(summary: dict) -> list[Chart]:
         ),
         Chart("p99 vs offered load", "ms", lines("p99_ms"), x_label="offered load", markers=knees, log_y=True),
     ]
-    hosts = sorted({h["host"] for s in steps for h in s.get("hosts", ())})
-    if hosts:
-        found.append(
-            Chart(
-                "Monitored hosts' CPU vs offered load",
-                "CPU %",
-                tuple(
-                    Series(
-                        f"{host} {label}",
-                        tuple(
-                            sorted(
-                                (float(s["offered"]), float(h[field]))
-                                for s in steps
-                                for h in s.get("hosts", ())
-                                if h["host"] == host
-                            )
-                        ),
-                    )
-                    for host in hosts
-                    for field, label in (("cpu_pct", "host"), ("process_cpu_pct", "server (% of a core)"))
-                ),
-                x_label="offered load",
-                markers=knees,
-            )
-        )
+    # Per server count when a sweep changes it: one line per host over all steps would
+    # zigzag between the server counts' loads at the same offered level.
+    for n, group in sorted(by_servers.items()) if len(by_servers) > 1 else [(0, steps)]:
+        names = {s.get("name") for s in group}
+        own_knees = tuple(m for m, k in zip(knees, knee_steps) if k in names)
+        chart = _hosts_chart(group, own_knees, f", {_servers(n)}" if n else "")
+        if chart is not None:
+            found.append(chart)
     scaling = scalability_chart(summary)
     return found + ([scaling] if scaling else [])
+
+
+def _servers(n: int) -> str:
+    return f"{n} server" if n == 1 else f"{n} servers"
+
+
+def _hosts_chart(steps: list[dict], knees: tuple[Marker, ...], title_suffix: str) -> Chart | None:
+    """Each monitored host's CPU and its servers' CPU against the steps' offered load."""
+    hosts = sorted({h["host"] for s in steps for h in s.get("hosts", ())})
+    if not hosts:
+        return None
+    return Chart(
+        "Monitored hosts' CPU vs offered load" + title_suffix,
+        "CPU %",
+        tuple(
+            Series(
+                f"{host} {label}",
+                tuple(
+                    sorted(
+                        (float(s["offered"]), float(h[field]))
+                        for s in steps
+                        for h in s.get("hosts", ())
+                        if h["host"] == host
+                    )
+                ),
+            )
+            for host in hosts
+            for field, label in (("cpu_pct", "host"), ("process_cpu_pct", "server (% of a core)"))
+        ),
+        x_label="offered load",
+        markers=knees,
+    )
 
 
 USL_CURVE_POINTS = 60
