@@ -112,7 +112,9 @@ def load(text: str):
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        raise YamlProblem("", f"not valid YAML{_where(exc.problem_mark)}: {exc.problem}") from None
+        raise _nesting_problem(text, exc) or YamlProblem(
+            "", f"not valid YAML{_where(exc.problem_mark)}: {exc.problem}"
+        ) from None
     except yaml.YAMLError as exc:
         raise YamlProblem("", f"not valid YAML: {exc}") from None
     except (ValueError, OverflowError, TypeError) as exc:
@@ -121,6 +123,23 @@ def load(text: str):
         raise YamlProblem("", f"a value cannot be read: {exc}") from None
     _check_numbers(doc, "")
     return doc
+
+
+def _nesting_problem(text: str, exc: yaml.MarkedYAMLError) -> YamlProblem | None:
+    """Ours, when libyaml refused a nesting deeper than its own limit (1,000 levels, in
+    PyYAML 6.0.4's wheels) before `_scan` saw our MAX_DEPTH: its scanner reads every opening
+    bracket of a flow collection before the first event. The text up to where it stopped
+    holds fewer levels than that limit and more than ours, so scanning it names the place."""
+    mark = exc.problem_mark
+    if "nesting depth" not in str(exc.problem) or mark is None:
+        return None
+    try:
+        _scan(text[: mark.index])
+    except YamlProblem as ours:
+        return ours
+    except yaml.YAMLError:  # the cut text is not valid YAML before it is too deep
+        pass
+    return None
 
 
 def _where(mark) -> str:
