@@ -2,9 +2,9 @@
 
 A flush hands what is written to the OS: it survives the controller dying. At each
 checkpoint the run's files are also made to survive the host crashing (fsync), and fsync
-waits for the disk: a 30-minute run of 1,000 agents appends ~6 MB to intervals.csv between
-two checkpoints, and on a busy disk that took seconds, during which the loop that answers
-every agent's heartbeats stood still and agents were judged lost. So the files' descriptors
+waits for the disk: a run of 1,000 agents appends ~6 MB to intervals.csv between two
+checkpoints, and on a busy disk that can take seconds, during which the loop that answers
+every agent's heartbeats would stand still (its leases are 3 s). So the files' descriptors
 are duplicated on the loop (a file closed meanwhile stays valid to sync) and synced in a
 worker thread; a sync that fails cuts its file back like a failed write (rundisk.py), on the
 loop. A host crash while a sync runs may leave a file shorter than the checkpoint says; a
