@@ -482,15 +482,20 @@ PHASE_COLUMNS = (
 )
 
 
+def phase_values(phases: PhaseFigures) -> dict[str, float]:
+    """PHASE_COLUMNS of a step's phases, by name (steps.csv, the step point)."""
+    return {
+        **{f"{name}_per_response_ms": getattr(phases, name).per_response_ms for name in PHASE_NAMES},
+        "other_ms": phases.other_ms,
+        **{f"waiting_{name}_ms": getattr(phases, f"waiting_{name}_ms") for name, _ in WAITING_PERCENTILES},
+    }
+
+
 def phase_cells(phases: PhaseFigures | None) -> list:
-    """PHASE_COLUMNS of a step's phases."""
+    """PHASE_COLUMNS of a step's phases as steps.csv cells (empty without phases)."""
     if phases is None:
         return [""] * len(PHASE_COLUMNS)
-    return [
-        *(_cell(getattr(phases, name).per_response_ms) for name in PHASE_NAMES),
-        _cell(phases.other_ms),
-        *(_cell(getattr(phases, f"waiting_{name}_ms")) for name, _ in WAITING_PERCENTILES),
-    ]
+    return [_cell(v) for v in phase_values(phases).values()]
 
 
 # Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.

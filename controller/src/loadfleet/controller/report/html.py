@@ -241,8 +241,16 @@ def saturation_charts(summary: dict) -> list[Chart]:
         )
 
     found_knees = [k for k in summary.get("knees", []) if "offered" in k]
-    knees = tuple(Marker(float(k["offered"]), f"knee {k.get('name', '')}") for k in found_knees)
-    knee_steps = [k.get("name") for k in found_knees]
+
+    def knee_markers(names: set | None = None) -> tuple[Marker, ...]:
+        """The knees (of the steps in `names`, when given) as markers."""
+        return tuple(
+            Marker(float(k["offered"]), f"knee {k.get('name', '')}")
+            for k in found_knees
+            if names is None or k.get("name") in names
+        )
+
+    knees = knee_markers()
     diagonal = (
         (Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps}))),)
         if summary.get("load_model") == "open"
@@ -261,9 +269,7 @@ def saturation_charts(summary: dict) -> list[Chart]:
     # Per server count when a sweep changes it: one line per host over all steps would
     # zigzag between the server counts' loads at the same offered level.
     for n, group in sorted(by_servers.items()) if len(by_servers) > 1 else [(0, steps)]:
-        names = {s.get("name") for s in group}
-        own_knees = tuple(m for m, k in zip(knees, knee_steps) if k in names)
-        chart = _hosts_chart(group, own_knees, f", {_servers(n)}" if n else "")
+        chart = _hosts_chart(group, knee_markers({s.get("name") for s in group}), f", {_servers(n)}" if n else "")
         if chart is not None:
             found.append(chart)
     scaling = scalability_chart(summary)

@@ -22,7 +22,7 @@ from ..drift import DriftPoint
 from ..events import Event
 from ..figures import PERCENTILES, WAITING_PERCENTILES, Figures, PhaseFigures, PhaseTime, figures_of
 from ..hosts import HostLoad, HostSample, MonitorInfo
-from ..steps import TargetFigures
+from ..steps import TargetFigures, phase_values
 from ..stream import Scope
 from ..validity import VALID, Validity, Verdict
 from .lineproto import Point
@@ -322,19 +322,16 @@ def step_point(
 
 
 def _step_phase_fields(phases: PhaseFigures) -> list:
-    """Where a step's responses' time went: each phase's share of the mean latency (the
-    shares and `other_ms` add up to `mean_ms`), and the measured phases' counts, means and
-    maxima; then time to first byte's percentiles (steps.csv has the same figures)."""
-    fields: list = []
+    """Where a step's responses' time went: steps.csv's phase columns (the per-response
+    shares and `other_ms` add up to `mean_ms`; time to first byte's percentiles), and the
+    measured phases' counts, means and maxima."""
+    fields: list = list(phase_values(phases).items())
     for name in PHASE_NAMES:
         phase: PhaseTime = getattr(phases, name)
-        fields.append((f"{name}_per_response_ms", phase.per_response_ms))
         if phase.count:
             fields += [
                 (f"{name}_count", phase.count),
                 (f"{name}_mean_ms", phase.mean_ms),
                 (f"{name}_max_ms", phase.max_ms),
             ]
-    fields.append(("other_ms", phases.other_ms))
-    fields += [(f"waiting_{name}_ms", getattr(phases, f"waiting_{name}_ms")) for name, _ in WAITING_PERCENTILES]
     return fields
