@@ -89,7 +89,7 @@ def main() -> None:
         )
         window = IntervalWindow(
             revision_ms=3000,
-            publish=lambda i: pipeline.publish(i, watermark_ms=0, late={}),
+            publish=lambda closed: pipeline.publish(closed, late={}),
             settle=lambda agent, seq: None,
         )
         window.open_step(step, agents)

@@ -17,7 +17,7 @@ from loadfleet.controller.plan import parse_plan
 from loadfleet.controller.recovery import recover
 from loadfleet.controller.rundir import RunDirWriter, store_artifact_chunk, write_atomic
 from loadfleet.controller.rundisk import AppendFile, DiskTrouble, describe_disk
-from support.streamdata import interval, row, window
+from support.streamdata import closed, interval, row, window
 from support.tmpfs import fill, small_disk
 
 
@@ -133,15 +133,15 @@ def test_a_controller_that_takes_the_run_over_leaves_a_file_cut_short_as_it_is(t
     step = window("main", start_ms=0, seconds=100)
     first = pipeline(tmp_path)
     first.start(agents=["a"], hostnames=[], clock_offsets_ms={})
-    first.publish(interval(step, 0, a=[row(5)]), watermark_ms=1000, late={})
+    first.publish(closed(step, 0, a=[row(5)]), late={})
     first.writer._intervals._file = FullFile()  # the disk fills up under intervals.csv only
-    first.publish(interval(step, 1000, a=[row(5)]), watermark_ms=2000, late={})
+    first.publish(closed(step, 1000, a=[row(5)]), late={})
     kept = (tmp_path / "intervals.csv").read_text()
     assert [e.kind.value for e in first.watchers.events] == ["disk_full"]
     # The controller dies; the next one takes the run over from its journal.
     second = pipeline(tmp_path)
     second.resume(recover(tmp_path), lambda name: step)
-    second.publish(interval(step, 2000, a=[row(5)]), watermark_ms=3000, late={})
+    second.publish(closed(step, 2000, a=[row(5)]), late={})
     assert (tmp_path / "intervals.csv").read_text() == kept, "no gap: written no more"
     assert second.trouble.incomplete == ("intervals.csv",) and second.totals.total().requests == 15
     assert [e.kind.value for e in second.watchers.events] == ["disk_full"], "told once, by the first controller"

@@ -48,7 +48,9 @@ def test_the_event_says_how_much_was_dropped_and_why():
 
 def test_the_window_stops_waiting_for_reports_an_agents_spool_dropped():
     published = []
-    w = IntervalWindow(revision_ms=30_000, publish=published.append, settle=lambda agent, seq: None)
+    w = IntervalWindow(
+        revision_ms=30_000, publish=lambda c: published.append(c.merged()), settle=lambda agent, seq: None
+    )
     w.open_step(STEP, ("a", "b"))
     for start in (10_000, 11_000, 12_000, 13_000):
         w.add(report("a", start, row(1)))
@@ -67,7 +69,9 @@ def test_the_window_stops_waiting_for_reports_an_agents_spool_dropped():
 
 def test_intervals_whose_every_report_was_dropped_are_not_waited_for():
     published = []
-    w = IntervalWindow(revision_ms=30_000, publish=published.append, settle=lambda agent, seq: None)
+    w = IntervalWindow(
+        revision_ms=30_000, publish=lambda c: published.append(c.merged()), settle=lambda agent, seq: None
+    )
     w.open_step(STEP, ("b",))
     w.add(report("b", 10_000, row(2)))
     w.add(report("b", 14_000, row(2)))  # 11 to 13 were dropped: nobody will ever report them

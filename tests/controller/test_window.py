@@ -13,9 +13,12 @@ STEP = window(start_ms=10_000)
 
 def open_window(agents=("a", "b"), revision_ms: int = 3000):
     published, settled = [], []
-    w = IntervalWindow(
-        revision_ms=revision_ms, publish=published.append, settle=lambda agent, seq: settled.append((agent, seq))
-    )
+
+    def publish(closed):  # as the publisher does it: merged, then its reports settled
+        published.append(closed.merged())
+        settled.extend(closed.seqs())
+
+    w = IntervalWindow(revision_ms=revision_ms, publish=publish, settle=lambda agent, seq: settled.append((agent, seq)))
     w.open_step(STEP, agents)
     return w, published, settled
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loadfleet.controller.jobs import JobReport
 from loadfleet.controller.stream import AgentRows, FinalInterval, StepWindow
-from loadfleet.controller.window import merged
+from loadfleet.controller.window import ClosedInterval, HeldReport
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, total_row
 
@@ -58,16 +58,16 @@ def report(agent: str, start_ms: int, *rows: StatsRow, seq: int = 1, final: bool
     )
 
 
+def closed(step: StepWindow, start_ms: int, **agents: list[StatsRow]) -> ClosedInterval:
+    """A closed interval of `step` with each agent's rows (as message 1)."""
+    return ClosedInterval(
+        step, start_ms, {a: HeldReport(tuple(rows), total_row(rows), [1]) for a, rows in agents.items()}
+    )
+
+
 def interval(step: StepWindow, start_ms: int, **agents: list[StatsRow]) -> FinalInterval:
     """A published interval of `step` with each agent's rows."""
-    reports = {a: _held(rows) for a, rows in agents.items()}
-    return merged(step, start_ms, reports, ())
+    return closed(step, start_ms, **agents).merged()
 
 
-def _held(rows):
-    from loadfleet.controller.window import _Report
-
-    return _Report(tuple(rows), total_row(rows), [0])
-
-
-__all__ = ["AgentRows", "interval", "report", "row", "window"]
+__all__ = ["AgentRows", "closed", "interval", "report", "row", "window"]

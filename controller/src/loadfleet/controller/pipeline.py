@@ -1,8 +1,9 @@
 """A run's pipeline: the consumers of its stream, its run directory and its journal.
 
 The run (run.py) decides what happens: which agents, which steps, when a step ends. The
-pipeline is where what happened goes: each published interval to every consumer and then
-into the journal, each event and heartbeat to those that take them, a step's figures out of
+pipeline is where what happened goes: each closed interval merged, to every consumer and
+then into the journal, in slices that leave the event loop to the sessions in between
+(publisher.py), each event and heartbeat to those that take them, a step's figures out of
 the consumers that measure it, a checkpoint every `CHECKPOINT_INTERVALS` intervals, and at
 the end the summary's files. Followers (WatchRun) hear events from the start; the other
 consumers join once the run has its agents (`open`), or its journal read back (`resume`).
@@ -11,7 +12,7 @@ consumers join once the run has its agents (`open`), or its journal read back (`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,18 +27,20 @@ from .hosts import HostRecorder, HostSample, MonitorInfo
 from .journal import CHECKPOINT_INTERVALS, Record, RunJournal
 from .load import LoadModel
 from .plan import Plan
+from .publisher import Publisher
 from .recovery import Recovered
 from .rundisk import DiskTrouble
 from .sinks import Sink
 from .sinks.output import InfluxOutput
 from .steps import StepMeter, StepResult, StepSpec, StepState
 from .stops import StopReason, StopWatch
-from .stream import FinalInterval, IntervalConsumer, StepEnd, StepWindow, Stream
+from .stream import IntervalConsumer, StepEnd, StepWindow, Stream
 from .summary import RunSummary
 from .targethealth import TargetHealth
 from .totals import RunTotals
 from .validity import Validity
 from .watchers import Watchers
+from .window import ClosedInterval
 
 
 class RunPipeline:
@@ -50,6 +53,7 @@ class RunPipeline:
         heartbeat_ms: int,
         sinks: list[Sink],
         on_stop: Callable[[StopReason], None],
+        settle: Callable[[str, int], None] = lambda agent, seq: None,
     ):
         self.run_dir = run_dir
         self._plan = plan
@@ -77,6 +81,7 @@ class RunPipeline:
         self.writer: rundir.RunDirWriter | None = None
         self._journal: RunJournal | None = None
         self._syncer = Syncer()  # checkpoints' fsync, off the event loop
+        self._publisher = Publisher(settle)
         self._event_times: dict[EventKind, int] = {}
         self._stream = Stream([self.watchers, *filter(None, [self._output])])
 
@@ -142,15 +147,37 @@ class RunPipeline:
 
     # ---- what flows -------------------------------------------------------------
 
-    def publish(self, interval: FinalInterval, *, watermark_ms: int, late: dict[str, int]) -> None:
-        """An interval is final: judged (generator health), to every consumer, then into the journal."""
+    def publish(self, closed: ClosedInterval, *, late: dict[str, int]) -> None:
+        """An interval is closed: merged, judged (generator health), to every consumer, then
+        into the journal, its reports then settled; in slices, after those closed before."""
+        self._publisher.put(closed, self._publishing(closed, late))
+
+    def _publishing(self, closed: ClosedInterval, late: dict[str, int]) -> Iterator[None]:
+        interval = closed.merged()
         interval = replace(interval, verdict=self.generators.judge(interval))
-        self._stream.interval(interval)
+        yield
+        yield from self._stream.interval_steps(interval)
         if self._journal is not None:
             assert self.writer is not None  # start() and resume() open both
             self._journal.interval(interval, self.writer.offsets)
             if self._journal.intervals_since_checkpoint >= CHECKPOINT_INTERVALS:
-                self.checkpoint(watermark_ms=watermark_ms, late=late)
+                yield
+                self.checkpoint(watermark_ms=closed.end_ms, late=late)
+
+    def settle(self, agent_id: str, seq: int) -> None:
+        """Settles an agent's message once the intervals closed so far are published."""
+        self._publisher.settle(agent_id, seq)
+
+    async def published(self) -> None:
+        """Waits until every interval closed so far is published."""
+        await self._publisher.drained()
+
+    def agent_use(self, step: str, agent_id: str) -> tuple[int, int]:
+        """The agent's requests in `step` in the intervals closed so far (published or on
+        their way), and its busiest interval as published."""
+        requests, busiest = self.meter.agent_use(step, agent_id)
+        queued = (c for c in self._publisher.queued if c.step.name == step and not self.meter.has(step, c.start_ms))
+        return requests + sum(c.requests_of(agent_id) for c in queued), busiest
 
     def checkpoint(self, *, watermark_ms: int, late: dict[str, int]) -> None:
         """The running totals on disk as of `watermark_ms` (the interval log starts over);

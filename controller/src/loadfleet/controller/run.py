@@ -50,10 +50,10 @@ from .sinks import Sink
 from .spooldrops import AgentSpoolDrop, agent_drop_event
 from .steps import SINGLE_STEP, StepResult, StepSpec, StepState
 from .stops import Condition, StopReason
-from .stream import AGENT_DETAIL_MAX_ROWS, FinalInterval, StepWindow
+from .stream import AGENT_DETAIL_MAX_ROWS, StepWindow
 from .summary import RunSummary, summarize
 from .watchers import Follower, Watchers
-from .window import IntervalWindow, Outcome
+from .window import ClosedInterval, IntervalWindow, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -170,11 +170,17 @@ class Run:
         self._off_grid: set[str] = set()  # agents whose reports fell off the interval grid: O(agents)
         # The window publishes into the pipeline; its revision window is the job's lease
         # (an agent late by less than that is late, not lost) and at least the grace.
-        revision_ms = max(grace_ms, round(plan.agents.lease_s * 1000) or lease_ms)
-        self._window = IntervalWindow(revision_ms=revision_ms, publish=self._publish, settle=settle)
         self._pipeline = RunPipeline(
-            run_id, plan, run_dir, heartbeat_ms=registry.heartbeat_ms, sinks=self.sinks, on_stop=self._on_stop_condition
+            run_id,
+            plan,
+            run_dir,
+            heartbeat_ms=registry.heartbeat_ms,
+            sinks=self.sinks,
+            on_stop=self._on_stop_condition,
+            settle=settle,
         )
+        revision_ms = max(grace_ms, round(plan.agents.lease_s * 1000) or lease_ms)
+        self._window = IntervalWindow(revision_ms=revision_ms, publish=self._publish, settle=self._pipeline.settle)
 
     @property
     def agent_ids(self) -> list[str]:
@@ -340,7 +346,7 @@ class Run:
         if step and agent_id in step.engines and agent_id not in step.ended:
             step.ended[agent_id] = JobState.FAILED
             self._window.agent_gone(agent_id)
-            requests, busiest = self._pipeline.meter.agent_use(step.window.name, agent_id)
+            requests, busiest = self._pipeline.agent_use(step.window.name, agent_id)
             use = (requests + self._window.held_requests(agent_id), busiest)
             if step.shares:
                 self._losses.agent_lost(step.shares, agent_id, silent_s, use)
@@ -509,10 +515,11 @@ class Run:
         missing = sorted(set(step.engines) - set(step.ended))
         if missing:
             log.warning("run %s: no final report of %s from %s", self.run_id, step.spec.name, ", ".join(missing))
-        self._end_step(step)
+        await self._end_step(step)
 
-    def _end_step(self, step: _StepRun) -> None:
+    async def _end_step(self, step: _StepRun) -> None:
         self._window.close_step()
+        await self._pipeline.published()
         if step.shares:
             step.shares.closed = True
         for agent_id in step.engines:
@@ -605,7 +612,8 @@ class Run:
 
     async def _finish(self, message: str) -> RunSummary:
         if self._step is not None:  # the run failed or was interrupted in the middle of a step
-            self._end_step(self._step)
+            await self._end_step(self._step)
+        await self._pipeline.published()
         if not self.state.ended:
             self.state = self._final_state()
         message = self._final_message(message)
@@ -693,8 +701,8 @@ class Run:
 
     # ---- publishing --------------------------------------------------------------
 
-    def _publish(self, interval: FinalInterval) -> None:
-        self._pipeline.publish(interval, watermark_ms=self._window.watermark_ms, late=self._late)
+    def _publish(self, closed: ClosedInterval) -> None:
+        self._pipeline.publish(closed, late=self._late)
 
     def _emit(self, event: Event) -> None:
         log.info("%s", self._pipeline.event(event).text)

@@ -268,11 +268,13 @@ class StepMeter:
         self._intervals = 0
         self._first_ms: int | None = None
         self._last_ms = 0
+        self._through_ms = -1  # the start of the step's last interval folded in
 
     def on_interval(self, interval: FinalInterval) -> None:
         if interval.step.name != self._step:
             StepMeter.__init__(self)
             self._step = interval.step.name
+        self._through_ms = interval.start_ms
         for agent in interval.agents:
             requests = agent.total.requests
             self._agent_requests[agent.agent_id] = self._agent_requests.get(agent.agent_id, 0) + requests
@@ -294,6 +296,11 @@ class StepMeter:
         if step != self._step:
             return 0, 0
         return self._agent_requests.get(agent_id, 0), self._agent_busiest.get(agent_id, 0)
+
+    def has(self, step: str, start_ms: int) -> bool:
+        """Whether the interval of `step` starting at `start_ms` is folded in (intervals
+        come in order)."""
+        return step == self._step and start_ms <= self._through_ms
 
     def on_step_end(self, end: StepEnd) -> None:
         pass

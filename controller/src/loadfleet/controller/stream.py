@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -190,8 +190,11 @@ class Stream:
             if isinstance(consumer, ability):
                 consumers.append(consumer)
 
-    def interval(self, interval: FinalInterval) -> None:
-        self._each(IntervalConsumer, "on_interval", interval)
+    def interval_steps(self, interval: FinalInterval) -> Iterator[None]:
+        """Hands the interval on, a consumer at a time: a step each (publisher.py)."""
+        for consumer in self._by_ability[IntervalConsumer]:
+            self._call(consumer, "on_interval", interval)
+            yield
 
     def step_end(self, end: StepEnd) -> None:
         self._each(IntervalConsumer, "on_step_end", end)
@@ -210,7 +213,11 @@ class Stream:
 
     def _each(self, ability: type, method: str, *args) -> None:
         for consumer in self._by_ability[ability]:
-            try:
-                getattr(consumer, method)(*args)
-            except Exception:  # one consumer's bug must not cost the others their data
-                log.exception("%s.%s failed", type(consumer).__name__, method)
+            self._call(consumer, method, *args)
+
+    @staticmethod
+    def _call(consumer: object, method: str, *args) -> None:
+        try:
+            getattr(consumer, method)(*args)
+        except Exception:  # one consumer's bug must not cost the others their data
+            log.exception("%s.%s failed", type(consumer).__name__, method)

@@ -3,18 +3,20 @@
 Agents report each interval once (and again after a reconnect, until acknowledged). An
 interval stays open until every agent still expected has reported it, or until
 `revision_ms` after its end (a late agent's lease has run out by then, or it is lost);
-then it is merged, published once (`FinalInterval`) and forgotten. Intervals are
-published in order, so the window's memory is the open intervals only: O(agents × rows
-× intervals in the window), never O(run length).
+then it is closed, handed on to be merged and published once (`ClosedInterval`) and
+forgotten. Intervals are closed in order, so the window's memory is the open intervals
+only: O(agents × rows × intervals in the window), never O(run length).
 
 An agent is expected for an interval while it has a share of the step, is not lost, and
 has not ended its job before that interval (its final report, or its job's end state).
 
-Each report carries its sender's sequence number; once its interval is published (which
-is when the run directory holds it), `settle(agent, seq)` lets the session acknowledge
-it. A report for an interval already published is a duplicate (a resend: settled, not
-merged again) or late (the interval was published without this agent: settled and
-counted, not merged, so that published intervals stay final).
+Each report carries its sender's sequence number. An interval closed here goes to
+`publish` as a `ClosedInterval` with its reports' numbers: whoever publishes it
+(publisher.py) settles them once the run directory and the journal hold it, and the
+sessions then acknowledge them. A report for an interval already closed is a duplicate (a
+resend: not merged again) or late (the interval was closed without this agent: counted
+apart, not merged, so that published intervals stay final); both are handed to `settle`
+at once.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ class Outcome(enum.Enum):
 
 
 @dataclass
-class _Report:
+class HeldReport:
+    """An agent's report of an open interval, and the numbers of every copy received."""
+
     rows: tuple[StatsRow, ...]
     total: StatsRow
     seqs: list[int]
@@ -51,12 +55,51 @@ class _Report:
 @dataclass
 class _Open:
     waiting: set[str]  # expected agents that have not reported it yet
-    reports: dict[str, _Report] = field(default_factory=dict)
+    reports: dict[str, HeldReport] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClosedInterval:
+    """An interval no report changes any more, not yet merged: merging a fleet's rows is
+    the first slice of publishing it (publisher.py), not a cost of the report that closed it."""
+
+    step: StepWindow
+    start_ms: int
+    reports: dict[str, HeldReport]
+    missing: tuple[str, ...] = ()  # expected agents whose report never came in time
+    lost: tuple[str, ...] = ()  # agents of the step lost before it closed
+
+    @property
+    def end_ms(self) -> int:
+        return self.start_ms + self.step.interval_ms
+
+    def merged(self) -> FinalInterval:
+        agents = tuple(AgentRows(a, self.reports[a].rows, self.reports[a].total) for a in sorted(self.reports))
+        by_key = merge_rows(row for a in agents for row in a.rows)
+        cluster = tuple(by_key[key] for key in sorted(by_key))
+        total = merge_rows(cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
+        return FinalInterval(
+            step=self.step,
+            start_ms=self.start_ms,
+            agents=agents,
+            cluster=cluster,
+            total=total,
+            missing=self.missing,
+            lost=self.lost,
+        )
+
+    def seqs(self) -> list[tuple[str, int]]:
+        """(agent, message number) of every copy of every report in it."""
+        return [(agent, seq) for agent, report in self.reports.items() for seq in report.seqs]
+
+    def requests_of(self, agent_id: str) -> int:
+        report = self.reports.get(agent_id)
+        return report.total.requests if report else 0
 
 
 class IntervalWindow:
     def __init__(
-        self, *, revision_ms: int, publish: Callable[[FinalInterval], None], settle: Callable[[str, int], None]
+        self, *, revision_ms: int, publish: Callable[[ClosedInterval], None], settle: Callable[[str, int], None]
     ):
         self.revision_ms = revision_ms
         self._publish = publish
@@ -67,7 +110,7 @@ class IntervalWindow:
         self._ended_after: dict[str, int] = {}  # agent -> the last interval it reports
         self._last_reported: dict[str, int] = {}
         self._open: dict[int, _Open] = {}
-        self._watermark = 0  # every interval before this one is published
+        self._watermark = 0  # every interval before this one is closed
         self._missed: dict[str, collections.deque[int]] = {}
         # agent -> intervals (first, last start) whose reports its spool dropped: they will
         # never come. Only ranges not yet all published are kept: O(agents).
@@ -79,7 +122,7 @@ class IntervalWindow:
 
     @property
     def watermark_ms(self) -> int:
-        """Every interval of the run that starts before this is published."""
+        """Every interval of the run that starts before this is closed (published, or on its way)."""
         return self._watermark
 
     @property
@@ -128,12 +171,12 @@ class IntervalWindow:
         if held is not None:  # a resend: the same report again
             held.seqs.append(report.seq)
             return Outcome.DUPLICATE
-        interval.reports[agent] = _Report(report.rows, report.total, [report.seq])
+        interval.reports[agent] = HeldReport(report.rows, report.total, [report.seq])
         interval.waiting.discard(agent)
         return Outcome.ACCEPTED
 
     def held_requests(self, agent_id: str) -> int:
-        """Requests in the agent's reports accepted but not yet published."""
+        """Requests in the agent's reports accepted into intervals still open."""
         return sum(i.reports[agent_id].total.requests for i in self._open.values() if agent_id in i.reports)
 
     def agent_ended(self, agent_id: str) -> None:
@@ -220,19 +263,4 @@ class IntervalWindow:
         assert self._step is not None  # intervals are open only within a step
         self._watermark = start + self._step.interval_ms
         lost = tuple(sorted(self._assigned - self._expected))
-        self._publish(merged(self._step, start, interval.reports, missing, lost))
-        for agent, report in interval.reports.items():
-            for seq in report.seqs:
-                self._settle(agent, seq)
-
-
-def merged(
-    step: StepWindow, start: int, reports: dict[str, _Report], missing: tuple[str, ...], lost: tuple[str, ...] = ()
-) -> FinalInterval:
-    agents = tuple(AgentRows(agent, reports[agent].rows, reports[agent].total) for agent in sorted(reports))
-    by_key = merge_rows(row for a in agents for row in a.rows)
-    cluster = tuple(by_key[key] for key in sorted(by_key))
-    total = merge_rows(cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
-    return FinalInterval(
-        step=step, start_ms=start, agents=agents, cluster=cluster, total=total, missing=missing, lost=lost
-    )
+        self._publish(ClosedInterval(self._step, start, interval.reports, missing, lost))
