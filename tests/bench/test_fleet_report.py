@@ -43,9 +43,19 @@ def test_publish_lag_is_the_first_arrival_after_the_interval_end():
 
 def test_rss_growth_and_slope_per_row_report():
     samples = [RssSample(t * 1000, 100_000 + 190 * 20 * t) for t in range(0, 11)]  # 190 KB x 20 rows a second
-    figures = rss_figures(samples, (0, 10_000), reference_s=5, row_reports_per_s=20)
-    assert figures["at_reference_kb"] == 100_000 + 190 * 20 * 5 and figures["at_end_kb"] == 100_000 + 190 * 20 * 10
+    figures = rss_figures(samples, (0, 10_000), reference_s=4, row_reports_per_s=20)
+    assert figures["window_s"] == 3, "the reference's window and the end's share what is left of the load"
+    assert figures["at_reference_kb"] == 100_000 + 190 * 20 * 7 and figures["at_end_kb"] == 100_000 + 190 * 20 * 10
     assert figures["kb_per_row_report"] == pytest.approx(190)
+
+
+def test_rss_compares_the_highest_of_each_window_not_a_trough_with_a_crest():
+    # A saw-tooth (the journal's checkpoint cycle): 200 MB rising to 400 MB every 50 s; the
+    # samples at 120 s and at 1,800 s would read 280 and 200 MB.
+    samples = [RssSample(t * 1000, 200_000 + 4_000 * (t % 50)) for t in range(0, 1801, 2)]
+    figures = rss_figures(samples, (0, 1_800_000), reference_s=120, row_reports_per_s=1)
+    assert figures["window_s"] == 60 and figures["growth_pct"] == 0.0
+    assert figures["at_reference_kb"] == figures["at_end_kb"] == 200_000 + 4_000 * 48
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ def test_items_are_handled_in_the_order_they_were_put():
         handled = []
         inbox = Inbox(handled.append)
         for i in range(300):
-            await inbox.put(i)
+            await inbox.put(i, 1)
         await drained(inbox, handled, 300)
         await inbox.close()
         return handled
@@ -43,7 +43,7 @@ def test_a_backlog_gives_the_loop_back_after_each_slice():
         handled = []
         inbox = Inbox(lambda i: (busy(0.005), handled.append(i)), slice_s=0.01)
         for i in range(50):
-            await inbox.put(i)
+            await inbox.put(i, 1)
         queued_at = time.monotonic()
         beat = asyncio.get_running_loop().create_future()
         asyncio.get_running_loop().call_soon(lambda: beat.set_result((time.monotonic() - queued_at, len(handled))))
@@ -57,14 +57,14 @@ def test_a_backlog_gives_the_loop_back_after_each_slice():
     assert waited_s < 0.1
 
 
-def test_the_inbox_holds_at_most_its_limit_and_holds_the_senders_back():
+def test_the_inbox_holds_at_most_its_limit_in_bytes_and_holds_the_senders_back():
     async def main():
         seen = []
-        inbox: Inbox[int] = Inbox(lambda i: seen.append(len(inbox)), limit=3)
+        inbox: Inbox[int] = Inbox(lambda i: seen.append(inbox.held_bytes), limit_bytes=300)
 
         async def sender(first: int):
             for i in range(first, first + 40):
-                await inbox.put(i)
+                await inbox.put(i, 100)
 
         await asyncio.gather(*(sender(k * 100) for k in range(5)))
         await drained(inbox, seen, 200)
@@ -72,7 +72,21 @@ def test_the_inbox_holds_at_most_its_limit_and_holds_the_senders_back():
         return seen
 
     seen = asyncio.run(main())
-    assert max(seen) <= 3 and len(seen) == 200
+    assert max(seen) <= 200 and len(seen) == 200, "at most 3 held: the one handled and 2 more"
+
+
+def test_a_message_larger_than_the_limit_goes_in_alone():
+    async def main():
+        handled = []
+        inbox: Inbox[str] = Inbox(lambda i: handled.append((i, len(inbox))), limit_bytes=100)
+        await inbox.put("small", 10)
+        await inbox.put("huge", 1000)  # waits until the inbox is empty, then goes in
+        await inbox.put("after", 10)
+        await drained(inbox, handled, 3)
+        await inbox.close()
+        return handled
+
+    assert asyncio.run(main()) == [("small", 0), ("huge", 0), ("after", 0)]
 
 
 def test_a_message_that_fails_is_logged_and_the_next_ones_are_handled(caplog):
@@ -86,7 +100,7 @@ def test_a_message_that_fails_is_logged_and_the_next_ones_are_handled(caplog):
     async def main():
         inbox = Inbox(handle)
         for i in range(5):
-            await inbox.put(i)
+            await inbox.put(i, 1)
         await drained(inbox, handled, 4)
         await inbox.close()
 

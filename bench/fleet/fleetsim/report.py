@@ -19,6 +19,8 @@ from .watch import Arrival, RunRecord
 # RSS is compared between this long after the load started (minute 2, as issue 12 asks) and
 # the end of the load; a load shorter than twice this compares at half its length instead.
 RSS_REFERENCE_S = 120.0
+# The RSS compared is the highest of a window this long (rss_figures).
+RSS_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -96,25 +98,40 @@ def cpu_figures(samples: list[CpuSample], load_ms: tuple[int, int], interval_ms:
 def rss_figures(
     samples: list[RssSample], load_ms: tuple[int, int], *, reference_s: float, row_reports_per_s: float
 ) -> dict:
+    """The controller's RSS: the highest value of a window from `reference_s` into the load
+    against the highest of the load's last window. RSS swings by ~100 MB with the journal's
+    checkpoint cycle, so two single samples compare a trough with a crest; the windows'
+    highest values (a minute each in a long run) compare like with like."""
     if not samples:
         return {}
-    reference_at = load_ms[0] + reference_s * 1000
-    reference = next((s for s in samples if s.at_ms >= reference_at), samples[-1])
-    during = [s for s in samples if s.at_ms <= load_ms[1]] or samples
-    end = during[-1]
-    window = [s for s in samples if reference.at_ms <= s.at_ms <= end.at_ms]
+    load_s = (load_ms[1] - load_ms[0]) / 1000
+    window_ms = round(1000 * min(RSS_WINDOW_S, max(0.0, load_s - reference_s) / 2))
+    reference_from = load_ms[0] + round(reference_s * 1000)
+    at_reference = _highest(samples, reference_from, reference_from + window_ms)
+    at_end = _highest(samples, load_ms[1] - window_ms, load_ms[1])
+    window = [s for s in samples if reference_from <= s.at_ms <= load_ms[1]]
     slope_kb_s = _slope([(s.at_ms / 1000, s.rss_kb) for s in window])
     return {
         "reference_s": reference_s,
-        "at_reference_kb": reference.rss_kb,
-        "at_end_kb": end.rss_kb,
-        "growth_pct": round(100 * (end.rss_kb - reference.rss_kb) / reference.rss_kb, 1),
+        "window_s": window_ms / 1000,
+        "at_reference_kb": at_reference,
+        "at_end_kb": at_end,
+        "growth_pct": round(100 * (at_end - at_reference) / at_reference, 1),
         "before_load_kb": samples[0].rss_kb,
         "peak_kb": max(s.rss_kb for s in samples),
         "slope_kb_per_s": round(slope_kb_s, 1) if slope_kb_s is not None else None,
         # Issue 12 measured ~190 KB per agent row per interval on the pre-streaming controller.
         "kb_per_row_report": round(slope_kb_s / row_reports_per_s, 1) if slope_kb_s and row_reports_per_s else None,
     }
+
+
+def _highest(samples: list[RssSample], from_ms: int, to_ms: int) -> int:
+    """The highest RSS sampled from `from_ms` to `to_ms`; the sample nearest to the window
+    if none falls in it."""
+    inside = [s.rss_kb for s in samples if from_ms <= s.at_ms <= to_ms]
+    if inside:
+        return max(inside)
+    return min(samples, key=lambda s: abs(s.at_ms - from_ms)).rss_kb
 
 
 def _slope(points: list[tuple[float, float]]) -> float | None:
@@ -238,7 +255,8 @@ def summarize_run(
 
 TABLE_HEADER = (
     "| controller | agents × rows | interval | run | controller CPU, % of a core (median / p95) "
-    "| RSS at reference → end of load (growth) | publish lag p99 | renewal lateness max | complete intervals |\n"
+    "| RSS, highest of a window: at reference → end of load (growth) "
+    "| publish lag p99 | renewal lateness max | complete intervals |\n"
     "|---|---|---|---|---|---|---|---|---|"
 )
 
@@ -250,8 +268,8 @@ def markdown(result: dict) -> str:
     rows = f"{c['rows']}{' + */*' if s['total_row_sent'] else ''}"
     rss = (
         (
-            f"{m['at_reference_kb'] / 1024:.0f} MB at {m['reference_s']:g} s → {m['at_end_kb'] / 1024:.0f} MB "
-            f"({m['growth_pct']:+.0f} %)"
+            f"{m['at_reference_kb'] / 1024:.0f} MB in {m['reference_s']:g}–{m['reference_s'] + m['window_s']:g} s → "
+            f"{m['at_end_kb'] / 1024:.0f} MB in the last {m['window_s']:g} s ({m['growth_pct']:+.0f} %)"
         )
         if m.get("at_reference_kb")
         else "n/a"

@@ -1,9 +1,9 @@
 """Closed intervals published in order, a slice of work at a time.
 
-Publishing one interval of 1,000 agents × 10 rows costs about 250 ms of the event loop:
-merging the rows (~75 ms), intervals.csv and latency.hlog (~80 ms), the journal (~60 ms)
-and the other consumers. Done in one go by the report that closed the interval, that is a
-quarter of a second in which no lease renewal goes out. The publisher does the same work in
+Publishing one interval of 1,000 agents × 10 rows costs 150–250 ms of the event loop:
+merging the rows (50–75 ms), intervals.csv and latency.hlog (55–80 ms), the journal (40–60
+ms) and the other consumers (bench/fleet/domain.py). Done in one go by the report that
+closed the interval, no lease renewal goes out meanwhile. The publisher does the same work in
 the same order, as steps (the yields of each interval's work), and gives the loop back
 after each slice of `slice_s`: a renewal waits for one step, not for the whole interval.
 
@@ -86,12 +86,6 @@ class Publisher:
         """Waits until everything queued is published."""
         while self._worker is not None and not self._worker.done():
             await asyncio.wait([self._worker])  # not cancelled if the waiter is
-
-    def cancel(self) -> None:
-        """Stops publishing; what is queued is dropped, not settled (sent again)."""
-        self._queue.clear()
-        if self._worker is not None:
-            self._worker.cancel()
 
     async def _work(self) -> None:
         started = time.monotonic()

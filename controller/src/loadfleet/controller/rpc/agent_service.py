@@ -186,7 +186,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 if message.WhichOneof("body") == "heartbeat":
                     self._beat(agent_id, message.heartbeat, session)
                 else:
-                    await self.inbox.put((agent_id, message, session))
+                    await self.inbox.put((agent_id, message, session), message.ByteSize())
         except (grpc.aio.AioRpcError, asyncio.CancelledError):
             pass
         except Exception:

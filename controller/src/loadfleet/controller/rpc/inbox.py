@@ -8,14 +8,21 @@ So the readers answer heartbeats themselves and put everything else here; one wo
 it in arrival order (an agent's report before its FINISHED, as it sent them), and gives the
 loop back after each slice of `slice_s`, so a heartbeat waits for one slice, not for the fleet.
 
-Bound: `limit` messages (a report of 10 rows with their histograms is ~20 KB: the default
-holds ~40 MB). A full inbox holds the readers that want to put more, and gRPC's flow control
-then holds their agents, whose outboxes keep what is not yet acknowledged.
+Bound: `limit_bytes` of messages as encoded (a message over the limit goes in alone). The
+default, 256 MiB, holds about 12 s of a 1,000 × 10 fleet's reports (~22 KB each): a
+controller that falls behind for a while (a burst of CPU stolen by the hypervisor) keeps
+reading heartbeats and renewing leases while it catches up; reports that come later than
+the revision window are counted apart as late. The bound was 2,048 messages, ~2 s of that
+fleet: a controller further behind stopped reading the heartbeats queued behind the
+reports, and agents' leases ran out (docs/benchmarks.md). A full inbox holds the readers
+that want to put more, and gRPC's flow control then holds their agents, whose outboxes keep
+what is not yet acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
@@ -24,7 +31,7 @@ from typing import Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
-INBOX_LIMIT = 2048
+INBOX_BYTES = 256 * 1024 * 1024
 SLICE_S = 0.01
 
 Item = TypeVar("Item")
@@ -34,38 +41,56 @@ class Inbox(Generic[Item]):
     """Items handled one at a time, in the order they were put, by one worker task started
     with the first item. An item whose handling raises is logged and skipped."""
 
-    def __init__(self, handle: Callable[[Item], None], *, limit: int = INBOX_LIMIT, slice_s: float = SLICE_S):
+    def __init__(self, handle: Callable[[Item], None], *, limit_bytes: int = INBOX_BYTES, slice_s: float = SLICE_S):
         self._handle = handle
-        self._queue: asyncio.Queue[Item] = asyncio.Queue(maxsize=limit)
+        self._limit_bytes = limit_bytes
         self._slice_s = slice_s
+        self._items: collections.deque[tuple[Item, int]] = collections.deque()
+        self._bytes = 0
+        self._ready = asyncio.Event()  # something to handle
+        self._room = asyncio.Event()  # below the limit again
         self._worker: asyncio.Task | None = None
 
     def __len__(self) -> int:
-        return self._queue.qsize()
+        return len(self._items)
 
-    async def put(self, item: Item) -> None:
-        """Waits while the inbox is full."""
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    async def put(self, item: Item, size: int) -> None:
+        """Waits while the inbox holds `limit_bytes` or more; `size`: the item's encoded bytes."""
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._work(), name="agent-inbox")
-        await self._queue.put(item)
+        while self._items and self._bytes + size > self._limit_bytes:
+            self._room.clear()
+            await self._room.wait()
+        self._items.append((item, size))
+        self._bytes += size
+        self._ready.set()
 
     async def _work(self) -> None:
         while True:
-            item = await self._queue.get()
+            if not self._items:
+                self._ready.clear()
+                await self._ready.wait()
+                continue
             started = time.monotonic()
-            while True:
+            while self._items and time.monotonic() - started < self._slice_s:
+                item, size = self._items.popleft()
+                self._bytes -= size
+                self._room.set()
                 try:
                     self._handle(item)
                 except Exception:
                     log.exception("an agent's message could not be handled")
-                if time.monotonic() - started >= self._slice_s or self._queue.empty():
-                    break
-                item = self._queue.get_nowait()
             await asyncio.sleep(0)  # the slice is over: heartbeats and reads go first
 
     async def close(self) -> None:
         """Stops the worker; what is still queued is dropped (its senders were not
         acknowledged and send it again)."""
+        self._items.clear()
+        self._bytes = 0
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
