@@ -241,7 +241,7 @@ def run_bench(config: BenchConfig, children: Children, work: Path) -> dict:
         ],
     )
     wait_for_port(port, CONTROLLER_START_S, controller, children)
-    label = ("fleetsim", secrets.token_hex(4))
+    label = ("fleetsim", f"run-{secrets.token_hex(4)}")  # never all digits and an "e": YAML would read a number
     sims = start_sims(config, children, work, address, label, pki)
     record, sampler, guard, rss_after = asyncio.run(measure(config, address, controller.pid, label, children, pki))
     results = collect_sims(children, sims, work)
