@@ -59,7 +59,8 @@ class Inbox(Generic[Item]):
         return self._bytes
 
     async def put(self, item: Item, size: int) -> None:
-        """Waits while the inbox holds `limit_bytes` or more; `size`: the item's encoded bytes."""
+        """Waits while the item (`size`: its encoded bytes) would take the inbox past
+        `limit_bytes`; an item larger than that waits until the inbox is empty."""
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._work(), name="agent-inbox")
         while self._items and self._bytes + size > self._limit_bytes:
