@@ -254,6 +254,11 @@ class Controller:
         run = self._runs.get(run_id_of(job_id))
         return run.report_limits(agent_id, job_id) if isinstance(run, Run) else None
 
+    def report_closed(self, job_id: str, interval_start_ms: int) -> bool:
+        """Whether the run no longer merges reports of that interval (late, or a resend)."""
+        run = self._runs.get(run_id_of(job_id))
+        return isinstance(run, Run) and interval_start_ms < run.closed_before_ms
+
     def on_report(self, report: JobReport) -> None:
         run = self._runs.get(run_id_of(report.job_id))
         if isinstance(run, Run):

@@ -196,6 +196,11 @@ class Run:
             return None
         return self._limits
 
+    @property
+    def closed_before_ms(self) -> int:
+        """Reports of intervals that start before this are no longer merged (window.py)."""
+        return self._window.watermark_ms
+
     @cached_property  # the plan does not change: computed once, not at every report
     def _limits(self) -> ReportLimits:
         names = sorted({r.name for r in self.plan.requests})

@@ -236,7 +236,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         try:
             if limits is None:
                 raise convert.BadReport(f"job {pb.job_id!r} is not a running job of this agent")
-            report = convert.report_from_proto(agent_id, seq, pb, limits)
+            closed = controller.report_closed(pb.job_id, pb.report.interval_start_ms)
+            report = convert.report_from_proto(agent_id, seq, pb, limits, counts_only=closed)
         except convert.BadReport as exc:
             self._refused.warn(agent_id, f"agent %s: report refused, not counted: {exc}", agent_id)
             controller.settle(agent_id, seq)

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 
 from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
-from loadfleet.wire.histogram import HistogramError, decode_buckets
+from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
 from loadfleet.wire.stats import TOTAL, StatsRow, total_row
 
 from ..agents import AgentIdentity, AgentRecord, AgentState, ClockOffset, Health
@@ -105,10 +105,16 @@ class BadReport(ValueError):
     """An agent's report that its job cannot hold; refused before it costs anything."""
 
 
-def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limits: ReportLimits) -> JobReport:
+def report_from_proto(
+    agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limits: ReportLimits, *, counts_only: bool = False
+) -> JobReport:
     """The report decoded, once its shape is checked against `limits` (rows and histogram
     sizes first, so a hostile report costs no decoding). The agent's `*`/`*` row becomes the
-    report's total (computed here when an agent did not send one)."""
+    report's total (computed here when an agent did not send one).
+
+    `counts_only`: the report's interval is closed, so it is counted as late or dropped as a
+    resend, never merged: its histograms are not decoded (most of the cost of a report, and
+    what a controller catching up after falling behind has least time for)."""
     report = pb.report
     stats = report.stats
     if len(stats) > limits.max_rows:
@@ -123,7 +129,9 @@ def report_from_proto(agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limi
             if size > limits.max_histogram_bytes:
                 raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
     try:
-        if all(not s.latency_histogram and not s.waiting_histogram for s in stats):  # the agent's form: at once
+        if counts_only:
+            rows = [StatsRow.from_proto(s, EMPTY, EMPTY) for s in stats]
+        elif all(not s.latency_histogram and not s.waiting_histogram for s in stats):  # the agent's form: at once
             histograms = decode_buckets([s.latency_buckets for s in stats])
             waiting = decode_buckets([s.waiting_buckets for s in stats])
             rows = [StatsRow.from_proto(s, h, w) for s, h, w in zip(stats, histograms, waiting)]
