@@ -8,10 +8,9 @@ import functools
 import logging
 import time
 
-from loadfleet.controller.pipeline import RunPipeline
-from loadfleet.controller.plan import parse_plan
 from loadfleet.controller.publisher import Publisher
 from support.streamdata import closed, row, window
+from support.streamdata import pipeline as run_pipeline
 
 STEP = window(start_ms=0, seconds=100)
 
@@ -99,18 +98,9 @@ async def test_a_step_that_raises_costs_its_interval_only_and_its_reports_are_no
     assert "the interval at 0 ms could not be published" in caplog.text
 
 
-PLAN = """
-name: t
-duration_s: 100
-targets: [{url: "http://t:1"}]
-workload: {requests: [{name: r, path: /}]}
-load: {model: closed, clients: 1}
-"""
-
-
 @in_a_loop
 async def test_an_agents_use_counts_each_interval_once_whether_queued_or_published(tmp_path):
-    pipeline = RunPipeline("run-1", parse_plan(PLAN), tmp_path, heartbeat_ms=1000, sinks=[], on_stop=lambda r: None)
+    pipeline = run_pipeline(tmp_path)
     pipeline.start(agents=["a"], hostnames=[], clock_offsets_ms={})
     pipeline._publisher._slice_s = 0.0  # a step a slice
     pipeline.publish(closed(STEP, 0, a=[row(5)]), late={})

@@ -12,12 +12,10 @@ import json
 import pytest
 
 from loadfleet.controller.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
-from loadfleet.controller.pipeline import RunPipeline
-from loadfleet.controller.plan import parse_plan
 from loadfleet.controller.recovery import recover
 from loadfleet.controller.rundir import RunDirWriter, store_artifact_chunk, write_atomic
 from loadfleet.controller.rundisk import AppendFile, DiskTrouble, describe_disk
-from support.streamdata import closed, interval, row, window
+from support.streamdata import closed, interval, pipeline, row, window
 from support.tmpfs import fill, small_disk
 
 
@@ -114,19 +112,6 @@ class FullFile:
 
     def close(self):
         self.closed = True
-
-
-PLAN = """
-name: t
-duration_s: 100
-targets: [{url: "http://t:1"}]
-workload: {requests: [{name: r, path: /}]}
-load: {model: closed, clients: 1}
-"""
-
-
-def pipeline(run_dir):
-    return RunPipeline("run-1", parse_plan(PLAN), run_dir, heartbeat_ms=1000, sinks=[], on_stop=lambda reason: None)
 
 
 def test_a_controller_that_takes_the_run_over_leaves_a_file_cut_short_as_it_is(tmp_path):

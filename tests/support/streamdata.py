@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 from loadfleet.controller.jobs import JobReport
+from loadfleet.controller.pipeline import RunPipeline
+from loadfleet.controller.plan import parse_plan
 from loadfleet.controller.stream import AgentRows, FinalInterval, StepWindow
 from loadfleet.controller.window import ClosedInterval, HeldReport
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, total_row
 
 JOB = "run-1"
+
+# One target, one request: the smallest plan a pipeline can run.
+PLAN = """
+name: t
+duration_s: 100
+targets: [{url: "http://t:1"}]
+workload: {requests: [{name: r, path: /}]}
+load: {model: closed, clients: 1}
+"""
+
+
+def pipeline(run_dir) -> RunPipeline:
+    """A run's pipeline for PLAN, writing to `run_dir`, without sinks."""
+    return RunPipeline("run-1", parse_plan(PLAN), run_dir, heartbeat_ms=1000, sinks=[], on_stop=lambda reason: None)
 
 
 def window(name: str = "main", start_ms: int = 10_000, seconds: int = 10, **changes) -> StepWindow:
@@ -70,4 +86,4 @@ def interval(step: StepWindow, start_ms: int, **agents: list[StatsRow]) -> Final
     return closed(step, start_ms, **agents).merged()
 
 
-__all__ = ["AgentRows", "closed", "interval", "report", "row", "window"]
+__all__ = ["PLAN", "AgentRows", "closed", "interval", "pipeline", "report", "row", "window"]

@@ -26,7 +26,7 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
+from loadfleet.wire.stats import StatsRow, merge_rows, total_row
 
 from .jobs import JobReport
 from .stream import AgentRows, FinalInterval, StepWindow
@@ -77,13 +77,12 @@ class ClosedInterval:
         agents = tuple(AgentRows(a, self.reports[a].rows, self.reports[a].total) for a in sorted(self.reports))
         by_key = merge_rows(row for a in agents for row in a.rows)
         cluster = tuple(by_key[key] for key in sorted(by_key))
-        total = merge_rows(cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
         return FinalInterval(
             step=self.step,
             start_ms=self.start_ms,
             agents=agents,
             cluster=cluster,
-            total=total,
+            total=total_row(cluster),
             missing=self.missing,
             lost=self.lost,
         )
