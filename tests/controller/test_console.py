@@ -62,14 +62,14 @@ def test_the_progress_line_counts_agents_lost_and_missing():
 
 
 def test_a_fleets_shares_are_summed_up_not_listed():
+    from loadfleet.controller.announcements import shares_described
     from loadfleet.controller.load import Load
-    from loadfleet.controller.run import _shares_described
     from loadfleet.controller.scheduler import split_over_engines
 
     shares = split_over_engines(Load("closed", clients=250), 0, [(f"a{i}", 2) for i in range(63)])
-    assert _shares_described(shares) == "126 engines; from 2 clients to 4 clients an agent"
+    assert shares_described(shares) == "126 engines; from 2 clients to 4 clients an agent"
     few = split_over_engines(Load("closed", clients=4), 0, [("a1", 1), ("a2", 1)])
-    assert _shares_described(few) == "a1: 2 clients, a2: 2 clients"
+    assert shares_described(few) == "a1: 2 clients, a2: 2 clients"
 
 
 def test_the_progress_line_shows_an_interval_that_measures_the_generators():

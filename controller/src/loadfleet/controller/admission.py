@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import PurePosixPath
 
 from loadfleet.wire.allowlist import MAX_ENTRIES, AllowList, AllowListError, Verdict
 
 from .agents import AgentIdentity, AgentRecord, AgentRegistry, AgentState
-from .errors import PlanError, Problem
+from .errors import NotEnoughAgents, PlanError, Problem
 from .plan import Plan
 from .sinks.influx import InfluxConfig
 
@@ -69,6 +71,28 @@ def refused_targets(identity: AgentIdentity, plan: Plan) -> list[int]:
 def may_run(record: AgentRecord, plan: Plan) -> bool:
     """Whether the agent may take a share of the plan, as far as the controller can tell."""
     return not refused_targets(record.identity, plan) and not _project_refused(record.identity, plan)
+
+
+async def choose_agents(registry: AgentRegistry, plan: Plan, *, stopping: Callable[[], bool]) -> list[AgentRecord]:
+    """The idle agents that may run `plan` (as many as it asks for, or all), marked busy for
+    the whole run; waits up to `agents.wait_s` for them unless `stopping()` says otherwise.
+    Raises NotEnoughAgents."""
+    selection = plan.agents
+    wanted = selection.count or 1
+    deadline = time.monotonic() + selection.wait_s
+    while True:
+        idle = [r for r in registry.idle(selection.matches) if may_run(r, plan)]
+        if len(idle) >= wanted:
+            chosen = idle[:wanted] if selection.count else idle
+            for record in chosen:  # held for every step of the run
+                record.state = AgentState.BUSY
+            return chosen
+        if time.monotonic() >= deadline or stopping():
+            raise NotEnoughAgents(
+                f"needed {wanted} idle agent(s) matching {dict(selection.labels) or 'any labels'}, "
+                f"found {len(idle)} after {selection.wait_s:g} s"
+            )
+        await registry.wait_changed(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
 def reach_problems(plan: Plan, candidates: list[AgentIdentity]) -> list[Problem]:

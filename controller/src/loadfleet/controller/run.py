@@ -28,8 +28,8 @@ from pathlib import Path
 
 from loadfleet.wire.stats import TOTAL
 
-from . import steps
-from .admission import may_run
+from . import announcements, steps
+from .admission import choose_agents
 from .agents import AgentRecord, AgentRegistry, AgentState, Health
 from .analysis import analyze, knee_search
 from .codec import to_doc
@@ -102,20 +102,6 @@ class _StepRun:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-# Up to this many agents, an event names each one's share; beyond, it gives their range.
-LISTED_SHARES = 8
-
-
-def _shares_described(shares) -> str:
-    """Each agent's share, or for a fleet the range of shares (its details are in the journal)."""
-    if len(shares) <= LISTED_SHARES:
-        return ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
-    ordered = sorted(shares, key=lambda s: (s.load.clients, s.load.rate, s.load.users))
-    low, high = ordered[0].load.describe(), ordered[-1].load.describe()
-    engines = f"{sum(len(s.engines) for s in shares)} engines; "
-    return engines + (f"{low} each agent" if low == high else f"from {low} to {high} an agent")
 
 
 class Run:
@@ -228,25 +214,21 @@ class Run:
         return await self._conclude(self._from_the_start())
 
     async def _from_the_start(self) -> str:
-        chosen = await self._choose_agents()
+        chosen = await choose_agents(self._registry, self.plan, stopping=lambda: self._stop_requested)
+        self._hostnames = {r.identity.hostname for r in chosen}
         self._agents = [r.agent_id for r in chosen]
         self._clock_offsets_ms = {r.agent_id: r.clock.offset_ms for r in chosen if r.clock}
         self._pipeline.start(
             agents=self._agents, hostnames=sorted(self._hostnames), clock_offsets_ms=self._clock_offsets_ms
         )
         self.state = RunState.RUNNING
-        for r in chosen:  # its times are converted; its own logs' are not
+        for r in chosen:
             if r.clock and abs(r.clock.offset_ms) > CLOCK_OFFSET_LIMIT_MS:
-                self._emit(
-                    Event(
-                        EventKind.CLOCK_OFFSET,
-                        f"agent {r.agent_id}'s clock is {r.clock.describe()}: its "
-                        "barrier and intervals are converted, its own logs' times are not",
-                        r.agent_id,
-                    )
-                )
+                self._emit(announcements.clock_offset(r.agent_id, r.clock))
         if self.plan.sweep:
-            self._emit(Event(EventKind.RUN_STARTED, self._sweep_description()))
+            self._emit(
+                Event(EventKind.RUN_STARTED, announcements.sweep_started(self.run_id, self.plan, len(self._agents)))
+            )
         await self._run_steps(self._specs)
         return ""
 
@@ -286,16 +268,7 @@ class Run:
             step = self._step
             if step is not None and step.window.name not in self._late_told:  # once a step: a fleet can be late at once
                 self._late_told.add(step.window.name)
-                self._emit(
-                    Event(
-                        EventKind.LATE_REPORTS,
-                        f"step {step.window.name}: agent {report.agent_id}'s report of "
-                        f"{time.strftime('%H:%M:%S', time.localtime(report.interval_start_ms / 1000))} came "
-                        "after the interval was published without it; late requests are counted per agent in "
-                        "the summary's late_requests, not in the intervals",
-                        report.agent_id,
-                    )
-                )
+                self._emit(announcements.late_reports(step.window.name, report.agent_id, report.interval_start_ms))
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
         step = self._step
@@ -412,25 +385,6 @@ class Run:
 
     # ---- phases ------------------------------------------------------------------
 
-    async def _choose_agents(self) -> list[AgentRecord]:
-        selection = self.plan.agents
-        wanted = selection.count or 1
-        deadline = time.monotonic() + selection.wait_s
-        while True:
-            idle = [r for r in self._registry.idle(selection.matches) if may_run(r, self.plan)]
-            if len(idle) >= wanted:
-                chosen = idle[:wanted] if selection.count else idle
-                for record in chosen:  # held for every step of the run
-                    record.state = AgentState.BUSY
-                self._hostnames = {r.identity.hostname for r in chosen}
-                return chosen
-            if time.monotonic() >= deadline or self._stop_requested:
-                raise NotEnoughAgents(
-                    f"needed {wanted} idle agent(s) matching {dict(selection.labels) or 'any labels'}, "
-                    f"found {len(idle)} after {selection.wait_s:g} s"
-                )
-            await self._registry.wait_changed(min(0.5, max(0.0, deadline - time.monotonic())))
-
     async def _run_steps(self, specs: list[StepSpec]) -> None:
         for i, spec in enumerate(specs):
             if (
@@ -492,23 +446,8 @@ class Run:
             assert record is not None and record.link is not None  # as `agents` above: nothing awaited since
             record.link.assign(assignment)
             self._registry.hold(share.agent_id, plan.agents.lease_s)
-        self._emit(self._step_started_event(spec, plan, shares))
+        self._emit(announcements.step_started(self.run_id, self.plan, spec, plan, shares))
         await self._collect(step)
-
-    def _step_started_event(self, spec: StepSpec, plan: Plan, shares) -> Event:
-        split = _shares_described(shares)
-        if self.plan.sweep:
-            return Event(
-                EventKind.STEP_STARTED,
-                f"step {spec.name}: {plan.load.describe()} on "
-                f"{spec.servers} server(s) for {plan.duration_s:g} s ({split})",
-            )
-        budget = f", {plan.max_requests} requests at most" if plan.max_requests else ""
-        return Event(
-            EventKind.RUN_STARTED,
-            f"run {self.run_id}: {plan.load.describe()} on {len(shares)} agent(s) "
-            f"({split}) for {plan.duration_s:g} s{budget}",
-        )
 
     async def _collect(self, step: _StepRun, *, not_before_ms: int = 0) -> None:
         """Waits for every agent to end its share (or the deadline, not before
@@ -621,7 +560,13 @@ class Run:
         await self._pipeline.published()
         if not self.state.ended:
             self.state = self._final_state()
-        message = self._final_message(message)
+        message = announcements.closing_message(
+            message,
+            failed=self.state is RunState.FAILED,
+            abort=self._losses.abort,
+            stop=self._stop_reason,
+            results=self._results,
+        )
         self.finished_ms = self._clock_ms()
         for agent_id in self._agents:
             record = self._registry.get(agent_id)
@@ -633,21 +578,6 @@ class Run:
         self.summary = self._summarize(message)
         self.summary = await self._pipeline.finish(self.summary, self.state.value)
         return self.summary
-
-    def _final_message(self, message: str) -> str:
-        if not message and self._losses.abort:
-            message = self._losses.abort
-        if not message and self.state is RunState.FAILED:
-            message = "no agent finished its share"
-        if not message and self._stop_reason:
-            message = f"stopped by a stop condition: {self._stop_reason.text}"
-        failed_steps = [r.name for r in self._results if r.state is StepState.FAILED]
-        if failed_steps and self.state is not RunState.FAILED:
-            # The run goes on past a step no agent finished, but its figures are missing or partial.
-            message = "; ".join(
-                filter(None, [message, f"step(s) {', '.join(failed_steps)} failed: no agent finished its share"])
-            )
-        return message
 
     def _summarize(self, message: str) -> RunSummary:
         sweep = self.plan.sweep
@@ -689,20 +619,6 @@ class Run:
         if self._losses.abort or not (self._outcomes.get(JobState.FINISHED) or self._outcomes.get(JobState.STOPPED)):
             return RunState.FAILED
         return RunState.STOPPED if self._stop_requested or self._stop_reason else RunState.FINISHED
-
-    def _sweep_description(self) -> str:
-        sweep = self.plan.sweep
-        assert sweep is not None  # described for sweeps only
-        level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[
-            self.plan.load.model
-        ]
-        servers = f" on {', '.join(map(str, sweep.servers))} server(s)" if sweep.servers else ""
-        repeat = f", each {sweep.repeat} times" if sweep.repeat > 1 else ""
-        return (
-            f"run {self.run_id}: sweep of {sweep.total_steps} steps of {sweep.step_s:g} s "
-            f"({', '.join(f'{v:g}' for v in sweep.levels)} {level}{servers}{repeat}; "
-            f"warm-up {sweep.warmup_s:g} s) on {len(self._agents)} agent(s)"
-        )
 
     # ---- publishing --------------------------------------------------------------
 
