@@ -114,6 +114,14 @@ def test_missing_data_is_not_evaluable_and_says_why():
     assert evaluate_findings([finding(STATIC_REDUCTION, ">=", 0.5)], [])[0].reason == "no stored runs"
 
 
+def test_naming_the_best_of_a_cell_the_runs_lack_is_not_evaluable():
+    """Without IIS the runs' best is some other setup: that does not say IIS is not the best."""
+    absent = verdict("argmax(mean_ms[page=static,users=max], over=setup)", "==", "iis", lb_study())
+    assert absent.status is Status.NOT_EVALUABLE and "'iis'" in absent.reason
+    present = verdict("argmax(mean_ms[page=static,users=max], over=setup)", "==", "varnish", lb_study())
+    assert present.status in (Status.HOLDS, Status.FAILS)
+
+
 def test_a_selector_that_leaves_cells_open_is_not_evaluable():
     result = verdict(
         "ratio(mean_ms[setup=varnish,page=static], mean_ms[setup=haproxy,page=static])", "<", 1, lb_study()

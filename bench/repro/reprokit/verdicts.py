@@ -56,6 +56,10 @@ def _verdict_of(finding: Finding, observations: list[Observation]) -> tuple[Stat
             value = value.scalar()
     except (NotEvaluable, MetricSyntaxError) as exc:
         return Status.NOT_EVALUABLE, None, str(exc)
+    if isinstance(finding.threshold, str) and not any(
+        same(v, finding.threshold) for o in observations for v in o.vars.values()
+    ):  # "is IIS the best?" asked of runs without IIS: the runs' best cannot answer it
+        return Status.NOT_EVALUABLE, value, f"no run has {finding.threshold!r} (the lab has no such cell)"
     holds = compare(value, finding.comparison, finding.threshold)
     return (Status.HOLDS if holds else Status.FAILS), value, ""
 
