@@ -1,6 +1,6 @@
 """The database-backed pages under a short real load: PHP-FPM (behind nginx and behind
 Apache) on the lab's MariaDB. Only 2xx; what a page shows is what the database holds; every
-update request changed exactly one row."""
+update request changed exactly its rows."""
 
 import html
 import re
@@ -9,7 +9,15 @@ import urllib.request
 
 import pytest
 
-from loadfleet.targets.dbpages import CATEGORY_ITEMS, CATEGORY_PAGE, CATEGORY_SQL, ITEM_PAGE, ITEM_SQL, UPDATE_PAGE
+from loadfleet.targets.dbpages import (
+    CATEGORY_ITEMS,
+    CATEGORY_PAGE,
+    CATEGORY_SQL,
+    CATEGORY_UPDATE_PAGE,
+    ITEM_PAGE,
+    ITEM_SQL,
+    UPDATE_PAGE,
+)
 from loadfleet.targets.lab import Lab, parse_spec
 
 ITEMS, CATEGORIES = 2000, 20
@@ -99,6 +107,22 @@ def test_every_update_request_changes_one_row(lab, run_load):
     hits = int(db.query("SELECT hits FROM items WHERE id = 5")[0][0])
     assert '<p id="updated">1</p>' in fetch(f"{lab.server('shop-nginx').url}{UPDATE_PAGE}?id=5")
     assert db.query("SELECT hits FROM items WHERE id = 5") == [[str(hits + 1)]]
+
+
+def test_every_category_update_changes_every_item_of_its_category(lab, run_load):
+    """Items cycle through the categories, so each category holds ITEMS / CATEGORIES of them."""
+    db = lab.server("db")
+    per_category = ITEMS // CATEGORIES
+    before = int(db.query("SELECT SUM(hits) FROM items")[0][0])
+    summary = run_load([s.url for s in shops(lab)], requests=[{"path": CATEGORY_UPDATE_PAGE}], duration_s=1)
+    assert only_2xx(summary), summary["total"]
+    requests = summary["total"]["figures"]["requests"]
+    assert int(db.query("SELECT SUM(hits) FROM items")[0][0]) - before == requests * per_category > 0
+    hits = db.query("SELECT id, hits FROM items WHERE category_id = 7 ORDER BY id")
+    assert f'<p id="updated">{per_category}</p>' in fetch(f"{lab.server('shop-apache').url}{CATEGORY_UPDATE_PAGE}?id=7")
+    assert db.query("SELECT id, hits FROM items WHERE category_id = 7 ORDER BY id") == [
+        [item, str(int(count) + 1)] for item, count in hits
+    ]
 
 
 @pytest.mark.parametrize("query", ["?id=0", f"?id={ITEMS + 1}", "?id=abc", "?id=-3"])

@@ -4,6 +4,10 @@ by a `PhpServer` (PHP-FPM, mysqli) from a `MariaDbServer` of the lab (see mariad
     /item.php?id=N        one row of one table, by primary key
     /category.php?id=N    a join: the category's name and its first 50 items
     /update.php?id=N      a write: items.hits + 1 for one row (autocommit)
+    /category-update.php?id=N
+                          a write over both tables: items.hits + 1 for every item of the
+                          category (a join UPDATE, one transaction); requests for the same
+                          category wait on each other's row locks
 
 Without `?id=` each request picks a random row, so load spreads over the table; an id out of
 range or not a number is a 400. Each table row of a page is `<tr><td>col</td>...</tr>` in the
@@ -18,7 +22,8 @@ from pathlib import Path
 from .mariadb import DATABASE, PASSWORD, USER, MariaDbServer
 
 ITEM_PAGE, CATEGORY_PAGE, UPDATE_PAGE = "/item.php", "/category.php", "/update.php"
-DB_PAGES = (ITEM_PAGE, CATEGORY_PAGE, UPDATE_PAGE)
+CATEGORY_UPDATE_PAGE = "/category-update.php"
+DB_PAGES = (ITEM_PAGE, CATEGORY_PAGE, UPDATE_PAGE, CATEGORY_UPDATE_PAGE)
 CATEGORY_ITEMS = 50
 # The queries, also for tests that check a page against the database.
 ITEM_SQL = "SELECT id, category_id, name, price_cents, stock FROM items WHERE id = ?"
@@ -27,6 +32,7 @@ CATEGORY_SQL = (
     f"WHERE c.id = ? ORDER BY i.id LIMIT {CATEGORY_ITEMS}"
 )
 UPDATE_SQL = "UPDATE items SET hits = hits + 1 WHERE id = ?"
+CATEGORY_UPDATE_SQL = "UPDATE items i JOIN categories c ON c.id = i.category_id SET i.hits = i.hits + 1 WHERE c.id = ?"
 
 _COMMON = """<?php
 // Written by the lab: where the database is, and what every page shares.
@@ -102,7 +108,7 @@ echo "<!DOCTYPE html>\\n<html><head><title>category $id</title></head><body>\\n"
 
 _UPDATE = """<?php
 require __DIR__ . '/db.php';
-$id = lf_id(LF_ITEMS);
+$id = lf_id(%(max)s);
 $updated = lf_query('%(sql)s', $id)->affected_rows;
 echo "<!DOCTYPE html>\\n<html><head><title>update $id</title></head><body>\\n",
      "<p id=\\"updated\\">$updated</p>\\n</body></html>\\n";
@@ -123,12 +129,23 @@ def write_db_pages(app: Path, database: MariaDbServer) -> None:
             "categories": database.categories,
         }
     )
-    for page, source, sql in (
-        (ITEM_PAGE, _ITEM, ITEM_SQL),
-        (CATEGORY_PAGE, _CATEGORY, CATEGORY_SQL),
-        (UPDATE_PAGE, _UPDATE, UPDATE_SQL),
+    for page, source, sql, ids in (
+        (ITEM_PAGE, _ITEM, ITEM_SQL, "LF_ITEMS"),
+        (CATEGORY_PAGE, _CATEGORY, CATEGORY_SQL, "LF_CATEGORIES"),
+        (UPDATE_PAGE, _UPDATE, UPDATE_SQL, "LF_ITEMS"),
+        (CATEGORY_UPDATE_PAGE, _UPDATE, CATEGORY_UPDATE_SQL, "LF_CATEGORIES"),
     ):
-        (app / page.lstrip("/")).write_text(source % {"sql": sql})
+        (app / page.lstrip("/")).write_text(source % {"sql": sql, "max": ids})
 
 
-__all__ = ["CATEGORY_PAGE", "CATEGORY_SQL", "DB_PAGES", "ITEM_PAGE", "ITEM_SQL", "UPDATE_PAGE", "write_db_pages"]
+__all__ = [
+    "CATEGORY_PAGE",
+    "CATEGORY_SQL",
+    "CATEGORY_UPDATE_PAGE",
+    "CATEGORY_UPDATE_SQL",
+    "DB_PAGES",
+    "ITEM_PAGE",
+    "ITEM_SQL",
+    "UPDATE_PAGE",
+    "write_db_pages",
+]
