@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -31,17 +32,34 @@ DEFAULT_EVIDENCE = REPO / "docs" / "reproductions"
 DEFAULT_FINDINGS = DEFAULT_EVIDENCE / "findings.yaml"
 DEFAULT_REPEAT = 3
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT, EXIT_NO_EVIDENCE = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C
 
 
 def log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _interrupt(signum, frame) -> None:
+    # Once: a second signal must not cut the labs' teardown short (SIGKILL still does).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def stop_like_ctrl_c() -> None:
+    """SIGTERM and SIGINT stop a run as Ctrl-C does: the run in progress is killed and the labs
+    come down. Without this a background job (started with `&`, so SIGINT ignored) could only be
+    killed, leaving its labs' servers up."""
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Run a study's reproduction on the lab (servers interleaved, repeated), store each run's "
         "summary.json/steps.csv under docs/reproductions/<study>/, and evaluate the study's findings.",
-        epilog="exit status: 0 evaluated, 1 a lab or run failed, 2 bad input, 3 no stored runs. "
+        epilog="exit status: 0 evaluated, 1 a lab or run failed, 2 bad input, 3 no stored runs, "
+        "130 interrupted (SIGINT or SIGTERM: the run in progress is killed, the labs come down). "
         "example: reproduce.py 001 --repeat 2 --tables",
     )
     parser.add_argument("study", choices=sorted(STUDIES) + ["all"], help="study id (000..004) or all")
@@ -126,6 +144,9 @@ def main(argv=None) -> int:
         for study_id in studies:
             try:
                 failures = run_study(STUDIES[study_id], options, log)
+            except KeyboardInterrupt:
+                log(f"reproduce: study {study_id} interrupted; the runs it finished are stored")
+                return EXIT_INTERRUPTED
             except (RunnerError, OSError) as exc:
                 log(f"reproduce: study {study_id}: {exc}")
                 failures = [str(exc)]
@@ -162,4 +183,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    stop_like_ctrl_c()
     sys.exit(main())

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
+import subprocess
+import sys
 
 import pytest
 from reprokit.evidence import read_observations, stored_runs
@@ -13,7 +16,7 @@ from reprokit.studies import STUDIES
 from reprokit.tables import study_tables
 from reprokit.verdicts import evaluate_findings
 
-from support.procs import REPO
+from support.procs import REPO, program
 
 EVIDENCE = REPO / "docs" / "reproductions"
 
@@ -60,3 +63,51 @@ def test_json_output(capsys):
     assert cli.main(["001", "--evaluate-only", "--json"]) in (cli.EXIT_OK, cli.EXIT_NO_EVIDENCE)
     document = json.loads(capsys.readouterr().out)
     assert document["study"] == "001" and len(document["verdicts"]) == 12
+
+
+def test_a_signal_stops_a_study_in_the_background_and_brings_its_lab_down(tmp_path):
+    """A study started as a background job (SIGINT ignored, as a shell does for `&`) and sent
+    SIGINT while its first run is under way: exit 130, the run killed, the lab down, and a
+    SIGTERM during the teardown does not cut it short."""
+    study = STUDIES["003"]  # the quickest lab to start: Apache worker and Yaws
+    state_dir = REPO / study.labs[0].state_dir
+    command = [
+        sys.executable,
+        str(REPO / "bench" / "repro" / "reproduce.py"),
+        "003",
+        "--repeat",
+        "1",
+        "--evidence-dir",
+        str(tmp_path / "evidence"),
+        "--work-dir",
+        str(tmp_path / "work"),
+    ]
+    ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            output = []
+            for line in proc.stderr:
+                output.append(line)
+                if line.startswith("[study 003 pass 1/1"):  # the lab is up, a run started
+                    break
+            proc.send_signal(signal.SIGINT)
+            output.append(proc.stderr.readline())  # "lab down: ...": the teardown has begun
+            proc.terminate()
+            _, rest = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            status = subprocess.run(
+                [program("loadfleet-lab"), "status", "--state-dir", str(state_dir)], capture_output=True, text=True
+            )
+            # the lab down whatever happened; its status was read first, for the assertion below
+            subprocess.run([program("loadfleet-lab"), "down", "--state-dir", str(state_dir)], capture_output=True)
+    text = "".join(output) + rest
+    assert proc.returncode == 130, text
+    assert f"lab down: {study.labs[0].state_dir}" in text and "interrupted" in text
+    assert "no lab in this state directory" in status.stdout + status.stderr, status.stdout
+    assert not list((tmp_path / "evidence").glob("003/*/summary.json"))  # the killed run is not stored
