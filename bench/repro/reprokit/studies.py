@@ -123,7 +123,8 @@ def _study_002() -> Study:
         level_vars=("clients",),
         generator_cpus="0",
         note="the paper's Apache ran on Windows XP and its (a)/(b) were scripts reading a file; ours "
-        "are static files, and (e) updates one row where the paper's query updated rows of a join",
+        "are static files, and (e) updates every item of a category over a join, where the paper gives "
+        "its query only as a conditional query over both tables that modifies rows",
     )
 
 
