@@ -6,14 +6,7 @@ from loadfleet.controller.agents import AgentRegistry
 from loadfleet.controller.events import Event, EventKind
 from loadfleet.controller.plan import parse_plan
 from loadfleet.controller.run import Run
-
-PLAN = """
-name: events
-duration_s: 1
-targets: [{url: "http://127.0.0.2:8080"}]
-workload: {requests: [{name: home, path: /}]}
-load: {model: closed, clients: 1}
-"""
+from support.streamdata import PLAN
 
 
 class Points:
