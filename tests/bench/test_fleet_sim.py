@@ -87,6 +87,11 @@ def test_every_interval_arrives_complete_and_is_measured(bench):
     if fleet["controller_instances"]:
         assert fleet["ack_latency"]["count"] > 0 and fleet["counters"]["outbox_outstanding_at_end"] == 0
     assert fleet["counters"]["outbox_dropped"] == 0
+    # The controller's own share of the lateness: its event loop, sampled every second of the run.
+    loop = summary["controller_loop"]
+    assert loop["samples"] >= DURATION_S - 1 and loop["agents_max"] == AGENTS
+    assert loop["loop_lag_max_ms"] >= loop["loop_lag_p99_ms"] >= loop["loop_lag_p50_ms"] >= 0
+    assert "controller's own event-loop lag (worst per second" in log
     assert "| controller |" in log and result["command"].startswith("bench/fleet/bench.py --agents 20")
 
 

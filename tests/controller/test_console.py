@@ -38,6 +38,7 @@ def test_the_summary_says_what_was_lost_and_what_came_late():
     from loadfleet.controller.console import summary_table
     from loadfleet.controller.losses import Loss
     from loadfleet.controller.plan import LossPolicy
+    from loadfleet.controller.selfwatch import ControllerLoad
     from loadfleet.v1 import run_pb2
 
     loss = Loss("main", "a2", None, 0, LossPolicy.REDISTRIBUTE, "600/s", 5700, 2408, taken_by=1, moved_load=True)
@@ -46,6 +47,12 @@ def test_the_summary_says_what_was_lost_and_what_came_late():
     assert "lost in step main: agent a2 lost: its share (600/s) and 5,700 requests of its budget went to 1" in text
     assert "late: 1,234 requests" in text
     assert "lost in" not in summary_table(summary, {}) and "late:" not in summary_table(summary, {})
+    load = ControllerLoad(60, 1.5, 12.0, 640.0, 1, 35.0, 80.0, 180.0, 63)
+    assert summary_table(summary, {"controller": to_doc(load)}).endswith(
+        "controller: event-loop lag p50 2 ms, p99 12 ms, max 640 ms (1 second(s) 500 ms late or more: heartbeats "
+        "and renewals waited); CPU mean 35 %, max 80 % of a core; RSS max 180 MB; up to 63 agents connected "
+        "(60 s sampled)"
+    )
     lines = steps_table({"steps": [{**step("s1", "finished"), "losses": 2}]}).splitlines()
     assert lines[1].endswith("2 share(s) lost")
 

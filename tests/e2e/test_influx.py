@@ -169,6 +169,9 @@ def check_panel(title, series, *, total, steps, agents, targets):
         assert sorted(s["tags"]["agent"] for s in series) == agents
         if title == "Requests by agent":
             assert sum(r["sum"] for s in series for r in values(s)) == total
+    elif title.startswith("Controller"):  # the controller's samples, a second apart, during the run
+        rows = [r for s in series for r in values(s) if r["max"] is not None]
+        assert len(rows) >= 5 and all(r["max"] >= 0 for r in rows)
     elif title == "Steps":
         rows = {s["tags"]["step"]: values(s)[0] for s in series}
         assert sorted(rows) == sorted(steps)

@@ -36,7 +36,15 @@ def test_local_run_against_nginx(webs, docroot, tmp_path):
     summary = json.loads(result.stdout)
     assert sorted(a["name"] for a in summary["agents"]) == ["local-1", "local-2"]
     assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs) > 0
-    assert (tmp_path / "runs" / summary["run_id"] / "intervals.csv").exists()
+    run_dir = tmp_path / "runs" / summary["run_id"]
+    assert (run_dir / "intervals.csv").exists()
+    # The controller watched itself: a sample a second in controller.csv, summed up in the summary.
+    controller = summary["controller"]
+    samples = (run_dir / "controller.csv").read_text().splitlines()[1:]
+    assert controller["samples"] == len(samples) >= 2
+    assert 0 <= controller["loop_lag_p50_ms"] <= controller["loop_lag_max_ms"] < 500
+    assert controller["agents_max"] == 3 and controller["rss_max_mb"] > 10
+    assert "Controller: event-loop lag" in (run_dir / "report.html").read_text()
     # --monitor: one more local agent watched this host and its nginx processes, taking no load.
     [host] = summary["hosts"]
     assert host["host"] == "local-host" and host["targets"] == [web.url for web in webs]

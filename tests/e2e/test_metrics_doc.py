@@ -15,10 +15,12 @@ from loadfleet.controller.events import Event, EventKind
 from loadfleet.controller.figures import figures_of
 from loadfleet.controller.genbound import GeneratorHealth
 from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.selfwatch import ControllerRecorder, ControllerSample
 from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.sinks.output import InfluxOutput
 from loadfleet.controller.sinks.points import (
     agent_point,
+    controller_point,
     drift_point,
     event_point,
     host_points,
@@ -143,6 +145,7 @@ def fill(influx) -> None:
     output = InfluxOutput(RUN_ID, [Collect(points)])  # the run's own stream into points
     drift = Drift(interval_ms=1000, emit=output.on_drift)
     generators = GeneratorHealth(1000)
+    controller = ControllerRecorder(emit=output.on_event)
     step = window("main", start_ms=start_ms, seconds=10)
     for i in range(10):
         at = start_ms + i * 1000
@@ -165,6 +168,9 @@ def fill(influx) -> None:
         drift.on_interval(published)
         output.on_host(step, "web1", WEB_HOST, _host_sample(at + 900))
         output.on_host(step, "lb1", LB_HOST, _lb_sample(at + 900, i))
+        sample = ControllerSample(at + 1000, loop_lag_ms=700.0 if i == 4 else 2.0, cpu_pct=30.0, rss_mb=90.0, agents=2)
+        output.on_controller(sample)
+        controller.on_controller(sample)  # its stall becomes a controller_stalled event
     total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
     points.append(
         step_point(
@@ -233,6 +239,9 @@ def all_points() -> dict:
         )[0],
         "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(busiest_engine_wait_pct=3.0), at_ms=0),
         "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
+        "controller": controller_point(
+            run_id=RUN_ID, sample=ControllerSample(0, loop_lag_ms=1.0, cpu_pct=5.0, rss_mb=80.0, agents=1)
+        ),
         "step": step_point(
             run_id=RUN_ID,
             step="main",
@@ -296,6 +305,7 @@ def test_the_doc_has_examples_of_every_measurement():
         "step_host_counter",
         "drift",
         "step_target",
+        "controller",
     ):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 

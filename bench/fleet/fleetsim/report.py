@@ -189,6 +189,17 @@ def fleet_figures(sims: list[dict]) -> dict:
     }
 
 
+def controller_loop_note(loop: dict) -> str:
+    if not loop:
+        return "controller's own event-loop lag: not reported (a controller from before selfwatch.py)"
+    lag = ", ".join(f"{p} {loop[f'loop_lag_{p}_ms']:.0f} ms" for p in ("p50", "p99", "max"))
+    return (
+        f"controller's own event-loop lag (worst per second, {loop['samples']} s): {lag}, "
+        f"{loop['stalls']} second(s) ≥ 500 ms; its CPU mean {loop['cpu_mean_pct']:.0f} %, "
+        f"RSS max {loop['rss_max_mb']:.0f} MB"
+    )
+
+
 def summarize_run(
     *,
     agents: int,
@@ -239,6 +250,9 @@ def summarize_run(
             "after_run_kb": rss_after_run_kb,
         },
         "publish_lag": lag_figures(checks),
+        # The controller's own event-loop lag (its worst per second, selfwatch.py): the share of
+        # renewal lateness that is the controller's, apart from the simulators' and the network's.
+        "controller_loop": record.controller,
         "fleet": fleet,
         "checks": [asdict(c) for c in checks],
         "machine": {
@@ -290,6 +304,7 @@ def markdown(result: dict) -> str:
         f"renewal gap excess max {fleet['renewal_gap_excess']['max_ms']} ms; "
         f"acks {fleet['counters'].get('acks', 0)} (latency p99 {fleet['ack_latency']['p99_ms']} ms), "
         f"outbox drops {fleet['counters'].get('outbox_dropped', 0)}",
+        controller_loop_note(s.get("controller_loop") or {}),
         f"simulator: {fleet['sim_processes']} process(es), {fleet['sim_cpu_pct_per_agent']} % of a core per agent, "
         f"loop lag p99 {fleet['sim_loop_lag']['p99_ms']} ms, max {fleet['sim_loop_lag']['max_ms']} ms",
     ]

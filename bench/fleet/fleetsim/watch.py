@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -48,6 +49,8 @@ class RunRecord:
     message: str = ""
     summary_requests: int = 0
     finished_ms: int = 0
+    # The controller's view of its own event loop over the run (summary.json `controller`).
+    controller: dict = field(default_factory=dict)
     timed_out: bool = False
     # The watch broke off (e.g. the controller was killed): the gRPC status, else "".
     error: str = ""
@@ -119,3 +122,4 @@ async def _read_updates(stub: run_pb2_grpc.RunServiceStub, record: RunRecord) ->
             record.message = summary.message
             record.summary_requests = summary.total.requests
             record.finished_ms = now_ms
+            record.controller = json.loads(summary.summary_json or "{}").get("controller") or {}

@@ -111,9 +111,9 @@ def test_chromium_renders_the_report_with_every_plot(real_run, processes, tmp_pa
     report = real_run.run_dir / REPORT_FILE
     dom = chromium(processes, tmp_path, "--dump-dom", report.as_uri())
     assert f"loadfleet run {real_run.summary['run_id']}" in dom
-    assert dom.count('<svg class="chart"') == 6
-    # total rps, 4 percentiles, connect_refused, connections, 2 targets, 1 agent
-    assert dom.count("<polyline") >= 10
+    assert dom.count('<svg class="chart"') == 7
+    # total rps, 4 percentiles, connect_refused, connections, 2 targets, 1 agent, the controller's loop lag
+    assert dom.count("<polyline") >= 11
     for marker in ERROR_MARKERS:
         assert marker not in visible_text(dom)
     shot = tmp_path / "report.png"
@@ -144,6 +144,7 @@ TIME_CHARTS = [
     "Active connections (cluster)",
     "Requests/s by target",
     "Requests/s by agent",
+    "Controller: event-loop lag (the worst of each second)",
 ]
 
 

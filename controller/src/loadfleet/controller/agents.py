@@ -254,6 +254,10 @@ class AgentRegistry:
     def all(self) -> list[AgentRecord]:
         return sorted(self._agents.values(), key=lambda r: r.agent_id)
 
+    def connected(self) -> int:
+        """How many agents have a session now."""
+        return sum(1 for record in self._agents.values() if record.link is not None)
+
     def idle(self, labels: Callable[[dict[str, str]], bool] = lambda labels: True) -> list[AgentRecord]:
         return [
             r

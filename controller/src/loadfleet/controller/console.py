@@ -8,6 +8,7 @@ from loadfleet.v1 import run_pb2
 
 from .codec import from_doc
 from .losses import Loss
+from .selfwatch import ControllerLoad
 
 PROGRESS_HEADER = f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  {'errors':>7}"
 
@@ -74,6 +75,8 @@ def summary_table(s: run_pb2.RunSummary, doc: dict) -> str:
             f"late: {late:,} requests were reported after their interval was published; they are counted "
             "apart (summary.json's late_requests), not in the figures above"
         )
+    if doc.get("controller"):
+        lines.append("controller: " + from_doc(ControllerLoad, doc["controller"]).describe())
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
+from .selfwatch import ControllerSample, LoopProbe
 from .sinks import Sink
 from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
 from .sinks.spool import SpoolBusy
@@ -108,12 +109,15 @@ class Controller:
         self._runs: dict[str, Run | EndedRun] = {}
         self._tasks: set[asyncio.Task] = set()
         self._monitor: asyncio.Task | None = None
+        self._probe: asyncio.Task | None = None
 
     async def start(self) -> None:
         """Takes over or closes the runs an earlier controller left (before any agent can
-        connect), then watches agents."""
+        connect), then watches agents and its own event loop."""
         self._recover_runs()
         self._monitor = asyncio.create_task(self._watch_agents(), name="agent-monitor")
+        probe = LoopProbe(self._on_self_sample, agents=self.registry.connected)
+        self._probe = asyncio.create_task(probe.run(), name="loop-probe")
 
     def _recover_runs(self) -> None:
         for run_dir in interrupted_runs(self.runs_dir):
@@ -171,11 +175,11 @@ class Controller:
             run.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=CLOSE_TIMEOUT_S)
-        tasks = [t for t in (self._monitor, *self._tasks) if t]
+        tasks = [t for t in (self._monitor, self._probe, *self._tasks) if t]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._monitor = None
+        self._monitor = self._probe = None
         self._tasks.clear()
         self.registry.close_sessions()
 
@@ -284,6 +288,10 @@ class Controller:
                 run.on_host(agent_id, monitor, host)
             else:
                 run.on_health(agent_id, health)
+
+    def _on_self_sample(self, sample: ControllerSample) -> None:
+        for run in self._running():
+            run.on_controller(sample)
 
     def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
         """An agent dropped unsent messages of a job from its spool: the job's run says so."""

@@ -31,6 +31,7 @@ class EventKind(enum.Enum):
     ENGINE_FAILED = "engine_failed"  # an engine exited or fell silent during a job
     SPOOL_DROPPED = "spool_dropped"  # an agent's spool or the InfluxDB spool dropped its oldest data (spooldrops.py)
     DISK_FULL = "disk_full"  # a file of the run directory could not be written (rundisk.py)
+    CONTROLLER_STALLED = "controller_stalled"  # the controller's own event loop fell behind (selfwatch.py)
 
 
 @dataclass(frozen=True)

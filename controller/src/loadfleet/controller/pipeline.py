@@ -30,6 +30,7 @@ from .plan import Plan
 from .publisher import Publisher
 from .recovery import Recovered
 from .rundisk import DiskTrouble
+from .selfwatch import ControllerRecorder, ControllerSample
 from .sinks import Sink
 from .sinks.output import InfluxOutput
 from .steps import StepMeter, StepResult, StepSpec, StepState
@@ -72,6 +73,7 @@ class RunPipeline:
             multi_core_driver=plan.driver == "gatling",
         )
         self.hosts = HostRecorder(period_ms=heartbeat_ms)
+        self.controller_health = ControllerRecorder(emit=self.event)
         self._output = (
             InfluxOutput(run_id, sinks, emit=self.event, multi_core_driver=plan.driver == "gatling") if sinks else None
         )
@@ -136,6 +138,7 @@ class RunPipeline:
                     self.meter,
                     self.generators,
                     self.hosts,
+                    self.controller_health,
                     self.drift,
                     self.target_health,
                     self._stopwatch,
@@ -218,6 +221,9 @@ class RunPipeline:
 
     def host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
         self._stream.host(step, host, monitor, sample)
+
+    def controller(self, sample: ControllerSample) -> None:
+        self._stream.controller(sample)
 
     # ---- steps and the end --------------------------------------------------------
 

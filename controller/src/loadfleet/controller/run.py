@@ -46,6 +46,7 @@ from .pipeline import RunPipeline
 from .plan import Plan
 from .rundisk import DiskTrouble
 from .scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
+from .selfwatch import ControllerSample
 from .sinks import Sink
 from .spooldrops import AgentSpoolDrop, agent_drop_event
 from .steps import SINGLE_STEP, StepResult, StepSpec, StepState
@@ -313,6 +314,11 @@ class Run:
         """A monitor-only agent's heartbeat: its host's figures, kept while load runs."""
         if self.state is RunState.RUNNING and self._step is not None:
             self._pipeline.host(self._step.window, agent_id, monitor, sample)
+
+    def on_controller(self, sample: ControllerSample) -> None:
+        """The controller's own health (selfwatch.py), while this run has its agents."""
+        if self._pipeline.open and not self.state.ended:
+            self._pipeline.controller(sample)
 
     def on_agent_lost(self, agent_id: str, reason: str, *, silent_s: float = 0.0) -> None:
         """`silent_s`: how long ago it was last heard (its lease runs from then)."""
@@ -611,6 +617,7 @@ class Run:
             stop=self._stop_reason,
             target_outages=self._pipeline.target_health.outages(),
             hosts=self._pipeline.hosts.run_loads(),
+            controller=self._pipeline.controller_health.load(),
             losses=tuple(self._losses.losses),
             clock_offsets_ms=dict(sorted(self._clock_offsets_ms.items())),
         )

@@ -9,7 +9,8 @@ percentile can be recomputed or merged later; each row ends with the interval's
 generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many
 agents, `StepWindow.agent_detail` off, agents' rows are their totals only and the log has the
 cluster's lines only), events.jsonl (one run event per line), hosts.csv and
-host_counters.csv (monitored hosts' samples); steps.csv after each step; summary.json
+host_counters.csv (monitored hosts' samples), controller.csv (the controller's own health,
+a line a second: selfwatch.py); steps.csv after each step; summary.json
 and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
 when the plan asks for it (`store_artifact_chunk`). journal/ is the controller's own
 record for recovering the run after a crash (journal.py).
@@ -45,6 +46,7 @@ from .redact import redact_plan_yaml
 from .report import REPORT_FILE, write_report
 from .report.rundata import GATLING_DIR
 from .rundisk import AppendFile, DiskTrouble
+from .selfwatch import CONTROLLER_CSV_HEADER, ControllerSample
 from .steps import StepResult, steps_csv
 from .stream import FinalInterval, Scope, StepEnd, StepWindow
 from .validity import VALID
@@ -174,6 +176,7 @@ HLOG_FILE = "latency.hlog"
 EVENTS_FILE = "events.jsonl"
 HOSTS_FILE = "hosts.csv"
 COUNTERS_FILE = "host_counters.csv"
+CONTROLLER_FILE = "controller.csv"
 STEPS_FILE = "steps.csv"
 SUMMARY_FILE = "summary.json"
 _HLOG_HEADER = (
@@ -221,6 +224,7 @@ class RunDirWriter:
         self._events = AppendFile(events, trouble, keep_bytes=events.stat().st_size if events.exists() else None)
         self._hosts: AppendFile | None = None
         self._counters: AppendFile | None = None
+        self._controller: AppendFile | None = None
         self.results: list[StepResult] = []
 
     @property
@@ -265,14 +269,25 @@ class RunDirWriter:
 
     def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
         if self._hosts is None:
-            self._hosts = AppendFile(self.run_dir / HOSTS_FILE, self.trouble, header=_csv_line(HOSTS_CSV_HEADER))
+            self._hosts = self._samples_file(HOSTS_FILE, HOSTS_CSV_HEADER)
         self._hosts.write("".join(_csv_line(r) for r in host_csv_rows(host, monitor, sample)))
         if sample.counters:
             if self._counters is None:
-                self._counters = AppendFile(
-                    self.run_dir / COUNTERS_FILE, self.trouble, header=_csv_line(COUNTERS_CSV_HEADER)
-                )
+                self._counters = self._samples_file(COUNTERS_FILE, COUNTERS_CSV_HEADER)
             self._counters.write("".join(_csv_line(r) for r in counter_csv_rows(host, sample)))
+
+    def on_controller(self, sample: ControllerSample) -> None:
+        if self._controller is None:
+            self._controller = self._samples_file(CONTROLLER_FILE, CONTROLLER_CSV_HEADER)
+        self._controller.write(_csv_line(sample.csv_row()))
+
+    def _samples_file(self, name: str, header: list[str]) -> AppendFile:
+        """A file of samples, opened when the first comes: a run taken over after a crash
+        appends to what the crashed controller wrote."""
+        path = self.run_dir / name
+        if path.exists():
+            return AppendFile(path, self.trouble, keep_bytes=path.stat().st_size)
+        return AppendFile(path, self.trouble, header=_csv_line(header))
 
     def flush(self) -> None:
         """Hands what is written to the OS: it survives the process dying (not the host)."""
@@ -289,7 +304,8 @@ class RunDirWriter:
             f.close()
 
     def _files(self) -> list[AppendFile]:
-        return [f for f in (self._intervals, self._hlog, self._events, self._hosts, self._counters) if f is not None]
+        files = (self._intervals, self._hlog, self._events, self._hosts, self._counters, self._controller)
+        return [f for f in files if f is not None]
 
 
 def _csv_line(values) -> str:

@@ -6,8 +6,9 @@ has reported it, or the rest were lost or late past the revision window; see win
 each **step's end**, and the **run's end**. The run directory writer, the InfluxDB output,
 stop conditions, step measurement, run totals, drift, target health and the live watchers
 each consume that stream behind `IntervalConsumer`. Optional abilities are separate small
-interfaces: `EventConsumer` (run events), `HealthConsumer` (load agents' heartbeats) and
-`HostConsumer` (monitored hosts' samples).
+interfaces: `EventConsumer` (run events), `HealthConsumer` (load agents' heartbeats),
+`HostConsumer` (monitored hosts' samples) and `ControllerConsumer` (the controller's own
+health, selfwatch.py).
 
 A consumer must not block: it updates its own state, queues or appends, and returns. It
 never changes what it is given. `Stream` hands every message to every consumer that has
@@ -29,6 +30,7 @@ from .agents import Health
 from .events import Event
 from .figures import Figures, figures_of, latencies_of
 from .hosts import HostSample, MonitorInfo
+from .selfwatch import ControllerSample
 from .validity import VALID, Verdict
 
 if TYPE_CHECKING:
@@ -174,10 +176,16 @@ class HostConsumer(Protocol):
         """A monitor-only agent's heartbeat while `step` runs."""
 
 
+@runtime_checkable
+class ControllerConsumer(Protocol):
+    def on_controller(self, sample: ControllerSample) -> None:
+        """The controller's own health over the last second (selfwatch.py)."""
+
+
 class Stream:
     """Hands each message to every consumer with the ability, in subscription order."""
 
-    _ABILITIES = (IntervalConsumer, EventConsumer, HealthConsumer, HostConsumer)
+    _ABILITIES = (IntervalConsumer, EventConsumer, HealthConsumer, HostConsumer, ControllerConsumer)
 
     def __init__(self, consumers: Iterable[object] = ()):
         # Consumers by ability, sorted once: heartbeats come a thousand a second.
@@ -210,6 +218,9 @@ class Stream:
 
     def host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
         self._each(HostConsumer, "on_host", step, host, monitor, sample)
+
+    def controller(self, sample: ControllerSample) -> None:
+        self._each(ControllerConsumer, "on_controller", sample)
 
     def _each(self, ability: type, method: str, *args) -> None:
         for consumer in self._by_ability[ability]:

@@ -12,6 +12,7 @@ from .hosts import HostLoad
 from .knee import Knee
 from .losses import Loss
 from .scaling import ServerScaling, UslResult
+from .selfwatch import ControllerLoad
 from .steps import LevelSummary, StepResult
 from .stops import StopReason
 from .targethealth import Outage
@@ -72,6 +73,9 @@ class RunSummary:
     # Files of the run directory a full disk left incomplete (rundisk.py); the message says
     # which disk.
     incomplete_files: tuple[str, ...] = ()
+    # The controller itself while the run had its agents: its event loop's lag, CPU, memory
+    # (selfwatch.py); None for a run shorter than a second.
+    controller: ControllerLoad | None = None
 
     def to_json(self) -> dict:
         doc = asdict(self)

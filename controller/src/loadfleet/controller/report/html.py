@@ -10,6 +10,8 @@ import math
 from datetime import UTC, datetime
 from html import escape
 
+from ..codec import from_doc
+from ..selfwatch import ControllerLoad
 from . import interactive
 from .page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from .phases import phases_section
@@ -74,6 +76,7 @@ def _header_facts(run: RunData) -> list[tuple[str, str]]:
         *warmup,
         ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
         *generator_health(run),
+        *controller_health(s),
         ("run directory", str(run.run_dir)),
     ]
 
@@ -92,6 +95,12 @@ def generator_health(run: RunData) -> list[tuple[str, str]]:
         else f"all {judged} intervals valid"
     )
     return [("generator health", text)]
+
+
+def controller_health(summary: dict) -> list[tuple[str, str]]:
+    """The controller's own load during the run (runs before it say nothing)."""
+    load = summary.get("controller")
+    return [("controller", from_doc(ControllerLoad, load).describe())] if load else []
 
 
 def summary_table(summary: dict) -> str:
@@ -395,6 +404,18 @@ def charts(run: RunData) -> list[Chart]:
                 )
             ]
             if run.host_cpu
+            else []
+        ),
+        *(
+            [
+                Chart(
+                    "Controller: event-loop lag (the worst of each second)",
+                    "ms",
+                    (Series("loop lag", run.controller_lag),),
+                    markers=markers,
+                )
+            ]
+            if run.controller_lag
             else []
         ),
     ]

@@ -24,6 +24,7 @@ from ..errors import UsageError
 SUMMARY_FILE = "summary.json"
 INTERVALS_FILE = "intervals.csv"
 HOSTS_FILE = "hosts.csv"  # monitored hosts, when the run had monitor-only agents
+CONTROLLER_FILE = "controller.csv"  # the controller's own health, a line a second
 PLAN_FILE = "plan.yaml"
 DEFAULT_DRIVER = "engine"  # what a plan without `driver` runs on
 UNKNOWN = "?"  # a run directory without a readable plan.yaml
@@ -61,6 +62,8 @@ class RunData:
     warmup_s: float = 0.0  # a plain plan's warm-up, left out of its step's figures
     # Intervals per generator-health verdict ("valid", "suspect", "invalid"; "": runs before it).
     verdicts: dict[str, int] = field(default_factory=dict)
+    # The controller's event-loop lag (its worst per second, ms) over time; runs before it: ().
+    controller_lag: Points = ()
 
     @property
     def measured_step(self) -> dict | None:
@@ -139,6 +142,7 @@ def load_run(run_dir: Path) -> RunData:
         driver=driver,
         warmup_s=warmup_s,
         verdicts=dict(verdicts),
+        controller_lag=_read_controller_lag(run_dir / CONTROLLER_FILE, started_ms),
     )
 
 
@@ -178,6 +182,16 @@ def _read_host_cpu(path: Path, started_ms: int) -> dict[str, dict[str, Points]]:
         }
         for host, by_time in sorted(samples.items())
     }
+
+
+def _read_controller_lag(path: Path, started_ms: int) -> Points:
+    if not path.is_file():
+        return ()
+    try:
+        with path.open(newline="") as f:
+            return tuple(((int(r["time_ms"]) - started_ms) / 1000, float(r["loop_lag_ms"])) for r in csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable: {exc!r}") from exc
 
 
 def read_summary(run_dir: Path) -> dict:

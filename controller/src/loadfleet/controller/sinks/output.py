@@ -1,5 +1,5 @@
-"""The run's stream into InfluxDB: every published interval, step, event, heartbeat and
-monitored host becomes points (points.py, docs/metrics.md) for the run's sinks.
+"""The run's stream into InfluxDB: every published interval, step, event, heartbeat,
+monitored host and controller sample becomes points (points.py, docs/metrics.md) for the run's sinks.
 
 Cluster points are written for every interval. Agent points are each agent's total, and
 its rows per (target, request) as well unless the fleet is too large for that
@@ -20,6 +20,7 @@ from ..agents import Health
 from ..drift import DriftPoint
 from ..events import Event
 from ..hosts import HostSample, MonitorInfo
+from ..selfwatch import ControllerSample
 from ..spooldrops import influx_drop_event
 from ..stream import FinalInterval, Scope, StepEnd, StepWindow
 from ..validity import VALID, health_reasons, verdict_of
@@ -27,6 +28,7 @@ from . import DropCounting, Sink
 from .lineproto import Point
 from .points import (
     agent_point,
+    controller_point,
     drift_point,
     event_point,
     host_points,
@@ -138,6 +140,9 @@ class InfluxOutput:
 
     def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
         self._add(host_points(run_id=self.run_id, host=host, monitor=monitor, sample=sample))
+
+    def on_controller(self, sample: ControllerSample) -> None:
+        self._add([controller_point(run_id=self.run_id, sample=sample)])
 
     def on_drift(self, drift: DriftPoint) -> None:
         self._add([drift_point(run_id=self.run_id, drift=drift)])

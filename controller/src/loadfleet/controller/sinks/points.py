@@ -22,6 +22,7 @@ from ..drift import DriftPoint
 from ..events import Event
 from ..figures import PERCENTILES, WAITING_PERCENTILES, Figures, PhaseFigures, PhaseTime, figures_of
 from ..hosts import HostLoad, HostSample, MonitorInfo
+from ..selfwatch import ControllerSample
 from ..steps import TargetFigures, phase_values
 from ..stream import Scope
 from ..validity import VALID, Validity, Verdict
@@ -146,6 +147,20 @@ def agent_point(*, run_id: str, agent_id: str, health: Health, at_ms: int, verdi
     if health.busiest_engine_wait_pct is not None:
         fields.append(("busiest_engine_wait_pct", health.busiest_engine_wait_pct))
     return Point("agent", tags=(("run", run_id), ("agent", agent_id)), fields=tuple(fields), time_ms=at_ms)
+
+
+def controller_point(*, run_id: str, sample: ControllerSample) -> Point:
+    return Point(
+        "controller",
+        tags=(("run", run_id),),
+        fields=(
+            ("loop_lag_ms", sample.loop_lag_ms),
+            ("cpu_pct", sample.cpu_pct),
+            ("rss_mb", sample.rss_mb),
+            ("agents", sample.agents),
+        ),
+        time_ms=sample.at_ms,
+    )
 
 
 def host_points(*, run_id: str, host: str, monitor: MonitorInfo, sample: HostSample) -> list[Point]:
