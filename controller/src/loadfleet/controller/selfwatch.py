@@ -18,6 +18,7 @@ stream carries the samples (controller.csv, InfluxDB `controller`), and the run'
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -35,6 +36,8 @@ STALL_MS = 500.0
 STALL_EVENT_PERIOD_S = 60.0
 
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -99,25 +102,28 @@ class LoopProbe:
         self._agents = agents
 
     async def run(self) -> None:
-        probes_per_sample = round(SAMPLE_PERIOD_S / PROBE_PERIOD_S)
         cpu_before, wall_before = time.process_time(), time.monotonic()
         while True:
+            # Probes until the period is over: a late loop makes fewer, not a longer period.
             worst_s = 0.0
-            for _ in range(probes_per_sample):
-                due = time.monotonic() + PROBE_PERIOD_S
-                await asyncio.sleep(PROBE_PERIOD_S)
+            while (left_s := wall_before + SAMPLE_PERIOD_S - time.monotonic()) > 0:
+                nap_s = min(PROBE_PERIOD_S, left_s)
+                due = time.monotonic() + nap_s
+                await asyncio.sleep(nap_s)
                 worst_s = max(worst_s, time.monotonic() - due)
             cpu, wall = time.process_time(), time.monotonic()
-            self._emit(
-                ControllerSample(
-                    at_ms=int(time.time() * 1000),
-                    loop_lag_ms=worst_s * 1000,
-                    cpu_pct=100 * (cpu - cpu_before) / max(wall - wall_before, 1e-9),
-                    rss_mb=rss_bytes() / 2**20,
-                    agents=self._agents(),
-                )
+            sample = ControllerSample(
+                at_ms=int(time.time() * 1000),
+                loop_lag_ms=worst_s * 1000,
+                cpu_pct=100 * (cpu - cpu_before) / max(wall - wall_before, 1e-9),
+                rss_mb=rss_bytes() / 2**20,
+                agents=self._agents(),
             )
             cpu_before, wall_before = cpu, wall
+            try:
+                self._emit(sample)
+            except Exception:  # a run's bug must not stop the probe for every later run
+                log.exception("a controller sample could not be handed on")
 
 
 class ControllerRecorder:
