@@ -116,25 +116,29 @@ def report_from_proto(
     resend, never merged: its histograms are not decoded (most of the cost of a report, and
     what a controller catching up after falling behind has least time for)."""
     report = pb.report
-    stats = report.stats
+    # Each row's message and bytes fields are read once: every read of a field makes a new
+    # object (upb), and a thousand agents' reports a second make that a tenth of the cost.
+    stats = list(report.stats)
     if len(stats) > limits.max_rows:
         raise BadReport(f"{len(stats)} rows, more than the job's {limits.max_rows}")
+    latency, waiting, any_v2 = [], [], False
     for s in stats:
         if limits.keys is not None and (s.target, s.request) not in limits.keys:
             raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
-        for size in (
-            len(s.latency_buckets) + len(s.latency_histogram),
-            len(s.waiting_buckets) + len(s.waiting_histogram),
-        ):
+        latency_v2, waiting_v2 = s.latency_histogram, s.waiting_histogram
+        latency.append(s.latency_buckets)
+        waiting.append(s.waiting_buckets)
+        for size in (len(latency[-1]) + len(latency_v2), len(waiting[-1]) + len(waiting_v2)):
             if size > limits.max_histogram_bytes:
                 raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
+        any_v2 = any_v2 or bool(latency_v2 or waiting_v2)
     try:
         if counts_only:
             rows = [StatsRow.from_proto(s, EMPTY, EMPTY) for s in stats]
-        elif all(not s.latency_histogram and not s.waiting_histogram for s in stats):  # the agent's form: at once
-            histograms = decode_buckets([s.latency_buckets for s in stats])
-            waiting = decode_buckets([s.waiting_buckets for s in stats])
-            rows = [StatsRow.from_proto(s, h, w) for s, h, w in zip(stats, histograms, waiting)]
+        elif not any_v2:  # the agent's form: every row's buckets at once
+            rows = [
+                StatsRow.from_proto(s, h, w) for s, h, w in zip(stats, decode_buckets(latency), decode_buckets(waiting))
+            ]
         else:
             rows = [StatsRow.from_proto(s).check() for s in stats]
     except HistogramError as exc:
