@@ -186,6 +186,19 @@ def test_a_read_histogram_passes_its_packed_form_on_as_it_came():
     assert read.to_buckets() is wire and read == h
 
 
+def test_rows_read_from_the_wire_are_merged_and_summarized_from_their_packed_bytes():
+    parts = [Histogram.of(lognormal(seed, 300 + 50 * seed)) for seed in range(6)] + [Histogram.of([0, 0, 9])]
+    read = decode_buckets([h.to_buckets() for h in parts])
+    assert Histogram.merge(read) == Histogram.merge(parts)
+    assert Histogram.merge([read[0], parts[1], read[2]]) == Histogram.merge(parts[:3])  # packed and arrays mixed
+    percents = [1, 50, 99, 100]
+    from_wire, own = summaries(read, percents), summaries(parts, percents)
+    for field in ("mean", "stddev", "min_value", "max_value", "percentiles"):
+        assert np.array_equal(getattr(from_wire, field), getattr(own, field)), field
+    assert all(h._indices is None for h in read), "merged and summarized without being decoded into arrays"
+    assert read[3] == parts[3] and read[3].total == parts[3].total  # and decoded when read
+
+
 def test_summaries_of_many_histograms_equal_each_ones_own_figures():
     parts = [
         Histogram.of(lognormal(seed, n, sigma))

@@ -7,7 +7,9 @@
 //! crate holds only the loops, and `tests/wire/test_histogram.py` checks them against hdrh.
 //!
 //! Arrays cross as bytes of native-endian i64 or f64 (numpy reads them with `frombuffer`, no
-//! copy) and are read back through the buffer protocol.
+//! copy) and are read back through the buffer protocol. `merge` and `summarize` also take a
+//! histogram as its packed bytes, read in place: most of a report's rows are only merged, and
+//! decoding them into arrays first cost more than the merge (16 bytes a bucket, on fresh pages).
 
 use pyo3::buffer::{PyBuffer, ReadOnlyCell};
 use pyo3::exceptions::PyValueError;
@@ -74,10 +76,9 @@ impl<'a> PackedRow<'a> {
         self.deltas.len()
     }
 
-    /// Writes the row's bucket indices and counts (native-endian i64 each); every index in
-    /// range and above the one before, every count above zero, every escape matched by a wide value.
-    fn decode_into(&self, indices: &mut [u8], counts: &mut [u8]) -> PyResult<()> {
-        let mut outputs = indices.chunks_exact_mut(8).zip(counts.chunks_exact_mut(8));
+    /// Calls `f` with each bucket's index and count, in order; every index in range and
+    /// above the one before, every count above zero, every escape matched by a wide value.
+    fn for_each(&self, mut f: impl FnMut(i64, i64)) -> PyResult<()> {
         let (mut wide_delta, mut wide_count) = (self.wide_deltas.chunks_exact(2), self.wide_counts.chunks_exact(4));
         let mut index: i64 = -1;
         for i in 0..self.len() {
@@ -97,15 +98,36 @@ impl<'a> PackedRow<'a> {
             if (i > 0 && delta == 0) || index >= COUNTS_LEN as i64 || count == 0 {
                 return Err(bad("packed buckets out of range, not ascending, or with an empty bucket"));
             }
-            let (index_out, count_out) = outputs.next().expect("outputs sized by the caller");
-            index_out.copy_from_slice(&index.to_ne_bytes());
-            count_out.copy_from_slice(&count.to_ne_bytes());
+            f(index, count);
         }
         if wide_delta.next().is_some() || wide_count.next().is_some() {
             return Err(bad("packed buckets with more wide values than escapes"));
         }
         Ok(())
     }
+
+    /// Writes the row's bucket indices and counts (native-endian i64 each), checked as `for_each` does.
+    fn decode_into(&self, indices: &mut [u8], counts: &mut [u8]) -> PyResult<()> {
+        let mut outputs = indices.chunks_exact_mut(8).zip(counts.chunks_exact_mut(8));
+        self.for_each(|index, count| {
+            let (index_out, count_out) = outputs.next().expect("outputs sized by the caller");
+            index_out.copy_from_slice(&index.to_ne_bytes());
+            count_out.copy_from_slice(&count.to_ne_bytes());
+        })
+    }
+}
+
+/// Checks packed-bucket rows as `unpack` would, without decoding them anywhere: ValueError
+/// names what is wrong with the first malformed row.
+#[pyfunction]
+fn check(rows: &Bound<'_, PyList>) -> PyResult<()> {
+    for row in rows.iter() {
+        let row = row.cast_into::<PyBytes>().map_err(|_| bad("a row of packed buckets that is not bytes"))?;
+        if let Some(packed) = PackedRow::parse(row.as_bytes())? {
+            packed.for_each(|_, _| ())?;
+        }
+    }
+    Ok(())
 }
 
 /// `(indices, counts, lengths)`: the rows' bucket indices and counts one after the other, as
@@ -179,32 +201,64 @@ impl Arrays {
     }
 }
 
-/// `(indices, counts)` of the sum of histograms given as (indices, counts) pairs, as bytes of i64.
+/// A histogram as Python hands it over: its packed bytes (read in place: a row that is only
+/// merged or summarized is never decoded into arrays) or its (indices, counts) arrays.
+enum Part<'py> {
+    Packed(Bound<'py, PyBytes>),
+    Arrays(Arrays),
+}
+
+impl<'py> Part<'py> {
+    fn of(part: &Bound<'py, PyAny>) -> PyResult<Self> {
+        match part.cast::<PyBytes>() {
+            Ok(packed) => Ok(Part::Packed(packed.clone())),
+            Err(_) => Ok(Part::Arrays(Arrays::of(part)?)),
+        }
+    }
+
+    /// Calls `f` with each bucket's index (checked to be in range) and count, in order.
+    fn for_each(&self, py: Python<'py>, mut f: impl FnMut(usize, i64)) -> PyResult<()> {
+        match self {
+            Part::Packed(packed) => match PackedRow::parse(packed.as_bytes())? {
+                Some(row) => row.for_each(|index, count| f(index as usize, count)),
+                None => Ok(()),
+            },
+            Part::Arrays(arrays) => {
+                let (indices, counts) = arrays.cells(py)?;
+                for (index, count) in indices.iter().zip(counts) {
+                    let index = usize::try_from(index.get())
+                        .ok()
+                        .filter(|&i| i < COUNTS_LEN)
+                        .ok_or_else(|| bad("a bucket index out of range"))?;
+                    f(index, count.get());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `(indices, counts)` of the sum of histograms, each given as packed bytes or as an
+/// (indices, counts) pair, as bytes of i64.
 #[pyfunction]
 fn merge<'py>(py: Python<'py>, parts: &Bound<'py, PyList>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let mut dense = vec![0i64; COUNTS_LEN];
     let (mut low, mut high) = (COUNTS_LEN, 0);
     for part in parts.iter() {
-        let arrays = Arrays::of(&part)?;
-        let (indices, counts) = arrays.cells(py)?;
-        for (index, count) in indices.iter().zip(counts) {
-            let index = usize::try_from(index.get())
-                .ok()
-                .filter(|&i| i < COUNTS_LEN)
-                .ok_or_else(|| bad("a bucket index out of range"))?;
-            dense[index] += count.get();
+        Part::of(&part)?.for_each(py, |index, count| {
+            dense[index] += count;
             low = low.min(index);
             high = high.max(index + 1);
-        }
+        })?;
     }
     let (indices, counts): (Vec<i64>, Vec<i64>) =
         (low..high.max(low)).filter(|&i| dense[i] != 0).map(|i| (i as i64, dense[i])).unzip();
     Ok((i64_bytes(py, &indices), i64_bytes(py, &counts)))
 }
 
-/// Figures of non-empty histograms given as (indices, counts) pairs, by hdrh's rules
-/// (histogram.py): bytes of f64 for means and standard deviations, of i64 for minimums,
-/// maximums and the percentiles (row-major, one row of `percents` per histogram).
+/// Figures of non-empty histograms, each given as packed bytes or as an (indices, counts)
+/// pair, by hdrh's rules (histogram.py): bytes of f64 for means and standard deviations, of
+/// i64 for minimums, maximums and the percentiles (row-major, one row of `percents` per histogram).
 #[pyfunction]
 #[allow(clippy::type_complexity)] // five arrays, as Summaries names them
 fn summarize<'py>(
@@ -217,22 +271,20 @@ fn summarize<'py>(
     let (mut means, mut stddevs) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut mins, mut maxes) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut percentiles = Vec::with_capacity(n * percents.len());
+    let mut buckets: Vec<(i64, i64)> = Vec::new(); // one histogram's (index, count), reused
     for part in parts.iter() {
-        let arrays = Arrays::of(&part)?;
-        let (indices, counts) = arrays.cells(py)?;
-        let (Some(first), Some(last)) = (indices.first().map(ReadOnlyCell::get), indices.last().map(ReadOnlyCell::get))
-        else {
+        buckets.clear();
+        Part::of(&part)?.for_each(py, |index, count| buckets.push((index as i64, count)))?;
+        let (Some(&(first, _)), Some(&(last, _))) = (buckets.first(), buckets.last()) else {
             return Err(bad("figures of non-empty histograms only"));
         };
-        let buckets = || indices.iter().zip(counts).map(|(i, c)| (i.get(), c.get() as f64));
-        let total: i64 = counts.iter().map(ReadOnlyCell::get).sum();
-        let weight = total as f64;
+        let weight = buckets.iter().map(|&(_, c)| c).sum::<i64>() as f64;
         let median = |index: i64| {
             let (lowest, size) = bucket_bounds(index);
             (lowest + (size >> 1)) as f64
         };
-        let mean = buckets().map(|(i, c)| c * median(i)).sum::<f64>() / weight;
-        let variance = buckets().map(|(i, c)| c * (median(i) - mean).powi(2)).sum::<f64>() / weight;
+        let mean = buckets.iter().map(|&(i, c)| c as f64 * median(i)).sum::<f64>() / weight;
+        let variance = buckets.iter().map(|&(i, c)| c as f64 * (median(i) - mean).powi(2)).sum::<f64>() / weight;
         means.push(mean);
         stddevs.push(variance.sqrt());
         mins.push(bucket_bounds(first).0);
@@ -244,11 +296,11 @@ fn summarize<'py>(
         let mut found = vec![last; targets.len()];
         let (mut cumulative, mut at) = (0i64, 0usize);
         for &j in &order {
-            while at < indices.len() && cumulative + counts[at].get() < targets[j] {
-                cumulative += counts[at].get();
+            while at < buckets.len() && cumulative + buckets[at].1 < targets[j] {
+                cumulative += buckets[at].1;
                 at += 1;
             }
-            found[j] = indices[at.min(indices.len() - 1)].get();
+            found[j] = buckets[at.min(buckets.len() - 1)].0;
         }
         percentiles.extend(found.into_iter().map(highest_value));
     }
@@ -270,6 +322,7 @@ fn highest_value(index: i64) -> i64 {
 #[pymodule]
 fn loadfleet_buckets(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unpack, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     Ok(())

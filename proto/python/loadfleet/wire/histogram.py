@@ -197,7 +197,8 @@ class Histogram:
         raw: bytes | None = None,
         packed: bytes | None = None,
     ):
-        # indices and counts None: not decoded yet, `raw` holds the encoding (decode()).
+        # indices and counts None: not decoded yet; `raw` holds the V2 encoding (decode()) or
+        # `packed` the packed bucket form (decode_buckets), decoded when the counts are read.
         self._raw = raw
         self._indices = indices
         self._counts = counts
@@ -255,7 +256,7 @@ class Histogram:
         parts = [h for h in histograms if h]
         if len(parts) <= 1:
             return parts[0] if parts else EMPTY
-        indices, counts = _native.merge([h._arrays() for h in parts])
+        indices, counts = _native.merge([h._native_part() for h in parts])
         return cls(np.frombuffer(indices, _INDEX), np.frombuffer(counts, _COUNT))
 
     def check(self) -> Histogram:
@@ -265,9 +266,20 @@ class Histogram:
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if self._indices is None or self._counts is None:
-            assert self._raw is not None  # a histogram not decoded yet is made from its encoding
-            self._indices, self._counts = _decode_arrays(self._raw)
+            if self._raw is not None:
+                self._indices, self._counts = _decode_arrays(self._raw)
+            else:
+                assert self._packed  # a histogram not decoded yet is made from one of its encodings
+                indices, counts, _ = _native.unpack([self._packed])
+                self._indices, self._counts = np.frombuffer(indices, _INDEX), np.frombuffer(counts, _COUNT)
         return self._indices, self._counts
+
+    def _native_part(self) -> bytes | tuple[np.ndarray, np.ndarray]:
+        """What the native loops read: the packed bytes of a histogram not decoded yet (read
+        in place, never decoded into arrays), else the arrays."""
+        if self._indices is None and self._raw is None and self._packed:
+            return self._packed
+        return self._arrays()
 
     @property
     def indices(self) -> np.ndarray:
@@ -287,7 +299,7 @@ class Histogram:
         return int(self.counts.sum())
 
     def __bool__(self) -> bool:
-        return bool(self._raw) or bool(self._indices is not None and len(self._indices))
+        return bool(self._raw) or bool(self._packed) or bool(self._indices is not None and len(self._indices))
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -353,20 +365,17 @@ EMPTY = Histogram()
 
 
 def decode_buckets(rows: list[bytes]) -> list[Histogram]:
-    """Histograms from the packed bucket forms of many rows (a report's), decoded and
-    checked in one pass. HistogramError if any is malformed (a length that does not match its
-    header, indices out of range or not ascending, empty buckets, escapes without wide values)."""
+    """Histograms from the packed bucket forms of many rows (a report's), checked in one pass:
+    HistogramError if any is malformed (a length that does not match its header, indices out
+    of range or not ascending, empty buckets, escapes without wide values). Their buckets are
+    decoded when first read: most rows are only merged and summarized, and the native loops
+    read the packed bytes in place (`_native_part`)."""
     rows = list(rows)
     try:
-        indices, counts, lengths = _native.unpack(rows)
+        _native.check(rows)
     except ValueError as exc:
         raise HistogramError(str(exc)) from exc
-    all_indices, all_counts = np.frombuffer(indices, _INDEX), np.frombuffer(counts, _COUNT)
-    out, start = [], 0
-    for n, raw in zip(lengths, rows):
-        out.append(Histogram(all_indices[start : start + n], all_counts[start : start + n], packed=raw) if n else EMPTY)
-        start += n
-    return out
+    return [Histogram(None, None, packed=raw) if raw else EMPTY for raw in rows]
 
 
 @dataclass(frozen=True)
@@ -386,7 +395,7 @@ def summaries(histograms: list[Histogram], percents: Iterable[float]) -> Summari
     """Mean, standard deviation, minimum, maximum and percentiles of non-empty histograms."""
     percents = [float(p) for p in percents]
     # ValueError from the native loop for an empty histogram (it checks each as it reads it).
-    mean, stddev, lowest, highest, values = _native.summarize([h._arrays() for h in histograms], percents)
+    mean, stddev, lowest, highest, values = _native.summarize([h._native_part() for h in histograms], percents)
     return Summaries(
         mean=np.frombuffer(mean, np.float64),
         stddev=np.frombuffer(stddev, np.float64),
