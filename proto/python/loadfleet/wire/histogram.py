@@ -19,7 +19,9 @@ controller reads ten thousand rows a second at 1,000 agents, some ten million bu
 decoding them, merging histograms and computing their figures are the loops of
 `loadfleet_buckets` (proto/native, Rust), one pass over the buckets each, where numpy took a
 pass and a temporary array per step and V2 costs tens of microseconds a row (inflate, then
-varints). The packed bytes are about twice those of V2.
+varints). A row read from the wire is only checked; merging and summarizing read its packed
+bytes in place, and it is decoded into arrays only if something reads its buckets. The packed
+bytes are about twice those of V2.
 
 Values follow hdrh's conventions exactly, so figures do not change with the
 representation: a percentile is the highest value equivalent to the first bucket whose
