@@ -42,7 +42,7 @@ def test_local_run_against_nginx(webs, docroot, tmp_path):
     controller = summary["controller"]
     samples = (run_dir / "controller.csv").read_text().splitlines()[1:]
     assert controller["samples"] == len(samples) >= 2
-    assert 0 <= controller["loop_lag_p50_ms"] <= controller["loop_lag_max_ms"] < 500
+    assert 0 <= controller["loop_lag_p50_ms"] <= controller["loop_lag_p99_ms"] <= controller["loop_lag_max_ms"]
     assert controller["agents_max"] == 3 and controller["rss_max_mb"] > 10
     assert "Controller: event-loop lag" in (run_dir / "report.html").read_text()
     # --monitor: one more local agent watched this host and its nginx processes, taking no load.
