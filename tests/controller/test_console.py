@@ -18,6 +18,7 @@ def step(name: str, state: str, hosts=()) -> dict:
         "mean_ms": 1.0,
         "p99_ms": 2.0,
         "concurrent_conns": 10.0,
+        "peak_users": 37,
         "generator_bound": False,
         "generator_advice": "",
         "hosts": list(hosts),
@@ -30,6 +31,9 @@ def test_steps_that_did_not_finish_are_marked_and_host_cpu_is_shown():
         {"steps": [step("s1", "finished", [web1]), step("s2", "failed"), step("s3", "stopped")]}
     ).splitlines()
     assert lines[1].endswith("web1 CPU 93 %") and "FAILED" not in lines[1]
+    # The step's peak users, the last figure before the flags, under its header.
+    assert lines[0].split("(latency")[0].rstrip().endswith("peak users")
+    assert lines[1].split("web1")[0].split()[-1] == "37"
     assert lines[2].endswith("FAILED") and lines[3].endswith("STOPPED")
 
 
@@ -66,6 +70,16 @@ def test_the_progress_line_counts_agents_lost_and_missing():
     )
     assert line.endswith("(1 agent missing: later than the revision window)  (2 lost)")
     assert "lost" not in progress_line(run_pb2.IntervalSummary(agents=63))
+
+
+def test_the_progress_line_shows_users_under_their_header():
+    from loadfleet.controller.console import PROGRESS_HEADER, progress_line
+    from loadfleet.v1 import run_pb2
+
+    line = progress_line(run_pb2.IntervalSummary(interval_start_ms=0, agents=3, errors=7, users=4321))
+    # The header's last column is users, right-aligned over the line's last figure.
+    assert PROGRESS_HEADER.split()[-1] == "users" and line.split()[-2:] == ["7", "4321"]
+    assert len(line) == len(PROGRESS_HEADER)
 
 
 def test_a_fleets_shares_are_summed_up_not_listed():

@@ -100,7 +100,7 @@ def test_problems_have_paths(changes, paths):
     assert sorted(p.path for p in err.value.problems) == sorted(paths)
 
 
-def _row(target, requests, ok, latency_ms, opened=0, active=0):
+def _row(target, requests, ok, latency_ms, opened=0, active=0, users=0):
     row = StatsRow(
         target,
         "/",
@@ -108,6 +108,7 @@ def _row(target, requests, ok, latency_ms, opened=0, active=0):
         bytes_in=100 * requests,
         connections_opened=opened,
         active_connections=active,
+        users=users,
         histogram=Histogram.of([int(latency_ms * 1000)], count=requests),
     )
     row.status[1] = ok
@@ -126,8 +127,8 @@ def test_a_step_is_measured_without_warm_up_and_final_interval():
                 step,
                 10_000 + 1000 * i,
                 a1=[
-                    _row("http://127.0.0.2:80", n, n - 10, 2.0, opened=5, active=8),
-                    _row("http://127.0.0.3:80", n, n, 4.0, active=2),
+                    _row("http://127.0.0.2:80", n, n - 10, 2.0, opened=5, active=8, users=n // 10),
+                    _row("http://127.0.0.3:80", n, n, 4.0, active=2, users=3),
                 ],
             )
         )
@@ -137,10 +138,13 @@ def test_a_step_is_measured_without_warm_up_and_final_interval():
     assert result.ok_rps == (600 - 20) / 2 and result.error_pct == pytest.approx(100 * 20 / 600)
     assert result.per_server_rps == {"http://127.0.0.2:80": 150.0, "http://127.0.0.3:80": 150.0}
     assert (result.new_conns_per_s, result.concurrent_conns) == (5.0, 10.0)
+    # Users at the two measured intervals' ends: 10 + 3 and 20 + 3 (not the warm-up's 103).
+    assert (result.concurrent_users, result.peak_users) == (18.0, 23)
     assert result.p50_ms == pytest.approx(2.0, rel=0.01) and result.p99_ms == pytest.approx(4.0, rel=0.01)
 
     rows = list(csv.DictReader(io.StringIO(steps_csv([result], [t.url for t in plan.targets]))))
     assert rows[0]["step"] == "s1" and rows[0]["state"] == "finished" and rows[0]["generator_bound"] == "false"
+    assert (rows[0]["concurrent_users"], rows[0]["peak_users"]) == ("18.0", "23")
     assert rows[0]["rps http://127.0.0.2:80"] == "150.0" and rows[0]["rps http://127.0.0.4:80"] == ""
     # Each target side by side: the slow one (4 ms, no errors) and the failing one (2 ms, 10 of 150/s).
     fast, slow = result.targets

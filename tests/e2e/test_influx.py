@@ -172,6 +172,9 @@ def check_panel(title, series, *, total, steps, agents, targets):
     elif title.startswith("Controller"):  # the controller's samples, a second apart, during the run
         rows = [r for s in series for r in values(s) if r["max"] is not None]
         assert len(rows) >= 5 and all(r["max"] >= 0 for r in rows)
+    elif title == "Users and connections":  # the sweep's clients, 2 to 8, are its users
+        users = [r["users"] for s in series for r in values(s) if r["users"] is not None]
+        assert users and max(users) >= 2 and all(0 <= u <= 8 for u in users), users
     elif title == "Steps":
         rows = {s["tags"]["step"]: values(s)[0] for s in series}
         assert sorted(rows) == sorted(steps)

@@ -1,5 +1,6 @@
 """`loadfleet run --local N`: one command starts a controller and N agents here."""
 
+import csv
 import json
 import subprocess
 
@@ -37,7 +38,13 @@ def test_local_run_against_nginx(webs, docroot, tmp_path):
     assert sorted(a["name"] for a in summary["agents"]) == ["local-1", "local-2"]
     assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs) > 0
     run_dir = tmp_path / "runs" / summary["run_id"]
-    assert (run_dir / "intervals.csv").exists()
+    # The 4 clients are users from their first request to the job's end: 4 at every interval's
+    # end but the last (the job over), and the step's peak.
+    with (run_dir / "intervals.csv").open() as f:
+        totals = [r for r in csv.DictReader(f) if r["scope"] == "cluster" and r["target"] == "*"]
+    users = [int(r["users"]) for r in totals]
+    assert len(users) >= 3 and users[:-1] == [4] * (len(users) - 1) and users[-1] == 0, users
+    assert summary["steps"][0]["peak_users"] == 4
     # The controller watched itself: a sample a second in controller.csv, summed up in the summary.
     controller = summary["controller"]
     samples = (run_dir / "controller.csv").read_text().splitlines()[1:]

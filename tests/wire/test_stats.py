@@ -12,9 +12,9 @@ def _row(target, request, samples, **counts):
 
 
 def test_a_row_round_trips_through_protobuf_with_every_count():
-    row = _row("t", "r", [1, 10, 999, 123_456, 3_000_000], requests=5, status=[0, 5, 0, 0, 0], errors={3: 1})
+    row = _row("t", "r", [1, 10, 999, 123_456, 3_000_000], requests=5, status=[0, 5, 0, 0, 0], errors={3: 1}, users=42)
     back = StatsRow.from_proto(row.to_proto())
-    assert back == row and back.histogram.total == 5
+    assert back == row and back.histogram.total == 5 and back.users == 42
 
 
 @pytest.mark.parametrize("percentile", [50, 90, 99, 99.9, 100])
@@ -30,10 +30,12 @@ def test_merged_percentiles_equal_one_histogram_of_all_samples(percentile):
 
 
 def test_merge_adds_counts_and_keeps_keys_apart():
-    a = StatsRow("t1", "r", requests=3, status=[0, 2, 0, 1, 0], errors={1: 2}, bytes_in=100)
-    b = StatsRow("t1", "r", requests=4, status=[0, 4, 0, 0, 0], errors={1: 1, 3: 5}, bytes_in=50)
-    c = StatsRow("t2", "r", requests=1, status=[0, 1, 0, 0, 0])
+    a = StatsRow("t1", "r", requests=3, status=[0, 2, 0, 1, 0], errors={1: 2}, bytes_in=100, users=7)
+    b = StatsRow("t1", "r", requests=4, status=[0, 4, 0, 0, 0], errors={1: 1, 3: 5}, bytes_in=50, users=5)
+    c = StatsRow("t2", "r", requests=1, status=[0, 1, 0, 0, 0], users=1)
     merged = merge_rows([a, b, c])
+    # Users are a gauge of the same instant on different drivers: they add up.
+    assert (merged[("t1", "r")].users, merged[("t2", "r")].users) == (12, 1)
     assert merged[("t1", "r")].requests == 7
     assert merged[("t1", "r")].errors == {1: 3, 3: 5}
     assert merged[("t1", "r")].bytes_in == 150

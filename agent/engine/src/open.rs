@@ -42,7 +42,9 @@ impl Backlog {
     pub fn drain_not_sent(&self, shared: &Shared) {
         for due in self.queue.borrow_mut().drain(..) {
             let slot = shared.stats.borrow().slot(due.target, shared.job.requests[due.request].name);
-            shared.stats.borrow_mut().not_sent(slot);
+            let mut stats = shared.stats.borrow_mut();
+            stats.not_sent(slot);
+            stats.user_leaves(slot);
         }
     }
 }
@@ -95,7 +97,11 @@ pub async fn schedule(
             }
             let (target, request) = (job.target_choice.pick(&mut rng), job.request_choice.pick(&mut rng));
             let slot = shared.stats.borrow().slot(target, job.requests[request].name);
-            shared.stats.borrow_mut().scheduled(slot);
+            let mut stats = shared.stats.borrow_mut();
+            stats.scheduled(slot);
+            // Each request of the open model is a user of its own, from its due time on.
+            stats.user_enters(slot);
+            drop(stats);
             backlog.push(Due { at: at(next_s), target, request });
             last_due_s = next_s;
             unit_gap = if poisson { rng.exponential() } else { 1.0 };
@@ -135,11 +141,14 @@ pub async fn work(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::
         let slot = shared.stats.borrow().slot(due.target, job.requests[due.request].name);
         let lag = due.at.elapsed();
         if lag > job.request_timeout {
-            shared.stats.borrow_mut().not_sent(slot);
+            let mut stats = shared.stats.borrow_mut();
+            stats.not_sent(slot);
+            stats.user_leaves(slot);
             continue;
         }
         shared.stats.borrow_mut().sent(slot, lag.as_micros() as u64);
         connections.request(due.target, due.request, Some(due.at)).await;
+        shared.stats.borrow_mut().user_leaves(slot);
         if control.borrow().stopped {
             break;
         }

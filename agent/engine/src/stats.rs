@@ -55,6 +55,8 @@ struct Slot {
     closed: u64,
     /// A gauge, not reset per interval: open connections whose last request was this slot's.
     active: u64,
+    /// A gauge too: users in progress whose current or last request is this slot's.
+    users: u64,
     latency: Histogram<u64>,
     phases: PhaseStats,
     // Open model: sends due, sent late, the worst lag, and dropped for want of a connection.
@@ -75,6 +77,7 @@ impl Slot {
             opened: 0,
             closed: 0,
             active: 0,
+            users: 0,
             latency: new_histogram(),
             phases: PhaseStats::default(),
             scheduled: 0,
@@ -84,7 +87,7 @@ impl Slot {
         }
     }
 
-    /// Zeroes the interval's counts; the active-connection gauge carries over.
+    /// Zeroes the interval's counts; the gauges (connections, users) carry over.
     fn start_interval(&mut self) {
         (self.requests, self.bytes_in, self.bytes_out, self.opened, self.closed) = (0, 0, 0, 0, 0);
         (self.scheduled, self.sent_late, self.max_send_lag_us, self.not_sent) = (0, 0, 0, 0);
@@ -99,6 +102,7 @@ impl Slot {
             && self.opened == 0
             && self.closed == 0
             && self.active == 0
+            && self.users == 0
             && self.scheduled == 0
             && self.not_sent == 0
     }
@@ -180,6 +184,24 @@ impl Stats {
         }
     }
 
+    /// A user began (a client's first request; an open-model request fell due).
+    pub fn user_enters(&mut self, slot: usize) {
+        self.slots[slot].users += 1;
+    }
+
+    /// A user went on to a request of another slot.
+    pub fn user_moves(&mut self, from: usize, to: usize) {
+        if from != to {
+            self.user_leaves(from);
+            self.user_enters(to);
+        }
+    }
+
+    /// A user ended (its client stopped; its open-model request ended or was not sent).
+    pub fn user_leaves(&mut self, slot: usize) {
+        self.slots[slot].users = self.slots[slot].users.saturating_sub(1);
+    }
+
     /// Everything since the last report, which starts the next interval from zero.
     pub fn take_report(&mut self, job: &Job, interval_start_ms: i64, last: bool) -> pb::IntervalReport {
         let mut stats = Vec::new();
@@ -208,6 +230,7 @@ impl Stats {
                 connections_opened: s.opened,
                 connections_closed: s.closed,
                 active_connections: s.active,
+                users: s.users,
                 latency_histogram: encode_histogram(&s.latency),
                 scheduled: s.scheduled,
                 sent_late: s.sent_late,

@@ -120,6 +120,49 @@ fn users_arrive_at_the_spawn_rate() {
     assert!(active.windows(2).take(4).all(|w| w[0] <= w[1]), "users only arrive: {active:?}");
     assert_eq!(active[4], 10, "active connections per 500 ms: {active:?}");
     assert_eq!(total(&reports, |s| s.connections_opened), 10);
+    // Each user keeps its connection: as many users as connections at every interval's end,
+    // and none once the job has ended.
+    let users: Vec<u64> = reports.iter().map(|r| r.stats.iter().map(|s| s.users).sum()).collect();
+    assert_eq!(users[..users.len() - 1], active[..active.len() - 1], "users per 500 ms");
+    assert_eq!(users.last(), Some(&0), "users per 500 ms: {users:?}");
+}
+
+/// A client thinking between requests is still a user, with no connection open when each
+/// request has its own: 4 users at every interval's end, and (almost) no connection.
+#[test]
+fn thinking_clients_are_users() {
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let mut spec = closed_job(&[(&server.url, 1)], vec![get("r", "/ok/10", 1)], 4, 2000, 500);
+    spec.keep_alive = false;
+    let think = Some(pb::ThinkTime { distribution: Some(pb::think_time::Distribution::FixedMs(200)) });
+    spec.load = Some(pb::LoadShare {
+        model: Some(pb::load_share::Model::Closed(pb::ClosedModel { clients: 4, think })),
+        stages: vec![],
+    });
+    let reports = engine.run(spec);
+    let sum = |r: &pb::IntervalReport, f: fn(&pb::IntervalStats) -> u64| r.stats.iter().map(f).sum::<u64>();
+    for report in &reports[..reports.len() - 1] {
+        assert_eq!(sum(report, |s| s.users), 4, "users at {}", report.interval_start_ms);
+        // (a request of a few hundred µs in every 200 ms may be in flight at an interval's end)
+        assert!(sum(report, |s| s.active_connections) < 4, "connections at {}", report.interval_start_ms);
+    }
+    assert!(total(&reports, |s| s.requests) >= 4 * 8, "every client went on after thinking");
+    assert_eq!(sum(reports.last().unwrap(), |s| s.users), 0, "no user once the job has ended");
+}
+
+/// Little's law: arrivals at 200/s that each take 100 ms keep 20 requests in progress, and
+/// each of them is a user of the open model from its due time until it ends.
+#[test]
+fn open_model_users_are_the_requests_in_progress() {
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let reports = engine.run(open_job(&server.url, "/slow/100", 200.0, false, 3000));
+    let users: Vec<u64> = reports.iter().map(|r| r.stats.iter().map(|s| s.users).sum()).collect();
+    for n in &users[1..users.len() - 1] {
+        assert!((18..=22).contains(n), "users at interval ends: {users:?}");
+    }
+    assert_eq!(users.last(), Some(&0), "users at interval ends: {users:?}");
 }
 
 #[test]

@@ -141,7 +141,7 @@ TIME_CHARTS = [
     "Requests/s (cluster)",
     "Latency percentiles (cluster, log scale)",
     "Failures by kind (cluster)",
-    "Active connections (cluster)",
+    "Concurrent users and open connections (cluster)",
     "Requests/s by target",
     "Requests/s by agent",
     "Controller: event-loop lag (the worst of each second)",

@@ -58,7 +58,7 @@ def test_the_report_has_the_six_plots_each_with_lines(synthetic_run):
         "Requests/s (cluster)",
         "Latency percentiles (cluster, log scale)",
         "Failures by kind (cluster)",
-        "Active connections (cluster)",
+        "Concurrent users and open connections (cluster)",
         "Requests/s by target",
         "Requests/s by agent",
     ]

@@ -10,7 +10,9 @@ from .codec import from_doc
 from .losses import Loss
 from .selfwatch import ControllerLoad
 
-PROGRESS_HEADER = f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  {'errors':>7}"
+PROGRESS_HEADER = (
+    f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  {'errors':>7}  {'users':>7}"
+)
 
 
 def progress_line(s: run_pb2.IntervalSummary) -> str:
@@ -26,7 +28,7 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
         missing += f"  {verdict}: {s.validity_reasons}"
     return (
         f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.mb_per_s:>8.2f}  {s.p50_ms:>8.2f}  "
-        f"{s.p99_ms:>8.2f}  {s.errors:>7}{missing}"
+        f"{s.p99_ms:>8.2f}  {s.errors:>7}  {s.users:>7}{missing}"
     )
 
 
@@ -183,6 +185,7 @@ _STEP_COLUMNS = (
     ("mean", 8),
     ("p99", 8),
     ("conns", 6),
+    ("peak users", 10),
 )
 
 
@@ -203,6 +206,7 @@ def steps_table(doc: dict) -> str:
             f"{st['mean_ms']:.2f}",
             f"{st['p99_ms']:.2f}",
             f"{st['concurrent_conns']:.0f}",
+            st.get("peak_users", 0),  # a summary of before users were counted has none
         )
         flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
         flag += (

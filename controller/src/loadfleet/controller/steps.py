@@ -185,6 +185,10 @@ class StepResult:
     error_pct: float
     new_conns_per_s: float
     concurrent_conns: float
+    # Users in progress at interval ends (IntervalStats.users): the mean over the measured
+    # intervals and the most at one interval's end.
+    concurrent_users: float = 0.0
+    peak_users: int = 0
     per_server_rps: dict[str, float] = field(default_factory=dict)
     targets: tuple[TargetFigures, ...] = ()  # each target's figures, in url order
     # The generators' health over the measured intervals (genbound.py): the step's verdict,
@@ -217,6 +221,7 @@ class StepResult:
             f"({self.ok_rps:.1f} ok/s), {self.bytes_per_s / 1e6:.2f} MB/s, mean {self.mean_ms:.2f} ms, "
             f"p99 {self.p99_ms:.2f} ms, {self.error_pct:.2f} % errors, {self.new_conns_per_s:.1f} new conns/s, "
             f"{self.concurrent_conns:.0f} conns"
+            + (f", {self.concurrent_users:.0f} users (peak {self.peak_users})" if self.peak_users else "")
             + "".join(
                 f", {h.host} CPU {h.cpu_pct:.0f} %"
                 + (f" (server {h.process_cpu_pct:.0f} % of a core)" if h.process_cpu_pct else "")
@@ -265,6 +270,8 @@ class StepMeter:
         self._agent_busiest: dict[str, int] = {}
         self._rows: dict[tuple[str, str], StatsRow] = {}
         self._active_sum = 0
+        self._users_sum = 0
+        self._users_peak = 0
         self._intervals = 0
         self._first_ms: int | None = None
         self._last_ms = 0
@@ -287,6 +294,8 @@ class StepMeter:
                 held = self._rows[row.key] = StatsRow(*row.key)
             held.add(row)
         self._active_sum += interval.total.active_connections
+        self._users_sum += interval.total.users
+        self._users_peak = max(self._users_peak, interval.total.users)
         self._intervals += 1
         self._first_ms = interval.start_ms if self._first_ms is None else self._first_ms
         self._last_ms = interval.start_ms
@@ -314,6 +323,8 @@ class StepMeter:
             "step": self._step,
             "rows": [row_to_doc(r) for r in self._rows.values()],
             "active_sum": self._active_sum,
+            "users_sum": self._users_sum,
+            "users_peak": self._users_peak,
             "intervals": self._intervals,
             "first_ms": self._first_ms,
             "last_ms": self._last_ms,
@@ -325,6 +336,8 @@ class StepMeter:
         rows = [row_from_doc(r) for r in doc["rows"]]
         self._step, self._rows = doc["step"], {r.key: r for r in rows}
         self._active_sum, self._intervals = doc["active_sum"], doc["intervals"]
+        # A journal of before users were counted has none.
+        self._users_sum, self._users_peak = doc.get("users_sum", 0), doc.get("users_peak", 0)
         self._first_ms, self._last_ms = doc["first_ms"], doc["last_ms"]
         self._agent_requests = dict(doc.get("agent_requests", {}))
         self._agent_busiest = dict(doc.get("agent_busiest", {}))
@@ -367,6 +380,8 @@ class StepMeter:
             error_pct=f.error_pct,
             new_conns_per_s=total.connections_opened / seconds if seconds else 0.0,
             concurrent_conns=self._active_sum / intervals if intervals else 0.0,
+            concurrent_users=self._users_sum / intervals if intervals else 0.0,
+            peak_users=self._users_peak if mine else 0,
             per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
             targets=tuple(target_figures(row, seconds) for _, row in sorted(per_target.items())) if seconds else (),
             phases=f.phases,
@@ -468,6 +483,8 @@ STEP_COLUMNS = (
     "error_pct",
     "new_conns_per_s",
     "concurrent_conns",
+    "concurrent_users",
+    "peak_users",
     "rps_per_server",
     "generator_bound",
     "generator_bound_intervals",

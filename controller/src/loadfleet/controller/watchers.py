@@ -29,6 +29,7 @@ class IntervalUpdate:
     lost: int  # agents of the step lost before it (their share may have moved: losses.py)
     figures: Figures
     verdict: Verdict = VALID  # generator health (genbound.py)
+    users: int = 0  # users in progress at the interval's end (IntervalStats.users)
 
 
 class Follower:
@@ -93,6 +94,7 @@ class Watchers:
             len(interval.lost),
             figures_of(interval.total, interval.interval_ms / 1000),
             interval.verdict,
+            interval.total.users,
         )
         for follower in self._followers:
             follower.put(update)

@@ -63,6 +63,9 @@ class StatsRow:
     connections_opened: int = 0
     connections_closed: int = 0
     active_connections: int = 0
+    # Users in progress at the end of the interval (a gauge like active_connections; the
+    # IntervalStats message says what a user is).
+    users: int = 0
     histogram: Histogram = EMPTY
     # Open model: requests due, sent late (> 1 ms), the worst send lag, and never sent.
     scheduled: int = 0
@@ -93,7 +96,7 @@ class StatsRow:
         return sum(self.errors.values())
 
     def add(self, other: StatsRow) -> None:
-        """Merges `other` into this row exactly. Gauges (active connections) add too:
+        """Merges `other` into this row exactly. Gauges (active connections, users) add too:
         rows merged this way must be from the same interval, different drivers. To merge
         many rows, `merge_rows` is cheaper (it merges their histograms at once)."""
         self.add_counts(other)
@@ -113,6 +116,7 @@ class StatsRow:
         self.connections_opened += other.connections_opened
         self.connections_closed += other.connections_closed
         self.active_connections += other.active_connections
+        self.users += other.users
         self.scheduled += other.scheduled
         self.sent_late += other.sent_late
         self.max_send_lag_us = max(self.max_send_lag_us, other.max_send_lag_us)
@@ -148,6 +152,7 @@ class StatsRow:
             connections_opened=pb.connections_opened,
             connections_closed=pb.connections_closed,
             active_connections=pb.active_connections,
+            users=pb.users,
             histogram=histogram if histogram is not None else histogram_of(pb),
             scheduled=pb.scheduled,
             sent_late=pb.sent_late,
@@ -177,6 +182,7 @@ class StatsRow:
             connections_opened=self.connections_opened,
             connections_closed=self.connections_closed,
             active_connections=self.active_connections,
+            users=self.users,
             scheduled=self.scheduled,
             sent_late=self.sent_late,
             max_send_lag_us=self.max_send_lag_us,

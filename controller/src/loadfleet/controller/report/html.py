@@ -383,9 +383,9 @@ def charts(run: RunData) -> list[Chart]:
         Chart("Latency percentiles (cluster, log scale)", "ms", tuple(latency), markers=markers, log_y=True),
         Chart("Failures by kind (cluster)", "per second", tuple(failure_series(run)), markers=markers),
         Chart(
-            "Active connections (cluster)",
-            "connections",
-            (Series("active", run.total_series("active_conns")),),
+            "Concurrent users and open connections (cluster)",
+            "users, connections",
+            (Series("users", run.total_series("users")), Series("connections", run.total_series("active_conns"))),
             markers=markers,
         ),
         Chart("Requests/s by target", "req/s", tuple(busiest(run.by_target("rps"), "other targets")), markers=markers),

@@ -342,6 +342,7 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         lost_agents=u.lost,
         validity=_VALIDITIES[u.verdict.validity],
         validity_reasons=u.verdict.reasons_text(),
+        users=u.users,
     )
 
 

@@ -108,6 +108,8 @@ class InfluxOutput:
                     invalid_intervals=r.invalid_intervals,
                     suspect_intervals=r.suspect_intervals,
                     validity_reasons=r.validity_reasons,
+                    concurrent_users=r.concurrent_users,
+                    peak_users=r.peak_users,
                 )
             ]
         )

@@ -86,6 +86,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
         ("mb_per_s", f.mb_per_s),
         ("error_pct", f.error_pct),
         ("active_conns", row.active_connections),
+        ("users", row.users),
         ("conns_opened", row.connections_opened),
         ("conns_closed", row.connections_closed),
     ]
@@ -306,6 +307,8 @@ def step_point(
     invalid_intervals: int = 0,
     suspect_intervals: int = 0,
     validity_reasons: str = "",
+    concurrent_users: float = 0.0,
+    peak_users: int = 0,
 ) -> Point:
     lat = total.latency
     return Point(
@@ -330,6 +333,8 @@ def step_point(
             ("invalid_intervals", invalid_intervals),
             ("suspect_intervals", suspect_intervals),
             ("validity_reasons", validity_reasons),
+            ("concurrent_users", concurrent_users),
+            ("peak_users", peak_users),
             *(_step_phase_fields(total.phases) if total.phases is not None else ()),
         ),
         time_ms=start_ms,
