@@ -176,6 +176,9 @@ def test_sessions_and_budgets():
     plan = parse_plan(models_plan("{model: users, users: 10, spawn_rate: 2}", session, "budget: {requests: 1000}"))
     assert [s.request for s in plan.session.steps] == ["page", "image"]
     assert plan.session.repeat == 3 and plan.max_requests == 1000
+    # Open: the rate is of arriving users, each walking the session (Tsung's arrival phases).
+    arrivals = parse_plan(models_plan("{model: open, rate: 500, poisson: true, max_connections: 20000}", session))
+    assert arrivals.session == plan.session and arrivals.load.max_connections == 20000
     assert parse_plan(plan.to_yaml()) == plan
 
 
@@ -192,8 +195,9 @@ def test_sessions_and_budgets():
         (
             "{model: open, rate: 5}",
             "session: {steps: [{request: nope}]}",
-            {"workload.session", "workload.session.steps[0].request"},
+            {"workload.session.steps[0].request"},
         ),
+        ("{model: open, rate: 5}\ndriver: gatling", "session: {steps: [{request: page}]}", {"workload.session"}),
     ],
 )
 def test_load_mistakes_name_their_field(load, session, paths):

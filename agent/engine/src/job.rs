@@ -152,9 +152,6 @@ impl Job {
                 .collect(),
             repeat: s.repeat,
         });
-        if session.is_some() && load.as_ref().is_some_and(Load::is_open) {
-            problems.push("session: sessions run on closed or users models, not open".into());
-        }
         if spec.duration_ms == 0 {
             problems.push("duration_ms: must be above 0".into());
         }

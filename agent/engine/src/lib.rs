@@ -19,4 +19,5 @@ pub mod socket;
 pub mod stats;
 pub mod timer;
 pub mod tls;
+pub mod visitors;
 pub mod wire;

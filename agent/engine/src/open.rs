@@ -2,7 +2,8 @@
 //! whatever the server does; a pool of workers sends them. Latency counts from the due
 //! time, so a stalled server shows in the percentiles (coordinated omission corrected,
 //! as in wrk2). A request that finds no free worker within the request timeout is
-//! counted as not sent.
+//! counted as not sent. With a session, what falls due is a user's arrival instead
+//! (visitors.rs).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -14,6 +15,7 @@ use tokio::sync::{watch, Notify};
 use crate::conns::Connections;
 use crate::rng::Rng;
 use crate::run::{Control, Shared};
+use crate::visitors::Visitors;
 
 struct Due {
     at: Instant,
@@ -49,10 +51,16 @@ impl Backlog {
     }
 }
 
-/// Makes requests fall due from `origin` (the load's start) until just before `end`.
+/// What falls due at the rate: requests for the workers, or users who walk the session.
+pub enum Arrivals {
+    Requests(Rc<Backlog>),
+    Users(Rc<Visitors>),
+}
+
+/// Makes arrivals fall due from `origin` (the load's start) until just before `end`.
 pub async fn schedule(
     shared: Rc<Shared>,
-    backlog: Rc<Backlog>,
+    arrivals: Arrivals,
     mut control: watch::Receiver<Control>,
     poisson: bool,
     origin: Instant,
@@ -95,14 +103,25 @@ pub async fn schedule(
                 spent = true;
                 break;
             }
-            let (target, request) = (job.target_choice.pick(&mut rng), job.request_choice.pick(&mut rng));
-            let slot = shared.stats.borrow().slot(target, job.requests[request].name);
-            let mut stats = shared.stats.borrow_mut();
-            stats.scheduled(slot);
-            // Each request of the open model is a user of its own, from its due time on.
-            stats.user_enters(slot);
-            drop(stats);
-            backlog.push(Due { at: at(next_s), target, request });
+            let target = job.target_choice.pick(&mut rng);
+            match &arrivals {
+                Arrivals::Requests(backlog) => {
+                    let request = job.request_choice.pick(&mut rng);
+                    let slot = shared.stats.borrow().slot(target, job.requests[request].name);
+                    let mut stats = shared.stats.borrow_mut();
+                    stats.scheduled(slot);
+                    // Each request of the open model is a user of its own, from its due time on.
+                    stats.user_enters(slot);
+                    drop(stats);
+                    backlog.push(Due { at: at(next_s), target, request });
+                }
+                Arrivals::Users(visitors) => {
+                    let first = job.session.as_ref().expect("users walk a session").steps[0].request;
+                    let slot = shared.stats.borrow().slot(target, job.requests[first].name);
+                    shared.stats.borrow_mut().scheduled(slot);
+                    visitors.arrive(&shared, &control, at(next_s), target);
+                }
+            }
             last_due_s = next_s;
             unit_gap = if poisson { rng.exponential() } else { 1.0 };
             next_s = last_due_s + unit_gap / rate_per_s;

@@ -15,9 +15,10 @@ use tokio::task::JoinHandle;
 use crate::closed::run_client;
 use crate::job::Job;
 use crate::load::{Load, Model, Think};
-use crate::open::{schedule, work, Backlog};
+use crate::open::{schedule, work, Arrivals, Backlog};
 use crate::reactor::Reactor;
 use crate::stats::Stats;
+use crate::visitors::Visitors;
 use crate::wire::pb;
 
 /// How often ramps (stages, spawn rates) and the budget are looked at.
@@ -126,6 +127,8 @@ pub struct Run {
     control: watch::Receiver<Control>,
     steering: Steering,
     backlog: Rc<Backlog>,
+    /// Open model with a session: its users in progress.
+    visitors: Option<Rc<Visitors>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -150,6 +153,7 @@ impl Run {
             control,
             steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)), budget },
             backlog: Rc::new(Backlog::default()),
+            visitors: None,
             tasks: Vec::new(),
         })
     }
@@ -216,6 +220,9 @@ impl Run {
             // Drivers end after their in-flight request, which the request timeout bounds.
             let _ = task.await;
         }
+        if let Some(visitors) = &self.visitors {
+            visitors.all_left().await; // each after its request in flight, as the drivers above
+        }
         self.backlog.drain_not_sent(&self.shared);
         report(self.shared.stats.borrow_mut().take_report(job, interval_start, true));
     }
@@ -236,10 +243,22 @@ impl Run {
         *self.control.borrow_and_update()
     }
 
+    /// The scheduler, and the workers that send its requests; with a session, the users it
+    /// lets arrive (at most `max_connections` at a time) need no workers.
     fn start_open(&mut self, poisson: bool, max_connections: u32, origin: Instant, end: Instant) {
         let (shared, backlog) = (&self.shared, &self.backlog);
-        let schedule = schedule(Rc::clone(shared), Rc::clone(backlog), self.control.clone(), poisson, origin, end);
+        let arrivals = if shared.job.session.is_some() {
+            let visitors = Rc::new(Visitors::new(max_connections));
+            self.visitors = Some(Rc::clone(&visitors));
+            Arrivals::Users(visitors)
+        } else {
+            Arrivals::Requests(Rc::clone(backlog))
+        };
+        let schedule = schedule(Rc::clone(shared), arrivals, self.control.clone(), poisson, origin, end);
         self.tasks.push(tokio::task::spawn_local(schedule));
+        if self.visitors.is_some() {
+            return;
+        }
         for _ in 0..max_connections {
             self.tasks.push(tokio::task::spawn_local(work(
                 Rc::clone(shared),

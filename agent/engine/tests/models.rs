@@ -236,3 +236,61 @@ fn a_raised_budget_is_spent_exactly_on_top_of_the_first() {
         assert_eq!(server.served.responses.load(Ordering::Relaxed) - before, 900, "open {open}");
     }
 }
+
+fn arrivals_job(url: &str, rate_per_s: f64, max_connections: u32, steps: Vec<pb::SessionStep>) -> pb::JobSpec {
+    let requests = vec![get("page", "/ok/100", 1), get("logo", "/ok/10", 1), get("slow", "/slow/200", 1)];
+    let mut spec = closed_job(&[(url, 1)], requests, 1, 3000, 1000);
+    let open = pb::OpenModel { rate_per_s, poisson: false, max_connections };
+    spec.load = Some(pb::LoadShare { model: Some(pb::load_share::Model::Open(open)), stages: vec![] });
+    spec.session = Some(pb::Session { steps, repeat: 0 });
+    spec
+}
+
+fn step(request: u32, think_ms: u32) -> pb::SessionStep {
+    let think = Some(pb::ThinkTime { distribution: Some(pb::think_time::Distribution::FixedMs(think_ms)) });
+    pb::SessionStep { request, think_after: think }
+}
+
+fn of(reports: &[pb::IntervalReport], name: &str, field: fn(&pb::IntervalStats) -> u64) -> u64 {
+    total(reports, |s| if s.request == name { field(s) } else { 0 })
+}
+
+/// Tsung's arrival phases: 100 users a second arrive whatever the server does, each loads a
+/// page, thinks 300 ms, loads the logo and leaves. By Little's law about 30 are in progress
+/// at any time; each walks the session once, on a connection of its own.
+#[test]
+fn open_arrivals_walk_the_session_once_each() {
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let reports = engine.run(arrivals_job(&server.url, 100.0, 1000, vec![step(0, 300), step(1, 0)]));
+    assert_eq!(of(&reports, "page", |s| s.scheduled), 300, "arrivals over 3 s");
+    assert_eq!(of(&reports, "page", |s| s.requests), 300, "each user's first request");
+    // Users still thinking when the job ends leave without their second request.
+    let logos = of(&reports, "logo", |s| s.requests);
+    assert!((255..=280).contains(&logos), "{logos} second requests of 300 users");
+    assert_eq!(total(&reports, |s| s.connections_opened), 300, "a connection per user");
+    let users: Vec<u64> = reports.iter().map(|r| r.stats.iter().map(|s| s.users).sum()).collect();
+    for n in &users[..users.len() - 1] {
+        assert!((27..=36).contains(n), "users at interval ends: {users:?}");
+    }
+    assert_eq!(users.last(), Some(&0), "users at interval ends: {users:?}");
+    assert_eq!(server.served.responses.load(Ordering::Relaxed), 300 + logos);
+}
+
+/// Users who each take 200 ms arriving at 100/s would be 20 in progress; capped at 5, the
+/// arrivals beyond are counted as not sent, and none is lost.
+#[test]
+fn open_arrivals_beyond_the_cap_are_not_sent() {
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let reports = engine.run(arrivals_job(&server.url, 100.0, 5, vec![step(2, 0)]));
+    let (scheduled, requests, not_sent) = (
+        of(&reports, "slow", |s| s.scheduled),
+        of(&reports, "slow", |s| s.requests),
+        of(&reports, "slow", |s| s.not_sent),
+    );
+    assert_eq!(scheduled, 300);
+    assert_eq!(requests + not_sent, scheduled, "every arrival sent or counted as not sent");
+    assert!((60..=80).contains(&requests), "5 users at a time for 3 s of 200 ms requests: {requests}");
+    assert!(reports.iter().all(|r| r.stats.iter().map(|s| s.users).sum::<u64>() <= 5));
+}

@@ -347,8 +347,10 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
                 problems.append(
                     Problem(f"workload.session.steps[{i}].request", f"no request is named '{step['request']}'")
                 )
-        if doc["load"]["model"] == "open":
-            problems.append(Problem("workload.session", "sessions run on the closed or users model, not open"))
+        if doc["load"]["model"] == "open" and doc.get("driver", DEFAULT_DRIVER) == "gatling":
+            problems.append(
+                Problem("workload.session", "arriving users who walk a session (open model) need the engine driver")
+            )
     return problems, requests
 
 

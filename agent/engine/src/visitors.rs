@@ -1,0 +1,120 @@
+//! Open model with a session (Tsung's arrival phases): users arrive at the rate whatever the
+//! server does, and each walks the session on connections of its own, thinking between
+//! steps, then leaves. A slow server does not slow the arrivals down: it keeps its users
+//! longer, so the users in progress grow (what Tsung's "users" graph shows).
+//!
+//! Latency of a user's first request counts from its arrival (the due time, as for the open
+//! model's requests); the later ones from when the user sends them, after its think time.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Notify};
+
+use crate::conns::Connections;
+use crate::rng::Rng;
+use crate::run::{Control, Shared};
+
+/// The users in progress of one job, at most `max` (the open model's `max_connections`:
+/// each user holds its own connection). An arrival beyond it is counted as not sent, so
+/// the engine's memory stays bounded by `max` users whatever the server does.
+pub struct Visitors {
+    live: Cell<u32>,
+    max: u32,
+    arrived: Cell<u64>,
+    all_left: Notify,
+}
+
+impl Visitors {
+    pub fn new(max: u32) -> Self {
+        Visitors { live: Cell::new(0), max, arrived: Cell::new(0), all_left: Notify::new() }
+    }
+
+    /// A user arrives at `due` and starts the session with a request to `target`; the
+    /// scheduler has taken the ticket for that first request and counted it as scheduled.
+    pub fn arrive(
+        self: &Rc<Self>,
+        shared: &Rc<Shared>,
+        control: &watch::Receiver<Control>,
+        due: Instant,
+        target: usize,
+    ) {
+        let session = shared.job.session.as_ref().expect("visitors walk the job's session");
+        let first = shared.stats.borrow().slot(target, shared.job.requests[session.steps[0].request].name);
+        if self.live.get() >= self.max {
+            shared.stats.borrow_mut().not_sent(first);
+            return;
+        }
+        self.live.set(self.live.get() + 1);
+        self.arrived.set(self.arrived.get() + 1);
+        shared.stats.borrow_mut().user_enters(first);
+        // Each user its own stream of think times and target picks.
+        let seed = self.arrived.get() << 32 | u64::from(std::process::id());
+        let visit = visit(Rc::clone(self), Rc::clone(shared), control.clone(), due, target, first, seed);
+        tokio::task::spawn_local(visit);
+    }
+
+    /// Returns once every user has left (after the run is stopped, each ends its request).
+    pub async fn all_left(&self) {
+        loop {
+            let notified = self.all_left.notified(); // registered before the check: no lost wake-up
+            if self.live.get() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+async fn visit(
+    visitors: Rc<Visitors>,
+    shared: Rc<Shared>,
+    mut control: watch::Receiver<Control>,
+    due: Instant,
+    mut target: usize,
+    mut slot: usize,
+    seed: u64,
+) {
+    let job = &shared.job;
+    let session = job.session.as_ref().expect("visitors walk the job's session");
+    let mut rng = Rng::new(seed);
+    let mut connections = Connections::new(&shared);
+    let mut due = Some(due);
+    'session: for _ in 0..session.repeat.max(1) {
+        for step in &session.steps {
+            if control.borrow().stopped {
+                break 'session;
+            }
+            if let Some(at) = due {
+                shared.stats.borrow_mut().sent(slot, at.elapsed().as_micros() as u64);
+            } else {
+                if !shared.take_ticket() {
+                    break 'session;
+                }
+                target = job.target_choice.pick(&mut rng);
+                let next = shared.stats.borrow().slot(target, job.requests[step.request].name);
+                shared.stats.borrow_mut().user_moves(slot, next);
+                slot = next;
+            }
+            connections.request(target, step.request, due.take()).await;
+            think(step.think_after.sample(&mut rng), &mut control).await;
+        }
+    }
+    connections.close_all();
+    shared.stats.borrow_mut().user_leaves(slot);
+    visitors.live.set(visitors.live.get() - 1);
+    if visitors.live.get() == 0 {
+        visitors.all_left.notify_waiters();
+    }
+}
+
+/// Waits `pause`, or less if the run stops.
+async fn think(pause: Duration, control: &mut watch::Receiver<Control>) {
+    if !pause.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = control.wait_for(|c| c.stopped) => {}
+        }
+    }
+}
