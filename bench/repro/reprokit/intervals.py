@@ -5,8 +5,8 @@ about the course of a test (`t`, `first_error_s`, `concurrent_users`) can be eva
                            (scope `cluster`, target `*`, request `*`: one row per interval) and
                            the columns of `KEPT_COLUMNS`, plus `interval_ms` from the plan
 
-Bounded: one row of about 60 bytes per interval of the run (a 5-minute run at 1 s intervals is
-300 rows, about 18 KB), whatever the number of agents, targets and requests.
+Bounded: one row of about 65 bytes per interval of the run (a 5-minute run at 1 s intervals is
+300 rows, about 20 KB), whatever the number of agents, targets and requests.
 
 Time. `t` counts the seconds under load since the run's load started, in the paper's seconds.
 Steps of a sweep do not follow each other at once: the controller sets the next step's start at
