@@ -66,6 +66,12 @@ def test_json_output(capsys):
     assert document["study"] == "001" and len(document["verdicts"]) == 12
 
 
+def test_an_infinite_value_is_written_as_strict_json():
+    cli = load_cli()
+    assert cli.json_value({"erlang": float("inf"), "apache": 84.0}) == {"erlang": "inf", "apache": 84.0}
+    assert json.loads(json.dumps(cli.json_value(float("-inf")), allow_nan=False)) == "-inf"
+
+
 def test_a_signal_stops_a_study_in_the_background_and_brings_its_lab_down(tmp_path):
     """A study started as a background job (SIGINT ignored, as a shell does for `&`) and sent
     SIGINT while its first run is under way: exit 130, the run killed, the lab down, and a
