@@ -242,3 +242,14 @@ def test_runs_stored_before_intervals_were_kept_are_not_evaluable_over_time(tmp_
     (stored / INTERVALS_FILE).unlink()
     verdict = verdicts_of(study_dir)["003-erlang-errors-in-phase-two"]
     assert verdict.status is Status.NOT_EVALUABLE and "no per-interval evidence" in verdict.reason
+
+
+def test_older_passes_without_intervals_count_in_no_figure_over_time(tmp_path):
+    study_dir = tmp_path / "003"
+    old = write_run(tmp_path, study_dir, "erlang", 1, no_errors(erlang))
+    (old / INTERVALS_FILE).unlink()
+    write_run(tmp_path, study_dir, "erlang", 2, erlang)
+    verdict = verdicts_of(study_dir)["003-erlang-errors-in-phase-two"]
+    assert (verdict.status, verdict.value) == (Status.HOLDS, 156)
+    assert [(p, s) for p, s, _ in verdict.passes] == [(1, Status.NOT_EVALUABLE), (2, Status.HOLDS)]
+    assert verdict.passes_holding() == (1, 1)

@@ -45,7 +45,7 @@ PLAN_FILE = "plan.yaml"
 CLUSTER_SCOPE = "cluster"
 TOTAL = "*"  # target and request of the row that merges them all
 DEFAULT_INTERVAL_MS = 1000  # a plan's `interval_ms` when it gives none (docs/plans.md)
-USERS_COLUMN = "users"  # concurrent users at the interval's end; in intervals.csv from late 2026 on
+USERS_COLUMN = "users"  # concurrent users at the interval's end; runs of older engines have none
 KEPT_COLUMNS = (
     "interval_start_ms",
     "requests",
@@ -58,7 +58,6 @@ KEPT_COLUMNS = (
     USERS_COLUMN,  # kept only when the run's intervals.csv has it
     "validity",
 )
-LATENCY_FIGURES = ("mean_ms", "p99_ms")  # not figures of an interval that ended no request
 T_DIGITS = 6  # rounding of t, so that 12 * 12.5 s and 150 s select alike
 
 
