@@ -45,7 +45,7 @@ PLAN_FILE = "plan.yaml"
 CLUSTER_SCOPE = "cluster"
 TOTAL = "*"  # target and request of the row that merges them all
 DEFAULT_INTERVAL_MS = 1000  # a plan's `interval_ms` when it gives none (docs/plans.md)
-USERS_COLUMN = "users"  # concurrent users at the interval's end; runs of older engines have none
+USERS_COLUMN = "users"  # users in progress at the interval's end (docs/metrics.md); older runs have none
 KEPT_COLUMNS = (
     "interval_start_ms",
     "requests",
