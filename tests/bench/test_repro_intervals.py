@@ -12,10 +12,19 @@ import pytest
 import yaml
 from reprokit.evidence import read_observations, store_run
 from reprokit.findings import load_findings
-from reprokit.intervals import INTERVALS_FILE, LoadWindow, RunClock, keep_cluster_intervals, run_clock
+from reprokit.intervals import (
+    INTERVALS_FILE,
+    KEPT_COLUMNS,
+    USERS_COLUMN,
+    LoadWindow,
+    RunClock,
+    keep_cluster_intervals,
+    run_clock,
+)
 from reprokit.studies import STUDIES, paper_s_per_run_s
 from reprokit.verdicts import Status, evaluate_findings
 
+from loadfleet.controller.rundir import INTERVAL_COLUMNS
 from support.procs import REPO
 
 INTERVAL_MS = 1000
@@ -152,6 +161,11 @@ def test_the_kept_intervals_are_the_cluster_totals_with_few_columns(tmp_path):
     assert len(rows) == 2 * STEP_S  # one row per interval: the per-target and agent rows are left
     assert {r["interval_ms"] for r in rows} == {"500"}
     assert [int(r["users"]) for r in rows[:3]] == [erlang(paper_t(0, s))[2] for s in range(3)]
+
+
+def test_the_kept_columns_are_the_controllers():
+    """A column renamed in the controller's intervals.csv would silently vanish from the evidence."""
+    assert set(KEPT_COLUMNS) - {USERS_COLUMN} <= set(INTERVAL_COLUMNS)
 
 
 def test_intervals_without_a_users_column_are_kept_without_it(tmp_path):
