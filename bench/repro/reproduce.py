@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 from pathlib import Path
@@ -111,6 +112,16 @@ def print_verdicts(study_id: str, verdicts) -> None:
             )
 
 
+def json_value(value):
+    """A verdict's value as strict JSON takes it: an infinite first_error_s (no error in the run)
+    becomes "inf", which JSON has no number for."""
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 def verdicts_json(study_id: str, verdicts) -> dict:
     return {
         "study": study_id,
@@ -118,9 +129,9 @@ def verdicts_json(study_id: str, verdicts) -> dict:
             {
                 "id": v.finding.id,
                 "status": v.status.value,
-                "value": v.value,
+                "value": json_value(v.value),
                 "reason": v.reason,
-                "passes": [{"pass": p, "status": s.value, "value": val} for p, s, val in v.passes],
+                "passes": [{"pass": p, "status": s.value, "value": json_value(val)} for p, s, val in v.passes],
             }
             for v in verdicts
         ],
@@ -176,7 +187,7 @@ def main(argv=None) -> int:
             out.write_text(study_tables(study_id, STUDIES[study_id].title, runs, verdicts, STUDIES[study_id].note))
             log(f"wrote {out}")
     if args.json:
-        print(json.dumps(documents if len(documents) != 1 else documents[0], indent=1))
+        print(json.dumps(documents if len(documents) != 1 else documents[0], indent=1, allow_nan=False))
     if status == EXIT_OK and not evaluated_any:
         return EXIT_NO_EVIDENCE
     return status

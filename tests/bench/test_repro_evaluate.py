@@ -3,8 +3,10 @@ Each comparison kind holds and fails; a finding whose data is missing is not eva
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from reprokit.evaluate import NotEvaluable, Observation, evaluate_metric
+from reprokit.evaluate import Grain, NotEvaluable, Observation, evaluate_metric
 from reprokit.findings import Finding, load_findings
 from reprokit.metric import MetricSyntaxError, parse_metric
 from reprokit.verdicts import Status, compare, evaluate_findings
@@ -246,3 +248,68 @@ def test_argmax_needs_every_level_of_its_variable():
     rows = [o for o in lb_study() if not (o.vars["setup"] == "apache" and o.vars["users"] == 4000)]
     result = verdict("argmax(mean_ms[page=php,users=max,spawn_rate=max], over=setup)", "==", "haproxy", rows)
     assert result.status is Status.NOT_EVALUABLE and "setup=apache" in result.reason
+
+
+def interval(run_id, t, pass_no=1, **figures):
+    return Observation(
+        vars={"server": "erlang", "t": t}, figures=figures, pass_no=pass_no, run_id=run_id, grain=Grain.INTERVAL
+    )
+
+
+def run_of(run_id, first_error, pass_no=1):
+    return Observation(
+        vars={"server": "erlang"},
+        figures={"first_error_s": first_error},
+        pass_no=pass_no,
+        run_id=run_id,
+        grain=Grain.RUN,
+    )
+
+
+def test_a_selector_on_a_figure_of_the_run_compares_each_interval_with_its_own_run():
+    rows = [interval("r1", t, concurrent_users=100.0 * t) for t in (0, 10, 20, 30)]
+    rows += [interval("r2", t, pass_no=2, concurrent_users=100.0 * t) for t in (0, 10, 20, 30)]
+    rows += [run_of("r1", 20.0), run_of("r2", 30.0, pass_no=2)]
+    # r1 counts up to t=10, r2 up to t=20: the mean over the passes at t=20 is r2's alone
+    assert evaluate_metric("max(concurrent_users[server=erlang,t<first_error_s])", rows) == 2000.0
+    assert evaluate_metric("max(concurrent_users[server=erlang,t>10])", rows) == 3000.0
+    assert evaluate_metric("first_error_s[server=erlang]", rows).scalar() == 25.0
+    result = verdict("max(concurrent_users[server=erlang,t<first_error_s])", ">=", 1500, rows)
+    assert result.status is Status.HOLDS and result.passes_holding() == (1, 2)
+
+
+def test_a_run_without_errors_is_whole_before_its_first_error_and_errs_at_no_time():
+    rows = [interval("r1", t, concurrent_users=50.0 + t) for t in (0, 12, 24)] + [run_of("r1", math.inf)]
+    assert evaluate_metric("max(concurrent_users[server=erlang,t<first_error_s])", rows) == 74.0
+    assert verdict("first_error_s[server=erlang]", "between", (120, 240), rows).status is Status.FAILS
+    assert verdict("first_error_s[server=erlang]", ">", 240, rows).status is Status.HOLDS
+
+
+def test_step_figures_are_read_from_steps_even_beside_intervals():
+    rows = [obs(server="erlang", rate=500, ok_rps=480.0), obs(server="erlang", rate=1000, ok_rps=950.0)]
+    rows += [interval("r1", t, ok_rps=10.0) for t in (0, 12)] + [run_of("r1", math.inf)]
+    assert evaluate_metric("max(ok_rps[server=erlang])", rows) == 950.0
+    assert evaluate_metric("max(ok_rps[server=erlang,t=0..12])", rows) == 10.0
+    assert verdict("ratio(ok_rps[server=erlang,rate=1000], ok_rps[server=erlang,rate=500])", ">", 1.9, rows).status is (
+        Status.HOLDS
+    )
+
+
+def test_time_selectors_that_make_no_sense_are_not_evaluable():
+    rows = [interval("r1", t, ok_rps=10.0) for t in (0, 12)] + [run_of("r1", 12.0)]
+    for metric, why in (
+        ("first_error_s[server=erlang,t=0..12]", "figure of a whole run"),
+        ("max(ok_rps[server=erlang,t<p99_ms])", "neither a number nor a figure of a run"),
+        ("max(ok_rps[server=erlang,t<0..12])", "a range takes '='"),
+        ("max(ok_rps[server=erlang,t>100])", "no interval with server=erlang, t>100"),
+    ):
+        result = verdict(metric, "<", 1, rows)
+        assert result.status is Status.NOT_EVALUABLE and why in result.reason, (metric, result.reason)
+
+
+def test_intervals_without_requests_have_no_latency_but_a_run_without_any_has_none_at_all():
+    rows = [interval("r1", 0, ok_rps=0.0), interval("r1", 12, ok_rps=5.0, p99_ms=4.0)] + [run_of("r1", math.inf)]
+    assert evaluate_metric("mean(p99_ms[server=erlang,t=0..12])", rows) == 4.0
+    rows += [interval("r2", 0, pass_no=2, ok_rps=0.0), run_of("r2", math.inf, pass_no=2)]
+    result = verdict("mean(p99_ms[server=erlang,t=0..12])", "<", 10, rows)
+    assert result.status is Status.NOT_EVALUABLE and "1 of 2 runs lack it" in result.reason

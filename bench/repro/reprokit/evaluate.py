@@ -5,6 +5,13 @@ setup=varnish, page=static, and the step's level, e.g. users=4000, spawn_rate=80
 (mean_ms, ok_rps, ...) and the pass of the interleaved series it belongs to. A figure of a cell is
 the mean over every observation of that cell (its repetitions and passes).
 
+Its `grain` says what else it can be (intervals.py makes them): one interval of a run, placed by
+the cell's variables and `t` (seconds since the load started), or a whole run (`first_error_s`).
+A figure is read from one grain: `first_error_s` from runs; `concurrent_users`, `error_rps` and
+any figure with a selector on `t` from intervals (the value at a `t` is the mean over the passes
+that have it); every other figure from steps, as before intervals were kept. A selector
+`t<first_error_s` compares each interval with the figure of its own run.
+
 `NotEvaluable`, with the reason, when the runs lack what the metric needs (a server that was not
 run, a variable or figure loadfleet does not record, a single level where a slope needs two, a
 selector that leaves several cells open, only steps that were left out): never a silent value.
@@ -12,6 +19,7 @@ selector that leaves several cells open, only steps that were left out): never a
 
 from __future__ import annotations
 
+import enum
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +29,20 @@ from .metric import BinOp, Call, Each, Fig, Num, Sel, VarRef, parse_metric
 # Figures computed from ok_rps over a closed-loop client sweep (findings.yaml's header).
 DERIVED_OVER_CLIENTS = {"avg_ok_rps": "mean", "max_ok_rps": "max"}
 EPSILON = 1e-9
+TIME_VAR = "t"
+RUN_FIGURES = frozenset({"first_error_s"})  # one value per run
+INTERVAL_FIGURES = frozenset({"concurrent_users", "error_rps"})  # only per interval, never per step
+ABSENT_FIGURE_REASONS = {
+    "concurrent_users": "the runs have no concurrent-users figure (their intervals have no `users` column)",
+}
+
+
+class Grain(enum.Enum):
+    """What an observation's figures are over."""
+
+    STEP = "step"  # a step's measured intervals
+    INTERVAL = "interval"  # one interval of a run's time series
+    RUN = "run"  # the whole run
 
 
 @dataclass(frozen=True)
@@ -30,6 +52,16 @@ class Observation:
     pass_no: int = 1
     run_id: str = ""
     left_out: str = ""  # why the step's figures are not used ("" = they are)
+    grain: Grain = Grain.STEP
+
+
+def grain_of(fig: Fig) -> Grain:
+    """Which observations a figure is read from (the module's docstring says why)."""
+    if fig.name in RUN_FIGURES:
+        return Grain.RUN
+    if fig.name in INTERVAL_FIGURES or any(sel.var == TIME_VAR for sel in fig.sels):
+        return Grain.INTERVAL
+    return Grain.STEP
 
 
 class NotEvaluable(Exception):
@@ -104,8 +136,8 @@ class _Evaluator:
         self.known_vars = {k for o in observations for k in o.vars}
 
     # -- figures ---------------------------------------------------------------------------
-    def select(self, sels, env: Mapping[str, object]) -> list[Observation]:
-        chosen = self.observations
+    def select(self, sels, env: Mapping[str, object], grain: Grain = Grain.STEP) -> list[Observation]:
+        chosen = [o for o in self.observations if o.grain is grain]
         for var, value in env.items():
             chosen = [o for o in chosen if var in o.vars and same(o.vars[var], value)]
         scope = chosen  # `max`/`min`: the extreme level run in the study, not in what is left
@@ -116,7 +148,7 @@ class _Evaluator:
                 chosen = self._apply(sel, chosen, scope)
             except EmptySelection as exc:
                 raise EmptySelection(
-                    f"no usable step with {', '.join(applied)}{exc}{self._left_out_note(env, sels)}"
+                    f"no {_NOUNS[grain]} with {', '.join(applied)}{exc}{self._left_out_note(env, sels)}"
                 ) from None
         return chosen
 
@@ -140,8 +172,8 @@ class _Evaluator:
             raise NotEvaluable(f"no variable {sel.var!r} in the runs (selector {sel.text()})")
         chosen = [o for o in chosen if sel.var in o.vars]
         if sel.op != "=":
-            raise NotEvaluable(f"selector {sel.text()} needs per-interval figures, not in the evidence")
-        if sel.high is not None:
+            kept = self._compared(sel, chosen)
+        elif sel.high is not None:
             kept = [o for o in chosen if _within(o.vars[sel.var], sel.low, sel.high)]
         elif sel.low in ("max", "min"):
             levels = [number(o.vars[sel.var]) for o in scope if sel.var in o.vars]
@@ -157,12 +189,55 @@ class _Evaluator:
             raise EmptySelection("")
         return kept
 
+    def _compared(self, sel: Sel, chosen: list[Observation]) -> list[Observation]:
+        """`var<bound` / `var>bound`: the bound a number, or a figure of each observation's own run."""
+        if sel.high is not None:
+            raise NotEvaluable(f"selector {sel.text()}: a range takes '='")
+        bound = self._bound(sel)
+        kept = []
+        for o in chosen:
+            value = number(o.vars[sel.var])
+            if value is None:
+                raise NotEvaluable(f"selector {sel.text()}: {sel.var}={o.vars[sel.var]} is not a number")
+            if (value < bound(o)) if sel.op == "<" else (value > bound(o)):
+                kept.append(o)
+        return kept
+
+    def _bound(self, sel: Sel):
+        constant = number(sel.low)
+        if constant is not None:
+            return lambda _o: constant
+        if sel.low not in RUN_FIGURES:
+            raise NotEvaluable(
+                f"selector {sel.text()}: {sel.low!r} is neither a number nor a figure of a run "
+                f"({', '.join(sorted(RUN_FIGURES))})"
+            )
+        per_run = {o.run_id: o.figures[sel.low] for o in self.observations if o.grain is Grain.RUN}
+
+        def of_own_run(o: Observation) -> float:
+            if o.run_id not in per_run:
+                raise NotEvaluable(f"selector {sel.text()}: run {o.run_id!r} has no {sel.low}")
+            return per_run[o.run_id]
+
+        return of_own_run
+
     def figure(self, fig: Fig, env) -> CellSet:
-        chosen = self.select(fig.sels, env)
+        grain = grain_of(fig)
+        if grain is not Grain.STEP and not any(o.grain is grain for o in self.observations):
+            raise NotEvaluable(
+                f"no per-interval evidence for {fig.text()}: the runs were stored without their intervals "
+                f"('{TIME_VAR}', first_error_s)"
+            )
+        if grain is Grain.RUN and any(sel.var == TIME_VAR for sel in fig.sels):
+            raise NotEvaluable(f"{fig.text()}: {fig.name} is a figure of a whole run, it takes no selector on t")
+        chosen = self.select(fig.sels, env, grain)
         base = "ok_rps" if fig.name in DERIVED_OVER_CLIENTS else fig.name
+        if grain is Grain.INTERVAL:
+            chosen = _with_interval_figure(chosen, base, fig.text())
         missing = [o for o in chosen if base not in o.figures or o.figures[base] is None]
         if missing:
-            raise NotEvaluable(f"no figure {base!r} in the runs ({fig.text()})")
+            why = ABSENT_FIGURE_REASONS.get(base, f"no figure {base!r} in the runs")
+            raise NotEvaluable(f"{why} ({fig.text()})")
         groups = defaultdict(list)
         for o in chosen:
             groups[tuple(sorted((k, v) for k, v in o.vars.items()))].append(o.figures[base])
@@ -296,6 +371,20 @@ class _Evaluator:
         if not results:
             raise NotEvaluable(f"no level of {node.var} has the cells: {skipped[0]}")
         return {k: (v.scalar() if isinstance(v, CellSet) else v) for k, v in results.items()}
+
+
+_NOUNS = {Grain.STEP: "usable step", Grain.INTERVAL: "interval", Grain.RUN: "run"}
+
+
+def _with_interval_figure(chosen: list[Observation], name: str, label: str) -> list[Observation]:
+    """The intervals that have the figure; NotEvaluable when a run has it in none of its intervals
+    (an interval that ended no request has no latency, a run stored before a column has no value)."""
+    runs = {o.run_id for o in chosen}
+    lacking = runs - {o.run_id for o in chosen if o.figures.get(name) is not None}
+    if lacking:
+        why = ABSENT_FIGURE_REASONS.get(name, f"no figure {name!r} in the runs")
+        raise NotEvaluable(f"{why} ({len(lacking)} of {len(runs)} runs lack it; {label})")
+    return [o for o in chosen if o.figures.get(name) is not None]
 
 
 def _cell_var(key, name):

@@ -1,15 +1,19 @@
 """Stored evidence: docs/reproductions/<study>/<run-id>/ holds one run's small files and what
 placed it in the study.
 
-    summary.json  the run's summary, as loadfleet wrote it
-    steps.csv     its steps
-    plan.yaml     the plan as it ran (levels and step lengths of this reproduction)
-    cell.json     {study, cell, vars, pass, level_vars, levels, step_vars, plan, targets, lab_specs,
-                   command, started_utc, loadavg_1m, exit_code}
+    summary.json           the run's summary, as loadfleet wrote it
+    steps.csv              its steps
+    plan.yaml              the plan as it ran (levels and step lengths of this reproduction)
+    cluster_intervals.csv  its cluster totals per interval (intervals.py); runs stored before
+                           these were kept have none
+    cell.json              {study, cell, vars, pass, level_vars, levels, step_vars, plan, targets,
+                            lab_specs, command, started_utc, loadavg_1m, exit_code,
+                            paper_s_per_run_s}
 
 `read_observations` turns every step of every stored run into an `Observation`: the cell's
 variables, plus the step's level (`levels[level_index - 1]`, e.g. {users: 4000, spawn_rate: 800})
-and the step fields named by `step_vars` (e.g. {"cpus": "servers"}).
+and the step fields named by `step_vars` (e.g. {"cpus": "servers"}); and, for a run stored with
+its intervals, every interval and the run itself (intervals.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import shutil
 from pathlib import Path
 
 from .evaluate import Observation
+from .intervals import keep_cluster_intervals, read_time_observations
 
 STORED_FILES = ("summary.json", "steps.csv", "plan.yaml")
 CELL_FILE = "cell.json"
@@ -49,21 +54,26 @@ def store_run(run_dir: Path, study_dir: Path, cell_record: dict) -> Path:
     for name in STORED_FILES:
         if (Path(run_dir) / name).exists():
             shutil.copyfile(Path(run_dir) / name, target / name)
+    keep_cluster_intervals(Path(run_dir), target)
     (target / CELL_FILE).write_text(json.dumps(cell_record, indent=1, sort_keys=True) + "\n")
     return target
 
 
+def stored_run_dirs(study_dir: Path) -> list[Path]:
+    """The directory of every stored run of a study, oldest first (run ids sort by time)."""
+    return [cell_file.parent for cell_file in sorted(Path(study_dir).glob(f"*/{CELL_FILE}"))]
+
+
+def _read_run(run_dir: Path) -> tuple[dict, dict]:
+    try:
+        return json.loads((run_dir / CELL_FILE).read_text()), json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise EvidenceError(f"{run_dir}: {exc}") from exc
+
+
 def stored_runs(study_dir: Path) -> list[tuple[dict, dict]]:
     """(cell record, summary) of every stored run of a study, oldest first."""
-    runs = []
-    for cell_file in sorted(Path(study_dir).glob(f"*/{CELL_FILE}")):
-        try:
-            cell = json.loads(cell_file.read_text())
-            summary = json.loads((cell_file.parent / "summary.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise EvidenceError(f"{cell_file.parent}: {exc}") from exc
-        runs.append((cell, summary))
-    return runs
+    return [_read_run(run_dir) for run_dir in stored_run_dirs(study_dir)]
 
 
 def lost_after_window(step: dict, losses: list[dict]) -> bool:
@@ -110,7 +120,12 @@ def step_observation(cell: dict, step: dict, losses: list[dict] = ()) -> Observa
 
 def read_observations(study_dir: Path) -> list[Observation]:
     observations = []
-    for cell, summary in stored_runs(study_dir):
+    for run_dir in stored_run_dirs(study_dir):
+        cell, summary = _read_run(run_dir)
         losses = summary.get("losses") or []
         observations += [step_observation(cell, step, losses) for step in summary.get("steps", [])]
+        try:
+            observations += read_time_observations(run_dir, cell, summary)
+        except (OSError, ValueError, KeyError) as exc:
+            raise EvidenceError(f"{run_dir}: malformed intervals or plan: {exc!r}") from exc
     return observations

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from .evidence import store_run
-from .studies import Cell, Study, level_records
+from .studies import Cell, Study, level_records, paper_s_per_run_s
 
 RUN_SLACK_S = 90  # a run's bound beyond its steps: agents starting, the last interval, summary
 LAB_TIMEOUT_S = 300
@@ -169,6 +169,7 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         "levels": level_records(study, sweep.get("steps", [])),
         "step_vars": study.step_vars,
         "sweep": sweep,
+        "paper_s_per_run_s": paper_s_per_run_s(study, sweep),
         "command": ["loadfleet"] + command[command.index(_tool("loadfleet")) + 1 :],
         "generator_cpus": study.generator_cpus,
         "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),

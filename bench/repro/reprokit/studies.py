@@ -8,6 +8,11 @@ takes minutes here; `level_vars` names what a level's entries are (a users sweep
 level (study 000: requests = users x 10), `step_vars` takes variables from a step's own fields.
 Plans are copied with these changes into the work directory; the repository's plans are not
 changed.
+
+`paper_step_s`: when the paper's findings are about time in phases (study 003: 2-minute arrival
+phases) and each step of the sweep plays one phase in fewer seconds, the phase's length in the
+paper. A run's time is then stretched by paper_step_s / step_s, so that `t` in findings.yaml
+stays the paper's seconds (`paper_s_per_run_s`, recorded in each run's cell.json).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class Study:
     scale_vars: dict = field(default_factory=dict)  # var -> (level var, factor)
     step_vars: dict = field(default_factory=dict)  # var -> steps.csv field
     generator_cpus: str = ""  # taskset list for the generator, when the lab caps servers to others
+    paper_step_s: float | None = None  # the paper's phase that one step plays; None: t is the run's own
     note: str = ""
 
 
@@ -146,7 +152,9 @@ def _study_003() -> Study:
         cells,
         sweep={"steps": [500, 1000], "step_s": 10, "warmup_s": 2, "repeat": 1},
         level_vars=("rate",),
-        note="Yaws stands in for the authors' Erlang server",
+        paper_step_s=120,  # "Первая фаза – 2 минуты, 500 новых посетителей в секунду", then 1000/s
+        note="Yaws stands in for the authors' Erlang server; each 2-minute phase of the paper is one step "
+        "of step_s seconds here, so a second of a step counts 120 / step_s of the paper's seconds (t)",
     )
 
 
@@ -174,6 +182,14 @@ def _study_004() -> Study:
 
 
 STUDIES = {s.id: s for s in (_study_000(), _study_001(), _study_002(), _study_003(), _study_004())}
+
+
+def paper_s_per_run_s(study: Study, sweep: dict) -> float:
+    """How many of the paper's seconds one second of a run stands for (1: none, t is the run's own).
+    Only the phases' lengths are scaled, not their rates: a shorter phase brings fewer users."""
+    if study.paper_step_s is None:
+        return 1.0
+    return study.paper_step_s / float(sweep["step_s"])
 
 
 def level_records(study: Study, steps: list) -> list[dict]:
