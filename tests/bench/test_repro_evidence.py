@@ -88,8 +88,8 @@ def test_stored_runs_are_read_back_evaluated_and_tabled(tmp_path):
 
 def test_every_study_names_its_levels():
     for study in STUDIES.values():
-        records = level_records(study, study.sweep["steps"])
-        assert len(records) == len(study.sweep["steps"])
+        records = level_records(study, study.sweep.get("steps", []))  # 003's plans run as written
+        assert len(records) == len(study.sweep.get("steps", []))
         assert all(set(study.level_vars) <= set(r) for r in records)
     assert level_records(STUDIES["000"], [200])[0] == {"users": 200, "requests": 2000}
 

@@ -16,6 +16,7 @@ from reprokit.intervals import (
     INTERVALS_FILE,
     KEPT_COLUMNS,
     USERS_COLUMN,
+    IntervalRow,
     LoadWindow,
     RunClock,
     keep_cluster_intervals,
@@ -126,7 +127,7 @@ def write_run(tmp_path, study_dir, server, pass_no, profile, with_users=True):
         "run_id": run_id,
         "level_vars": ["rate"],
         "levels": [{"rate": 500}, {"rate": 1000}],
-        "paper_s_per_run_s": paper_s_per_run_s(STUDIES["003"], plan["sweep"]),
+        "paper_s_per_run_s": paper_s_per_run_s(STUDIES["003"], plan),
     }
     return store_run(run_dir, study_dir, cell)
 
@@ -183,12 +184,16 @@ def test_the_clock_leaves_the_pause_between_steps_out_and_scales_to_the_paper():
     clock = run_clock(plan, steps_of_run(), [], SCALE)
     second_step = LOAD_START_MS + STEP_S * 1000 + PAUSE_MS
     assert clock.t(LOAD_START_MS) == 0
-    assert clock.t(LOAD_START_MS + 9 * INTERVAL_MS) == 108  # the first step's last interval
+    assert clock.t(LOAD_START_MS + 8 * INTERVAL_MS) == 96
+    assert clock.t(LOAD_START_MS + 9 * INTERVAL_MS) is None  # the step's last interval holds its drain
     assert clock.t(second_step) == 120  # the paper's second phase starts at 2 minutes
     assert clock.t(second_step + 3 * INTERVAL_MS) == 156
     assert clock.t(LOAD_START_MS + STEP_S * 1000) is None  # in the pause: no t
     unscaled = RunClock((LoadWindow(0, 0, math.inf),), 0.0)
     assert unscaled.t(2500) == 2.5
+    # Without a sweep: the plan's duration from the first interval, its last interval left out.
+    single = run_clock({"duration_s": 48}, [], [IntervalRow(5000, 1000, 1, 1, 0, 1.0, 1.0, 1.0, 1, 1, "valid")], 5.0)
+    assert (single.t(5000), single.t(5000 + 46_000), single.t(5000 + 47_000)) == (0, 230, None)
 
 
 def test_a_warm_up_is_rounded_up_to_whole_intervals_to_find_the_load_start():
@@ -197,10 +202,12 @@ def test_a_warm_up_is_rounded_up_to_whole_intervals_to_find_the_load_start():
     assert clock.windows == (LoadWindow(0, 10_000, 20_000),)  # the step that measured nothing is not placed
 
 
-def test_study_003_scales_its_steps_to_the_papers_two_minute_phases():
-    assert paper_s_per_run_s(STUDIES["003"], {"step_s": 10}) == 12
-    assert paper_s_per_run_s(STUDIES["003"], {"step_s": 20}) == 6
-    assert paper_s_per_run_s(STUDIES["001"], {"step_s": 10}) == 1
+def test_study_003_scales_its_runs_to_the_papers_four_minutes():
+    # The plans as they run: two 24 s stages (the paper's two 2-minute phases), or a sweep of them.
+    assert paper_s_per_run_s(STUDIES["003"], {"duration_s": 48}) == 5
+    assert paper_s_per_run_s(STUDIES["003"], {"sweep": {"steps": [500, 1000], "step_s": 10}}) == 12
+    assert paper_s_per_run_s(STUDIES["003"], {"sweep": {"steps": [500, 1000], "step_s": 20}}) == 6
+    assert paper_s_per_run_s(STUDIES["001"], {"sweep": {"steps": [8], "step_s": 10}}) == 1
 
 
 def test_the_papers_findings_over_time_hold_or_fail_on_runs_shaped_like_the_paper(tmp_path):

@@ -75,9 +75,10 @@ impl Connections {
         }
     }
 
-    /// Sends request number `request` to target number `target` and records how it ended.
-    /// Latency runs from `due` (when the request was meant to go out), or from now.
-    pub async fn request(&mut self, target: usize, request: usize, due: Option<Instant>) {
+    /// Sends request number `request` to target number `target` and records how it ended;
+    /// whether a response came (of any status), not a transport error. Latency runs from `due`
+    /// (when the request was meant to go out), or from now.
+    pub async fn request(&mut self, target: usize, request: usize, due: Option<Instant>) -> bool {
         let shared = Rc::clone(&self.shared);
         let slot = shared.stats.borrow().slot(target, shared.job.requests[request].name);
         shared.in_flight.set(shared.in_flight.get() + 1);
@@ -87,6 +88,7 @@ impl Connections {
         let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
         shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
         shared.in_flight.set(shared.in_flight.get() - 1);
+        at.is_some()
     }
 
     pub fn close_all(&mut self) {

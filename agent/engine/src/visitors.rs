@@ -5,6 +5,9 @@
 //!
 //! Latency of a user's first request counts from its arrival (the due time, as for the open
 //! model's requests); the later ones from when the user sends them, after its think time.
+//! A user whose request ends without a response (refused, timed out, reset) leaves, as a
+//! Tsung user's session is aborted on an error: what piles up on a failing server is its
+//! backlog, not users who would have given up.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -97,7 +100,9 @@ async fn visit(
                 shared.stats.borrow_mut().user_moves(slot, next);
                 slot = next;
             }
-            connections.request(target, step.request, due.take()).await;
+            if !connections.request(target, step.request, due.take()).await {
+                break 'session;
+            }
             think(step.think_after.sample(&mut rng), &mut control).await;
         }
     }

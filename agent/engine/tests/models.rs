@@ -294,3 +294,18 @@ fn open_arrivals_beyond_the_cap_are_not_sent() {
     assert!((60..=80).contains(&requests), "5 users at a time for 3 s of 200 ms requests: {requests}");
     assert!(reports.iter().all(|r| r.stats.iter().map(|s| s.users).sum::<u64>() <= 5));
 }
+
+/// A user whose request fails leaves (Tsung aborts the session): against a refused port each
+/// arriving user makes one request, not the three of its session.
+#[test]
+fn an_arriving_user_leaves_on_a_failed_request() {
+    let mut engine = Engine::spawn();
+    let reports = engine.run(arrivals_job(&closed_port_url(), 100.0, 1000, vec![step(1, 0), step(1, 0), step(1, 0)]));
+    let (scheduled, requests) = (of(&reports, "logo", |s| s.scheduled), of(&reports, "logo", |s| s.requests));
+    assert_eq!(scheduled, 300);
+    assert_eq!(requests, scheduled, "one request per user");
+    let refused: u64 = total(&reports, |s| {
+        s.errors.iter().filter(|e| e.kind == pb::ErrorKind::ConnectRefused as i32).map(|e| e.count).sum()
+    });
+    assert_eq!(refused, requests);
+}

@@ -19,8 +19,11 @@ in it at its seconds since the step's load started:
 where load_start_ms[k] is the step's first measured interval (summary.json) less its warm-up
 rounded up to whole intervals, and paper_s_per_run_s (cell.json) is the paper's phase over step_s
 for a study that plays the paper's phases as steps (studies.py), else 1. A plan without a sweep is
-one step from its first interval. Intervals outside every step's load (none are written today)
-and those of a step that measured nothing (its start is unknown) get no `t` and are not used.
+one step from its first interval for the plan's duration_s. Each step's last interval is left out:
+it also holds the drain after the load (a server's backlog answered at once, stopped users'
+connections closing), as the controller leaves it out of the step's figures. Intervals outside
+every step's load (none are written today) and those of a step that measured nothing (its start
+is unknown) get no `t` and are not used.
 
 A run's `first_error_s` is the `t` of its first interval with a failed request, and infinite when
 no request failed: "errors appear at t" then fails, and "before the first error" is the whole run.
@@ -88,7 +91,7 @@ class LoadWindow:
 
     index: int  # the step's position in the run, from 0: the phase it plays
     load_start_ms: int
-    load_end_ms: float  # inf: to the run's end (a plan without a sweep)
+    load_end_ms: float  # inf: to the run's end (a plan without a sweep or a duration)
 
 
 @dataclass(frozen=True)
@@ -98,11 +101,15 @@ class RunClock:
     windows: tuple[LoadWindow, ...]
     step_s: float
     paper_s_per_run_s: float = 1.0
+    interval_ms: int = DEFAULT_INTERVAL_MS
 
     def t(self, interval_start_ms: int) -> float | None:
-        """The interval's t; None when it lies in no step's load."""
+        """The interval's t; None when it lies in no step's load. A step's last interval is in
+        none: the engines report it once their requests in flight have ended, so it also holds
+        the drain after the load (a burst of responses from a server's backlog, stopped users'
+        connections closing), as the step's own figures leave it out."""
         for window in self.windows:
-            if window.load_start_ms <= interval_start_ms < window.load_end_ms:
+            if window.load_start_ms <= interval_start_ms and interval_start_ms + self.interval_ms < window.load_end_ms:
                 run_s = window.index * self.step_s + (interval_start_ms - window.load_start_ms) / 1000
                 return round(run_s * self.paper_s_per_run_s, T_DIGITS)
         return None
@@ -121,10 +128,11 @@ def plan_interval_ms(plan: dict[str, Any]) -> int:
 def run_clock(plan: dict[str, Any], steps: Sequence[dict], rows: Sequence[IntervalRow], scale: float) -> RunClock:
     """The clock of a run of `plan` (the plan as it ran), whose summary lists `steps` in order."""
     sweep = plan.get("sweep")
-    if not sweep:  # one step, its load from the first interval to the end
-        start_ms = rows[0].start_ms if rows else 0
-        return RunClock((LoadWindow(0, start_ms, math.inf),), 0.0, scale)
     interval_ms = plan_interval_ms(plan)
+    if not sweep:  # one step, its load from the first interval for the plan's duration
+        start_ms = rows[0].start_ms if rows else 0
+        end_ms = start_ms + float(plan["duration_s"]) * 1000 if plan.get("duration_s") else math.inf
+        return RunClock((LoadWindow(0, start_ms, end_ms),), 0.0, scale, interval_ms)
     step_ms = round(float(sweep["step_s"]) * 1000)
     warmup_ms = math.ceil(float(sweep.get("warmup_s") or 0) * 1000 / interval_ms) * interval_ms
     windows = tuple(
@@ -132,7 +140,7 @@ def run_clock(plan: dict[str, Any], steps: Sequence[dict], rows: Sequence[Interv
         for index, step in enumerate(steps)
         if step.get("start_ms")  # 0: the step measured nothing, its start is unknown
     )
-    return RunClock(windows, step_ms / 1000, scale)
+    return RunClock(windows, step_ms / 1000, scale, interval_ms)
 
 
 def cluster_total_rows(lines: Iterable[str]) -> tuple[list[str], list[dict]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from .evidence import store_run
-from .studies import Cell, Study, level_records, paper_s_per_run_s
+from .studies import Cell, Study, level_records, load_s, paper_s_per_run_s
 
 RUN_SLACK_S = 90  # a run's bound beyond its steps: agents starting, the last interval, summary
 LAB_TIMEOUT_S = 300
@@ -47,11 +47,13 @@ def _tool(name: str) -> str:
 
 
 def derive_plan(study: Study, cell: Cell, options: RunOptions) -> tuple[Path, dict]:
-    """The cell's plan with the study's sweep, written to the work directory; and that sweep."""
+    """The cell's plan with the study's sweep, written to the work directory; and the plan as it
+    runs (a plan without a sweep, in a study without one, keeps none)."""
     source = options.repo / cell.plan
     plan = yaml.safe_load(source.read_text())
     sweep = {**plan.get("sweep", {}), **study.sweep, **(options.sweep or {})}
-    plan["sweep"] = sweep
+    if sweep:
+        plan["sweep"] = sweep
     manifest = plan.get("workload", {}).get("manifest")
     if manifest:  # relative to the plan's own directory, which the copy leaves
         plan["workload"]["manifest"] = str((source.parent / manifest).resolve())
@@ -62,12 +64,15 @@ def derive_plan(study: Study, cell: Cell, options: RunOptions) -> tuple[Path, di
         f"# derived from {cell.plan} by bench/repro/reproduce.py (study {study.id})\n"
         + yaml.safe_dump(plan, sort_keys=False)
     )
-    return out, sweep
+    return out, plan
 
 
-def run_bound_s(sweep: dict) -> float:
-    levels = len(sweep.get("steps", [1])) * len(sweep.get("servers", [1])) * int(sweep.get("repeat", 1))
-    return levels * (float(sweep.get("step_s", 10)) + float(sweep.get("warmup_s", 0)) + 2) + RUN_SLACK_S
+def run_bound_s(plan: dict) -> float:
+    """How long a run of `plan` may take before it is killed: its load, each step's warm-up and
+    barrier, and RUN_SLACK_S."""
+    sweep = plan.get("sweep") or {}
+    steps = len(sweep.get("steps", [1])) * len(sweep.get("servers", [1])) * int(sweep.get("repeat", 1))
+    return load_s(plan) + steps * (float(sweep.get("warmup_s", 0)) + 2) + RUN_SLACK_S
 
 
 def _niced(command: list[str], options: RunOptions, cpus: str = "") -> list[str]:
@@ -128,7 +133,8 @@ def _loadavg() -> float | None:
 
 def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: Callable[[str], None]) -> Path:
     """Runs one cell once and stores its evidence; returns the stored directory."""
-    plan_path, sweep = derive_plan(study, cell, options)
+    plan_path, plan = derive_plan(study, cell, options)
+    sweep = plan.get("sweep") or {}
     command = [
         _tool("loadfleet"),
         "run",
@@ -144,7 +150,7 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
     command = _niced(command, options, study.generator_cpus)
     started = dt.datetime.now(dt.UTC)
     load = _loadavg()
-    bound = run_bound_s(sweep)
+    bound = run_bound_s(plan)
     try:
         done = subprocess.run(command, cwd=options.repo, capture_output=True, text=True, timeout=bound)
     except subprocess.TimeoutExpired as exc:
@@ -169,7 +175,7 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         "levels": level_records(study, sweep.get("steps", [])),
         "step_vars": study.step_vars,
         "sweep": sweep,
-        "paper_s_per_run_s": paper_s_per_run_s(study, sweep),
+        "paper_s_per_run_s": paper_s_per_run_s(study, plan),
         "command": ["loadfleet"] + command[command.index(_tool("loadfleet")) + 1 :],
         "generator_cpus": study.generator_cpus,
         "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),

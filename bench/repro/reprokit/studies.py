@@ -9,10 +9,11 @@ level (study 000: requests = users x 10), `step_vars` takes variables from a ste
 Plans are copied with these changes into the work directory; the repository's plans are not
 changed.
 
-`paper_step_s`: when the paper's findings are about time in phases (study 003: 2-minute arrival
-phases) and each step of the sweep plays one phase in fewer seconds, the phase's length in the
-paper. A run's time is then stretched by paper_step_s / step_s, so that `t` in findings.yaml
-stays the paper's seconds (`paper_s_per_run_s`, recorded in each run's cell.json).
+`paper_test_s`: when the paper's findings are about time (study 003: two 2-minute arrival
+phases, 240 s) and each run plays the paper's whole test in fewer seconds, the test's length in
+the paper. A run's time is then stretched by paper_test_s / the run's load time (the plan's
+duration_s, or its sweep's steps x step_s), so that `t` in findings.yaml stays the paper's
+seconds (`paper_s_per_run_s`, recorded in each run's cell.json).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Study:
     scale_vars: dict = field(default_factory=dict)  # var -> (level var, factor)
     step_vars: dict = field(default_factory=dict)  # var -> steps.csv field
     generator_cpus: str = ""  # taskset list for the generator, when the lab caps servers to others
-    paper_step_s: float | None = None  # the paper's phase that one step plays; None: t is the run's own
+    paper_test_s: float | None = None  # the paper's test that each run plays; None: t is the run's own
     note: str = ""
 
 
@@ -150,11 +151,12 @@ def _study_003() -> Study:
         "Tsung: Apache worker vs an Erlang server (Yaws), arrival phases",
         (lab,),
         cells,
-        sweep={"steps": [500, 1000], "step_s": 10, "warmup_s": 2, "repeat": 1},
-        level_vars=("rate",),
-        paper_step_s=120,  # "Первая фаза – 2 минуты, 500 новых посетителей в секунду", then 1000/s
-        note="Yaws stands in for the authors' Erlang server; each 2-minute phase of the paper is one step "
-        "of step_s seconds here, so a second of a step counts 120 / step_s of the paper's seconds (t)",
+        sweep={},  # the plans run as written: both phases in one run, the users carried over
+        level_vars=(),
+        generator_cpus="0",
+        paper_test_s=240,  # "Первая фаза – 2 минуты, 500 новых посетителей в секунду", then 2 min at 1000/s
+        note="Yaws stands in for the authors' Erlang server; the paper's two 2-minute phases are the plan's "
+        "two 24 s stages, so a second of a run counts 240 / 48 = 5 of the paper's seconds (t)",
     )
 
 
@@ -184,12 +186,22 @@ def _study_004() -> Study:
 STUDIES = {s.id: s for s in (_study_000(), _study_001(), _study_002(), _study_003(), _study_004())}
 
 
-def paper_s_per_run_s(study: Study, sweep: dict) -> float:
-    """How many of the paper's seconds one second of a run stands for (1: none, t is the run's own).
-    Only the phases' lengths are scaled, not their rates: a shorter phase brings fewer users."""
-    if study.paper_step_s is None:
+def paper_s_per_run_s(study: Study, plan: dict) -> float:
+    """How many of the paper's seconds one second of a run of `plan` (as it runs) stands for (1:
+    none, t is the run's own). Only the phases' lengths are scaled, not their rates: a shorter
+    phase brings fewer users."""
+    if study.paper_test_s is None:
         return 1.0
-    return study.paper_step_s / float(sweep["step_s"])
+    return study.paper_test_s / load_s(plan)
+
+
+def load_s(plan: dict) -> float:
+    """The seconds of load a plan asks for: its duration, or its sweep's steps one after the other."""
+    sweep = plan.get("sweep") or {}
+    if not sweep.get("steps"):
+        return float(plan["duration_s"])
+    steps = len(sweep["steps"]) * len(sweep.get("servers", [1])) * int(sweep.get("repeat", 1))
+    return steps * float(sweep["step_s"])
 
 
 def level_records(study: Study, steps: list) -> list[dict]:
