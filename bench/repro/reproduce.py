@@ -184,7 +184,8 @@ def main(argv=None) -> int:
             print_verdicts(study_id, verdicts)
         if args.tables and runs:
             out = study_dir / "tables.md"
-            out.write_text(study_tables(study_id, STUDIES[study_id].title, runs, verdicts, STUDIES[study_id].note))
+            study = STUDIES[study_id]
+            out.write_text(study_tables(study_id, study.title, runs, verdicts, study.note, observations))
             log(f"wrote {out}")
     if args.json:
         print(json.dumps(documents if len(documents) != 1 else documents[0], indent=1, allow_nan=False))

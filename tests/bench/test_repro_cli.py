@@ -48,9 +48,9 @@ STORED = [s for s in sorted(STUDIES) if (EVIDENCE / s / "tables.md").exists()]
 def test_the_kept_evidence_gives_the_committed_tables(study):
     """tables.md is what the stored runs give today: regenerate it (reproduce.py STUDY --evaluate-only
     --tables) after changing the evaluator, the findings or the evidence."""
-    runs = stored_runs(EVIDENCE / study)
-    verdicts = evaluate_findings(load_findings(EVIDENCE / "findings.yaml", study), read_observations(EVIDENCE / study))
-    expected = study_tables(study, STUDIES[study].title, runs, verdicts, STUDIES[study].note)
+    runs, observations = stored_runs(EVIDENCE / study), read_observations(EVIDENCE / study)
+    verdicts = evaluate_findings(load_findings(EVIDENCE / "findings.yaml", study), observations)
+    expected = study_tables(study, STUDIES[study].title, runs, verdicts, STUDIES[study].note, observations)
     assert (EVIDENCE / study / "tables.md").read_text() == expected
     for cell, _summary in runs:
         assert {"study", "cell", "vars", "pass", "run_id", "levels", "command"} <= set(cell)

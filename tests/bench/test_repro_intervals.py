@@ -23,6 +23,7 @@ from reprokit.intervals import (
     run_clock,
 )
 from reprokit.studies import STUDIES, paper_s_per_run_s
+from reprokit.tables import time_table
 from reprokit.verdicts import Status, evaluate_findings
 
 from loadfleet.controller.rundir import INTERVAL_COLUMNS
@@ -230,6 +231,19 @@ def test_the_papers_findings_over_time_hold_or_fail_on_runs_shaped_like_the_pape
     got = {fid: (v.status, v.value) for fid, v in verdicts.items()}
     assert got == {fid: (status, pytest.approx(value)) for fid, (status, value) in expected.items()}
     assert verdicts["003-erlang-errors-in-phase-two"].passes_holding() == (2, 2)
+
+
+def test_the_tables_show_each_cells_users_over_time(tmp_path):
+    study_dir = tmp_path / "003"
+    for pass_no in (1, 2):
+        write_run(tmp_path, study_dir, "erlang", pass_no, erlang)
+    table = time_table(read_observations(study_dir)).splitlines()
+    assert table[0] == "| t (s) | erlang users | erlang ok/s | erlang errors/s |"
+    # Bins of 20 s over t = 0..216 (each step's last interval left out): t = 0 and 12 in the
+    # first, whose users are 0 and 5,400 in both passes; errors from t = 156 on.
+    assert table[2] == "| 0–20 | 2,700 | 500 | 0 |"
+    assert table[-1] == "| 200–220 | 67,500 | 600 | 40 |"
+    assert time_table([]) == ""
 
 
 def test_a_run_without_errors_fails_the_errors_findings_and_holds_its_users_throughout(tmp_path):

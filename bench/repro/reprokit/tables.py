@@ -4,9 +4,12 @@ links to (the doc's "our runs" numbers come from here, not from hand-copied tabl
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 
+from .evaluate import Grain, Observation
 from .evidence import step_observation
 from .verdicts import Status, Verdict, format_value
 
@@ -90,6 +93,43 @@ def runs_table(runs: list[tuple[dict, dict]]) -> str:
     return "\n".join(lines)
 
 
+# The time series in tables.md: per cell, the mean of these per-interval figures over each bin
+# of TIME_BINS bins spanning the runs' t (the paper's seconds), over all passes.
+TIME_FIGURES = (
+    ("concurrent_users", "users", "{:,.0f}"),
+    ("ok_rps", "ok/s", "{:,.0f}"),
+    ("error_rps", "errors/s", "{:,.0f}"),
+)
+TIME_BINS = 12
+
+
+def time_table(observations: Sequence[Observation]) -> str:
+    """The runs' intervals over time (t binned), a column per cell and figure; empty without any."""
+    timed = [o for o in observations if o.grain is Grain.INTERVAL]
+    if not timed:
+        return ""
+    span = max(float(o.vars["t"]) for o in timed) or 1.0
+    width = max(1, math.ceil(span / TIME_BINS / 5) * 5)  # bins of a round number of seconds
+    sums: dict = defaultdict(lambda: defaultdict(list))  # (cell, figure) -> bin -> values
+    cells = []
+    for o in timed:
+        cell = ", ".join(str(v) for k, v in o.vars.items() if k != "t")
+        cells += [cell] if cell not in cells else []
+        for name, _, _ in TIME_FIGURES:
+            if name in o.figures:
+                sums[(cell, name)][int(float(o.vars["t"]) // width)].append(o.figures[name])
+    columns = [(cell, name, label, fmt) for cell in cells for name, label, fmt in TIME_FIGURES if (cell, name) in sums]
+    lines = [
+        "| t (s) | " + " | ".join(f"{cell} {label}" for cell, _, label, _ in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for b in range(int(span // width) + 1):
+        values = [sums[(cell, name)].get(b) for cell, name, _, _ in columns]
+        cells_text = [fmt.format(statistics.mean(v)) if v else "" for v, (_, _, _, fmt) in zip(values, columns)]
+        lines.append(f"| {b * width}–{(b + 1) * width} | " + " | ".join(cells_text) + " |")
+    return "\n".join(lines)
+
+
 def verdict_row(verdict: Verdict) -> str:
     finding = verdict.finding
     threshold = finding.threshold
@@ -114,7 +154,12 @@ def verdicts_table(verdicts: list[Verdict]) -> str:
 
 
 def study_tables(
-    study_id: str, title: str, runs: list[tuple[dict, dict]], verdicts: list[Verdict], note: str = ""
+    study_id: str,
+    title: str,
+    runs: list[tuple[dict, dict]],
+    verdicts: list[Verdict],
+    note: str = "",
+    observations: Sequence[Observation] = (),
 ) -> str:
     passes = sorted({c.get("pass") for c, _ in runs})
     starts = sorted(c.get("started_utc", "") for c, _ in runs)
@@ -147,6 +192,21 @@ def study_tables(
         "",
         cells_table(runs),
         "",
+    ]
+    over_time = time_table(observations)
+    if over_time:
+        parts += [
+            "## Over time",
+            "",
+            "The runs' intervals (`cluster_intervals.csv`) by `t`, the paper's seconds (the study's "
+            "note says how a run's seconds map to them): per cell the mean over the passes' intervals "
+            "in each bin of users in progress at interval ends, ok responses/s and failed requests/s. "
+            "Each run's last interval (its drain) is left out.",
+            "",
+            over_time,
+            "",
+        ]
+    parts += [
         "## Verdicts",
         "",
         verdicts_table(verdicts),
