@@ -95,3 +95,36 @@ def test_controller_csv_is_appended_and_a_run_taken_over_keeps_what_was_written(
     ]
     with (run_dir / "hosts.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 2
+
+
+class _Link:
+    """An agent's session as the registry sees it: closed when the agent is lost."""
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_stalled_controller_does_not_blame_its_agents_for_the_silence(tmp_path):
+    """The loop probe judges the agents at each wake: a controller that did not run for longer
+    than the agents' patience (its loop held, as by a SIGSTOP or a long merge) forgives them
+    the silence it caused; an agent silent while the controller ran is lost."""
+    from loadfleet.controller.agents import AgentIdentity, AgentState
+    from loadfleet.controller.core import Controller
+
+    async def scenario() -> tuple[AgentState, AgentState]:
+        controller = Controller(runs_dir=tmp_path, heartbeat_ms=200)  # patience: 3 heartbeats, 0.6 s
+        await controller.start()
+        try:
+            quiet = controller.registry.join(AgentIdentity("quiet", "h", 1), _Link())  # type: ignore[arg-type]
+            await asyncio.sleep(0.2)
+            time.sleep(1.5)  # the loop held: nobody's heartbeat is read
+            await asyncio.sleep(0.3)  # the probe's first wake after it: forgiven
+            after_stall = quiet.state
+            await asyncio.sleep(1.0)  # now the controller runs and still hears nothing
+            return after_stall, quiet.state
+        finally:
+            await controller.close()
+
+    after_stall, later = asyncio.run(scenario())
+    assert after_stall is AgentState.IDLE
+    assert later is AgentState.LOST

@@ -34,8 +34,7 @@ from .watchers import Follower, Watchers
 log = logging.getLogger(__name__)
 
 DEFAULT_RUNS_DIR = Path("runs")
-MONITOR_PERIOD_S = 0.25
-# A monitor tick this late means the controller itself was stopped or starved.
+# A wake of the loop probe this late means the controller itself was stopped or starved.
 STALL_S = 1.0
 # How long closing the controller waits for runs to write their results and flush sinks.
 CLOSE_TIMEOUT_S = 30.0
@@ -108,15 +107,13 @@ class Controller:
         self.instance_id = secrets.token_hex(8)
         self._runs: dict[str, Run | EndedRun] = {}
         self._tasks: set[asyncio.Task] = set()
-        self._monitor: asyncio.Task | None = None
         self._probe: asyncio.Task | None = None
 
     async def start(self) -> None:
         """Takes over or closes the runs an earlier controller left (before any agent can
         connect), then watches agents and its own event loop."""
         self._recover_runs()
-        self._monitor = asyncio.create_task(self._watch_agents(), name="agent-monitor")
-        probe = LoopProbe(self._on_self_sample, agents=self.registry.connected)
+        probe = LoopProbe(self._on_self_sample, agents=self.registry.connected, on_wake=self._judge_agents)
         self._probe = asyncio.create_task(probe.run(), name="loop-probe")
 
     def _recover_runs(self) -> None:
@@ -175,11 +172,11 @@ class Controller:
             run.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=CLOSE_TIMEOUT_S)
-        tasks = [t for t in (self._monitor, self._probe, *self._tasks) if t]
+        tasks = [t for t in (self._probe, *self._tasks) if t]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._monitor = self._probe = None
+        self._probe = None
         self._tasks.clear()
         self.registry.close_sessions()
 
@@ -333,14 +330,10 @@ class Controller:
         for run in self._running():
             run.on_agent_lost(record.agent_id, reason, silent_s=self.registry.silent_s(record))
 
-    async def _watch_agents(self) -> None:
-        loop = asyncio.get_running_loop()
-        last = loop.time()
-        while True:
-            now = loop.time()
-            if now - last > MONITOR_PERIOD_S + STALL_S:
-                log.warning("the controller did not run for %.1f s; agents are not blamed for it", now - last)
-                self.registry.forgive_silence()
-            last = now
-            self.registry.check_silent()
-            await asyncio.sleep(MONITOR_PERIOD_S)
+    def _judge_agents(self, late_s: float) -> None:
+        """At each wake of the loop probe (every PROBE_PERIOD_S): agents silent too long are
+        late or lost, but not for a silence the controller caused by not running."""
+        if late_s > STALL_S:
+            log.warning("the controller did not run for %.1f s; agents are not blamed for it", late_s)
+            self.registry.forgive_silence()
+        self.registry.check_silent()

@@ -7,7 +7,9 @@ Agents can only see the round trip, which holds their own delays and the network
 this module measures the controller's share directly.
 
 `LoopProbe` wakes every `PROBE_PERIOD_S` and notes how late it woke (the loop lag: how
-long a callback that became ready then waited, such as a heartbeat's answer). Once a
+long a callback that became ready then waited, such as a heartbeat's answer), and tells its
+`on_wake` first (the controller judges its agents' silence there, forgiving the silence its
+own stall caused: one clock of the loop's health, not two). Once a
 `SAMPLE_PERIOD_S` it hands on a `ControllerSample`: the second's worst lag, the process's
 CPU (all threads, % of one core) and RSS, and the agents connected. Each running run's
 stream carries the samples (controller.csv, InfluxDB `controller`), and the run's
@@ -97,9 +99,17 @@ def rss_bytes() -> int:
 class LoopProbe:
     """Measures the event loop it runs on; `run` hands each sample to `emit`."""
 
-    def __init__(self, emit: Callable[[ControllerSample], None], agents: Callable[[], int]):
+    def __init__(
+        self,
+        emit: Callable[[ControllerSample], None],
+        agents: Callable[[], int],
+        on_wake: Callable[[float], None] = lambda late_s: None,
+    ):
+        """`on_wake(late_s)` runs at each wake, before anything else the probe does, with how
+        late the loop woke (seconds)."""
         self._emit = emit
         self._agents = agents
+        self._on_wake = on_wake
 
     async def run(self) -> None:
         cpu_before, wall_before = time.process_time(), time.monotonic()
@@ -110,7 +120,9 @@ class LoopProbe:
                 nap_s = min(PROBE_PERIOD_S, left_s)
                 due = time.monotonic() + nap_s
                 await asyncio.sleep(nap_s)
-                worst_s = max(worst_s, time.monotonic() - due)
+                late_s = time.monotonic() - due
+                worst_s = max(worst_s, late_s)
+                self._guarded(self._on_wake, late_s)
             cpu, wall = time.process_time(), time.monotonic()
             sample = ControllerSample(
                 at_ms=int(time.time() * 1000),
@@ -120,10 +132,14 @@ class LoopProbe:
                 agents=self._agents(),
             )
             cpu_before, wall_before = cpu, wall
-            try:
-                self._emit(sample)
-            except Exception:  # a run's bug must not stop the probe for every later run
-                log.exception("a controller sample could not be handed on")
+            self._guarded(self._emit, sample)
+
+    @staticmethod
+    def _guarded(call: Callable, value: object) -> None:
+        try:
+            call(value)
+        except Exception:  # one run's bug must not stop the probe, or the agents' judging, for all
+            log.exception("the loop probe's %s failed", getattr(call, "__name__", call))
 
 
 class ControllerRecorder:
