@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generators import Measurement, run_engine, run_wrk  # noqa: E402
+from generators import Arrivals, Measurement, run_engine, run_wrk  # noqa: E402
 from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,6 +40,9 @@ THROUGHPUT_CONNECTIONS = 50
 LATENCY_CONNECTIONS = 10
 MEMORY_CONNECTIONS = 10_000
 MEMORY_LIMIT_MB = 200
+# The same memory bound with users instead of clients: 2,000 arriving a second, each holding its
+# kept-alive connection through 10 s of thought, are 10,000 in progress after 5 s.
+ARRIVALS = Arrivals(rate_per_s=2000, think_ms=10_000, max_users=MEMORY_CONNECTIONS)
 DEFAULT_RUNS = 3
 DEFAULT_DURATION_S = 5
 QUICK_DURATION_S = 2
@@ -61,6 +64,7 @@ def main() -> int:
             "throughput": throughput(args, server.url, work),
             "latency": latency(args, server.url, work),
             "memory": memory(args, server.url, work),
+            "memory_arrivals": memory(args, server.url, work, ARRIVALS),
         }
     finally:
         if server:
@@ -160,8 +164,9 @@ def latency(args: argparse.Namespace, url: str, work: Path) -> dict:
     return summarise(pairs, file=file, mode=f"keep-alive, {LATENCY_CONNECTIONS} connections", metric="p50_us")
 
 
-def memory(args: argparse.Namespace, url: str, work: Path) -> dict:
-    """The engine's resident memory while MEMORY_CONNECTIONS keep-alive connections are open."""
+def memory(args: argparse.Namespace, url: str, work: Path, arrivals: Arrivals | None = None) -> dict:
+    """The engine's resident memory while MEMORY_CONNECTIONS keep-alive connections are open:
+    of as many closed clients, or (`arrivals`) of users in progress."""
     samples: list[dict] = []
 
     def sample(pid: int, report) -> None:
@@ -169,13 +174,14 @@ def memory(args: argparse.Namespace, url: str, work: Path) -> dict:
         samples.append(
             {
                 "active_connections": sum(s.active_connections for s in report.stats),
+                "users": sum(s.users for s in report.stats),
                 "requests": sum(s.requests for s in report.stats),
                 "vm_rss_kb": status.get("VmRSS"),
                 "vm_hwm_kb": status.get("VmHWM"),
             }
         )
 
-    duration_s = max(args.duration_s, 6)
+    duration_s = max(args.duration_s, 6) + (3 if arrivals else 0)  # 5 s of arrivals to fill up
     m = run_engine(
         args.engine,
         url,
@@ -186,12 +192,14 @@ def memory(args: argparse.Namespace, url: str, work: Path) -> dict:
         connect_timeout_ms=10_000,
         watch=sample,
         log=work / "engine.log",
+        arrivals=arrivals,
     )
     full = [s for s in samples if s["active_connections"] == MEMORY_CONNECTIONS and s["vm_rss_kb"]]
     hwm_kb = max((s["vm_hwm_kb"] or 0 for s in samples), default=0)
     peak_rss_full_mb = max((s["vm_rss_kb"] for s in full), default=0) / 1024
     print(
-        f"memory: {len(full)}/{len(samples)} intervals with all {MEMORY_CONNECTIONS} connections open, "
+        f"memory{' (arriving users)' if arrivals else ''}: {len(full)}/{len(samples)} intervals with all "
+        f"{MEMORY_CONNECTIONS} connections open, "
         f"VmRSS {peak_rss_full_mb:.1f} MB, VmHWM {hwm_kb / 1024:.1f} MB, {m.requests} requests, {m.errors} errors",
         flush=True,
     )
@@ -257,11 +265,12 @@ def print_tables(results: dict) -> None:
         f"\np50 ({lat['mode']}, {lat['file']}): engine {lat['engine']:.0f} us, wrk {lat['wrk']:.0f} us, "
         f"engine/wrk {lat['ratio']:.2f}"
     )
-    mem = results["memory"]
-    print(
-        f"memory at {mem['connections']} connections: VmHWM {mem['vm_hwm_mb']} MB "
-        f"(limit {mem['limit_mb']} MB: {'ok' if mem['within_limit'] else 'EXCEEDED or not reached'})"
-    )
+    for key, whose in (("memory", "clients"), ("memory_arrivals", "arriving users")):
+        mem = results[key]
+        print(
+            f"memory at {mem['connections']} connections of {whose}: VmHWM {mem['vm_hwm_mb']} MB "
+            f"(limit {mem['limit_mb']} MB: {'ok' if mem['within_limit'] else 'EXCEEDED or not reached'})"
+        )
 
 
 def machine() -> dict:

@@ -56,6 +56,16 @@ class Measurement:
 IntervalWatch = Callable[[int, stats_pb2.IntervalReport], None]
 
 
+@dataclass(frozen=True)
+class Arrivals:
+    """An open-model job with a session instead of closed clients: users arrive at `rate_per_s`,
+    each sends a request, thinks `think_ms`, sends another and leaves; at most `max_users`."""
+
+    rate_per_s: float
+    think_ms: int
+    max_users: int
+
+
 def run_engine(
     engine: Path,
     url: str,
@@ -69,6 +79,7 @@ def run_engine(
     log: Path | None = None,
     wrap: Sequence[str] = (),
     max_requests: int = 0,
+    arrivals: Arrivals | None = None,
 ) -> Measurement:
     """One closed-model job of `clients` clients against url+path for `duration_s` (or until
     `max_requests` requests, if set).
@@ -94,6 +105,8 @@ def run_engine(
                 connect_timeout_ms=connect_timeout_ms,
             )
             spec.max_requests = max_requests
+            if arrivals:
+                _arrive(spec, arrivals)
             proc.stdin.write(frame(engine_pb2.EngineCommand(start=spec).SerializeToString()))
             proc.stdin.flush()
             reports = _collect(proc, watch)
@@ -177,6 +190,16 @@ def _closed_job(
         start_at_ms=start_at_ms,
         duration_ms=int(duration_s * 1000),
         interval_ms=INTERVAL_MS,
+    )
+
+
+def _arrive(spec: job_pb2.JobSpec, arrivals: Arrivals) -> None:
+    """Turns a closed job into arriving users who walk a two-request session."""
+    open_model = job_pb2.OpenModel(rate_per_s=arrivals.rate_per_s, max_connections=arrivals.max_users)
+    spec.load.CopyFrom(job_pb2.LoadShare(open=open_model))
+    think = job_pb2.ThinkTime(fixed_ms=arrivals.think_ms)
+    spec.session.CopyFrom(
+        job_pb2.Session(steps=[job_pb2.SessionStep(request=0, think_after=think), job_pb2.SessionStep(request=0)])
     )
 
 
