@@ -208,3 +208,26 @@ def test_an_agent_whose_clock_is_seconds_ahead_starts_and_reports_with_the_other
         assert len(cluster) == 4 and in_a2 == cluster  # on the controller's grid, every interval
     finally:
         fleet.kill_agent("a2")  # the fixture starts it again with the true time
+
+
+def test_agents_that_stop_their_load_when_the_controller_is_paused_past_the_lease_are_losses(fleet):
+    """A controller that does not run for longer than the lease (3 s by default: paused here, as
+    a stalled host would) renews no lease: each agent stops its load by itself, as it must. The
+    run says so once the controller runs again: a job_failed event and a loss per agent, never
+    intervals that go on quietly without them."""
+    before = fleet.served()
+    run = fleet.start_run(fleet.plan(20, name="paused", load={"model": "closed", "clients": 4}))
+    fleet.wait_for_engines("a2")
+    time.sleep(2 + 3)  # the barrier, then 3 s of load
+    os.kill(fleet.controller.pid, signal.SIGSTOP)
+    try:
+        time.sleep(6)
+    finally:
+        os.kill(fleet.controller.pid, signal.SIGCONT)
+    code, summary, err = finish(run, timeout_s=90)
+    assert summary is not None, err + fleet.logs()
+    failed = {e["agent_id"]: e["text"] for e in events(summary, "job_failed")}
+    assert sorted(failed) == ["a1", "a2"] and all("lease expired" in t for t in failed.values()), failed
+    assert sorted(loss["agent_id"] for loss in summary["losses"]) == ["a1", "a2"], summary["losses"]
+    counted = summary["total"]["figures"]["requests"] + sum(summary["late_requests"].values())
+    assert counted == fleet.served() - before  # what they sent before stopping, every request once

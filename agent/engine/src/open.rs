@@ -115,12 +115,7 @@ pub async fn schedule(
                     drop(stats);
                     backlog.push(Due { at: at(next_s), target, request });
                 }
-                Arrivals::Users(visitors) => {
-                    let first = job.session.as_ref().expect("users walk a session").steps[0].request;
-                    let slot = shared.stats.borrow().slot(target, job.requests[first].name);
-                    shared.stats.borrow_mut().scheduled(slot);
-                    visitors.arrive(&shared, &control, at(next_s), target);
-                }
+                Arrivals::Users(visitors) => visitors.arrive(&shared, &control, at(next_s), target),
             }
             last_due_s = next_s;
             unit_gap = if poisson { rng.exponential() } else { 1.0 };

@@ -34,8 +34,8 @@ impl Visitors {
         Visitors { live: Cell::new(0), max, arrived: Cell::new(0), all_left: Notify::new() }
     }
 
-    /// A user arrives at `due` and starts the session with a request to `target`; the
-    /// scheduler has taken the ticket for that first request and counted it as scheduled.
+    /// A user arrives at `due` (counted as scheduled) and starts the session with a request
+    /// to `target`, whose ticket the scheduler has taken.
     pub fn arrive(
         self: &Rc<Self>,
         shared: &Rc<Shared>,
@@ -45,6 +45,7 @@ impl Visitors {
     ) {
         let session = shared.job.session.as_ref().expect("visitors walk the job's session");
         let first = shared.stats.borrow().slot(target, shared.job.requests[session.steps[0].request].name);
+        shared.stats.borrow_mut().scheduled(first);
         if self.live.get() >= self.max {
             shared.stats.borrow_mut().not_sent(first);
             return;

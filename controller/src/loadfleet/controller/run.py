@@ -284,13 +284,21 @@ class Run:
             or agent_id in step.ended
         ):
             return
+        # A job stopped though nobody stopped the step: its agent ended it (its lease ran out
+        # while the controller did not answer, or the agent is shutting down). Its share of
+        # the step is lost from now on, as an agent's that was lost.
+        stopped_itself = state is JobState.STOPPED and not step.window.stopped
+        if stopped_itself and step.shares:
+            requests, busiest = self._pipeline.agent_use(step.window.name, agent_id)
+            use = (requests + self._window.held_requests(agent_id), busiest)
+            self._losses.agent_lost(step.shares, agent_id, self._losses.lease_s, use)
         step.ended[agent_id] = state
         if step.shares:
             step.shares.ended(agent_id)
         self._outcomes[state] = self._outcomes.get(state, 0) + 1
         self._window.agent_ended(agent_id)
         self._pipeline.record(Record.JOB_ENDED, step=step.window.name, agent=agent_id, state=state.value)
-        if state is JobState.FAILED:
+        if state is JobState.FAILED or stopped_itself:
             self._emit(Event(EventKind.JOB_FAILED, f"{agent_id}: {message}", agent_id))
 
     def _driver_ready(self, step: _StepRun | None, agent_id: str, job_id: str, message: str) -> None:
