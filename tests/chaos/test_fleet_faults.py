@@ -20,6 +20,7 @@ import pytest
 
 from loadfleet.targets.netns import LabNetwork
 from support.fleetlab import FleetLab, Leftovers, finish
+from support.procs import stopped
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
@@ -219,11 +220,8 @@ def test_agents_that_stop_their_load_when_the_controller_is_paused_past_the_leas
     run = fleet.start_run(fleet.plan(20, name="paused", load={"model": "closed", "clients": 4}))
     fleet.wait_for_engines("a2")
     time.sleep(2 + 3)  # the barrier, then 3 s of load
-    os.kill(fleet.controller.pid, signal.SIGSTOP)
-    try:
+    with stopped(fleet.controller):
         time.sleep(6)
-    finally:
-        os.kill(fleet.controller.pid, signal.SIGCONT)
     code, summary, err = finish(run, timeout_s=90)
     assert summary is not None, err + fleet.logs()
     failed = {e["agent_id"]: e["text"] for e in events(summary, "job_failed")}

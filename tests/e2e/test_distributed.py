@@ -15,7 +15,7 @@ import time
 from hdrh.histogram import HdrHistogram
 
 from support.cluster import write_plan
-from support.procs import free_port, pid_alive, program
+from support.procs import free_port, pid_alive, program, stopped
 
 LOAD_S = 4
 
@@ -221,11 +221,8 @@ def test_a_paused_controller_loses_no_measurements(cluster, webs, docroot, tmp_p
     )
     wait_for_engines(cluster, "a1")
     time.sleep(2 + 2)  # barrier, then 2 s of load
-    os.kill(cluster.controller.pid, signal.SIGSTOP)
-    try:
+    with stopped(cluster.controller):
         time.sleep(10)
-    finally:
-        os.kill(cluster.controller.pid, signal.SIGCONT)
     code, summary, err = finish(run, timeout_s=90)
     assert code == 0, err
     assert not [e for e in summary["events"] if e["kind"] == "agent_lost"]

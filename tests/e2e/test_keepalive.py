@@ -5,32 +5,19 @@ the connection. A CLI that hears nothing for a while is not sent away for pingin
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
-from contextlib import contextmanager
 
 import psutil
 import pytest
 
 from support.cluster import write_plan
-from support.procs import program
+from support.procs import program, stopped
 
 pytestmark = pytest.mark.e2e
 
 # What the fleet promises (issue 14): a silently vanished peer is noticed within this long.
 NOTICED_WITHIN_S = 15.0
-
-
-@contextmanager
-def stopped(proc: subprocess.Popen):
-    """The process stopped (SIGSTOP) for the block, and continued whatever happens."""
-    os.kill(proc.pid, signal.SIGSTOP)
-    try:
-        yield time.monotonic()
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
 
 
 def long_plan(tmp_path, webs, docroot, **agents):

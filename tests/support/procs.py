@@ -10,6 +10,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,6 +32,17 @@ def wait_for_port(host: str, port: int, timeout_s: float = 10.0) -> None:
         except OSError:
             time.sleep(0.05)
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout_s} s")
+
+
+@contextmanager
+def stopped(proc: subprocess.Popen) -> Iterator[float]:
+    """The process stopped (SIGSTOP) for the block, as a stalled host would be, and continued
+    whatever happens; yields when it was stopped (time.monotonic())."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        yield time.monotonic()
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
 
 
 def pid_alive(pid: int) -> bool:
