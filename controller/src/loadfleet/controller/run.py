@@ -288,10 +288,8 @@ class Run:
         # while the controller did not answer, or the agent is shutting down). Its share of
         # the step is lost from now on, as an agent's that was lost.
         stopped_itself = state is JobState.STOPPED and not step.window.stopped
-        if stopped_itself and step.shares:
-            requests, busiest = self._pipeline.agent_use(step.window.name, agent_id)
-            use = (requests + self._window.held_requests(agent_id), busiest)
-            self._losses.agent_lost(step.shares, agent_id, self._losses.lease_s, use)
+        if stopped_itself:
+            self._lose_share(step, agent_id, silent_s=self._losses.lease_s)  # its load has stopped
         step.ended[agent_id] = state
         if step.shares:
             step.shares.ended(agent_id)
@@ -338,10 +336,15 @@ class Run:
         if step and agent_id in step.engines and agent_id not in step.ended:
             step.ended[agent_id] = JobState.FAILED
             self._window.agent_gone(agent_id)
+            self._lose_share(step, agent_id, silent_s=silent_s)
+
+    def _lose_share(self, step: _StepRun, agent_id: str, *, silent_s: float) -> None:
+        """The agent's share of the step is lost (losses.py), with what it used of it: its
+        requests reported and held, and its busiest interval."""
+        if step.shares:
             requests, busiest = self._pipeline.agent_use(step.window.name, agent_id)
             use = (requests + self._window.held_requests(agent_id), busiest)
-            if step.shares:
-                self._losses.agent_lost(step.shares, agent_id, silent_s, use)
+            self._losses.agent_lost(step.shares, agent_id, silent_s, use)
 
     def on_agent_late(self, agent_id: str, reason: str) -> None:
         step = self._step
