@@ -34,7 +34,7 @@ def steps(log: list, name: str, n: int = 3, *, busy_s: float = 0.0, fail_at: int
 
 def test_without_a_running_loop_an_interval_is_published_and_settled_at_once():
     log, settled = [], []
-    publisher = Publisher(lambda agent, seq: settled.append((agent, seq)))
+    publisher = Publisher(settled.extend)
     publisher.put(closed(STEP, 0, a=[row(1)], b=[row(2)]), steps(log, "x"))
     assert log == ["x0", "x1", "x2"] and sorted(settled) == [("a", 1), ("b", 1)]
     assert publisher.queued == ()
@@ -43,7 +43,7 @@ def test_without_a_running_loop_an_interval_is_published_and_settled_at_once():
 @in_a_loop
 async def test_the_loop_runs_between_the_slices_of_an_interval():
     log, settled = [], []
-    publisher = Publisher(lambda agent, seq: settled.append((agent, seq)), slice_s=0.01)
+    publisher = Publisher(settled.extend, slice_s=0.01)
     publisher.put(closed(STEP, 0, a=[row(1)]), steps(log, "x", 4, busy_s=0.02))
 
     async def renewals():
@@ -59,7 +59,7 @@ async def test_the_loop_runs_between_the_slices_of_an_interval():
 @in_a_loop
 async def test_reports_are_settled_after_the_last_step_and_intervals_go_in_order():
     log, settled = [], []
-    publisher = Publisher(lambda agent, seq: settled.append((agent, seq)), slice_s=0.0)
+    publisher = Publisher(settled.extend, slice_s=0.0)
     publisher.put(closed(STEP, 0, a=[row(1)]), steps(log, "x", 2))
     publisher.put(closed(STEP, 1000, b=[row(1)]), steps(log, "y", 2))
     publisher.settle("c", 7)  # a resend of a report of an interval still on its way
@@ -75,7 +75,7 @@ async def test_reports_are_settled_after_the_last_step_and_intervals_go_in_order
 @in_a_loop
 async def test_the_queue_is_bounded_by_publishing_the_oldest_at_once():
     log = []
-    publisher = Publisher(lambda agent, seq: None, backlog=2)
+    publisher = Publisher(lambda settles: None, backlog=2)
     for i in range(5):  # the loop never runs in between: as when the controller is out of CPU
         publisher.put(closed(STEP, i * 1000, a=[row(1)]), steps(log, f"i{i}-", 2))
         assert len(publisher.queued) <= 2
@@ -87,7 +87,7 @@ async def test_the_queue_is_bounded_by_publishing_the_oldest_at_once():
 @in_a_loop
 async def test_a_step_that_raises_costs_its_interval_only_and_its_reports_are_not_settled(caplog):
     log, settled = [], []
-    publisher = Publisher(lambda agent, seq: settled.append((agent, seq)))
+    publisher = Publisher(settled.extend)
     publisher.put(closed(STEP, 0, a=[row(1)]), steps(log, "x", 3, fail_at=1))
     publisher.settle("c", 7)
     publisher.put(closed(STEP, 1000, b=[row(1)]), steps(log, "y", 1))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from loadfleet.controller.jobs import JobReport
 from loadfleet.controller.pipeline import RunPipeline
 from loadfleet.controller.plan import parse_plan
@@ -22,9 +24,11 @@ load: {model: closed, clients: 1}
 """
 
 
-def pipeline(run_dir) -> RunPipeline:
+def pipeline(run_dir, settle: Callable[[str, int], None] = lambda agent, seq: None) -> RunPipeline:
     """A run's pipeline for PLAN, writing to `run_dir`, without sinks."""
-    return RunPipeline("run-1", parse_plan(PLAN), run_dir, heartbeat_ms=1000, sinks=[], on_stop=lambda reason: None)
+    return RunPipeline(
+        "run-1", parse_plan(PLAN), run_dir, heartbeat_ms=1000, sinks=[], on_stop=lambda reason: None, settle=settle
+    )
 
 
 def window(name: str = "main", start_ms: int = 10_000, seconds: int = 10, **changes) -> StepWindow:

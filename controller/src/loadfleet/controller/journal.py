@@ -22,6 +22,7 @@ came after it.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import logging
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from loadfleet.v1 import journal_pb2
 from loadfleet.wire.framing import FramingError, frame, parse_frames
 from loadfleet.wire.stats import StatsRow
 
-from .durable import Syncer
+from .diskwriter import DiskWriter
 from .rundir import Offsets, write_atomic
 from .rundisk import AppendFile, DiskTrouble
 from .stream import AgentRows, FinalInterval, StepWindow
@@ -62,14 +63,18 @@ class Record(enum.StrEnum):
 
 
 class RunJournal:
-    """Appends to a run's journal. Not thread-safe; the run's event loop owns it."""
+    """Appends to a run's journal through `disk` (the run directory's: written in order with
+    its files). Not thread-safe; the run's event loop owns it."""
 
-    def __init__(self, run_dir: Path, trouble: DiskTrouble | None = None):
+    def __init__(self, run_dir: Path, trouble: DiskTrouble | None = None, disk: DiskWriter | None = None):
         self.directory = run_dir / JOURNAL_DIR
         self._trouble = trouble or DiskTrouble(run_dir)
+        self._disk = disk or DiskWriter()
         self._trouble.attempt(JOURNAL_DIR, lambda: self.directory.mkdir(parents=True, exist_ok=True))
-        self._records = _append(self.directory / RECORDS_FILE, self._trouble)
-        self._intervals = _append(self.directory / INTERVALS_FILE, self._trouble)
+        self._records = _append(self.directory / RECORDS_FILE, self._trouble, self._disk)
+        self._intervals = _append(self.directory / INTERVALS_FILE, self._trouble, self._disk)
+        self._records.stop_with(self._intervals)
+        self._closed = False
         self.intervals_since_checkpoint = 0
         self._stop_if_broken()
 
@@ -108,42 +113,50 @@ class RunJournal:
         if self.stopped:
             return
         text = json.dumps(state)
-        if self._trouble.attempt(
-            f"{JOURNAL_DIR}/{CHECKPOINT_FILE}", lambda: write_atomic(self.directory / CHECKPOINT_FILE, text)
-        ):
-            self._intervals.restart()  # only once the checkpoint holds what the log did
-        else:
-            self._stop()
-        self._stop_if_broken()
+        name, path = f"{JOURNAL_DIR}/{CHECKPOINT_FILE}", self.directory / CHECKPOINT_FILE
 
-    def sync(self, syncer: Syncer) -> None:
-        """Has `syncer` make the logs survive the host crashing too."""
-        syncer.request([self._records, self._intervals])
+        def write_now() -> None:  # in the disk's order, after the intervals it holds
+            if not self._intervals.open_now:
+                return  # the journal stopped meanwhile: its checkpoint stays the one it has
+            try:
+                write_atomic(path, text)
+            except OSError as exc:
+                self._intervals.stop_now()
+                self._disk.on_loop(functools.partial(self._trouble.failed, name, exc))
+                return
+            self._disk.on_loop(lambda: self._trouble.written(name))
+            self._intervals.restart_now()  # only once the checkpoint holds what the log did
+
+        self._disk.submit(write_now, len(text))
+
+    def sync(self) -> None:
+        """The logs made to survive the host crashing too (in the disk's thread)."""
+        self._records.sync()
+        self._intervals.sync()
 
     def close(self) -> None:
+        self._closed = True
         for f in (self._records, self._intervals):
             f.close()
 
     def _stop_if_broken(self) -> None:
         """After its first failed write the journal is written no more, all of it: its
         records, interval log and checkpoint stay consistent with one another (a checkpoint
-        beside an interval log that was not started over would count intervals twice)."""
-        if self._records.closed or self._intervals.closed:
-            self._stop()
-
-    def _stop(self) -> None:
-        if not self.stopped:
-            log.error(
-                "%s: the journal is written no more; a controller restarted now would take the run "
-                "over as of this point, without what comes after",
-                self.directory,
-            )
+        beside an interval log that was not started over would count intervals twice). Its
+        files stop together in the disk's order (AppendFile.stop_with); here the loop hears of it."""
+        if self._closed or not (self._records.closed or self._intervals.closed):
+            return
+        log.error(
+            "%s: the journal is written no more; a controller restarted now would take the run "
+            "over as of this point, without what comes after",
+            self.directory,
+        )
         self.close()
 
 
-def _append(path: Path, trouble: DiskTrouble) -> AppendFile:
+def _append(path: Path, trouble: DiskTrouble, disk: DiskWriter) -> AppendFile:
     """A journal file, appended to (after what an earlier controller wrote, if any)."""
-    return AppendFile(path, trouble, keep_bytes=path.stat().st_size if path.exists() else None)
+    return AppendFile(path, trouble, keep_bytes=path.stat().st_size if path.exists() else None, disk=disk)
 
 
 @dataclass(frozen=True)

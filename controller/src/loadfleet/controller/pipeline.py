@@ -12,6 +12,7 @@ consumers join once the run has its agents (`open`), or its journal read back (`
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,8 +20,8 @@ from pathlib import Path
 from . import rundir
 from .agents import Health
 from .codec import to_doc
+from .diskwriter import DiskWriter
 from .drift import Drift
-from .durable import Syncer
 from .events import Event, EventKind
 from .genbound import GeneratorHealth
 from .hosts import HostRecorder, HostSample, MonitorInfo
@@ -64,7 +65,10 @@ class RunPipeline:
         self.trouble = DiskTrouble(
             run_dir, on_first=lambda text: self.event(Event(EventKind.DISK_FULL, text)), on_incomplete=self._incomplete
         )
-        self.watchers = Watchers()
+        # The run directory's and journal's writes, in order, off the event loop; what must
+        # follow them (settling agents' reports, followers) waits for them (`then`).
+        self.disk = DiskWriter()
+        self.watchers = Watchers(deliver=self.disk.then)
         self.totals = RunTotals()
         self.meter = StepMeter()
         self.generators = GeneratorHealth(
@@ -82,8 +86,7 @@ class RunPipeline:
         self._stopwatch = StopWatch(plan.stop, plan.interval_ms, on_stop=on_stop)
         self.writer: rundir.RunDirWriter | None = None
         self._journal: RunJournal | None = None
-        self._syncer = Syncer()  # checkpoints' fsync, off the event loop
-        self._publisher = Publisher(settle)
+        self._publisher = Publisher(lambda settles: self.disk.then(functools.partial(_settle_all, settle, settles)))
         self._event_times: dict[EventKind, int] = {}
         self._stream = Stream([self.watchers, *filter(None, [self._output])])
 
@@ -94,8 +97,10 @@ class RunPipeline:
     def start(self, *, agents: list[str], hostnames: list[str], clock_offsets_ms: dict[str, int]) -> None:
         """The run has its agents: plan.yaml, the run directory's files, the journal."""
         rundir.write_plan(self.run_dir, self._plan.to_yaml(), self.trouble)
-        self.writer = rundir.RunDirWriter(self.run_dir, [t.url for t in self._plan.targets], trouble=self.trouble)
-        self._journal = RunJournal(self.run_dir, self.trouble)
+        self.writer = rundir.RunDirWriter(
+            self.run_dir, [t.url for t in self._plan.targets], trouble=self.trouble, disk=self.disk
+        )
+        self._journal = RunJournal(self.run_dir, self.trouble, self.disk)
         self.record(Record.RUN, agents=agents, hostnames=hostnames, clock_offsets_ms=clock_offsets_ms)
         for name in self.trouble.incomplete:  # before the journal was there: plan.yaml
             self._incomplete(name)
@@ -110,10 +115,14 @@ class RunPipeline:
         for name in recovered.incomplete_files:
             self.trouble.cut_short(name)
         self.writer = rundir.RunDirWriter(
-            self.run_dir, [t.url for t in self._plan.targets], resume=recovered.offsets, trouble=self.trouble
+            self.run_dir,
+            [t.url for t in self._plan.targets],
+            resume=recovered.offsets,
+            trouble=self.trouble,
+            disk=self.disk,
         )
         self.writer.results = list(recovered.results)
-        self._journal = RunJournal(self.run_dir, self.trouble)
+        self._journal = RunJournal(self.run_dir, self.trouble, self.disk)
         if recovered.checkpoint:
             self.totals = RunTotals.restore(recovered.checkpoint["totals"])
             self.meter.restore(recovered.checkpoint["meter"])
@@ -188,7 +197,7 @@ class RunPipeline:
         if self._journal is None:
             return
         assert self.writer is not None  # start() and resume() open both
-        self.writer.sync(self._syncer)
+        self.writer.sync()
         self._journal.checkpoint(
             {
                 "watermark_ms": watermark_ms,
@@ -199,7 +208,7 @@ class RunPipeline:
                 "late": late,
             }
         )
-        self._journal.sync(self._syncer)
+        self._journal.sync()
 
     def record(self, kind: Record, **fields) -> None:
         if self._journal is not None:
@@ -259,6 +268,7 @@ class RunPipeline:
         left incomplete, if any)."""
         if self._journal is not None:
             self._stream.run_end()
+            await self.disk.drained()  # the run directory's files whole before the report reads them
             told = self._with_disk(summary)
             written = rundir.write_summary(self.run_dir, told, self.trouble, report=False)
             if written:
@@ -269,7 +279,7 @@ class RunPipeline:
             summary = told
             self.record(Record.END, state=state)
             self._journal.close()
-            await self._syncer.drained()  # the last checkpoint's files are durable before the run ends
+        await self.disk.drained()  # the journal closed, and the followers have every update before the summary
         self.watchers.finish(summary)
         return summary
 
@@ -285,3 +295,8 @@ class RunPipeline:
             message="; ".join(filter(None, [summary.message, self.trouble.describe()])),
             incomplete_files=self.trouble.incomplete,
         )
+
+
+def _settle_all(settle: Callable[[str, int], None], settles: list[tuple[str, int]]) -> None:
+    for agent_id, seq in settles:
+        settle(agent_id, seq)

@@ -8,7 +8,8 @@ the same order, as steps (the yields of each interval's work), and gives the loo
 after each slice of `slice_s`: a renewal waits for one step, not for the whole interval.
 
 Delivery stays exactly-once: an interval's reports are settled (acknowledged) after its
-last step, which writes the journal. A settle asked for meanwhile (a resend of a report of
+last step, which journals it (the pipeline has the settle wait until the disk's thread has
+written it: diskwriter.py). A settle asked for meanwhile (a resend of a report of
 an interval still on its way) waits behind the interval queued last. A step that raises is
 logged and its interval's own reports are not settled: their agents send them again, and
 the resends are settled as duplicates.
@@ -45,7 +46,10 @@ class _Publishing:
 
 
 class Publisher:
-    def __init__(self, settle: Callable[[str, int], None], *, backlog: int = BACKLOG, slice_s: float = SLICE_S):
+    def __init__(
+        self, settle: Callable[[list[tuple[str, int]]], None], *, backlog: int = BACKLOG, slice_s: float = SLICE_S
+    ):
+        """`settle` gets (agent, seq) of the messages to settle, a batch at a time."""
         self._settle = settle
         self._backlog = backlog
         self._slice_s = slice_s
@@ -75,7 +79,7 @@ class Publisher:
         if self._queue:
             self._queue[-1].then.append((agent_id, seq))
         else:
-            self._settle(agent_id, seq)
+            self._settle([(agent_id, seq)])
 
     def flush(self) -> None:
         """Publishes everything queued, now."""
@@ -109,5 +113,5 @@ class Publisher:
             log.exception("the interval at %d ms could not be published", publishing.closed.start_ms)
             settles = publishing.then
         self._queue.popleft()
-        for agent_id, seq in settles:
-            self._settle(agent_id, seq)
+        if settles:
+            self._settle(settles)

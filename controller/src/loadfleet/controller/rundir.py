@@ -15,11 +15,11 @@ and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML r
 when the plan asks for it (`store_artifact_chunk`). journal/ is the controller's own
 record for recovering the run after a crash (journal.py).
 
-Everything is appended as it is known: after the controller dies (even `kill -9`), the
-directory holds every interval published before. Whole files (plan.yaml, steps.csv,
-summary.json) are written to a temporary name and renamed, so a reader never sees half a
-file. A write that fails (a full disk) leaves that file as far as it was complete and the
-run going on (rundisk.py).
+Everything is appended as it is known, by the run's disk thread (diskwriter.py): after the
+controller dies (even `kill -9`), the directory holds every interval published before.
+Whole files (plan.yaml, steps.csv, summary.json) are written to a temporary name and
+renamed, so a reader never sees half a file. A write that fails (a full disk) leaves that
+file as far as it was complete and the run going on (rundisk.py).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
+from .diskwriter import DiskWriter
 from .errors import LoadfleetError
 from .events import Event
 from .figures import PERCENTILES, WAITING_PERCENTILES, Figures
@@ -52,7 +53,6 @@ from .stream import FinalInterval, Scope, StepEnd, StepWindow
 from .validity import VALID
 
 if TYPE_CHECKING:
-    from .durable import Syncer
     from .summary import RunSummary
 
 log = logging.getLogger(__name__)
@@ -207,22 +207,28 @@ class RunDirWriter:
         *,
         resume: Offsets | None = None,
         trouble: DiskTrouble | None = None,
+        disk: DiskWriter | None = None,
     ):
+        """`disk` writes the files (the run's, shared with its journal: diskwriter.py)."""
         self.run_dir = run_dir
         self._target_urls = target_urls
         self.trouble = trouble = trouble or DiskTrouble(run_dir)
+        self._disk = disk = disk or DiskWriter()
         trouble.attempt(".", lambda: run_dir.mkdir(parents=True, exist_ok=True))
         self._intervals = AppendFile(
             run_dir / INTERVALS_FILE,
             trouble,
             header=_csv_line(INTERVAL_COLUMNS),
             keep_bytes=resume.intervals if resume else None,
+            disk=disk,
         )
         self._hlog = AppendFile(
-            run_dir / HLOG_FILE, trouble, header=_HLOG_HEADER, keep_bytes=resume.hlog if resume else None
+            run_dir / HLOG_FILE, trouble, header=_HLOG_HEADER, keep_bytes=resume.hlog if resume else None, disk=disk
         )
         events = run_dir / EVENTS_FILE
-        self._events = AppendFile(events, trouble, keep_bytes=events.stat().st_size if events.exists() else None)
+        self._events = AppendFile(
+            events, trouble, keep_bytes=events.stat().st_size if events.exists() else None, disk=disk
+        )
         self._hosts: AppendFile | None = None
         self._counters: AppendFile | None = None
         self._controller: AppendFile | None = None
@@ -287,17 +293,18 @@ class RunDirWriter:
         appends to what the crashed controller wrote."""
         path = self.run_dir / name
         if path.exists():
-            return AppendFile(path, self.trouble, keep_bytes=path.stat().st_size)
-        return AppendFile(path, self.trouble, header=_csv_line(header))
+            return AppendFile(path, self.trouble, keep_bytes=path.stat().st_size, disk=self._disk)
+        return AppendFile(path, self.trouble, header=_csv_line(header), disk=self._disk)
 
     def flush(self) -> None:
         """Hands what is written to the OS: it survives the process dying (not the host)."""
         for f in self._files():
             f.flush()
 
-    def sync(self, syncer: Syncer) -> None:
-        """Flushes, and has `syncer` make what is written survive the host crashing too."""
-        syncer.request(self._files())
+    def sync(self) -> None:
+        """Flushes, and makes what is written survive the host crashing too (in the disk's thread)."""
+        for f in self._files():
+            f.sync()
 
     def close(self) -> None:
         """Safe to call twice."""

@@ -25,14 +25,19 @@ import contextlib
 import errno
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
+
+from .diskwriter import DiskWriter
 
 log = logging.getLogger(__name__)
 
 # Errors that mean the disk is full rather than broken.
 FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+# A sync slower than this is logged: the disk is what would have stalled the run.
+SLOW_SYNC_S = 1.0
 
 
 class DiskTrouble:
@@ -93,9 +98,13 @@ class DiskTrouble:
         except OSError as exc:
             self.failed(name, exc)
             return False
-        if name in self._incomplete:  # room was made: this version is whole
-            self._incomplete.remove(name)
+        self.written(name)
         return True
+
+    def written(self, name: str) -> None:
+        """`name` (a whole file) was written: whole again, if a failure had left it incomplete."""
+        if name in self._incomplete:  # room was made
+            self._incomplete.remove(name)
 
     def describe(self) -> str:
         """For the summary's message; empty when every file was written."""
@@ -106,113 +115,165 @@ class DiskTrouble:
 
 class AppendFile:
     """A file of the run directory appended to as the run goes (binary underneath, so that
-    offsets are bytes). After a failed write it is cut back to its last flush and ignores
-    further writes; `tell` then stays where it ends."""
+    offsets are bytes), written by the run's DiskWriter: in order, in its thread while the
+    event loop runs (diskwriter.py). After a failed write it is cut back to its last flush and
+    ignores further writes; `tell` then stays where it ends. Files joined by `stop_with` stop
+    together at the first failure of either (the journal's)."""
 
-    def __init__(self, path: Path, trouble: DiskTrouble, *, header: str | bytes = b"", keep_bytes: int | None = None):
+    def __init__(
+        self,
+        path: Path,
+        trouble: DiskTrouble,
+        *,
+        header: str | bytes = b"",
+        keep_bytes: int | None = None,
+        disk: DiskWriter | None = None,
+    ):
         """New with `header`, or (resuming, `keep_bytes`) cut back to what a journal says was
-        written, dropping a line half-written by a controller that died."""
+        written, dropping a line half-written by a controller that died. Opened at once."""
         self.path = path
         self._trouble = trouble
+        self._disk = disk or DiskWriter()
+        self._fellows: list[AppendFile] = []
+        self._told = 0  # bytes handed to the disk: where the file will end (the loop's)
+        self._closing = False  # the loop's: close() was asked
+        # The disk's (its thread's once the run goes): the file, what is complete on it (the
+        # last flush), whether it stopped.
         self._file: BinaryIO | None = None
-        self._good = 0  # bytes complete on disk: the last flush
+        self._good = 0
+        self._stopped = False
         try:
             if path.exists() and (trouble.has_failed(self._name()) or path.stat().st_size < (keep_bytes or 0)):
-                self._good = path.stat().st_size  # left as it is: neither extended nor written
+                self._good = self._told = path.stat().st_size  # left as it is: neither extended nor written
+                self._stopped = True
                 trouble.cut_short(self._name())
             elif keep_bytes and path.exists():
                 with path.open("r+b") as raw:
                     raw.truncate(keep_bytes)
                 self._file = path.open("ab")
-                self._good = keep_bytes
+                self._good = self._told = keep_bytes
             else:
                 self._file = path.open("wb")
                 self.write(header)
         except OSError as exc:
             self._fail(exc)
 
+    def stop_with(self, other: AppendFile) -> None:
+        """This file and `other` stop together (in the order of the disk's work)."""
+        self._fellows.append(other)
+        other._fellows.append(self)
+
     @property
     def closed(self) -> bool:
-        return self._open_file() is None
-
-    def _open_file(self) -> BinaryIO | None:
-        """The file while it takes writes; None once closed (or when it was never opened)."""
-        return None if self._file is None or self._file.closed else self._file
+        """Takes no more writes: closed, or stopped by a failure (as far as the loop knows)."""
+        return self._closing or self._stopped
 
     def write(self, data: str | bytes) -> None:
-        file = self._open_file()
-        if file is None or not data:
+        if self.closed or not data:
+            return
+        raw = data.encode() if isinstance(data, str) else data
+        self._told += len(raw)
+        self._disk.submit(lambda: self._write_now(raw), len(raw))
+
+    def flush(self) -> None:
+        """What is written goes to the OS: it survives the process dying (not the host)."""
+        if not self.closed:
+            self._disk.submit(self._flush_now)
+
+    def sync(self) -> None:
+        """Flushed and made durable (fsync): survives the host crashing too."""
+        if not self.closed:
+            self._disk.submit(self._sync_now)
+
+    def tell(self) -> int:
+        """Where the file ends once what was written is on disk."""
+        return self._good if self._stopped else self._told
+
+    def close(self) -> None:
+        """Flushes and closes; safe to call twice."""
+        if not self._closing:
+            self._closing = True
+            self._disk.submit(self._close_now)
+
+    # ---- the disk's side (diskwriter.py: in its thread while the run goes) --------------
+
+    def _write_now(self, raw: bytes) -> None:
+        if self._file is None:
             return
         try:
-            file.write(data.encode() if isinstance(data, str) else data)
+            self._file.write(raw)
         except OSError as exc:
             self._fail(exc)
 
-    def flush(self) -> None:
-        file = self._open_file()
-        if file is None:
+    def _flush_now(self) -> None:
+        if self._file is None:
             return
         try:
-            file.flush()
+            self._file.flush()
         except OSError as exc:
             self._fail(exc)
         else:
-            self._good = file.tell()
+            self._good = self._file.tell()
 
-    def duplicate_fd(self) -> int | None:
-        """Flushes, and returns a new descriptor of the file for making it durable
-        (durable.Syncer: valid even once this file is closed; its taker closes it); None
-        when the file takes no writes."""
-        self.flush()
-        file = self._open_file()
-        if file is None:
-            return None
+    def _sync_now(self) -> None:
+        self._flush_now()
+        if self._file is None:
+            return
+        started = time.monotonic()
         try:
-            return os.dup(file.fileno())
-        except OSError as exc:  # out of descriptors: not durable this time, still complete
-            log.warning("%s could not be made durable now: %s", self.path, exc)
-            return None
-
-    def sync_failed(self, exc: OSError) -> None:
-        """The disk could not make the file durable (an fsync error: what it holds may not
-        survive the host): handled as a failed write, so it is listed incomplete and written
-        no more."""
-        if self._open_file() is not None:
+            os.fsync(self._file.fileno())
+        except OSError as exc:  # what it holds may not survive the host: a failed write
             self._fail(exc)
+        took = time.monotonic() - started
+        if took >= SLOW_SYNC_S:
+            log.warning("the disk took %.1f s to make %s durable (fsync; the run did not wait for it)", took, self.path)
 
-    def tell(self) -> int:
-        file = self._open_file()
-        return self._good if file is None else file.tell()
+    @property
+    def open_now(self) -> bool:
+        """The disk's side: whether the file takes writes at this point of the disk's work."""
+        return self._file is not None
 
-    def restart(self) -> None:
-        """Empties the file (the journal's interval log after a checkpoint)."""
-        file = self._open_file()
-        if file is None:
+    def restart_now(self) -> None:
+        """From an operation of the disk's: empties the file (the journal's interval log after
+        a checkpoint). `tell` then says no more where it ends."""
+        if self._file is None:
             return
         try:
-            file.flush()
-            file.truncate(0)
-            file.seek(0)
+            self._file.flush()
+            self._file.truncate(0)
+            self._file.seek(0)
             self._good = 0
         except OSError as exc:
             self._fail(exc)
 
-    def close(self) -> None:
-        """Flushes and closes; safe to call twice."""
-        self.flush()
+    def _close_now(self) -> None:
+        self._flush_now()
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.close()
+            self._file = None
+
+    def stop_now(self) -> None:
+        """Written no more from here, with what is complete kept (and its fellows' too)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._close_now()
+        for fellow in self._fellows:
+            fellow.stop_now()
 
     def _fail(self, exc: OSError) -> None:
-        """Cut back to the last complete flush; nothing more goes to this file."""
+        """Cut back to the last complete flush; nothing more goes to this file (nor its
+        fellows); `trouble` told on the loop."""
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.close()  # what is still buffered is lost: it was not complete anyway
         with contextlib.suppress(OSError):
             os.truncate(self.path, self._good)
         self._file = None
-        self._trouble.failed(self._name(), exc)
+        self.stop_now()
+        name = self._name()
+        self._disk.on_loop(lambda: self._trouble.failed(name, exc))
 
     def _name(self) -> str:
         run_dir = self._trouble.run_dir

@@ -1,11 +1,14 @@
 """The run's live followers (`WatchRun`): every published interval and event, then the
 summary. Each follower has a bounded queue: one that stops reading loses its oldest
-updates (counted), never the controller's memory."""
+updates (counted), never the controller's memory. The run hands followers their updates
+through `deliver` once the run directory has them (pipeline.py: after `kill -9`, the run
+directory holds every interval a follower saw)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .events import Event
@@ -62,7 +65,9 @@ class Follower:
 
 
 class Watchers:
-    def __init__(self) -> None:
+    def __init__(self, deliver: Callable[[Callable[[], None]], None] = lambda put: put()) -> None:
+        """`deliver` runs a delivery to the followers of the time (at once by default)."""
+        self._deliver = deliver
         self._followers: set[Follower] = set()
         self._first: list[Event] = []
         self._last: collections.deque[Event] = collections.deque(maxlen=KEPT_EVENTS)
@@ -96,8 +101,7 @@ class Watchers:
             interval.verdict,
             interval.total.users,
         )
-        for follower in self._followers:
-            follower.put(update)
+        self._put(update)
 
     def on_step_end(self, end: StepEnd) -> None:
         pass
@@ -112,8 +116,17 @@ class Watchers:
             if len(self._last) == self._last.maxlen:
                 self.events_left_out += 1
             self._last.append(event)
-        for follower in self._followers:
-            follower.put(event)
+        self._put(event)
+
+    def _put(self, item: object) -> None:
+        """To the followers of now (one who joins meanwhile has it from `events`, or not at all)."""
+        followers = tuple(self._followers)
+
+        def put() -> None:
+            for follower in followers:
+                follower.put(item)
+
+        self._deliver(put)
 
     def finish(self, summary) -> None:
         """The run's summary goes to every follower, and their queues end."""
