@@ -51,6 +51,7 @@ class DiskWriter:
         self._thread: threading.Thread | None = None  # under _lock
         self._behind = False  # the loop is waiting for the disk (told once per wait)
         self._loop: asyncio.AbstractEventLoop | None = None  # whose callbacks `on_loop` runs
+        self._wake_due = False  # under _lock: the thread is woken at the end of the loop's turn
 
     @property
     def queued_bytes(self) -> int:
@@ -78,9 +79,20 @@ class DiskWriter:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._work, name="run-dir-writer", daemon=True)
                     self._thread.start()
-                self._lock.notify_all()
+                elif loop is None:
+                    self._lock.notify_all()
+                elif not self._wake_due:
+                    # Once per turn of the loop, not per operation: each wake-up of the thread
+                    # takes the GIL from the loop, and an interval's writes are a dozen.
+                    self._wake_due = True
+                    loop.call_soon(self._wake)
         if not threaded:
             _run(op)
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._wake_due = False
+            self._lock.notify_all()
 
     def then(self, callback: Callable[[], object]) -> None:
         """`callback` on the event loop once everything submitted before is done (at once
@@ -123,6 +135,7 @@ class DiskWriter:
                 self._queued_bytes / 2**20,
             )
         started = time.monotonic()
+        self._lock.notify_all()  # the thread may be waiting for its wake-up
         while self._queue and self._queued_bytes + cost > self._max_bytes:
             self._lock.wait()
         log.warning("the disk caught up after %.1f s", time.monotonic() - started)

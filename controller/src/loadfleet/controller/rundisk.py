@@ -137,6 +137,7 @@ class AppendFile:
         self._fellows: list[AppendFile] = []
         self._told = 0  # bytes handed to the disk: where the file will end (the loop's)
         self._closing = False  # the loop's: close() was asked
+        self._unflushed = False  # the loop's: written since the last flush
         # The disk's (its thread's once the run goes): the file, what is complete on it (the
         # last flush), whether it stopped.
         self._file: BinaryIO | None = None
@@ -173,11 +174,13 @@ class AppendFile:
             return
         raw = data.encode() if isinstance(data, str) else data
         self._told += len(raw)
+        self._unflushed = True
         self._disk.submit(lambda: self._write_now(raw), len(raw))
 
     def flush(self) -> None:
         """What is written goes to the OS: it survives the process dying (not the host)."""
-        if not self.closed:
+        if self._unflushed and not self.closed:
+            self._unflushed = False
             self._disk.submit(self._flush_now)
 
     def sync(self) -> None:
