@@ -12,7 +12,13 @@ import pytest
 from loadfleet.controller.events import EventKind
 from loadfleet.controller.hosts import HostSample, MonitorInfo
 from loadfleet.controller.rundir import RunDirWriter
-from loadfleet.controller.selfwatch import STALL_EVENT_PERIOD_S, ControllerRecorder, ControllerSample, LoopProbe
+from loadfleet.controller.selfwatch import (
+    STALL_EVENT_PERIOD_S,
+    ControllerRecorder,
+    ControllerSample,
+    LoopProbe,
+    StallStacks,
+)
 from support.streamdata import window
 
 
@@ -128,3 +134,33 @@ def test_a_stalled_controller_does_not_blame_its_agents_for_the_silence(tmp_path
     after_stall, later = asyncio.run(scenario())
     assert after_stall is AgentState.IDLE
     assert later is AgentState.LOST
+
+
+def _hold_the_loop_like_a_long_merge(cpu_s: float) -> None:
+    _burn(cpu_s)
+
+
+def test_a_stalled_loop_has_its_stacks_written_while_it_is_stuck_at_most_once_a_minute(tmp_path, caplog):
+    dump = (tmp_path / "stacks.txt").open("w+")
+    samples: list[ControllerSample] = []
+
+    async def scenario() -> None:
+        probe = asyncio.create_task(LoopProbe(samples.append, agents=lambda: 1, stacks=StallStacks(dump)).run())
+        await asyncio.sleep(0.5)
+        _hold_the_loop_like_a_long_merge(0.3)  # late, not stalled: nothing written
+        await asyncio.sleep(0.3)
+        assert dump.tell() == 0
+        _hold_the_loop_like_a_long_merge(0.9)
+        await asyncio.sleep(0.3)
+        _hold_the_loop_like_a_long_merge(0.9)  # within the minute: not written again
+        await asyncio.sleep(0.3)
+        probe.cancel()
+
+    with caplog.at_level("WARNING"):
+        asyncio.run(scenario())
+    time.sleep(0.8)  # the watchdog is disarmed with the probe: nothing comes after
+    dump.seek(0)
+    text = dump.read()
+    assert text.count("Timeout (") == 1, text
+    assert "_hold_the_loop_like_a_long_merge" in text and "test_selfwatch.py" in text
+    assert sum("stacks of the controller's threads" in r.message for r in caplog.records) == 1

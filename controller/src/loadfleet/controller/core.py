@@ -23,7 +23,7 @@ from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .run import Run, RunState
-from .selfwatch import ControllerSample, LoopProbe
+from .selfwatch import ControllerSample, LoopProbe, StallStacks
 from .sinks import Sink
 from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
 from .sinks.spool import SpoolBusy
@@ -113,7 +113,9 @@ class Controller:
         """Takes over or closes the runs an earlier controller left (before any agent can
         connect), then watches agents and its own event loop."""
         self._recover_runs()
-        probe = LoopProbe(self._on_self_sample, agents=self.registry.connected, on_wake=self._judge_agents)
+        probe = LoopProbe(
+            self._on_self_sample, agents=self.registry.connected, on_wake=self._judge_agents, stacks=StallStacks()
+        )
         self._probe = asyncio.create_task(probe.run(), name="loop-probe")
 
     def _recover_runs(self) -> None:

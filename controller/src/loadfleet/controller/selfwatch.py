@@ -14,17 +14,23 @@ own stall caused: one clock of the loop's health, not two). Once a
 CPU (all threads, % of one core) and RSS, and the agents connected. Each running run's
 stream carries the samples (controller.csv, InfluxDB `controller`), and the run's
 `ControllerRecorder` folds them into the summary's `controller` block and raises a
-`controller_stalled` event when a second's lag reached `STALL_MS`.
+`controller_stalled` event when a second's lag reached `STALL_MS`. A stall also names
+itself: `StallStacks` has the stacks of the controller's threads written to its log while
+the loop is stuck (a CPU burst or a wait that nothing else in the run directory explains).
 """
 
 from __future__ import annotations
 
 import asyncio
+import faulthandler
+import io
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TextIO
 
 from loadfleet.wire.histogram import EMPTY, Histogram
 
@@ -104,14 +110,23 @@ class LoopProbe:
         emit: Callable[[ControllerSample], None],
         agents: Callable[[], int],
         on_wake: Callable[[float], None] = lambda late_s: None,
+        stacks: StallStacks | None = None,
     ):
         """`on_wake(late_s)` runs at each wake, before anything else the probe does, with how
-        late the loop woke (seconds)."""
+        late the loop woke (seconds); `stacks`, if given, is armed for each nap."""
         self._emit = emit
         self._agents = agents
         self._on_wake = on_wake
+        self._stacks = stacks
 
     async def run(self) -> None:
+        try:
+            await self._probe()
+        finally:
+            if self._stacks is not None:
+                self._stacks.disarm()
+
+    async def _probe(self) -> None:
         cpu_before, wall_before = time.process_time(), time.monotonic()
         while True:
             # Probes until the period is over: a late loop makes fewer, not a longer period.
@@ -119,9 +134,13 @@ class LoopProbe:
             while (left_s := wall_before + SAMPLE_PERIOD_S - time.monotonic()) > 0:
                 nap_s = min(PROBE_PERIOD_S, left_s)
                 due = time.monotonic() + nap_s
+                if self._stacks is not None:
+                    self._stacks.arm(nap_s)
                 await asyncio.sleep(nap_s)
                 late_s = time.monotonic() - due
                 worst_s = max(worst_s, late_s)
+                if self._stacks is not None:
+                    self._stacks.woke(late_s)
                 self._guarded(self._on_wake, late_s)
             cpu, wall = time.process_time(), time.monotonic()
             sample = ControllerSample(
@@ -140,6 +159,49 @@ class LoopProbe:
             call(value)
         except Exception:  # one run's bug must not stop the probe, or the agents' judging, for all
             log.exception("the loop probe's %s failed", getattr(call, "__name__", call))
+
+
+class StallStacks:
+    """Writes the stacks of the process's threads to `file` when the loop has been
+    `STALL_MS` late (faulthandler's watchdog: a thread in C that needs neither the loop nor
+    the GIL, so it writes while the loop is still stuck), at most once per
+    `STALL_EVENT_PERIOD_S`. The loop's thread is the one whose stack shows what held it; one
+    stuck in a C call (a garbage collection, a JSON dump) shows the Python line that called it."""
+
+    def __init__(self, file: TextIO = sys.stderr, clock: Callable[[], float] = time.monotonic):
+        self._file = file if _has_fileno(file) else None  # faulthandler writes to a descriptor
+        self._clock = clock
+        self._quiet_until = 0.0
+
+    def arm(self, nap_s: float) -> None:
+        """The loop sleeps `nap_s`: stacks are written if it has not woken `STALL_MS` after."""
+        if self._file is None or self._clock() < self._quiet_until:
+            return
+        faulthandler.dump_traceback_later(nap_s + STALL_MS / 1000, file=self._file)
+
+    def woke(self, late_s: float) -> None:
+        if self._file is None:
+            return
+        faulthandler.cancel_dump_traceback_later()
+        if late_s * 1000 >= STALL_MS and self._clock() >= self._quiet_until:
+            self._quiet_until = self._clock() + STALL_EVENT_PERIOD_S
+            log.warning(
+                "the event loop woke %.1f s late: the stacks of the controller's threads while it was "
+                "stuck are written above (the loop's thread shows what held it)",
+                late_s,
+            )
+
+    def disarm(self) -> None:
+        if self._file is not None:
+            faulthandler.cancel_dump_traceback_later()
+
+
+def _has_fileno(file: TextIO) -> bool:
+    try:
+        file.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return True
 
 
 class ControllerRecorder:
