@@ -166,7 +166,9 @@ class StallStacks:
     `STALL_MS` late (faulthandler's watchdog: a thread in C that needs neither the loop nor
     the GIL, so it writes while the loop is still stuck), at most once per
     `STALL_EVENT_PERIOD_S`. The loop's thread is the one whose stack shows what held it; one
-    stuck in a C call (a garbage collection, a JSON dump) shows the Python line that called it."""
+    stuck in a C call (a garbage collection, a JSON dump) shows the Python line that called it.
+    Arming starts the watchdog's thread and the next wake joins it: ~30 µs of CPU and ~0.2 ms
+    of the loop's time each, ten times a second (measured: 2,000 of them)."""
 
     def __init__(self, file: TextIO = sys.stderr, clock: Callable[[], float] = time.monotonic):
         self._file = file if _has_fileno(file) else None  # faulthandler writes to a descriptor
