@@ -49,7 +49,6 @@ class DiskWriter:
         self._queue: collections.deque[tuple[Callable[[], object], int]] = collections.deque()
         self._queued_bytes = 0  # under _lock
         self._thread: threading.Thread | None = None  # under _lock
-        self._behind = False  # the loop is waiting for the disk (told once per wait)
         self._loop: asyncio.AbstractEventLoop | None = None  # whose callbacks `on_loop` runs
         self._wake_due = False  # under _lock: the thread is woken at the end of the loop's turn
 
@@ -128,18 +127,15 @@ class DiskWriter:
         """Under the lock: waits while the disk is `max_bytes` behind (the loop stalls)."""
         if self._queued_bytes + cost <= self._max_bytes or not self._queue:
             return
-        if not self._behind:
-            self._behind = True
-            log.warning(
-                "the disk is %.0f MB behind the run directory's writes; the controller waits for it",
-                self._queued_bytes / 2**20,
-            )
+        log.warning(
+            "the disk is %.0f MB behind the run directory's writes; the controller waits for it",
+            self._queued_bytes / 2**20,
+        )
         started = time.monotonic()
         self._lock.notify_all()  # the thread may be waiting for its wake-up
         while self._queue and self._queued_bytes + cost > self._max_bytes:
             self._lock.wait()
         log.warning("the disk caught up after %.1f s", time.monotonic() - started)
-        self._behind = False
 
     def _work(self) -> None:
         while True:
