@@ -39,7 +39,7 @@ from fleetsim import tls  # noqa: E402
 from fleetsim.children import Children  # noqa: E402
 from fleetsim.plan import fleet_plan, row_shape  # noqa: E402
 from fleetsim.procstat import ProcessSampler, RssGuard, mem_total_kb, rss_kb  # noqa: E402
-from fleetsim.report import markdown, summarize_run  # noqa: E402
+from fleetsim.report import log_notes, markdown, summarize_run  # noqa: E402
 from fleetsim.watch import RunRecord, follow_run, start_run, stop_run, wait_for_agents  # noqa: E402
 from loadfleet.v1 import run_pb2_grpc  # noqa: E402
 
@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": command,
             "machine": machine(),
             **result,
+            "controller_log": log_notes(children.log_path("controller")),
         }
         out = args.out or RESULTS_DIR / (
             f"{time.strftime('%Y-%m-%d')}-{config.agents}x{config.rows}-{config.interval_ms}ms-"

@@ -8,7 +8,7 @@ import pytest
 
 from fleetsim.plan import row_shape
 from fleetsim.procstat import RssSample
-from fleetsim.report import check_intervals, lateness_during_load, percentile, rss_figures
+from fleetsim.report import check_intervals, lateness_during_load, log_notes, percentile, rss_figures
 from fleetsim.watch import Arrival
 
 SENT = {1000: (2, 50), 2000: (2, 60)}
@@ -98,3 +98,23 @@ def test_the_sampler_records_the_machines_stolen_cpu_and_io_stall_per_interval()
     assert 0 <= steal <= later_steal and 0 <= io <= later_io  # counters since boot
     assert len(sampler.cpu) >= 2
     assert all(0 <= s.steal_pct <= 100 and s.io_stall_ms >= 0 for s in sampler.cpu)
+
+
+def test_the_controllers_log_is_kept_but_its_info_lines(tmp_path):
+    log = tmp_path / "controller.log"
+    log.write_text(
+        "2026-11-25 04:57:30,001 INFO loadfleet.controller.core: listening\n"
+        "Timeout (0:00:00.600000)!\n"
+        "Thread 0x00007f02 (most recent call first):\n"
+        '  File "journal.py", line 113 in checkpoint\n'
+        "\n"
+        "2026-11-25 04:57:34,429 WARNING loadfleet.controller.selfwatch: the event loop woke 1.2 s late\n"
+    )
+    assert log_notes(log) == [
+        "Timeout (0:00:00.600000)!",
+        "Thread 0x00007f02 (most recent call first):",
+        '  File "journal.py", line 113 in checkpoint',
+        "2026-11-25 04:57:34,429 WARNING loadfleet.controller.selfwatch: the event loop woke 1.2 s late",
+    ]
+    assert len(log_notes(log, limit=2)) == 2
+    assert log_notes(tmp_path / "missing.log") == []

@@ -9,7 +9,9 @@ simulated agents sent them. Percentiles of lists use the nearest rank.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from .procstat import CpuSample, RssSample
 from .recorder import merge_encoded, merge_series
@@ -324,3 +326,17 @@ def markdown(result: dict) -> str:
             f"{'; the controller was killed' if limit['controller_killed'] else ''})**",
         )
     return "\n".join([TABLE_HEADER, row, ""] + [f"- {n}" for n in notes])
+
+
+# Lines of the controller's log kept with the results (the work directory goes with an OK run).
+LOG_NOTES_LINES = 400
+
+
+def log_notes(log: Path, limit: int = LOG_NOTES_LINES) -> list[str]:
+    """A controller's log but its INFO and DEBUG lines: warnings, errors, and the stacks of its
+    threads written when its loop stalled (selfwatch.StallStacks); the first `limit` lines."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if line.strip() and not re.match(r"\S+ \S+ (INFO|DEBUG) ", line)][:limit]
