@@ -197,7 +197,9 @@ def test_a_second_session_for_a_live_agent_id_is_refused_and_the_first_stays(sec
     # A second agent process with the same certificate is refused again and again.
     secure.add_agent(None, 1, *agent_args(pki, "a1"), name="a1-twin")
     wait_for_log(secure.agents["a1-twin"], "ALREADY_EXISTS")
-    first = agents_listed(secure)["a1"]
+    deadline = time.monotonic() + 5  # the first session's next heartbeat (one a second) shows it alive
+    while (first := agents_listed(secure)["a1"])["lastSeenMs"] <= seen and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert first["state"] == "AGENT_STATE_IDLE" and first["lastSeenMs"] > seen, "the first session was evicted"
     assert secure.agents["a1"].log_path.read_text().count("connected to") == 1
 
