@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import faulthandler
-import io
 import logging
 import os
 import sys
@@ -113,18 +112,17 @@ class LoopProbe:
         stacks: StallStacks | None = None,
     ):
         """`on_wake(late_s)` runs at each wake, before anything else the probe does, with how
-        late the loop woke (seconds); `stacks`, if given, is armed for each nap."""
+        late the loop woke (seconds); `stacks` is armed for each nap (none written without)."""
         self._emit = emit
         self._agents = agents
         self._on_wake = on_wake
-        self._stacks = stacks
+        self._stacks = stacks or StallStacks(None)
 
     async def run(self) -> None:
         try:
             await self._probe()
         finally:
-            if self._stacks is not None:
-                self._stacks.disarm()
+            self._stacks.disarm()
 
     async def _probe(self) -> None:
         cpu_before, wall_before = time.process_time(), time.monotonic()
@@ -134,13 +132,11 @@ class LoopProbe:
             while (left_s := wall_before + SAMPLE_PERIOD_S - time.monotonic()) > 0:
                 nap_s = min(PROBE_PERIOD_S, left_s)
                 due = time.monotonic() + nap_s
-                if self._stacks is not None:
-                    self._stacks.arm(nap_s)
+                self._stacks.arm(nap_s)
                 await asyncio.sleep(nap_s)
                 late_s = time.monotonic() - due
                 worst_s = max(worst_s, late_s)
-                if self._stacks is not None:
-                    self._stacks.woke(late_s)
+                self._stacks.woke(late_s)
                 self._guarded(self._on_wake, late_s)
             cpu, wall = time.process_time(), time.monotonic()
             sample = ControllerSample(
@@ -170,8 +166,9 @@ class StallStacks:
     Arming starts the watchdog's thread and the next wake joins it: ~30 µs of CPU and ~0.2 ms
     of the loop's time each, ten times a second (measured: 2,000 of them)."""
 
-    def __init__(self, file: TextIO = sys.stderr, clock: Callable[[], float] = time.monotonic):
-        self._file = file if _has_fileno(file) else None  # faulthandler writes to a descriptor
+    def __init__(self, file: TextIO | None = sys.stderr, clock: Callable[[], float] = time.monotonic):
+        """None, or a file without a descriptor (faulthandler writes to one), writes nothing."""
+        self._file = file if file is not None and _has_fileno(file) else None
         self._clock = clock
         self._quiet_until = 0.0
 
@@ -184,7 +181,7 @@ class StallStacks:
     def woke(self, late_s: float) -> None:
         if self._file is None:
             return
-        faulthandler.cancel_dump_traceback_later()
+        self.disarm()
         if late_s * 1000 >= STALL_MS and self._clock() >= self._quiet_until:
             self._quiet_until = self._clock() + STALL_EVENT_PERIOD_S
             log.warning(
@@ -201,7 +198,7 @@ class StallStacks:
 def _has_fileno(file: TextIO) -> bool:
     try:
         file.fileno()
-    except (OSError, ValueError, io.UnsupportedOperation):
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
         return False
     return True
 
