@@ -5,7 +5,6 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -19,6 +18,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::head::{self, Body};
 use crate::reactor::Reactor;
 use crate::socket::Socket;
 use crate::timer::Timer;
@@ -32,7 +32,6 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Size of the engine's one buffer that bodies are read into and dropped: a 30 KB body takes
 /// one read instead of four into a connection's 8 KiB buffer.
 pub const DISCARD_BUFFER_BYTES: usize = 64 * 1024;
-const MAX_HEADERS: usize = 64;
 
 #[derive(Debug)]
 pub struct Failure {
@@ -209,13 +208,6 @@ pub struct Connection {
     first_byte: Option<Instant>,
 }
 
-enum Body {
-    None,
-    Length(u64),
-    Chunked,
-    UntilClose,
-}
-
 impl Connection {
     /// Sends one request and reads its whole response, discarding the body: what is not in the
     /// connection's buffer already is read into `discard`, which every connection of the engine
@@ -231,12 +223,12 @@ impl Connection {
             return Err(Failure { nothing_received: true, ..io_failure("sending the request", &e) });
         }
         let written = Instant::now();
-        let (status, body, mut reusable) = loop {
-            let (consumed, status, body, reusable) = self.read_head(head_request).await?;
-            self.start += consumed;
+        let head::Head { status, body, mut reusable, .. } = loop {
+            let head = self.read_head(head_request).await?;
+            self.start += head.length;
             // An interim 1xx (100 Continue) is followed by the real response.
-            if !(100..200).contains(&status) || status == 101 {
-                break (status, body, reusable);
+            if !(100..200).contains(&head.status) || head.status == 101 {
+                break head;
             }
         };
         match body {
@@ -263,11 +255,14 @@ impl Connection {
         })
     }
 
-    /// Parses the status line and headers: (bytes consumed, status, body framing, keep-alive).
-    async fn read_head(&mut self, head_request: bool) -> Result<(usize, u16, Body, bool), Failure> {
+    /// Reads until the buffer holds the whole status line and headers.
+    async fn read_head(&mut self, head_request: bool) -> Result<head::Head, Failure> {
         loop {
-            if let Some(head) = self.parse_head(head_request)? {
-                return Ok(head);
+            // A new exchange starts with an empty buffer: nothing to parse before the first read.
+            if self.start < self.end {
+                if let Some(head) = head::parse(&self.buf[self.start..self.end], head_request)? {
+                    return Ok(head);
+                }
             }
             if self.start == 0 && self.end == self.buf.len() && !self.grow() {
                 return Err(Failure::new(
@@ -277,54 +272,6 @@ impl Connection {
             }
             self.fill("the response headers").await?;
         }
-    }
-
-    /// The head if the buffer holds all of it. Not async: the parser's 2 KiB of header slots
-    /// then live on the stack, not in every request's future (which is moved per request).
-    fn parse_head(&self, head_request: bool) -> Result<Option<(usize, u16, Body, bool)>, Failure> {
-        // Uninitialised: zeroing 64 headers (2 KiB) per response is work for nothing.
-        let mut headers = [const { MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
-        let mut response = httparse::Response::new(&mut []);
-        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
-            &mut response,
-            &self.buf[self.start..self.end],
-            &mut headers,
-        );
-        let consumed = match parsed {
-            Ok(httparse::Status::Complete(consumed)) => consumed,
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(e) => return Err(Failure::new(ErrorKind::Protocol, format!("malformed response: {e}"))),
-        };
-        let status = response.code.unwrap_or(0);
-        let mut body = Body::UntilClose;
-        let mut reusable = response.version == Some(1);
-        // Every response's headers go through this loop: names are told apart by length first.
-        for h in response.headers.iter() {
-            match h.name.len() {
-                14 if h.name.eq_ignore_ascii_case("content-length") => {
-                    let length = parse_length(h.value)
-                        .ok_or_else(|| Failure::new(ErrorKind::Protocol, "invalid Content-Length"))?;
-                    if !matches!(body, Body::Chunked) {
-                        body = Body::Length(length);
-                    }
-                }
-                17 if h.name.eq_ignore_ascii_case("transfer-encoding") && contains_token(h.value, b"chunked") => {
-                    body = Body::Chunked;
-                }
-                10 if h.name.eq_ignore_ascii_case("connection") => {
-                    if contains_token(h.value, b"close") {
-                        reusable = false;
-                    } else if contains_token(h.value, b"keep-alive") {
-                        reusable = true;
-                    }
-                }
-                _ => {}
-            }
-        }
-        if head_request || status == 204 || status == 304 || (100..200).contains(&status) {
-            body = Body::None;
-        }
-        Ok(Some((consumed, status, body, reusable)))
     }
 
     /// Closes the connection: its read buffer for the next connection to reuse, and its socket
@@ -478,27 +425,6 @@ impl Connection {
     }
 }
 
-fn contains_token(value: &[u8], token: &[u8]) -> bool {
-    // The usual value is the token alone.
-    value.eq_ignore_ascii_case(token)
-        || value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
-}
-
-/// A Content-Length value: decimal digits, optionally surrounded by blanks.
-fn parse_length(value: &[u8]) -> Option<u64> {
-    let digits = value.trim_ascii();
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &b| {
-        if b.is_ascii_digit() {
-            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-        } else {
-            None
-        }
-    })
-}
-
 fn io_failure(doing: &str, e: &io::Error) -> Failure {
     let kind = match e.kind() {
         io::ErrorKind::ConnectionReset
@@ -509,21 +435,4 @@ fn io_failure(doing: &str, e: &io::Error) -> Failure {
         _ => ErrorKind::Other,
     };
     Failure::new(kind, format!("{doing}: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_values_are_read_as_http_defines_them() {
-        assert_eq!(parse_length(b"1024"), Some(1024));
-        assert_eq!(parse_length(b" 7 "), Some(7));
-        for bad in [&b""[..], b" ", b"-1", b"1e3", b"12 3", b"99999999999999999999999"] {
-            assert_eq!(parse_length(bad), None, "{bad:?}");
-        }
-        assert!(contains_token(b"Keep-Alive", b"keep-alive"));
-        assert!(contains_token(b"upgrade, close", b"close"));
-        assert!(!contains_token(b"closed", b"close"));
-    }
 }
