@@ -58,7 +58,7 @@ pub struct Response {
     /// From the request fully written to the first response byte read, and from there to the last.
     pub waiting: Duration,
     pub receiving: Duration,
-    /// When the last byte was read.
+    /// When the last byte was read (the end of the read that brought it).
     pub done: Instant,
 }
 
@@ -103,7 +103,7 @@ pub async fn connect(
         Some(tls) => Box::pin(connect_tls(addr, timer, tls, started)).await?,
     };
     Ok((
-        Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0, first_byte: None },
+        Connection { stream, buf: buffer, start: 0, end: 0, received: 0, received_in_all: 0, read_at: None },
         handshakes,
     ))
 }
@@ -204,8 +204,14 @@ pub struct Connection {
     /// Bytes received during the current exchange, and over the connection's life.
     received: u64,
     received_in_all: u64,
-    /// When the current exchange read its first byte.
-    first_byte: Option<Instant>,
+    /// When the current exchange read its first and its latest bytes.
+    read_at: Option<ReadTimes>,
+}
+
+#[derive(Clone, Copy)]
+struct ReadTimes {
+    first: Instant,
+    last: Instant,
 }
 
 impl Connection {
@@ -218,7 +224,7 @@ impl Connection {
         head_request: bool,
         discard: &RefCell<Vec<u8>>,
     ) -> Result<Response, Failure> {
-        (self.received, self.first_byte) = (0, None);
+        (self.received, self.read_at) = (0, None);
         if let Err(e) = self.stream.write_all(request).await {
             return Err(Failure { nothing_received: true, ..io_failure("sending the request", &e) });
         }
@@ -242,16 +248,15 @@ impl Connection {
         }
         // We never pipeline: bytes beyond the response mean the framing went wrong.
         reusable &= self.start == self.end;
-        let done = Instant::now();
         // Every response has bytes of this exchange (a reused connection starts with none left).
-        let first_byte = self.first_byte.unwrap_or(written);
+        let read = self.read_at.unwrap_or(ReadTimes { first: written, last: written });
         Ok(Response {
             status,
             bytes_in: self.received,
             reusable,
-            waiting: first_byte - written,
-            receiving: done - first_byte,
-            done,
+            waiting: read.first - written,
+            receiving: read.last - read.first,
+            done: read.last,
         })
     }
 
@@ -317,9 +322,14 @@ impl Connection {
         }
     }
 
+    /// Counts the bytes of a read and notes its time: the first read's is the first byte's, the
+    /// latest read's the last byte's once the response is complete (one clock reading per read,
+    /// so a response that arrives in one read costs one).
     fn count_received(&mut self, n: usize) {
-        if self.first_byte.is_none() {
-            self.first_byte = Some(Instant::now());
+        let now = Instant::now();
+        match &mut self.read_at {
+            Some(read) => read.last = now,
+            None => self.read_at = Some(ReadTimes { first: now, last: now }),
         }
         self.received += n as u64;
         self.received_in_all += n as u64;
