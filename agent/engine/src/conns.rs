@@ -101,6 +101,7 @@ impl Connections {
     async fn send(&mut self, target: usize, request: usize, slot: usize, mut started: Instant) -> Ended {
         let shared = Rc::clone(&self.shared);
         let job = &shared.job;
+        let recent_head = shared.recent_head(target, request);
         let request = &job.requests[request];
         let wire = &request.wire[target];
         let mut bytes_out = 0;
@@ -138,7 +139,11 @@ impl Connections {
             let connection = &mut self.held[target].as_mut().expect("held above").connection;
             bytes_out += wire.len() as u64;
             // The request timeout runs from when the request can go (connected, if it had to).
-            match self.request_timer.run(started, connection.exchange(wire, request.head, &shared.discard)).await {
+            match self
+                .request_timer
+                .run(started, connection.exchange(wire, request.head, recent_head, &shared.discard))
+                .await
+            {
                 Some(Ok(response)) => {
                     if !(response.reusable && job.keep_alive) {
                         self.close(target, true);

@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::head::{self, Body};
+use crate::head::{self, Body, RecentHead};
 use crate::reactor::Reactor;
 use crate::socket::Socket;
 use crate::timer::Timer;
@@ -217,11 +217,13 @@ struct ReadTimes {
 impl Connection {
     /// Sends one request and reads its whole response, discarding the body: what is not in the
     /// connection's buffer already is read into `discard`, which every connection of the engine
-    /// shares (it is only borrowed during a read, never across a wait).
+    /// shares (it is only borrowed during a read, never across a wait). `recent`: the last head
+    /// read for this request and target, by any connection.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
+        recent: &RefCell<RecentHead>,
         discard: &RefCell<Vec<u8>>,
     ) -> Result<Response, Failure> {
         (self.received, self.read_at) = (0, None);
@@ -230,7 +232,7 @@ impl Connection {
         }
         let written = Instant::now();
         let head::Head { status, body, mut reusable, .. } = loop {
-            let head = self.read_head(head_request).await?;
+            let head = self.read_head(head_request, recent).await?;
             self.start += head.length;
             // An interim 1xx (100 Continue) is followed by the real response.
             if !(100..200).contains(&head.status) || head.status == 101 {
@@ -261,11 +263,11 @@ impl Connection {
     }
 
     /// Reads until the buffer holds the whole status line and headers.
-    async fn read_head(&mut self, head_request: bool) -> Result<head::Head, Failure> {
+    async fn read_head(&mut self, head_request: bool, recent: &RefCell<RecentHead>) -> Result<head::Head, Failure> {
         loop {
             // A new exchange starts with an empty buffer: nothing to parse before the first read.
             if self.start < self.end {
-                if let Some(head) = head::parse(&self.buf[self.start..self.end], head_request)? {
+                if let Some(head) = recent.borrow_mut().read(&self.buf[self.start..self.end], head_request)? {
                     return Ok(head);
                 }
             }

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::closed::run_client;
+use crate::head::RecentHead;
 use crate::job::Job;
 use crate::load::{Load, Model, Think};
 use crate::open::{schedule, work, Arrivals, Backlog};
@@ -50,6 +51,8 @@ pub struct Shared {
     pub reactor: Rc<Reactor>,
     /// Where every connection's response bodies are read and dropped (see `Connection::exchange`).
     pub discard: RefCell<Vec<u8>>,
+    /// The last head read for each (request, target): `recent_head`. O(requests × targets).
+    recent_heads: Vec<RefCell<RecentHead>>,
     started: Cell<u64>,
     /// The request budget (0: none); the job's, raised when a lost agent's share is handed over.
     max_requests: Rc<Cell<u64>>,
@@ -67,6 +70,10 @@ impl Shared {
         }
         self.started.set(started + 1);
         true
+    }
+
+    pub fn recent_head(&self, target: usize, request: usize) -> &RefCell<RecentHead> {
+        &self.recent_heads[request * self.job.targets.len() + target]
     }
 
     fn budget_spent(&self) -> bool {
@@ -140,6 +147,7 @@ impl Run {
         let budget = Rc::new(Cell::new(job.max_requests));
         let shared = Shared {
             stats: RefCell::new(Stats::new(&job)),
+            recent_heads: (0..job.requests.len() * job.targets.len()).map(|_| RefCell::default()).collect(),
             job,
             in_flight: Cell::new(0),
             reactor: Reactor::new()?,

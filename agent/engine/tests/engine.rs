@@ -55,6 +55,21 @@ fn keep_alive_counts_match_the_server_exactly() {
 }
 
 #[test]
+fn a_head_that_changes_from_one_response_to_the_next_is_read_each_time() {
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    let reports =
+        engine.run(closed_job(&[(&server.url, 1)], vec![get("alternating", "/alternating/100", 1)], 1, 1000, 500));
+    settle();
+    let requests = total(&reports, |s| s.requests);
+    assert!(requests > 50, "only {requests} requests");
+    assert_eq!(requests, server.served.responses.load(Ordering::Relaxed));
+    assert_eq!(total(&reports, |s| s.status_2xx), requests, "every response read whole, none misframed");
+    assert_eq!(total(&reports, |s| s.bytes_in), server.served.bytes.load(Ordering::Relaxed));
+    assert_eq!(total(&reports, |s| s.connections_opened), 1, "the connection stayed in step");
+}
+
+#[test]
 fn connection_per_request_and_close_delimited_bodies() {
     let server = start_server();
     let mut engine = Engine::spawn();

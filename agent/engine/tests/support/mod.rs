@@ -147,6 +147,11 @@ fn serve_connection(stream: TcpStream, served: &Served) {
                 "world".to_string()
             }
             "status" => format!("HTTP/1.1 {n} X\r\nContent-Length: 0\r\n\r\n"),
+            // The same request gets a body one byte longer every other response.
+            "alternating" => {
+                let length = n + (served.responses.load(Ordering::Relaxed) % 2) as usize;
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n{}", "x".repeat(length))
+            }
             "stallable" => {
                 let until = *served.stall_until.lock().unwrap();
                 if let Some(until) = until.filter(|u| *u > Instant::now()) {
