@@ -59,10 +59,7 @@ pub fn parse(buf: &[u8], head_request: bool) -> Result<Option<Head>, Failure> {
                 body = Body::Chunked;
             }
             10 if h.name.eq_ignore_ascii_case("connection") => {
-                // The usual value first: a lone "keep-alive" cannot list "close".
-                if h.value.eq_ignore_ascii_case(b"keep-alive") {
-                    reusable = true;
-                } else if contains_token(h.value, b"close") {
+                if contains_token(h.value, b"close") {
                     reusable = false;
                 } else if contains_token(h.value, b"keep-alive") {
                     reusable = true;
