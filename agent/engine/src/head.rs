@@ -32,7 +32,7 @@ pub struct Head {
 /// HEAD request, which has no body whatever its headers say. Headers are read in order: a later
 /// Content-Length replaces an earlier one, chunked wins over any length, and `Connection`
 /// overrides the version's default.
-pub fn parse(buf: &[u8], head_request: bool) -> Result<Option<Head>, Failure> {
+fn parse(buf: &[u8], head_request: bool) -> Result<Option<Head>, Failure> {
     // Uninitialised: zeroing 64 headers (2 KiB) per response is work for nothing.
     let mut headers = [const { MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut []);
