@@ -13,6 +13,10 @@ from dataclasses import dataclass, replace
 
 from .load import Load, Stage, split_load
 
+# The most engines one agent runs (one per core it offers): an agent's Hello offering more
+# cores is refused (rpc/convert.py), so the work of splitting load is bounded by what the
+# controller will ever use, not by a number an agent claims.
+MAX_ENGINES_PER_AGENT = 1024
 # How far ahead the barrier is set: time for every agent to receive its assignment
 # and start its drivers before load begins.
 DEFAULT_BARRIER_LEAD_MS = 2000
@@ -40,8 +44,9 @@ class AgentShare:
 
 
 def split_over_engines(load: Load, max_requests: int, agents: list[tuple[str, int]]) -> list[AgentShare]:
-    """Shares for (agent_id, cores) pairs, one engine per core; agents with no work are left out."""
-    slots = [agent_id for agent_id, cores in agents for _ in range(max(1, cores))]
+    """Shares for (agent_id, cores) pairs, one engine per core (at most
+    MAX_ENGINES_PER_AGENT); agents with no work are left out."""
+    slots = [agent_id for agent_id, cores in agents for _ in range(min(max(1, cores), MAX_ENGINES_PER_AGENT))]
     parts = split_load(load, max_requests, [1] * len(slots))
     shares: dict[str, list[EngineShare]] = {}
     for agent_id, part in zip(slots, parts):

@@ -40,13 +40,20 @@ __all__ = [
 
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
 ERROR_KINDS = tuple(v for v in stats_pb2.ErrorKind.values() if v != stats_pb2.ERROR_KIND_UNSPECIFIED)
+_ERROR_KIND_NAMES = {
+    v: stats_pb2.ErrorKind.Name(v).removeprefix("ERROR_KIND_").lower() for v in stats_pb2.ErrorKind.values()
+}
 # Target and request name of a row that merges all targets or all requests.
 TOTAL = "*"
 
 
 def error_kind_name(kind: int) -> str:
-    """`ERROR_KIND_CONNECT_REFUSED` -> `connect_refused`."""
-    return stats_pb2.ErrorKind.Name(kind).removeprefix("ERROR_KIND_").lower()
+    """`ERROR_KIND_CONNECT_REFUSED` -> `connect_refused`; a value this build does not know
+    (proto3 enums are open: a newer or a rogue peer may send one) -> `unknown_<value>`.
+    Never raises: a name is asked for when a run is summarized, too late to refuse anything
+    (the controller refuses unknown kinds where a report enters: rpc/convert.py)."""
+    name = _ERROR_KIND_NAMES.get(kind)
+    return name if name is not None else f"unknown_{kind}"
 
 
 @dataclass

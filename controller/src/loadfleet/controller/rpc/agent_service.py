@@ -11,11 +11,7 @@ import grpc
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc
 
 from ..core import Controller
-from ..errors import RunNotFound
-from ..jobs import JobAssignment, run_id_of
-from ..report.rundata import GATLING_DIR
-from ..run import Run
-from ..rundir import store_artifact_chunk
+from ..jobs import JobAssignment
 from ..scheduler import EngineShare
 from ..spooldrops import NoticeLog
 from . import convert
@@ -27,6 +23,8 @@ log = logging.getLogger(__name__)
 HELLO_TIMEOUT_S = 10
 # Refused reports are logged once per agent in this many seconds.
 REFUSAL_LOG_PERIOD_S = 60.0
+# The messages addressed to a job (each has a `job_id`): an agent's only for its own jobs.
+JOB_MESSAGES = frozenset({"interval", "job_status", "artifact", "engine_failure", "spool_drop"})
 
 
 class OncePerAgent:
@@ -142,6 +140,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, controller: Controller):
         self._controller = controller
         self._refused = OncePerAgent()
+        self._strangers = OncePerAgent()  # messages for jobs that are not the agent's
+        self._artifacts_refused = OncePerAgent()
         self._drop_notices = NoticeLog()
         # Everything but heartbeats, worked through in slices (inbox.py): renewals never wait
         # behind a fleet's reports.
@@ -154,7 +154,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a session starts with Hello")
         if not first.HasField("hello") or not first.hello.agent_id:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a session starts with Hello with an agent_id")
-        identity = convert.identity_from_hello(first.hello)
+        try:
+            identity = convert.identity_from_hello(first.hello)
+        except convert.BadHello as exc:
+            log.warning("an agent's Hello refused: %s", exc)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"Hello refused: {exc}")
         session = AgentSession(identity.agent_id)
         registry = self._controller.registry
         registry.join(identity, session)
@@ -198,9 +202,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         """A heartbeat, answered at once with a lease renewal (and the acknowledgements so far)."""
         controller = self._controller
         clock = convert.clock_from_proto(beat)
-        controller.on_heartbeat(
-            agent_id, convert.health_from_proto(beat.health), convert.host_from_proto(beat, clock), clock
-        )
+        # A monitor's sample is decoded only if it is due (at most one a heartbeat period).
+        due = beat.HasField("host") and controller.host_samples.admit(agent_id, beat.host.ByteSize())
+        host = convert.host_from_proto(beat, clock) if due else None
+        controller.on_heartbeat(agent_id, convert.health_from_proto(beat.health), host, clock)
         session.renew_lease(controller.lease_ms, beat.sent_at_ms)
 
     def _handle(self, agent_id: str, message: agent_pb2.AgentMessage, session: AgentSession) -> None:
@@ -210,6 +215,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         controller.registry.seen(agent_id)
         seq = message.seq
         session.delivery.received(seq)
+        if kind in JOB_MESSAGES and controller.job_run(agent_id, job_id := getattr(message, kind).job_id) is None:
+            self._strangers.warn(
+                agent_id, "agent %s: %s for job %r refused: no job of this agent in an open run", agent_id, kind, job_id[:80]
+            )
+            session.settle(seq)
+            return
         if kind == "interval":
             self._report(agent_id, seq, message.interval)
             return  # settled once its interval is stored
@@ -245,17 +256,17 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         controller.on_report(report)
 
     def _store_artifact(self, agent_id: str, artifact: agent_pb2.Artifact) -> None:
-        """A chunk of a file for the run directory (Gatling's report); a bad one is logged and dropped."""
+        """A chunk of a file for the run directory (Gatling's report), within the agent's
+        budget in that run; a refused one (or one the disk cannot take: the run's summary
+        lists the report as incomplete) is logged and dropped."""
         try:
-            run = self._controller.get_run(run_id_of(artifact.job_id))
-            stored = store_artifact_chunk(run.run_dir, agent_id, artifact.name, artifact.data, last=artifact.last)
-        except OSError as exc:  # a full disk: the run's summary lists the report as incomplete
-            if isinstance(run, Run):
-                run.disk.failed(f"{GATLING_DIR}/{agent_id}", exc)
-            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name, artifact.job_id, exc)
-            return
-        except (RunNotFound, ValueError) as exc:
-            log.warning("agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name, artifact.job_id, exc)
+            stored = self._controller.on_artifact(
+                agent_id, artifact.job_id, artifact.name, artifact.data, last=artifact.last
+            )
+        except (OSError, ValueError) as exc:
+            self._artifacts_refused.warn(
+                agent_id, "agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name[:80], artifact.job_id, exc
+            )
             return
         if stored:
             log.info("agent %s: %s of job %s stored in %s", agent_id, artifact.name, artifact.job_id, stored)

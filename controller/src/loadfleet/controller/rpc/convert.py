@@ -1,14 +1,21 @@
 """Protobuf <-> controller dataclasses. The only module of the controller that reads
-or builds protobuf messages besides the servicers' plumbing."""
+or builds protobuf messages besides the servicers' plumbing.
+
+An agent's message is checked here as it enters (bounds.py): a Hello or a report past a
+bound is refused (BadHello, BadReport), every text is made printable and cut, a heartbeat's
+figures that are no number are left unset. What goes out cannot fail on a figure that grew
+too large: counts saturate at their field's range."""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 
 from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
-from loadfleet.wire.stats import TOTAL, StatsRow, total_row
+from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
+from loadfleet.wire.text import printable
 
 from ..agents import AgentIdentity, AgentRecord, AgentState, ClockOffset, Health
 from ..errors import Problem
@@ -23,60 +30,89 @@ from ..spooldrops import AgentSpoolDrop
 from ..summary import NamedFigures, RunSummary
 from ..validity import Validity
 from ..watchers import IntervalUpdate
+from . import bounds
 
-# An engine's last words as kept in an event: its last lines, not a log.
-MAX_STDERR_TAIL = 2000
+
+class BadHello(ValueError):
+    """A Hello past the bounds of what an agent may claim (bounds.py); its session is
+    refused with INVALID_ARGUMENT and this message."""
 
 
 def identity_from_hello(hello: agent_pb2.Hello) -> AgentIdentity:
+    """The agent's identity, its texts printable; BadHello (every problem at once) when the
+    Hello claims more than the controller will ever use."""
+    problems = bounds.hello_problems(hello)
+    if problems:
+        raise BadHello("; ".join(problems))
+    name, path = bounds.MAX_NAME_CHARS, bounds.MAX_PATH_CHARS
     return AgentIdentity(
         agent_id=hello.agent_id,
-        hostname=hello.hostname,
+        hostname=printable(hello.hostname, name),
         cores=max(1, hello.cores),
-        version=hello.version,
-        capabilities=tuple(hello.capabilities),
-        labels=tuple(sorted(hello.labels.items())),
+        version=printable(hello.version, name),
+        capabilities=tuple(printable(c, name) for c in hello.capabilities),
+        labels=tuple(sorted((printable(k, name), printable(v, name)) for k, v in hello.labels.items())),
         monitor=MonitorInfo(
-            targets=tuple(hello.monitor.targets), role=hello.monitor.role, processes=tuple(hello.monitor.processes)
+            targets=tuple(printable(t, name) for t in hello.monitor.targets),
+            role=printable(hello.monitor.role, name),
+            processes=tuple(printable(p, name) for p in hello.monitor.processes),
         )
         if hello.HasField("monitor")
         else None,
-        allow_targets=tuple(hello.allow_targets),
-        gatling_root=hello.gatling_root,
+        allow_targets=tuple(printable(t, name) for t in hello.allow_targets),
+        gatling_root=printable(hello.gatling_root, path),
     )
 
 
 def clock_from_proto(beat: agent_pb2.Heartbeat) -> ClockOffset | None:
-    return ClockOffset(beat.clock.offset_ms, beat.clock.rtt_ms) if beat.HasField("clock") else None
+    """The agent's clock estimate; None without one, or with an offset no clock has."""
+    if not beat.HasField("clock") or abs(beat.clock.offset_ms) > bounds.MAX_CLOCK_OFFSET_MS:
+        return None
+    return ClockOffset(beat.clock.offset_ms, beat.clock.rtt_ms)
 
 
 def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> HostSample | None:
-    """The host's figures, stamped in the controller's clock."""
+    """The host's figures, stamped in the controller's clock. Its lists are cut to their
+    bounds before they are read (the first processes and counters are kept), a counter that
+    is no number is left out, any other figure that is no number is 0. None: no sample, or
+    one stamped outside any clock's range."""
     if not beat.HasField("host"):
         return None
     h = beat.host
+    at_ms = beat.sent_at_ms + (clock.offset_ms if clock else 0)
+    if not 0 < at_ms <= bounds.MAX_TIME_MS:
+        return None
+    name, finite = bounds.MAX_NAME_CHARS, bounds.finite
     return HostSample(
-        at_ms=beat.sent_at_ms + (clock.offset_ms if clock else 0),
+        at_ms=at_ms,
         cores=h.cores,
-        cpu_pct=h.cpu_pct,
-        mem_used_pct=h.mem_used_pct,
-        net_rx_bytes_per_s=h.net_rx_bytes_per_s,
-        net_tx_bytes_per_s=h.net_tx_bytes_per_s,
+        cpu_pct=finite(h.cpu_pct),
+        mem_used_pct=finite(h.mem_used_pct),
+        net_rx_bytes_per_s=finite(h.net_rx_bytes_per_s),
+        net_tx_bytes_per_s=finite(h.net_tx_bytes_per_s),
         tcp_established=h.tcp_established,
-        processes=tuple(ProcessSample(p.name, p.count, p.cpu_pct, p.rss_mb) for p in h.processes),
-        counters={c.name: c.value for c in h.counters},
+        processes=tuple(
+            ProcessSample(printable(p.name, name), p.count, finite(p.cpu_pct), finite(p.rss_mb))
+            for p in h.processes[: bounds.MAX_HOST_PROCESSES]
+        ),
+        counters={
+            printable(c.name, name): c.value for c in h.counters[: bounds.MAX_HOST_COUNTERS] if math.isfinite(c.value)
+        },
     )
 
 
 def health_from_proto(pb: agent_pb2.Health) -> Health:
+    """The agent's health; a figure that is no number (NaN, infinity) is left unset."""
+    finite = bounds.finite
+    wait = pb.busiest_engine_wait_pct if pb.HasField("busiest_engine_wait_pct") else None
     return Health(
-        cpu_pct=pb.cpu_pct,
-        engine_cpu_pct=pb.engine_cpu_pct,
-        rss_mb=pb.rss_mb,
-        loop_lag_ms=pb.loop_lag_ms,
-        mem_used_pct=pb.mem_used_pct,
-        busiest_engine_cpu_pct=pb.busiest_engine_cpu_pct,
-        busiest_engine_wait_pct=(pb.busiest_engine_wait_pct if pb.HasField("busiest_engine_wait_pct") else None),
+        cpu_pct=finite(pb.cpu_pct),
+        engine_cpu_pct=finite(pb.engine_cpu_pct),
+        rss_mb=finite(pb.rss_mb),
+        loop_lag_ms=finite(pb.loop_lag_ms),
+        mem_used_pct=finite(pb.mem_used_pct),
+        busiest_engine_cpu_pct=finite(pb.busiest_engine_cpu_pct),
+        busiest_engine_wait_pct=wait if wait is not None and math.isfinite(wait) else None,
         engine_fds=pb.engine_fds,
         engine_fd_limit=pb.engine_fd_limit,
         local_ports_used=pb.local_ports_used,
@@ -85,15 +121,26 @@ def health_from_proto(pb: agent_pb2.Health) -> Health:
 
 
 def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
+    """What an agent dropped: its texts printable, its counts at most bounds.MAX_TOTAL."""
+    most = bounds.MAX_TOTAL
     return AgentSpoolDrop(
-        job_id=pb.job_id,
-        messages=pb.messages,
-        reports=pb.reports,
-        requests=pb.requests,
+        job_id=printable(pb.job_id, bounds.MAX_ID_CHARS),
+        messages=min(pb.messages, most),
+        reports=min(pb.reports, most),
+        requests=min(pb.requests, most),
         first_interval_ms=pb.first_interval_ms,
         last_interval_ms=pb.last_interval_ms,
-        cause=pb.cause,
+        cause=printable(pb.cause, bounds.MAX_TEXT_CHARS),
     )
+
+
+def job_status_from_proto(pb: agent_pb2.JobStatus) -> tuple[str, JobState, str] | None:
+    """(job id, state, message) of a job's status, its texts printable; None for a state
+    this controller does not know (proto3 enums are open): such a status is ignored."""
+    state = job_state_from_proto(pb.state)
+    if state is None:
+        return None
+    return printable(pb.job_id, bounds.MAX_ID_CHARS), state, printable(pb.message, bounds.MAX_TEXT_CHARS)
 
 
 def health_to_proto(h: Health) -> agent_pb2.Health:
@@ -108,22 +155,27 @@ class BadReport(ValueError):
 def report_from_proto(
     agent_id: str, seq: int, pb: agent_pb2.AgentInterval, limits: ReportLimits, *, counts_only: bool = False
 ) -> JobReport:
-    """The report decoded, once its shape is checked against `limits` (rows and histogram
-    sizes first, so a hostile report costs no decoding). The agent's `*`/`*` row becomes the
-    report's total (computed here when an agent did not send one).
+    """The report decoded, once its shape is checked against `limits` (the number of rows
+    before any row is read, then names and histogram sizes, so a hostile report costs no
+    decoding), and its counts and error kinds against what an interval can hold
+    (bounds.row_problem). The agent's `*`/`*` row becomes the report's total (computed here
+    when an agent did not send one). Its error samples: the first MAX_ERROR_SAMPLES, printable.
 
     `counts_only`: the report's interval is closed, so it is counted as late or dropped as a
     resend, never merged: its histograms are not decoded (most of the cost of a report, and
     what a controller catching up after falling behind has least time for)."""
     report = pb.report
+    if len(report.stats) > limits.max_rows:  # before a single row becomes an object
+        raise BadReport(f"{len(report.stats):,} rows, more than the job's {limits.max_rows:,}")
     # Each row's message and bytes fields are read once: every read of a field makes a new
     # object (upb), and a thousand agents' reports a second make that a tenth of the cost.
     stats = list(report.stats)
-    if len(stats) > limits.max_rows:
-        raise BadReport(f"{len(stats)} rows, more than the job's {limits.max_rows}")
     latency, waiting, any_v2 = [], [], False
     for s in stats:
-        if limits.keys is not None and (s.target, s.request) not in limits.keys:
+        if limits.keys is None:  # names chosen by the driver (a Gatling simulation): keys and columns
+            if problem := bounds.name_problem("a target", s.target) or bounds.name_problem("a request", s.request):
+                raise BadReport(f"a row with {problem}")
+        elif (s.target, s.request) not in limits.keys:
             raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
         latency_v2, waiting_v2 = s.latency_histogram, s.waiting_histogram
         latency.append(s.latency_buckets)
@@ -143,6 +195,9 @@ def report_from_proto(
             rows = [StatsRow.from_proto(s).check() for s in stats]
     except HistogramError as exc:
         raise BadReport(str(exc)) from exc
+    for row in rows:
+        if problem := bounds.row_problem(row):
+            raise BadReport(problem)
     totals = [r for r in rows if r.key == (TOTAL, TOTAL)]
     parts = tuple(r for r in rows if r.key != (TOTAL, TOTAL))
     total = totals[0] if totals else total_row(parts)
@@ -156,7 +211,10 @@ def report_from_proto(
         rows=parts,
         total=total,
         final=report.final,
-        error_samples=tuple(f"{s.target} {s.request}: {s.message}" for s in report.error_samples),
+        error_samples=tuple(
+            printable(f"{s.target} {s.request}: {s.message}", bounds.MAX_TEXT_CHARS)
+            for s in report.error_samples[:MAX_ERROR_SAMPLES]
+        ),
     )
 
 
@@ -240,14 +298,18 @@ def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.
 
 
 def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> EngineFailure:
+    """An engine's end as its agent tells it; its texts printable, its last words on one
+    line (lines joined by " | "), the end of them kept."""
+    tail = pb.stderr_tail[-bounds.MAX_STDERR_TAIL :]
+    lines = " | ".join(line.strip() for line in tail.splitlines() if line.strip())
     return EngineFailure(
-        job_id=pb.job_id,
+        job_id=printable(pb.job_id, bounds.MAX_ID_CHARS),
         agent_id=agent_id,
         engine=pb.engine,
         pid=pb.pid,
-        how=pb.how,
-        stderr_tail=pb.stderr_tail[-MAX_STDERR_TAIL:],
-        reported_requests=pb.reported_requests,
+        how=printable(pb.how, bounds.MAX_TEXT_CHARS),
+        stderr_tail=printable(lines[-bounds.MAX_STDERR_TAIL :], bounds.MAX_STDERR_TAIL),
+        reported_requests=min(pb.reported_requests, bounds.MAX_TOTAL),
     )
 
 
@@ -327,13 +389,23 @@ def event_to_proto(e: Event) -> run_pb2.RunEvent:
     return run_pb2.RunEvent(at_ms=e.at_ms, kind=_EVENT_KINDS[e.kind], agent_id=e.agent_id, text=e.text)
 
 
+_UINT64_MAX = 2**64 - 1
+
+
+def _u64(n: int) -> int:
+    """A count for a uint64 field: saturated at its range, never an error. Counts are bounded
+    where they enter (bounds.py); this keeps one run's impossible figure from failing every
+    caller of ListRuns or WatchRun, whatever got past."""
+    return min(max(n, 0), _UINT64_MAX)
+
+
 def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
     f = u.figures
     return run_pb2.IntervalSummary(
         interval_start_ms=u.interval_start_ms,
         agents=u.agents,
-        requests=f.requests,
-        errors=f.failed,
+        requests=_u64(f.requests),
+        errors=_u64(f.failed),
         rps=f.rps,
         mb_per_s=f.mb_per_s,
         p50_ms=f.latency.p50_ms,
@@ -342,7 +414,7 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         lost_agents=u.lost,
         validity=_VALIDITIES[u.verdict.validity],
         validity_reasons=u.verdict.reasons_text(),
-        users=u.users,
+        users=_u64(u.users),
     )
 
 
@@ -361,9 +433,9 @@ def _totals_to_proto(n: NamedFigures) -> run_pb2.Totals:
     f: Figures = n.figures
     return run_pb2.Totals(
         name=n.name,
-        requests=f.requests,
-        ok=f.ok,
-        errors=f.failed,
+        requests=_u64(f.requests),
+        ok=_u64(f.ok),
+        errors=_u64(f.failed),
         rps=f.rps,
         mb_per_s=f.mb_per_s,
         error_pct=f.error_pct,
@@ -413,7 +485,7 @@ def run_to_proto(run) -> run_pb2.RunInfo:
         state=_RUN_STATES[run.state],
         started_ms=run.started_ms,
         finished_ms=run.finished_ms,
-        requests=run.total_requests,
+        requests=_u64(run.total_requests),
         run_dir=str(run.run_dir),
     )
 
