@@ -34,6 +34,10 @@ BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 10.0
 DEFAULT_CLOSE_TIMEOUT_S = 15.0
 WRITE_TIMEOUT_MS = 10_000
+# Refused batches are logged at most once in this many seconds (the rest are counted), and
+# with at most this much of InfluxDB's answer: a point it refuses comes back every flush.
+REJECTION_LOG_PERIOD_S = 60.0
+MAX_REJECTION_LOG_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -107,13 +111,15 @@ class InfluxSink:
         self._outage_logged = False
         self.written_points = 0
         self.rejected_points = 0
+        self._rejection_logged_at: float | None = None
+        self._rejected_unlogged = 0
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="influx-sink")
 
     def add(self, points: list[Point]) -> None:
-        self._pending.extend(p.line() for p in points)
+        self._pending.extend(line for p in points if (line := p.line()))
         while len(self._pending) > self._memory_points:
             self._spill(self._batch_points)
         if len(self._pending) >= self._batch_points:
@@ -181,8 +187,7 @@ class InfluxSink:
         try:
             await asyncio.to_thread(self._write, lines)
         except InfluxRejected as exc:
-            log.error("%s; dropping %d points", exc, len(lines))
-            self.rejected_points += len(lines)
+            self._rejected(exc, len(lines))
         except InfluxUnavailable as exc:
             if spooled:
                 self._spool.release(spooled)
@@ -195,6 +200,25 @@ class InfluxSink:
             self._recovered()
         self._spool.remove(spooled)
         return True
+
+    def _rejected(self, exc: InfluxRejected, n: int) -> None:
+        """A refused batch is dropped and counted; logged once a period, with the count since."""
+        self.rejected_points += n
+        self._rejected_unlogged += n
+        now = time.monotonic()
+        if self._rejection_logged_at is not None and now - self._rejection_logged_at < REJECTION_LOG_PERIOD_S:
+            return
+        text = str(exc)
+        if len(text) > MAX_REJECTION_LOG_CHARS:
+            text = text[:MAX_REJECTION_LOG_CHARS] + "…"
+        log.error(
+            "%s; dropping %d points (%d refused in all; refusals are logged at most once in %g s)",
+            text,
+            self._rejected_unlogged,
+            self.rejected_points,
+            REJECTION_LOG_PERIOD_S,
+        )
+        self._rejection_logged_at, self._rejected_unlogged = now, 0
 
     def _failed(self, exc: Exception) -> None:
         if not self._outage_logged:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -13,15 +14,26 @@ class Point:
     time_ms: int
 
     def line(self) -> str:
-        """Line protocol with millisecond precision; empty tag values are left out
-        (InfluxDB rejects them)."""
+        """Line protocol with millisecond precision. Left out, as InfluxDB refuses them (and
+        with them the whole batch): empty tag values, and float fields that are no number
+        (NaN, infinities: a figure that was not measured). "" when no field is left: a
+        point without fields is no point."""
         tags = "".join(f",{_key(k)}={_key(v)}" for k, v in self.tags if v != "")
-        fields = ",".join(f"{_key(k)}={_field(v)}" for k, v in self.fields)
+        fields = ",".join(f"{_key(k)}={_field(v)}" for k, v in self.fields if _written(v))
+        if not fields:
+            return ""
         return f"{_key(self.measurement)}{tags} {fields} {self.time_ms}"
 
 
+def _written(value) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
 def _key(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
+    """A measurement, tag key or value, field key: escaped; a line break (which would end the
+    line) becomes a space."""
+    text = str(text).replace("\n", " ").replace("\r", " ")
+    return text.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
 
 
 def _field(value) -> str:
