@@ -3,7 +3,13 @@ them moving. The RPC servicers are thin adapters over this object.
 
 Memory: running runs hold O(agents × rows + steps) each (run.py); an ended run is kept
 as its summary only, and only the latest `KEPT_ENDED_RUNS` of them (the rest are on disk
-in their run directories)."""
+in their run directories).
+
+An agent's session may only touch its own jobs' runs: every message addressed to a job
+(reports, job states, engine failures, spool drops, artifacts) goes to its run only when
+`job_run` finds that job is the agent's, in a run still open. Monitored hosts' samples are
+taken at most once per agent per heartbeat period (`host_samples`), and what an agent stores
+in a run's directory is bounded by its `ArtifactBudget` there."""
 
 from __future__ import annotations
 
@@ -18,11 +24,13 @@ from pathlib import Path
 from .admission import admit, influx_config
 from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, ClockOffset, Health
 from .errors import LoadfleetError, RunNotFound
-from .hosts import HostSample
+from .hosts import HostSample, HostSampleGate
 from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
+from .report.rundata import GATLING_DIR
 from .run import Run, RunState
+from .rundir import ArtifactBudget, discard_partials, store_artifact_chunk
 from .selfwatch import ControllerSample, LoopProbe, StallStacks
 from .sinks import Sink
 from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
@@ -106,6 +114,10 @@ class Controller:
         # This process: agents' jobs belong to it (agent.proto, Ownership).
         self.instance_id = secrets.token_hex(8)
         self._runs: dict[str, Run | EndedRun] = {}
+        # Monitored hosts' samples, at most one per agent per heartbeat period (hosts.py).
+        self.host_samples = HostSampleGate(heartbeat_ms / 1000)
+        # (run id, agent id) -> what the agent may still store in that open run: O(agents of open runs).
+        self._artifact_budgets: dict[tuple[str, str], ArtifactBudget] = {}
         self._tasks: set[asyncio.Task] = set()
         self._probe: asyncio.Task | None = None
 
@@ -212,9 +224,20 @@ class Controller:
             await work
         finally:
             self._runs[run.run_id] = EndedRun.of(run)
+            self._close_artifacts(run)
             ended = [r for r in self._runs.values() if isinstance(r, EndedRun)]
             for old in ended[:-KEPT_ENDED_RUNS]:
                 del self._runs[old.run_id]
+
+    def _close_artifacts(self, run: Run) -> None:
+        """The run is closed: its agents' budgets go, and so do the partial files of
+        artifacts whose last chunk never came."""
+        for key in [k for k in self._artifact_budgets if k[0] == run.run_id]:
+            del self._artifact_budgets[key]
+        try:
+            discard_partials(run.run_dir)
+        except OSError as exc:
+            log.warning("run %s: partial artifacts not removed: %s", run.run_id, exc)
 
     def _sinks_for(self, plan: Plan, run_id: str) -> list[Sink]:
         """The plan's InfluxDB if it names one, else the controller's, else none. Each run
@@ -252,6 +275,16 @@ class Controller:
 
     # ---- from agents -------------------------------------------------------------
 
+    def job_run(self, agent_id: str, job_id: str) -> Run | None:
+        """The run of `job_id` when that is a job of `agent_id` (the run chose the agent and
+        started the job) and the run is still open; else None. The one check every message
+        an agent addresses to a job passes: a session may only touch its own jobs' runs. A
+        job that ended still counts while its run is open (a spool drop may come after it)."""
+        run = self._runs.get(run_id_of(job_id))
+        if isinstance(run, Run) and run.report_limits(agent_id, job_id) is not None:
+            return run
+        return None
+
     def report_limits(self, agent_id: str, job_id: str) -> ReportLimits | None:
         """What the agent may report for the job; None when it is no running job of that agent."""
         run = self._runs.get(run_id_of(job_id))
@@ -263,8 +296,8 @@ class Controller:
         return isinstance(run, Run) and interval_start_ms < run.closed_before_ms
 
     def on_report(self, report: JobReport) -> None:
-        run = self._runs.get(run_id_of(report.job_id))
-        if isinstance(run, Run):
+        run = self.job_run(report.agent_id, report.job_id)
+        if run is not None:
             run.on_report(report)
         else:
             self.settle(report.agent_id, report.seq)
@@ -279,6 +312,8 @@ class Controller:
     def on_heartbeat(
         self, agent_id: str, health: Health, host: HostSample | None = None, clock: ClockOffset | None = None
     ) -> None:
+        """`host`: a monitor's sample, admitted by `host_samples` (asked before it is decoded).
+        Every running run takes every monitor's samples while its load runs."""
         self.registry.seen(agent_id, health, clock)
         record = self.registry.get(agent_id)
         monitor = record.identity.monitor if record else None
@@ -294,21 +329,36 @@ class Controller:
 
     def on_spool_dropped(self, agent_id: str, drop: AgentSpoolDrop) -> None:
         """An agent dropped unsent messages of a job from its spool: the job's run says so."""
-        run = self._runs.get(run_id_of(drop.job_id))
-        if isinstance(run, Run):
+        run = self.job_run(agent_id, drop.job_id)
+        if run is not None:
             run.on_spool_dropped(agent_id, drop)
         else:
-            log.warning("%s (job %s, of no running run)", agent_drop_event(agent_id, drop).text, drop.job_id)
+            log.warning("%s (job %r, no job of its in an open run)", agent_drop_event(agent_id, drop).text, drop.job_id)
 
     def on_job_state(self, agent_id: str, job_id: str, state: JobState, message: str) -> None:
-        run = self._runs.get(run_id_of(job_id))
-        if isinstance(run, Run):
+        run = self.job_run(agent_id, job_id)
+        if run is not None:
             run.on_job_state(agent_id, job_id, state, message)
 
     def on_engine_failure(self, failure: EngineFailure) -> None:
-        run = self._runs.get(run_id_of(failure.job_id))
-        if isinstance(run, Run):
+        run = self.job_run(failure.agent_id, failure.job_id)
+        if run is not None:
             run.on_engine_failure(failure)
+
+    def on_artifact(self, agent_id: str, job_id: str, name: str, data: bytes, *, last: bool) -> Path | None:
+        """A chunk of a file for the job's run directory (rundir.store_artifact_chunk), within
+        the agent's budget in that run; the directory it was unpacked into after the last.
+        Raises ValueError when it is refused (no job of the agent in an open run, a name, a
+        bound), OSError when the disk cannot take it (the run's summary then says so)."""
+        run = self.job_run(agent_id, job_id)
+        if run is None:
+            raise ValueError(f"job {job_id[:80]!r} is no job of agent {agent_id} in an open run")
+        budget = self._artifact_budgets.setdefault((run.run_id, agent_id), ArtifactBudget())
+        try:
+            return store_artifact_chunk(run.run_dir, agent_id, name, data, last=last, budget=budget)
+        except OSError as exc:
+            run.disk.failed(f"{GATLING_DIR}/{agent_id}", exc)
+            raise
 
     def _joined(self, record: AgentRecord) -> None:
         log.info("agent %s joined (%s, %d cores)", record.agent_id, record.identity.hostname, record.identity.cores)

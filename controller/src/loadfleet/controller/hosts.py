@@ -9,16 +9,33 @@ Agents that read a server's own counters (HAProxy, Varnish, nfs-ganesha) send th
 cumulative; a window gets each counter's rate per second (`CounterRates`).
 
 Samples are not kept: the run directory appends them to hosts.csv as they come, and each
-window (a step's measured intervals, the whole run's load) keeps running sums.
+window (a step's measured intervals, the whole run's load) keeps running sums. Every running
+run takes every monitor's samples, so the controller takes at most one per monitor per
+heartbeat period, of a bounded size (`HostSampleGate`): a monitor that sends more (a bug, or
+a hostile agent) cannot fill a run's directory.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .stream import StepWindow
+
+log = logging.getLogger(__name__)
+
+# A monitor's samples taken at once after a stall: its outbox keeps its two latest
+# heartbeats (agent/outbox.py), and a third is due by the time they are written.
+SAMPLE_BURST = 3
+# A sample larger than this (as encoded) is no host's: a monitor reading a large HAProxy
+# (100 servers x 13 counters) sends some 60 KB.
+MAX_SAMPLE_BYTES = 256 * 1024
+# Samples dropped are told once per agent in this many seconds, with their number.
+DROP_LOG_PERIOD_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +94,65 @@ class HostLoad:
     net_tx_mb_per_s: float
     tcp_established: float
     counter_rates: dict[str, float] = field(default_factory=dict)  # per second, by counter name
+
+
+@dataclass
+class _Allowance:
+    samples: float  # how many may come now (a token bucket)
+    at_s: float
+    dropped: int = 0
+    told_s: float = float("-inf")
+
+
+class HostSampleGate:
+    """Which monitored hosts' samples the controller takes: from each agent, at most one per
+    heartbeat period on average and `burst` at once, each at most `max_bytes` as encoded.
+    Asked before a sample is decoded (`admit`); the samples refused are counted and told in
+    one warning per agent per DROP_LOG_PERIOD_S. Holds a few numbers per agent that sent a
+    sample: O(fleet)."""
+
+    def __init__(
+        self,
+        period_s: float,
+        *,
+        burst: int = SAMPLE_BURST,
+        max_bytes: int = MAX_SAMPLE_BYTES,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._period_s = period_s
+        self._burst = burst
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._agents: dict[str, _Allowance] = {}
+
+    def admit(self, agent_id: str, size_bytes: int) -> bool:
+        """Whether to take the agent's sample of `size_bytes` now."""
+        now = self._clock()
+        allowance = self._agents.get(agent_id)
+        if allowance is None:
+            allowance = self._agents[agent_id] = _Allowance(self._burst, now)
+        allowance.samples = min(self._burst, allowance.samples + (now - allowance.at_s) / self._period_s)
+        allowance.at_s = now
+        if size_bytes <= self._max_bytes and allowance.samples >= 1:
+            allowance.samples -= 1
+            return True
+        allowance.dropped += 1
+        if now - allowance.told_s >= DROP_LOG_PERIOD_S:
+            log.warning(
+                "agent %s: %d monitored-host sample(s) dropped so far: more than one per %g s heartbeat, "
+                "or over %d bytes",
+                agent_id,
+                allowance.dropped,
+                self._period_s,
+                self._max_bytes,
+            )
+            allowance.told_s = now
+        return False
+
+    def dropped(self, agent_id: str) -> int:
+        """How many of the agent's samples were dropped."""
+        allowance = self._agents.get(agent_id)
+        return allowance.dropped if allowance else 0
 
 
 class CounterRates:

@@ -190,7 +190,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                 if message.WhichOneof("body") == "heartbeat":
                     self._beat(agent_id, message.heartbeat, session)
                 else:
-                    await self.inbox.put((agent_id, message, session), message.ByteSize())
+                    await self.inbox.put((agent_id, message, session), message.ByteSize(), sender=agent_id)
         except (grpc.aio.AioRpcError, asyncio.CancelledError):
             pass
         except Exception:
@@ -215,11 +215,16 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         controller.registry.seen(agent_id)
         seq = message.seq
         session.delivery.received(seq)
-        if kind in JOB_MESSAGES and controller.job_run(agent_id, job_id := getattr(message, kind).job_id) is None:
+        job_id = getattr(message, kind).job_id if kind in JOB_MESSAGES else None
+        if job_id is not None and controller.job_run(agent_id, job_id) is None:
             self._strangers.warn(
-                agent_id, "agent %s: %s for job %r refused: no job of this agent in an open run", agent_id, kind, job_id[:80]
+                agent_id,
+                "agent %s: %s for job %r refused: no job of this agent in an open run",
+                agent_id,
+                kind,
+                job_id[:80],
             )
-            session.settle(seq)
+            session.settle(seq)  # settled: never sent again
             return
         if kind == "interval":
             self._report(agent_id, seq, message.interval)
@@ -265,7 +270,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             )
         except (OSError, ValueError) as exc:
             self._artifacts_refused.warn(
-                agent_id, "agent %s: artifact %r of job %s not stored: %s", agent_id, artifact.name[:80], artifact.job_id, exc
+                agent_id,
+                "agent %s: artifact %r of job %s not stored: %s",
+                agent_id,
+                artifact.name[:80],
+                artifact.job_id,
+                exc,
             )
             return
         if stored:

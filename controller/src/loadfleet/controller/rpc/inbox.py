@@ -17,6 +17,10 @@ fleet: a controller further behind stopped reading the heartbeats queued behind 
 reports, and agents' leases ran out (docs/benchmarks.md). A full inbox holds the readers
 that want to put more, and gRPC's flow control then holds their agents, whose outboxes keep
 what is not yet acknowledged.
+
+One sender's share: `sender_limit_bytes` (32 MiB: a Gatling report's 1 MiB chunks, or minutes
+of one agent's reports). An agent that sends faster than the controller handles its messages
+(a bug, a hostile agent) holds up its own reader, not the fleet's.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Generic, TypeVar
 log = logging.getLogger(__name__)
 
 INBOX_BYTES = 256 * 1024 * 1024
+SENDER_BYTES = 32 * 1024 * 1024
 SLICE_S = 0.01
 
 Item = TypeVar("Item")
@@ -41,12 +46,21 @@ class Inbox(Generic[Item]):
     """Items handled one at a time, in the order they were put, by one worker task started
     with the first item. An item whose handling raises is logged and skipped."""
 
-    def __init__(self, handle: Callable[[Item], None], *, limit_bytes: int = INBOX_BYTES, slice_s: float = SLICE_S):
+    def __init__(
+        self,
+        handle: Callable[[Item], None],
+        *,
+        limit_bytes: int = INBOX_BYTES,
+        sender_limit_bytes: int = SENDER_BYTES,
+        slice_s: float = SLICE_S,
+    ):
         self._handle = handle
         self._limit_bytes = limit_bytes
+        self._sender_limit_bytes = sender_limit_bytes
         self._slice_s = slice_s
-        self._items: collections.deque[tuple[Item, int]] = collections.deque()
+        self._items: collections.deque[tuple[Item, int, str]] = collections.deque()
         self._bytes = 0
+        self._senders: dict[str, int] = {}  # bytes held by sender: O(senders with items here)
         self._ready = asyncio.Event()  # something to handle
         self._room = asyncio.Event()  # below the limit again
         self._worker: asyncio.Task | None = None
@@ -58,17 +72,26 @@ class Inbox(Generic[Item]):
     def held_bytes(self) -> int:
         return self._bytes
 
-    async def put(self, item: Item, size: int) -> None:
+    async def put(self, item: Item, size: int, sender: str = "") -> None:
         """Waits while the item (`size`: its encoded bytes) would take the inbox past
-        `limit_bytes`; an item larger than that waits until the inbox is empty."""
+        `limit_bytes`, or its sender's items past `sender_limit_bytes`; an item larger than
+        that waits until the inbox (or what its sender has in it) is empty."""
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._work(), name="agent-inbox")
-        while self._items and self._bytes + size > self._limit_bytes:
+        while self._full(size, sender):
             self._room.clear()
             await self._room.wait()
-        self._items.append((item, size))
+        self._items.append((item, size, sender))
         self._bytes += size
+        self._senders[sender] = self._senders.get(sender, 0) + size
         self._ready.set()
+
+    def _full(self, size: int, sender: str) -> bool:
+        """Whether an item of `size` bytes from `sender` must wait for room."""
+        held = self._senders.get(sender, 0)
+        over_all = bool(self._items) and self._bytes + size > self._limit_bytes
+        over_share = held > 0 and held + size > self._sender_limit_bytes
+        return over_all or over_share
 
     async def _work(self) -> None:
         while True:
@@ -78,8 +101,12 @@ class Inbox(Generic[Item]):
                 continue
             started = time.monotonic()
             while self._items and time.monotonic() - started < self._slice_s:
-                item, size = self._items.popleft()
+                item, size, sender = self._items.popleft()
                 self._bytes -= size
+                if (held := self._senders[sender] - size) > 0:
+                    self._senders[sender] = held
+                else:
+                    del self._senders[sender]
                 self._room.set()
                 try:
                     self._handle(item)
@@ -91,6 +118,7 @@ class Inbox(Generic[Item]):
         """Stops the worker; what is still queued is dropped (its senders were not
         acknowledged and send it again)."""
         self._items.clear()
+        self._senders.clear()
         self._bytes = 0
         if self._worker is not None:
             self._worker.cancel()
