@@ -1,10 +1,13 @@
 """The controller's gRPC server: both services on one port, behind the authorization
 interceptor (rpc/auth.py), over TLS unless it serves loopback only (security.py), pinging
-its clients and accepting their pings (`SERVER_KEEPALIVE_OPTIONS`)."""
+its clients and accepting their pings (`SERVER_KEEPALIVE_OPTIONS`), taking no message over
+MAX_MESSAGE_BYTES, and refusing a port another process listens on (no SO_REUSEPORT)."""
 
 from __future__ import annotations
 
+import errno
 import gc
+import socket
 
 import grpc
 
@@ -13,6 +16,7 @@ from loadfleet.wire.aiowake import drain_wakeups
 from loadfleet.wire.dial import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS
 
 from ..core import Controller
+from ..errors import UsageError
 from ..security import ServerSecurity, check_listen
 from .agent_service import AgentServicer
 from .auth import AuthInterceptor
@@ -42,27 +46,54 @@ SERVER_KEEPALIVE_OPTIONS = (
     ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
     ("grpc.keepalive_permit_without_calls", 1),
 )
+# The largest message a client may send, as encoded: gRPC refuses a larger one from its
+# length prefix, before it is read whole or decoded, and ends that call (RESOURCE_EXHAUSTED).
+# gRPC's default is the same 4 MiB; said here because the agents' messages are sized to it:
+# an artifact chunk is 1 MiB of data and a few hundred bytes of names (agent/artifacts.py);
+# an interval report is ~2.2 KB a row with its histograms (a thousand-agent fleet's 10-row
+# reports are ~22 KB, rpc/inbox.py), and a Gatling simulation's report has at most 1,000 rows
+# (run.MAX_UNNAMED_ROWS), ~2.2 MB; a heartbeat is ~200 bytes, a monitor's up to ~60 KB; a
+# plan at most 1 MiB (yamlsafe.MAX_DOCUMENT_BYTES).
+MAX_MESSAGE_BYTES = 4 * 2**20
+SERVER_OPTIONS = (
+    *SERVER_KEEPALIVE_OPTIONS,
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    # gRPC sets SO_REUSEPORT by default: a second controller on a port in use would start
+    # without a word and take a share of the new connections (agents and CLIs).
+    ("grpc.so_reuseport", 0),
+)
+_BIND_TROUBLE = {
+    errno.EADDRINUSE: "another process listens on that port",
+    errno.EADDRNOTAVAIL: "that address is not one of this host's",
+}
 
 
 class ControllerServer:
     """Serves a Controller on `listen` ("host:port"; port 0 picks a free one). Raises
-    UsageError when `security` does not allow serving on that address."""
+    UsageError when `security` does not allow serving on that address, or it cannot be
+    bound (another process listens on it)."""
 
     def __init__(self, controller: Controller, listen: str, security: ServerSecurity = ServerSecurity()):
         check_listen(listen, security)
+        refuse_taken(listen)
         self.controller = controller
         self.security = security
-        self._server = grpc.aio.server(interceptors=[AuthInterceptor(security)], options=SERVER_KEEPALIVE_OPTIONS)
+        self._server = grpc.aio.server(interceptors=[AuthInterceptor(security)], options=SERVER_OPTIONS)
         self._agents = AgentServicer(controller)
         agent_pb2_grpc.add_AgentServiceServicer_to_server(self._agents, self._server)
         run_pb2_grpc.add_RunServiceServicer_to_server(RunServicer(controller), self._server)
         host = listen.rsplit(":", 1)[0]
         credentials = security.server_credentials()
-        self.port = (
-            self._server.add_secure_port(listen, credentials) if credentials else self._server.add_insecure_port(listen)
-        )
+        try:
+            self.port = (
+                self._server.add_secure_port(listen, credentials)
+                if credentials
+                else self._server.add_insecure_port(listen)
+            )
+        except RuntimeError:  # taken since refuse_taken looked (gRPC logs its own line too)
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {listen}")
+            raise UsageError(f"cannot listen on {listen}: gRPC could not bind it (is another process listening?)")
         self.address = f"{host}:{self.port}"
         self._stopped = False
 
@@ -84,3 +115,27 @@ class ControllerServer:
         await self.controller.close()
         await self._server.stop(SHUTDOWN_GRACE_S)
         await self._agents.inbox.close()
+
+
+def refuse_taken(listen: str) -> None:
+    """Raises UsageError, in one line, when another process listens on `listen` ("host:port")
+    or its host is not this host's: found by binding a socket as gRPC would (SO_REUSEADDR, no
+    SO_REUSEPORT), before gRPC tries (it would log lines of its own). Port 0 is always free;
+    other trouble (a name that does not resolve) is left to gRPC to say."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]") or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError:
+        return
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno in _BIND_TROUBLE:
+                    raise UsageError(f"cannot listen on {listen}: {_BIND_TROUBLE[exc.errno]}") from None
