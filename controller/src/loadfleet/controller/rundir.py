@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
+from .csvcells import safe_row
 from .diskwriter import DiskWriter
 from .errors import LoadfleetError
 from .events import Event
@@ -303,7 +304,10 @@ class RunDirWriter:
         for scope, agent_id, row in written:
             own = judged.get(agent_id, VALID)
             writer.writerow(
-                _csv_row(start, scope, agent_id, row, interval.figures(row)) + [own.validity.value, own.reasons_text()]
+                safe_row(
+                    _csv_row(start, scope, agent_id, row, interval.figures(row))
+                    + [own.validity.value, own.reasons_text()]
+                )
             )
         self._intervals.write(out.getvalue())
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
@@ -369,7 +373,7 @@ class RunDirWriter:
 
 def _csv_line(values) -> str:
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerow(values)
+    csv.writer(out, lineterminator="\n").writerow(safe_row(values))
     return out.getvalue()
 
 

@@ -21,6 +21,7 @@ from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
 
 from .codec import row_from_doc, row_to_doc
+from .csvcells import safe_row
 from .figures import WAITING_PERCENTILES, Figures, Latency, PhaseFigures, figures_of
 from .hosts import HostLoad
 from .load import Load, LoadModel
@@ -534,12 +535,14 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        [
-            *STEP_COLUMNS,
-            *PHASE_COLUMNS,
-            *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
-            *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct")),
-        ]
+        safe_row(
+            [
+                *STEP_COLUMNS,
+                *PHASE_COLUMNS,
+                *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
+                *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct")),
+            ]
+        )
     )
     for r in results:
         doc = asdict(r)
@@ -558,7 +561,7 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
             for host in hosts
             for field in ("cpu_pct", "process_cpu_pct")
         ]
-        writer.writerow(row)
+        writer.writerow(safe_row(row))
     return out.getvalue()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from ..csvcells import read_cell
 from ..errors import UsageError
 
 SUMMARY_FILE = "summary.json"
@@ -170,7 +171,7 @@ def _read_host_cpu(path: Path, started_ms: int) -> dict[str, dict[str, Points]]:
     try:
         with path.open(newline="") as f:
             for row in csv.DictReader(f):
-                at_ms, host = int(row["time_ms"]), row["host"]
+                at_ms, host = int(row["time_ms"]), read_cell(row["host"])
                 _, process = samples[host].get(at_ms, (0.0, 0.0))
                 samples[host][at_ms] = (float(row["cpu_pct"]), process + float(row["process_cpu_pct"] or 0))
     except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
@@ -391,7 +392,7 @@ def _row(cells: list[str], numeric: list[str], texts: list[str], path: Path, lin
     expected = len(_KEY_COLUMNS) + len(numeric) + len(texts)
     if len(cells) != expected:
         raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {expected}")
-    start, scope, agent, target, request = cells[: len(_KEY_COLUMNS)]
+    start, scope, agent, target, request = (read_cell(c) for c in cells[: len(_KEY_COLUMNS)])
     if scope != "cluster" and target != TOTAL:
         return None  # an agent's per-(target, request) row: no report plots it
     text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric) :]))
