@@ -318,6 +318,7 @@ def test_a_weak_or_misrolled_token_file_is_refused(pki, tmp_path):
         (f"agent a1 {'x' * 40}\nagent a1 {'y' * 40}", "listed twice"),
     ):
         (tmp_path / "tokens").write_text(line + "\n")
+        (tmp_path / "tokens").chmod(0o600)
         result = loadfleet(
             "controller",
             "--tls-cert",

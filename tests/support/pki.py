@@ -84,5 +84,6 @@ def make_tokens(directory: Path) -> Tokens:
         clients[name] = path
     wrong = directory / "wrong.token"
     wrong.write_text(secrets.token_hex(32) + "\n")
+    wrong.chmod(0o600)
     clients["wrong"] = wrong
     return Tokens(server, clients)
