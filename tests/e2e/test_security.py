@@ -316,9 +316,10 @@ def test_a_weak_or_misrolled_token_file_is_refused(pki, tmp_path):
         ("operator alice short", "at least 32 characters"),
         (f"controller c {'x' * 40}", "agent or operator"),
         (f"agent a1 {'x' * 40}\nagent a1 {'y' * 40}", "listed twice"),
+        (f"agent a1 {'x' * 40}", "other users may read it (mode 0644): chmod o-rwx"),
     ):
         (tmp_path / "tokens").write_text(line + "\n")
-        (tmp_path / "tokens").chmod(0o600)
+        (tmp_path / "tokens").chmod(0o644 if "other users" in message else 0o600)
         result = loadfleet(
             "controller",
             "--tls-cert",
