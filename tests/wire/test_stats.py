@@ -4,7 +4,7 @@ import pytest
 
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
-from loadfleet.wire.stats import TOTAL, StatsRow, merge_reports, merge_rows
+from loadfleet.wire.stats import TOTAL, StatsRow, error_kind_name, merge_reports, merge_rows
 
 
 def _row(target, request, samples, **counts):
@@ -77,3 +77,17 @@ def test_an_agents_report_ends_with_its_total_and_a_drivers_total_is_not_merged_
     assert [r.key for r in rows] == [("t", "a"), ("t", "b"), (TOTAL, TOTAL)]
     assert [r.requests for r in rows] == [2, 4, 6]
     assert rows[-1].histogram == Histogram.of([5, 7, 9, 5, 7, 9])
+
+
+@pytest.mark.parametrize(
+    "kind, name",
+    [
+        (stats_pb2.ERROR_KIND_CONNECT_REFUSED, "connect_refused"),
+        (stats_pb2.ERROR_KIND_LOCAL_FDS, "local_fds"),
+        (stats_pb2.ERROR_KIND_UNSPECIFIED, "unspecified"),
+        (999, "unknown_999"),  # proto3 enums are open: a newer or rogue peer's value (issue 28 B5)
+        (-1, "unknown_-1"),
+    ],
+)
+def test_an_error_kind_is_named_and_an_unknown_one_never_raises(kind, name):
+    assert error_kind_name(kind) == name
