@@ -11,7 +11,7 @@ import pytest
 
 from loadfleet.controller.console import LATENCY_NOT_MEASURED, summary_table
 from loadfleet.controller.figures import figures_of
-from loadfleet.controller.rundir import store_artifact_chunk
+from loadfleet.controller.rundir import ArtifactBudget, discard_partials, store_artifact_chunk
 from loadfleet.controller.sinks.points import http_points
 from loadfleet.controller.stream import Scope
 from loadfleet.v1 import run_pb2
@@ -62,6 +62,62 @@ def test_a_file_that_is_not_a_zip_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not a zip file"):
         store_artifact_chunk(tmp_path, "a1", "r.zip", b"not a zip", last=True)
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize(
+    "name", ["", ".hidden.zip", "-r.zip", "a b.zip", "r\x1b[31m.zip", "r\u00e9.zip", "x" * 101, "r.zip\n"]
+)
+def test_an_artifact_name_must_be_short_and_plain(tmp_path, name):
+    with pytest.raises(ValueError, match="is not a plain file name"):
+        store_artifact_chunk(tmp_path, "a1", name, b"PK", last=False)
+    assert not list(tmp_path.rglob("*"))
+
+
+def test_an_agents_artifacts_stop_at_its_byte_budget_and_the_partial_file_goes(tmp_path):
+    budget = ArtifactBudget(bytes_left=5000)
+    store_artifact_chunk(tmp_path, "a1", "r.zip", b"PK" * 1500, last=False, budget=budget)
+    with pytest.raises(ValueError, match="would take more than"):
+        store_artifact_chunk(tmp_path, "a1", "r.zip", b"PK" * 1500, last=False, budget=budget)
+    assert not list(tmp_path.rglob("*.part"))
+    with pytest.raises(ValueError, match="would take more than"):  # spent, not given back
+        store_artifact_chunk(tmp_path, "a1", "s.zip", b"PK" * 1500, last=False, budget=budget)
+
+
+def test_an_agent_begins_a_bounded_number_of_artifacts(tmp_path):
+    budget = ArtifactBudget(artifacts_left=2)
+    for name in ("a.zip", "b.zip", "a.zip"):  # the third chunk goes on with a.zip: no new artifact
+        store_artifact_chunk(tmp_path, "a1", name, b"PK", last=False, budget=budget)
+    with pytest.raises(ValueError, match="began more than"):
+        store_artifact_chunk(tmp_path, "a1", "c.zip", b"PK", last=False, budget=budget)
+    assert sorted(p.name for p in tmp_path.rglob("*.part")) == [".a.zip.part", ".b.zip.part"]
+
+
+@pytest.mark.parametrize(
+    "budget, problem",
+    [
+        (ArtifactBudget(files_left=1), "holds 2 files"),
+        (ArtifactBudget(bytes_left=60_000), "unpacks to 100000 bytes"),  # packed it fits
+    ],
+)
+def test_what_a_zip_unpacks_to_is_charged_before_anything_is_written(tmp_path, budget, problem):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:  # a few hundred bytes packed
+        archive.writestr("sim/index.html", b"x" * 50_000)
+        archive.writestr("sim/app.js", b"y" * 50_000)
+    data = out.getvalue()
+    with pytest.raises(ValueError, match=problem):
+        store_artifact_chunk(tmp_path, "a1", "r.zip", data, last=True, budget=budget)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_the_partial_files_of_a_closed_run_are_removed_and_reports_kept(tmp_path):
+    store_artifact_chunk(tmp_path, "a1", "r.zip", zipped({"sim/index.html": b"ok"}), last=True)
+    store_artifact_chunk(tmp_path, "a1", "never-ends.zip", b"PK" * 1000, last=False)
+    store_artifact_chunk(tmp_path, "a2", "r.zip", b"PK" * 1000, last=False)
+    discard_partials(tmp_path)
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()] == [
+        "gatling/a1/sim/index.html"
+    ]
 
 
 def counted_only() -> StatsRow:

@@ -3,11 +3,15 @@ CSV rows; what is kept does not grow with the number of samples."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from loadfleet.controller.hosts import (
+    MAX_SAMPLE_BYTES,
     HostRecorder,
     HostSample,
+    HostSampleGate,
     HostWindow,
     MonitorInfo,
     ProcessSample,
@@ -113,3 +117,38 @@ def test_a_hosts_load_carries_its_counter_rates_and_counter_rows_every_reading()
         [1000, "lb", "haproxy.group.web1.req_tot", 0],
         [2000, "lb", "haproxy.group.web1.req_tot", 2**40],
     ]  # whole numbers, every digit
+
+
+def test_a_monitor_flooding_heartbeats_gets_one_sample_a_period_and_one_warning(caplog):
+    now = [0.0]
+    gate = HostSampleGate(1.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING):
+        taken = []
+        for i in range(100):  # ten a second for ten seconds
+            now[0] = i / 10
+            taken.append(gate.admit("rogue", 500))
+    assert sum(taken) == 3 + 9, "its burst, then one a second"
+    assert gate.dropped("rogue") == 100 - 12
+    assert len(caplog.records) == 1 and "rogue: 1 monitored-host sample(s) dropped" in caplog.text
+
+
+@pytest.mark.parametrize("jitter_s", [0.0, 0.3, -0.3])
+def test_a_monitor_beating_on_time_loses_nothing_late_or_early_beats_included(jitter_s):
+    now = [0.0]
+    gate = HostSampleGate(1.0, clock=lambda: now[0])
+    taken = []
+    for k in range(1, 60):
+        now[0] = k + (jitter_s if k % 2 else 0.0)  # every other beat late (or early)
+        taken.append(gate.admit("web1", 2000))
+    now[0] = 70.0  # a stall of ten seconds: the agent's outbox sends its two kept beats and the next
+    taken += [gate.admit("web1", 2000) for _ in range(3)]
+    assert all(taken) and gate.dropped("web1") == 0
+
+
+def test_a_sample_too_large_is_dropped_and_other_agents_are_not_held_back():
+    now = [0.0]
+    gate = HostSampleGate(1.0, clock=lambda: now[0])
+    assert not gate.admit("big", MAX_SAMPLE_BYTES + 1)
+    assert gate.admit("big", MAX_SAMPLE_BYTES)
+    assert [gate.admit("rogue", 10) for _ in range(5)] == [True] * 3 + [False] * 2
+    assert gate.admit("web1", 10), "another agent has its own allowance"

@@ -108,3 +108,24 @@ def test_a_message_that_fails_is_logged_and_the_next_ones_are_handled(caplog):
         asyncio.run(main())
     assert handled == [0, 1, 3, 4]
     assert "could not be handled" in caplog.text and "malformed" in caplog.text
+
+
+def test_a_sender_past_its_share_waits_alone_and_the_others_go_first():
+    """A sender that fills its share (a hostile or buggy agent) holds up its own puts only."""
+
+    async def main():
+        handled: list[str] = []
+        inbox: Inbox[str] = Inbox(handled.append, limit_bytes=1000, sender_limit_bytes=300)
+
+        async def send(sender: str, n: int) -> None:
+            for i in range(n):
+                await inbox.put(f"{sender}{i}", 100, sender=sender)
+
+        await asyncio.gather(send("r", 10), send("g", 3))
+        await drained(inbox, handled, 13)
+        await inbox.close()
+        return handled
+
+    handled = asyncio.run(main())
+    assert handled[:6] == ["r0", "r1", "r2", "g0", "g1", "g2"], handled
+    assert handled[6:] == [f"r{i}" for i in range(3, 10)]
