@@ -2,7 +2,8 @@
 and what its violations are called.
 
 Integers are integers (JSON Schema counts 1.0 as one; the wire does not), and messages keep
-the offending value short and say the schema's patterns in words.
+the offending value short, say the schema's patterns in words, and say what to write for
+text that YAML 1.1 would have read as a number or boolean (`1:30`, `yes`; yamlcore.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from importlib import resources
 import jsonschema
 
 from .errors import Problem
+from .yamlcore import yaml11_hint
 
 
 @cache
@@ -73,6 +75,8 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
         return f"more than {limit:,} entries"
     if kind in ("maximum", "exclusiveMaximum"):
         return f"{_short(repr(error.instance))} is above the maximum of {limit:,}"
+    if kind in ("type", "oneOf"):
+        return _short(error.message, 300) + yaml11_hint(error.instance)
     return _short(error.message, 300)
 
 

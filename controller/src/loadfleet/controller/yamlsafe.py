@@ -5,19 +5,25 @@ A plan reaches the controller from anyone who may start runs, and `loadfleet val
 reads whatever file it is given. PyYAML's `safe_load` builds no Python objects, but it
 still (a) recurses once per nesting level (5,000 levels end in RecursionError), (b) shares
 aliased nodes, so a 500-byte "billion laughs" is cheap to load and stalls whatever walks
-it next (the schema validator), (c) keeps the last of duplicate keys silently, and (d)
-turns `.nan`, `.inf` and `1e400` into floats that pass every `minimum` check.
+it next (the schema validator), (c) builds a self-referencing list or mapping from an
+alias inside the node it names (`a: &a [*a]`: 11 bytes), which whatever walks it next
+walks forever, (d) keeps the last of duplicate keys silently, (e) turns `.nan`, `.inf`
+and `1e400` into floats that pass every `minimum` check, and (f) reads YAML 1.1's
+implicit types (`010` is 8, `1:30` is 90, `no` is False).
 
 So a document is checked in two passes:
 
 1. bytes: size, encoding (UTF-8 only; a UTF-16 file or binary data is named as such),
    control characters;
 2. events (the parser is iterative, so no recursion yet): nesting depth, alias count,
-   the size of the tree with every alias expanded, duplicate and non-text keys; each
-   with the document path where it happens;
+   recursive aliases (an alias to a node still open is refused, so what is built has no
+   cycle), the size of the tree with every alias expanded (an alias counts the size of
+   the node it names), duplicate and non-text keys; each with the document path and the
+   line and column where it happens;
 
-and only then composed and constructed by the safe loader (libyaml when present), and
-walked once for non-finite numbers. Every refusal is a `YamlProblem` with a path.
+and only then composed and constructed by the safe loader (libyaml when present) with
+the YAML 1.2 core schema (yamlcore.py), and walked once, within the same node budget,
+for non-finite numbers. Every refusal is a `YamlProblem` with a path.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from .yamlcore import CoreSchemaError, quote_core_forms, use_core_schema
 
 # A resolved plan holds a manifest's requests inline (~30-100 bytes each; the lab's largest
 # manifest has 144 files). The limits keep the worst case, a document right at them, below
@@ -45,13 +53,10 @@ _Parser: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # Any: a base clas
 
 
 class _Loader(_Parser):
-    """The safe loader, reading exponents without a dot (`1e12`) as numbers, as YAML 1.2
-    and JSON do (YAML 1.1 reads them as strings, a surprise in a plan)."""
+    """The safe loader, reading plain scalars by the YAML 1.2 core schema (yamlcore.py)."""
 
 
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
-)
+use_core_schema(_Loader)
 _BOMS = (
     (b"\xff\xfe\x00\x00", "UTF-32"),
     (b"\x00\x00\xfe\xff", "UTF-32"),
@@ -111,6 +116,8 @@ def load(text: str):
             doc = loader.get_single_data()
         finally:
             loader.dispose()
+    except CoreSchemaError as exc:
+        raise YamlProblem("", f"{exc.problem}{_where(exc.problem_mark)}") from None
     except yaml.MarkedYAMLError as exc:
         raise _nesting_problem(text, exc) or YamlProblem(
             "", f"not valid YAML{_where(exc.problem_mark)}: {exc.problem}"
@@ -171,15 +178,52 @@ class _Frame:
     keys: set[str] = field(default_factory=set)
 
 
+@dataclass
+class _Anchors:
+    """The anchors seen so far: the expanded size of each closed one, and the names of
+    those whose node is still open (an alias to one of those would be inside it)."""
+
+    sizes: dict[str, int] = field(default_factory=dict)
+    open: set[str] = field(default_factory=set)
+
+    def define(self, event, path: str) -> None:
+        name = event.anchor
+        if name in self.sizes or name in self.open:  # PyYAML's composer refuses it too
+            raise YamlProblem(path, f"the anchor &{name} is defined twice{_where(event.start_mark)}")
+        if isinstance(event, yaml.ScalarEvent):
+            self.sizes[name] = 1
+        else:
+            self.open.add(name)
+
+    def close(self, name: str, size: int) -> None:
+        self.open.discard(name)
+        self.sizes[name] = size
+
+    def size_of(self, event, path: str) -> int:
+        """The expanded size of what alias `event` names."""
+        name = event.anchor
+        if name in self.open:
+            raise YamlProblem(
+                path,
+                f"*{name}{_where(event.start_mark)} is inside &{name}, the node it names: "
+                "a recursive alias (the value would contain itself)",
+            )
+        if name not in self.sizes:
+            raise YamlProblem(path, f"*{name}{_where(event.start_mark)} names no anchor (&{name}) before it")
+        return self.sizes[name]
+
+
 def _scan(text: str) -> None:
     """Checks depth, aliases, expanded size and keys on the event stream (no recursion)."""
     frames: list[_Frame] = []
-    anchors: dict[str, int] = {}
+    anchors = _Anchors()
     aliases = 0
     total = 0
     for event in yaml.parse(text, Loader=_Parser):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             path = _place(frames, event, is_scalar=False)
+            if event.anchor:
+                anchors.define(event, path)
             frames.append(_Frame(path, isinstance(event, yaml.MappingStartEvent), event.anchor))
             total += 1
             if len(frames) > MAX_DEPTH:
@@ -187,7 +231,7 @@ def _scan(text: str) -> None:
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             done = frames.pop()
             if done.anchor:
-                anchors[done.anchor] = done.size
+                anchors.close(done.anchor, done.size)
             if frames:
                 frames[-1].size += done.size
         elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
@@ -197,15 +241,19 @@ def _scan(text: str) -> None:
                 aliases += 1
                 if aliases > MAX_ALIASES:
                     raise YamlProblem(path, f"more than {MAX_ALIASES} aliases (*name){_where(event.start_mark)}")
-                size = anchors.get(event.anchor, 1)
+                size = anchors.size_of(event, path)
             elif event.anchor:
-                anchors[event.anchor] = 1
+                anchors.define(event, path)
             total += size
             if frames:
                 frames[-1].size += size
         if total > MAX_NODES:
-            how = " (aliases repeat what they name)" if aliases else ""
-            raise YamlProblem("", f"more than {MAX_NODES:,} values{how}{_where(event.start_mark)}")
+            raise _too_many(event.start_mark, aliases=aliases > 0)
+
+
+def _too_many(mark, *, aliases: bool) -> YamlProblem:
+    how = " (aliases repeat what they name)" if aliases else ""
+    return YamlProblem("", f"more than {MAX_NODES:,} values{how}{_where(mark)}")
 
 
 def _place(frames: list[_Frame], event, *, is_scalar: bool) -> str:
@@ -234,10 +282,16 @@ def _place(frames: list[_Frame], event, *, is_scalar: bool) -> str:
 
 def _check_numbers(node, path: str) -> None:
     """NaN and infinities pass every `minimum` of a schema (comparisons with NaN are false):
-    refuse them here. Keys must be text (YAML 1.1 reads `on:` as True, `1:` as 1)."""
+    refuse them here. Keys must be text (YAML 1.2 still reads `1:` as 1, `true:` as True).
+    The walk visits at most MAX_NODES values: `_scan` bounds the expanded tree and refuses
+    cycles, and should a document ever get past it, this walk still ends."""
     stack = [(node, path)]
+    visited = 0
     while stack:
         value, where = stack.pop()
+        visited += 1
+        if visited > MAX_NODES:
+            raise _too_many(None, aliases=True)
         if isinstance(value, float) and not math.isfinite(value):
             raise YamlProblem(where, f"{value} is not a finite number")
         if isinstance(value, dict):
@@ -253,11 +307,18 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-class _NoAliasDumper(yaml.SafeDumper):
-    """Writes every value in full: what we write must load back under MAX_ALIASES."""
+_Emitter: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: 3x faster for a resolved plan
+
+
+class _NoAliasDumper(_Emitter):
+    """Writes every value in full: what we write must load back under MAX_ALIASES; and
+    quotes text that either YAML 1.1 or 1.2 would read as another type."""
 
     def ignore_aliases(self, data) -> bool:
         return True
+
+
+quote_core_forms(_NoAliasDumper)
 
 
 def dump(doc) -> str:
