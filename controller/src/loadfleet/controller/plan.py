@@ -4,9 +4,10 @@ Validation reports every problem at once, each with its path in the plan
 (`targets[1].weight`), and never changes anything. Structure is checked against the
 published JSON Schema (planschema.py, `plan.schema.json`), meaning (URLs, weights,
 the manifest) by the checks below, and how the plan runs (load model, sweep, driver) by
-plancourse.py. A workload manifest is read here, on the machine
-that has the file, and turned into explicit requests, so a resolved plan is
-self-contained and can be sent to a remote controller.
+plancourse.py. A workload manifest is read here (planfiles.py, with a plan's own bounds),
+on the machine that has the file, and turned into explicit requests, so a resolved plan
+is self-contained and can be sent to a remote controller; the controller's own check of
+that resolved plan runs here too, so `validate` accepts only what the controller will.
 
 Plans are untrusted input: the YAML is read by `yamlsafe` (size, encoding, depth,
 aliases, duplicate keys, non-finite numbers), every number has a maximum that fits its
@@ -18,14 +19,14 @@ the files a plan names.
 from __future__ import annotations
 
 import enum
-import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import yamlsafe
+from . import planfiles, yamlsafe
 from .errors import PlanError, Problem
 from .load import Load, Think
 from .plancourse import DEFAULT_DRIVER, DEFAULT_INTERVAL_MS, SWEEP_LEVEL, course_problems, resolve
@@ -226,6 +227,31 @@ def load_plan(path: Path, target_urls: Mapping[str, str] | None = None) -> Plan:
     return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False, target_urls=target_urls)
 
 
+def _check_as_sent(plan: Plan, *, inline_requests: int) -> None:
+    """Raises PlanError with what the controller would refuse in the plan `loadfleet run`
+    sends it (a manifest's requests inline, the file's name as the plan's): by the
+    controller's own check, `parse_plan` of `to_yaml()`, so `validate` and the controller
+    agree. A problem of a manifest's request is named by its place in the manifest."""
+    try:
+        parse_plan(plan.to_yaml())
+    except PlanError as exc:
+        from_manifest = len(plan.requests) - inline_requests
+        raise PlanError([_as_sent_problem(p, inline_requests, from_manifest) for p in exc.problems]) from None
+
+
+_RESOLVED_REQUEST = re.compile(r"^workload\.requests\[(\d+)\](\.name)?(.*)$")
+
+
+def _as_sent_problem(problem: Problem, inline_requests: int, from_manifest: int) -> Problem:
+    match = _RESOLVED_REQUEST.match(problem.path)
+    if match and int(match[1]) >= inline_requests:
+        field = ".class" if match[2] else match[3]
+        return Problem("workload.manifest", f"files[{int(match[1]) - inline_requests}]{field}: {problem.message}")
+    if from_manifest and problem.path in ("", "workload.requests"):  # the whole: its size, its count
+        return Problem("workload.manifest", f"the plan with its {from_manifest:,} requests inline: {problem.message}")
+    return Problem(problem.path, f"{problem.message} (in the resolved plan `loadfleet run` sends the controller)")
+
+
 def parse_plan(
     text: str,
     *,
@@ -255,7 +281,10 @@ def parse_plan(
     problems, requests = _meaning_problems(doc, base_dir)
     if problems:
         raise PlanError(_capped(problems))
-    return _build(doc, requests, default_name, base_dir)
+    plan = _build(doc, requests, default_name, base_dir)
+    if not confined:
+        _check_as_sent(plan, inline_requests=len(doc.get("workload", {}).get("requests", [])))
+    return plan
 
 
 def _replace_target_urls(doc: dict, target_urls: Mapping[str, str]) -> list[Problem]:
@@ -330,9 +359,9 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
     requests = [_request(r) for r in workload.get("requests", [])]
     if "manifest" in workload:
         try:
-            requests += read_manifest(resolve(workload["manifest"], base_dir))
-        except ValueError as exc:
-            problems.append(Problem("workload.manifest", str(exc)))
+            requests += [_request(r) for r in planfiles.read_manifest(resolve(workload["manifest"], base_dir))]
+        except planfiles.FileProblems as exc:
+            problems += [Problem("workload.manifest", message) for message in exc.messages]
     elif "requests" not in workload and "workload" in doc:
         problems.append(Problem("workload", "give 'requests' or a 'manifest'"))
     if requests and not any(r.weight > 0 for r in requests):
@@ -390,32 +419,6 @@ def _request(doc: dict) -> Request:
         headers=tuple(sorted(doc.get("headers", {}).items())),
         body=doc.get("body", ""),
     )
-
-
-# Manifest weights are percentages with decimals; requests carry integer weights.
-MANIFEST_WEIGHT_SCALE = 1000
-
-
-def read_manifest(path: Path) -> list[Request]:
-    """Turns a workload tree manifest into requests named by size class.
-
-    Format (written by loadfleet.targets): {"files": [{"path": "/class0/f.html",
-    "class": "class0", "weight": 1.25, "bytes": 812, ...}, ...]}.
-    """
-    try:
-        doc = json.loads(path.read_text())
-        files = doc["files"]
-        requests = [
-            Request(name=f["class"], path=f["path"], weight=max(1, round(float(f["weight"]) * MANIFEST_WEIGHT_SCALE)))
-            for f in files
-        ]
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from exc
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path} is not a workload manifest ({exc!r})") from exc
-    if not requests:
-        raise ValueError(f"{path} lists no files")
-    return requests
 
 
 def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path | None = None) -> Plan:
