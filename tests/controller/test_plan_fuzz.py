@@ -1,16 +1,22 @@
 """Property-based fuzzing of the plan parser (hypothesis): thousands of generated plans and
 mutated real plans go through `loadfleet validate` (its `main`, in-process) and must end in
 exit 0 or 2, never a traceback; whatever is accepted must round-trip through its YAML and
-turn into the wire messages agents get without overflowing a field."""
+turn into the wire messages agents get without overflowing a field. Generated workload
+manifests go the same way, and whatever validate accepts of them, the controller accepts."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +24,7 @@ from hypothesis import strategies as st
 from loadfleet.controller import cli
 from loadfleet.controller.errors import PlanError
 from loadfleet.controller.jobs import JobAssignment
-from loadfleet.controller.plan import parse_plan
+from loadfleet.controller.plan import load_plan, parse_plan
 from loadfleet.controller.rpc.convert import assignment_to_proto
 from loadfleet.controller.scheduler import split_over_engines
 from loadfleet.controller.steps import expand, step_plan
@@ -108,6 +114,18 @@ TOKENS = [
     b"workload: {manifest: /etc/passwd}\n",
     b"token_env: HOME",
     b'headers: {a: "\\n"}',
+    # recursive aliases (issue 28): an alias inside the node it names
+    b"&r [*r]",
+    b"&r {k: *r}",
+    b"*r",
+    # YAML 1.1 forms that YAML 1.2 reads otherwise
+    b"010",
+    b"0o17",
+    b"1:30",
+    b"1_000",
+    b"0b11",
+    b"off",
+    b"no",
 ]
 
 SCHEMA_KEYS = [
@@ -376,3 +394,110 @@ def test_mutated_plans_exit_0_or_2(data):
 @given(st.binary(max_size=2000))
 def test_random_bytes_exit_0_or_2(data):
     check(data)
+
+
+# ---------------------------------------------------------------- recursive aliases in real plans
+
+RECURSIVE_TAILS = ["a: &a [*a]\n", "x: &x [1, [2, *x]]\n", "agents2: &g {labels: {x: *g}}\n"]
+
+# Validates each file named on the command line with cli.main, one JSON line per file.
+_VALIDATE_EACH = """
+import contextlib, io, json, sys
+from loadfleet.controller import cli
+for path in sys.argv[1:]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = cli.main(["validate", path])
+    print(json.dumps([path, code, err.getvalue()]), flush=True)
+"""
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def test_every_seed_with_a_recursive_alias_is_refused_in_bounded_time_and_memory(tmp_path):
+    """Each real plan with a recursive alias added: refused with the alias's place, all of
+    them in one process of at most 1 GiB within 60 s (before: the first one never ended)."""
+    paths = []
+    for i, seed in enumerate(SEEDS):
+        for j, tail in enumerate(RECURSIVE_TAILS):
+            path = tmp_path / f"seed{i}-{j}.yaml"
+            path.write_bytes(seed.rstrip(b"\n") + b"\n" + tail.encode())
+            paths.append(path)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _VALIDATE_EACH, *map(str, paths)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=_limit_memory,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"still validating after 60 s: {(exc.stdout or b'')[-500:]!r}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    outcomes = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(outcomes) == len(paths)
+    for path, code, err in outcomes:
+        assert code == 2 and "recursive alias" in err and "Traceback" not in err, (path, err)
+
+
+# ---------------------------------------------------------------- workload manifests
+
+JSON_EDGES = ["NaN", "Infinity", "-Infinity", "1e400", "-1", "0", "1e6", "1e7", "9" * 400, "true", "null", '"1"']
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    max_leaves=20,
+)
+manifest_paths = st.one_of(
+    st.sampled_from(["/dir0/a.html", "/", "/a b", "a.html", "/a\r\nHost: x", "/%20", "/" + "a" * 5000]),
+    st.text(max_size=12),
+)
+
+
+@st.composite
+def manifests(draw) -> bytes:
+    """Manifests shaped like the lab's with drawn fields (numbers at the edges written as
+    JSON text, so NaN and Infinity appear as json's constants), or any JSON value."""
+    if draw(st.integers(0, 4)) == 0:
+        return json.dumps(draw(json_values)).encode()
+    entries = []
+    for _ in range(draw(st.integers(0, 4))):
+        weight = draw(st.one_of(st.sampled_from(JSON_EDGES), st.floats(0, 100).map(repr)))
+        entry = {"path": draw(manifest_paths), "class": draw(st.one_of(st.just("class0"), st.text(max_size=8)))}
+        for key in draw(st.lists(st.sampled_from(["path", "class"]), max_size=1)):
+            entry[key] = draw(json_values)
+        text = json.dumps(entry)[:-1] + f', "weight": {weight}, "bytes": 1}}'
+        entries.append(draw(st.sampled_from([text, json.dumps(draw(json_values))])) if draw(st.booleans()) else text)
+    return ('{"files": [' + ", ".join(entries) + "]}").encode()
+
+
+MANIFEST_PLAN = b"""duration_s: 1
+targets: [{url: "http://127.0.0.1:1"}]
+workload: {manifest: manifest.json}
+load: {model: closed, clients: 1}
+"""
+
+
+@settings(FUZZ, max_examples=600)
+@given(manifests())
+def test_generated_manifests_exit_0_or_2_and_what_validate_accepts_the_controller_accepts(manifest):
+    (WORKDIR / "manifest.json").write_bytes(manifest)
+    started = time.process_time()
+    code, err = validate(MANIFEST_PLAN)
+    assert code in (0, 2), (code, err)
+    assert "Traceback" not in err
+    assert time.process_time() - started < 1.0
+    if code == 2:
+        assert "workload.manifest: " in err, err
+        return
+    plan = load_plan(WORKDIR / "plan.yaml")
+    assert parse_plan(plan.to_yaml()) == plan

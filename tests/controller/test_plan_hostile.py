@@ -4,8 +4,12 @@ for the exit code and the output a user sees."""
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -116,7 +120,14 @@ CASES = [
         "targets[0].url",
         "Authorization header",
     ),
-    ("a key that is not text", (BASE + "on: 1\n").encode(), "True", "must be text"),
+    ("a key that is not text", (BASE + "1: x\n").encode(), "1", "must be text"),
+    # YAML 1.1's forms that YAML 1.2 reads as text (yamlcore.py): refused by the field, with what to write.
+    ("YAML 1.1 base 60", BASE.replace("duration_s: 1", "duration_s: 1:30").encode(), "duration_s", "write 90"),
+    ("YAML 1.1 underscores", with_load("{model: closed, clients: 1_000}").encode(), "load.clients", "write 1000"),
+    ("YAML 1.1 binary", with_load("{model: closed, clients: 0b11}").encode(), "load.clients", "write 3"),
+    ("YAML 1.1 no", BASE.replace("{requests:", "{keep_alive: no, requests:").encode(), "workload.keep_alive", "false"),
+    ("YAML 1.1 on", BASE.replace("{requests:", "{tls_verify: on, requests:").encode(), "workload.tls_verify", "true"),
+    ("thousands of hex digits", with_load("{model: closed, clients: 0x" + "f" * 5000 + "}").encode(), "", "digits"),
     ("a Python tag", (BASE + "name: !!python/object/apply:os.system [ls]\n").encode(), "", "not valid YAML"),
     ("two documents", (BASE + "---\n" + BASE).encode(), "", "not valid YAML"),
     ("too large", (BASE + "name: " + "x" * (yamlsafe.MAX_DOCUMENT_BYTES + 1) + "\n").encode(), "", "larger than"),
@@ -209,3 +220,205 @@ def test_what_to_yaml_writes_has_no_aliases_and_reads_back():
     )
     text = plan.to_yaml()
     assert "&id" not in text and parse_plan(text) == plan
+
+
+# ---------------------------------------------------------------- bounded in time and memory
+# Inputs that hung or grew without bound (issue 28, B2 and B3) go through `loadfleet validate`
+# in a process limited in address space and time first, so a regression fails the test instead
+# of taking the machine's memory or the suite's time.
+
+VALIDATE_MEMORY_BYTES = 512 * 2**20
+VALIDATE_TIMEOUT_S = 20
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (VALIDATE_MEMORY_BYTES, VALIDATE_MEMORY_BYTES))
+
+
+def validate_bounded(plan: Path) -> list[tuple[str, str]]:
+    """`loadfleet validate PLAN` in at most 512 MiB and 20 s: its problems (path, message),
+    after checking it exited 2 with no traceback."""
+    try:
+        result = subprocess.run(
+            [program("loadfleet"), "validate", str(plan)],
+            capture_output=True,
+            text=True,
+            timeout=VALIDATE_TIMEOUT_S,
+            preexec_fn=_limit_memory,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"validate did not finish in {VALIDATE_TIMEOUT_S} s")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("loadfleet: the plan has"), result.stderr
+    return [tuple(line.strip().partition(": ")[::2]) for line in lines[1:]]
+
+
+# An alias inside the node it names: PyYAML builds a list or mapping that contains itself.
+# (name, plan text, the problem's path)
+RECURSIVE_ALIASES = [
+    ("11 bytes", "a: &a [*a]\n", "a[0]"),
+    ("two levels down", "x: &x [1, [2, *x]]\n", "x[1][1]"),  # 2.6 GB in 5 s before
+    ("a mapping", "a: &a {b: *a}\n", "a.b"),
+    ("inside a valid plan", BASE + "agents: {labels: &l {x: *l}}\n", "agents.labels.x"),
+    ("a merge key", BASE + "sinks: &s {influxdb: {<<: *s}}\n", "sinks.influxdb.<<"),
+    ("a block mapping", BASE + "agents: &g\n  labels:\n    zone: *g\n", "agents.labels.zone"),
+]
+
+
+@pytest.mark.parametrize("name, text, path", RECURSIVE_ALIASES, ids=[c[0] for c in RECURSIVE_ALIASES])
+def test_a_recursive_alias_is_refused_at_once_with_its_place(tmp_path, name, text, path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(text)
+    [(shown, message)] = validate_bounded(plan)
+    assert shown == path and "recursive alias" in message and "line " in message, message
+    started = time.process_time()
+    with pytest.raises(PlanError) as caught:
+        parse_plan(text)
+    assert [p.path for p in caught.value.problems] == [path]
+    assert time.process_time() - started < 0.3
+
+
+def test_aliases_count_the_size_of_what_they_name():
+    """Every alias of a 3,001-value list costs 3,001 values: ten of them pass the
+    30,000-value budget, though the document holds 3,011 values."""
+    shared = "s: &s [" + ", ".join(["1"] * 3000) + "]\n"
+    with pytest.raises(PlanError) as caught:
+        parse_plan(BASE + shared + "t: [" + ", ".join(["*s"] * 10) + "]\n")
+    assert [(p.path, "more than 30,000 values" in p.message) for p in caught.value.problems] == [("", True)]
+
+
+def test_the_budget_bounds_the_walk_even_without_the_scan(monkeypatch):
+    """Should a cyclic document ever get past the event scan, the walk for non-finite
+    numbers still ends (within the node budget) instead of walking the cycle forever."""
+    monkeypatch.setattr(yamlsafe, "_scan", lambda text: None)
+    with pytest.raises(yamlsafe.YamlProblem, match="more than 30,000 values"):
+        yamlsafe.load("a: &a [*a]\n")
+
+
+# ---------------------------------------------------------------- YAML 1.2 numbers
+
+# (plan text, the value read, how to get it from the plan)
+YAML12_NUMBERS = [
+    (with_load("{model: closed, clients: 010}"), 10, lambda p: p.load.clients),  # YAML 1.1: 8
+    (with_load("{model: closed, clients: 0o10}"), 8, lambda p: p.load.clients),  # YAML 1.1: text
+    (with_load("{model: closed, clients: 0x10}"), 16, lambda p: p.load.clients),
+    (with_load("{model: closed, clients: +7}"), 7, lambda p: p.load.clients),
+    (with_load("{model: open, rate: 1e3}"), 1000.0, lambda p: p.load.rate),
+    (
+        BASE + "agents: {labels: {zone: no, rack: on, day: 2026-01-01}}\n",
+        (("day", "2026-01-01"), ("rack", "on"), ("zone", "no")),
+        lambda p: p.agents.labels,
+    ),
+]
+
+
+@pytest.mark.parametrize("text, value, read", YAML12_NUMBERS)
+def test_plain_scalars_are_read_as_yaml_1_2(text, value, read):
+    assert read(parse_plan(text)) == value
+
+
+@pytest.mark.parametrize("name", ["0o10", "1e3", "010", "1:30", "yes", "on", "null", "0x1f", ".inf", "1_000", "true"])
+def test_text_that_looks_like_a_number_reads_back_as_text(name):
+    """What `to_yaml` writes is quoted where either YAML 1.1 or 1.2 would read another type."""
+    plan = parse_plan(with_request(f"{{name: '{name}', path: /}}"))
+    assert plan.requests[0].name == name and parse_plan(plan.to_yaml()) == plan
+
+
+# ---------------------------------------------------------------- workload manifests
+
+
+def _manifest(tmp_path: Path, content: str | bytes) -> str:
+    path = tmp_path / "manifest.json"
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return str(path)
+
+
+def _fifo(tmp_path: Path) -> str:
+    os.mkfifo(tmp_path / "fifo.json")
+    return str(tmp_path / "fifo.json")
+
+
+def _files(entries: list[dict]) -> str:
+    return json.dumps({"files": entries})
+
+
+def _entry(i: int = 0, **fields) -> dict:
+    return {"path": f"/dir0/class0_{i}.html", "class": "class0", "weight": 1.5, "bytes": 100, **fields}
+
+
+# (name, the manifest (made in tmp_path), a word of the one problem, at `workload.manifest`)
+MANIFEST_CASES = [
+    ("/dev/zero", lambda t: "/dev/zero", "a character device"),  # 6.5 GB in 20 s before
+    ("/dev/urandom", lambda t: "/dev/urandom", "a character device"),
+    ("a FIFO", _fifo, "a FIFO"),  # hung before
+    ("a directory", lambda t: str(t), "a directory"),
+    (
+        "larger than a plan",
+        lambda t: _manifest(t, _files([_entry()])[:-1] + ', "x": "' + "a" * 2**20 + '"}'),
+        "larger than",
+    ),
+    (
+        "Infinity",
+        lambda t: _manifest(t, _files([_entry()]).replace("1.5", "Infinity")),
+        "files[0].weight: Infinity is not a finite",
+    ),
+    ("NaN", lambda t: _manifest(t, _files([_entry()]).replace("1.5", "NaN")), "files[0].weight: NaN is not a finite"),
+    (
+        "1e400",
+        lambda t: _manifest(t, _files([_entry()]).replace("1.5", "1e400")),
+        "files[0].weight: 1e400 is not a finite",
+    ),
+    (
+        "5,000 digits",
+        lambda t: _manifest(t, _files([_entry()]).replace("1.5", "9" * 5000)),
+        "files[0].weight: a number of 5,000 digits",
+    ),
+    ("100,000 [", lambda t: _manifest(t, '{"files":' + "[" * 100_000), "nested more than 32 levels"),
+    ("not UTF-8", lambda t: _manifest(t, b'{"files": [{"path": "/\xff"}]}'), "not UTF-8"),
+    ("not JSON", lambda t: _manifest(t, "files: []"), "not JSON"),
+    ("no files", lambda t: _manifest(t, '{"files": []}'), "lists no files"),
+    ("files not a list", lambda t: _manifest(t, '{"files": 3}'), "not a workload manifest"),
+    ("a missing class", lambda t: _manifest(t, _files([{"path": "/a", "weight": 1}])), "files[0].class: missing"),
+    ("a weight as text", lambda t: _manifest(t, _files([_entry(weight="1")])), "files[0].weight: a number"),
+    ("a weight as a boolean", lambda t: _manifest(t, _files([_entry(weight=True)])), "files[0].weight: a number"),
+    ("a negative weight", lambda t: _manifest(t, _files([_entry(weight=-1)])), "files[0].weight: -1 is not between"),
+    ("a weight past the schema", lambda t: _manifest(t, _files([_entry(weight=1e7)])), "not between 0 and 1,000,000"),
+    ("too many files", lambda t: _manifest(t, _files([_entry(i) for i in range(5001)])), "at most 5,000 requests"),
+    # Accepted by `validate` before, then refused by the controller.
+    ("a space in a path", lambda t: _manifest(t, _files([_entry(), _entry(path="/a b")])), "files[1].path: '/a b'"),
+    ("CR/LF in a path", lambda t: _manifest(t, _files([_entry(path="/a\r\nHost: x")])), "files[0].path:"),
+    ("an escape in a class", lambda t: _manifest(t, _files([_entry(**{"class": "c\x1b[2J"})])), "files[0].class:"),
+    ("a path without /", lambda t: _manifest(t, _files([_entry(path="index.html")])), "files[0].path:"),
+    (
+        "too many values once inline",
+        lambda t: _manifest(t, _files([_entry(i) for i in range(4000)])),
+        "more than 30,000 values",
+    ),
+]
+
+
+def manifest_plan(tmp_path: Path, manifest: str) -> Path:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(BASE.replace("{requests: [{path: /}]}", f"{{manifest: '{manifest}'}}"))
+    return plan
+
+
+@pytest.mark.parametrize("name, make, word", MANIFEST_CASES, ids=[c[0] for c in MANIFEST_CASES])
+def test_a_hostile_manifest_is_one_problem_at_workload_manifest(tmp_path, name, make, word):
+    plan = manifest_plan(tmp_path, make(tmp_path))
+    [(shown, message)] = validate_bounded(plan)
+    assert shown == "workload.manifest" and word in message, message
+    started = time.process_time()
+    with pytest.raises(PlanError) as caught:
+        load_plan(plan)
+    assert [(p.path, word in p.message) for p in caught.value.problems] == [("workload.manifest", True)]
+    assert time.process_time() - started < 2.0
+
+
+def test_what_validate_accepts_of_a_manifest_the_controller_accepts(tmp_path):
+    """`loadfleet run` sends the resolved plan; the controller's own check reads it back whole."""
+    entries = [_entry(i, weight=w) for i, w in enumerate([0, 0.0004, 12.5, 1e6])]
+    plan = load_plan(manifest_plan(tmp_path, _manifest(tmp_path, _files(entries))))
+    assert [r.weight for r in plan.requests] == [1, 1, 12_500, 10**9]
+    assert parse_plan(plan.to_yaml()) == plan
