@@ -1,96 +1,35 @@
 """Rogue agents against a real controller process over real gRPC (issue 28, B7, B9, B10): an
 agent outside a run writes nothing into it, a monitor flooding heartbeats leaves a run's host
 files at a sample a second, and a second controller on a port in use exits with one line
-while the first keeps serving. The rogue is a hand-made agent on the project's stubs, as in
-the audit (../shared/audits/red-team-2026-11-27.md, appendix); everything stays on loopback."""
+while the first keeps serving. The rogue is support/rogue.py's hand-driven agent, as in the
+audit (../shared/audits/red-team-2026-11-27.md, appendix); everything stays on loopback."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
+import subprocess
 import time
 import zipfile
 from pathlib import Path
 
-import grpc
-
-from loadfleet.v1 import agent_pb2, agent_pb2_grpc
+from loadfleet.v1 import agent_pb2
 from support.cluster import Cluster, write_plan
 from support.procs import program
-
-BEAT_S = 0.5
-RunResult = tuple[int, str, str]  # a `loadfleet run`'s exit code, stdout and stderr
+from support.rogue import Rogue, now_ms
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+def acked(rogue: Rogue) -> int:
+    """How far the controller has acknowledged the rogue's messages (its lease renewals say)."""
+    return max((m.lease.ack_through_seq for m in list(rogue.received) if m.HasField("lease")), default=0)
 
 
-class Rogue:
-    """One AgentService.Connect stream opened with a Hello, heartbeating every BEAT_S (so
-    that it stays connected) and reading what the controller sends; `send` numbers messages
-    as an agent does, `acked` is the controller's acknowledgement so far."""
-
-    def __init__(self, address: str, agent_id: str, *, labels: dict[str, str] | None = None, monitor: bool = False):
-        self.address, self.agent_id, self.labels, self.monitor = address, agent_id, labels or {}, monitor
-        self.seq = self.acked = 0
-        self._queue: asyncio.Queue[agent_pb2.AgentMessage | None] = asyncio.Queue()
-        self._tasks: list[asyncio.Task] = []
-
-    async def __aenter__(self) -> Rogue:
-        hello = agent_pb2.Hello(
-            agent_id=self.agent_id,
-            hostname="rogue",
-            cores=1,
-            version="0.1.0",
-            labels=self.labels,
-            allow_targets=["127.0.0.66/32"],
-            sent_at_ms=now_ms(),
-        )
-        if self.monitor:
-            hello.monitor.CopyFrom(agent_pb2.MonitorSpec(targets=["http://127.0.0.66:18080"]))
-        await self._queue.put(agent_pb2.AgentMessage(hello=hello))
-        self._channel = grpc.aio.insecure_channel(self.address)
-        self._call = agent_pb2_grpc.AgentServiceStub(self._channel).Connect(self._outgoing())
-        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._beat_every(BEAT_S))]
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self._queue.put(None)
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._call.cancel()
-        await self._channel.close()
-
-    async def send(self, **body) -> None:
-        self.seq += 1
-        await self._queue.put(agent_pb2.AgentMessage(seq=self.seq, **body))
-
-    async def beat(self, host: agent_pb2.HostStats | None = None) -> None:
-        await self._queue.put(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat(sent_at_ms=now_ms(), host=host)))
-
-    async def acked_through(self, seq: int, timeout_s: float = 15) -> None:
-        deadline = time.monotonic() + timeout_s
-        while self.acked < seq:
-            assert time.monotonic() < deadline, f"{self.agent_id}: acknowledged through {self.acked}, not {seq}"
-            await asyncio.sleep(0.1)
-
-    async def _outgoing(self):
-        while (message := await self._queue.get()) is not None:
-            yield message
-
-    async def _read(self) -> None:
-        async for message in self._call:
-            if message.HasField("lease"):
-                self.acked = max(self.acked, message.lease.ack_through_seq)
-
-    async def _beat_every(self, period_s: float) -> None:
-        while True:
-            await asyncio.sleep(period_s)
-            await self.beat()
+def wait_acked(rogue: Rogue, seq: int, timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while acked(rogue) < seq:
+        assert time.monotonic() < deadline, f"acknowledged through {acked(rogue)}, not {seq}"
+        time.sleep(0.1)
 
 
 def plan(tmp_path: Path, url: str, duration_s: int) -> Path:
@@ -106,7 +45,7 @@ def plan(tmp_path: Path, url: str, duration_s: int) -> Path:
     )
 
 
-async def load_running(cluster: Cluster, timeout_s: float = 30) -> Path:
+def load_running(cluster: Cluster, timeout_s: float = 30) -> Path:
     """The run directory of the cluster's one run, once its first interval is written."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -115,7 +54,7 @@ async def load_running(cluster: Cluster, timeout_s: float = 30) -> Path:
             if intervals.exists() and len(intervals.read_text().splitlines()) > 1:
                 return run_dir
         assert time.monotonic() < deadline, "the run's load did not start"
-        await asyncio.sleep(0.2)
+        time.sleep(0.2)
 
 
 def report_zip() -> bytes:
@@ -125,36 +64,36 @@ def report_zip() -> bytes:
     return out.getvalue()
 
 
+def finished(run: subprocess.Popen) -> dict:
+    out, err = run.communicate(timeout=90)
+    assert run.returncode == 0, err
+    return json.loads(out)
+
+
 def test_an_idle_rogue_writes_no_event_and_no_file_into_another_run(cluster, webs, tmp_path):
     cluster.add_agent("a1", 1, "--labels", "role=load")
     cluster.wait_for_agents(1)
-
-    async def scenario() -> tuple[Path, RunResult]:
-        async with Rogue(cluster.address, "rogue-x") as rogue:
-            run = cluster.start_run(plan(tmp_path, webs[0].url, 5))
-            run_dir = await load_running(cluster)
-            job = run_dir.name  # a one-step run's job is the run
-            await rogue.send(
-                engine_failure=agent_pb2.EngineFailure(
-                    job_id=job, engine=0, pid=1, how="killed", stderr_tail="FAKE", reported_requests=9
-                )
+    with Rogue.connect(cluster.address, agent_id="rogue-x", hostname="rogue") as rogue:
+        run = cluster.start_run(plan(tmp_path, webs[0].url, 5))
+        run_dir = load_running(cluster)
+        job = run_dir.name  # a one-step run's job is the run
+        rogue.send(
+            engine_failure=agent_pb2.EngineFailure(
+                job_id=job, engine=0, pid=1, how="killed", stderr_tail="FAKE", reported_requests=9
             )
-            await rogue.send(
-                spool_drop=agent_pb2.SpoolDrop(
-                    job_id=job, messages=5, reports=5, requests=123456, first_interval_ms=now_ms(), cause="FAKE"
-                )
+        )
+        rogue.send(
+            spool_drop=agent_pb2.SpoolDrop(
+                job_id=job, messages=5, reports=5, requests=123456, first_interval_ms=now_ms(), cause="FAKE"
             )
-            await rogue.send(job_status=agent_pb2.JobStatus(job_id=job, state=agent_pb2.JOB_STATE_FAILED, message="x"))
-            await rogue.send(artifact=agent_pb2.Artifact(job_id=job, name="index.zip", data=report_zip(), last=True))
-            await rogue.send(artifact=agent_pb2.Artifact(job_id=job, name="partial", data=b"\0" * 3_000_000))
-            await rogue.acked_through(rogue.seq)  # handled (refused), while the run still runs
-            assert run.poll() is None, "the rogue's messages came in while the run ran"
-            out, err = await asyncio.to_thread(run.communicate, timeout=90)
-            return run_dir, (run.returncode, out, err)
+        )
+        rogue.send(job_status=agent_pb2.JobStatus(job_id=job, state=agent_pb2.JOB_STATE_FAILED, message="x"))
+        rogue.send(artifact=agent_pb2.Artifact(job_id=job, name="index.zip", data=report_zip(), last=True))
+        last = rogue.send(artifact=agent_pb2.Artifact(job_id=job, name="partial", data=b"\0" * 3_000_000))
+        wait_acked(rogue, last)  # handled (refused), while the run still runs
+        assert run.poll() is None, "the rogue's messages came in while the run ran"
+        summary = finished(run)
 
-    run_dir, (code, out, err) = asyncio.run(scenario())
-    assert code == 0, err
-    summary = json.loads(out)
     assert [a["name"] for a in summary["agents"]] == ["a1"]
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert not [e for e in events if e["kind"] in ("engine_failed", "spool_dropped", "job_failed")], events
@@ -171,23 +110,20 @@ def test_a_monitor_flooding_heartbeats_leaves_a_sample_a_second_in_the_run(clust
     cluster.add_agent("a1", 1, "--labels", "role=load")
     cluster.wait_for_agents(1)
     processes = [agent_pb2.ProcessStats(name=f"p{i}", count=1, cpu_pct=1.0, rss_mb=10.0) for i in range(3)]
+    monitor = agent_pb2.MonitorSpec(targets=["http://127.0.0.66:18080"])
+    with Rogue.connect(cluster.address, agent_id="rogue-mon", monitor=monitor) as rogue:
+        started = time.monotonic()
+        run = cluster.start_run(plan(tmp_path, webs[0].url, 4))
+        for n in range(4000):  # 100 a second, while the run lasts (at most 40 s)
+            if run.poll() is not None:
+                break
+            counters = [agent_pb2.ServerCounter(name="haproxy.lb.FRONTEND.req_tot", value=float(n))]
+            rogue.beat(host=agent_pb2.HostStats(cores=1, cpu_pct=5.0, processes=processes, counters=counters))
+            time.sleep(0.01)
+        summary = finished(run)
+        elapsed_s = time.monotonic() - started
 
-    async def scenario() -> tuple[float, RunResult]:
-        async with Rogue(cluster.address, "rogue-mon", monitor=True) as rogue:
-            started = time.monotonic()
-            run = cluster.start_run(plan(tmp_path, webs[0].url, 4))
-            for n in range(4000):  # 100 a second, while the run lasts (at most 40 s)
-                if run.poll() is not None:
-                    break
-                counters = [agent_pb2.ServerCounter(name="haproxy.lb.FRONTEND.req_tot", value=float(n))]
-                await rogue.beat(agent_pb2.HostStats(cores=1, cpu_pct=5.0, processes=processes, counters=counters))
-                await asyncio.sleep(0.01)
-            out, err = await asyncio.to_thread(run.communicate, timeout=90)
-            return time.monotonic() - started, (run.returncode, out, err)
-
-    elapsed_s, (code, out, err) = asyncio.run(scenario())
-    assert code == 0, err
-    run_dir = cluster.runs_dir / json.loads(out)["run_id"]
+    run_dir = cluster.runs_dir / summary["run_id"]
     rows = host_rows(run_dir / "hosts.csv", "rogue-mon")
     samples = {r["time_ms"] for r in rows}
     # At most one a heartbeat period (1 s) and three at once, over the run's time (the audit's
@@ -196,7 +132,7 @@ def test_a_monitor_flooding_heartbeats_leaves_a_sample_a_second_in_the_run(clust
     assert len(rows) == 3 * len(samples)
     assert len(host_rows(run_dir / "host_counters.csv", "rogue-mon")) <= len(samples)
     log = cluster.controller.log_path.read_text()
-    assert log.count("rogue-mon: ") >= 1 and log.count("monitored-host sample(s) dropped") == 1, log[-2000:]
+    assert log.count("monitored-host sample(s) dropped") == 1, log[-2000:]
 
 
 def test_a_second_controller_on_a_port_in_use_exits_with_one_line_and_the_first_serves_on(cluster, processes, tmp_path):
