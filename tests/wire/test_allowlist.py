@@ -4,7 +4,14 @@ import ipaddress
 
 import pytest
 
-from loadfleet.wire.allowlist import LOOPBACK_ONLY, AllowList, AllowListError, Verdict, socket_address
+from loadfleet.wire.allowlist import (
+    LOOPBACK_ONLY,
+    AllowList,
+    AllowListError,
+    Verdict,
+    ipv4_form_problem,
+    socket_address,
+)
 
 
 def ip(text):
@@ -85,6 +92,8 @@ def test_host_entries_allow_the_addresses_they_resolved_to():
         ("http://web1.example", Verdict.ALLOWED),
         ("http://web1.example:8080", Verdict.UNKNOWN),
         ("http://other.example", Verdict.UNKNOWN),
+        ("http://127.0.0.010:80", Verdict.REFUSED),
+        ("http://127.1:80", Verdict.REFUSED),
     ],
 )
 def test_what_the_controller_can_tell_without_resolving(url, verdict):
@@ -95,3 +104,50 @@ def test_what_the_controller_can_tell_without_resolving(url, verdict):
 def test_socket_addresses_bracket_ipv6():
     assert socket_address(ip("10.0.0.1"), 80) == "10.0.0.1:80"
     assert socket_address(ip("::1"), 8080) == "[::1]:8080"
+
+
+# IPv4 addresses in forms that resolvers read differently (glibc's inet_aton: octal and hex parts,
+# fewer parts; Java: decimal only), and what glibc makes of them.
+NON_CANONICAL_IPV4 = [
+    ("127.0.0.010", "127.0.0.8"),  # the audit's B1: Java dials 127.0.0.10
+    ("0177.0.0.1", "127.0.0.1"),  # Java dials 177.0.0.1, a public address
+    ("127.000.000.001", "127.0.0.1"),
+    ("0x7f.0.0.1", "127.0.0.1"),
+    ("0X7F.0.0.1", "127.0.0.1"),
+    ("127.1", "127.0.0.1"),
+    ("127.0.1", "127.0.0.1"),
+    ("2130706433", "127.0.0.1"),
+    ("0x7f000001", "127.0.0.1"),
+    ("017700000001", "127.0.0.1"),
+    ("0", "0.0.0.0"),
+    ("127.0.0.1.", None),
+    ("1.2.3.256", None),
+    ("999.0.0.1", None),
+    ("1.2.3.4.5", None),
+    ("web.123", None),  # a last label that is a number: an address to browsers (WHATWG URL)
+    ("１２７.０.０.１", "127.0.0.1"),  # full-width digits: IDNA (Python's getaddrinfo) makes them ASCII
+    ("127。0。0。1", "127.0.0.1"),  # an ideographic full stop is a dot to IDNA
+]
+
+
+@pytest.mark.parametrize("host, glibc", NON_CANONICAL_IPV4, ids=[h for h, _ in NON_CANONICAL_IPV4])
+def test_a_non_canonical_ipv4_literal_is_a_problem_naming_the_host(host, glibc):
+    problem = ipv4_form_problem(host)
+    assert problem and repr(host) in problem and "non-canonical" in problem
+    assert (f"glibc reads it as {glibc}" in problem) if glibc else "glibc" not in problem
+
+
+@pytest.mark.parametrize(
+    "host",
+    "127.0.0.1 10.0.0.8 0.0.0.0 255.255.255.255 localhost web1.example web1.example. 123.example "
+    "0x7f.example ::1 ::ffff:127.0.0.1 fd00::10".split()
+    + [""],
+)
+def test_canonical_addresses_ipv6_and_names_are_no_problem(host):
+    assert ipv4_form_problem(host) is None
+
+
+@pytest.mark.parametrize("entry", ["010.0.0.0/8", "127.1", "0177.0.0.1:80", "2130706433"])
+def test_an_entry_in_a_non_canonical_ipv4_form_is_refused_not_read_as_a_host_name(entry):
+    with pytest.raises(AllowListError, match="non-canonical"):
+        AllowList.parse(entry)

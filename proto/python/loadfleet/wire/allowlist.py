@@ -13,6 +13,12 @@ Entries, comma-separated, each optionally with a port:
 
 Without a list, an agent allows loopback only (`LOOPBACK_ONLY`). An IPv4-mapped IPv6
 address (::ffff:10.0.0.1) is checked as the IPv4 address it is.
+
+An IPv4 address is taken only in its canonical form, four decimal numbers without leading
+zeros (`ipv4_form_problem`): resolvers disagree on the others (glibc reads `0177.0.0.1` as
+127.0.0.1, Java as 177.0.0.1), so the address checked could differ from the one dialled.
+Targets (the controller's plan checks and the agent's guard) and entries are refused in
+such a form.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
+import socket
+import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -34,6 +42,11 @@ _HOST_NAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$"
 )
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# A last label in one of the number forms of inet_aton (decimal, octal 0..., hex 0x...) makes a
+# host an IPv4 address to resolvers and browsers (WHATWG URL's "ends in a number"), not a name.
+_NUMBER_LABEL = re.compile(r"^(?:[0-9]+|0[xX][0-9A-Fa-f]*)$")
+# IDNA reads these as dots too (Python's getaddrinfo encodes a host with it: "１２７．０．０．１" is 127.0.0.1).
+_IDNA_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 
 
 class AllowListError(ValueError):
@@ -91,6 +104,8 @@ class AllowList:
     def verdict(self, url: str) -> Verdict:
         """What can be said of a target URL without resolving anything (the controller's view)."""
         host, port = url_host_port(url)
+        if ipv4_form_problem(host):
+            return Verdict.REFUSED  # the agent refuses it
         try:
             address = ipaddress.ip_address(host)
         except ValueError:
@@ -136,9 +151,46 @@ def parse_entry(text: str) -> Entry:
         return Entry(network=ipaddress.ip_network(body, strict=False), port=port)
     except ValueError:
         pass
+    problem = ipv4_form_problem(body.split("/")[0])
+    if problem:
+        raise AllowListError(f"{text!r}: {problem}")
     if "/" in body or ":" in body or not _HOST_NAME.match(body):
         raise AllowListError(f"{text!r} is not an address, a network (CIDR) or a host name, with an optional :PORT")
     return Entry(host=body.lower().rstrip("."), port=port)
+
+
+def ipv4_form_problem(host: str) -> str | None:
+    """Why `host` may not name a target: it reads as an IPv4 address, but not in canonical
+    form (a.b.c.d, decimal, no leading zeros). None for a canonical address, an IPv6 address
+    and a host name.
+
+    Refused forms: leading zeros (octal to glibc, decimal to Java), hex parts (0x7f.0.0.1),
+    fewer than four parts (127.1), one number (2130706433), a trailing dot, out-of-range parts,
+    and any of these in full-width digits or dots (IDNA maps them to ASCII)."""
+    ascii_form = unicodedata.normalize("NFKC", host).translate(_IDNA_DOTS)
+    labels = ascii_form.split(".")
+    if len(labels) > 1 and labels[-1] == "":
+        labels.pop()
+    if ":" in ascii_form or not _NUMBER_LABEL.match(labels[-1]):
+        return None
+    try:
+        if str(ipaddress.IPv4Address(host)) == host:
+            return None
+    except ValueError:
+        pass
+    return (
+        f"{host!r} is an IPv4 address in a non-canonical form{_glibc_reading(ascii_form)}: resolvers "
+        "disagree on such forms (leading zeros are octal to some, decimal to others), so load could go "
+        "elsewhere than the address checked; write it as four decimal numbers without leading zeros"
+    )
+
+
+def _glibc_reading(host: str) -> str:
+    """How glibc's inet_aton (getaddrinfo's) reads a numeric host, as a hint."""
+    try:
+        return f" (glibc reads it as {socket.inet_ntoa(socket.inet_aton(host))})"
+    except (OSError, ValueError):
+        return ""
 
 
 def _port(text: str, entry: str) -> int:
