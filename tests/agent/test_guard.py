@@ -70,3 +70,24 @@ def test_gatling_projects_only_under_the_root(tmp_path):
             confine(policy, spec("http://127.0.0.1:1", project=str(project)))
     with pytest.raises(JobRefused, match="runs no Gatling projects"):
         confine(LoadPolicy(), spec("http://127.0.0.1:1", project=str(root / "demo")))
+
+
+@pytest.mark.parametrize(
+    "allow, url",
+    [
+        # the audit's B1: glibc reads 127.0.0.8 (allowed), Java 127.0.0.10 (not allowed)
+        ("127.0.0.8/32", "http://127.0.0.010:18090"),
+        # glibc reads 127.0.0.1 (loopback, the default list), Java 177.0.0.1 (a public address)
+        (None, "http://0177.0.0.1:80"),
+        (None, "http://0x7f.0.0.1:80"),
+        (None, "http://127.1:80"),
+        (None, "http://2130706433:80"),
+        (None, "http://１２７.０.０.１:80"),
+    ],
+)
+def test_a_non_canonical_ipv4_literal_refuses_the_job_whatever_the_controller_checked(allow, url):
+    """The agent is the last lock: a job with such a target never reaches a driver, even
+    when the address glibc reads is on the list."""
+    policy = LoadPolicy(allow=AllowList.parse(allow)) if allow else LoadPolicy()
+    with pytest.raises(JobRefused, match=r"targets\[1\] .*is an IPv4 address in a non-canonical form"):
+        confine(policy, spec("http://127.0.0.8:80", url))

@@ -6,7 +6,9 @@ Each target's host is resolved once, here; every address must be on the allow-li
 the whole job is refused with the address and the list in the message. The checked
 addresses go to the drivers in `Target.addresses` ("ip:port"), and the engine connects
 only to those: nothing is resolved a second time, so a name cannot point elsewhere
-between the check and the load (DNS rebinding).
+between the check and the load (DNS rebinding). An IPv4 address must be written canonically
+(`ipv4_form_problem`): glibc reads `0177.0.0.1` as 127.0.0.1 and Java as 177.0.0.1, and this
+agent is the last lock whatever its controller checked.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadfleet.v1 import job_pb2
-from loadfleet.wire.allowlist import LOOPBACK_ONLY, AllowList, IpAddress, socket_address, url_host_port
+from loadfleet.wire.allowlist import (
+    LOOPBACK_ONLY,
+    AllowList,
+    IpAddress,
+    ipv4_form_problem,
+    socket_address,
+    url_host_port,
+)
 
 from .errors import JobRefused
 
@@ -52,6 +61,10 @@ class LoadPolicy:
     async def checked_addresses(self, job: job_pb2.JobSpec) -> list[list[str]]:
         """Per target, its addresses as "ip:port", each checked against the allow-list."""
         urls = [t.url for t in job.targets]
+        for i, url in enumerate(urls):
+            problem = ipv4_form_problem(url_host_port(url)[0])
+            if problem:
+                raise JobRefused(f"targets[{i}] {url}: {problem}")
         hosts = {url_host_port(url) for url in urls} | {(e.host, 0) for e in self.allow.host_entries if e.host}
         resolved = dict(zip(hosts, await asyncio.gather(*(_resolve(h, p) for h, p in hosts))))
         named = {e: set(resolved[(e.host, 0)]) for e in self.allow.host_entries if e.host}
