@@ -222,6 +222,65 @@ def test_what_to_yaml_writes_has_no_aliases_and_reads_back():
     assert "&id" not in text and parse_plan(text) == plan
 
 
+# IPv4 literals that resolvers read differently (issue 28, B1): glibc's getaddrinfo takes octal
+# and hex parts and fewer than four parts, Java decimal only, so the address an agent checks
+# would not be the one Gatling dials. Each is refused at validation, naming the host; nothing
+# is sent anywhere.
+HOSTILE_LITERALS = [
+    ("http://127.0.0.010:18090", "127.0.0.010"),  # glibc 127.0.0.8, Java 127.0.0.10
+    ("http://0177.0.0.1:80", "0177.0.0.1"),  # glibc 127.0.0.1, Java 177.0.0.1 (public)
+    ("http://127.000.000.001", "127.000.000.001"),
+    ("http://0x7f.0.0.1:80", "0x7f.0.0.1"),
+    ("http://127.1:80", "127.1"),
+    ("http://127.0.1:80", "127.0.1"),
+    ("http://2130706433:80", "2130706433"),
+    ("http://0x7f000001:80", "0x7f000001"),
+    ("https://127.0.0.1.:443", "127.0.0.1."),
+    ("http://1.2.3.256:80", "1.2.3.256"),
+    ("http://１２７.０.０.１:80", "１２７.０.０.１"),
+]
+
+
+def with_url(url: str) -> str:
+    return BASE.replace('"http://127.0.0.1:1"', f'"{url}"')
+
+
+@pytest.mark.parametrize("url, host", HOSTILE_LITERALS, ids=[h for _, h in HOSTILE_LITERALS])
+def test_a_non_canonical_ipv4_literal_is_refused_naming_the_host(url, host):
+    with pytest.raises(PlanError) as caught:
+        parse_plan(with_url(url))
+    [problem] = caught.value.problems
+    assert problem.path == "targets[0].url" and f"'{host}' is an IPv4 address in a non-canonical form" in (
+        problem.message
+    )
+
+
+def test_a_non_canonical_literal_given_with_target_is_refused_like_the_plans_own(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(BASE.replace('1:1"}', '1:1", name: web}'))
+    assert load_plan(plan, {"web": "http://127.0.0.2:80"}).targets[0].url == "http://127.0.0.2:80"
+    with pytest.raises(PlanError) as caught:
+        load_plan(plan, {"web": "http://0177.0.0.1:80"})
+    assert [(p.path, "'0177.0.0.1' is an IPv4 address" in p.message) for p in caught.value.problems] == [
+        ("targets[0].url", True)
+    ]
+    result = subprocess.run(
+        [program("loadfleet"), "validate", str(plan), "--target", "web=http://127.0.0.010:18090"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "targets[0].url: '127.0.0.010' is an IPv4 address in a non-canonical form (glibc reads it as 127.0.0.8)" in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:80", "http://10.0.0.8", "http://[::1]:8080", "http://web1.example"])
+def test_canonical_addresses_and_names_still_validate(url):
+    assert parse_plan(with_url(url)).targets[0].url == url
+
+
 # ---------------------------------------------------------------- bounded in time and memory
 # Inputs that hung or grew without bound (issue 28, B2 and B3) go through `loadfleet validate`
 # in a process limited in address space and time first, so a regression fails the test instead

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from loadfleet.wire.allowlist import ipv4_form_problem
+
 from . import planfiles, yamlsafe
 from .errors import PlanError, Problem
 from .load import Load, Think
@@ -392,6 +394,10 @@ def _url_problem(url: str) -> str | None:
         return f"'{url}' must start with http:// or https://"
     if not parts.hostname:
         return f"'{url}' has no host"
+    # The agents refuse it too; here the user hears of it before any run starts.
+    ipv4_problem = ipv4_form_problem(parts.hostname)
+    if ipv4_problem:
+        return ipv4_problem
     if parts.username is not None or parts.password is not None:
         return f"'{_short(url.split('@')[-1])}': credentials in a URL are not sent; give an Authorization header"
     try:
