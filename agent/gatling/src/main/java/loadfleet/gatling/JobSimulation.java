@@ -25,13 +25,13 @@ import io.gatling.javaapi.core.Simulation;
 import io.gatling.javaapi.core.Choice;
 import io.gatling.javaapi.http.HttpProtocolBuilder;
 import io.gatling.javaapi.http.HttpRequestActionBuilder;
+import io.gatling.http.client.uri.Uri;
 import com.sun.net.httpserver.HttpServer;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -96,10 +96,7 @@ public class JobSimulation extends Simulation {
     if (!spec.path("keep_alive").asBoolean(false)) {
       protocol = protocol.connectionHeader("close");
     }
-    Map<String, List<String>> aliases = checkedAddresses(spec.path("targets"));
-    if (!aliases.isEmpty()) {
-      protocol = protocol.hostNameAliases(aliases);
-    }
+    protocol = protocol.hostNameAliases(checkedAddresses(spec.path("targets")));
     JsonNode load = spec.path("load");
     if (load.has("open")) {
       protocol = protocol.shareConnections();
@@ -145,21 +142,26 @@ public class JobSimulation extends Simulation {
   }
 
   /**
-   * The addresses the agent resolved and checked against its allow-list, by target host name:
-   * Gatling connects to those and never resolves the name again (the Host header and TLS
-   * server name still come from the URL). A target given as an IP address needs no alias.
+   * The addresses the agent resolved and checked against its allow-list, by target host:
+   * Gatling connects to those and never reads the host's text itself (the Host header and TLS
+   * server name still come from the URL). IP literals are aliased too: Java reads some
+   * differently from the agent (0177.0.0.1 is 127.0.0.1 to glibc, 177.0.0.1 to Java), and
+   * Gatling asks its resolver, which looks up these aliases first, for a literal as for a name.
+   * The keys are hosts as Gatling's own URL parser gives them (IPv6 in brackets): the text its
+   * resolver is asked for. A target without checked addresses stops the job (fail closed).
    */
   static Map<String, List<String>> checkedAddresses(JsonNode targets) {
     Map<String, List<String>> aliases = new LinkedHashMap<>();
     for (JsonNode t : targets) {
-      String host = URI.create(t.path("url").asText()).getHost();
-      if (host == null || host.startsWith("[") || host.matches("[0-9.]+")) {
-        continue;
+      String url = t.path("url").asText();
+      if (t.path("addresses").isEmpty()) {
+        throw new IllegalArgumentException("the target " + url + " has no checked addresses (the agent "
+            + "resolves and checks every target before Gatling starts)");
       }
+      List<String> ips = aliases.computeIfAbsent(Uri.create(url).getHost(), h -> new ArrayList<>());
       for (JsonNode address : t.path("addresses")) {
         String text = address.asText();
         String ip = text.startsWith("[") ? text.substring(1, text.indexOf(']')) : text.substring(0, text.lastIndexOf(':'));
-        List<String> ips = aliases.computeIfAbsent(host, h -> new ArrayList<>());
         if (!ips.contains(ip)) {
           ips.add(ip);
         }
