@@ -2,8 +2,9 @@
 
 import pytest
 
+from loadfleet.controller.credentials import redact_query
 from loadfleet.controller.plan import parse_plan
-from loadfleet.controller.redact import REDACTED, is_sensitive, redact_plan, redact_plan_yaml
+from loadfleet.controller.redact import REDACTED, has_redactions, is_sensitive, redact_plan, redact_plan_yaml
 from loadfleet.controller.rundir import write_plan
 
 PLAN = """
@@ -29,9 +30,17 @@ load: {model: closed, clients: 1}
         ("X-Api-Key", True),
         ("X-Vault-Token", True),
         ("X-Upstream-Password", True),
+        ("X-Jwt", True),
+        ("X-Private-Key", True),
+        ("api_key", True),
+        ("access_token", True),
+        ("client_secret", True),
+        ("sig", True),
         ("Accept", False),
         ("Content-Type", False),
         ("X-Request-Id", False),
+        ("keyword", False),
+        ("page", False),
     ],
 )
 def test_which_headers_are_credentials(name, sensitive):
@@ -63,3 +72,33 @@ def test_a_plan_without_credentials_is_stored_as_it_is():
         .replace("X-Vault-Token", "X-D")
     ).to_yaml()
     assert redact_plan_yaml(text) == text
+
+
+@pytest.mark.parametrize(
+    "path, redacted",
+    [
+        ("/a?api_key=s3cret&page=2", "/a?api_key=<redacted>&page=2"),
+        ("/a?page=2&access_token=s3cret#top", "/a?page=2&access_token=<redacted>#top"),
+        ("/a?X-Jwt=s3cret&jwt=s3cret", "/a?X-Jwt=<redacted>&jwt=<redacted>"),
+        ("/search?keyword=shoes&sort=asc", "/search?keyword=shoes&sort=asc"),
+        ("/a", "/a"),
+        ("/a?flag&key=", "/a?flag&key=<redacted>"),
+    ],
+)
+def test_credential_query_values_are_redacted_and_the_rest_kept_exactly(path, redacted):
+    assert redact_query(path) == redacted
+
+
+def test_a_credential_in_a_query_reaches_neither_the_stored_plan_nor_the_request_name(tmp_path):
+    plan = parse_plan(
+        PLAN.replace("- {path: /b}", "- {path: '/b?api_key=s3cret-6&page=1'}").replace(
+            "Accept: text/html}", "Accept: text/html, X-Jwt: s3cret-7, X-Private-Key: s3cret-8}"
+        )
+    )
+    assert plan.requests[1].path == "/b?api_key=s3cret-6&page=1"  # what the agents send
+    assert plan.requests[1].name == "/b?api_key=<redacted>&page=1"  # what every output shows
+    write_plan(tmp_path, plan.to_yaml())
+    stored = (tmp_path / "plan.yaml").read_text()
+    assert "s3cret" not in stored
+    back = parse_plan(stored)
+    assert back == redact_plan(plan) and has_redactions(back)

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from loadfleet.wire.allowlist import ipv4_form_problem
 
 from . import planfiles, yamlsafe
+from .credentials import redact_query
 from .errors import PlanError, Problem
 from .load import Load, Think
 from .plancourse import DEFAULT_DRIVER, DEFAULT_INTERVAL_MS, SWEEP_LEVEL, course_problems, resolve
@@ -418,7 +419,7 @@ def _session(doc: dict | None) -> Session | None:
 
 def _request(doc: dict) -> Request:
     return Request(
-        name=doc.get("name", doc["path"]),
+        name=doc.get("name", redact_query(doc["path"])),  # a name is shown everywhere, a credential nowhere
         path=doc["path"],
         method=doc.get("method", "GET"),
         weight=doc.get("weight", 1),

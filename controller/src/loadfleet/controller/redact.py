@@ -1,10 +1,9 @@
 """Credentials in plans stay out of run directories.
 
-A plan's requests may carry credentials (an Authorization header, a session cookie, an
-API key). Agents need them to send the requests; a run directory, which people copy,
+A plan's requests may carry credentials (credentials.py says which header and query names
+hold them). Agents need them to send the requests; a run directory, which people copy,
 attach to tickets and publish as reports, does not. What is stored is the plan with
-those header values replaced, so it still reads back as a plan (and shows which
-headers were sent).
+those values replaced, so it still reads back as a plan (and shows which headers were sent).
 """
 
 from __future__ import annotations
@@ -12,34 +11,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import yamlsafe
+from .credentials import REDACTED, is_sensitive, redact_query
 from .plan import Plan
 
-REDACTED = "<redacted>"
-# Header names (lower case) whose values are credentials.
-SENSITIVE_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-        "x-api-key",
-        "api-key",
-        "apikey",
-        "x-auth-token",
-        "x-access-token",
-        "x-csrf-token",
-        "x-xsrf-token",
-        "x-amz-security-token",
-    }
-)
-# A custom header whose name says it holds a secret is treated the same (X-Vault-Token, X-Upstream-Password, ...).
-_SENSITIVE_WORDS = ("token", "secret", "password", "passwd", "api-key", "apikey", "credential", "session", "auth")
-_NOTE = "# Values of credential headers are redacted in the run directory (docs/security.md).\n"
-
-
-def is_sensitive(header: str) -> bool:
-    name = header.strip().lower()
-    return name in SENSITIVE_HEADERS or any(word in name for word in _SENSITIVE_WORDS)
+_NOTE = "# Values of credential headers and query parameters are redacted in the run directory (docs/security.md).\n"
 
 
 def _redacted_headers(headers):
@@ -47,8 +22,8 @@ def _redacted_headers(headers):
 
 
 def redact_plan(plan: Plan) -> Plan:
-    """The plan with every credential header value replaced by REDACTED."""
-    requests = tuple(replace(r, headers=_redacted_headers(r.headers)) if r.headers else r for r in plan.requests)
+    """The plan with every credential header and query value replaced by REDACTED."""
+    requests = tuple(replace(r, headers=_redacted_headers(r.headers), path=redact_query(r.path)) for r in plan.requests)
     return replace(plan, requests=requests)
 
 
@@ -59,7 +34,13 @@ def redact_plan_yaml(plan_yaml: str) -> str:
     changed = False
     workload = doc.get("workload") if isinstance(doc, dict) else None
     for request in (workload or {}).get("requests", []):
-        headers = request.get("headers") if isinstance(request, dict) else None
+        if not isinstance(request, dict):
+            continue
+        path = request.get("path")
+        if isinstance(path, str) and redact_query(path) != path:
+            request["path"] = redact_query(path)
+            changed = True
+        headers = request.get("headers")
         if isinstance(headers, dict):
             for name in headers:
                 if is_sensitive(name) and headers[name] != REDACTED:
@@ -70,4 +51,6 @@ def redact_plan_yaml(plan_yaml: str) -> str:
 
 def has_redactions(plan: Plan) -> bool:
     """Whether a plan read back from a run directory lost credential values to redaction."""
-    return any(value == REDACTED for r in plan.requests for _, value in r.headers)
+    return any(value == REDACTED for r in plan.requests for _, value in r.headers) or any(
+        f"={REDACTED}" in r.path for r in plan.requests
+    )
