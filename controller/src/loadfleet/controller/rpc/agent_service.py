@@ -230,9 +230,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             self._report(agent_id, seq, message.interval)
             return  # settled once its interval is stored
         if kind == "job_status":
-            state = convert.job_state_from_proto(message.job_status.state)
-            if state:
-                controller.on_job_state(agent_id, message.job_status.job_id, state, message.job_status.message)
+            status = convert.job_status_from_proto(message.job_status)
+            if status:
+                controller.on_job_state(agent_id, *status)
         elif kind == "artifact":
             self._store_artifact(agent_id, message.artifact)
         elif kind == "engine_failure":
