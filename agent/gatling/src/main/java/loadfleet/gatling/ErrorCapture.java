@@ -70,6 +70,13 @@ public final class ErrorCapture extends AppenderBase<ILoggingEvent> {
   /** The loadfleet error kind of a Gatling failure message (netty and JDK exception texts). */
   static IntervalRecorder.ErrorKind classify(String message) {
     String m = message.toLowerCase(Locale.ROOT);
+    // The generator's own limits first: such a request never reached the target.
+    if (m.contains("cannot assign requested address")) {
+      return IntervalRecorder.ErrorKind.LOCAL_PORTS;
+    }
+    if (m.contains("too many open files")) {
+      return IntervalRecorder.ErrorKind.LOCAL_FDS;
+    }
     if (m.contains("connection refused")) {
       return IntervalRecorder.ErrorKind.CONNECT_REFUSED;
     }

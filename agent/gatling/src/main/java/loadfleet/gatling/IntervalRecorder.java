@@ -37,7 +37,8 @@ final class IntervalRecorder {
 
   /** ErrorKind values of stats.proto, by their JSON names. */
   enum ErrorKind {
-    CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER;
+    // stats.proto's ErrorKind in its order (tests/wire/test_error_kinds.py compares them).
+    CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER, LOCAL_PORTS, LOCAL_FDS;
 
     String protoName() {
       return "ERROR_KIND_" + name();
