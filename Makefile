@@ -19,7 +19,7 @@ DEMO_PACKAGES := nginx-light protobuf-compiler python3-venv gcc libc6-dev
 LAB_PACKAGES := wrk docker-compose chromium faketime apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
-.PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test lint test-python test-engine clean
+.PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test lint test-python test-unit test-engine clean
 
 setup: system-deps python-deps engine report-assets gatling influxdb helm
 
@@ -169,6 +169,11 @@ test-engine:
 
 test-python:
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
+
+# The edit-test loop's lane: every test that starts no process (tests/conftest.py), in about
+# a minute. Needs the venv only (make python-deps); `make test` runs these and the rest.
+test-unit: python-deps
+	LOADFLEET_TEST_LANE=unit $(BIN)/pytest -q -m "not process" tests
 
 clean:
 	rm -rf $(VENV) build $(DIST) $(REPORT_VENDOR) agent/engine/target $(NATIVE)/target agent/gatling/target proto/python/loadfleet/v1

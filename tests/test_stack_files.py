@@ -4,10 +4,13 @@ points at the provisioned datasource."""
 import json
 import subprocess
 
+import pytest
 import yaml
 
 from loadfleet.wire.allowlist import AllowList, Verdict
 from support.procs import REPO
+
+pytestmark = pytest.mark.process  # runs docker-compose (tests/conftest.py)
 
 
 def test_compose_file_is_valid():

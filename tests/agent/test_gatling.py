@@ -33,6 +33,8 @@ from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, merge_rows
 
+pytestmark = pytest.mark.process  # starts real processes (tests/conftest.py)
+
 FAKE = Path(__file__).with_name("fake_gatling.py")
 
 

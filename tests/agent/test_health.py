@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from loadfleet.agent.health import HealthMonitor, busiest_destination, port_range, schedstat_wait_ns, sockstat_tcp
 
 
@@ -42,6 +44,7 @@ def test_busiest_destination_counts_sockets_per_peer_and_skips_listeners(tmp_pat
     assert busiest_destination([tmp_path / "tcp", tmp_path / "tcp6-missing"]) == 5
 
 
+@pytest.mark.process
 def test_a_process_that_waits_for_the_cpu_and_holds_descriptors_shows_both():
     cpu = max(os.sched_getaffinity(0))
     limit = 200

@@ -27,6 +27,7 @@ def spinner(tmp_path):
     proc.wait()
 
 
+@pytest.mark.process
 def test_a_busy_process_in_a_pid_file_shows_its_cpu(spinner):
     sampler = HostSampler((ProcessGroup("spin", spinner),))
     time.sleep(1.0)
@@ -38,6 +39,7 @@ def test_a_busy_process_in_a_pid_file_shows_its_cpu(spinner):
     assert figures.cpu_pct > 0 and figures.cores >= 1 and 0 < figures.mem_used_pct < 100
 
 
+@pytest.mark.process
 def test_a_process_name_matches_every_process_of_that_name():
     sleepers = [subprocess.Popen(["sleep", "5"]) for _ in range(2)]
     try:

@@ -9,6 +9,8 @@ from loadfleet.agent.job import JobRunner, Outcome, engine_specs
 from loadfleet.v1 import agent_pb2, job_pb2
 from loadfleet.wire.stats import histogram_of
 
+pytestmark = pytest.mark.process  # starts real processes (tests/conftest.py)
+
 FAKE = Path(__file__).with_name("fake_engine.py")
 
 

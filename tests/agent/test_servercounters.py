@@ -134,6 +134,7 @@ def test_a_server_that_stops_answering_is_left_out_with_one_warning_per_streak(s
     assert any("readable again" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.process
 def test_a_ganesha_bus_that_is_not_there_is_a_counter_error(tmp_path):
     with pytest.raises(CounterError, match="ganesha"):
         GaneshaStats(f"unix:path={tmp_path / 'bus.sock'}").read()
@@ -166,6 +167,7 @@ def test_bad_server_flags_are_named(argv, message):
         parse(*argv)
 
 
+@pytest.mark.process
 def test_server_flags_make_counter_sources(stats_socket, tmp_path):
     config = parse(
         "--monitor",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from loadfleet.agent.outbox import Outbox
 from loadfleet.agent.spool import LEGACY_FILE, Spool
 from loadfleet.v1 import agent_pb2, stats_pb2
@@ -118,6 +120,7 @@ def test_a_message_larger_than_the_limit_is_dropped_alone(tmp_path):
     assert on_disk(tmp_path) == 0
 
 
+@pytest.mark.process
 def test_a_full_disk_drops_the_messages_it_cannot_write_and_garbles_nothing(tmp_path):
     with small_disk(tmp_path / "disk", 128) as disk:
         spool = Spool(disk / "spool", limit_bytes=2**20)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.process  # starts real processes (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (REPO / "bench").glob("*/*.py") if p.read_text().count("argparse.ArgumentParser("))
 

@@ -18,6 +18,8 @@ from reprokit.verdicts import evaluate_findings
 
 from support.procs import REPO, program
 
+pytestmark = pytest.mark.process  # starts real processes (tests/conftest.py)
+
 EVIDENCE = REPO / "docs" / "reproductions"
 
 

@@ -9,6 +9,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from support.procs import program
 
+pytestmark = pytest.mark.process  # starts real processes (tests/conftest.py)
+
 
 def certs(*args):
     return subprocess.run([program("loadfleet"), "certs", *args], capture_output=True, text=True, timeout=30)

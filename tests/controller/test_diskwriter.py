@@ -11,6 +11,8 @@ import json
 import threading
 import time
 
+import pytest
+
 from loadfleet.controller.diskwriter import DiskWriter
 from loadfleet.controller.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
 from loadfleet.controller.rundir import INTERVALS_FILE
@@ -85,6 +87,7 @@ def test_a_loop_further_ahead_than_the_bound_waits_for_the_disk(tmp_path):
     assert file.path.stat().st_size == 10_000, "nothing lost"
 
 
+@pytest.mark.process
 def test_a_full_disk_is_told_on_the_loop_and_the_file_stays_a_clean_beginning(tmp_path):
     told: list[tuple[str, str]] = []
     with small_disk(tmp_path / "disk", 64) as root:
@@ -112,6 +115,7 @@ def test_a_full_disk_is_told_on_the_loop_and_the_file_stays_a_clean_beginning(tm
         assert [name for name, _ in told] == [threading.main_thread().name], "told once, on the loop's thread"
 
 
+@pytest.mark.process
 def test_a_journal_written_in_the_thread_stops_as_a_whole_at_its_first_failure(tmp_path):
     with small_disk(tmp_path / "disk", 64) as root:
         trouble = DiskTrouble(root)

@@ -28,6 +28,7 @@ from loadfleet.controller.plan import load_plan, parse_plan
 from loadfleet.controller.rpc.convert import assignment_to_proto
 from loadfleet.controller.scheduler import split_over_engines
 from loadfleet.controller.steps import expand, step_plan
+from support.lanes import examples
 from support.procs import REPO
 
 SEEDS = [p.read_bytes() for p in sorted((REPO / "plans").glob("*.yaml")) if not p.name.endswith(".lab.yaml")]
@@ -370,7 +371,7 @@ def check_accepted(data: bytes) -> None:
 
 
 FUZZ = settings(
-    max_examples=1200,
+    max_examples=examples(1200),
     deadline=None,
     derandomize=True,
     database=None,
@@ -390,7 +391,7 @@ def test_mutated_plans_exit_0_or_2(data):
     check(data)
 
 
-@settings(FUZZ, max_examples=400)
+@settings(FUZZ, max_examples=examples(400))
 @given(st.binary(max_size=2000))
 def test_random_bytes_exit_0_or_2(data):
     check(data)
@@ -416,6 +417,7 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
 
+@pytest.mark.process
 def test_every_seed_with_a_recursive_alias_is_refused_in_bounded_time_and_memory(tmp_path):
     """Each real plan with a recursive alias added: refused with the alias's place, all of
     them in one process of at most 1 GiB within 60 s (before: the first one never ended)."""
@@ -487,7 +489,7 @@ load: {model: closed, clients: 1}
 """
 
 
-@settings(FUZZ, max_examples=600)
+@settings(FUZZ, max_examples=examples(600))
 @given(manifests())
 def test_generated_manifests_exit_0_or_2_and_what_validate_accepts_the_controller_accepts(manifest):
     (WORKDIR / "manifest.json").write_bytes(manifest)

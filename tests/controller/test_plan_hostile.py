@@ -161,6 +161,7 @@ def test_a_hostile_plan_is_one_problem_with_its_path_in_well_under_a_second(name
     assert elapsed_s < 0.3, f"{name} took {elapsed_s:.2f} s"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name, data, path, word", CASES, ids=[c[0] for c in CASES])
 def test_validate_exits_2_with_the_path_and_one_line(tmp_path, name, data, path, word):
     plan = tmp_path / "plan.yaml"
@@ -257,6 +258,7 @@ def test_a_non_canonical_ipv4_literal_is_refused_naming_the_host(url, host):
     )
 
 
+@pytest.mark.process
 def test_a_non_canonical_literal_given_with_target_is_refused_like_the_plans_own(tmp_path):
     plan = tmp_path / "plan.yaml"
     plan.write_text(BASE.replace('1:1"}', '1:1", name: web}'))
@@ -327,6 +329,7 @@ RECURSIVE_ALIASES = [
 ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name, text, path", RECURSIVE_ALIASES, ids=[c[0] for c in RECURSIVE_ALIASES])
 def test_a_recursive_alias_is_refused_at_once_with_its_place(tmp_path, name, text, path):
     plan = tmp_path / "plan.yaml"
@@ -465,6 +468,7 @@ def manifest_plan(tmp_path: Path, manifest: str) -> Path:
     return plan
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name, make, word", MANIFEST_CASES, ids=[c[0] for c in MANIFEST_CASES])
 def test_a_hostile_manifest_is_one_problem_at_workload_manifest(tmp_path, name, make, word):
     plan = manifest_plan(tmp_path, make(tmp_path))

@@ -19,6 +19,7 @@ from support.streamdata import closed, interval, pipeline, row, window
 from support.tmpfs import fill, small_disk
 
 
+@pytest.mark.process
 def test_an_appended_file_stays_a_clean_beginning_and_the_first_failure_is_told_once(tmp_path):
     told = []
     with small_disk(tmp_path / "disk", 64) as disk:
@@ -48,6 +49,7 @@ def test_an_appended_file_stays_a_clean_beginning_and_the_first_failure_is_told_
         assert "intervals.csv, events.jsonl incomplete" in trouble.describe()
 
 
+@pytest.mark.process
 def test_a_whole_file_that_cannot_be_written_keeps_its_earlier_version(tmp_path):
     with small_disk(tmp_path / "disk", 64) as disk:
         write_atomic(disk / "steps.csv", "step\nmain\n")
@@ -59,6 +61,7 @@ def test_a_whole_file_that_cannot_be_written_keeps_its_earlier_version(tmp_path)
         assert trouble.incomplete == ("steps.csv",)
 
 
+@pytest.mark.process
 def test_a_whole_file_written_again_once_there_is_room_is_whole(tmp_path):
     with small_disk(tmp_path / "disk", 64) as disk:
         filler = fill(disk, leave_bytes=0)
@@ -69,6 +72,7 @@ def test_a_whole_file_written_again_once_there_is_room_is_whole(tmp_path):
         assert trouble.incomplete == ()
 
 
+@pytest.mark.process
 def test_the_journal_stops_as_a_whole_at_its_first_failure(tmp_path):
     told = []
     with small_disk(tmp_path / "disk", 64) as disk:
@@ -132,6 +136,7 @@ def test_a_controller_that_takes_the_run_over_leaves_a_file_cut_short_as_it_is(t
     assert [e.kind.value for e in second.watchers.events] == ["disk_full"], "told once, by the first controller"
 
 
+@pytest.mark.process
 def test_the_run_directory_writer_goes_on_past_a_full_disk(tmp_path):
     told = []
     with small_disk(tmp_path / "disk", 256) as disk:
@@ -150,6 +155,7 @@ def test_the_run_directory_writer_goes_on_past_a_full_disk(tmp_path):
         writer.close()
 
 
+@pytest.mark.process
 def test_an_artifact_chunk_the_disk_cannot_take_gives_its_room_back(tmp_path):
     with small_disk(tmp_path / "disk", 64) as disk:
         store_artifact_chunk(disk, "a1", "report.zip", b"PK" * 1000, last=False)

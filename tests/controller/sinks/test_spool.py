@@ -85,6 +85,7 @@ def test_one_spool_per_run_and_an_ended_runs_spool_is_sent_first_by_the_next(tmp
     assert not (root / "20300101-000002-cccc").exists()
 
 
+@pytest.mark.process
 def test_a_full_disk_drops_the_batch_it_cannot_write(tmp_path):
     with small_disk(tmp_path / "disk", 64) as disk:
         spool = Spool(disk / "influx-abc" / "run-1", limit_bytes=10**6)
