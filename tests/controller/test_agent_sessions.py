@@ -7,18 +7,17 @@ file of an artifact it never finished is gone once the run closes."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
-import zipfile
 
 import grpc
 
 from loadfleet.controller.client import RunClient
 from loadfleet.controller.core import Controller
 from loadfleet.controller.rpc.server import ControllerServer
-from loadfleet.v1 import agent_pb2, agent_pb2_grpc, stats_pb2
+from loadfleet.v1 import agent_pb2, stats_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, total_row
+from support.handsession import HandSession, zipped
 
 TARGET = "http://127.0.0.2:9"
 PLAN = f"""
@@ -29,14 +28,6 @@ workload: {{requests: [{{name: r, path: /}}]}}
 load: {{model: closed, clients: 1}}
 agents: {{count: 1, wait_s: 10, labels: {{role: load}}}}
 """
-
-
-def zipped(files: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 def interval(job_id: str, start_ms: int, requests: int, *, final: bool = False) -> agent_pb2.AgentInterval:
@@ -50,40 +41,6 @@ def interval(job_id: str, start_ms: int, requests: int, *, final: bool = False) 
     return agent_pb2.AgentInterval(job_id=job_id, report=report)
 
 
-class Session:
-    """One Connect stream, driven by hand; messages numbered from 1."""
-
-    def __init__(self, channel: grpc.aio.Channel):
-        self.call = agent_pb2_grpc.AgentServiceStub(channel).Connect()
-        self.acked = 0
-        self.seq = 0
-
-    async def hello(self, agent_id: str, labels: dict[str, str] | None = None) -> None:
-        await self.call.write(agent_pb2.AgentMessage(hello=agent_pb2.Hello(agent_id=agent_id, cores=1, labels=labels)))
-        await self.call.read()
-
-    async def send(self, **body) -> None:
-        self.seq += 1
-        await self.call.write(agent_pb2.AgentMessage(seq=self.seq, **body))
-
-    async def until(self, kind: str) -> agent_pb2.ControllerMessage:
-        while True:
-            message = await asyncio.wait_for(self.call.read(), 10)
-            if message.HasField("lease"):
-                self.acked = max(self.acked, message.lease.ack_through_seq)
-            if message.WhichOneof("body") == kind:
-                return message
-
-    async def acked_through(self, seq: int) -> None:
-        for _ in range(200):
-            if self.acked >= seq:
-                return
-            await self.call.write(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat()))
-            await self.until("lease")
-            await asyncio.sleep(0.02)
-        raise AssertionError(f"acknowledged through {self.acked}, not {seq}")
-
-
 def test_a_stranger_cannot_touch_another_agents_run_and_the_runs_own_agent_can(tmp_path):
     report_zip = zipped({"sim-1/index.html": b"<html>report</html>"})
 
@@ -92,7 +49,7 @@ def test_a_stranger_cannot_touch_another_agents_run_and_the_runs_own_agent_can(t
         await server.start()
         try:
             async with grpc.aio.insecure_channel(server.address) as channel, RunClient(server.address) as client:
-                own, stranger = Session(channel), Session(channel)
+                own, stranger = HandSession(channel), HandSession(channel)
                 await own.hello("a1", {"role": "load"})
                 await stranger.hello("x")
                 started = await client.start_run(PLAN)

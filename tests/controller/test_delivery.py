@@ -15,9 +15,10 @@ from loadfleet.controller.client import RunClient
 from loadfleet.controller.core import Controller
 from loadfleet.controller.rpc.agent_service import Delivery
 from loadfleet.controller.rpc.server import ControllerServer
-from loadfleet.v1 import agent_pb2, agent_pb2_grpc, stats_pb2
+from loadfleet.v1 import agent_pb2, stats_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, total_row
+from support.handsession import HandSession
 
 TARGET = "http://127.0.0.2:9"
 PLAN = f"""
@@ -45,41 +46,13 @@ def interval(seq: int, job_id: str, start_ms: int, requests: int, *, final: bool
     return agent_pb2.AgentMessage(seq=seq, interval=agent_pb2.AgentInterval(job_id=job_id, report=report))
 
 
-class Session:
-    """One Connect stream, driven by hand."""
-
-    def __init__(self, channel: grpc.aio.Channel):
-        self.call = agent_pb2_grpc.AgentServiceStub(channel).Connect()
-        self.acked = 0
-
-    async def hello(self, agent_id: str = "fake") -> agent_pb2.Welcome:
-        await self.call.write(
-            agent_pb2.AgentMessage(hello=agent_pb2.Hello(agent_id=agent_id, cores=1, capabilities=["engine"]))
-        )
-        return (await self.call.read()).welcome
-
-    async def until(self, kind: str) -> agent_pb2.ControllerMessage:
-        while True:
-            message = await asyncio.wait_for(self.call.read(), 10)
-            if message.HasField("lease"):
-                self.acked = max(self.acked, message.lease.ack_through_seq)
-            if message.WhichOneof("body") == kind:
-                return message
-
-    async def acked_through(self, seq: int) -> None:
-        """Heartbeats until a renewal acknowledges `seq`."""
-        while self.acked < seq:
-            await self.call.write(agent_pb2.AgentMessage(heartbeat=agent_pb2.Heartbeat()))
-            await self.until("lease")
-
-
 def test_resends_duplicates_and_reordering_are_merged_exactly_once(tmp_path):
     async def go():
         server = ControllerServer(Controller(runs_dir=tmp_path), "127.0.0.1:0")
         await server.start()
         try:
             async with grpc.aio.insecure_channel(server.address) as channel, RunClient(server.address) as client:
-                first = Session(channel)
+                first = HandSession(channel)
                 welcome = await first.hello()
                 started = await client.start_run(PLAN)
                 assignment = (await first.until("assignment")).assignment
@@ -92,7 +65,7 @@ def test_resends_duplicates_and_reordering_are_merged_exactly_once(tmp_path):
                 await first.call.done_writing()  # the session breaks before 3 is acknowledged
                 first.call.cancel()
 
-                second = Session(channel)
+                second = HandSession(channel)
                 await second.hello()
                 await second.call.write(interval(3, job, t0 + 2000, 30))  # the unacknowledged one, again
                 await second.call.write(interval(4, job, t0 + 3000, 40, final=True))

@@ -16,14 +16,7 @@ from loadfleet.controller.sinks.points import http_points
 from loadfleet.controller.stream import Scope
 from loadfleet.v1 import run_pb2
 from loadfleet.wire.stats import StatsRow, total_row
-
-
-def zipped(files: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return out.getvalue()
+from support.handsession import zipped
 
 
 def test_a_report_in_chunks_is_unpacked_under_the_agents_id(tmp_path):
