@@ -1,11 +1,9 @@
 """The files a plan names (a workload manifest), read on the machine that has them with the
 bounds of a plan itself: the manifest comes with the plan, from whoever wrote it.
 
-- regular files only: a FIFO would block the reader forever, `/dev/zero` and `/dev/urandom`
-  never end. The path is checked before it is opened, opened without blocking (O_NONBLOCK:
-  opening a FIFO waits for a writer) and checked again on the descriptor that is read;
-- at most `yamlsafe.MAX_DOCUMENT_BYTES` (a plan's own size: the manifest's requests travel
-  inline in the plan), read with a bounded read, never more than that and one byte;
+- a regular file of at most `yamlsafe.MAX_DOCUMENT_BYTES` (a plan's own size: the manifest's
+  requests travel inline in the plan), read by `loadfleet.wire.files.read_regular` (never a
+  FIFO or a device, never more than that and one byte);
 - UTF-8 JSON nested at most `yamlsafe.MAX_DEPTH` levels (json recurses once per level),
   checked before json builds anything; numbers finite and short (no NaN, Infinity, 1e400 or
   5,000-digit integers: the hooks of `json.loads` see each one as text first);
@@ -22,10 +20,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from pathlib import Path
+
+from loadfleet.wire.files import FileRefused, read_regular
 
 from . import yamlsafe
 from .planschema import plan_schema
@@ -36,14 +34,6 @@ MANIFEST_WEIGHT_SCALE = 1000
 # The problems of one manifest listed before the rest are summed up.
 MAX_MANIFEST_PROBLEMS = 20
 
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
 
 class FileProblems(Exception):
     """Why a file a plan names cannot be used: one message per problem."""
@@ -53,41 +43,6 @@ class FileProblems(Exception):
         self.messages = messages
 
 
-def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file at `path` (symlinks followed), at most `limit` of them,
-    or FileProblems. Never blocks on a FIFO and never reads more than `limit` + 1 bytes."""
-    try:
-        _check_regular(path, os.stat(path))
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise FileProblems([f"cannot read {path}: {exc.strerror}"]) from None
-    try:
-        _check_regular(path, os.fstat(fd))  # the file may have been replaced since the stat
-        data = _read_at_most(fd, limit + 1)
-    except OSError as exc:
-        raise FileProblems([f"cannot read {path}: {exc.strerror}"]) from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise FileProblems([f"{path} is larger than the {limit:,} bytes a plan's file may have"])
-    return data
-
-
-def _check_regular(path: Path, info: os.stat_result) -> None:
-    if stat.S_ISREG(info.st_mode):
-        return
-    kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-    raise FileProblems([f"{path} is {kind}, not a regular file"])
-
-
-def _read_at_most(fd: int, n: int) -> bytes:
-    chunks = []
-    while n > 0 and (chunk := os.read(fd, min(n, 1 << 20))):
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
 def read_manifest(path: Path) -> list[dict]:
     """The requests of a workload tree manifest, one per file, named by its size class, as
     plan request documents ({"name", "path", "weight"}); or FileProblems.
@@ -95,7 +50,11 @@ def read_manifest(path: Path) -> list[dict]:
     Format (written by loadfleet.targets): {"files": [{"path": "/class0/f.html",
     "class": "class0", "weight": 1.25, "bytes": 812, ...}, ...]}; weights are percentages.
     """
-    doc = _parse_json(read_regular(path, yamlsafe.MAX_DOCUMENT_BYTES), path)
+    try:
+        data = read_regular(path, yamlsafe.MAX_DOCUMENT_BYTES)
+    except FileRefused as exc:
+        raise FileProblems([f"{path}: {exc}"]) from None
+    doc = _parse_json(data, path)
     files = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(files, list):
         raise FileProblems([f'{path} is not a workload manifest (a JSON object with a list of "files")'])

@@ -20,11 +20,12 @@ controller's server accepts pings that often (rpc/server.py).
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+
+from .files import FileRefused, read_regular
 
 CONTROLLER_ENV = "LOADFLEET_CONTROLLER"
 TLS_CA_ENV = "LOADFLEET_TLS_CA"
@@ -33,8 +34,6 @@ TLS_KEY_ENV = "LOADFLEET_TLS_KEY"
 TOKEN_FILE_ENV = "LOADFLEET_TOKEN_FILE"
 # A file larger than this is not a token file or a PEM file.
 MAX_CREDENTIAL_FILE_BYTES = 1 * 2**20
-# Permission bits that let users other than the owner and the group at a secret.
-OTHERS_ACCESS = stat.S_IRWXO
 
 # An HTTP/2 PING when nothing was heard for this long (grpc-core's keepalive,
 # doc/keepalive.md) ...
@@ -182,26 +181,9 @@ def _lines(data: bytes, path: str):
 
 
 def _read(path: str, flag: str, *, secret: bool = False) -> bytes:
-    """At most MAX_CREDENTIAL_FILE_BYTES of a regular file (opened without blocking, so a FIFO
-    is refused rather than waited on). A `secret` (a token file, a private key) that other
-    users may read or write is refused, as ssh refuses such a key: group access is allowed,
-    since deployments share them with a service's group (deploy/: mode 0640, 0440)."""
+    """A regular file of at most MAX_CREDENTIAL_FILE_BYTES (files.py); a `secret` (a token
+    file, a private key) kept from other users."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise CredentialsError(f"{flag} {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise CredentialsError(f"{flag} {path}: not a regular file")
-        if secret and mode & OTHERS_ACCESS:
-            raise CredentialsError(
-                f"{flag} {path}: other users may read it (mode {stat.S_IMODE(mode):04o}): chmod o-rwx {path}"
-            )
-        try:
-            data = f.read(MAX_CREDENTIAL_FILE_BYTES + 1)
-        except OSError as exc:
-            raise CredentialsError(f"{flag} {path}: {exc.strerror}") from None
-    if len(data) > MAX_CREDENTIAL_FILE_BYTES:
-        raise CredentialsError(f"{flag} {path}: larger than {MAX_CREDENTIAL_FILE_BYTES} bytes")
-    return data
+        return read_regular(path, MAX_CREDENTIAL_FILE_BYTES, private=secret)
+    except FileRefused as exc:
+        raise CredentialsError(f"{flag} {path}: {exc}") from None
