@@ -23,8 +23,9 @@ log = logging.getLogger(__name__)
 HELLO_TIMEOUT_S = 10
 # Refused reports are logged once per agent in this many seconds.
 REFUSAL_LOG_PERIOD_S = 60.0
-# The messages addressed to a job (each has a `job_id`): an agent's only for its own jobs.
-JOB_MESSAGES = frozenset({"interval", "job_status", "artifact", "engine_failure", "spool_drop"})
+# The messages addressed to a job (each has a `job_id`): an agent's only for its own jobs. An
+# interval is checked by its report limits (`_report`), which are None for a stranger's job.
+JOB_MESSAGES = frozenset({"job_status", "artifact", "engine_failure", "spool_drop"})
 
 
 class OncePerAgent:

@@ -66,7 +66,7 @@ MAX_TIME_MS = 2**42
 MAX_TOTAL = 2**53
 
 
-def _name_problem(what: str, text: str, max_chars: int = MAX_NAME_CHARS) -> str | None:
+def _length_problem(what: str, text: str, max_chars: int = MAX_NAME_CHARS) -> str | None:
     if len(text) > max_chars:
         return f"{what} is {len(text):,} characters long (at most {max_chars:,})"
     return None
@@ -89,18 +89,17 @@ def hello_problems(hello: agent_pb2.Hello) -> list[str]:
         _many_problem("capabilities", len(hello.capabilities), MAX_CAPABILITIES),
         _many_problem("allow_targets entries", len(hello.allow_targets), MAX_ALLOW_TARGETS),
         _many_problem("running_jobs", len(hello.running_jobs), MAX_RUNNING_JOBS),
-        _name_problem("agent_id", hello.agent_id, MAX_ID_CHARS)
-        or (None if is_printable(hello.agent_id) else "agent_id holds control characters"),
-        _name_problem("hostname", hello.hostname),
-        _name_problem("version", hello.version),
-        _name_problem("gatling_root", hello.gatling_root, MAX_PATH_CHARS),
+        name_problem("agent_id", hello.agent_id, MAX_ID_CHARS),
+        _length_problem("hostname", hello.hostname),
+        _length_problem("version", hello.version),
+        _length_problem("gatling_root", hello.gatling_root, MAX_PATH_CHARS),
     ]
     if hello.HasField("monitor"):
         monitor = hello.monitor
         problems += [
             _many_problem("monitor targets", len(monitor.targets), MAX_MONITOR_ENTRIES),
             _many_problem("monitor processes", len(monitor.processes), MAX_MONITOR_ENTRIES),
-            _name_problem("monitor role", monitor.role),
+            _length_problem("monitor role", monitor.role),
         ]
     found = [p for p in problems if p]
     if found:  # a list past its bound is not read further
@@ -114,7 +113,7 @@ def hello_problems(hello: agent_pb2.Hello) -> list[str]:
     if hello.HasField("monitor"):
         texts += [("a monitor target", t) for t in hello.monitor.targets]
         texts += [("a monitor process", t) for t in hello.monitor.processes]
-    return [p for what, text in texts if (p := _name_problem(what, text))]
+    return [p for what, text in texts if (p := _length_problem(what, text))]
 
 
 def row_problem(row: StatsRow) -> str | None:
@@ -156,14 +155,13 @@ def row_problem(row: StatsRow) -> str | None:
     return None
 
 
-def name_problem(what: str, name: str) -> str | None:
-    """A name that becomes a key and a column (a Gatling simulation's request, its target):
-    refused when too long or not printable, never rewritten (two names must not merge)."""
-    if len(name) > MAX_NAME_CHARS:
-        return f"{what} of {len(name):,} characters (at most {MAX_NAME_CHARS:,})"
-    if not is_printable(name):
-        return f"{what} {name!r} holding control characters"
-    return None
+def name_problem(what: str, name: str, max_chars: int = MAX_NAME_CHARS) -> str | None:
+    """A name that becomes a key, a column or a directory (an agent id, a Gatling simulation's
+    request or target): refused when too long (looked at first: no scan of a long one) or not
+    printable, never rewritten (two names must not merge)."""
+    return _length_problem(what, name, max_chars) or (
+        None if is_printable(name) else f"{what} holds control characters: {name!r}"
+    )
 
 
 def finite(x: float) -> float:

@@ -137,7 +137,7 @@ def spool_drop_from_proto(pb: agent_pb2.SpoolDrop) -> AgentSpoolDrop:
 def job_status_from_proto(pb: agent_pb2.JobStatus) -> tuple[str, JobState, str] | None:
     """(job id, state, message) of a job's status, its texts printable; None for a state
     this controller does not know (proto3 enums are open): such a status is ignored."""
-    state = job_state_from_proto(pb.state)
+    state = _JOB_STATES.get(pb.state)
     if state is None:
         return None
     return printable(pb.job_id, bounds.MAX_ID_CHARS), state, printable(pb.message, bounds.MAX_TEXT_CHARS)
@@ -225,10 +225,6 @@ _JOB_STATES: dict[int, JobState] = {
     agent_pb2.JOB_STATE_FAILED: JobState.FAILED,
     agent_pb2.JOB_STATE_STOPPED: JobState.STOPPED,
 }
-
-
-def job_state_from_proto(state: int) -> JobState | None:
-    return _JOB_STATES.get(state)
 
 
 _DRIVERS = {"engine": job_pb2.DRIVER_ENGINE, "gatling": job_pb2.DRIVER_GATLING}
