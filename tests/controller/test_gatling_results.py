@@ -9,9 +9,9 @@ import zipfile
 
 import pytest
 
+from loadfleet.controller.artifacts import ArtifactBudget, discard_partials, store_artifact_chunk
 from loadfleet.controller.console import LATENCY_NOT_MEASURED, summary_table
 from loadfleet.controller.figures import figures_of
-from loadfleet.controller.rundir import ArtifactBudget, discard_partials, store_artifact_chunk
 from loadfleet.controller.sinks.points import http_points
 from loadfleet.controller.stream import Scope
 from loadfleet.v1 import run_pb2

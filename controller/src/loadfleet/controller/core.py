@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .admission import admit, influx_config
 from .agents import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, AgentRecord, AgentRegistry, AgentState, ClockOffset, Health
+from .artifacts import ArtifactBudget, discard_partials, store_artifact_chunk
 from .errors import LoadfleetError, RunNotFound
 from .hosts import HostSample, HostSampleGate
 from .jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
@@ -30,7 +31,6 @@ from .plan import Plan, parse_plan
 from .recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from .report.rundata import GATLING_DIR
 from .run import Run, RunState
-from .rundir import ArtifactBudget, discard_partials, store_artifact_chunk
 from .selfwatch import ControllerSample, LoopProbe, StallStacks
 from .sinks import Sink
 from .sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
@@ -346,7 +346,7 @@ class Controller:
             run.on_engine_failure(failure)
 
     def on_artifact(self, agent_id: str, job_id: str, name: str, data: bytes, *, last: bool) -> Path | None:
-        """A chunk of a file for the job's run directory (rundir.store_artifact_chunk), within
+        """A chunk of a file for the job's run directory (artifacts.store_artifact_chunk), within
         the agent's budget in that run; the directory it was unpacked into after the last.
         Raises ValueError when it is refused (no job of the agent in an open run, a name, a
         bound), OSError when the disk cannot take it (the run's summary then says so)."""
