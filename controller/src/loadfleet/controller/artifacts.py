@@ -6,6 +6,7 @@ names and no member may leave that directory."""
 from __future__ import annotations
 
 import re
+import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +110,6 @@ def _unzip_inside(archive: Path, dest: Path, budget: ArtifactBudget) -> None:
             for member, target in targets:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with z.open(member) as src, target.open("wb") as out:
-                    out.write(src.read())
+                    shutil.copyfileobj(src, out)  # a piece at a time: a member may be 512 MiB
     except zipfile.BadZipFile as exc:
         raise ValueError(f"{archive.name} is not a zip file: {exc}") from exc
