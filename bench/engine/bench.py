@@ -1,6 +1,6 @@
 """Engine vs wrk: requests per generator CPU-second, p50 latency, memory at 10k connections.
 
-Run:  cd /work/main && .venv/bin/python bench/engine/bench.py [--quick]
+Run:  .venv/bin/python bench/engine/bench.py [--quick]
 
 Both generators load the same nginx (1 worker, core 0) from core 1; each is charged the
 user + system CPU time the kernel accounted to it, so other load on the machine changes

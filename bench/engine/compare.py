@@ -1,6 +1,6 @@
 """Two engine builds against each other: requests per generator CPU-second, per case and run.
 
-Run:  cd /work/wt/engine && .venv/bin/python bench/engine/compare.py --baseline OLD --candidate NEW
+Run:  .venv/bin/python bench/engine/compare.py --baseline OLD --candidate NEW
 
 What a change costs (e.g. phase timings): the same nginx, pinning, connections and method as
 bench.py, the two binaries back to back in every run (the order alternating), the ratio

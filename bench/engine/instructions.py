@@ -1,6 +1,6 @@
 """User-space instructions per request of engine builds, counted by valgrind (callgrind).
 
-Run:  cd /work/wt/engine && .venv/bin/python bench/engine/instructions.py ENGINE [ENGINE ...]
+Run:  .venv/bin/python bench/engine/instructions.py ENGINE [ENGINE ...]
 
 CPU time on a shared machine swings by ±10 % from run to run, too much to price a change of
 1 or 2 %. Instructions executed in user space do not depend on what else runs: each engine

@@ -1,7 +1,7 @@
 """System calls per request of the engine and of wrk, for every file and connection mode of
 bench.py, counted by the kernel's syscall tracepoints (`perf stat -e 'syscalls:sys_enter_*'`).
 
-Run:  cd /work/wt/engine && .venv/bin/python bench/engine/syscalls.py [--duration-s 3]
+Run:  .venv/bin/python bench/engine/syscalls.py [--duration-s 3]
 
 Each generator runs once per case under the same nginx, pinning and connections as bench.py,
 wrapped in perf stat (which counts the generator and its threads, not the server). Counting

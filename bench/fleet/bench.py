@@ -1,6 +1,6 @@
 """Fleet bench: a real controller process under a simulated fleet (N agents x R rows).
 
-Run:  cd /work/wt/fleetbench && .venv/bin/python bench/fleet/bench.py --agents 100 --rows 10 --duration-s 60
+Run:  .venv/bin/python bench/fleet/bench.py --agents 100 --rows 10 --duration-s 60
 
 It starts a controller (`loadfleet controller`, or --controller-cmd) pinned to one core,
 K simulator processes (bench/fleet/sim.py) pinned to the other, waits until every

@@ -1,7 +1,7 @@
 """InfluxDB sink benchmark: what writing every interval costs the controller, and how it
 grows with agents x targets x request names.
 
-Run:  cd /work/main && .venv/bin/python bench/sink/bench.py [--quick]
+Run:  .venv/bin/python bench/sink/bench.py [--quick]
 (needs influxd from `make setup` in .venv/bin or on PATH; starts its own on a free port)
 
 For each shape it builds one interval's reports the way agents send them (one row per
