@@ -16,16 +16,16 @@ from loadfleet.wire import DEFAULT_CONTROLLER, dial
 from loadfleet.wire.allowlist import ALLOW_TARGETS_ENV, LOOPBACK_ONLY, AllowList, AllowListError
 from loadfleet.wire.dial import ClientCredentials
 
-from . import __version__
-from .credentials import agent_id
-from .engine import find_engine
-from .errors import AgentError, UsageError
-from .guard import LoadPolicy
-from .hoststats import MonitorConfig, process_groups
-from .outbox import DEFAULT_MEMORY_LIMIT
-from .servercounters import CounterSource, counter_sources
-from .session import Agent, AgentConfig
-from .spool import DEFAULT_LIMIT_MB
+from .. import __version__
+from ..credentials import agent_id
+from ..engine import find_engine
+from ..errors import AgentError, UsageError
+from ..guard import LoadPolicy
+from ..hoststats import MonitorConfig, process_groups
+from ..outbox import DEFAULT_MEMORY_LIMIT
+from ..servercounters import CounterSource, counter_sources
+from ..session import Agent, AgentConfig
+from ..spool import DEFAULT_LIMIT_MB
 
 CONTROLLER_ENV = dial.CONTROLLER_ENV
 
