@@ -1,0 +1,7 @@
+"""`python -m loadfleet.agent.cli`: the same as `loadfleet-agent`."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
