@@ -42,7 +42,7 @@ def interval(spec, i, final):
 
 
 job_file = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("-Dloadfleet.job="))
-spec = json_format.Parse(open(job_file).read(), job_pb2.JobSpec())
+spec = json_format.Parse(Path(job_file).read_text(), job_pb2.JobSpec())
 mode = os.environ.get("FAKE_GATLING_MODE", "ok")
 print("Gatling 3.15.1 is starting (console noise)", flush=True)
 if mode == "console":

@@ -82,7 +82,7 @@ def test_gatling_projects_only_under_the_root(tmp_path):
         (None, "http://0x7f.0.0.1:80"),
         (None, "http://127.1:80"),
         (None, "http://2130706433:80"),
-        (None, "http://１２７.０.０.１:80"),
+        (None, "http://１２７.０.０.１:80"),  # noqa: RUF001 - full-width digits: hostile on purpose
     ],
 )
 def test_a_non_canonical_ipv4_literal_refuses_the_job_whatever_the_controller_checked(allow, url):

@@ -222,7 +222,7 @@ def test_agents_that_stop_their_load_when_the_controller_is_paused_past_the_leas
     time.sleep(2 + 3)  # the barrier, then 3 s of load
     with stopped(fleet.controller):
         time.sleep(6)
-    code, summary, err = finish(run, timeout_s=90)
+    _code, summary, err = finish(run, timeout_s=90)
     assert summary is not None, err + fleet.logs()
     failed = {e["agent_id"]: e["text"] for e in events(summary, "job_failed")}
     assert sorted(failed) == ["a1", "a2"] and all("lease expired" in t for t in failed.values()), failed

@@ -5,6 +5,7 @@ finishes it with counts equal to what nginx served."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
 import signal
@@ -119,7 +120,7 @@ def test_a_controller_restarted_within_the_lease_takes_the_run_over_and_counts_e
     assert summary["total"]["figures"]["requests"] == served, "every request counted once, none twice"
     rows = cluster_rows(cluster.runs_dir / run_id)
     starts = [int(r["interval_start_ms"]) for r in rows]
-    assert len(starts) == 12 and all(b - a == 1000 for a, b in zip(starts, starts[1:])), "no gap, no duplicate"
+    assert len(starts) == 12 and all(b - a == 1000 for a, b in itertools.pairwise(starts)), "no gap, no duplicate"
     assert all(r["agent"] == "" for r in rows)
     per_agent = [
         r

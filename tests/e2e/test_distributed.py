@@ -6,6 +6,7 @@ the agents' figures."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
 import signal
@@ -69,7 +70,7 @@ def check_intervals_are_exact_merges(run_dir, *, n_intervals, total_requests):
     totals = [r for r in rows if r["target"] == "*"]
     starts = sorted({int(r["interval_start_ms"]) for r in totals})
     assert len(starts) == n_intervals
-    assert all(b - a == 1000 for a, b in zip(starts, starts[1:]))
+    assert all(b - a == 1000 for a, b in itertools.pairwise(starts))
     cluster_sum = 0
     for start in starts:
         cluster = [r for r in totals if int(r["interval_start_ms"]) == start and r["scope"] == "cluster"]
@@ -229,7 +230,7 @@ def test_a_paused_controller_loses_no_measurements(cluster, webs, docroot, tmp_p
     assert summary["total"]["figures"]["requests"] == sum(web.server.access_log_lines() for web in webs)
     rows = csv.DictReader((cluster.runs_dir / summary["run_id"] / "intervals.csv").open())
     starts = sorted(int(r["interval_start_ms"]) for r in rows if r["scope"] == "cluster" and r["target"] == "*")
-    assert len(starts) == 16 and all(b - a == 1000 for a, b in zip(starts, starts[1:]))
+    assert len(starts) == 16 and all(b - a == 1000 for a, b in itertools.pairwise(starts))
 
 
 def test_status_follows_and_stop_ends_a_run_from_another_shell(cluster, webs, docroot, tmp_path):

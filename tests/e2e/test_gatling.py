@@ -214,7 +214,7 @@ def offline_maven(tmp_path, monkeypatch):
 
 
 def run_plan(cluster, path: Path, timeout_s: float = 90) -> dict:
-    code, summary, err = finish(cluster.start_run(path), timeout_s)
+    _code, summary, err = finish(cluster.start_run(path), timeout_s)
     assert summary is not None, err
     return summary
 
@@ -389,7 +389,7 @@ def test_a_project_that_does_not_compile_fails_the_job_with_the_compilers_lines(
     (project / "src/main/java/example/Broken.java").write_text(
         'package example;\npublic class Broken { int x = "text"; }\n'
     )
-    outcome, sent, took_s = run_job(user_spec(project, "example.PlainSimulation"))
+    outcome, sent, _took_s = run_job(user_spec(project, "example.PlainSimulation"))
     state, message = last_state(sent)
     assert outcome is Outcome.FAILED and state == agent_pb2.JOB_STATE_FAILED
     assert f"the Gatling project {project} does not build" in message
@@ -399,7 +399,7 @@ def test_a_project_that_does_not_compile_fails_the_job_with_the_compilers_lines(
 
 
 def test_a_simulation_class_that_does_not_exist_fails_the_job_clearly(offline_maven):
-    outcome, sent, took_s = run_job(user_spec(DEMO_PROJECT, "example.NoSuchSimulation"))
+    outcome, sent, _took_s = run_job(user_spec(DEMO_PROJECT, "example.NoSuchSimulation"))
     state, message = last_state(sent)
     assert outcome is Outcome.FAILED and state == agent_pb2.JOB_STATE_FAILED
     assert "Gatling did not start the job (exit status 1)" in message
@@ -429,7 +429,7 @@ def test_a_jvm_killed_mid_run_is_a_failed_job_with_its_exit_and_output(cluster, 
     time.sleep(2.5)  # the hook reports at least one full interval of load before the kill
     os.kill(java.pid, signal.SIGKILL)
     killed_at = time.monotonic()
-    code, summary, err = finish(run, timeout_s=60)
+    code, summary, _err = finish(run, timeout_s=60)
     assert time.monotonic() - killed_at < 20, "the run ends soon after its only driver died (no 30 s wait)"
     failed = [e["text"] for e in summary["events"] if e["kind"] == "job_failed"]
     assert summary["state"] == "failed" and code != 0, summary

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -80,7 +81,7 @@ def test_influxql_totals_equal_the_run_directory(cluster, webs, docroot, tmp_pat
     # Each interval's cluster p99 is the one computed from the merged histogram (intervals.csv).
     csv_rows = [
         r
-        for r in csv.DictReader(open(tmp_path / "runs" / run_id / "intervals.csv"))
+        for r in csv.DictReader((tmp_path / "runs" / run_id / "intervals.csv").read_text().splitlines())
         if r["scope"] == "cluster" and r["target"] == "*"
     ]
     assert len(csv_rows) == len(by_time) == 3
@@ -159,72 +160,151 @@ def check_dashboards(influx, summary, target_urls):
 
 
 def check_panel(title, series, *, total, steps, agents, targets):
-    """The numbers of the panels whose meaning is exact."""
-    values = lambda s: [dict(zip(s["columns"], v)) for v in s["values"]]  # noqa: E731
-    if title == "Requests (run total)":
-        assert series[0]["values"][0][1] == total
-    elif title in ("Requests/s by target", "Per-target requests/s"):
-        assert sorted(s["tags"]["target"] for s in series) == sorted(targets)
-    elif title in ("Requests/s by agent", "Agent CPU (generator health)", "Agent CPU", "Requests by agent"):
-        assert sorted(s["tags"]["agent"] for s in series) == agents
-        if title == "Requests by agent":
-            assert sum(r["sum"] for s in series for r in values(s)) == total
-    elif title.startswith("Controller"):  # the controller's samples, a second apart, during the run
-        rows = [r for s in series for r in values(s) if r["max"] is not None]
-        assert len(rows) >= 5 and all(r["max"] >= 0 for r in rows)
-    elif title == "Users and connections":  # the sweep's clients, 2 to 8, are its users
-        users = [r["users"] for s in series for r in values(s) if r["users"] is not None]
-        assert users and max(users) >= 2 and all(0 <= u <= 8 for u in users), users
-    elif title == "Steps":
-        rows = {s["tags"]["step"]: values(s)[0] for s in series}
-        assert sorted(rows) == sorted(steps)
-        for name, row in rows.items():
-            assert row["achieved_rps"] == pytest.approx(steps[name]["achieved_rps"], rel=1e-9)
-    elif title == "Monitored hosts' CPU per step":
-        rows = {(s["tags"]["step"], s["tags"]["host"]): values(s)[0] for s in series}
-        expected = {(name, h["host"]): h for name, st in steps.items() for h in st["hosts"]}
-        assert sorted(rows) == sorted(expected) and expected
-        for key, row in rows.items():
-            assert row["cpu_pct"] == pytest.approx(expected[key]["cpu_pct"], rel=1e-9)
-            assert row["process_cpu_pct"] == pytest.approx(expected[key]["process_cpu_pct"], rel=1e-9)
-    elif title == "Targets side by side per step":
-        rows = {(s["tags"]["step"], s["tags"]["target"]): values(s)[0] for s in series}
-        expected = {(name, t["url"]): t for name, st in steps.items() for t in st["targets"]}
-        assert sorted(rows) == sorted(expected) and {url for _, url in rows} == set(targets)
-        for key, row in rows.items():
-            assert row["achieved_rps"] == pytest.approx(expected[key]["achieved_rps"], rel=1e-9)
-            assert row["p99_ms"] == pytest.approx(expected[key]["p99_ms"], rel=1e-9)
-    elif title == "Where the time goes (ms per response)":
-        rows = [r for s in series for r in values(s) if r["waiting"] is not None]
-        assert rows and all(r["waiting"] > 0 and r["receiving"] >= 0 for r in rows)
-        assert any(r["connect"] for r in rows)  # the clients' connections opened in the first step
-    elif title == "Where the time goes per step (ms per response)":
-        rows = {s["tags"]["step"]: values(s)[0] for s in series}
-        assert sorted(rows) == sorted(steps)
-        for name, row in rows.items():
-            phases = steps[name]["phases"]
-            for phase in ("connect", "tls", "waiting", "receiving"):
-                assert row[phase] == pytest.approx(phases[phase]["per_response_ms"], rel=1e-9)
-            assert row["other"] == pytest.approx(phases["other_ms"], rel=1e-9)
-            assert row["ttfb_p99"] == pytest.approx(phases["waiting_p99_ms"], rel=1e-9)
-            assert row["waiting"] > 0 and row["tls"] == 0  # plain HTTP
-            in_phases = sum(row[p] for p in ("connect", "tls", "waiting", "receiving", "other"))
-            assert in_phases >= row["mean_ms"] * (1 - 1e-9)  # what no phase covers fills up to the mean
-    elif title == "Time to first byte (waiting, cluster, exact merge)":
-        rows = [r for s in series for r in values(s) if r["p50"] is not None]
-        assert rows and all(0 < r["p50"] <= r["p90"] <= r["p99"] <= r["max"] * 1.001 + 1e-3 for r in rows)
-    elif title.startswith("Monitored hosts:"):
-        assert {s["tags"]["host"] for s in series} == {"web1-host"}
-    elif title == "p99 drift from the first hour":
-        # The run is younger than an hour: its first interval is the whole baseline, so no drift.
-        first = next(r for s in series for r in values(s) if r["p99 drift"] is not None)
-        assert first["p99 drift"] == pytest.approx(0, abs=1e-6)
-    elif title == "Targets that stopped answering":
-        # The stopped server (the second target), and only it, went down.
-        down = [r["text"] for s in series for r in values(s) if r["kind"] == "target_down"]
-        assert down and all(targets[1] in text and targets[0] not in text for text in down), down
-    elif title == "Knee and stop conditions":
-        assert "stop_condition" in {r["kind"] for s in series for r in values(s)}
-    elif title == "Agents lost and joined":
-        lost = [r for s in series for r in values(s) if r["kind"] == "agent_lost"]
-        assert [r["agent"] for r in lost] == ["a2"]
+    """The numbers of the panels whose meaning is exact (the other panels only return data)."""
+    run = RunFacts(total=total, steps=steps, agents=agents, targets=targets)
+    check = PANEL_CHECKS.get(title) or next((c for prefix, c in PANEL_PREFIX_CHECKS if title.startswith(prefix)), None)
+    if check is not None:
+        check(title, series, run)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the run's summary says, for comparing with what a panel shows."""
+
+    total: int
+    steps: dict
+    agents: list[str]
+    targets: list[str]
+
+
+def rows_of(series) -> list[dict]:
+    """Every row of every series, as a dict by column."""
+    return [dict(zip(s["columns"], v)) for s in series for v in s["values"]]
+
+
+def first_row(s) -> dict:
+    return dict(zip(s["columns"], s["values"][0]))
+
+
+def check_run_total(title, series, run):
+    assert series[0]["values"][0][1] == run.total
+
+
+def check_by_target(title, series, run):
+    assert sorted(s["tags"]["target"] for s in series) == sorted(run.targets)
+
+
+def check_by_agent(title, series, run):
+    assert sorted(s["tags"]["agent"] for s in series) == run.agents
+    if title == "Requests by agent":
+        assert sum(r["sum"] for r in rows_of(series)) == run.total
+
+
+def check_controller(title, series, run):
+    """The controller's samples, a second apart, during the run."""
+    rows = [r for r in rows_of(series) if r["max"] is not None]
+    assert len(rows) >= 5 and all(r["max"] >= 0 for r in rows)
+
+
+def check_users(title, series, run):
+    """The sweep's clients, 2 to 8, are its users."""
+    users = [r["users"] for r in rows_of(series) if r["users"] is not None]
+    assert users and max(users) >= 2 and all(0 <= u <= 8 for u in users), users
+
+
+def check_steps(title, series, run):
+    rows = {s["tags"]["step"]: first_row(s) for s in series}
+    assert sorted(rows) == sorted(run.steps)
+    for name, row in rows.items():
+        assert row["achieved_rps"] == pytest.approx(run.steps[name]["achieved_rps"], rel=1e-9)
+
+
+def check_hosts_per_step(title, series, run):
+    rows = {(s["tags"]["step"], s["tags"]["host"]): first_row(s) for s in series}
+    expected = {(name, h["host"]): h for name, st in run.steps.items() for h in st["hosts"]}
+    assert sorted(rows) == sorted(expected) and expected
+    for key, row in rows.items():
+        assert row["cpu_pct"] == pytest.approx(expected[key]["cpu_pct"], rel=1e-9)
+        assert row["process_cpu_pct"] == pytest.approx(expected[key]["process_cpu_pct"], rel=1e-9)
+
+
+def check_targets_per_step(title, series, run):
+    rows = {(s["tags"]["step"], s["tags"]["target"]): first_row(s) for s in series}
+    expected = {(name, t["url"]): t for name, st in run.steps.items() for t in st["targets"]}
+    assert sorted(rows) == sorted(expected) and {url for _, url in rows} == set(run.targets)
+    for key, row in rows.items():
+        assert row["achieved_rps"] == pytest.approx(expected[key]["achieved_rps"], rel=1e-9)
+        assert row["p99_ms"] == pytest.approx(expected[key]["p99_ms"], rel=1e-9)
+
+
+def check_phases(title, series, run):
+    rows = [r for r in rows_of(series) if r["waiting"] is not None]
+    assert rows and all(r["waiting"] > 0 and r["receiving"] >= 0 for r in rows)
+    assert any(r["connect"] for r in rows)  # the clients' connections opened in the first step
+
+
+def check_phases_per_step(title, series, run):
+    rows = {s["tags"]["step"]: first_row(s) for s in series}
+    assert sorted(rows) == sorted(run.steps)
+    for name, row in rows.items():
+        phases = run.steps[name]["phases"]
+        for phase in ("connect", "tls", "waiting", "receiving"):
+            assert row[phase] == pytest.approx(phases[phase]["per_response_ms"], rel=1e-9)
+        assert row["other"] == pytest.approx(phases["other_ms"], rel=1e-9)
+        assert row["ttfb_p99"] == pytest.approx(phases["waiting_p99_ms"], rel=1e-9)
+        assert row["waiting"] > 0 and row["tls"] == 0  # plain HTTP
+        in_phases = sum(row[p] for p in ("connect", "tls", "waiting", "receiving", "other"))
+        assert in_phases >= row["mean_ms"] * (1 - 1e-9)  # what no phase covers fills up to the mean
+
+
+def check_ttfb(title, series, run):
+    rows = [r for r in rows_of(series) if r["p50"] is not None]
+    assert rows and all(0 < r["p50"] <= r["p90"] <= r["p99"] <= r["max"] * 1.001 + 1e-3 for r in rows)
+
+
+def check_monitored_hosts(title, series, run):
+    assert {s["tags"]["host"] for s in series} == {"web1-host"}
+
+
+def check_drift(title, series, run):
+    """The run is younger than an hour: its first interval is the whole baseline, so no drift."""
+    first = next(r for r in rows_of(series) if r["p99 drift"] is not None)
+    assert first["p99 drift"] == pytest.approx(0, abs=1e-6)
+
+
+def check_targets_down(title, series, run):
+    """The stopped server (the second target), and only it, went down."""
+    down = [r["text"] for r in rows_of(series) if r["kind"] == "target_down"]
+    assert down and all(run.targets[1] in text and run.targets[0] not in text for text in down), down
+
+
+def check_stop_events(title, series, run):
+    assert "stop_condition" in {r["kind"] for r in rows_of(series)}
+
+
+def check_agents_lost(title, series, run):
+    lost = [r for r in rows_of(series) if r["kind"] == "agent_lost"]
+    assert [r["agent"] for r in lost] == ["a2"]
+
+
+PANEL_CHECKS = {
+    "Requests (run total)": check_run_total,
+    "Requests/s by target": check_by_target,
+    "Per-target requests/s": check_by_target,
+    "Requests/s by agent": check_by_agent,
+    "Agent CPU (generator health)": check_by_agent,
+    "Agent CPU": check_by_agent,
+    "Requests by agent": check_by_agent,
+    "Users and connections": check_users,
+    "Steps": check_steps,
+    "Monitored hosts' CPU per step": check_hosts_per_step,
+    "Targets side by side per step": check_targets_per_step,
+    "Where the time goes (ms per response)": check_phases,
+    "Where the time goes per step (ms per response)": check_phases_per_step,
+    "Time to first byte (waiting, cluster, exact merge)": check_ttfb,
+    "p99 drift from the first hour": check_drift,
+    "Targets that stopped answering": check_targets_down,
+    "Knee and stop conditions": check_stop_events,
+    "Agents lost and joined": check_agents_lost,
+}
+PANEL_PREFIX_CHECKS = [("Controller", check_controller), ("Monitored hosts:", check_monitored_hosts)]

@@ -123,13 +123,13 @@ def test_certified_agents_and_operators_run_a_plan_and_no_credential_is_stored(s
 
 
 def test_a_client_without_a_certificate_is_refused_at_the_handshake(secure, pki, tmp_path):
-    with tls_channel(secure.address, pki) as channel:  # trusts the controller, shows nothing
-        with pytest.raises(grpc.RpcError) as caught:
-            run_pb2_grpc.RunServiceStub(channel).ListRuns(run_pb2.ListRunsRequest(), timeout=5)
+    # The client trusts the controller and shows nothing.
+    with tls_channel(secure.address, pki) as channel, pytest.raises(grpc.RpcError) as caught:
+        run_pb2_grpc.RunServiceStub(channel).ListRuns(run_pb2.ListRunsRequest(), timeout=5)
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
-    with grpc.insecure_channel(secure.address) as channel:  # plaintext
-        with pytest.raises(grpc.RpcError) as caught:
-            run_pb2_grpc.RunServiceStub(channel).ListRuns(run_pb2.ListRunsRequest(), timeout=5)
+    # Plaintext.
+    with grpc.insecure_channel(secure.address) as channel, pytest.raises(grpc.RpcError) as caught:
+        run_pb2_grpc.RunServiceStub(channel).ListRuns(run_pb2.ListRunsRequest(), timeout=5)
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     result = loadfleet("runs", "--controller", secure.address, "--tls-ca", str(pki.ca))
     assert result.returncode == 1 and "cannot reach the controller" in result.stderr
@@ -142,9 +142,11 @@ def test_a_client_without_a_certificate_is_refused_at_the_handshake(secure, pki,
 
 def test_a_certificate_of_another_ca_is_refused_both_ways(secure, pki, foreign):
     # The client shows a certificate the controller's CA did not sign.
-    with tls_channel(secure.address, foreign, "operator", OPERATOR, ca=pki.ca) as channel:
-        with pytest.raises(grpc.RpcError) as caught:
-            run_pb2_grpc.RunServiceStub(channel).ListRuns(run_pb2.ListRunsRequest(), timeout=5)
+    with (
+        tls_channel(secure.address, foreign, "operator", OPERATOR, ca=pki.ca) as channel,
+        pytest.raises(grpc.RpcError) as caught,
+    ):
+        run_pb2_grpc.RunServiceStub(channel).ListRuns(run_pb2.ListRunsRequest(), timeout=5)
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     # The client trusts another CA: it does not accept the controller.
     result = loadfleet("runs", "--controller", secure.address, *foreign.client_args("operator", OPERATOR))
@@ -243,11 +245,10 @@ def test_tokens_admit_agents_and_operators_by_name_and_role(token_cluster, pki, 
     result = loadfleet("runs", "--controller", address, "--tls-ca", ca)
     assert result.returncode == 2 and "needs a token" in result.stderr
     # A token works only over TLS: the client never sends it in the clear, the controller never serves plaintext.
-    with grpc.insecure_channel(address) as channel:
-        with pytest.raises(grpc.RpcError) as caught:
-            run_pb2_grpc.RunServiceStub(channel).ListRuns(
-                run_pb2.ListRunsRequest(), timeout=5, metadata=(("authorization", "Bearer x"),)
-            )
+    with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as caught:
+        run_pb2_grpc.RunServiceStub(channel).ListRuns(
+            run_pb2.ListRunsRequest(), timeout=5, metadata=(("authorization", "Bearer x"),)
+        )
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     a2_token = tokens.client_files["a2"].read_text().split()[2]
     credentials = grpc.composite_channel_credentials(
@@ -356,9 +357,8 @@ def test_insecure_serves_beyond_loopback_and_says_so(processes):
 
 def start_run_raw(address: str, pki: Pki, plan_yaml: str) -> list[tuple[str, str]]:
     """StartRun as a hostile operator would call it (no CLI resolving files first): the problems."""
-    with tls_channel(address, pki, "operator", OPERATOR) as channel:
-        with pytest.raises(grpc.RpcError) as caught:
-            run_pb2_grpc.RunServiceStub(channel).StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml), timeout=10)
+    with tls_channel(address, pki, "operator", OPERATOR) as channel, pytest.raises(grpc.RpcError) as caught:
+        run_pb2_grpc.RunServiceStub(channel).StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml), timeout=10)
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     [problems] = [v for k, v in caught.value.trailing_metadata() if k == "loadfleet-plan-problems-bin"]
     return [(p.path, p.message) for p in run_pb2.PlanProblems.FromString(problems).problems]

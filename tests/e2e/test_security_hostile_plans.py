@@ -29,9 +29,8 @@ RECURSIVE = [
 
 def start_run_problems(address: str, plan_yaml: str) -> list[tuple[str, str]]:
     """StartRun as a raw client sends it (no CLI in between): the problems it is refused with."""
-    with grpc.insecure_channel(address) as channel:
-        with pytest.raises(grpc.RpcError) as caught:
-            run_pb2_grpc.RunServiceStub(channel).StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml), timeout=10)
+    with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as caught:
+        run_pb2_grpc.RunServiceStub(channel).StartRun(run_pb2.StartRunRequest(plan_yaml=plan_yaml), timeout=10)
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value
     [problems] = [v for k, v in caught.value.trailing_metadata() if k == "loadfleet-plan-problems-bin"]
     return [(p.path, p.message) for p in run_pb2.PlanProblems.FromString(problems).problems]

@@ -9,6 +9,7 @@ first packet; load goes only to the namespaces it created.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -241,10 +242,8 @@ class FleetLab:
     def stop(self) -> None:
         """Notes every process and child for `Leftovers`; the network stops them."""
         for proc in [self.controller, self.monitor, *self.agents.values()]:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess, AttributeError):
                 self.leftovers.pids += [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-            except (psutil.NoSuchProcess, AttributeError):
-                pass
 
 
 def finish(run: subprocess.Popen, timeout_s: float = 60) -> tuple[int, dict | None, str]:

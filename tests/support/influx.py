@@ -44,13 +44,14 @@ bind-address = "127.0.0.1:{self.rpc_port}"
   log-enabled = false
   flux-enabled = false
 """)
-        self.proc = subprocess.Popen(
-            [program("influxd"), "-config", str(conf)],
-            stdin=subprocess.DEVNULL,
-            stdout=open(self.dir / "influxd.log", "wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with open(self.dir / "influxd.log", "wb") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(
+                [program("influxd"), "-config", str(conf)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -65,15 +65,15 @@ class Processes:
         self.started: list[subprocess.Popen] = []
 
     def start(self, name: str, args: list[str], **kwargs) -> subprocess.Popen:
-        log = open(self._log_dir / f"{name}.log", "wb")
-        proc = subprocess.Popen(
-            args,
-            stdout=kwargs.pop("stdout", log),
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            **kwargs,
-        )
+        with open(self._log_dir / f"{name}.log", "wb") as log:  # the child keeps its own descriptor
+            proc = subprocess.Popen(
+                args,
+                stdout=kwargs.pop("stdout", log),
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                **kwargs,
+            )
         proc.log_path = self._log_dir / f"{name}.log"
         self.started.append(proc)
         return proc

@@ -42,7 +42,7 @@ def logged_lines(server, expected: int, timeout_s: float = 2.0) -> int:
 def test_a_docroot_the_children_cannot_read_is_a_clear_error(tmp_path):
     generate_tree(tmp_path / "docroot", scale=0.1, seed=5)
     server = ApacheServer("127.0.0.2", free_port("127.0.0.2"), tmp_path / "docroot", tmp_path, "ap")
-    with pytest.raises(LabError, match="cannot reach .* is mode 0700"):
+    with pytest.raises(LabError, match=r"cannot reach .* is mode 0700"):
         server.start()
     assert server.pid is None
 

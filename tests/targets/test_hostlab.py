@@ -10,6 +10,7 @@ fails, and then checks that nothing stayed.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -62,10 +63,8 @@ def hosted(open_dir):
         state_file = state_dir / "lab.json"
         state = json.loads(state_file.read_text()) if state_file.exists() else {}
         seen.update(state)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             lab("down", "--state-dir", str(state_dir))
-        except subprocess.TimeoutExpired:
-            pass
         if state_file.exists():  # down failed: remove what it recorded all the same
             teardown(state)
     network = seen.get("network")

@@ -45,11 +45,10 @@ def test_only_loopback_addresses_are_accepted(tmp_path):
 
 
 def test_lab_stops_every_server_even_when_the_body_fails(tmp_path):
-    with pytest.raises(RuntimeError):
-        with Lab(parse_spec(SPEC), tmp_path) as lab:
-            pids = [s.pid for s in lab.servers]
-            assert len(pids) == 2 and all(pid_alive(p) for p in pids)
-            raise RuntimeError("test body failed")
+    with pytest.raises(RuntimeError), Lab(parse_spec(SPEC), tmp_path) as lab:
+        pids = [s.pid for s in lab.servers]
+        assert len(pids) == 2 and all(pid_alive(p) for p in pids)
+        raise RuntimeError("test body failed")
     assert not any(pid_alive(p) for p in pids)
 
 

@@ -41,7 +41,7 @@ def test_bad_sql_and_a_taken_port_are_clear_errors(tmp_path):
     db = MariaDbServer("127.0.0.2", free_port("127.0.0.2"), tmp_path, "db", items=10, categories=2)
     db.start()
     try:
-        with pytest.raises(LabError, match="mariadb db: .*doesn't exist"):
+        with pytest.raises(LabError, match=r"mariadb db: .*doesn't exist"):
             db.query("SELECT * FROM no_such_table")
         second = MariaDbServer("127.0.0.2", db.port, tmp_path, "db2", items=10, categories=2)
         with pytest.raises(LabError, match="mariadb db2 cannot listen"):

@@ -69,13 +69,12 @@ def test_hosts_reach_each_other_but_not_from_the_root_namespace(leftovers, tmp_p
 
 
 def test_teardown_after_an_exception_stops_processes_not_stopped_by_the_caller(leftovers):
-    with pytest.raises(RuntimeError, match="test failure"):
-        with LabNetwork() as net:
-            host = net.add_host("h1")
-            proc = host.spawn(["sleep", "300"])
-            leftovers.pids.append(proc.pid)
-            assert Path(f"/proc/{proc.pid}/ns/net").resolve() != Path("/proc/self/ns/net").resolve()
-            raise RuntimeError("test failure")
+    with pytest.raises(RuntimeError, match="test failure"), LabNetwork() as net:
+        host = net.add_host("h1")
+        proc = host.spawn(["sleep", "300"])
+        leftovers.pids.append(proc.pid)
+        assert Path(f"/proc/{proc.pid}/ns/net").resolve() != Path("/proc/self/ns/net").resolve()
+        raise RuntimeError("test failure")
     leftovers.check(net)
 
 

@@ -11,6 +11,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import psutil
 import pytest
@@ -338,7 +339,7 @@ def test_balancers_over_nfs_backed_nginx_reach_both_backends(open_dir, run_load)
         pids = [p for s in lab.servers for p in s.pids]
         mount = lab.docroot
     assert not any(pid_alive(p) for p in pids)
-    assert mount.as_posix() not in open("/proc/mounts").read()
+    assert mount.as_posix() not in Path("/proc/mounts").read_text()
 
 
 def test_apache_and_php_serve_an_nfs_docroot_byte_identical(open_dir, run_load):

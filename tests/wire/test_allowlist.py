@@ -125,7 +125,7 @@ NON_CANONICAL_IPV4 = [
     ("999.0.0.1", None),
     ("1.2.3.4.5", None),
     ("web.123", None),  # a last label that is a number: an address to browsers (WHATWG URL)
-    ("１２７.０.０.１", "127.0.0.1"),  # full-width digits: IDNA (Python's getaddrinfo) makes them ASCII
+    ("１２７.０.０.１", "127.0.0.1"),  # noqa: RUF001 - full-width digits: IDNA (Python's getaddrinfo) makes them ASCII
     ("127。0。0。1", "127.0.0.1"),  # an ideographic full stop is a dot to IDNA
 ]
 
@@ -139,9 +139,21 @@ def test_a_non_canonical_ipv4_literal_is_a_problem_naming_the_host(host, glibc):
 
 @pytest.mark.parametrize(
     "host",
-    "127.0.0.1 10.0.0.8 0.0.0.0 255.255.255.255 localhost web1.example web1.example. 123.example "
-    "0x7f.example ::1 ::ffff:127.0.0.1 fd00::10".split()
-    + [""],
+    [
+        "127.0.0.1",
+        "10.0.0.8",
+        "0.0.0.0",
+        "255.255.255.255",
+        "localhost",
+        "web1.example",
+        "web1.example.",
+        "123.example",
+        "0x7f.example",
+        "::1",
+        "::ffff:127.0.0.1",
+        "fd00::10",
+        "",
+    ],
 )
 def test_canonical_addresses_ipv6_and_names_are_no_problem(host):
     assert ipv4_form_problem(host) is None

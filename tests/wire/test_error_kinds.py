@@ -10,7 +10,7 @@ from loadfleet.v1 import stats_pb2
 from loadfleet.wire.stats import ERROR_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
-PROTO_NAMES = [n for n in stats_pb2.ErrorKind.keys() if n != "ERROR_KIND_UNSPECIFIED"]
+PROTO_NAMES = [v.name for v in stats_pb2.ErrorKind.DESCRIPTOR.values if v.name != "ERROR_KIND_UNSPECIFIED"]
 
 
 def test_the_python_tuple_is_the_proto_enum_in_order():

@@ -4,6 +4,7 @@ page reads the drawn charts, then hovers, drags and clicks the first one)."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -53,10 +54,8 @@ def chromium(processes, tmp_path: Path, *args: str) -> str:
     try:
         out, err = proc.communicate(timeout=60)
     finally:
-        try:  # helpers (zygote, renderer) may outlive the browser process
+        with contextlib.suppress(ProcessLookupError):  # helpers (zygote, renderer) may outlive the browser
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     assert proc.returncode == 0, err[-2000:]
     return out
 

@@ -340,7 +340,7 @@ def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path,
         lines.append(f"{start},cluster,,*,*,{2 * i},{2 * i},{i},{2 * i}")
         lines += [f"{start},agent,a{n:02},*,*,{n},{n},1,{n}" for n in range(20)]
     path.write_text("\n".join(lines) + "\n")
-    kinds, total, rows, agents, verdicts = rundata._read_intervals(path)
+    _kinds, total, rows, agents, verdicts = rundata._read_intervals(path)
     assert len(total) == 10 and [r.start_ms for r in total[:2]] == [0, 10_000] and verdicts == {"": 95}
     assert total[0].values["rps"] == sum(2 * i for i in range(10)) / 10 and total[0].values["max_ms"] == 9
     assert total[-1].values["requests"] == sum(2 * i for i in range(90, 95)) / 5

@@ -1,3 +1,4 @@
+import itertools
 import math
 import xml.etree.ElementTree as ET
 
@@ -37,7 +38,7 @@ def test_nice_ticks(low, high, expected):
 def test_log_ticks_cover_the_range_in_increasing_positive_steps(low, high):
     ticks = log_ticks(low, high)
     assert ticks[0] <= low and ticks[-1] >= high
-    assert all(0 < a < b for a, b in zip(ticks, ticks[1:]))
+    assert all(0 < a < b for a, b in itertools.pairwise(ticks))
     mantissas = {round(t / 10 ** math.floor(math.log10(t) + 1e-9), 6) for t in ticks}
     assert mantissas <= {1.0, 2.0, 5.0}
 

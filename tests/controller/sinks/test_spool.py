@@ -77,7 +77,7 @@ def test_one_spool_per_run_and_an_ended_runs_spool_is_sent_first_by_the_next(tmp
     later = Spool(root / "20300101-000002-cccc", limit_bytes=10**6, adopt=True)
     later.push(lines(200, 10))
     batches = later.oldest(10**6)
-    assert ids(Spool.read(batches)) == list(range(0, 10)) + list(range(200, 210)), "the ended run's first"
+    assert ids(Spool.read(batches)) == list(range(10)) + list(range(200, 210)), "the ended run's first"
     later.remove(batches)
     assert not (root / "20300101-000000-aaaa").exists(), "an adopted spool sent in full is removed"
     assert (root / "20300101-000001-bbbb").exists()

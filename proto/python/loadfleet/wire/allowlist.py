@@ -45,7 +45,8 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 # A last label in one of the number forms of inet_aton (decimal, octal 0..., hex 0x...) makes a
 # host an IPv4 address to resolvers and browsers (WHATWG URL's "ends in a number"), not a name.
 _NUMBER_LABEL = re.compile(r"^(?:[0-9]+|0[xX][0-9A-Fa-f]*)$")
-# IDNA reads these as dots too (Python's getaddrinfo encodes a host with it: "１２７．０．０．１" is 127.0.0.1).
+# IDNA reads these as dots too (Python's getaddrinfo encodes a host with it, full-width digits and
+# dots: "１２７．０．０．１" is 127.0.0.1).  # noqa: RUF003 - the full-width form is the point
 _IDNA_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 
 

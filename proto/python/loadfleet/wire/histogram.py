@@ -189,7 +189,7 @@ class Histogram:
     Built from encoded bytes (`decode`, lazily), from values (`of`), or by merging. An
     empty histogram costs nothing and encodes to b"" (as on the wire)."""
 
-    __slots__ = ("_raw", "_indices", "_counts", "_packed")
+    __slots__ = ("_counts", "_indices", "_packed", "_raw")
 
     def __init__(
         self,

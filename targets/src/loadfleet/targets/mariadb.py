@@ -216,4 +216,4 @@ def _inserts(table: str, rows: list[str]) -> list[str]:
     ]
 
 
-__all__ = ["DATABASE", "DEFAULT_CATEGORIES", "DEFAULT_ITEMS", "MariaDbServer", "PASSWORD", "USER", "seed_sql"]
+__all__ = ["DATABASE", "DEFAULT_CATEGORIES", "DEFAULT_ITEMS", "PASSWORD", "USER", "MariaDbServer", "seed_sql"]

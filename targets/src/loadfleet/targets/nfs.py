@@ -164,4 +164,4 @@ LOG {{ Default_Log_Level = EVENT; }}
         self.stop()
 
 
-__all__ = ["ClientStats", "GaneshaServer", "LabError", "PSEUDO_PATH", "ganesha_program"]
+__all__ = ["PSEUDO_PATH", "ClientStats", "GaneshaServer", "LabError", "ganesha_program"]

@@ -140,7 +140,6 @@ def apache_stock_settings() -> str:
 
 
 __all__ = [
-    "PHP_FPM_STOCK_POOL",
     "APACHE_STOCK_CORE",
     "APACHE_STOCK_MODULES",
     "APACHE_STOCK_MPM",
@@ -148,6 +147,7 @@ __all__ = [
     "NGINX_STOCK_EVENTS",
     "NGINX_STOCK_HTTP",
     "NGINX_STOCK_MAIN",
+    "PHP_FPM_STOCK_POOL",
     "PROFILES",
     "Profile",
 ]
