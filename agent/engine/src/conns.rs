@@ -4,6 +4,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::failure::Failure;
 use crate::http::{self, Connection};
 use crate::phases::Phases;
 use crate::run::Shared;
@@ -105,7 +106,7 @@ impl Connections {
         let request = &job.requests[request];
         let wire = &request.wire[target];
         let mut bytes_out = 0;
-        let failed = |failure: http::Failure, bytes_out| Ended::failed(failure.kind, failure.message, bytes_out);
+        let failed = |failure: Failure, bytes_out| Ended::failed(failure.kind, failure.message, bytes_out);
         // Set when this request opened a connection (the one its response came on).
         let mut handshakes = None;
         loop {

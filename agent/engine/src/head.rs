@@ -4,7 +4,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::http::Failure;
+use crate::failure::Failure;
 use crate::wire::pb::ErrorKind;
 
 const MAX_HEADERS: usize = 64;

@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::failure::Failure;
 use crate::head::{self, Body, RecentHead};
 use crate::reactor::Reactor;
 use crate::socket::Socket;
@@ -32,21 +33,6 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Size of the engine's one buffer that bodies are read into and dropped: a 30 KB body takes
 /// one read instead of four into a connection's 8 KiB buffer.
 pub const DISCARD_BUFFER_BYTES: usize = 64 * 1024;
-
-#[derive(Debug)]
-pub struct Failure {
-    pub kind: ErrorKind,
-    pub message: String,
-    /// Nothing of a response arrived: on a reused keep-alive connection this is the
-    /// server having closed it while idle, and the request may be sent again.
-    pub nothing_received: bool,
-}
-
-impl Failure {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Failure { kind, message: message.into(), nothing_received: false }
-    }
-}
 
 #[derive(Debug, PartialEq)]
 pub struct Response {

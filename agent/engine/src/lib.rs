@@ -7,6 +7,7 @@
 
 pub mod closed;
 pub mod conns;
+pub mod failure;
 pub mod head;
 pub mod http;
 pub mod job;
