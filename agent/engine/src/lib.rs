@@ -9,6 +9,7 @@ pub mod closed;
 pub mod conns;
 pub mod failure;
 pub mod head;
+pub mod histogram;
 pub mod http;
 pub mod job;
 pub mod load;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::stats::{encode_histogram, new_histogram, record_us};
+use crate::histogram::{encode_histogram, new_histogram, record_us};
 use crate::wire::pb;
 
 /// The phases of one response. `connect` and `tls` only when its request opened a connection.

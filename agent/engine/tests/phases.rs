@@ -82,7 +82,7 @@ fn a_slow_first_byte_is_waiting() {
     assert_small("receiving", receiving.mean_ms, delay);
 
     // The time-to-first-byte histogram holds every response, and its median is the delay.
-    let mut histogram = loadfleet_engine::stats::new_histogram();
+    let mut histogram = loadfleet_engine::histogram::new_histogram();
     for row in reports.iter().flat_map(|r| &r.stats).filter(|s| !s.waiting_histogram.is_empty()) {
         let h: hdrhistogram::Histogram<u64> =
             Deserializer::new().deserialize(&mut row.waiting_histogram.as_slice()).unwrap();

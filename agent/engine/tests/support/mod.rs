@@ -242,7 +242,7 @@ pub fn open_job(url: &str, path: &str, rate_per_s: f64, poisson: bool, duration_
 /// The latency histogram of all responses in `reports`.
 pub fn latency(reports: &[pb::IntervalReport]) -> hdrhistogram::Histogram<u64> {
     use hdrhistogram::serialization::Deserializer;
-    let mut all = loadfleet_engine::stats::new_histogram();
+    let mut all = loadfleet_engine::histogram::new_histogram();
     for s in reports.iter().flat_map(|r| &r.stats).filter(|s| !s.latency_histogram.is_empty()) {
         let h: hdrhistogram::Histogram<u64> =
             Deserializer::new().deserialize(&mut s.latency_histogram.as_slice()).unwrap();
