@@ -160,6 +160,7 @@ lint: python-deps $(BIN)/lint-imports
 	cargo clippy --release --quiet --all-targets --manifest-path agent/engine/Cargo.toml -- -D warnings
 	cargo fmt --manifest-path $(NATIVE)/Cargo.toml --check
 	cargo clippy --release --quiet --all-targets --manifest-path $(NATIVE)/Cargo.toml -- -D warnings
+	mvn -q -B -f agent/gatling/pom.xml -P lint clean process-classes
 
 $(BIN)/lint-imports: | python-deps
 	$(PY) -m pip install -q $(LINTERS)

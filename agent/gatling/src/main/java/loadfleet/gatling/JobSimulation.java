@@ -51,7 +51,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * sessions, open arrival rates (constant or randomized), barrier start, duration, timeouts.
  * Not supported (the controller refuses such plans for this driver): stages, request budgets.
  */
-public class JobSimulation extends Simulation {
+public final class JobSimulation extends Simulation {
   private static final String PICK = "loadfleet.pick";
   private static final String DUE_MS = "loadfleet.due_ms";
   private static final long ARRIVAL_LEAD_MS = 2000;

@@ -3,6 +3,7 @@ package loadfleet.gatling;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 
@@ -57,7 +58,7 @@ public final class Launcher {
           Runtime.getRuntime().halt(0);
         }
       }
-    } catch (Exception e) {
+    } catch (IOException | RuntimeException e) {
       // fall through: the agent is gone either way
     }
     System.err.println("loadfleet: stdin closed (agent gone): stopping at once");

@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The loadfleet hook for Gatling simulations: records every request's outcome and latency per
@@ -66,7 +67,7 @@ public final class LoadfleetStats {
     return t;
   });
   // The hook of this JVM once its simulation is ready, for the Launcher's `stop` command.
-  private static volatile LoadfleetStats active;
+  private static final AtomicReference<LoadfleetStats> ACTIVE = new AtomicReference<>();
   private volatile boolean stopping;
   private long nextToEmit;
   private boolean finished;
@@ -156,13 +157,13 @@ public final class LoadfleetStats {
     ObjectNode ready = event("ready");
     ((ObjectNode) ready.get("ready")).put("version", VERSION);
     emit(ready);
-    active = this;
+    ACTIVE.set(this);
     scheduleTick();
   }
 
   /** The hook that printed `ready` in this JVM, or null (a simulation without the hook). */
   static LoadfleetStats active() {
-    return active;
+    return ACTIVE.get();
   }
 
   /**

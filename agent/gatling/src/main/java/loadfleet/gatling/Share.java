@@ -28,6 +28,10 @@ import java.util.List;
 public record Share(String model, int users, double rate, boolean poisson, double rampS, double durationS,
                     long startAtMs, List<String> targets) {
 
+  public Share {
+    targets = List.copyOf(targets);
+  }
+
   /** The share the agent passed; outside the agent, one user for 10 s from now on localhost. */
   public static Share fromSystemProperties() {
     String targets = System.getProperty("loadfleet.targets", "http://127.0.0.1:8080");
@@ -39,7 +43,7 @@ public record Share(String model, int users, double rate, boolean poisson, doubl
         Double.parseDouble(System.getProperty("loadfleet.ramp_s", "0")),
         Double.parseDouble(System.getProperty("loadfleet.duration_s", "10")),
         Long.getLong("loadfleet.start_at_ms", System.currentTimeMillis()),
-        List.copyOf(Arrays.asList(targets.split(","))));
+        Arrays.asList(targets.split(",")));
   }
 
   /** The plan's first target (base URL, no path). */
