@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::conns::Connections;
 use crate::rng::Rng;
-use crate::run::{Control, Shared};
+use crate::shared::{Control, Shared};
 
 pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receiver<Control>) {
     let job = &shared.job;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::failure::Failure;
 use crate::http::{self, Connection};
 use crate::phases::Phases;
-use crate::run::Shared;
+use crate::shared::Shared;
 use crate::socket::Socket;
 use crate::stats::Outcome;
 use crate::timer::Timer;

@@ -18,6 +18,7 @@ pub mod phases;
 pub mod reactor;
 pub mod rng;
 pub mod run;
+pub mod shared;
 pub mod socket;
 pub mod stats;
 pub mod timer;

@@ -14,7 +14,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::conns::Connections;
 use crate::rng::Rng;
-use crate::run::{Control, Shared};
+use crate::shared::{Control, Shared};
 use crate::visitors::Visitors;
 
 struct Due {

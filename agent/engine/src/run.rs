@@ -5,7 +5,6 @@
 //! in-flight requests have ended.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -13,78 +12,16 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::closed::run_client;
-use crate::head::RecentHead;
 use crate::job::Job;
-use crate::load::{Load, Model, Think};
+use crate::load::{Load, Model};
 use crate::open::{schedule, work, Arrivals, Backlog};
 use crate::reactor::Reactor;
-use crate::stats::Stats;
+use crate::shared::{Control, Shared};
 use crate::visitors::Visitors;
 use crate::wire::pb;
 
 /// How often ramps (stages, spawn rates) and the budget are looked at.
 const LEVEL_TICK_MS: i64 = 50;
-
-/// What the drivers follow; changed by ramps, adjust and stop.
-#[derive(Debug, Clone, Copy)]
-pub struct Control {
-    pub stopped: bool,
-    /// Closed and users models: clients 0..clients run.
-    pub clients: u32,
-    /// Open model.
-    pub rate_per_s: f64,
-    pub think: Think,
-}
-
-impl Control {
-    pub fn runs(&self, client: u32) -> bool {
-        !self.stopped && client < self.clients
-    }
-}
-
-/// What every driver of the job reads.
-pub struct Shared {
-    pub job: Job,
-    pub stats: RefCell<Stats>,
-    pub in_flight: Cell<u64>,
-    /// Readiness of the plain TCP sockets (see `reactor.rs`).
-    pub reactor: Rc<Reactor>,
-    /// Where every connection's response bodies are read and dropped (see `Connection::exchange`).
-    pub discard: RefCell<Vec<u8>>,
-    /// The last head read for each (request, target): `recent_head`. O(requests × targets).
-    recent_heads: Vec<RefCell<RecentHead>>,
-    started: Cell<u64>,
-    /// The request budget (0: none); the job's, raised when a lost agent's share is handed over.
-    max_requests: Rc<Cell<u64>>,
-    /// Clients that completed their sessions' repetitions: not started again.
-    retired: RefCell<HashSet<u32>>,
-}
-
-impl Shared {
-    /// Permission to start one more request: false once the budget is spent.
-    pub fn take_ticket(&self) -> bool {
-        let started = self.started.get();
-        let budget = self.max_requests.get();
-        if budget > 0 && started >= budget {
-            return false;
-        }
-        self.started.set(started + 1);
-        true
-    }
-
-    pub fn recent_head(&self, target: usize, request: usize) -> &RefCell<RecentHead> {
-        &self.recent_heads[request * self.job.targets.len() + target]
-    }
-
-    fn budget_spent(&self) -> bool {
-        let budget = self.max_requests.get();
-        budget > 0 && self.started.get() >= budget && self.in_flight.get() == 0
-    }
-
-    pub fn retire(&self, client: u32) {
-        self.retired.borrow_mut().insert(client);
-    }
-}
 
 /// The handle main uses to steer a running job.
 #[derive(Clone)]
@@ -145,17 +82,7 @@ impl Run {
         let think = job.load.think;
         let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
         let budget = Rc::new(Cell::new(job.max_requests));
-        let shared = Shared {
-            stats: RefCell::new(Stats::new(&job)),
-            recent_heads: (0..job.requests.len() * job.targets.len()).map(|_| RefCell::default()).collect(),
-            job,
-            in_flight: Cell::new(0),
-            reactor: Reactor::new()?,
-            discard: RefCell::new(vec![0; crate::http::DISCARD_BUFFER_BYTES]),
-            started: Cell::new(0),
-            max_requests: Rc::clone(&budget),
-            retired: RefCell::new(HashSet::new()),
-        };
+        let shared = Shared::new(job, Reactor::new()?, Rc::clone(&budget));
         Ok(Run {
             shared: Rc::new(shared),
             control,
@@ -281,7 +208,7 @@ impl Run {
         for id in 0..wanted {
             let index = id as usize;
             let running = index < self.tasks.len() && !self.tasks[index].is_finished();
-            if running || self.shared.retired.borrow().contains(&id) {
+            if running || self.shared.is_retired(id) {
                 continue;
             }
             let handle = tokio::task::spawn_local(run_client(id, Rc::clone(&self.shared), self.control.clone()));

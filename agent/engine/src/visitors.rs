@@ -17,7 +17,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::conns::Connections;
 use crate::rng::Rng;
-use crate::run::{Control, Shared};
+use crate::shared::{Control, Shared};
 
 /// The users in progress of one job, at most `max` (the open model's `max_connections`:
 /// each user holds its own connection). An arrival beyond it is counted as not sent, so
