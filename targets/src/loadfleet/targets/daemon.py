@@ -8,6 +8,7 @@ why and carries the tail of the program's own log).
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import ipaddress
 import os
@@ -203,8 +204,7 @@ def find_program(name: str, package: str, *, extra_dirs: tuple[str, ...] = ("/us
 def spawn(argv: list[str], *, log: Path | None = None, preexec: Callable[[], None] | None = None) -> subprocess.Popen:
     """Starts a program in its own session (so a stop can take its whole group); `preexec` runs
     in the child just before exec (a CPU cap: every process the program forks inherits it)."""
-    out = open(log, "ab") if log else None
-    try:
+    with open(log, "ab") if log else contextlib.nullcontext() as out:  # the child keeps its own descriptor
         return subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -213,9 +213,6 @@ def spawn(argv: list[str], *, log: Path | None = None, preexec: Callable[[], Non
             start_new_session=True,
             preexec_fn=preexec,
         )
-    finally:
-        if out is not None:
-            out.close()
 
 
 def spawn_listening(
@@ -328,10 +325,8 @@ def stop_pid(pid: int) -> None:
         if not pid_alive(pid):
             return
         time.sleep(0.05)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def pid_alive(pid: int) -> bool:

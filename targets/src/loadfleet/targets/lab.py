@@ -179,16 +179,33 @@ class Lab:
         self._save()
 
     def _build(self, spec: ServerSpec):
-        launcher: Launcher
+        args, docroot, launcher = self._place(spec)
+        common: dict[str, Any] = {"launcher": launcher}
+        if spec.kind in FILE_KINDS:
+            return self._web_server(spec, args, docroot, common)
+        if spec.kind == "mariadb":
+            return MariaDbServer(
+                *args, self.state_dir, spec.name, seed=spec.seed, items=spec.items, categories=spec.categories, **common
+            )
+        backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
+        if spec.kind == "haproxy":
+            return HaproxyServer(*args, self.state_dir, spec.name, backends, **common)
+        if spec.kind == "varnish":
+            return VarnishServer(*args, self.state_dir, spec.name, backends, cache=spec.cache, **common)
+        raise LabError(f"server kind '{spec.kind}' is not one of {', '.join(KINDS)}")
+
+    def _place(self, spec: ServerSpec) -> tuple[tuple[str, int], Path, Launcher]:
+        """Where a server runs: its address and port, its docroot and its launcher (a lab host,
+        recorded as its placement, or this machine with the server's CPU caps)."""
         if spec.on:
             assert self.hosts is not None  # servers are placed on hosts in a lab with hosts only
             host = self.hosts.hosts[spec.on]
             self._placement[spec.name] = spec.on
-            args, docroot, launcher = (host.address, spec.port), self.hosts.mounts.get(spec.on, self.docroot), host
-        else:
-            args, docroot = (spec.host, spec.port or _free_port(spec.host)), self.docroot
-            launcher = self._capped(spec)
-        common: dict[str, Any] = {"launcher": launcher}
+            return (host.address, spec.port), self.hosts.mounts.get(spec.on, self.docroot), host
+        return (spec.host, spec.port or _free_port(spec.host)), self.docroot, self._capped(spec)
+
+    def _web_server(self, spec: ServerSpec, args: tuple[str, int], docroot: Path, common: dict[str, Any]):
+        """A server of the docroot: one of FILE_KINDS."""
         if spec.kind == "nginx":
             # Over a warm NFS mount nginx keeps files open rather than opening each one per request.
             extra = NGINX_OPEN_FILE_CACHE if self.spec.nfs and self.spec.nfs_cache == "warm" else ""
@@ -223,18 +240,8 @@ class Lab:
             )
         if spec.kind == "tomcat":
             return TomcatServer(*args, docroot, self.state_dir, spec.name, **common)
-        if spec.kind == "yaws":
-            return YawsServer(*args, docroot, self.state_dir, spec.name, **common)
-        if spec.kind == "mariadb":
-            return MariaDbServer(
-                *args, self.state_dir, spec.name, seed=spec.seed, items=spec.items, categories=spec.categories, **common
-            )
-        backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
-        if spec.kind == "haproxy":
-            return HaproxyServer(*args, self.state_dir, spec.name, backends, **common)
-        if spec.kind == "varnish":
-            return VarnishServer(*args, self.state_dir, spec.name, backends, cache=spec.cache, **common)
-        raise LabError(f"server kind '{spec.kind}' is not one of {', '.join(KINDS)}")
+        # The last of FILE_KINDS: yaws.
+        return YawsServer(*args, docroot, self.state_dir, spec.name, **common)
 
     def _capped(self, spec: ServerSpec) -> Launcher:
         """A loopback server's launcher: with its CPU caps, if it has any."""

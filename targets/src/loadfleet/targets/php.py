@@ -161,6 +161,16 @@ access.format = "%R \\"%m %r%Q%q\\" %s"
             return sum(1 for _ in f)
 
 
+def _check_settings(*, front: str, cost: int, max_age_s: int) -> None:
+    """Raises ValueError for a front, page cost or max age PhpServer does not take."""
+    if front not in FRONTS:
+        raise ValueError(f"front '{front}' is not one of {', '.join(FRONTS)}")
+    if not 0 <= cost <= MAX_COST:
+        raise ValueError(f"cost {cost} must be from 0 to {MAX_COST}")
+    if not 0 <= max_age_s <= MAX_MAX_AGE_S:
+        raise ValueError(f"max_age_s {max_age_s} must be from 0 to {MAX_MAX_AGE_S}")
+
+
 class PhpServer:
     """nginx or Apache on a loopback address: the workload tree, plus /page.php from PHP-FPM
     (and the database pages, given a `database`)."""
@@ -184,12 +194,7 @@ class PhpServer:
         profile: str = DEFAULT_PROFILE,
         launcher: Launcher = LOCAL,
     ):
-        if front not in FRONTS:
-            raise ValueError(f"front '{front}' is not one of {', '.join(FRONTS)}")
-        if not 0 <= cost <= MAX_COST:
-            raise ValueError(f"cost {cost} must be from 0 to {MAX_COST}")
-        if not 0 <= max_age_s <= MAX_MAX_AGE_S:
-            raise ValueError(f"max_age_s {max_age_s} must be from 0 to {MAX_MAX_AGE_S}")
+        _check_settings(front=front, cost=cost, max_age_s=max_age_s)
         self.name, self.front_kind, self.cost, self.database = name, front, cost, database
         self.max_age_s = max_age_s
         self.pages = (PAGE, *(DB_PAGES if database else ()))

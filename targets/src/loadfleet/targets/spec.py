@@ -163,10 +163,7 @@ def parse_spec(doc) -> LabSpec:
         raise SpecError(["a lab spec must be a mapping"])
     from .hostspec import parse_hosts  # the hosts sections build on this module's server parsing
 
-    problems: list[str] = []
-    for key in doc:
-        if key not in TOP_FIELDS:
-            problems.append(f"{key}: not a field of a lab spec ({', '.join(TOP_FIELDS)})")
+    problems = [f"{key}: not a field of a lab spec ({', '.join(TOP_FIELDS)})" for key in doc if key not in TOP_FIELDS]
     nfs, nfs_cache = _docroot(doc.get("docroot", {}), problems)
     workload = _workload(doc.get("workload") or {}, problems)
     if "hosts" in doc:
@@ -174,14 +171,7 @@ def parse_spec(doc) -> LabSpec:
         placed = lab.placed
     else:
         lab = None
-        for key in ("network", "agents"):
-            if key in doc:
-                problems.append(f"{key}: only a lab with hosts has a {key} section")
-        entries = doc.get("servers")
-        if not isinstance(entries, list) or not entries:
-            problems.append("servers: give a list of at least one server")
-            entries = []
-        placed = [Placed(f"servers[{i}]", entry, f"web{i + 1}") for i, entry in enumerate(entries)]
+        placed = _loopback_servers(doc, problems)
     servers = [s for p in placed if (s := _server(p, problems))]
     problems += _name_problems(placed) + _backend_problems(servers, placed) + _listen_problems(servers)
     nfs = nfs or bool(lab and any(h.nfs for h in lab.hosts))
@@ -203,6 +193,18 @@ def parse_spec(doc) -> LabSpec:
 
 
 TOP_FIELDS = ("workload", "servers", "docroot", "network", "hosts", "agents")
+
+
+def _loopback_servers(doc: dict, problems: list[str]) -> list[Placed]:
+    """The `servers` of a lab without hosts, every one on loopback."""
+    for key in ("network", "agents"):
+        if key in doc:
+            problems.append(f"{key}: only a lab with hosts has a {key} section")
+    entries = doc.get("servers")
+    if not isinstance(entries, list) or not entries:
+        problems.append("servers: give a list of at least one server")
+        entries = []
+    return [Placed(f"servers[{i}]", entry, f"web{i + 1}") for i, entry in enumerate(entries)]
 
 
 @dataclass(frozen=True)
@@ -276,15 +278,7 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     if kind not in KINDS:
         problems.append(f"{where}.kind: '{kind}' is not one of {', '.join(KINDS)}")
         return None
-    allowed = (*(PLACED_FIELDS if placed.on else COMMON_FIELDS), *KIND_FIELDS[kind])
-    for key in entry:
-        if key not in allowed:
-            hint = (
-                f"; on a lab host the address and caps are the host's (hosts.{placed.on})"
-                if placed.on and key in COMMON_FIELDS
-                else ""
-            )
-            problems.append(f"{where}.{key}: not a field of kind '{kind}' ({', '.join(allowed)}){hint}")
+    problems += _unknown_server_fields(placed, entry, kind)
     host, port = _address(placed, entry, kind, problems)
     if kind in BALANCERS and "backends" not in entry:
         problems.append(f"{where}.backends: a {kind} needs the names of the servers it balances over")
@@ -292,22 +286,40 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     _check_fields(where, fields, problems)
     if len(problems) > before:
         return None
-    if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
-        problems.append(f"{where}.categories: must not be more than items (every category has an item)")
-        return None
-    if kind == "php" and "mpm" in fields and fields.get("front", DEFAULT_FRONT) != "apache":
-        problems.append(f"{where}.mpm: only for front: apache (an nginx front has no MPM)")
-        return None
-    if fields.get("profile") == "stock" and "workers" in fields and kind in ("nginx", "php"):
-        problems.append(
-            f"{where}.workers: a stock {kind} has Debian's "
-            + ("worker_processes auto" if kind == "nginx" else "PHP-FPM pool (pm = dynamic, at most 5)")
-        )
+    if (problem := _combination_problem(where, kind, fields)) is not None:
+        problems.append(problem)
         return None
     for key in ("backends", "cpus"):
         if key in fields:
             fields[key] = tuple(fields[key])
     return ServerSpec(name, kind, host, port, on=placed.on, **fields)
+
+
+def _unknown_server_fields(placed: Placed, entry: dict, kind: str) -> list[str]:
+    allowed = (*(PLACED_FIELDS if placed.on else COMMON_FIELDS), *KIND_FIELDS[kind])
+    problems = []
+    for key in entry:
+        if key not in allowed:
+            hint = (
+                f"; on a lab host the address and caps are the host's (hosts.{placed.on})"
+                if placed.on and key in COMMON_FIELDS
+                else ""
+            )
+            problems.append(f"{placed.where}.{key}: not a field of kind '{kind}' ({', '.join(allowed)}){hint}")
+    return problems
+
+
+def _combination_problem(where: str, kind: str, fields: dict) -> str | None:
+    """A problem of fields that are each valid but not together."""
+    if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
+        return f"{where}.categories: must not be more than items (every category has an item)"
+    if kind == "php" and "mpm" in fields and fields.get("front", DEFAULT_FRONT) != "apache":
+        return f"{where}.mpm: only for front: apache (an nginx front has no MPM)"
+    if fields.get("profile") == "stock" and "workers" in fields and kind in ("nginx", "php"):
+        return f"{where}.workers: a stock {kind} has Debian's " + (
+            "worker_processes auto" if kind == "nginx" else "PHP-FPM pool (pm = dynamic, at most 5)"
+        )
+    return None
 
 
 def _address(placed: Placed, entry: dict, kind: str, problems: list[str]) -> tuple[str, int]:
