@@ -119,27 +119,8 @@ _scratch = _Scratch()
 
 
 def _decode_arrays(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
-    if len(raw) < _EXTERNAL.size:
-        raise HistogramError(f"{len(raw)} bytes are too short for an encoded histogram")
-    cookie, length = _EXTERNAL.unpack_from(raw)
-    if cookie & _COOKIE_BASE_MASK != _COMPRESSED_COOKIE & _COOKIE_BASE_MASK or length != len(raw) - _EXTERNAL.size:
-        raise HistogramError("not a V2 compressed histogram (wrong cookie or length)")
-    try:
-        data = zlib.decompress(memoryview(raw)[_EXTERNAL.size :])
-    except zlib.error as exc:
-        raise HistogramError(f"the histogram's deflate stream is damaged: {exc}") from exc
-    if len(data) < _PAYLOAD.size:
-        raise HistogramError("the histogram's payload is shorter than its header")
-    cookie, payload_len, offset, digits, lowest, _highest, _ratio = _PAYLOAD.unpack_from(data)
-    if cookie & _COOKIE_BASE_MASK != _ENCODING_COOKIE & _COOKIE_BASE_MASK:
-        raise HistogramError("not a V2 histogram payload (wrong cookie)")
-    if offset or digits != SIGNIFICANT_DIGITS or lowest != LOWEST_US:
-        raise HistogramError(
-            f"a histogram of another shape (lowest {lowest}, {digits} digits); "
-            f"loadfleet's are {LOWEST_US} µs at {SIGNIFICANT_DIGITS} digits"
-        )
-    if payload_len > len(data) - _PAYLOAD.size:
-        raise HistogramError("the histogram's payload is cut short")
+    data = _inflate(raw)
+    payload_len = _payload_length(data)
     scratch = _scratch.array
     try:
         found = _varint_decode(
@@ -159,6 +140,37 @@ def _decode_arrays(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     if (counts < 0).any():
         raise HistogramError("the histogram has negative counts")
     return indices + low, counts
+
+
+def _inflate(raw: bytes) -> bytes:
+    """The payload (header and varints) inside the compressed encoding's header and deflate stream."""
+    if len(raw) < _EXTERNAL.size:
+        raise HistogramError(f"{len(raw)} bytes are too short for an encoded histogram")
+    cookie, length = _EXTERNAL.unpack_from(raw)
+    if cookie & _COOKIE_BASE_MASK != _COMPRESSED_COOKIE & _COOKIE_BASE_MASK or length != len(raw) - _EXTERNAL.size:
+        raise HistogramError("not a V2 compressed histogram (wrong cookie or length)")
+    try:
+        data = zlib.decompress(memoryview(raw)[_EXTERNAL.size :])
+    except zlib.error as exc:
+        raise HistogramError(f"the histogram's deflate stream is damaged: {exc}") from exc
+    return data
+
+
+def _payload_length(data: bytes) -> int:
+    """The length of the varints after the payload's header, once the header says loadfleet's shape."""
+    if len(data) < _PAYLOAD.size:
+        raise HistogramError("the histogram's payload is shorter than its header")
+    cookie, payload_len, offset, digits, lowest, _highest, _ratio = _PAYLOAD.unpack_from(data)
+    if cookie & _COOKIE_BASE_MASK != _ENCODING_COOKIE & _COOKIE_BASE_MASK:
+        raise HistogramError("not a V2 histogram payload (wrong cookie)")
+    if offset or digits != SIGNIFICANT_DIGITS or lowest != LOWEST_US:
+        raise HistogramError(
+            f"a histogram of another shape (lowest {lowest}, {digits} digits); "
+            f"loadfleet's are {LOWEST_US} µs at {SIGNIFICANT_DIGITS} digits"
+        )
+    if payload_len > len(data) - _PAYLOAD.size:
+        raise HistogramError("the histogram's payload is cut short")
+    return int(payload_len)
 
 
 _NO_INDICES = np.empty(0, dtype=_INDEX)
