@@ -8,9 +8,7 @@ the engine exits at once. `kill()` is for the cases where waiting is not allowed
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import logging
 import os
 import shutil
 import sys
@@ -19,16 +17,12 @@ from pathlib import Path
 from loadfleet.v1 import engine_pb2, job_pb2
 from loadfleet.wire.framing import FramingError, frame, read_frame
 
+from .child import ChildProcess, start_child
 from .errors import EngineError
-
-log = logging.getLogger(__name__)
 
 ENGINE_ENV = "LOADFLEET_ENGINE"
 ENGINE_PROGRAM = "loadfleet-engine"
 READY_TIMEOUT_S = 10.0
-STDERR_TAIL_LINES = 20
-# Engine frames can be large (many request names); the default 64 KiB limit is too small.
-STREAM_LIMIT_BYTES = 16 * 2**20
 
 
 def find_engine(explicit: str | None = None) -> str:
@@ -47,29 +41,13 @@ def find_engine(explicit: str | None = None) -> str:
     return candidate
 
 
-class EngineProcess:
-    def __init__(self, proc: asyncio.subprocess.Process):
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, (
-            "spawn() opens all three pipes"
-        )
-        self._proc = proc
-        self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"engine-{proc.pid}-stderr")
+class EngineProcess(ChildProcess):
+    """One engine process; its pipes, tail, kill and wait are a ChildProcess's."""
 
     @classmethod
     async def spawn(cls, program: str) -> EngineProcess:
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                program,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                limit=STREAM_LIMIT_BYTES,
-            )
-        except OSError as exc:
-            raise EngineError(f"cannot start {program}: {exc.strerror}") from exc
-        engine = cls(proc)
+        """Starts `program` and waits for its `ready` event; EngineError when it does not come."""
+        engine = cls(await start_child([program]), label="engine")
         try:
             event = await asyncio.wait_for(engine.next_event(), READY_TIMEOUT_S)
         except (TimeoutError, EngineError) as exc:
@@ -81,14 +59,6 @@ class EngineProcess:
             await engine.wait()
             raise EngineError(f"{program} did not report ready ({problem}); stderr: {engine.stderr_tail()}")
         return engine
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._proc.returncode
 
     async def start(self, spec: job_pb2.JobSpec) -> None:
         await self._send(engine_pb2.EngineCommand(start=spec))
@@ -113,29 +83,9 @@ class EngineProcess:
             raise EngineError(f"engine {self.pid} broke the stdio protocol: {exc}") from exc
         return None if payload is None else engine_pb2.EngineEvent.FromString(payload)
 
-    def kill(self) -> None:
-        if self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.kill()
-
-    async def wait(self) -> int:
-        code = await self._proc.wait()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._stderr_task
-        return code
-
-    def stderr_tail(self) -> str:
-        return " | ".join(self._stderr_tail)
-
     async def _send(self, command: engine_pb2.EngineCommand) -> None:
         try:
             self._stdin.write(frame(command.SerializeToString()))
             await self._stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise EngineError(f"engine {self.pid} is gone") from exc
-
-    async def _drain_stderr(self) -> None:
-        async for line in self._stderr:
-            text = line.decode(errors="replace").rstrip()
-            self._stderr_tail.append(text)
-            log.debug("engine %d: %s", self.pid, text)

@@ -19,7 +19,6 @@ import asyncio
 import collections
 import contextlib
 import io
-import logging
 import os
 import re
 import shutil
@@ -33,11 +32,10 @@ from google.protobuf import json_format
 
 from loadfleet.v1 import engine_pb2, job_pb2
 
+from .child import ChildProcess, start_child
 from .errors import EngineError
 from .gatling_console import ConsoleCounts
 from .gatling_project import ProjectBuild
-
-log = logging.getLogger(__name__)
 
 EVENT_PREFIX = "##loadfleet "
 GATLING_HOME_ENV = "LOADFLEET_GATLING_HOME"
@@ -46,7 +44,6 @@ SIMULATION = "loadfleet.gatling.JobSimulation"
 LAUNCHER = "loadfleet.gatling.Launcher"
 # JVM start-up, Gatling's class loading and its warm-up request take 3-8 s here; allow slow hosts.
 READY_TIMEOUT_S = 60.0
-OUTPUT_TAIL_LINES = 20
 EXIT_GRACE_S = 5.0
 # Gatling's line when it starts the simulation (after `before()`, where the hook says `ready`).
 SIMULATION_STARTED = re.compile(r"^Simulation \S+ started\.\.\.$")
@@ -59,7 +56,6 @@ REPORT_EXCLUDED = "simulation.log"
 # at gatling.io; JobSimulation points its own at a server inside the JVM).
 GATLING_SETTINGS = {"gatling.data.console.writePeriod": "1", "gatling.data.enableAnalytics": "false"}
 USER_PROJECT_SETTINGS = {"gatling.http.warmUpUrl": ""}
-STREAM_LIMIT_BYTES = 16 * 2**20
 # The JVM options Gatling's own launchers use on Java 17.
 JVM_OPTIONS = (
     "-server",
@@ -180,19 +176,14 @@ def find_gatling(home: str | None = None) -> GatlingInstall:
     return GatlingInstall(home=root, java=java)
 
 
-class GatlingProcess:
-    """One Gatling JVM running one job; the same driver interface as EngineProcess."""
+class GatlingProcess(ChildProcess):
+    """One Gatling JVM running one job; the same driver interface as EngineProcess (its pipes,
+    kill and wait are a ChildProcess's; its tail takes Gatling's stdout as well as stderr)."""
 
     def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory, spec: job_pb2.JobSpec):
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None, (
-            "spawn() opens all three pipes"
-        )
-        self._proc = proc
-        self._stdin, self._stdout, self._stderr = proc.stdin, proc.stdout, proc.stderr
+        super().__init__(proc, label="gatling")
         self._workdir = workdir
         self._spec = spec
-        self._tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_TAIL_LINES)
-        self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"gatling-{proc.pid}-stderr")
         self._events: collections.deque[engine_pb2.EngineEvent] = collections.deque()
         self._hooked = False
         self._console: ConsoleCounts | None = None  # set when the simulation runs without the hook
@@ -209,16 +200,10 @@ class GatlingProcess:
         job_file = Path(workdir.name) / "job.json"
         job_file.write_text(job_json(spec))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *install.command(spec, job_file, Path(workdir.name) / "results", project),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                limit=STREAM_LIMIT_BYTES,
-            )
-        except OSError as exc:
+            proc = await start_child(install.command(spec, job_file, Path(workdir.name) / "results", project))
+        except EngineError:
             workdir.cleanup()
-            raise EngineError(f"cannot start {install.java}: {exc.strerror}") from exc
+            raise
         return cls(proc, workdir, spec)
 
     async def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
@@ -262,14 +247,6 @@ class GatlingProcess:
             else ""
         )
         return f"Gatling ready (JVM start-up {self.startup_s:.1f} s{late}){console}"
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._proc.returncode
 
     async def start(self, spec: job_pb2.JobSpec) -> None:
         """Nothing to do: the JVM got its job at launch and starts load at the barrier."""
@@ -318,9 +295,8 @@ class GatlingProcess:
         """Keeps a line for error messages, unless it belongs to a console summary block."""
         if line.startswith("===="):
             self._in_summary = not self._in_summary
-        elif line.strip() and not self._in_summary:
-            self._tail.append(line)
-            log.debug("gatling %d: %s", self.pid, line)
+        elif not self._in_summary:
+            self.remember(line)
 
     async def _end_of_console(self) -> None:
         """Without the hook, the end of output ends the intervals; a clean exit finishes the job."""
@@ -333,15 +309,10 @@ class GatlingProcess:
         if self._proc.returncode == 0:
             self._events.append(engine_pb2.EngineEvent(finished=engine_pb2.EngineFinished()))
 
-    def kill(self) -> None:
-        if self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.kill()
-
     async def wait(self) -> int:
-        code = await self._proc.wait()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._stderr_task
+        """Its exit status, once it has ended; then its HTML report is zipped (if asked for) and
+        the job's directory removed."""
+        code = await super().wait()
         if self._spec.gatling.html_report and code == 0 and self._report is None:
             self._report = await asyncio.to_thread(zip_report, Path(self._workdir.name) / "results")
         self._workdir.cleanup()
@@ -350,16 +321,6 @@ class GatlingProcess:
     def artifacts(self) -> list[tuple[str, bytes]]:
         """Files for the run directory once the JVM has ended: Gatling's HTML report, if asked for."""
         return [(REPORT_ARTIFACT, self._report)] if self._report else []
-
-    def stderr_tail(self) -> str:
-        return " | ".join(self._tail)
-
-    async def _drain_stderr(self) -> None:
-        async for line in self._stderr:
-            text = line.decode(errors="replace").rstrip()
-            if text:
-                self._tail.append(text)
-                log.debug("gatling %d: %s", self.pid, text)
 
 
 def zip_report(results_dir: Path) -> bytes | None:
