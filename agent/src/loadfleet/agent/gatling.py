@@ -74,15 +74,18 @@ def parse_event_line(line: str) -> engine_pb2.EngineEvent | None:
     Raises EngineError when a prefixed line does not hold a valid EngineEvent."""
     if not line.startswith(EVENT_PREFIX):
         return None
+    event = engine_pb2.EngineEvent()
     try:
-        return json_format.Parse(line[len(EVENT_PREFIX) :], engine_pb2.EngineEvent())
+        json_format.Parse(line[len(EVENT_PREFIX) :], event)
     except json_format.ParseError as exc:
         raise EngineError(f"the Gatling hook printed an invalid event ({exc}): {line[:200]!r}") from exc
+    return event
 
 
 def job_json(spec: job_pb2.JobSpec) -> str:
     """The job as JobSimulation reads it: protobuf's JSON mapping with the .proto field names."""
-    return json_format.MessageToJson(spec, preserving_proto_field_name=True)
+    text: str = json_format.MessageToJson(spec, preserving_proto_field_name=True)
+    return text
 
 
 def share_properties(spec: job_pb2.JobSpec, job_file: Path) -> dict[str, str]:
@@ -180,7 +183,9 @@ class GatlingProcess(ChildProcess):
     """One Gatling JVM running one job; the same driver interface as EngineProcess (its pipes,
     kill and wait are a ChildProcess's; its tail takes Gatling's stdout as well as stderr)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory, spec: job_pb2.JobSpec):
+    def __init__(
+        self, proc: asyncio.subprocess.Process, workdir: tempfile.TemporaryDirectory[str], spec: job_pb2.JobSpec
+    ):
         super().__init__(proc, label="gatling")
         self._workdir = workdir
         self._spec = spec

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +133,7 @@ class HealthMonitor:
     @staticmethod
     def _rss(proc: psutil.Process) -> int:
         try:
-            return proc.memory_info().rss
+            return int(proc.memory_info().rss)
         except psutil.Error:
             return 0
 
@@ -185,7 +186,7 @@ def sockstat_tcp(path: Path) -> int:
     return 0
 
 
-def busiest_destination(tables) -> int:
+def busiest_destination(tables: Iterable[Path]) -> int:
     """The most sockets toward one (remote address, port), listening sockets left out."""
     counts: collections.Counter[str] = collections.Counter()
     for table in tables:

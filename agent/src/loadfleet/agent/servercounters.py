@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .errors import AgentError
 
@@ -150,7 +150,7 @@ class HaproxyStats:
 # --- Varnish -----------------------------------------------------------------------------
 
 
-def varnishstat(workdir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+def varnishstat(workdir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
     """`varnishstat -1 -j -n WORKDIR`: {counter: {"value": ..., "flag": ...}} (the document's
     "counters", where varnishstat 6.5+ nests them)."""
     # -t 0: a varnishd that is not there is an error now, not after varnishstat's 5 s of waiting.
@@ -166,7 +166,7 @@ def varnishstat(workdir: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     return counters
 
 
-def varnish_counters(stats: dict) -> dict[str, float]:
+def varnish_counters(stats: dict[str, Any]) -> dict[str, float]:
     """`varnish.<counter>` for VARNISH_MAIN and `varnish.backend.<backend>.<field>` for every
     backend, summed over the VCLs that name it (after a reload, old VCLs keep their counts)."""
     counters = {}
@@ -325,7 +325,7 @@ def counter_sources(
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _busctl(address: str, interface: str, method: str, *args: str, timeout_s: float) -> list:
+def _busctl(address: str, interface: str, method: str, *args: str, timeout_s: float) -> list[Any]:
     argv = [
         _program("busctl", ("/usr/bin", "/bin")),
         f"--address={address}",
@@ -340,9 +340,10 @@ def _busctl(address: str, interface: str, method: str, *args: str, timeout_s: fl
     ]
     out = _run(argv, f"ganesha {method}", timeout_s + 1)
     try:
-        return json.loads(out)["data"]
+        data: list[Any] = json.loads(out)["data"]  # busctl's JSON: the method's out arguments
     except (ValueError, KeyError, TypeError) as exc:
         raise CounterError(f"ganesha {method}: odd reply: {out[:200]!r}") from exc
+    return data
 
 
 def _run(argv: list[str], server: str, timeout_s: float) -> str:
@@ -364,7 +365,7 @@ def _program(name: str, extra_dirs: tuple[str, ...]) -> str:
     return found
 
 
-def _number(value, server: str) -> float:
+def _number(value: Any, server: str) -> float:
     try:
         return float(value)
     except (TypeError, ValueError) as exc:

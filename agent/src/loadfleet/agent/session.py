@@ -75,7 +75,7 @@ class Agent:
         self._health = HealthMonitor()
         self._host = config.monitor.sampler() if config.monitor else None
         self._job: JobRunner | None = None
-        self._job_task: asyncio.Task | None = None
+        self._job_task: asyncio.Task[None] | None = None
         self._heartbeat_ms = DEFAULT_HEARTBEAT_MS
         self._lease_ms = DEFAULT_LEASE_MS
         self._stopping = False
@@ -189,7 +189,7 @@ class Agent:
             hello.monitor.processes[:] = [g.name for g in monitor.groups]
         return hello
 
-    async def _read(self, call) -> None:
+    async def _read(self, call: grpc.aio.StreamStreamCall) -> None:
         while (message := await call.read()) is not grpc.aio.EOF:
             kind = message.WhichOneof("body")
             if kind == "lease":
@@ -208,7 +208,7 @@ class Agent:
             elif kind not in ("lease", "assignment"):
                 log.warning("ignoring an unexpected %s from the controller", kind)
 
-    async def _write(self, call) -> None:
+    async def _write(self, call: grpc.aio.StreamStreamCall) -> None:
         while True:
             message = await self._outbox.next()
             await call.write(message)

@@ -20,6 +20,7 @@ controller's server accepts pings that often (rpc/server.py).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,7 +109,9 @@ class ClientCredentials:
         return f"TLS, {who}"
 
 
-def open_channel(address: str, credentials: ClientCredentials, options=()) -> grpc.aio.Channel:
+def open_channel(
+    address: str, credentials: ClientCredentials, options: Sequence[tuple[str, int | str]] = ()
+) -> grpc.aio.Channel:
     """A channel to the controller, with keepalive pings (`KEEPALIVE_OPTIONS`; `options` are
     added to them)."""
     options = (*KEEPALIVE_OPTIONS, *options)
@@ -123,7 +126,7 @@ def client_credentials(
     tls_cert: str | None = None,
     tls_key: str | None = None,
     token_file: str | None = None,
-    env=os.environ,
+    env: Mapping[str, str] = os.environ,
 ) -> ClientCredentials:
     """Flags first, then the environment; reads and checks every file named."""
     tls_ca = tls_ca or env.get(TLS_CA_ENV) or None
@@ -169,7 +172,7 @@ def token_lines(path: str) -> list[tuple[int, list[str]]]:
     return list(_lines(_read(path, "--token-file", secret=True), path))
 
 
-def _lines(data: bytes, path: str):
+def _lines(data: bytes, path: str) -> Iterator[tuple[int, list[str]]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
