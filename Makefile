@@ -80,9 +80,9 @@ engine: $(ENGINE) python-deps
 
 # The chart library report.html and compare.html embed inline (uPlot, pinned by
 # controller/report-js/package-lock.json): npm installs it into build/report-js, and its
-# minified script, style and licence are copied into the controller package (report/vendor/,
+# minified script, style and licence are copied into the controller package (output/report/vendor/,
 # package data, not in git), so the wheel carries them and a report opens offline.
-REPORT_VENDOR := controller/src/loadfleet/controller/report/vendor
+REPORT_VENDOR := controller/src/loadfleet/controller/output/report/vendor
 REPORT_JS_BUILD := build/report-js
 $(REPORT_VENDOR)/uPlot.iife.min.js: controller/report-js/package.json controller/report-js/package-lock.json
 	@command -v npm >/dev/null || { echo "Node.js and npm are needed for the report's charts: apt-get install npm" >&2; exit 1; }
@@ -158,6 +158,7 @@ lint: python-deps $(BIN)/lint-imports
 	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
 	cargo fmt --manifest-path agent/engine/Cargo.toml --check
 	cargo clippy --release --quiet --all-targets --manifest-path agent/engine/Cargo.toml -- -D warnings
+	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml --test module_graph
 	cargo fmt --manifest-path $(NATIVE)/Cargo.toml --check
 	cargo clippy --release --quiet --all-targets --manifest-path $(NATIVE)/Cargo.toml -- -D warnings
 	mvn -q -B -f agent/gatling/pom.xml -P lint clean process-classes

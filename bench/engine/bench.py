@@ -1,6 +1,6 @@
 """Engine vs wrk: requests per generator CPU-second, p50 latency, memory at 10k connections.
 
-Run:  .venv/bin/python bench/engine/bench.py [--quick]
+Run:  .venv/bin/python -m bench.engine.bench [--quick]
 
 Both generators load the same nginx (1 worker, core 0) from core 1; each is charged the
 user + system CPU time the kernel accounted to it, so other load on the machine changes
@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -26,9 +27,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generators import Arrivals, Measurement, run_engine, run_wrk  # noqa: E402
-from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
+from bench.engine.generators import Arrivals, Measurement, run_engine, run_wrk
+from bench.engine.target import SERVER_CORE, start_nginx, write_files
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_ENGINE = REPO / ".venv" / "bin" / "loadfleet-engine"
@@ -297,12 +297,13 @@ def read_proc_status(pid: int) -> dict[str, int]:
 
 def write_results(fields: dict, suffix: str = "") -> Path:
     """Writes a bench's results to results/<date><suffix>.json (see new_results_path), headed
-    by the time, the exact command (the running script's path in the repository and its
-    arguments) and the machine, and says where."""
-    script = Path(sys.argv[0]).resolve().relative_to(REPO)
+    by the time, the exact command (`python -m` the running bench's module, and its arguments)
+    and the machine, and says where."""
+    main = sys.modules["__main__"].__spec__
+    module = main.name if main is not None else Path(sys.argv[0]).stem
     results = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": " ".join([str(script)] + sys.argv[1:]),
+        "command": shlex.join(["python", "-m", module, *sys.argv[1:]]),
         "machine": machine(),
         **fields,
     }

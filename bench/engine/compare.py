@@ -1,6 +1,6 @@
 """Two engine builds against each other: requests per generator CPU-second, per case and run.
 
-Run:  .venv/bin/python bench/engine/compare.py --baseline OLD --candidate NEW
+Run:  .venv/bin/python -m bench.engine.compare --baseline OLD --candidate NEW
 
 What a change costs (e.g. phase timings): the same nginx, pinning, connections and method as
 bench.py, the two binaries back to back in every run (the order alternating), the ratio
@@ -19,11 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generators import run_engine  # noqa: E402
-from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
-
-from bench import (
+from bench.engine.bench import (
     DEFAULT_RUNS,
     FILES_BYTES,
     MODES,
@@ -31,6 +27,8 @@ from bench import (
     raise_fd_limit,
     write_results,
 )
+from bench.engine.generators import run_engine
+from bench.engine.target import SERVER_CORE, start_nginx, write_files
 
 DEFAULT_DURATION_S = 5
 

@@ -1,6 +1,6 @@
 """User-space instructions per request of engine builds, counted by valgrind (callgrind).
 
-Run:  .venv/bin/python bench/engine/instructions.py ENGINE [ENGINE ...]
+Run:  .venv/bin/python -m bench.engine.instructions ENGINE [ENGINE ...]
 
 CPU time on a shared machine swings by ±10 % from run to run, too much to price a change of
 1 or 2 %. Instructions executed in user space do not depend on what else runs: each engine
@@ -26,11 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generators import run_engine  # noqa: E402
-from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
-
-from bench import THROUGHPUT_CONNECTIONS, raise_fd_limit, write_results  # noqa: E402
+from bench.engine.bench import THROUGHPUT_CONNECTIONS, raise_fd_limit, write_results
+from bench.engine.generators import run_engine
+from bench.engine.target import SERVER_CORE, start_nginx, write_files
 
 FILE = "1k.bin"
 MODES = {"keep-alive": True, "close": False}

@@ -1,7 +1,7 @@
 """System calls per request of the engine and of wrk, for every file and connection mode of
 bench.py, counted by the kernel's syscall tracepoints (`perf stat -e 'syscalls:sys_enter_*'`).
 
-Run:  .venv/bin/python bench/engine/syscalls.py [--duration-s 3]
+Run:  .venv/bin/python -m bench.engine.syscalls [--duration-s 3]
 
 Each generator runs once per case under the same nginx, pinning and connections as bench.py,
 wrapped in perf stat (which counts the generator and its threads, not the server). Counting
@@ -19,11 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generators import Measurement, run_engine, run_wrk  # noqa: E402
-from target import SERVER_CORE, start_nginx, write_files  # noqa: E402
-
-from bench import (
+from bench.engine.bench import (
     DEFAULT_ENGINE,
     FILES_BYTES,
     MODES,
@@ -31,6 +27,8 @@ from bench import (
     raise_fd_limit,
     write_results,
 )
+from bench.engine.generators import Measurement, run_engine, run_wrk
+from bench.engine.target import SERVER_CORE, start_nginx, write_files
 
 DEFAULT_DURATION_S = 3
 # Calls made less often than this per request are summed under "other".

@@ -1,6 +1,6 @@
 """Fleet bench: a real controller process under a simulated fleet (N agents x R rows).
 
-Run:  .venv/bin/python bench/fleet/bench.py --agents 100 --rows 10 --duration-s 60
+Run:  .venv/bin/python -m bench.fleet.bench --agents 100 --rows 10 --duration-s 60
 
 It starts a controller (`loadfleet controller`, or --controller-cmd) pinned to one core,
 K simulator processes (bench/fleet/sim.py) pinned to the other, waits until every
@@ -34,19 +34,20 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleetsim import tls  # noqa: E402
-from fleetsim.children import Children  # noqa: E402
-from fleetsim.plan import fleet_plan, row_shape  # noqa: E402
-from fleetsim.procstat import ProcessSampler, RssGuard, mem_total_kb, rss_kb  # noqa: E402
-from fleetsim.report import log_notes, markdown, summarize_run  # noqa: E402
-from fleetsim.watch import RunRecord, follow_run, start_run, stop_run, wait_for_agents  # noqa: E402
-from loadfleet.v1 import run_pb2_grpc  # noqa: E402
+from bench.fleet.fleetsim import tls
+from bench.fleet.fleetsim.children import Children
+from bench.fleet.fleetsim.plan import fleet_plan, row_shape
+from bench.fleet.fleetsim.procstat import ProcessSampler, RssGuard, mem_total_kb, rss_kb
+from bench.fleet.fleetsim.report import log_notes, markdown, summarize_run
+from bench.fleet.fleetsim.watch import RunRecord, follow_run, start_run, stop_run, wait_for_agents
+from loadfleet.v1 import run_pb2_grpc
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 RESULTS_DIR = HERE / "results"
-SIM = HERE / "sim.py"
+# The simulator, run as a module: the child inherits what made `bench` importable here
+# (the working directory, the repository's root, or PYTHONPATH).
+SIM = ("-m", "bench.fleet.sim")
 DEFAULT_CONTROLLER_CMD = f"{Path(sys.executable).parent / 'loadfleet'} controller"
 DEFAULT_AGENTS = 100
 DEFAULT_ROWS = 10
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         max_controller_rss_mb=args.max_controller_rss_mb,
         tls=args.tls,
     )
-    command = shlex.join(["bench/fleet/bench.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "bench.fleet.bench", *(sys.argv[1:] if argv is None else argv)])
     raise_fd_limit(4 * config.agents + 1024)  # children inherit it: one socket per agent on each side
     os.sched_setaffinity(0, {int(c) for c in config.sim_cores.split(",")})  # off the controller's core
     work = Path(tempfile.mkdtemp(prefix="loadfleet-fleet-bench-"))
@@ -290,7 +291,7 @@ def start_sims(
                 "-c",
                 config.sim_cores,
                 sys.executable,
-                str(SIM),
+                *SIM,
                 "--controller",
                 address,
                 "--agents",

@@ -5,7 +5,7 @@ InfluxDB), with no gRPC. It measures what the controller spends per interval bes
 sessions, in CPU time (so a busy machine inflates it less than wall time), and where
 (`--profile` prints cProfile's top functions).
 
-    .venv/bin/python bench/fleet/domain.py --agents 1000 --rows 10 --intervals 20 [--profile]
+    .venv/bin/python -m bench.fleet.domain --agents 1000 --rows 10 --intervals 20 [--profile]
 
 The fleet bench (bench.py) measures the whole controller with real sessions; this one says
 which part of it a change moved.
@@ -17,23 +17,20 @@ import argparse
 import cProfile
 import pstats
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from fleetsim.payload import build_templates, histogram_pool, interval_message  # noqa: E402
-from fleetsim.plan import fleet_plan  # noqa: E402
-from loadfleet.controller.jobs import ReportLimits  # noqa: E402
-from loadfleet.controller.pipeline import RunPipeline  # noqa: E402
-from loadfleet.controller.plan import parse_plan  # noqa: E402
-from loadfleet.controller.rpc.convert import report_from_proto  # noqa: E402
-from loadfleet.controller.stream import StepWindow  # noqa: E402
-from loadfleet.controller.window import IntervalWindow  # noqa: E402
-from loadfleet.v1 import agent_pb2  # noqa: E402
-from loadfleet.wire.stats import TOTAL  # noqa: E402
+from bench.fleet.fleetsim.payload import build_templates, histogram_pool, interval_message
+from bench.fleet.fleetsim.plan import fleet_plan
+from loadfleet.controller.fleet.jobs import ReportLimits
+from loadfleet.controller.plan.parse import parse_plan
+from loadfleet.controller.rpc.convert import report_from_proto
+from loadfleet.controller.run.pipeline import RunPipeline
+from loadfleet.controller.stream.contract import StepWindow
+from loadfleet.controller.stream.window import IntervalWindow
+from loadfleet.v1 import agent_pb2
+from loadfleet.wire.stats import TOTAL
 
 JOB = "bench-domain"
 START_MS = 1_800_000_000_000

@@ -1,7 +1,7 @@
 """Real fleet bench: a real controller and N real agents (one core each, real engines)
 against real nginx on loopback, for minutes.
 
-Run:  .venv/bin/python bench/fleet/real.py --agents 63 --duration-s 180
+Run:  .venv/bin/python -m bench.fleet.real --agents 63 --duration-s 180
 
 Where bench.py simulates agents to reach a thousand, this one runs the real thing at the
 size of the classic cluster studies: N `loadfleet-agent --cores 1` processes, each
@@ -24,16 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import grpc  # noqa: E402
-import yaml  # noqa: E402
+import grpc
+import yaml
 
-from fleetsim.children import Children  # noqa: E402
-from fleetsim.procstat import ProcessSampler  # noqa: E402
-from fleetsim.report import cpu_figures, percentile, rss_figures  # noqa: E402
-from fleetsim.watch import follow_run, start_run, wait_for_agents  # noqa: E402
-from loadfleet.targets.nginx import NginxServer  # noqa: E402
-from loadfleet.v1 import run_pb2_grpc  # noqa: E402
+from bench.fleet.fleetsim.children import Children
+from bench.fleet.fleetsim.procstat import ProcessSampler
+from bench.fleet.fleetsim.report import cpu_figures, percentile, rss_figures
+from bench.fleet.fleetsim.watch import follow_run, start_run, wait_for_agents
+from loadfleet.targets.nginx import NginxServer
+from loadfleet.v1 import run_pb2_grpc
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -135,7 +134,7 @@ async def bench(args, work: Path) -> dict:
     load_ms = (arrivals[0].interval_start_ms, arrivals[-1].interval_start_ms + 1000) if arrivals else (0, 0)
     lags = [a.arrived_ms - (a.interval_start_ms + 1000) for a in arrivals]
     return {
-        "command": "bench/fleet/real.py " + shlex.join(sys.argv[1:]),
+        "command": shlex.join(["python", "-m", "bench.fleet.real", *sys.argv[1:]]),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "agents": args.agents,
         "rate": args.rate,

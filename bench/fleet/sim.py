@@ -1,6 +1,6 @@
 """One fleet simulator process: N simulated agents over real gRPC sessions to a controller.
 
-Run:  .venv/bin/python bench/fleet/sim.py --controller 127.0.0.1:7700 --agents 100 --results sim.json
+Run:  .venv/bin/python -m bench.fleet.sim --controller 127.0.0.1:7700 --agents 100 --results sim.json
 
 The agents speak the real agent protocol (proto/loadfleet/v1/agent.proto) but run no
 engine and send no HTTP: each takes any assignment and reports realistic interval
@@ -20,10 +20,9 @@ import signal
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleetsim.agent import TotalRow  # noqa: E402
-from fleetsim.fleet import FleetConfig, run_fleet  # noqa: E402
-from fleetsim.outbox import DEFAULT_CAPACITY  # noqa: E402
+from bench.fleet.fleetsim.agent import TotalRow
+from bench.fleet.fleetsim.fleet import FleetConfig, run_fleet
+from bench.fleet.fleetsim.outbox import DEFAULT_CAPACITY
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

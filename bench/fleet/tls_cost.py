@@ -3,7 +3,7 @@ serving plaintext and to one requiring client certificates, then idles (a heartb
 lease renewal per agent per second: the traffic every session carries all the time),
 alternately for several rounds on the same cores.
 
-Run:  .venv/bin/python bench/fleet/tls_cost.py --agents 300 --idle-s 20 --rounds 3
+Run:  .venv/bin/python -m bench.fleet.tls_cost --agents 300 --idle-s 20 --rounds 3
 
 Measured from /proc (controller user + system CPU): CPU seconds from the fleet's first
 connection to every session welcomed (TLS handshakes and certificate checks included), and
@@ -25,22 +25,21 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import (
+from bench.fleet.bench import (
     CONTROLLER_CORE,
     CONTROLLER_START_S,
     DEFAULT_CONTROLLER_CMD,
     RESULTS_DIR,
     SIM,
-    SIM_CORES,  # noqa: E402
+    SIM_CORES,
     free_port,
     machine,
     raise_fd_limit,
     wait_for_port,
 )
-from fleetsim import tls  # noqa: E402
-from fleetsim.children import Children  # noqa: E402
-from fleetsim.procstat import cpu_s  # noqa: E402
+from bench.fleet.fleetsim import tls
+from bench.fleet.fleetsim.children import Children
+from bench.fleet.fleetsim.procstat import cpu_s
 
 MODES = ("plaintext", "mutual TLS")
 READY_TIMEOUT_S = 120.0
@@ -89,7 +88,7 @@ def one_round(args, mode: str, work: Path, pki: Path) -> dict:
                 "-c",
                 SIM_CORES,
                 sys.executable,
-                str(SIM),
+                *SIM,
                 "--controller",
                 address,
                 "--agents",
@@ -150,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     result = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": shlex.join(["bench/fleet/tls_cost.py", *(sys.argv[1:] if argv is None else argv)]),
+        "command": shlex.join(["python", "-m", "bench.fleet.tls_cost", *(sys.argv[1:] if argv is None else argv)]),
         "machine": machine(),
         "agents": args.agents,
         "idle_s": args.idle_s,

@@ -1,9 +1,12 @@
-#!/usr/bin/env python3
 """Runs a reproduction of docs/reproductions.md on the lab, keeps its evidence, checks its findings.
 
-    reproduce.py 001                  lab up, cells interleaved x --repeat, evidence stored, verdicts
-    reproduce.py 001 --evaluate-only  verdicts from the evidence already stored
-    reproduce.py all --tables         verdicts, and docs/reproductions/<study>/tables.md written
+From the repository's root, with the project's interpreter (.venv/bin/python):
+
+    python -m bench.repro.reproduce 001                  lab up, cells interleaved x --repeat,
+                                                         evidence stored, verdicts
+    python -m bench.repro.reproduce 001 --evaluate-only  verdicts from the evidence already stored
+    python -m bench.repro.reproduce all --tables         verdicts, and
+                                                         docs/reproductions/<study>/tables.md written
 
 Exit status: 0 the findings were evaluated (whatever they say); 1 a lab or a run failed (what ran
 is stored and evaluated all the same); 2 bad usage or unreadable findings/evidence; 3 nothing to
@@ -19,14 +22,12 @@ import signal
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from reprokit.evidence import EvidenceError, read_observations, stored_runs  # noqa: E402
-from reprokit.findings import load_findings  # noqa: E402
-from reprokit.runner import RunnerError, RunOptions, run_study  # noqa: E402
-from reprokit.studies import STUDIES  # noqa: E402
-from reprokit.tables import study_tables  # noqa: E402
-from reprokit.verdicts import Status, evaluate_findings, format_value  # noqa: E402
+from bench.repro.reprokit.evidence import EvidenceError, read_observations, stored_runs
+from bench.repro.reprokit.findings import load_findings
+from bench.repro.reprokit.runner import RunnerError, RunOptions, run_study
+from bench.repro.reprokit.studies import STUDIES
+from bench.repro.reprokit.tables import study_tables
+from bench.repro.reprokit.verdicts import Status, evaluate_findings, format_value
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_EVIDENCE = REPO / "docs" / "reproductions"
@@ -61,7 +62,7 @@ def parse_args(argv):
         "summary.json/steps.csv under docs/reproductions/<study>/, and evaluate the study's findings.",
         epilog="exit status: 0 evaluated, 1 a lab or run failed, 2 bad input, 3 no stored runs, "
         "130 interrupted (SIGINT or SIGTERM: the run in progress is killed, the labs come down). "
-        "example: reproduce.py 001 --repeat 2 --tables",
+        "example: python -m bench.repro.reproduce 001 --repeat 2 --tables",
     )
     parser.add_argument("study", choices=sorted(STUDIES) + ["all"], help="study id (000..004) or all")
     parser.add_argument(

@@ -1,8 +1,9 @@
 """InfluxDB sink benchmark: what writing every interval costs the controller, and how it
 grows with agents x targets x request names.
 
-Run:  .venv/bin/python bench/sink/bench.py [--quick]
-(needs influxd from `make setup` in .venv/bin or on PATH; starts its own on a free port)
+Run:  PYTHONPATH=tests .venv/bin/python -m bench.sink.bench [--quick]
+(from the repository's root; needs influxd from `make setup` in .venv/bin or on PATH, and
+starts its own on free ports as the tests do: tests/support/influx.py, hence PYTHONPATH)
 
 For each shape it builds one interval's reports the way agents send them (one row per
 target x request name per agent, each with an HDR histogram of 1,000 latencies), then
@@ -17,62 +18,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from loadfleet.controller.sinks.influx import InfluxConfig, InfluxSink, influx_writer
-from loadfleet.controller.sinks.points import http_points
+from loadfleet.controller.output.sinks.influx import InfluxConfig, InfluxSink, influx_writer
+from loadfleet.controller.output.sinks.points import http_points
 from loadfleet.wire.stats import StatsRow
+from support.influx import Influx
 
 SHAPES = [(1, 2, 4), (10, 2, 4), (10, 4, 20), (50, 4, 20), (100, 8, 20)]  # agents, targets, names
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_influxd(directory: Path) -> tuple[subprocess.Popen, str]:
-    binary = shutil.which("influxd") or str(Path(sys.executable).parent / "influxd")
-    port, rpc = free_port(), free_port()
-    conf = directory / "influxdb.conf"
-    conf.write_text(f"""reporting-disabled = true
-bind-address = "127.0.0.1:{rpc}"
-[meta]
-  dir = "{directory}/meta"
-[data]
-  dir = "{directory}/data"
-  wal-dir = "{directory}/wal"
-  query-log-enabled = false
-[monitor]
-  store-enabled = false
-[http]
-  bind-address = "127.0.0.1:{port}"
-  log-enabled = false
-  flux-enabled = false
-""")
-    proc = subprocess.Popen(
-        [binary, "-config", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(f"{url}/ping", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    urllib.request.urlopen(urllib.request.Request(f"{url}/query", data=b"q=CREATE DATABASE loadfleet", method="POST"))
-    return proc, url
 
 
 def interval_rows(agents: int, targets: int, names: int, rng: random.Random) -> dict[str, list[StatsRow]]:
@@ -142,14 +99,17 @@ def main() -> int:
     rng = random.Random(1)
     results = []
     with tempfile.TemporaryDirectory(prefix="loadfleet-sink-bench-") as tmp:
-        proc, url = start_influxd(Path(tmp))
+        influx = Influx(Path(tmp) / "influxd")
+        influx.start()
         try:
             for agents, targets, names in shapes:
                 reports = interval_rows(agents, targets, names, rng)
                 cpu0 = time.process_time()
                 batches = [points_of_interval(reports, 1_800_000_000_000 + i * 1000) for i in range(intervals)]
                 cpu_per_interval_s = (time.process_time() - cpu0) / intervals
-                written, wall_s = asyncio.run(write_all(url, batches, Path(tmp) / f"spool-{agents}-{targets}-{names}"))
+                written, wall_s = asyncio.run(
+                    write_all(influx.url, batches, Path(tmp) / f"spool-{agents}-{targets}-{names}")
+                )
                 result = {
                     "agents": agents,
                     "targets": targets,
@@ -167,8 +127,7 @@ def main() -> int:
                     flush=True,
                 )
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(10)
+            influx.stop()
     out = Path(__file__).parent / "results" / f"{time.strftime('%Y-%m-%d')}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"intervals": intervals, "results": results}, indent=1) + "\n")

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import grpc
 import pytest
 
-from fleetsim.agent import TotalRow
-from fleetsim.fleet import FleetConfig, run_fleet
+from bench.fleet.fleetsim.agent import TotalRow
+from bench.fleet.fleetsim.fleet import FleetConfig, run_fleet
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc, job_pb2
 
 INTERVAL_MS = 250

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetsim.outbox import Outbox
+from bench.fleet.fleetsim.outbox import Outbox
 
 
 def test_ack_forgets_through_seq_and_times_each_message():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetsim.payload import TOTAL, build_templates, histogram_pool, interval_message, varint
+from bench.fleet.fleetsim.payload import TOTAL, build_templates, histogram_pool, interval_message, varint
 from loadfleet.v1 import agent_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow

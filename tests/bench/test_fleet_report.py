@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from fleetsim.plan import row_shape
-from fleetsim.procstat import RssSample
-from fleetsim.report import check_intervals, lateness_during_load, log_notes, percentile, rss_figures
-from fleetsim.watch import Arrival
+from bench.fleet.fleetsim.plan import row_shape
+from bench.fleet.fleetsim.procstat import RssSample
+from bench.fleet.fleetsim.report import check_intervals, lateness_during_load, log_notes, percentile, rss_figures
+from bench.fleet.fleetsim.watch import Arrival
 
 SENT = {1000: (2, 50), 2000: (2, 60)}
 
@@ -82,7 +82,7 @@ def test_the_sampler_records_the_machines_stolen_cpu_and_io_stall_per_interval()
     import asyncio
     import os
 
-    from fleetsim.procstat import ProcessSampler, machine_stalls
+    from bench.fleet.fleetsim.procstat import ProcessSampler, machine_stalls
 
     steal, io = machine_stalls()
 
@@ -103,18 +103,18 @@ def test_the_sampler_records_the_machines_stolen_cpu_and_io_stall_per_interval()
 def test_the_controllers_log_is_kept_but_its_info_lines(tmp_path):
     log = tmp_path / "controller.log"
     log.write_text(
-        "2026-11-25 04:57:30,001 INFO loadfleet.controller.core: listening\n"
+        "2026-11-25 04:57:30,001 INFO loadfleet.controller.service.controller: listening\n"
         "Timeout (0:00:00.600000)!\n"
         "Thread 0x00007f02 (most recent call first):\n"
         '  File "journal.py", line 113 in checkpoint\n'
         "\n"
-        "2026-11-25 04:57:34,429 WARNING loadfleet.controller.selfwatch: the event loop woke 1.2 s late\n"
+        "2026-11-25 04:57:34,429 WARNING loadfleet.controller.analysis.selfwatch: the event loop woke 1.2 s late\n"
     )
     assert log_notes(log) == [
         "Timeout (0:00:00.600000)!",
         "Thread 0x00007f02 (most recent call first):",
         '  File "journal.py", line 113 in checkpoint',
-        "2026-11-25 04:57:34,429 WARNING loadfleet.controller.selfwatch: the event loop woke 1.2 s late",
+        "2026-11-25 04:57:34,429 WARNING loadfleet.controller.analysis.selfwatch: the event loop woke 1.2 s late",
     ]
     assert len(log_notes(log, limit=2)) == 2
     assert log_notes(tmp_path / "missing.log") == []

@@ -1,6 +1,6 @@
 """The fleet bench end to end, small and fast: 20 simulated agents x 3 rows at 250 ms
 intervals (the plan's shortest) for 5 s against a real controller process
-(bench/fleet/bench.py). One bench run feeds every test of this module."""
+(python -m bench.fleet.bench). One bench run feeds every test of this module."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def bench(tmp_path_factory):
             "bench",
             [
                 sys.executable,
-                str(REPO / "bench" / "fleet" / "bench.py"),
+                "-m",
+                "bench.fleet.bench",
                 "--agents",
                 str(AGENTS),
                 "--rows",
@@ -49,6 +50,7 @@ def bench(tmp_path_factory):
                 "--out",
                 str(out),
             ],
+            cwd=REPO,
         )
         try:
             status = proc.wait(TIMEOUT_S)
@@ -92,7 +94,7 @@ def test_every_interval_arrives_complete_and_is_measured(bench):
     assert loop["samples"] >= DURATION_S - 1 and loop["agents_max"] == AGENTS
     assert loop["loop_lag_max_ms"] >= loop["loop_lag_p99_ms"] >= loop["loop_lag_p50_ms"] >= 0
     assert "controller's own event-loop lag (worst per second" in log
-    assert "| controller |" in log and result["command"].startswith("bench/fleet/bench.py --agents 20")
+    assert "| controller |" in log and result["command"].startswith("python -m bench.fleet.bench --agents 20")
 
 
 def test_controller_memory_does_not_grow_with_the_run(bench):

@@ -1,21 +1,21 @@
-"""bench/repro/reproduce.py without running anything: exit codes of --evaluate-only, and the kept
+"""bench.repro.reproduce without running anything: exit codes of --evaluate-only, and the kept
 evidence of every study still gives the verdicts and tables committed beside it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import subprocess
 import sys
 
 import pytest
-from reprokit.evidence import read_observations, stored_runs
-from reprokit.findings import load_findings
-from reprokit.studies import STUDIES
-from reprokit.tables import study_tables
-from reprokit.verdicts import evaluate_findings
 
+from bench.repro import reproduce as cli
+from bench.repro.reprokit.evidence import read_observations, stored_runs
+from bench.repro.reprokit.findings import load_findings
+from bench.repro.reprokit.studies import STUDIES
+from bench.repro.reprokit.tables import study_tables
+from bench.repro.reprokit.verdicts import evaluate_findings
 from support.procs import REPO, program
 
 pytestmark = pytest.mark.process  # starts real processes (tests/conftest.py)
@@ -23,15 +23,7 @@ pytestmark = pytest.mark.process  # starts real processes (tests/conftest.py)
 EVIDENCE = REPO / "docs" / "reproductions"
 
 
-def load_cli():
-    spec = importlib.util.spec_from_file_location("reproduce", REPO / "bench" / "repro" / "reproduce.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_exit_codes_of_evaluate_only(tmp_path, capsys):
-    cli = load_cli()
     assert cli.main(["001", "--evaluate-only", "--evidence-dir", str(tmp_path)]) == cli.EXIT_NO_EVIDENCE
     assert "12 cannot be evaluated" in capsys.readouterr().out
     assert cli.main(["001", "--evaluate-only", "--findings", str(tmp_path / "none.yaml")]) == cli.EXIT_BAD_INPUT
@@ -62,14 +54,12 @@ def test_the_kept_evidence_gives_the_committed_tables(study):
 
 
 def test_json_output(capsys):
-    cli = load_cli()
     assert cli.main(["001", "--evaluate-only", "--json"]) in (cli.EXIT_OK, cli.EXIT_NO_EVIDENCE)
     document = json.loads(capsys.readouterr().out)
     assert document["study"] == "001" and len(document["verdicts"]) == 12
 
 
 def test_an_infinite_value_is_written_as_strict_json():
-    cli = load_cli()
     assert cli.json_value({"erlang": float("inf"), "apache": 84.0}) == {"erlang": "inf", "apache": 84.0}
     assert json.loads(json.dumps(cli.json_value(float("-inf")), allow_nan=False)) == "-inf"
 
@@ -82,7 +72,8 @@ def test_a_signal_stops_a_study_in_the_background_and_brings_its_lab_down(tmp_pa
     state_dir = REPO / study.labs[0].state_dir
     command = [
         sys.executable,
-        str(REPO / "bench" / "repro" / "reproduce.py"),
+        "-m",
+        "bench.repro.reproduce",
         "003",
         "--repeat",
         "1",
@@ -93,7 +84,7 @@ def test_a_signal_stops_a_study_in_the_background_and_brings_its_lab_down(tmp_pa
     ]
     ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
     with subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint
     ) as proc:
         try:
             assert proc.stderr is not None

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from reprokit.evaluate import Grain, NotEvaluable, Observation, evaluate_metric
-from reprokit.findings import Finding, load_findings
-from reprokit.metric import MetricSyntaxError, parse_metric
-from reprokit.verdicts import Status, compare, evaluate_findings
 
+from bench.repro.reprokit.evaluate import Grain, NotEvaluable, Observation, evaluate_metric
+from bench.repro.reprokit.findings import Finding, load_findings
+from bench.repro.reprokit.metric import MetricSyntaxError, parse_metric
+from bench.repro.reprokit.verdicts import Status, compare, evaluate_findings
 from support.procs import REPO
 
 

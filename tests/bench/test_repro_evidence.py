@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from reprokit.evidence import read_observations, step_observation, store_run, stored_runs
-from reprokit.findings import Finding
-from reprokit.studies import STUDIES, level_records
-from reprokit.tables import study_tables
-from reprokit.verdicts import Status, evaluate_findings
+from bench.repro.reprokit.evidence import read_observations, step_observation, store_run, stored_runs
+from bench.repro.reprokit.findings import Finding
+from bench.repro.reprokit.studies import STUDIES, level_records
+from bench.repro.reprokit.tables import study_tables
+from bench.repro.reprokit.verdicts import Status, evaluate_findings
 
 
 def step(level_index, mean_ms, state="finished", servers=1, requests=100, losses=0):

@@ -10,9 +10,10 @@ import math
 
 import pytest
 import yaml
-from reprokit.evidence import read_observations, store_run
-from reprokit.findings import load_findings
-from reprokit.intervals import (
+
+from bench.repro.reprokit.evidence import read_observations, store_run
+from bench.repro.reprokit.findings import load_findings
+from bench.repro.reprokit.intervals import (
     INTERVALS_FILE,
     KEPT_COLUMNS,
     USERS_COLUMN,
@@ -22,11 +23,10 @@ from reprokit.intervals import (
     keep_cluster_intervals,
     run_clock,
 )
-from reprokit.studies import STUDIES, paper_s_per_run_s
-from reprokit.tables import time_table
-from reprokit.verdicts import Status, evaluate_findings
-
-from loadfleet.controller.rundir import INTERVAL_COLUMNS
+from bench.repro.reprokit.studies import STUDIES, paper_s_per_run_s
+from bench.repro.reprokit.tables import time_table
+from bench.repro.reprokit.verdicts import Status, evaluate_findings
+from loadfleet.controller.output.rundir import INTERVAL_COLUMNS
 from support.procs import REPO
 
 INTERVAL_MS = 1000

@@ -11,9 +11,9 @@ import json
 
 import grpc
 
-from loadfleet.controller.client import RunClient
-from loadfleet.controller.core import Controller
+from loadfleet.controller.cli.client import RunClient
 from loadfleet.controller.rpc.server import ControllerServer
+from loadfleet.controller.service.controller import Controller
 from loadfleet.v1 import agent_pb2, stats_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, total_row

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from loadfleet.controller.analysis import analyze, knee_search
-from loadfleet.controller.load import LoadModel
-from loadfleet.controller.steps import StepResult, StepState
-from loadfleet.controller.usl import usl
-from loadfleet.controller.validity import Validity
+from loadfleet.controller.analysis.steps import StepResult, StepState
+from loadfleet.controller.analysis.sweep import analyze, knee_search
+from loadfleet.controller.analysis.usl import usl
+from loadfleet.controller.analysis.validity import Validity
+from loadfleet.controller.model.load import LoadModel
 
 
 def step(

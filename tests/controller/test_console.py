@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loadfleet.controller.console import steps_table
+from loadfleet.controller.output.console import steps_table
 
 
 def step(name: str, state: str, hosts=()) -> dict:
@@ -38,11 +38,11 @@ def test_steps_that_did_not_finish_are_marked_and_host_cpu_is_shown():
 
 
 def test_the_summary_says_what_was_lost_and_what_came_late():
-    from loadfleet.controller.codec import to_doc
-    from loadfleet.controller.console import summary_table
-    from loadfleet.controller.losses import Loss
-    from loadfleet.controller.plan import LossPolicy
-    from loadfleet.controller.selfwatch import ControllerLoad
+    from loadfleet.controller.analysis.selfwatch import ControllerLoad
+    from loadfleet.controller.fleet.losses import Loss
+    from loadfleet.controller.model.codec import to_doc
+    from loadfleet.controller.output.console import summary_table
+    from loadfleet.controller.plan.parse import LossPolicy
     from loadfleet.v1 import run_pb2
 
     loss = Loss("main", "a2", None, 0, LossPolicy.REDISTRIBUTE, "600/s", 5700, 2408, taken_by=1, moved_load=True)
@@ -62,7 +62,7 @@ def test_the_summary_says_what_was_lost_and_what_came_late():
 
 
 def test_the_progress_line_counts_agents_lost_and_missing():
-    from loadfleet.controller.console import progress_line
+    from loadfleet.controller.output.console import progress_line
     from loadfleet.v1 import run_pb2
 
     line = progress_line(
@@ -73,7 +73,7 @@ def test_the_progress_line_counts_agents_lost_and_missing():
 
 
 def test_the_progress_line_shows_users_under_their_header():
-    from loadfleet.controller.console import PROGRESS_HEADER, progress_line
+    from loadfleet.controller.output.console import PROGRESS_HEADER, progress_line
     from loadfleet.v1 import run_pb2
 
     line = progress_line(run_pb2.IntervalSummary(interval_start_ms=0, agents=3, errors=7, users=4321))
@@ -83,9 +83,9 @@ def test_the_progress_line_shows_users_under_their_header():
 
 
 def test_a_fleets_shares_are_summed_up_not_listed():
-    from loadfleet.controller.announcements import shares_described
-    from loadfleet.controller.load import Load
-    from loadfleet.controller.scheduler import split_over_engines
+    from loadfleet.controller.fleet.scheduler import split_over_engines
+    from loadfleet.controller.model.load import Load
+    from loadfleet.controller.run.announcements import shares_described
 
     shares = split_over_engines(Load("closed", clients=250), 0, [(f"a{i}", 2) for i in range(63)])
     assert shares_described(shares) == "126 engines; from 2 clients to 4 clients an agent"
@@ -94,7 +94,7 @@ def test_a_fleets_shares_are_summed_up_not_listed():
 
 
 def test_the_progress_line_shows_an_interval_that_measures_the_generators():
-    from loadfleet.controller.console import progress_line
+    from loadfleet.controller.output.console import progress_line
     from loadfleet.v1 import run_pb2
 
     line = progress_line(
@@ -136,7 +136,7 @@ def test_a_step_on_several_targets_shows_each_side_by_side():
 def _figures_doc(phases) -> dict:
     from dataclasses import asdict
 
-    from loadfleet.controller.figures import figures_of
+    from loadfleet.controller.model.figures import figures_of
     from loadfleet.wire.histogram import Histogram
     from loadfleet.wire.stats import StatsRow
 
@@ -145,7 +145,7 @@ def _figures_doc(phases) -> dict:
 
 
 def test_the_time_table_splits_a_response_into_phases_and_is_left_out_without_them():
-    from loadfleet.controller.console import phases_table
+    from loadfleet.controller.output.console import phases_table
     from loadfleet.wire.histogram import Histogram
     from loadfleet.wire.phases import Phase, Phases
 

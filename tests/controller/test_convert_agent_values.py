@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from loadfleet.controller.figures import figures_of
-from loadfleet.controller.jobs import JobState
+from loadfleet.controller.fleet.jobs import JobState
+from loadfleet.controller.model.figures import figures_of
+from loadfleet.controller.output.watchers import IntervalUpdate
 from loadfleet.controller.rpc import bounds
 from loadfleet.controller.rpc.convert import (
     BadHello,
@@ -25,8 +26,7 @@ from loadfleet.controller.rpc.convert import (
     run_to_proto,
     spool_drop_from_proto,
 )
-from loadfleet.controller.run import RunState
-from loadfleet.controller.watchers import IntervalUpdate
+from loadfleet.controller.run.run import RunState
 from loadfleet.v1 import agent_pb2
 from loadfleet.wire.stats import StatsRow
 from loadfleet.wire.text import is_printable

@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from loadfleet.controller.jobs import ReportLimits
+from loadfleet.controller.fleet.jobs import ReportLimits
 from loadfleet.controller.rpc.convert import BadReport, report_from_proto
 from loadfleet.v1 import agent_pb2, stats_pb2
 from loadfleet.wire.histogram import Histogram

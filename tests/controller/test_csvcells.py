@@ -6,10 +6,10 @@ import csv
 
 import pytest
 
-from loadfleet.controller.csvcells import read_cell, safe_row, text_cell
-from loadfleet.controller.hosts import HostSample, MonitorInfo
-from loadfleet.controller.report.rundata import _interval_rows
-from loadfleet.controller.rundir import RunDirWriter
+from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo
+from loadfleet.controller.model.csvcells import read_cell, safe_row, text_cell
+from loadfleet.controller.output.report.rundata import _interval_rows
+from loadfleet.controller.output.rundir import RunDirWriter
 from support.streamdata import interval, row, window
 
 # The audit's request names (red-team-2026-11-27, B11) and the other characters that start a formula.

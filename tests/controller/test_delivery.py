@@ -11,10 +11,10 @@ import json
 import grpc
 import pytest
 
-from loadfleet.controller.client import RunClient
-from loadfleet.controller.core import Controller
+from loadfleet.controller.cli.client import RunClient
 from loadfleet.controller.rpc.agent_service import Delivery
 from loadfleet.controller.rpc.server import ControllerServer
+from loadfleet.controller.service.controller import Controller
 from loadfleet.v1 import agent_pb2, stats_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, total_row

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from loadfleet.controller.diskwriter import DiskWriter
-from loadfleet.controller.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
-from loadfleet.controller.rundir import INTERVALS_FILE
-from loadfleet.controller.rundisk import AppendFile, DiskTrouble
-from loadfleet.controller.watchers import IntervalUpdate
+from loadfleet.controller.output.diskwriter import DiskWriter
+from loadfleet.controller.output.rundir import INTERVALS_FILE
+from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
+from loadfleet.controller.output.watchers import IntervalUpdate
+from loadfleet.controller.run.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
 from support.streamdata import closed, pipeline, row, window
 from support.tmpfs import fill, small_disk
 

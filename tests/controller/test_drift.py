@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadfleet.controller.drift import Drift
+from loadfleet.controller.analysis.drift import Drift
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 

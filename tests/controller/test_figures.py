@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from loadfleet.controller.figures import PhaseTime, figures_of, latency_of
+from loadfleet.controller.model.figures import PhaseTime, figures_of, latency_of
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow

@@ -9,11 +9,11 @@ import zipfile
 
 import pytest
 
-from loadfleet.controller.artifacts import ArtifactBudget, discard_partials, store_artifact_chunk
-from loadfleet.controller.console import LATENCY_NOT_MEASURED, summary_table
-from loadfleet.controller.figures import figures_of
-from loadfleet.controller.sinks.points import http_points
-from loadfleet.controller.stream import Scope
+from loadfleet.controller.model.figures import figures_of
+from loadfleet.controller.output.artifacts import ArtifactBudget, discard_partials, store_artifact_chunk
+from loadfleet.controller.output.console import LATENCY_NOT_MEASURED, summary_table
+from loadfleet.controller.output.sinks.points import http_points
+from loadfleet.controller.stream.contract import Scope
 from loadfleet.v1 import run_pb2
 from loadfleet.wire.stats import StatsRow, total_row
 from support.handsession import zipped

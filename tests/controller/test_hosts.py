@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from loadfleet.controller.hosts import (
+from loadfleet.controller.analysis.hosts import (
     MAX_SAMPLE_BYTES,
     HostRecorder,
     HostSample,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadfleet.controller.knee import LevelPoint, find_knee, search_knee
+from loadfleet.controller.analysis.knee import LevelPoint, find_knee, search_knee
 
 
 def curve(offered, achieved, p99, errors=None):

@@ -3,10 +3,10 @@ keep their engines' loads and hand over their budget only."""
 
 from __future__ import annotations
 
-from loadfleet.controller.load import Load, Stage
-from loadfleet.controller.losses import Loss, StepShares, redistributed
-from loadfleet.controller.plan import LossPolicy
-from loadfleet.controller.scheduler import EngineShare
+from loadfleet.controller.fleet.losses import Loss, StepShares, redistributed
+from loadfleet.controller.fleet.scheduler import EngineShare
+from loadfleet.controller.model.load import Load, Stage
+from loadfleet.controller.plan.parse import LossPolicy
 
 
 def shares(*clients, budget=0):

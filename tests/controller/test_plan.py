@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from loadfleet.controller.errors import PlanError
-from loadfleet.controller.plan import parse_plan, plan_schema
+from loadfleet.controller.model.errors import PlanError
+from loadfleet.controller.plan.parse import parse_plan, plan_schema
 
 GOOD = """
 name: t

@@ -22,12 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadfleet.controller import cli
-from loadfleet.controller.errors import PlanError
-from loadfleet.controller.jobs import JobAssignment
-from loadfleet.controller.plan import load_plan, parse_plan
+from loadfleet.controller.analysis.steps import expand, step_plan
+from loadfleet.controller.fleet.jobs import JobAssignment
+from loadfleet.controller.fleet.scheduler import split_over_engines
+from loadfleet.controller.model.errors import PlanError
+from loadfleet.controller.plan.parse import load_plan, parse_plan
 from loadfleet.controller.rpc.convert import assignment_to_proto
-from loadfleet.controller.scheduler import split_over_engines
-from loadfleet.controller.steps import expand, step_plan
 from support.lanes import examples
 from support.procs import REPO
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from loadfleet.controller import yamlsafe
-from loadfleet.controller.errors import PlanError, Problem
-from loadfleet.controller.plan import load_plan, parse_plan
+from loadfleet.controller.model.errors import PlanError, Problem
+from loadfleet.controller.plan import yamlsafe
+from loadfleet.controller.plan.parse import load_plan, parse_plan
 from support.procs import program
 
 BASE = """duration_s: 1

@@ -8,7 +8,7 @@ import functools
 import logging
 import time
 
-from loadfleet.controller.publisher import Publisher
+from loadfleet.controller.stream.publisher import Publisher
 from support.streamdata import closed, row, window
 from support.streamdata import pipeline as run_pipeline
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from loadfleet.controller.credentials import redact_query
-from loadfleet.controller.plan import parse_plan
-from loadfleet.controller.redact import REDACTED, has_redactions, is_sensitive, redact_plan, redact_plan_yaml
-from loadfleet.controller.rundir import write_plan
+from loadfleet.controller.model.credentials import redact_query
+from loadfleet.controller.output.rundir import write_plan
+from loadfleet.controller.plan.parse import parse_plan
+from loadfleet.controller.plan.redact import REDACTED, has_redactions, is_sensitive, redact_plan, redact_plan_yaml
 
 PLAN = """
 duration_s: 1

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from loadfleet.controller.agents import AgentRegistry
-from loadfleet.controller.events import Event, EventKind
-from loadfleet.controller.plan import parse_plan
-from loadfleet.controller.run import Run
+from loadfleet.controller.fleet.agents import AgentRegistry
+from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.plan.parse import parse_plan
+from loadfleet.controller.run.run import Run
 from support.streamdata import PLAN
 
 

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from loadfleet.controller.artifacts import store_artifact_chunk
-from loadfleet.controller.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
-from loadfleet.controller.recovery import recover
-from loadfleet.controller.rundir import RunDirWriter, write_atomic
-from loadfleet.controller.rundisk import AppendFile, DiskTrouble, describe_disk
+from loadfleet.controller.output.artifacts import store_artifact_chunk
+from loadfleet.controller.output.rundir import RunDirWriter, write_atomic
+from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble, describe_disk
+from loadfleet.controller.run.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
+from loadfleet.controller.run.recovery import recover
 from support.streamdata import closed, interval, pipeline, row, window
 from support.tmpfs import fill, small_disk
 

@@ -2,8 +2,8 @@ import time
 
 import pytest
 
-from loadfleet.controller.load import Load, Stage, split_exact
-from loadfleet.controller.scheduler import MAX_ENGINES_PER_AGENT, barrier_start_ms, split_over_engines
+from loadfleet.controller.fleet.scheduler import MAX_ENGINES_PER_AGENT, barrier_start_ms, split_over_engines
+from loadfleet.controller.model.load import Load, Stage, split_exact
 
 
 @pytest.mark.parametrize(

@@ -9,16 +9,16 @@ import time
 
 import pytest
 
-from loadfleet.controller.events import EventKind
-from loadfleet.controller.hosts import HostSample, MonitorInfo
-from loadfleet.controller.rundir import RunDirWriter
-from loadfleet.controller.selfwatch import (
+from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo
+from loadfleet.controller.analysis.selfwatch import (
     STALL_EVENT_PERIOD_S,
     ControllerRecorder,
     ControllerSample,
     LoopProbe,
     StallStacks,
 )
+from loadfleet.controller.model.events import EventKind
+from loadfleet.controller.output.rundir import RunDirWriter
 from support.streamdata import window
 
 
@@ -114,8 +114,8 @@ def test_a_stalled_controller_does_not_blame_its_agents_for_the_silence(tmp_path
     """The loop probe judges the agents at each wake: a controller that did not run for longer
     than the agents' patience (its loop held, as by a SIGSTOP or a long merge) forgives them
     the silence it caused; an agent silent while the controller ran is lost."""
-    from loadfleet.controller.agents import AgentIdentity, AgentState
-    from loadfleet.controller.core import Controller
+    from loadfleet.controller.fleet.agents import AgentIdentity, AgentState
+    from loadfleet.controller.service.controller import Controller
 
     async def scenario() -> tuple[AgentState, AgentState]:
         controller = Controller(runs_dir=tmp_path, heartbeat_ms=200)  # patience: 3 heartbeats, 0.6 s

@@ -5,9 +5,9 @@ the whole lease."""
 
 from __future__ import annotations
 
-from loadfleet.controller.events import EventKind
-from loadfleet.controller.spooldrops import AgentSpoolDrop, NoticeLog, agent_drop_event, influx_drop_event
-from loadfleet.controller.window import IntervalWindow
+from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop, NoticeLog, agent_drop_event, influx_drop_event
+from loadfleet.controller.model.events import EventKind
+from loadfleet.controller.stream.window import IntervalWindow
 from support.streamdata import report, row, window
 
 STEP = window(start_ms=10_000)

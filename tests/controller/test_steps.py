@@ -8,9 +8,9 @@ import io
 import pytest
 import yaml
 
-from loadfleet.controller.errors import PlanError
-from loadfleet.controller.plan import parse_plan
-from loadfleet.controller.steps import StepMeter, StepState, expand, step_plan, steps_csv
+from loadfleet.controller.analysis.steps import StepMeter, StepState, expand, step_plan, steps_csv
+from loadfleet.controller.model.errors import PlanError
+from loadfleet.controller.plan.parse import parse_plan
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow

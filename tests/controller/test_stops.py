@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loadfleet.controller.stops import ErrorStop, LatencyStop, Statistic, StopConditions, StopWatch
+from loadfleet.controller.analysis.stops import ErrorStop, LatencyStop, Statistic, StopConditions, StopWatch
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadfleet.controller.events import EventKind
-from loadfleet.controller.targethealth import DOWN_AFTER_FAILURES, DOWN_AFTER_INTERVALS, TargetHealth
+from loadfleet.controller.analysis.targethealth import DOWN_AFTER_FAILURES, DOWN_AFTER_INTERVALS, TargetHealth
+from loadfleet.controller.model.events import EventKind
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.stats import StatsRow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadfleet.controller.totals import RunTotals
+from loadfleet.controller.analysis.totals import RunTotals
 from loadfleet.wire.histogram import Histogram
 from support.streamdata import interval, row, window
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from loadfleet.controller.usl import NotEnoughPoints, fit_usl, usl
+from loadfleet.controller.analysis.usl import NotEnoughPoints, fit_usl, usl
 
 NS = (1, 2, 4, 6, 8, 10, 12, 16, 24, 32)
 

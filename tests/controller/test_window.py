@@ -5,7 +5,7 @@ settled (acknowledged) only once its interval is published."""
 
 from __future__ import annotations
 
-from loadfleet.controller.window import IntervalWindow, Outcome
+from loadfleet.controller.stream.window import IntervalWindow, Outcome
 from support.streamdata import report, row, window
 
 STEP = window(start_ms=10_000)

@@ -24,8 +24,8 @@ from hdrh.histogram import HdrHistogram
 
 from loadfleet.agent.guard import LoadPolicy
 from loadfleet.agent.job import JobRunner, Outcome
-from loadfleet.controller.errors import PlanError
-from loadfleet.controller.plan import parse_plan
+from loadfleet.controller.model.errors import PlanError
+from loadfleet.controller.plan.parse import parse_plan
 from loadfleet.v1 import agent_pb2, job_pb2
 from support.cluster import write_plan
 from support.procs import program

@@ -9,16 +9,17 @@ from dataclasses import replace
 
 import pytest
 
-from loadfleet.controller.agents import Health
-from loadfleet.controller.drift import Drift
-from loadfleet.controller.events import Event, EventKind
-from loadfleet.controller.figures import figures_of
-from loadfleet.controller.genbound import GeneratorHealth
-from loadfleet.controller.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
-from loadfleet.controller.selfwatch import ControllerRecorder, ControllerSample
-from loadfleet.controller.sinks.influx import InfluxConfig, influx_writer
-from loadfleet.controller.sinks.output import InfluxOutput
-from loadfleet.controller.sinks.points import (
+from loadfleet.controller.analysis.drift import Drift
+from loadfleet.controller.analysis.genbound import GeneratorHealth
+from loadfleet.controller.analysis.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.analysis.selfwatch import ControllerRecorder, ControllerSample
+from loadfleet.controller.analysis.validity import Validity
+from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.figures import figures_of
+from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
+from loadfleet.controller.output.sinks.output import InfluxOutput
+from loadfleet.controller.output.sinks.points import (
     agent_point,
     controller_point,
     drift_point,
@@ -29,8 +30,7 @@ from loadfleet.controller.sinks.points import (
     step_point,
     step_target_points,
 )
-from loadfleet.controller.stream import Scope
-from loadfleet.controller.validity import Validity
+from loadfleet.controller.stream.contract import Scope
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
@@ -275,7 +275,7 @@ def all_points() -> dict:
 
 
 def _target_figures(url: str):
-    from loadfleet.controller.steps import target_figures
+    from loadfleet.controller.analysis.steps import target_figures
 
     return target_figures(_row(url, "*", 150), 10)
 

@@ -8,8 +8,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadfleet.controller import certs
-from loadfleet.controller.security import Role
+from loadfleet.controller.cli import certs
+from loadfleet.controller.service.security import Role
 
 AGENTS = ("a1", "a2")
 OPERATOR = "alice"

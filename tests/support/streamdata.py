@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from loadfleet.controller.jobs import JobReport
-from loadfleet.controller.pipeline import RunPipeline
-from loadfleet.controller.plan import parse_plan
-from loadfleet.controller.stream import AgentRows, FinalInterval, StepWindow
-from loadfleet.controller.window import ClosedInterval, HeldReport
+from loadfleet.controller.fleet.jobs import JobReport
+from loadfleet.controller.plan.parse import parse_plan
+from loadfleet.controller.run.pipeline import RunPipeline
+from loadfleet.controller.stream.contract import AgentRows, FinalInterval, StepWindow
+from loadfleet.controller.stream.window import ClosedInterval, HeldReport
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, total_row
 

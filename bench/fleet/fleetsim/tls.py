@@ -11,8 +11,8 @@ from pathlib import Path
 
 import grpc
 
-from loadfleet.controller import certs
-from loadfleet.controller.security import Role
+from loadfleet.controller.cli import certs
+from loadfleet.controller.service.security import Role
 
 OPERATOR = "fleet-bench"
 

@@ -61,7 +61,7 @@ def derive_plan(study: Study, cell: Cell, options: RunOptions) -> tuple[Path, di
     out = options.work_dir / "plans" / f"{study.id}-{cell.name}.yaml"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
-        f"# derived from {cell.plan} by bench/repro/reproduce.py (study {study.id})\n"
+        f"# derived from {cell.plan} by python -m bench.repro.reproduce (study {study.id})\n"
         + yaml.safe_dump(plan, sort_keys=False)
     )
     return out, plan

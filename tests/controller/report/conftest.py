@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadfleet.controller import rundir
-from loadfleet.controller.events import Event, EventKind
-from loadfleet.controller.summary import summarize
-from loadfleet.controller.totals import RunTotals
+from loadfleet.controller.analysis.summary import summarize
+from loadfleet.controller.analysis.totals import RunTotals
+from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.output import rundir
 from loadfleet.targets.nginx import NginxServer
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from loadfleet.controller.report import REPORT_FILE, load_run, write_compare
+from loadfleet.controller.output.report import REPORT_FILE, load_run, write_compare
 
 pytestmark = pytest.mark.e2e
 

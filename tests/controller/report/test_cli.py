@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from loadfleet.controller.report import REPORT_FILE
+from loadfleet.controller.output.report import REPORT_FILE
 from support.procs import program
 
 pytestmark = pytest.mark.e2e

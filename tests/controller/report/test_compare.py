@@ -4,8 +4,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from loadfleet.controller.report import load_run, write_compare
-from loadfleet.controller.report.compare import METRICS, change, compare_rows, compare_text, render_compare
+from loadfleet.controller.output.report import load_run, write_compare
+from loadfleet.controller.output.report.compare import METRICS, change, compare_rows, compare_text, render_compare
 
 from .conftest import START_MS, write_synthetic_run
 
@@ -135,8 +135,8 @@ def test_a_run_directory_without_a_plan_has_an_unknown_driver_and_no_measured_ro
 def _with_phases(run, waiting_ms: float):
     """The run's summary as if its driver had measured phases: 0.2 ms connecting per response,
     `waiting_ms` waiting, 0.1 ms receiving."""
-    from loadfleet.controller.codec import to_doc
-    from loadfleet.controller.figures import PhaseFigures, PhaseTime
+    from loadfleet.controller.model.codec import to_doc
+    from loadfleet.controller.model.figures import PhaseFigures, PhaseTime
 
     phases = PhaseFigures(
         responses=1000,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from loadfleet.controller.errors import UsageError
-from loadfleet.controller.report import REPORT_FILE, load_run, write_report
-from loadfleet.controller.report.html import MAX_LINES, busiest, failure_series, render_report
-from loadfleet.controller.report.rundata import IntervalRow, RunData
+from loadfleet.controller.model.errors import UsageError
+from loadfleet.controller.output.report import REPORT_FILE, load_run, write_report
+from loadfleet.controller.output.report.html import MAX_LINES, busiest, failure_series, render_report
+from loadfleet.controller.output.report.rundata import IntervalRow, RunData
 
 from .conftest import AGENTS, N_INTERVALS, TARGETS, write_synthetic_run
 
@@ -215,8 +215,8 @@ def test_a_run_directory_without_intervals_still_reports(synthetic_run):
 
 
 def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
-    from loadfleet.controller.report.html import saturation_charts
-    from loadfleet.controller.report.svg import line_chart
+    from loadfleet.controller.output.report.html import saturation_charts
+    from loadfleet.controller.output.report.svg import line_chart
 
     steps = [
         {"name": f"s{i + 1}", "offered": o, "achieved_rps": a, "p99_ms": p, "servers": 1}
@@ -235,7 +235,7 @@ def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
 
 
 def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
-    from loadfleet.controller.report.html import saturation_charts, scalability_chart
+    from loadfleet.controller.output.report.html import saturation_charts, scalability_chart
 
     steps = [
         {"name": f"k{k}-s1", "offered": 10, "achieved_rps": 100.0 * k, "p99_ms": 2, "servers": k}
@@ -253,7 +253,7 @@ def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
 
 
 def test_host_plots_of_a_sweep_over_servers_get_one_chart_per_server_count():
-    from loadfleet.controller.report.html import saturation_charts
+    from loadfleet.controller.output.report.html import saturation_charts
 
     def host(name, cpu):
         return {"host": name, "cpu_pct": cpu, "process_cpu_pct": cpu / 2}
@@ -286,8 +286,8 @@ def test_host_plots_of_a_sweep_over_servers_get_one_chart_per_server_count():
 def test_the_header_counts_the_intervals_that_measured_the_generators():
     from pathlib import Path
 
-    from loadfleet.controller.report.html import generator_health
-    from loadfleet.controller.report.rundata import IntervalRow, RunData
+    from loadfleet.controller.output.report.html import generator_health
+    from loadfleet.controller.output.report.rundata import IntervalRow, RunData
 
     def run(*validities):
         from collections import Counter
@@ -307,7 +307,7 @@ def test_the_header_counts_the_intervals_that_measured_the_generators():
 
 
 def test_targets_of_a_step_are_shown_side_by_side_only_when_there_are_several():
-    from loadfleet.controller.report.html import _targets_section
+    from loadfleet.controller.output.report.html import _targets_section
 
     target = {
         "url": "http://web1",
@@ -329,7 +329,7 @@ def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path,
     """A soak: more intervals than a chart's points and more agents than its lines. Each point
     is the mean of `stride` intervals (max_ms their maximum); agents beyond the busiest are
     one summed line, so the report holds O(points x lines), not a row per agent and interval."""
-    from loadfleet.controller.report import rundata
+    from loadfleet.controller.output.report import rundata
 
     monkeypatch.setattr(rundata, "MAX_POINTS", 10)
     path = tmp_path / "intervals.csv"

@@ -4,10 +4,10 @@ import json
 import re
 from pathlib import Path
 
-from loadfleet.controller.report import interactive, load_run
-from loadfleet.controller.report.html import MAX_LINES, render_report
-from loadfleet.controller.report.rundata import IntervalRow, RunData
-from loadfleet.controller.report.svg import Chart, Marker, Series
+from loadfleet.controller.output.report import interactive, load_run
+from loadfleet.controller.output.report.html import MAX_LINES, render_report
+from loadfleet.controller.output.report.rundata import IntervalRow, RunData
+from loadfleet.controller.output.report.svg import Chart, Marker, Series
 
 DATA = re.compile(r'<script type="application/json" class="chart-data">(.*?)</script>', re.S)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict
 
-from loadfleet.controller.figures import figures_of
-from loadfleet.controller.report.phases import phases_section
+from loadfleet.controller.model.figures import figures_of
+from loadfleet.controller.output.report.phases import phases_section
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow

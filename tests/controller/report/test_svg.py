@@ -4,7 +4,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from loadfleet.controller.report.svg import Chart, Marker, Series, format_number, line_chart, log_ticks, nice_ticks
+from loadfleet.controller.output.report.svg import (
+    Chart,
+    Marker,
+    Series,
+    format_number,
+    line_chart,
+    log_ticks,
+    nice_ticks,
+)
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 

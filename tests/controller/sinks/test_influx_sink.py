@@ -2,8 +2,8 @@ import asyncio
 
 import pytest
 
-from loadfleet.controller.sinks.influx import InfluxRejected, InfluxSink, InfluxUnavailable
-from loadfleet.controller.sinks.lineproto import Point
+from loadfleet.controller.output.sinks.influx import InfluxRejected, InfluxSink, InfluxUnavailable
+from loadfleet.controller.output.sinks.lineproto import Point
 
 
 def points(start, n):

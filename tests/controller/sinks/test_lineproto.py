@@ -10,10 +10,10 @@ import math
 
 import pytest
 
-from loadfleet.controller.agents import Health
-from loadfleet.controller.sinks.influx import InfluxRejected, InfluxSink
-from loadfleet.controller.sinks.lineproto import Point
-from loadfleet.controller.sinks.points import agent_point
+from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.output.sinks.influx import InfluxRejected, InfluxSink
+from loadfleet.controller.output.sinks.lineproto import Point
+from loadfleet.controller.output.sinks.points import agent_point
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_a_refused_batch_is_logged_once_a_period_with_the_count_since(tmp_path, 
         await sink.close(timeout_s=2)
         return sink
 
-    with caplog.at_level(logging.ERROR, logger="loadfleet.controller.sinks.influx"):
+    with caplog.at_level(logging.ERROR, logger="loadfleet.controller.output.sinks.influx"):
         sink = asyncio.run(go())
     assert sink.rejected_points == 5
     refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadfleet.controller.sinks.points import http_points
-from loadfleet.controller.stream import Scope
+from loadfleet.controller.output.sinks.points import http_points
+from loadfleet.controller.stream.contract import Scope
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow

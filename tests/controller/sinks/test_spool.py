@@ -8,11 +8,11 @@ import asyncio
 
 import pytest
 
-from loadfleet.controller.events import EventKind
-from loadfleet.controller.sinks.influx import InfluxSink, InfluxUnavailable
-from loadfleet.controller.sinks.lineproto import Point
-from loadfleet.controller.sinks.output import InfluxOutput
-from loadfleet.controller.sinks.spool import Spool, SpoolBusy
+from loadfleet.controller.model.events import EventKind
+from loadfleet.controller.output.sinks.influx import InfluxSink, InfluxUnavailable
+from loadfleet.controller.output.sinks.lineproto import Point
+from loadfleet.controller.output.sinks.output import InfluxOutput
+from loadfleet.controller.output.sinks.spool import Spool, SpoolBusy
 from support.streamdata import interval, window
 from support.tmpfs import fill, small_disk
 
@@ -169,7 +169,7 @@ class Dropping:
         self.added += points
 
     def dropped(self):
-        from loadfleet.controller.sinks.spool import Dropped
+        from loadfleet.controller.output.sinks.spool import Dropped
 
         return Dropped(self.points, 1, "the spool reached its limit of 1 MiB")
 

@@ -8,14 +8,13 @@ import time
 
 import grpc
 
+from loadfleet.controller.fleet.jobs import JobAssignment
+from loadfleet.controller.fleet.scheduler import EngineShare
+from loadfleet.controller.fleet.spooldrops import NoticeLog
+from loadfleet.controller.rpc import convert
+from loadfleet.controller.rpc.inbox import Inbox
+from loadfleet.controller.service.controller import Controller
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc
-
-from ..core import Controller
-from ..jobs import JobAssignment
-from ..scheduler import EngineShare
-from ..spooldrops import NoticeLog
-from . import convert
-from .inbox import Inbox
 
 log = logging.getLogger(__name__)
 

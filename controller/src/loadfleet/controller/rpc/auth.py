@@ -18,9 +18,16 @@ import logging
 
 import grpc
 
-from ..errors import AccessDenied, LoadfleetError, Unauthenticated
-from ..security import LOCAL_CALLER, ROLE_URI_PREFIX, AuthMode, Principal, Role, ServerSecurity
-from .status import abort
+from loadfleet.controller.model.errors import AccessDenied, LoadfleetError, Unauthenticated
+from loadfleet.controller.rpc.status import abort
+from loadfleet.controller.service.security import (
+    LOCAL_CALLER,
+    ROLE_URI_PREFIX,
+    AuthMode,
+    Principal,
+    Role,
+    ServerSecurity,
+)
 
 log = logging.getLogger(__name__)
 

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import math
 
+from loadfleet.controller.fleet.scheduler import MAX_ENGINES_PER_AGENT
 from loadfleet.v1 import agent_pb2
 from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow
 from loadfleet.wire.text import is_printable
-
-from ..scheduler import MAX_ENGINES_PER_AGENT
 
 # ---- Hello: claims that size the controller's work for the agent's whole session.
 MAX_CORES = MAX_ENGINES_PER_AGENT  # the controller runs one engine per core, at most this many

@@ -12,25 +12,24 @@ import json
 import math
 from dataclasses import asdict
 
+from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.analysis.summary import NamedFigures, RunSummary
+from loadfleet.controller.analysis.validity import Validity
+from loadfleet.controller.fleet.agents import AgentIdentity, AgentRecord, AgentState, ClockOffset, Health
+from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
+from loadfleet.controller.fleet.scheduler import EngineShare, combine
+from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
+from loadfleet.controller.model.errors import Problem
+from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.figures import Figures, Latency
+from loadfleet.controller.model.load import Load, LoadModel, Think
+from loadfleet.controller.output.watchers import IntervalUpdate
+from loadfleet.controller.rpc import bounds
+from loadfleet.controller.run.run import RunState
 from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
 from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
 from loadfleet.wire.text import printable
-
-from ..agents import AgentIdentity, AgentRecord, AgentState, ClockOffset, Health
-from ..errors import Problem
-from ..events import Event, EventKind
-from ..figures import Figures, Latency
-from ..hosts import HostSample, MonitorInfo, ProcessSample
-from ..jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
-from ..load import Load, LoadModel, Think
-from ..run import RunState
-from ..scheduler import EngineShare, combine
-from ..spooldrops import AgentSpoolDrop
-from ..summary import NamedFigures, RunSummary
-from ..validity import Validity
-from ..watchers import IntervalUpdate
-from . import bounds
 
 
 class BadHello(ValueError):

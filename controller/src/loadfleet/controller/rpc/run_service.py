@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import grpc
 
+from loadfleet.controller.model.errors import LoadfleetError, PlanError
+from loadfleet.controller.rpc import convert
+from loadfleet.controller.rpc.status import abort
+from loadfleet.controller.service.controller import Controller
 from loadfleet.v1 import run_pb2, run_pb2_grpc
-
-from ..core import Controller
-from ..errors import LoadfleetError, PlanError
-from . import convert
-from .status import abort
 
 
 class RunServicer(run_pb2_grpc.RunServiceServicer):

@@ -11,16 +11,15 @@ import socket
 
 import grpc
 
+from loadfleet.controller.model.errors import UsageError
+from loadfleet.controller.rpc.agent_service import AgentServicer
+from loadfleet.controller.rpc.auth import AuthInterceptor
+from loadfleet.controller.rpc.run_service import RunServicer
+from loadfleet.controller.service.controller import Controller
+from loadfleet.controller.service.security import ServerSecurity, check_listen
 from loadfleet.v1 import agent_pb2_grpc, run_pb2_grpc
 from loadfleet.wire.aiowake import drain_wakeups
 from loadfleet.wire.dial import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS
-
-from ..core import Controller
-from ..errors import UsageError
-from ..security import ServerSecurity, check_listen
-from .agent_service import AgentServicer
-from .auth import AuthInterceptor
-from .run_service import RunServicer
 
 # Seconds that in-flight RPCs get to finish when the server stops.
 SHUTDOWN_GRACE_S = 2.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from ..errors import (
+from loadfleet.controller.model.errors import (
     AccessDenied,
     AgentIdInUse,
     LoadfleetError,
@@ -38,7 +38,7 @@ async def abort(context: grpc.aio.ServicerContext, error: LoadfleetError) -> Non
     """Ends the call with the error's status (a plan's problems travel as PlanProblems)."""
     metadata: tuple[tuple[str, bytes], ...] = ()
     if isinstance(error, PlanError):
-        from . import convert  # convert imports the run machinery; only plan errors need it
+        from loadfleet.controller.rpc import convert  # convert imports the run machinery; only plan errors need it
 
         metadata = ((PLAN_PROBLEMS_KEY, convert.problems_to_proto(error.problems).SerializeToString()),)
     await context.abort(status_code(error), str(error), trailing_metadata=metadata)

@@ -1,0 +1,184 @@
+"""Generator-bound intervals and steps: when a load generator, not the system under test,
+was the limit.
+
+`GeneratorHealth` judges every published interval from two sources (validity.py has the
+rules): the heartbeats of the interval's agents, and the interval's own rows (connects the
+generators failed by themselves, open-model send lag while connections were free). A
+heartbeat at t describes the period before it, so it counts for the interval holding its
+middle. Heartbeats and reports arrive independently: when an agent's heartbeat for an
+interval has not come by the time the interval is published, its previous one stands in
+(at most `STAND_IN_INTERVALS` old; host load changes slowly against a second).
+
+A step's verdict counts its measured intervals by verdict: `invalid` when at least
+`STEP_INVALID_SHARE` of them are invalid (or one, for short steps), `suspect` when any is
+invalid or at least that share suspect, else `valid`. An invalid step is generator-bound:
+its throughput says how much the generators could send, not how much the targets could
+take, and the knee and the USL fit leave it out (analysis.py).
+"""
+
+from __future__ import annotations
+
+import collections
+import ipaddress
+import math
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from loadfleet.controller.analysis.validity import (
+    ENGINE_DEFAULT_MAX_CONNECTIONS,
+    Reason,
+    Validity,
+    Verdict,
+    connections_free,
+    health_reasons,
+    reasons_text,
+    row_reasons,
+    verdict_of,
+)
+from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.stream.contract import FinalInterval, StepWindow
+
+STEP_INVALID_SHARE = 0.1
+STAND_IN_INTERVALS = 2
+
+
+@dataclass(frozen=True)
+class StepValidity:
+    """A step's verdict over its measured intervals, with each agent's worst reason per signal."""
+
+    validity: Validity = Validity.VALID
+    intervals: int = 0  # measured intervals judged
+    invalid_intervals: int = 0
+    suspect_intervals: int = 0
+    reasons: tuple[Reason, ...] = ()
+    add_agents: int = 0  # advice: about this many more agents of the same size
+
+    @property
+    def bound(self) -> bool:
+        return self.validity is Validity.INVALID
+
+    def reasons_text(self) -> str:
+        return reasons_text(self.reasons)
+
+    def describe(self, step: str, *, one_host: bool = False) -> str:
+        """`one_host`: the agents share one host with each other or with the targets, so the
+        host's CPU, not the number of agents, is the limit."""
+        head = (
+            f"step {step} is {self.validity.label}: {self.invalid_intervals} invalid and "
+            f"{self.suspect_intervals} suspect of {self.intervals} interval(s) ({self.reasons_text()})"
+        )
+        if not self.bound:
+            return head
+        advice = f"Add about {self.add_agents} more agent(s)" + (
+            " on other hosts and run it again: these agents share one host with each other or with the "
+            "targets, where more of them would compete for the same CPU"
+            if one_host
+            else " and run it again"
+        )
+        return head + "; its throughput is what the generators could send, not what the targets can take. " + advice
+
+
+NOT_JUDGED = StepValidity()
+
+
+def step_validity(intervals: int, invalid: int, suspect: int) -> Validity:
+    """A step's verdict from the verdicts of its `intervals` measured intervals."""
+    enough = max(1, math.ceil(STEP_INVALID_SHARE * intervals))
+    if invalid >= enough:
+        return Validity.INVALID
+    if invalid or suspect >= enough:
+        return Validity.SUSPECT
+    return Validity.VALID
+
+
+def is_loopback(url: str) -> bool:
+    """Whether a target URL names this host (a loopback address or localhost)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class GeneratorHealth:
+    """Judges each interval as it is published (`judge`) and tallies the running step.
+
+    Holds per agent the reasons of its last `RECENT` heartbeats' intervals and its engine
+    count, and for the running step three counts and at most one reason per (agent,
+    signal): O(agents), whatever the run's length."""
+
+    RECENT = 8
+
+    def __init__(self, heartbeat_ms: int, *, max_connections: int = 0, multi_core_driver: bool = False):
+        """`max_connections`: the open model's connections over the fleet (plan), 0: the
+        engines' default each; `multi_core_driver`: one multi-threaded driver per agent
+        (Gatling), judged per core (validity.health_reasons)."""
+        self._heartbeat_ms = heartbeat_ms
+        self._max_connections = max_connections
+        self._multi_core_driver = multi_core_driver
+        self._beats: dict[str, collections.deque[tuple[int, tuple[Reason, ...]]]] = {}
+        self._engines: dict[str, int] = {}
+        self._step = ""
+        self._counts = [0, 0, 0]  # measured intervals: judged, invalid, suspect
+        self._reasons: dict[tuple[str, str], Reason] = {}
+
+    def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
+        start = (at_ms - self._heartbeat_ms // 2) // step.interval_ms * step.interval_ms
+        reasons = health_reasons(agent_id, health, engines, multi_core_driver=self._multi_core_driver)
+        self._engines[agent_id] = engines
+        beats = self._beats.setdefault(agent_id, collections.deque(maxlen=self.RECENT))
+        if beats and beats[-1][0] == start:  # two heartbeats in one interval: the worst of each signal
+            worst: dict[str, Reason] = {}
+            for r in beats.pop()[1] + reasons:
+                if r.signal not in worst or r.validity.rank > worst[r.signal].validity.rank:
+                    worst[r.signal] = r
+            reasons = tuple(worst.values())
+        beats.append((start, reasons))
+
+    def judge(self, interval: FinalInterval) -> Verdict:
+        """The interval's verdict; a measured interval also counts for its step."""
+        reasons: list[Reason] = []
+        for agent in interval.agents:
+            reasons += self._heartbeat_reasons(agent.agent_id, interval.start_ms, interval.interval_ms)
+            reasons += row_reasons(agent.agent_id, agent.total, self._free(agent.agent_id, agent.total, interval))
+        verdict = verdict_of(tuple(reasons))
+        if interval.measured:
+            self._tally(interval.step.name, verdict)
+        return verdict
+
+    def verdict(self, step: str, n_agents: int, demand_ratio: float) -> StepValidity:
+        """The step's verdict. `demand_ratio` is offered/achieved where known (open model),
+        else 0: the advice is then to double the agents named."""
+        if step != self._step or not self._counts[0]:
+            return NOT_JUDGED
+        judged, invalid, suspect = self._counts
+        reasons = tuple(sorted(self._reasons.values(), key=lambda r: (-r.validity.rank, r.agent, r.signal)))
+        named = len({r.agent for r in reasons if r.validity is Validity.INVALID})
+        add = max(1, math.ceil(n_agents * (demand_ratio - 1))) if demand_ratio > 1 else max(1, named)
+        return StepValidity(step_validity(judged, invalid, suspect), judged, invalid, suspect, reasons, add)
+
+    def _tally(self, step: str, verdict: Verdict) -> None:
+        if step != self._step:
+            self._step, self._counts, self._reasons = step, [0, 0, 0], {}
+        self._counts[0] += 1
+        self._counts[1] += verdict.validity is Validity.INVALID
+        self._counts[2] += verdict.validity is Validity.SUSPECT
+        for r in verdict.reasons:
+            held = self._reasons.get((r.agent, r.signal))
+            if held is None or r.validity.rank > held.validity.rank:
+                self._reasons[(r.agent, r.signal)] = r
+
+    def _heartbeat_reasons(self, agent_id: str, start_ms: int, interval_ms: int) -> tuple[Reason, ...]:
+        stand_in = None
+        for at, reasons in reversed(self._beats.get(agent_id, ())):
+            if at == start_ms:
+                return reasons
+            if at < start_ms and start_ms - at <= STAND_IN_INTERVALS * interval_ms:
+                stand_in = reasons if stand_in is None else stand_in
+        return stand_in or ()
+
+    def _free(self, agent_id: str, total, interval: FinalInterval) -> bool:
+        if self._max_connections:  # the plan's cap over the fleet: judged on the cluster's connections
+            return connections_free(interval.total, self._max_connections)
+        engines = self._engines.get(agent_id, 0)
+        return connections_free(total, engines * ENGINE_DEFAULT_MAX_CONNECTIONS)

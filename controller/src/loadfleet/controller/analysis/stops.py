@@ -1,0 +1,176 @@
+"""Stop conditions: end a run early when the cluster's error rate or a latency
+percentile (or the mean) stays above a threshold for a while.
+
+`StopWatch` is fed each cluster interval once, in order (the merged `*`/`*` row). An
+interval above a threshold extends that condition's streak, one below it ends the
+streak, and an interval without requests changes nothing. A condition triggers when its
+streak covers at least `for_s` seconds.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from loadfleet.controller.stream.contract import FinalInterval, StepEnd
+from loadfleet.wire.stats import StatsRow
+
+
+@dataclass(frozen=True)
+class ErrorStop:
+    above_pct: float
+    for_s: float
+
+
+class Statistic(enum.StrEnum):
+    """What of an interval's latency a stop condition watches."""
+
+    PERCENTILE = "percentile"
+    MEAN = "mean"  # Siege's view: a user's patience against the mean response time
+
+
+@dataclass(frozen=True)
+class LatencyStop:
+    percentile: float
+    above_ms: float
+    for_s: float
+    statistic: Statistic = Statistic.PERCENTILE
+
+    @property
+    def label(self) -> str:
+        return "mean" if self.statistic is Statistic.MEAN else f"p{self.percentile:g}"
+
+    def of(self, total: StatsRow) -> float:
+        """The watched statistic of a cluster interval's latency, in ms."""
+        if self.statistic is Statistic.MEAN:
+            return total.histogram.mean_and_stddev()[0] / 1000
+        return total.histogram.percentiles([self.percentile])[0] / 1000
+
+
+@dataclass(frozen=True)
+class StopConditions:
+    error_pct: ErrorStop | None = None
+    latency: LatencyStop | None = None
+
+    @classmethod
+    def from_doc(cls, doc: dict | None) -> StopConditions | None:
+        if not doc:
+            return None
+        err, lat = doc.get("error_pct"), doc.get("latency")
+        return cls(
+            error_pct=ErrorStop(float(err["above"]), float(err["for_s"])) if err else None,
+            latency=LatencyStop(
+                float(lat.get("percentile", 99)),
+                float(lat["above_ms"]),
+                float(lat["for_s"]),
+                Statistic(lat.get("statistic", Statistic.PERCENTILE)),
+            )
+            if lat
+            else None,
+        )
+
+    def to_doc(self) -> dict:
+        doc: dict = {}
+        if self.error_pct:
+            doc["error_pct"] = {"above": self.error_pct.above_pct, "for_s": self.error_pct.for_s}
+        if self.latency:
+            doc["latency"] = {
+                "percentile": self.latency.percentile,
+                "above_ms": self.latency.above_ms,
+                "for_s": self.latency.for_s,
+                "statistic": self.latency.statistic.value,
+            }
+        return doc
+
+
+class Condition(enum.StrEnum):
+    ERROR_PCT = "error_pct"
+    LATENCY = "latency"
+    KNEE = "knee"  # the sweep's stop_at_knee
+
+
+@dataclass(frozen=True)
+class StopReason:
+    condition: Condition
+    text: str
+    step: str = ""
+    at_ms: int = 0
+
+    def to_json(self) -> dict:
+        return {"condition": self.condition.value, "text": self.text, "step": self.step, "at_ms": self.at_ms}
+
+
+class StopWatch:
+    """Consumes the run's published intervals: each step's measured cluster intervals go
+    through the conditions (streaks start over with each step), and a condition met calls
+    `on_stop` once."""
+
+    def __init__(
+        self,
+        conditions: StopConditions | None,
+        interval_ms: int,
+        on_stop: Callable[[StopReason], None] = lambda reason: None,
+    ):
+        self._conditions = conditions or StopConditions()
+        self._interval_s = interval_ms / 1000
+        self._on_stop = on_stop
+        self._step = ""
+        self._stopped = False
+        self._streak_s = {c: 0.0 for c in (Condition.ERROR_PCT, Condition.LATENCY)}
+        self._worst = dict(self._streak_s)
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        if interval.step.name != self._step:
+            self._step = interval.step.name
+            self.reset()
+        if self._stopped or not interval.measured:
+            return
+        reason = self.observe(interval.total)
+        if reason:
+            self._stopped = True
+            self._on_stop(replace(reason, step=interval.step.name))
+
+    def on_step_end(self, end: StepEnd) -> None:
+        pass
+
+    def on_run_end(self) -> None:
+        pass
+
+    def reset(self) -> None:
+        """Forget streaks (a new step starts)."""
+        for key in self._streak_s:
+            self._streak_s[key] = 0.0
+            self._worst[key] = 0.0
+
+    def observe(self, total: StatsRow) -> StopReason | None:
+        """One cluster interval; the reason to stop, or None."""
+        if total.requests == 0:
+            return None
+        c = self._conditions
+        if c.error_pct:
+            pct = 100.0 * total.failed / total.requests
+            if self._extend(Condition.ERROR_PCT, pct, pct > c.error_pct.above_pct) >= c.error_pct.for_s:
+                return StopReason(
+                    Condition.ERROR_PCT,
+                    f"error rate above {c.error_pct.above_pct:g} % for "
+                    f"{self._streak_s[Condition.ERROR_PCT]:g} s (up to {self._worst[Condition.ERROR_PCT]:.1f} %)",
+                )
+        if c.latency and total.histogram:
+            ms = c.latency.of(total)
+            if self._extend(Condition.LATENCY, ms, ms > c.latency.above_ms) >= c.latency.for_s:
+                return StopReason(
+                    Condition.LATENCY,
+                    f"{c.latency.label} latency above {c.latency.above_ms:g} ms "
+                    f"for {self._streak_s[Condition.LATENCY]:g} s (up to {self._worst[Condition.LATENCY]:.0f} ms)",
+                )
+        return None
+
+    def _extend(self, key: Condition, value: float, above: bool) -> float:
+        if above:
+            self._streak_s[key] += self._interval_s
+            self._worst[key] = max(self._worst[key], value)
+        else:
+            self._streak_s[key] = 0.0
+            self._worst[key] = 0.0
+        return self._streak_s[key] if above else -1.0

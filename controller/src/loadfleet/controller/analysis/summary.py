@@ -1,0 +1,123 @@
+"""The end-of-run summary: totals for the run, each target, request and agent."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from loadfleet.controller.analysis.hosts import HostLoad
+from loadfleet.controller.analysis.knee import Knee
+from loadfleet.controller.analysis.scaling import ServerScaling, UslResult
+from loadfleet.controller.analysis.selfwatch import ControllerLoad
+from loadfleet.controller.analysis.steps import LevelSummary, StepResult
+from loadfleet.controller.analysis.stops import StopReason
+from loadfleet.controller.analysis.targethealth import Outage
+from loadfleet.controller.analysis.totals import RunTotals
+from loadfleet.controller.analysis.validity import Validity
+from loadfleet.controller.fleet.losses import Loss
+from loadfleet.controller.model.events import Event
+from loadfleet.controller.model.figures import Figures, errors_by_name, figures_of
+from loadfleet.wire.stats import TOTAL, StatsRow
+
+
+@dataclass(frozen=True)
+class NamedFigures:
+    name: str
+    figures: Figures
+    errors: dict[str, int]
+    status: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    plan_name: str
+    state: str
+    message: str
+    run_dir: str
+    started_ms: int
+    duration_s: float
+    total: NamedFigures
+    targets: tuple[NamedFigures, ...]
+    requests: tuple[NamedFigures, ...]
+    agents: tuple[NamedFigures, ...]
+    events: tuple[Event, ...]
+    # Steps (a plan without a sweep has one, `main`), its levels over repetitions, the knee
+    # of each number of servers, scaling over servers, the USL fit, and why the run stopped early.
+    steps: tuple[StepResult, ...] = ()
+    levels: tuple[LevelSummary, ...] = ()
+    knees: tuple[Knee, ...] = ()
+    skipped_steps: tuple[str, ...] = ()
+    scalability: tuple[ServerScaling, ...] = ()
+    usl: UslResult | None = None
+    # One sentence per analysis (the knee of each server count, the USL fit): what it found,
+    # or why it cannot tell, and which steps it left out as generator-bound (analysis.py).
+    analysis_notes: tuple[str, ...] = ()
+    load_model: str = ""  # closed | open | users: what `offered` counts
+    stop: StopReason | None = None
+    # Monitored hosts over all the run's load (per step: steps[i].hosts).
+    hosts: tuple[HostLoad, ...] = ()
+    # Spans during which a target answered nothing (targethealth.py).
+    target_outages: tuple[Outage, ...] = ()
+    # Events kept in memory are the first and last thousand: this many in between are only
+    # in events.jsonl.
+    events_left_out: int = 0
+    # Requests in reports that arrived after their interval was published without them,
+    # per agent: not in any interval nor in the totals above (window.py).
+    late_requests: dict[str, int] = field(default_factory=dict)
+    # Shares of load lost in the middle of a step (agents lost, engines failed) and what the
+    # plan's agents.on_loss made of them (losses.py).
+    losses: tuple[Loss, ...] = ()
+    # The controller's clock minus each agent's, when the run chose it (agents.ClockOffset).
+    clock_offsets_ms: dict[str, int] = field(default_factory=dict)
+    # Files of the run directory a full disk left incomplete (rundisk.py); the message says
+    # which disk.
+    incomplete_files: tuple[str, ...] = ()
+    # The controller itself while the run had its agents: its event loop's lag, CPU, memory
+    # (selfwatch.py); None for a run shorter than a second.
+    controller: ControllerLoad | None = None
+
+    def to_json(self) -> dict:
+        doc = asdict(self)
+        doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
+        doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
+        doc["suspect_steps"] = [s.name for s in self.steps if s.validity is Validity.SUSPECT]
+        doc["usl"] = self.usl.to_json() if self.usl else None
+        return doc
+
+
+def _named(name: str, row, seconds: float) -> NamedFigures:
+    status = dict(zip(("1xx", "2xx", "3xx", "4xx", "5xx"), row.status))
+    return NamedFigures(name=name, figures=figures_of(row, seconds), errors=errors_by_name(row), status=status)
+
+
+def summarize(
+    *,
+    run_id: str,
+    plan_name: str,
+    state: str,
+    message: str,
+    run_dir: str,
+    started_ms: int,
+    totals: RunTotals,
+    agent_ids: list[str],
+    events: list[Event],
+    **more,
+) -> RunSummary:
+    """`more` holds the optional fields of RunSummary (steps, levels, knees, ...)."""
+    duration_s = totals.measured_s
+    empty = StatsRow(TOTAL, TOTAL)
+    return RunSummary(
+        run_id=run_id,
+        plan_name=plan_name,
+        state=state,
+        message=message,
+        run_dir=run_dir,
+        started_ms=started_ms,
+        duration_s=duration_s,
+        total=_named(TOTAL, totals.total(), duration_s),
+        targets=tuple(_named(t, row, duration_s) for t, row in sorted(totals.by_target().items())),
+        requests=tuple(_named(r, row, duration_s) for r, row in sorted(totals.by_request().items())),
+        agents=tuple(_named(agent, totals.by_agent.get(agent, empty), duration_s) for agent in agent_ids),
+        events=tuple(events),
+        **more,
+    )

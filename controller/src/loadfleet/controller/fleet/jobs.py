@@ -1,0 +1,83 @@
+"""What the controller asks of one agent, and what the agent says back about it."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from loadfleet.controller.fleet.scheduler import EngineShare
+from loadfleet.controller.plan.parse import Plan
+from loadfleet.wire.stats import StatsRow
+
+
+class JobState(enum.Enum):
+    READY = "ready"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+    @property
+    def ended(self) -> bool:
+        return self in (JobState.FINISHED, JobState.FAILED, JobState.STOPPED)
+
+
+# A sweep's steps are jobs of their own: `<run id>/<step>`. A one-step run's job is the run.
+_STEP_SEPARATOR = "/"
+
+
+def job_id_for(run_id: str, step: str, *, single: bool) -> str:
+    return run_id if single else f"{run_id}{_STEP_SEPARATOR}{step}"
+
+
+def run_id_of(job_id: str) -> str:
+    return job_id.split(_STEP_SEPARATOR, 1)[0]
+
+
+@dataclass(frozen=True)
+class JobAssignment:
+    """One agent's share of a run: the plan, and the share of each engine to start."""
+
+    job_id: str
+    plan: Plan
+    engines: tuple[EngineShare, ...]
+    start_at_ms: int
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """One interval of one job from one agent, already decoded (see convert.py): a row per
+    (target, request), and the agent's own `*`/`*` merge of them."""
+
+    job_id: str
+    agent_id: str
+    seq: int  # the agent's sequence number, acknowledged once the interval is stored
+    interval_start_ms: int
+    rows: tuple[StatsRow, ...]
+    total: StatsRow
+    final: bool
+    error_samples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportLimits:
+    """What an agent's report for a job may hold, checked before anything is decoded: rows
+    only for the plan's (target, request) pairs (any names when a Gatling project names
+    its own requests) plus the agent's `*`/`*` total, and histograms of a sane size."""
+
+    keys: frozenset[tuple[str, str]] | None
+    max_rows: int
+    max_histogram_bytes: int = 256 * 1024
+
+
+@dataclass(frozen=True)
+class EngineFailure:
+    """An engine of an agent's job ended before the job (agent.proto EngineFailure)."""
+
+    job_id: str
+    agent_id: str
+    engine: int  # its position among the agent's engines
+    pid: int
+    how: str
+    stderr_tail: str
+    reported_requests: int

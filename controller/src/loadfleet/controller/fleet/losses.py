@@ -1,0 +1,295 @@
+"""Lost load: what becomes of a lost agent's or failed engine's share (the plan's
+`agents.on_loss`).
+
+- `redistribute` (the default): once the lost share has certainly stopped (its agent's
+  lease has run out; an engine that failed is gone at once), its load and what is left of
+  its request budget are split over the step's live engines, exactly as a step's load is
+  split (scheduler.py), and sent to their agents as `Adjust`: the fleet's offered load stays
+  what the plan asked for, and a budget stays exact. Requests the lost share sent but never
+  reported (its last interval at most) may reach the servers on top of the budget; each
+  `Loss` states that bound.
+- `continue`: the step goes on without the share.
+- `abort`: the run ends, its results written, with exit code 1.
+
+A load with stages is not moved (its ramps would start over on the engines that took it):
+its budget is, and the loss says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from loadfleet.controller.fleet.agents import AgentRegistry
+from loadfleet.controller.fleet.jobs import EngineFailure
+from loadfleet.controller.fleet.scheduler import EngineShare, combine
+from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.load import Load, split_exact
+from loadfleet.controller.plan.parse import LossPolicy
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A share of a step's load that was lost, and what the plan's policy made of it."""
+
+    step: str
+    agent_id: str
+    engine: int | None  # the engine's position among its agent's; None: the whole agent
+    at_ms: int
+    policy: LossPolicy
+    load: str  # the lost share, described
+    budget_left: int  # its request budget not reported when it was lost (0: no budget)
+    # Requests it may have sent that were never reported, and so may have reached the
+    # servers on top of the fleet's reported total: its busiest interval.
+    unreported_bound: int
+    taken_by: int = 0  # agents whose engines took the share over (redistribute)
+    moved_load: bool = False  # the load moved too, not only the budget
+
+    def describe(self) -> str:
+        what = f"agent {self.agent_id}" + (f"'s engine {self.engine}" if self.engine is not None else "")
+        budget = f" and {self.budget_left:,} requests of its budget" if self.budget_left else ""
+        if self.policy is LossPolicy.ABORT:
+            return f"{what} lost its share ({self.load}); agents.on_loss is abort: the run ends"
+        if self.policy is LossPolicy.CONTINUE or not self.taken_by:
+            none = "" if self.policy is LossPolicy.CONTINUE else " (no engine was left to take it)"
+            return f"{what} lost its share ({self.load}){none}; the step goes on without it"
+        moved = (
+            f"its share ({self.load}){budget}"
+            if self.moved_load
+            else f"{self.budget_left:,} requests of its budget (a staged load is not moved)"
+        )
+        bound = (
+            f"; up to {self.unreported_bound:,} requests it sent unreported may have reached the servers"
+            if self.unreported_bound
+            else ""
+        )
+        return f"{what} lost: {moved} went to {self.taken_by} other agent(s){bound}"
+
+
+def redistributed(
+    lost: Load, budget_left: int, shares: dict[str, tuple[EngineShare, ...]], live: dict[str, tuple[int, ...]]
+) -> dict[str, tuple[EngineShare, ...]]:
+    """Each taking agent's engine shares once the lost share is split over the live engines
+    (`live`: each agent's live engine positions). A load with stages keeps its engines'
+    loads and hands over its budget only. Agents that get nothing are left out."""
+    slots = [(agent, index) for agent in sorted(live) for index in live[agent]]
+    if not slots:
+        return {}
+    weights = [1] * len(slots)
+    whole = {field: split_exact(getattr(lost, field), weights) for field in ("clients", "users", "max_connections")}
+    budgets = split_exact(budget_left, weights)
+    updated: dict[str, list[EngineShare]] = {}
+    for i, (agent, index) in enumerate(slots):
+        part = lost.part(1, len(slots), {field: parts[i] for field, parts in whole.items()})
+        moves_load = not lost.stages and part.peak > 0
+        if not (moves_load or budgets[i]):
+            continue
+        engines = updated.setdefault(agent, list(shares[agent]))
+        old = engines[index]
+        engines[index] = EngineShare(
+            load=combine([old.load, part]) if moves_load else old.load,
+            max_requests=old.max_requests + budgets[i] if old.max_requests else 0,
+        )
+    return {agent: tuple(engines) for agent, engines in updated.items()}
+
+
+class StepShares:
+    """Who runs which part of a step's load, as it changes: each agent's engine shares, its
+    dead engines, the requests it reported, and whose jobs ended. O(agents × engines)."""
+
+    def __init__(self, job_id: str, step: str, interval_ms: int, shares: dict[str, tuple[EngineShare, ...]]):
+        self.job_id = job_id
+        self.step = step
+        self.interval_ms = interval_ms
+        self.shares = dict(shares)
+        self.closed = False  # the step has ended: nothing more is handed over
+        self._dead: dict[str, dict[int, int]] = {}  # agent -> dead engine -> requests it reported
+        self._gone: set[str] = set()  # lost, or their job ended
+
+    def ended(self, agent_id: str) -> None:
+        """Its job ended: it takes nothing over."""
+        self._gone.add(agent_id)
+
+    def lose_agent(self, agent_id: str, reported: int, busiest: int, silent_ms: int) -> tuple[Load, int, int] | None:
+        """The agent's live share (load, budget not reported, unreported bound), now lost;
+        None when it had none left (its dead engines' shares were handed on already).
+        `reported`: its requests in the step; `busiest`: the most it reported in one
+        interval. It ran unreported for at most `silent_ms` (it stops when its lease runs
+        out), and never past its budget."""
+        live = self.live(agent_id)
+        self._gone.add(agent_id)
+        if not live:
+            return None
+        engines = [self.shares[agent_id][i] for i in live]
+        budget = sum(e.max_requests for e in engines)
+        reported -= sum(self._dead.get(agent_id, {}).values())
+        left = max(0, budget - reported) if budget else 0
+        intervals = -(-silent_ms // self.interval_ms) + 1  # a partial interval at either end
+        return (
+            combine([e.load for e in engines]),
+            left,
+            min(left, busiest * intervals) if budget else busiest * intervals,
+        )
+
+    def lose_engine(self, agent_id: str, index: int, reported: int, busiest: int) -> tuple[Load, int, int] | None:
+        """One engine's share (load, budget it did not report, unreported bound: its part
+        of the agent's busiest interval, for the interval it died in), now lost."""
+        if agent_id in self._gone or index not in self.live(agent_id):
+            return None
+        self._dead.setdefault(agent_id, {})[index] = reported
+        share = self.shares[agent_id][index]
+        left = max(0, share.max_requests - reported) if share.max_requests else 0
+        unreported = -(-busiest // len(self.shares[agent_id]))
+        return share.load, left, min(left, unreported) if share.max_requests else unreported
+
+    def live(self, agent_id: str) -> tuple[int, ...]:
+        if agent_id in self._gone:
+            return ()
+        dead = self._dead.get(agent_id, {})
+        return tuple(i for i in range(len(self.shares.get(agent_id, ()))) if i not in dead)
+
+    def takers(self, able: set[str]) -> dict[str, tuple[int, ...]]:
+        """The live engines of the agents in `able` (reachable now)."""
+        return {a: live for a in sorted(able) if (live := self.live(a))}
+
+    def take_over(self, updated: dict[str, tuple[EngineShare, ...]]) -> None:
+        self.shares.update(updated)
+
+    def restore(self, loss: Loss) -> None:
+        """A loss from before a controller restart. (What a dead engine had reported is not
+        journaled: a later loss of its agent then hands on less of its budget, never more.)"""
+        if loss.engine is None:
+            self._gone.add(loss.agent_id)
+        else:
+            self._dead.setdefault(loss.agent_id, {})[loss.engine] = 0
+
+
+class FleetLosses:
+    """The run's side of agents late or lost and engines failed in the middle of a step: the
+    plan's `agents.on_loss` applied to the step's shares, and every loss kept for the summary
+    (O(agents × engines): each share is lost once)."""
+
+    def __init__(
+        self,
+        policy: LossPolicy,
+        lease_s: float,
+        registry: AgentRegistry,
+        *,
+        emit: Callable[[Event], None],
+        journal: Callable[[Loss, dict], None],
+        halt: Callable[[], None],
+        clock_ms: Callable[[], int],
+    ):
+        self.policy = policy
+        self.lease_s = lease_s  # a job's load goes on this long without word from the controller
+        self.losses: list[Loss] = []
+        self.abort = ""  # why the run ends early (on_loss is abort); "" while it goes on
+        self._registry = registry
+        self._emit = emit
+        self._journal = journal  # (loss, agents' shares that changed)
+        self._halt = halt
+        self._clock_ms = clock_ms
+        self._late_since: dict[str, int] = {}  # agents late now -> since when (ms)
+
+    def late(self, agent_id: str, reason: str) -> None:
+        self._late_since[agent_id] = self._clock_ms()
+        until = time.strftime("%H:%M:%S", time.localtime(time.time() + self.lease_s))
+        self._emit(
+            Event(
+                EventKind.AGENT_LATE,
+                f"agent {agent_id} late ({reason}): its load goes on for its lease "
+                f"of {self.lease_s:g} s, until about {until}; its reports are waited for",
+                agent_id,
+            )
+        )
+
+    def back(self, agent_id: str) -> None:
+        since = self._late_since.pop(agent_id, None)
+        if since is not None:
+            self._emit(
+                Event(
+                    EventKind.AGENT_BACK,
+                    f"agent {agent_id} back after {(self._clock_ms() - since) / 1000:.1f} "
+                    "s; it sends what it held and goes on",
+                    agent_id,
+                )
+            )
+
+    def agent_lost(self, shares: StepShares, agent_id: str, silent_s: float, use: tuple[int, int]) -> None:
+        """`silent_s`: how long ago it was last heard (its load stops when its lease runs
+        out, counted from then); `use`: its requests in the step and its busiest interval."""
+        self._late_since.pop(agent_id, None)
+        wait_s = max(0.0, self.lease_s - silent_s)
+        lost = shares.lose_agent(agent_id, *use, silent_ms=round((silent_s + wait_s) * 1000))
+        if lost:
+            self._apply(shares, agent_id, None, *lost, wait_s=wait_s)
+
+    def engine_failed(self, shares: StepShares, failure: EngineFailure, busiest: int) -> None:
+        """`busiest`: the most its agent reported in one interval of the step."""
+        tail = f"; its last words: {failure.stderr_tail}" if failure.stderr_tail else ""
+        self._emit(
+            Event(
+                EventKind.ENGINE_FAILED,
+                f"agent {failure.agent_id}'s engine {failure.engine} (pid {failure.pid}) {failure.how}{tail}",
+                failure.agent_id,
+            )
+        )
+        lost = shares.lose_engine(failure.agent_id, failure.engine, failure.reported_requests, busiest)
+        if lost:  # a dead engine sends nothing more: its share moves at once
+            self._apply(shares, failure.agent_id, failure.engine, *lost, wait_s=0.0)
+
+    def in_step(self, step: str) -> int:
+        return sum(1 for loss in self.losses if loss.step == step)
+
+    def _apply(
+        self,
+        shares: StepShares,
+        agent_id: str,
+        engine: int | None,
+        load: Load,
+        budget_left: int,
+        bound: int,
+        *,
+        wait_s: float,
+    ) -> None:
+        loss = Loss(
+            step=shares.step,
+            agent_id=agent_id,
+            engine=engine,
+            at_ms=self._clock_ms(),
+            policy=self.policy,
+            load=load.describe(),
+            budget_left=budget_left,
+            unreported_bound=bound,
+        )
+        if self.policy is LossPolicy.REDISTRIBUTE:  # once the share has certainly stopped
+            asyncio.get_running_loop().call_later(wait_s, self._redistribute, shares, loss, load)
+            return
+        self._record(loss)
+        if self.policy is LossPolicy.ABORT and not self.abort:
+            self.abort = loss.describe()
+            self._halt()
+
+    def _redistribute(self, shares: StepShares, loss: Loss, load: Load) -> None:
+        if shares.closed:
+            return
+        links = {
+            a: link
+            for a in shares.shares
+            if (record := self._registry.get(a)) and (link := record.link) and not record.late
+        }
+        updated = redistributed(load, loss.budget_left, shares.shares, shares.takers(set(links)))
+        shares.take_over(updated)
+        for agent_id, engines in updated.items():
+            links[agent_id].adjust(shares.job_id, engines)
+        self._record(
+            replace(loss, at_ms=self._clock_ms(), taken_by=len(updated), moved_load=not load.stages and load.peak > 0),
+            updated,
+        )
+
+    def _record(self, loss: Loss, updated: dict[str, tuple[EngineShare, ...]] | None = None) -> None:
+        self.losses.append(loss)
+        self._journal(loss, updated or {})
+        self._emit(Event(EventKind.LOSS_POLICY, f"step {loss.step}: {loss.describe()}", loss.agent_id))

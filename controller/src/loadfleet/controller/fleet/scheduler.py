@@ -1,0 +1,75 @@
+"""Who runs what share, and when.
+
+Load is split over every engine slot of the fleet (one per agent core) at once, with
+the exact split of `load.split_load`, so every total (clients, users, budgets) adds up
+exactly and agents get load in proportion to their cores. Every agent starts at the
+same absolute time (barrier start), a little in the future and aligned to an interval
+boundary so that all drivers' intervals line up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from loadfleet.controller.model.load import Load, Stage, split_load
+
+# The most engines one agent runs (one per core it offers): an agent's Hello offering more
+# cores is refused (rpc/convert.py), so the work of splitting load is bounded by what the
+# controller will ever use, not by a number an agent claims.
+MAX_ENGINES_PER_AGENT = 1024
+# How far ahead the barrier is set: time for every agent to receive its assignment
+# and start its drivers before load begins.
+DEFAULT_BARRIER_LEAD_MS = 2000
+
+
+@dataclass(frozen=True)
+class EngineShare:
+    load: Load
+    max_requests: int = 0
+
+
+@dataclass(frozen=True)
+class AgentShare:
+    agent_id: str
+    engines: tuple[EngineShare, ...]
+
+    @property
+    def load(self) -> Load:
+        """The agent's whole share: the sum of its engines' shares."""
+        return combine([e.load for e in self.engines])
+
+    @property
+    def max_requests(self) -> int:
+        return sum(e.max_requests for e in self.engines)
+
+
+def split_over_engines(load: Load, max_requests: int, agents: list[tuple[str, int]]) -> list[AgentShare]:
+    """Shares for (agent_id, cores) pairs, one engine per core (at most
+    MAX_ENGINES_PER_AGENT); agents with no work are left out."""
+    slots = [agent_id for agent_id, cores in agents for _ in range(min(max(1, cores), MAX_ENGINES_PER_AGENT))]
+    parts = split_load(load, max_requests, [1] * len(slots))
+    shares: dict[str, list[EngineShare]] = {}
+    for agent_id, part in zip(slots, parts):
+        if part is not None:
+            shares.setdefault(agent_id, []).append(EngineShare(*part))
+    return [AgentShare(agent_id, tuple(shares[agent_id])) for agent_id, _ in agents if agent_id in shares]
+
+
+def combine(parts: list[Load]) -> Load:
+    """Adds loads of the same model (whole numbers and rates add, stage targets add)."""
+    first = parts[0]
+    return replace(
+        first,
+        clients=sum(p.clients for p in parts),
+        users=sum(p.users for p in parts),
+        rate=sum(p.rate for p in parts),
+        spawn_rate=sum(p.spawn_rate for p in parts),
+        max_connections=sum(p.max_connections for p in parts),
+        stages=tuple(Stage(s.duration_s, sum(p.stages[i].target for p in parts)) for i, s in enumerate(first.stages)),
+    )
+
+
+def barrier_start_ms(now_ms: int, interval_ms: int, lead_ms: int = DEFAULT_BARRIER_LEAD_MS) -> int:
+    """The first interval boundary at least `lead_ms` after `now_ms`."""
+    earliest = now_ms + lead_ms
+    return -(-earliest // interval_ms) * interval_ms

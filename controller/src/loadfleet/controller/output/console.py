@@ -1,0 +1,275 @@
+"""What a person sees: one progress line per interval, events, and the summary table."""
+
+from __future__ import annotations
+
+import time
+
+from loadfleet.controller.analysis.selfwatch import ControllerLoad
+from loadfleet.controller.fleet.losses import Loss
+from loadfleet.controller.model.codec import from_doc
+from loadfleet.v1 import run_pb2
+
+PROGRESS_HEADER = (
+    f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  {'errors':>7}  {'users':>7}"
+)
+
+
+def progress_line(s: run_pb2.IntervalSummary) -> str:
+    clock = time.strftime("%H:%M:%S", time.localtime(s.interval_start_ms / 1000))
+    missing = (
+        f"  ({s.missing_agents} agent{'s' * (s.missing_agents > 1)} missing: later than the revision window)"
+        if s.missing_agents
+        else ""
+    )
+    missing += f"  ({s.lost_agents} lost)" if s.lost_agents else ""
+    if s.validity in (run_pb2.VALIDITY_SUSPECT, run_pb2.VALIDITY_INVALID):
+        verdict = run_pb2.Validity.Name(s.validity).removeprefix("VALIDITY_")
+        missing += f"  {verdict}: {s.validity_reasons}"
+    return (
+        f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.mb_per_s:>8.2f}  {s.p50_ms:>8.2f}  "
+        f"{s.p99_ms:>8.2f}  {s.errors:>7}  {s.users:>7}{missing}"
+    )
+
+
+def event_line(e: run_pb2.RunEvent) -> str:
+    kind = run_pb2.EventKind.Name(e.kind).removeprefix("EVENT_KIND_").lower()
+    return f"-- {kind}: {e.text}"
+
+
+_COLUMNS = (
+    ("requests", 10),
+    ("req/s", 10),
+    ("MB/s", 8),
+    ("err %", 6),
+    ("mean", 8),
+    ("p50", 8),
+    ("p90", 8),
+    ("p99", 8),
+    ("max", 8),
+)
+
+
+def summary_table(s: run_pb2.RunSummary, doc: dict) -> str:
+    """`doc`: the summary's JSON document (`s.summary_json`), already parsed by the caller."""
+    state = run_pb2.RunState.Name(s.state).removeprefix("RUN_STATE_").lower()
+    lines = [
+        f"run {s.run_id} {state}"
+        + (f": {s.message}" if s.message else "")
+        + f" — {s.duration_s:.1f} s measured, results in {s.run_dir}"
+    ]
+    name_width = max([len("total")] + [len(t.name) + 2 for t in (*s.targets, *s.requests, *s.agents)])
+    header = f"{'':<{name_width}}" + "".join(f"  {title:>{w}}" for title, w in _COLUMNS) + "   (latency in ms)"
+    lines.append(header)
+    lines.append(_row("total", s.total, name_width))
+    for title, group in (("targets", s.targets), ("requests", s.requests), ("agents", s.agents)):
+        if len(group) > 1 or title == "agents":
+            lines.append(title)
+            lines.extend(_row("  " + t.name, t, name_width) for t in group)
+    if doc.get("total", {}).get("figures", {}).get("latency_missing"):
+        lines.append(LATENCY_NOT_MEASURED)
+    lines += [
+        f"lost in step {loss.step}: {loss.describe()}" for loss in from_doc(tuple[Loss, ...], doc.get("losses", []))
+    ]
+    late = sum(doc.get("late_requests", {}).values())
+    if late:
+        lines.append(
+            f"late: {late:,} requests were reported after their interval was published; they are counted "
+            "apart (summary.json's late_requests), not in the figures above"
+        )
+    if doc.get("controller"):
+        lines.append("controller: " + from_doc(ControllerLoad, doc["controller"]).describe())
+    return "\n".join(lines)
+
+
+LATENCY_NOT_MEASURED = (
+    "latency not measured for some requests: a Gatling simulation without loadfleet's hook "
+    "reports counts only (docs/gatling.md); latency columns cover the other requests"
+)
+
+
+_PHASE_COLUMNS = (
+    ("responses", 10),
+    ("connect", 8),
+    ("tls", 8),
+    ("waiting", 8),
+    ("receiving", 9),
+    ("other", 8),
+    ("wait p50", 8),
+    ("wait p99", 8),
+    ("conn avg", 8),
+    ("tls avg", 8),
+)
+
+
+def phases_table(doc: dict) -> str:
+    """Where the time goes, from summary.json's document: per response, the mean time in each
+    phase (connect and TLS spread over every response, so the columns add up to the mean
+    latency), waiting's percentiles, and the mean connect and TLS of the responses that opened
+    a connection. Empty when no driver measured phases."""
+    entries = [("total", doc.get("total", {}))]
+    for group in ("targets", "requests"):
+        items = doc.get(group) or []
+        if len(items) > 1:
+            entries += [(group, None)] + [("  " + e.get("name", "?"), e) for e in items]
+    if not (doc.get("total", {}).get("figures") or {}).get("phases"):
+        return ""
+    width = max(len(name) for name, _ in entries)
+    lines = [
+        f"{'where the time goes':<{width}}" + "".join(f"  {t:>{w}}" for t, w in _PHASE_COLUMNS) + "   (ms per response)"
+    ]
+    for name, entry in entries:
+        phases = (entry or {}).get("figures", {}).get("phases") if entry is not None else None
+        if entry is None or not phases:
+            lines.append(name if entry is None else f"{name:<{width}}  {'-':>10}")
+            continue
+        values = (
+            f"{phases['responses']}",
+            *(f"{phases[p]['per_response_ms']:.3f}" for p in ("connect", "tls", "waiting", "receiving")),
+            f"{phases['other_ms']:.3f}",
+            f"{phases['waiting_p50_ms']:.2f}",
+            f"{phases['waiting_p99_ms']:.2f}",
+            *(f"{phases[p]['mean_ms']:.3f}" if phases[p]["count"] else "-" for p in ("connect", "tls")),
+        )
+        lines.append(f"{name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _PHASE_COLUMNS)))
+    return "\n".join(lines)
+
+
+def hosts_table(doc: dict) -> str:
+    """The monitored hosts over the run's load, from summary.json's document."""
+    hosts = doc["hosts"]
+    width = max(len("host"), *(len(h["host"]) for h in hosts))
+    lines = [
+        f"{'host':<{width}}  {'CPU %':>6}  {'max %':>6}  {'server %':>8}  {'mem %':>6}  "
+        f"{'rx MB/s':>8}  {'tx MB/s':>8}  {'conns':>6}  serves"
+    ]
+    for h in hosts:
+        lines.append(
+            f"{h['host']:<{width}}  {h['cpu_pct']:>6.1f}  {h['max_cpu_pct']:>6.1f}  "
+            f"{h['process_cpu_pct']:>8.1f}  {h['mem_used_pct']:>6.1f}  {h['net_rx_mb_per_s']:>8.2f}  "
+            f"{h['net_tx_mb_per_s']:>8.2f}  {h['tcp_established']:>6.0f}  "
+            f"{' '.join(h['targets']) or h['role']}"
+        )
+    for h in hosts:
+        # Only the counters that moved: a balancer has dozens, most of them zero in a lab.
+        rates = {name: rate for name, rate in h.get("counter_rates", {}).items() if rate}
+        if rates:
+            lines.append(f"{h['host']}: server counters per second")
+            lines.extend(f"  {name:<{max(map(len, rates))}}  {rate:>12,.1f}" for name, rate in rates.items())
+    return "\n".join(lines)
+
+
+def _row(name: str, t: run_pb2.Totals, width: int) -> str:
+    lat = t.latency
+    values = (
+        f"{t.requests}",
+        f"{t.rps:.1f}",
+        f"{t.mb_per_s:.2f}",
+        f"{t.error_pct:.2f}",
+        f"{lat.mean_ms:.2f}",
+        f"{lat.p50_ms:.2f}",
+        f"{lat.p90_ms:.2f}",
+        f"{lat.p99_ms:.2f}",
+        f"{lat.max_ms:.2f}",
+    )
+    return f"{name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _COLUMNS))
+
+
+_STEP_COLUMNS = (
+    ("servers", 7),
+    ("offered", 9),
+    ("req/s", 10),
+    ("ok/s", 10),
+    ("MB/s", 8),
+    ("err %", 6),
+    ("mean", 8),
+    ("p99", 8),
+    ("conns", 6),
+    ("peak users", 10),
+)
+
+
+def steps_table(doc: dict) -> str:
+    """The steps of a sweep from summary.json's document: one line each, then the knees,
+    the USL fit and why the run stopped early."""
+    steps = doc["steps"]
+    width = max(len("step"), *(len(st["name"]) for st in steps))
+    lines = [f"{'step':<{width}}" + "".join(f"  {t:>{w}}" for t, w in _STEP_COLUMNS) + "   (latency in ms)"]
+    for st in steps:
+        values = (
+            st["servers"],
+            f"{st['offered']:g}",
+            f"{st['achieved_rps']:.1f}",
+            f"{st['ok_rps']:.1f}",
+            f"{st['bytes_per_s'] / 1e6:.2f}",
+            f"{st['error_pct']:.2f}",
+            f"{st['mean_ms']:.2f}",
+            f"{st['p99_ms']:.2f}",
+            f"{st['concurrent_conns']:.0f}",
+            st.get("peak_users", 0),  # a summary of before users were counted has none
+        )
+        flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
+        flag += (
+            "  generator-bound"
+            if st["generator_bound"]
+            else f"  {st['validity']}"
+            if st.get("validity", "valid") != "valid"
+            else ""
+        )
+        flag += f"  {st['losses']} share(s) lost" if st.get("losses") else ""
+        flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
+        lines.append(
+            f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS)) + flag
+        )
+        targets = st.get("targets", ())
+        if len(targets) > 1:  # servers side by side in the same minutes
+            lines += [
+                f"  {t['url']}: {t['achieved_rps']:.1f} req/s, {t['ok_rps']:.1f} ok/s, {t['error_pct']:.2f} % errors, "
+                f"mean {t['mean_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms"
+                for t in targets
+            ]
+    for lv in doc.get("levels", []):
+        if lv["repetitions"] > 1:
+            lines.append(
+                f"{lv['name']}: {lv['repetitions']} repetitions, {lv['achieved_rps']['mean']:.1f} "
+                f"± {lv['achieved_rps']['stddev']:.1f} req/s, p99 {lv['p99_ms']['mean']:.2f} "
+                f"± {lv['p99_ms']['stddev']:.2f} ms"
+            )
+    # The knee of each server count and the USL fit, each found or saying why not (analysis.py).
+    lines += doc.get("analysis_notes", [])
+    for st in steps:
+        if st["generator_bound"] or st.get("validity", "valid") != "valid":
+            lines.append(st["generator_advice"])
+    if doc.get("stop"):
+        lines.append(f"stopped early: {doc['stop']['text']}")
+    return "\n".join(lines)
+
+
+def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
+    if not agents:
+        return "no agents connected"
+    lines = [
+        f"{'agent':<24} {'state':<6} {'host':<16} {'version':<8} {'cores':>5} {'cpu %':>6} {'rss MB':>7} "
+        f"{'clock ms':>9}  labels"
+    ]
+    for a in agents:
+        state = run_pb2.AgentState.Name(a.state).removeprefix("AGENT_STATE_").lower()
+        labels = ",".join(f"{k}={v}" for k, v in sorted(a.labels.items()))
+        watches = f"  monitors {a.monitors}" if a.monitors else ""
+        allows = f"  allows {','.join(a.allow_targets)}" if a.allow_targets and not a.monitors else ""
+        # The agent's clock against the controller's (+: ahead); "?" until it has measured it.
+        clock = f"{-a.clock_offset_ms:+d}" if a.clock_measured else "?"
+        lines.append(
+            f"{a.agent_id:<24} {state:<6} {a.hostname:<16} {a.version:<8} {a.cores:>5} "
+            f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f} {clock:>9}  {labels}{watches}{allows}"
+        )
+    return "\n".join(lines)
+
+
+def runs_table(runs: list[run_pb2.RunInfo]) -> str:
+    if not runs:
+        return "no runs on this controller"
+    lines = [f"{'run':<22} {'state':<9} {'plan':<20} {'requests':>10}  directory"]
+    for r in runs:
+        state = run_pb2.RunState.Name(r.state).removeprefix("RUN_STATE_").lower()
+        lines.append(f"{r.run_id:<22} {state:<9} {r.plan_name:<20} {r.requests:>10}  {r.run_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""Runs side by side: a table (text, JSON or HTML; each run after the first also shows
+its change against the first, the baseline) and overlaid curves of req/s and p99 over
+time, the runs aligned at their start.
+
+The figures are each run's totals, or, for a run without a sweep that had a warm-up
+(`warmup_s`), those of its step: measured after the warm-up. The table says which driver
+(engine or Gatling) each run used and what was measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from html import escape
+
+from loadfleet.controller.output.report import interactive
+from loadfleet.controller.output.report.page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
+from loadfleet.controller.output.report.rundata import RunData
+from loadfleet.controller.output.report.svg import Chart, Series
+from loadfleet.wire.phases import PHASE_NAMES
+
+# (key in compare_rows, label, format); the keys are also the JSON keys.
+METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("requests", "requests", fmt_count),
+    ("rps", "req/s", fmt_rate),
+    ("mb_per_s", "MB/s", lambda v: f"{v:,.2f}"),
+    ("error_pct", "err %", fmt_pct),
+    ("mean_ms", "mean ms", fmt_ms),
+    ("stddev_ms", "stddev ms", fmt_ms),
+    ("p50_ms", "p50 ms", fmt_ms),
+    ("p99_ms", "p99 ms", fmt_ms),
+)
+# Where a response's time went (summary.json's `phases`): each phase's share of the mean
+# latency, and time to first byte's p99. None for a run whose driver measured no phase.
+PHASE_METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("connect_ms", "connect ms/response", fmt_ms),
+    ("tls_ms", "TLS ms/response", fmt_ms),
+    ("waiting_ms", "waiting ms/response", fmt_ms),
+    ("receiving_ms", "receiving ms/response", fmt_ms),
+    ("other_ms", "other ms/response", fmt_ms),
+    ("waiting_p99_ms", "time to first byte p99 ms", fmt_ms),
+)
+
+
+def compare_rows(runs: Sequence[RunData]) -> list[dict]:
+    """One flat dict per run: identity, then every metric of METRICS and PHASE_METRICS (run
+    totals, or the step measured after a warm-up)."""
+    rows = []
+    for run in runs:
+        figures = run.summary["total"].get("figures", {})
+        latency = figures.get("latency", {})
+        row = {
+            "run_id": run.run_id,
+            "run_dir": str(run.run_dir),
+            "plan_name": run.summary.get("plan_name", ""),
+            "state": run.summary.get("state", ""),
+            "duration_s": run.summary.get("duration_s", 0.0),
+            "driver": run.driver,
+            "warmup_s": run.warmup_s,
+        }
+        for key, _, _ in METRICS:
+            row[key] = figures.get(key, latency.get(key, 0))
+        row.update(_phase_metrics(figures.get("phases")))
+        step = run.measured_step
+        if step is not None:
+            row.update(_step_metrics(step))
+            row.update(_phase_metrics(step.get("phases")))
+        row["measured"] = f"after a {run.warmup_s:g} s warm-up" if step is not None else "whole run"
+        row["latency_missing"] = bool(figures.get("latency_missing", False))
+        rows.append(row)
+    return rows
+
+
+def _step_metrics(step: dict) -> dict:
+    """METRICS of a step's figures (steps.StepResult as summary.json holds it)."""
+
+    def number(key: str) -> float:
+        return float(step.get(key) or 0)
+
+    return {
+        "requests": int(number("requests")),
+        "rps": number("achieved_rps"),
+        "mb_per_s": number("bytes_per_s") / 1e6,
+        "error_pct": number("error_pct"),
+        **{key: number(key) for key in ("mean_ms", "stddev_ms", "p50_ms", "p99_ms")},
+    }
+
+
+def _phase_metrics(phases: dict | None) -> dict:
+    """PHASE_METRICS of a `phases` entry (figures.PhaseFigures as summary.json holds it;
+    rundata checked that it holds numbers)."""
+    if not phases:
+        return {key: None for key, _, _ in PHASE_METRICS}
+    shares = {f"{name}_ms": phases.get(name, {}).get("per_response_ms", 0) for name in PHASE_NAMES}
+    return {**shares, "other_ms": phases.get("other_ms", 0), "waiting_p99_ms": phases.get("waiting_p99_ms", 0)}
+
+
+def change(base: float, value: float) -> str:
+    """`+3.1%` against the baseline; empty when the baseline is zero."""
+    if not base:
+        return ""
+    return f"{(value - base) / base * 100:+.1f}%"
+
+
+def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (one per metric, one column per run) shared by text and HTML."""
+    rows = compare_rows(runs)
+    header = ["", *(r["run_id"] for r in rows)]
+    grid = [
+        ["plan", *(str(r["plan_name"]) for r in rows)],
+        ["driver", *(str(r["driver"]) for r in rows)],
+        ["state", *(str(r["state"]) for r in rows)],
+        ["duration s", *(f"{float(r['duration_s']):g}" for r in rows)],
+    ]
+    if any(r["warmup_s"] for r in rows):
+        grid.append(["measured", *(str(r["measured"]) for r in rows)])
+    measured_phases = any(r["waiting_ms"] is not None for r in rows)
+    for key, label, fmt in (*METRICS, *(PHASE_METRICS if measured_phases else ())):
+        base = rows[0][key]
+        cells = []
+        for r in rows:
+            if r[key] is None:  # no phase measured in this run
+                cells.append("-")
+                continue
+            delta = change(base, r[key]) if base is not None and r is not rows[0] else ""
+            cells.append(f"{fmt(r[key])} ({delta})" if delta else fmt(r[key]))
+        grid.append([label, *cells])
+    if any(r["latency_missing"] for r in rows):  # a Gatling simulation without the hook
+        grid.append(
+            ["latency", *("not measured for some requests" if r["latency_missing"] else "measured" for r in rows)]
+        )
+    return header, grid
+
+
+def compare_text(runs: Sequence[RunData]) -> str:
+    header, grid = _grid(runs)
+    widths = [max(len(line[i]) for line in (header, *grid)) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+        for line in (header, *grid)
+    ]
+    return "\n".join(lines) + "\n(changes are against the first run)"
+
+
+def render_compare(runs: Sequence[RunData]) -> str:
+    header, grid = _grid(runs)
+    names = _series_names(runs)
+    rps = tuple(Series(n, r.total_series("rps")) for n, r in zip(names, runs))
+    p99 = tuple(Series(n, r.latency_series("p99_ms")) for n, r in zip(names, runs))
+    body = [
+        "<h1>loadfleet: " + escape(", ".join(r.run_id for r in runs)) + "</h1>",
+        "<h2>Totals</h2>",
+        table(header, grid, css_class="compare"),
+        "<p>Changes in brackets are against the first run.</p>",
+        "<h2>Over time (runs aligned at their start)</h2>",
+        interactive.hint(),
+        '<div class="charts">',
+        interactive.figure(Chart("Requests/s (cluster)", "req/s", rps)),
+        interactive.figure(Chart("p99 latency (cluster)", "ms", p99)),
+        "</div>",
+        "<h2>Runs</h2>",
+        table(
+            ("run", "plan", "directory"),
+            [[r.run_id, str(r.summary.get("plan_name", "")), str(r.run_dir)] for r in runs],
+        ),
+    ]
+    return page("loadfleet compare", "\n".join(body), interactive.scripts())
+
+
+def _series_names(runs: Sequence[RunData]) -> list[str]:
+    """Run ids, made unique when the same run is given twice."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.run_id] = seen.get(run.run_id, 0) + 1
+        names.append(run.run_id if seen[run.run_id] == 1 else f"{run.run_id} #{seen[run.run_id]}")
+    return names

@@ -1,0 +1,479 @@
+"""report.html of one run: header, summary table, plots over time, events.
+
+`render_report(run)` is pure (RunData in, HTML text out); reading and writing files is
+the package's `write_report`.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from html import escape
+
+from loadfleet.controller.analysis.selfwatch import ControllerLoad
+from loadfleet.controller.model.codec import from_doc
+from loadfleet.controller.output.report import interactive
+from loadfleet.controller.output.report.page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
+from loadfleet.controller.output.report.phases import phases_section
+from loadfleet.controller.output.report.rundata import Points, RunData
+from loadfleet.controller.output.report.svg import Chart, Marker, Series
+
+# More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
+MAX_LINES = 10
+# Events worth a vertical line on the time plots (start and finish are the plot's ends).
+_MARKED_EVENTS = ("agent_lost", "agent_joined", "job_failed", "run_stopped", "target_down", "target_up")
+SUMMARY_HEADERS = (
+    "",
+    "requests",
+    "req/s",
+    "MB/s",
+    "err %",
+    "mean ms",
+    "stddev ms",
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "max ms",
+    "failures",
+)
+
+
+def render_report(run: RunData) -> str:
+    s = run.summary
+    body = [
+        f"<h1>loadfleet run {escape(run.run_id)}</h1>",
+        facts(_header_facts(run)),
+        "<h2>Summary</h2>",
+        summary_table(s),
+        *_latency_note(s),
+        *phases_section(s),
+        *_gatling_section(run),
+        *_hosts_section(s),
+        *_targets_section(s),
+        *_saturation_section(s),
+        "<h2>Over time</h2>",
+        interactive.hint(),
+        '<div class="charts">',
+        *(interactive.figure(c) for c in charts(run)),
+        "</div>",
+        "<h2>Events</h2>",
+        events_table(run),
+    ]
+    return page(f"loadfleet run {run.run_id}", "\n".join(body), interactive.scripts())
+
+
+def _header_facts(run: RunData) -> list[tuple[str, str]]:
+    s = run.summary
+    state = str(s.get("state", "?")) + (f": {s['message']}" if s.get("message") else "")
+    agents = [a.get("name", "?") for a in s.get("agents", [])]
+    warmup = [("warm-up", f"{run.warmup_s:g} s, left out of the step's figures")] if run.warmup_s else []
+    return [
+        ("plan", str(s.get("plan_name", "?"))),
+        ("driver", run.driver),
+        ("state", state),
+        ("started", utc_time(run.started_ms)),
+        ("duration", f"{float(s.get('duration_s', 0)):g} s"),
+        *warmup,
+        ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
+        *generator_health(run),
+        *controller_health(s),
+        ("run directory", str(run.run_dir)),
+    ]
+
+
+def generator_health(run: RunData) -> list[tuple[str, str]]:
+    """How many intervals measured the generators rather than the targets (runs before the
+    verdict existed say nothing)."""
+    judged = sum(n for verdict, n in run.verdicts.items() if verdict)
+    if not judged:
+        return []
+    invalid, suspect = run.verdicts.get("invalid", 0), run.verdicts.get("suspect", 0)
+    text = (
+        f"{invalid} invalid and {suspect} suspect of {judged} intervals (the generators, not the "
+        "targets, may have set their figures: intervals.csv's validity_reasons says why)"
+        if invalid or suspect
+        else f"all {judged} intervals valid"
+    )
+    return [("generator health", text)]
+
+
+def controller_health(summary: dict) -> list[tuple[str, str]]:
+    """The controller's own load during the run (runs before it say nothing)."""
+    load = summary.get("controller")
+    return [("controller", from_doc(ControllerLoad, load).describe())] if load else []
+
+
+def summary_table(summary: dict) -> str:
+    rows: list = [_figures_row("total", summary["total"])]
+    for group, key in (("targets", "targets"), ("requests", "requests"), ("agents", "agents")):
+        entries = summary.get(key) or []
+        if entries:
+            rows.append(group)
+            rows.extend(_figures_row(e.get("name", "?"), e) for e in entries)
+    return table(SUMMARY_HEADERS, rows, css_class="summary")
+
+
+HOST_HEADERS = (
+    "host",
+    "serves",
+    "CPU %",
+    "max CPU %",
+    "server CPU % of a core",
+    "memory %",
+    "rx MB/s",
+    "tx MB/s",
+    "TCP conns",
+)
+
+
+def _hosts_section(summary: dict) -> list[str]:
+    """Monitored hosts (monitor-only agents) over the run's load."""
+    hosts = summary.get("hosts") or []
+    if not hosts:
+        return []
+    rows = [
+        [
+            h["host"],
+            " ".join(h["targets"]) or h["role"],
+            f"{h['cpu_pct']:.1f}",
+            f"{h['max_cpu_pct']:.1f}",
+            f"{h['process_cpu_pct']:.1f}",
+            f"{h['mem_used_pct']:.1f}",
+            f"{h['net_rx_mb_per_s']:,.2f}",
+            f"{h['net_tx_mb_per_s']:,.2f}",
+            f"{h['tcp_established']:,.0f}",
+        ]
+        for h in hosts
+    ]
+    section = ["<h2>Monitored hosts</h2>", table(HOST_HEADERS, rows, css_class="hosts")]
+    # The servers' own counters over the run, those that moved (a balancer has dozens).
+    counters = [
+        [h["host"], name, f"{rate:,.1f}"] for h in hosts for name, rate in h.get("counter_rates", {}).items() if rate
+    ]
+    if counters:
+        section += [
+            "<h3>Server counters per second over the run</h3>",
+            table(("host", "counter", "per second"), counters, css_class="host-counters"),
+        ]
+    return section
+
+
+TARGET_HEADERS = ("step", "target", "req/s", "ok/s", "err %", "mean ms", "p50 ms", "p99 ms")
+
+
+def _targets_section(summary: dict) -> list[str]:
+    """Each step's targets side by side (servers compared in the same minutes), when a step
+    loaded more than one."""
+    steps = [s for s in summary.get("steps", []) if len(s.get("targets", ())) > 1]
+    if not steps:
+        return []
+    rows = [
+        [
+            s["name"],
+            t["url"],
+            f"{t['achieved_rps']:,.1f}",
+            f"{t['ok_rps']:,.1f}",
+            f"{t['error_pct']:.2f}",
+            f"{t['mean_ms']:,.2f}",
+            f"{t['p50_ms']:,.2f}",
+            f"{t['p99_ms']:,.2f}",
+        ]
+        for s in steps
+        for t in s["targets"]
+    ]
+    return ["<h2>Targets side by side</h2>", table(TARGET_HEADERS, rows, css_class="targets")]
+
+
+def _latency_note(summary: dict) -> list[str]:
+    if not summary["total"].get("figures", {}).get("latency_missing"):
+        return []
+    return [
+        "<p><strong>Latency not measured</strong> for some requests: a Gatling simulation without "
+        "loadfleet's hook reports counts only (docs/gatling.md); latency figures cover the other requests.</p>"
+    ]
+
+
+def _gatling_section(run: RunData) -> list[str]:
+    """Links to the agents' Gatling HTML reports (relative, so the run directory can move)."""
+    reports = run.gatling_reports
+    if not reports:
+        return []
+    links = [
+        f'<li><a href="{escape(p.relative_to(run.run_dir).as_posix())}">{escape(p.parent.parent.name)}: '
+        f"{escape(p.parent.name)}</a></li>"
+        for p in reports
+    ]
+    return ["<h2>Gatling reports</h2>", "<ul>", *links, "</ul>"]
+
+
+def _figures_row(name: str, entry: dict) -> list[str]:
+    f = entry.get("figures", {})
+    lat = f.get("latency", {})
+    return [
+        name,
+        fmt_count(f.get("requests", 0)),
+        fmt_rate(f.get("rps", 0)),
+        f"{f.get('mb_per_s', 0):,.2f}",
+        fmt_pct(f.get("error_pct", 0)),
+        *(fmt_ms(lat.get(k, 0)) for k in ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")),
+        failures_text(entry),
+    ]
+
+
+def failures_text(entry: dict) -> str:
+    """Transport errors by kind and 4xx/5xx responses, e.g. `connect_refused 12, 5xx 3`."""
+    status = entry.get("status", {})
+    parts = [f"{kind} {n:,}" for kind, n in sorted(entry.get("errors", {}).items()) if n]
+    parts += [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
+    return ", ".join(parts) or "-"
+
+
+def saturation_charts(summary: dict) -> list[Chart]:
+    """For a sweep: achieved load and p99 against offered load, one line per server count,
+    with the knee marked; the offered load as a line of its own only where it is a rate
+    (open model: clients or users are no requests/s to compare with); the scalability
+    curve with its USL fit. Empty for a run of one step."""
+    steps = [s for s in summary.get("steps", []) if "offered" in s]
+    if len(steps) < 2:
+        return []
+    by_servers: dict[int, list[dict]] = {}
+    for step in steps:
+        by_servers.setdefault(int(step.get("servers") or 0), []).append(step)
+
+    def lines(field: str) -> tuple[Series, ...]:
+        return tuple(
+            Series(
+                _servers(n) if n and len(by_servers) > 1 else field.removesuffix("_ms").replace("_", " "),
+                tuple(sorted((float(s["offered"]), float(s.get(field) or 0)) for s in group)),
+            )
+            for n, group in sorted(by_servers.items())
+        )
+
+    found_knees = [k for k in summary.get("knees", []) if "offered" in k]
+
+    def knee_markers(names: set | None = None) -> tuple[Marker, ...]:
+        """The knees (of the steps in `names`, when given) as markers."""
+        return tuple(
+            Marker(float(k["offered"]), f"knee {k.get('name', '')}")
+            for k in found_knees
+            if names is None or k.get("name") in names
+        )
+
+    knees = knee_markers()
+    diagonal = (
+        (Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps}))),)
+        if summary.get("load_model") == "open"
+        else ()
+    )
+    found = [
+        Chart(
+            "Achieved vs offered load",
+            "req/s",
+            (*lines("achieved_rps"), *diagonal),
+            x_label="offered load",
+            markers=knees,
+        ),
+        Chart("p99 vs offered load", "ms", lines("p99_ms"), x_label="offered load", markers=knees, log_y=True),
+    ]
+    # Per server count when a sweep changes it: one line per host over all steps would
+    # zigzag between the server counts' loads at the same offered level.
+    for n, group in sorted(by_servers.items()) if len(by_servers) > 1 else [(0, steps)]:
+        chart = _hosts_chart(group, knee_markers({s.get("name") for s in group}), f", {_servers(n)}" if n else "")
+        if chart is not None:
+            found.append(chart)
+    scaling = scalability_chart(summary)
+    return found + ([scaling] if scaling else [])
+
+
+def _servers(n: int) -> str:
+    return f"{n} server" if n == 1 else f"{n} servers"
+
+
+def _hosts_chart(steps: list[dict], knees: tuple[Marker, ...], title_suffix: str) -> Chart | None:
+    """Each monitored host's CPU and its servers' CPU against the steps' offered load."""
+    hosts = sorted({h["host"] for s in steps for h in s.get("hosts", ())})
+    if not hosts:
+        return None
+    return Chart(
+        "Monitored hosts' CPU vs offered load" + title_suffix,
+        "CPU %",
+        tuple(
+            Series(
+                f"{host} {label}",
+                tuple(
+                    sorted(
+                        (float(s["offered"]), float(h[field]))
+                        for s in steps
+                        for h in s.get("hosts", ())
+                        if h["host"] == host
+                    )
+                ),
+            )
+            for host in hosts
+            for field, label in (("cpu_pct", "host"), ("process_cpu_pct", "server (% of a core)"))
+        ),
+        x_label="offered load",
+        markers=knees,
+    )
+
+
+USL_CURVE_POINTS = 60
+
+
+def scalability_chart(summary: dict) -> Chart | None:
+    """Throughput against the number of servers (or clients, users) as measured, and the
+    USL curve fitted to it when there is a fit (steps judged invalid are not in it)."""
+    usl = summary.get("usl")
+    basis = usl["basis"] if usl else ("servers" if summary.get("scalability") else "")
+    if basis == "servers":
+        measured = tuple((float(r["servers"]), float(r["peak_ok_rps"])) for r in summary.get("scalability", ()))
+    elif basis:
+        measured = tuple(
+            sorted(
+                (float(s["offered"]), float(s.get("ok_rps", 0)))
+                for s in summary.get("steps", ())
+                if s.get("validity", "valid") != "invalid"
+            )
+        )
+    else:
+        return None
+    if len(measured) < 2:
+        return None
+    series = [Series("measured ok/s", measured)]
+    if usl:
+        low, high = min(n for n, _ in measured), max(n for n, _ in measured)
+        ns = [low + (high - low) * i / (USL_CURVE_POINTS - 1) for i in range(USL_CURVE_POINTS)]
+        series.append(
+            Series(
+                f"USL fit (σ {usl['sigma']:.3f}, κ {usl['kappa']:.5f})",
+                tuple((n, usl["lambda"] * n / (1 + usl["sigma"] * (n - 1) + usl["kappa"] * n * (n - 1))) for n in ns),
+            )
+        )
+    return Chart(f"Scalability: ok/s vs {basis}", "ok/s", tuple(series), x_label=basis)
+
+
+def _saturation_section(summary: dict) -> list[str]:
+    found = saturation_charts(summary)
+    notes = summary.get("analysis_notes") or []
+    if not found and not notes:
+        return []
+    advice = [
+        s["generator_advice"]
+        for s in summary.get("steps", ())
+        if s.get("validity", "valid") != "valid" and s.get("generator_advice")
+    ]
+    return [
+        "<h2>Saturation</h2>",
+        *(f"<p>{escape(n)}</p>" for n in (*notes, *advice)),
+        '<div class="charts">',
+        *(interactive.figure(c) for c in found),
+        "</div>",
+    ]
+
+
+def charts(run: RunData) -> list[Chart]:
+    markers = tuple(
+        Marker(run.seconds(e.get("at_ms", 0)), f"{e['kind']}: {e.get('text', '')}")
+        for e in run.summary.get("events", [])
+        if e.get("kind") in _MARKED_EVENTS
+    )
+    latency = [Series(name, run.latency_series(f"{name}_ms")) for name in ("p50", "p90", "p99", "max")]
+    return [
+        Chart("Requests/s (cluster)", "req/s", (Series("req/s", run.total_series("rps")),), markers=markers),
+        Chart("Latency percentiles (cluster, log scale)", "ms", tuple(latency), markers=markers, log_y=True),
+        Chart("Failures by kind (cluster)", "per second", tuple(failure_series(run)), markers=markers),
+        Chart(
+            "Concurrent users and open connections (cluster)",
+            "users, connections",
+            (Series("users", run.total_series("users")), Series("connections", run.total_series("active_conns"))),
+            markers=markers,
+        ),
+        Chart("Requests/s by target", "req/s", tuple(busiest(run.by_target("rps"), "other targets")), markers=markers),
+        Chart("Requests/s by agent", "req/s", tuple(busiest(run.by_agent("rps"), "other agents")), markers=markers),
+        *(
+            [
+                Chart(
+                    "Monitored hosts: CPU % (host) and server processes' CPU % of a core",
+                    "CPU %",
+                    tuple(
+                        Series(f"{host} {label}", series[column])
+                        for host, series in run.host_cpu.items()
+                        for column, label in (("cpu_pct", "host"), ("process_cpu_pct", "server"))
+                    ),
+                    markers=markers,
+                )
+            ]
+            if run.host_cpu
+            else []
+        ),
+        *(
+            [
+                Chart(
+                    "Controller: event-loop lag (the worst of each second)",
+                    "ms",
+                    (Series("loop lag", run.controller_lag),),
+                    markers=markers,
+                )
+            ]
+            if run.controller_lag
+            else []
+        ),
+    ]
+
+
+def failure_series(run: RunData) -> list[Series]:
+    """Transport errors per kind and 4xx/5xx responses, per second; kinds that never
+    happened are left out, and a run without failures shows one flat `failures` line."""
+    interval_s = interval_seconds(run)
+    columns = [(kind, f"err_{kind}") for kind in run.error_kinds] + [("4xx", "status_4xx"), ("5xx", "status_5xx")]
+    out = []
+    for name, column in columns:
+        points = tuple((x, y / interval_s) for x, y in run.total_series(column))
+        if any(y for _, y in points if math.isfinite(y)):
+            out.append(Series(name, points))
+    return out or [Series("failures", tuple((x, 0.0) for x, _ in run.total_series("failed")))]
+
+
+def busiest(series: dict[str, Points], rest_name: str) -> list[Series]:
+    """At most MAX_LINES lines: the largest by sum, then one line summing the rest."""
+    ranked = sorted(series.items(), key=lambda kv: -sum(y for _, y in kv[1] if math.isfinite(y)))
+    shown = [Series(name, points) for name, points in ranked[: MAX_LINES - 1]]
+    rest = ranked[MAX_LINES - 1 :]
+    if len(rest) == 1:
+        shown.append(Series(*rest[0]))
+    elif rest:
+        sums: dict[float, float] = {}
+        for _, points in rest:
+            for x, y in points:
+                sums[x] = sums.get(x, 0.0) + y
+        shown.append(Series(f"{rest_name} ({len(rest)})", tuple(sorted(sums.items()))))
+    return shown
+
+
+def interval_seconds(run: RunData) -> float:
+    starts = sorted({r.start_ms for r in run.cluster_total})
+    gaps = [b - a for a, b in zip(starts, starts[1:]) if b > a]
+    return (min(gaps) if gaps else 1000) / 1000
+
+
+def events_table(run: RunData) -> str:
+    events = run.summary.get("events") or []
+    if not events:
+        return "<p>No events.</p>"
+    rows = [
+        [
+            f"{run.seconds(e.get('at_ms', run.started_ms)):+.1f} s",
+            utc_time(e.get("at_ms", 0)),
+            e.get("kind", "?"),
+            e.get("agent_id", "") or "-",
+            e.get("text", ""),
+        ]
+        for e in events
+    ]
+    return table(("since start", "time (UTC)", "kind", "agent", "what"), rows, css_class="events")
+
+
+def utc_time(ms: int) -> str:
+    if not ms:
+        return "?"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"

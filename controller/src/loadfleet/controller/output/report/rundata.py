@@ -1,0 +1,403 @@
+"""A run directory read back for reports: `summary.json`, the rows of `intervals.csv`
+that reports plot (see rundir.py for both formats), and from `plan.yaml` the driver and the
+warm-up.
+
+Only three kinds of rows are kept: the cluster's `*`,`*` row of each interval, the
+cluster's per-(target, request) rows (to split by target) and each agent's `*`,`*` row;
+agents' per-(target, request) rows are skipped unread, which keeps long runs cheap.
+Times are seconds since the load started (`started_ms` of the summary), so runs line up
+at their start. Anything unreadable raises `UsageError` with the file and the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from loadfleet.controller.model.csvcells import read_cell
+from loadfleet.controller.model.errors import UsageError
+
+SUMMARY_FILE = "summary.json"
+INTERVALS_FILE = "intervals.csv"
+HOSTS_FILE = "hosts.csv"  # monitored hosts, when the run had monitor-only agents
+CONTROLLER_FILE = "controller.csv"  # the controller's own health, a line a second
+PLAN_FILE = "plan.yaml"
+DEFAULT_DRIVER = "engine"  # what a plan without `driver` runs on
+UNKNOWN = "?"  # a run directory without a readable plan.yaml
+GATLING_DIR = "gatling"  # agents' Gatling HTML reports, unpacked under <agent id>/
+TOTAL = "*"
+_KEY_COLUMNS = ("interval_start_ms", "scope", "agent", "target", "request")
+# Columns of text after the numbers (runs before them have none).
+_TEXT_COLUMNS = ("validity", "validity_reasons")
+
+Points = tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class IntervalRow:
+    start_ms: int
+    scope: str
+    agent: str
+    target: str
+    request: str
+    values: dict[str, float]
+    validity: str = ""  # the interval's generator-health verdict ("" in runs from before it)
+
+
+@dataclass(frozen=True)
+class RunData:
+    run_dir: Path
+    summary: dict
+    error_kinds: tuple[str, ...]
+    cluster_total: tuple[IntervalRow, ...]
+    cluster_rows: tuple[IntervalRow, ...]
+    agent_totals: tuple[IntervalRow, ...]
+    # host -> the host's CPU % and its server processes' CPU % over time
+    host_cpu: dict[str, dict[str, Points]] = field(default_factory=dict)
+    driver: str = DEFAULT_DRIVER  # engine or gatling
+    warmup_s: float = 0.0  # a plain plan's warm-up, left out of its step's figures
+    # Intervals per generator-health verdict ("valid", "suspect", "invalid"; "": runs before it).
+    verdicts: dict[str, int] = field(default_factory=dict)
+    # The controller's event-loop lag (its worst per second, ms) over time; runs before it: ().
+    controller_lag: Points = ()
+
+    @property
+    def measured_step(self) -> dict | None:
+        """The figures a run without a sweep measured after its warm-up (its step `main`);
+        None for a sweep, or a run without a warm-up (its totals are its figures)."""
+        steps = self.summary.get("steps") or []
+        if self.warmup_s <= 0 or len(steps) != 1 or not isinstance(steps[0], dict):
+            return None
+        return steps[0]
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary.get("run_id", self.run_dir.name))
+
+    @property
+    def started_ms(self) -> int:
+        started = self.summary.get("started_ms") or 0
+        if not started and self.cluster_total:
+            started = self.cluster_total[0].start_ms
+        return int(started)
+
+    @property
+    def gatling_reports(self) -> tuple[Path, ...]:
+        """The Gatling HTML reports collected into the run directory (each one's index.html)."""
+        return tuple(sorted((self.run_dir / GATLING_DIR).glob("*/*/index.html")))
+
+    def seconds(self, at_ms: int) -> float:
+        return (at_ms - self.started_ms) / 1000
+
+    def total_series(self, column: str) -> Points:
+        return tuple((self.seconds(r.start_ms), r.values.get(column, float("nan"))) for r in self.cluster_total)
+
+    def latency_series(self, column: str) -> Points:
+        """Like total_series, but an interval without a response (none sent, or only
+        transport errors, which have no latency) is a gap in the line, not a zero."""
+        return tuple(
+            (self.seconds(r.start_ms), r.values.get(column, float("nan")) if _responses(r) else float("nan"))
+            for r in self.cluster_total
+        )
+
+    def by_target(self, column: str) -> dict[str, Points]:
+        """`column` summed over requests, per target (for additive columns like rps)."""
+        sums: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+        for row in self.cluster_rows:
+            sums[row.target][row.start_ms] += row.values.get(column, 0.0)
+        return {
+            target: tuple((self.seconds(t), v) for t, v in sorted(by_start.items()))
+            for target, by_start in sorted(sums.items())
+        }
+
+    def by_agent(self, column: str) -> dict[str, Points]:
+        series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for row in self.agent_totals:
+            series[row.agent].append((self.seconds(row.start_ms), row.values.get(column, float("nan"))))
+        return {agent: tuple(points) for agent, points in sorted(series.items())}
+
+
+def _responses(row: IntervalRow) -> float:
+    return sum(row.values.get(f"status_{c}xx", 0.0) for c in "12345")
+
+
+def load_run(run_dir: Path) -> RunData:
+    run_dir = Path(run_dir)
+    summary = read_summary(run_dir)
+    kinds, total, rows, agents, verdicts = _read_intervals(run_dir / INTERVALS_FILE)
+    started_ms = int(summary.get("started_ms") or (total[0].start_ms if total else 0))
+    driver, warmup_s = _read_plan_facts(run_dir / PLAN_FILE)
+    return RunData(
+        run_dir=run_dir,
+        summary=summary,
+        error_kinds=kinds,
+        cluster_total=total,
+        cluster_rows=rows,
+        agent_totals=agents,
+        host_cpu=_read_host_cpu(run_dir / HOSTS_FILE, started_ms),
+        driver=driver,
+        warmup_s=warmup_s,
+        verdicts=dict(verdicts),
+        controller_lag=_read_controller_lag(run_dir / CONTROLLER_FILE, started_ms),
+    )
+
+
+def _read_plan_facts(path: Path) -> tuple[str, float]:
+    """(driver, warmup_s) of the run's plan.yaml, as the controller wrote it; unknown when it
+    is missing or unreadable (a report still shows everything else)."""
+    try:
+        plan = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return UNKNOWN, 0.0
+    if not isinstance(plan, dict):
+        return UNKNOWN, 0.0
+    warmup_s = plan.get("warmup_s", 0)
+    return (
+        str(plan.get("driver", DEFAULT_DRIVER)),
+        float(warmup_s) if isinstance(warmup_s, (int, float)) and not isinstance(warmup_s, bool) else 0.0,
+    )
+
+
+def _read_host_cpu(path: Path, started_ms: int) -> dict[str, dict[str, Points]]:
+    """hosts.csv has one row per sample and process group: host and process CPU per sample."""
+    if not path.is_file():
+        return {}
+    samples: dict[str, dict[int, tuple[float, float]]] = defaultdict(dict)
+    try:
+        with path.open(newline="") as f:
+            for row in csv.DictReader(f):
+                at_ms, host = int(row["time_ms"]), read_cell(row["host"])
+                _, process = samples[host].get(at_ms, (0.0, 0.0))
+                samples[host][at_ms] = (float(row["cpu_pct"]), process + float(row["process_cpu_pct"] or 0))
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable: {exc!r}") from exc
+    return {
+        host: {
+            column: tuple(((t - started_ms) / 1000, values[i]) for t, values in sorted(by_time.items()))
+            for i, column in enumerate(("cpu_pct", "process_cpu_pct"))
+        }
+        for host, by_time in sorted(samples.items())
+    }
+
+
+def _read_controller_lag(path: Path, started_ms: int) -> Points:
+    if not path.is_file():
+        return ()
+    try:
+        with path.open(newline="") as f:
+            return tuple(((int(r["time_ms"]) - started_ms) / 1000, float(r["loop_lag_ms"])) for r in csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable: {exc!r}") from exc
+
+
+def read_summary(run_dir: Path) -> dict:
+    if not run_dir.exists():
+        raise UsageError(f"{run_dir}: no such run directory")
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: not a directory")
+    path = run_dir / SUMMARY_FILE
+    if not path.is_file():
+        raise UsageError(
+            f"{run_dir}: not a run directory with results (no {SUMMARY_FILE}; a run writes it when it ends)"
+        )
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: unreadable: {exc}") from exc
+    if not isinstance(summary, dict) or not isinstance(summary.get("total"), dict) or "run_id" not in summary:
+        raise UsageError(f"{path}: not a loadfleet run summary (no run_id or total)")
+    problem = _summary_problem(summary)
+    if problem:
+        raise UsageError(f"{path}: not a loadfleet run summary ({problem})")
+    return summary
+
+
+_FIGURES = ("requests", "rps", "mb_per_s", "error_pct")
+_LATENCY = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")
+
+
+def _summary_problem(summary: dict) -> str:
+    """What a report would trip over, or "": the figures it shows must be numbers."""
+    if not _is_number(summary.get("started_ms", 0)) or not _is_number(summary.get("duration_s", 0)):
+        return "started_ms and duration_s must be numbers"
+    entries = [("total", summary["total"])]
+    for group in ("targets", "requests", "agents"):
+        items = summary.get(group, [])
+        if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
+            return f"{group} must be a list of objects"
+        entries += [(f"{group}[{i}]", e) for i, e in enumerate(items)]
+    for where, entry in entries:
+        figures = entry.get("figures")
+        latency = figures.get("latency") if isinstance(figures, dict) else None
+        if (
+            not isinstance(latency, dict)
+            or not all(_is_number(figures.get(k, 0)) for k in _FIGURES)
+            or not all(_is_number(latency.get(k, 0)) for k in _LATENCY)
+        ):
+            return f"{where}.figures must hold numbers"
+        if not _phases_ok(figures.get("phases")):
+            return f"{where}.figures.phases must be null or hold numbers"
+        for counts in ("errors", "status"):
+            if not isinstance(entry.get(counts, {}), dict) or not all(
+                _is_number(v) for v in entry.get(counts, {}).values()
+            ):
+                return f"{where}.{counts} must map names to counts"
+    steps = summary.get("steps", [])
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        return "steps must be a list of objects"
+    for i, step in enumerate(steps):
+        if not _phases_ok(step.get("phases")):
+            return f"steps[{i}].phases must be null or hold numbers"
+    events = summary.get("events", [])
+    if not isinstance(events, list) or not all(isinstance(e, dict) and _is_number(e.get("at_ms", 0)) for e in events):
+        return "events must be a list of objects with a numeric at_ms"
+    return ""
+
+
+_PHASE_FIGURES = ("responses", "other_ms", "waiting_p50_ms", "waiting_p99_ms")
+_PHASE_TIMES = ("count", "mean_ms", "max_ms", "per_response_ms")
+
+
+def _phases_ok(phases) -> bool:
+    if phases is None:
+        return True
+    if not isinstance(phases, dict) or not all(_is_number(phases.get(k, 0)) for k in _PHASE_FIGURES):
+        return False
+    times = [phases.get(name, {}) for name in ("connect", "tls", "waiting", "receiving")]
+    return all(isinstance(t, dict) and all(_is_number(t.get(k, 0)) for k in _PHASE_TIMES) for t in times)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# Points per plotted series at most: a report of a 10-hour soak reads intervals.csv in two
+# passes and keeps O(MAX_POINTS x (columns + targets + MAX_AGENT_LINES)) values, not a row per
+# agent and interval. Beyond MAX_POINTS intervals each point stands for `stride` intervals.
+MAX_POINTS = 1500
+# Agents drawn on their own (the busiest by requests/s); the others are one summed line.
+MAX_AGENT_LINES = 9
+
+
+class _Bucket:
+    """The rows of one series in one bucket of `stride` intervals: each column's mean per
+    interval (the rows of one interval summed: the other agents', a target's requests), so
+    counts become counts per interval and per-second rates stay right; `max_ms` its maximum."""
+
+    __slots__ = ("start_ms", "sums", "intervals", "_last")
+
+    def __init__(self, start_ms: int):
+        self.start_ms, self.intervals, self._last = start_ms, 0, -1
+        self.sums: dict[str, float] = {}
+
+    def add(self, index: int, values: dict[str, float]) -> None:
+        if index != self._last:
+            self.intervals, self._last = self.intervals + 1, index
+        for name, value in values.items():
+            held = self.sums.get(name)
+            self.sums[name] = value if held is None else (max(held, value) if name == "max_ms" else held + value)
+
+    def row(self, scope: str, agent: str, target: str, request: str) -> IntervalRow:
+        return IntervalRow(
+            self.start_ms,
+            scope,
+            agent,
+            target,
+            request,
+            {k: v if k == "max_ms" else v / self.intervals for k, v in self.sums.items()},
+        )
+
+
+def _read_intervals(path: Path):
+    """(error kinds, cluster totals, per-target rows (requests summed), agent totals), in at
+    most MAX_POINTS points each (see MAX_POINTS), agents beyond the busiest summed; and how
+    many intervals had each generator-health verdict (every interval counted)."""
+    if not path.is_file():
+        return (), (), (), (), Counter()
+    intervals, kinds, verdicts = 0, (), Counter[str]()
+    agent_rps: defaultdict[str, float] = defaultdict(float)
+    for row in _interval_rows(path):
+        if isinstance(row, tuple):
+            kinds = row
+        elif row.scope == "cluster" and row.target == TOTAL:
+            intervals += 1
+            verdicts[row.validity] += 1
+        elif row.scope != "cluster":
+            agent_rps[row.agent] += row.values.get("rps", 0.0)
+    stride = max(1, -(-intervals // MAX_POINTS))
+    shown = set(sorted(agent_rps, key=lambda a: -agent_rps[a])[:MAX_AGENT_LINES])
+    others = f"other agents ({len(agent_rps) - len(shown)})"
+    buckets: dict[tuple[str, str, str, str], dict[int, _Bucket]] = defaultdict(dict)
+    index, last_start = -1, None
+    for row in _interval_rows(path):
+        if isinstance(row, tuple):
+            continue
+        if row.start_ms != last_start:
+            index, last_start = index + 1, row.start_ms
+        if row.scope != "cluster":
+            key = (row.scope, row.agent if row.agent in shown else others, TOTAL, TOTAL)
+        else:
+            key = (row.scope, "", row.target, row.request if row.target == TOTAL else TOTAL)
+        values = (
+            row.values
+            if row.target == TOTAL and row.scope == "cluster"
+            else {k: row.values.get(k, 0.0) for k in _SERIES_COLUMNS}
+        )
+        bucket = buckets[key].get(index // stride)
+        if bucket is None:
+            bucket = buckets[key][index // stride] = _Bucket(row.start_ms)
+        bucket.add(index, values)
+    total: list[IntervalRow] = []
+    rows: list[IntervalRow] = []
+    agents: list[IntervalRow] = []
+    for key, by_bucket in buckets.items():
+        scope, _, target, _ = key
+        into = agents if scope != "cluster" else total if target == TOTAL else rows
+        into += [bucket.row(*key) for bucket in by_bucket.values()]
+    return kinds, tuple(total), tuple(rows), tuple(sorted(agents, key=lambda r: (r.agent, r.start_ms))), verdicts
+
+
+# What reports plot of the per-target and per-agent rows (all of the cluster's total row).
+_SERIES_COLUMNS = ("rps", "requests")
+
+
+def _interval_rows(path: Path):
+    """The header's (error kinds, numeric columns), then the rows reports use (agents'
+    per-(target, request) rows skipped)."""
+    try:
+        with path.open(newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None or tuple(header[: len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
+                raise UsageError(f"{path}: not a loadfleet intervals file (unexpected header)")
+            numeric = [c for c in header[len(_KEY_COLUMNS) :] if c not in _TEXT_COLUMNS]
+            texts = [c for c in header[len(_KEY_COLUMNS) :] if c in _TEXT_COLUMNS]
+            if header[len(header) - len(texts) :] != texts:
+                raise UsageError(f"{path}: not a loadfleet intervals file (text columns before numbers)")
+            yield tuple(c[len("err_") :] for c in header if c.startswith("err_"))
+            for line_no, cells in enumerate(reader, start=2):
+                row = _row(cells, numeric, texts, path, line_no)
+                if row is not None:
+                    yield row
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UsageError(f"{path}: unreadable: {exc}") from exc
+
+
+def _row(cells: list[str], numeric: list[str], texts: list[str], path: Path, line_no: int) -> IntervalRow | None:
+    expected = len(_KEY_COLUMNS) + len(numeric) + len(texts)
+    if len(cells) != expected:
+        raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {expected}")
+    start, scope, agent, target, request = (read_cell(c) for c in cells[: len(_KEY_COLUMNS)])
+    if scope != "cluster" and target != TOTAL:
+        return None  # an agent's per-(target, request) row: no report plots it
+    text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric) :]))
+    try:
+        values = {name: float(cell) for name, cell in zip(numeric, cells[len(_KEY_COLUMNS) :])}
+        return IntervalRow(int(start), scope, agent, target, request, values, text.get("validity", ""))
+    except ValueError as exc:
+        raise UsageError(f"{path}:{line_no}: {exc}") from exc

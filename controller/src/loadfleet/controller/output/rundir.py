@@ -1,0 +1,368 @@
+"""The run directory `runs/<run-id>/`, written as the run goes.
+
+plan.yaml at the start; then, appended and flushed as each interval is published:
+intervals.csv (one row per interval per scope: `cluster` rows merge all agents, `agent`
+rows are one agent's; within a scope a row per (target, request) and a `*`,`*` row for the
+whole interval), latency.hlog (the same intervals' latency histograms in microseconds, in
+the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any
+percentile can be recomputed or merged later; each row ends with the interval's
+generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many
+agents, `StepWindow.agent_detail` off, agents' rows are their totals only and the log has the
+cluster's lines only), events.jsonl (one run event per line), hosts.csv and
+host_counters.csv (monitored hosts' samples), controller.csv (the controller's own health,
+a line a second: selfwatch.py); steps.csv after each step; summary.json
+and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
+when the plan asks for it (artifacts.py). journal/ is the controller's own
+record for recovering the run after a crash (journal.py).
+
+Everything is appended as it is known, by the run's disk thread (diskwriter.py): after the
+controller dies (even `kill -9`), the directory holds every interval published before.
+Whole files (plan.yaml, steps.csv, summary.json) are written to a temporary name and
+renamed, so a reader never sees half a file. A write that fails (a full disk) leaves that
+file as far as it was complete and the run going on (rundisk.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loadfleet.controller.analysis.hosts import (
+    COUNTERS_CSV_HEADER,
+    HOSTS_CSV_HEADER,
+    HostSample,
+    MonitorInfo,
+    counter_csv_rows,
+    host_csv_rows,
+)
+from loadfleet.controller.analysis.selfwatch import CONTROLLER_CSV_HEADER, ControllerSample
+from loadfleet.controller.analysis.steps import StepResult, steps_csv
+from loadfleet.controller.analysis.validity import VALID
+from loadfleet.controller.model.csvcells import safe_row
+from loadfleet.controller.model.errors import LoadfleetError
+from loadfleet.controller.model.events import Event
+from loadfleet.controller.model.figures import PERCENTILES, WAITING_PERCENTILES, Figures
+from loadfleet.controller.output.diskwriter import DiskWriter
+from loadfleet.controller.output.report import REPORT_FILE, write_report
+from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
+from loadfleet.controller.plan.redact import redact_plan_yaml
+from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
+from loadfleet.wire.phases import PHASE_NAMES
+from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
+
+if TYPE_CHECKING:
+    from loadfleet.controller.analysis.summary import RunSummary
+
+log = logging.getLogger(__name__)
+
+INTERVAL_COLUMNS = (
+    [
+        "interval_start_ms",
+        "scope",
+        "agent",
+        "target",
+        "request",
+        "requests",
+        "ok",
+        "failed",
+        "status_1xx",
+        "status_2xx",
+        "status_3xx",
+        "status_4xx",
+        "status_5xx",
+    ]
+    + [f"err_{error_kind_name(k)}" for k in ERROR_KINDS]
+    + [
+        "bytes_in",
+        "bytes_out",
+        "conns_opened",
+        "conns_closed",
+        "active_conns",
+        "users",
+        "rps",
+        "mb_per_s",
+        "mean_ms",
+        "stddev_ms",
+        "min_ms",
+    ]
+    + [f"{name}_ms" for name, _ in PERCENTILES]
+    + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
+    # Phases: count, exact sum and max per phase (sums and counts add up across rows and
+    # intervals; docs/results.md), then percentiles of waiting. Zero when not measured.
+    + [f"{name}_{what}" for name in PHASE_NAMES for what in ("count", "sum_ms", "max_ms")]
+    + [f"waiting_{name}_ms" for name, _ in WAITING_PERCENTILES]
+    # The interval's generator-health verdict (genbound.py): the cluster's on cluster rows,
+    # the agent's own on its rows. Text, last (report/rundata.py reads the numbers before).
+    + ["validity", "validity_reasons"]
+)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """The whole file, or (OSError) the earlier version of it, if any."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_plan(run_dir: Path, plan_yaml: str, trouble: DiskTrouble | None = None) -> None:
+    trouble = trouble or DiskTrouble(run_dir)
+
+    def write() -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(run_dir / "plan.yaml", redact_plan_yaml(plan_yaml))
+
+    trouble.attempt("plan.yaml", write)
+
+
+INTERVALS_FILE = "intervals.csv"
+HLOG_FILE = "latency.hlog"
+EVENTS_FILE = "events.jsonl"
+HOSTS_FILE = "hosts.csv"
+COUNTERS_FILE = "host_counters.csv"
+CONTROLLER_FILE = "controller.csv"
+STEPS_FILE = "steps.csv"
+SUMMARY_FILE = "summary.json"
+_HLOG_HEADER = (
+    "#[Histogram log of a loadfleet run: latency in microseconds, one interval per line]\n"
+    "#[BaseTime: 0.000 (seconds since epoch)]\n"
+    '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n'
+)
+
+
+@dataclass(frozen=True)
+class Offsets:
+    """How far intervals.csv and latency.hlog are written (bytes): what a recovery keeps."""
+
+    intervals: int = 0
+    hlog: int = 0
+
+
+class RunDirWriter:
+    """Appends the run's stream to its directory (see the module's docstring). Holds a
+    few open files and the steps' results: O(steps). A file that cannot be written is
+    told to `trouble` and left as far as it was complete."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        target_urls: list[str],
+        *,
+        resume: Offsets | None = None,
+        trouble: DiskTrouble | None = None,
+        disk: DiskWriter | None = None,
+    ):
+        """`disk` writes the files (the run's, shared with its journal: diskwriter.py)."""
+        self.run_dir = run_dir
+        self._target_urls = target_urls
+        self.trouble = trouble = trouble or DiskTrouble(run_dir)
+        self._disk = disk = disk or DiskWriter()
+        trouble.attempt(".", lambda: run_dir.mkdir(parents=True, exist_ok=True))
+        self._intervals = AppendFile(
+            run_dir / INTERVALS_FILE,
+            trouble,
+            header=_csv_line(INTERVAL_COLUMNS),
+            keep_bytes=resume.intervals if resume else None,
+            disk=disk,
+        )
+        self._hlog = AppendFile(
+            run_dir / HLOG_FILE, trouble, header=_HLOG_HEADER, keep_bytes=resume.hlog if resume else None, disk=disk
+        )
+        events = run_dir / EVENTS_FILE
+        self._events = AppendFile(
+            events, trouble, keep_bytes=events.stat().st_size if events.exists() else None, disk=disk
+        )
+        self._hosts: AppendFile | None = None
+        self._counters: AppendFile | None = None
+        self._controller: AppendFile | None = None
+        self.results: list[StepResult] = []
+
+    @property
+    def offsets(self) -> Offsets:
+        return Offsets(self._intervals.tell(), self._hlog.tell())
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        start = interval.start_ms
+        written = [(Scope.CLUSTER, "", row) for row in (*interval.cluster, interval.total)]
+        for agent in interval.agents:
+            rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
+            written += [(Scope.AGENT, agent.agent_id, row) for row in rows]
+        interval.compute_figures([row for _, _, row in written])
+        verdict = interval.verdict
+        judged = {"": verdict, **verdict.by_agent()}  # by agent id; the cluster's under ""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        for scope, agent_id, row in written:
+            own = judged.get(agent_id, VALID)
+            writer.writerow(
+                safe_row(
+                    _csv_row(start, scope, agent_id, row, interval.figures(row))
+                    + [own.validity.value, own.reasons_text()]
+                )
+            )
+        self._intervals.write(out.getvalue())
+        lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
+        if interval.step.agent_detail:
+            lines += [_hlog_line(f"agent:{a.agent_id}", start, interval.interval_ms, a.total) for a in interval.agents]
+        self._hlog.write("".join(filter(None, lines)))
+        self.flush()
+
+    def on_step_end(self, end: StepEnd) -> None:
+        self.results.append(end.result)
+        self.trouble.attempt(
+            STEPS_FILE, lambda: write_atomic(self.run_dir / STEPS_FILE, steps_csv(self.results, self._target_urls))
+        )
+
+    def on_run_end(self) -> None:
+        self.close()
+
+    def on_event(self, event: Event) -> None:
+        self._events.write(json.dumps({**asdict(event), "kind": event.kind.value}) + "\n")
+        self._events.flush()
+
+    def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
+        if self._hosts is None:
+            self._hosts = self._samples_file(HOSTS_FILE, HOSTS_CSV_HEADER)
+        self._hosts.write("".join(_csv_line(r) for r in host_csv_rows(host, monitor, sample)))
+        if sample.counters:
+            if self._counters is None:
+                self._counters = self._samples_file(COUNTERS_FILE, COUNTERS_CSV_HEADER)
+            self._counters.write("".join(_csv_line(r) for r in counter_csv_rows(host, sample)))
+
+    def on_controller(self, sample: ControllerSample) -> None:
+        if self._controller is None:
+            self._controller = self._samples_file(CONTROLLER_FILE, CONTROLLER_CSV_HEADER)
+        self._controller.write(_csv_line(sample.csv_row()))
+
+    def _samples_file(self, name: str, header: list[str]) -> AppendFile:
+        """A file of samples, opened when the first comes: a run taken over after a crash
+        appends to what the crashed controller wrote."""
+        path = self.run_dir / name
+        if path.exists():
+            return AppendFile(path, self.trouble, keep_bytes=path.stat().st_size, disk=self._disk)
+        return AppendFile(path, self.trouble, header=_csv_line(header), disk=self._disk)
+
+    def flush(self) -> None:
+        """Hands what is written to the OS: it survives the process dying (not the host)."""
+        for f in self._files():
+            f.flush()
+
+    def sync(self) -> None:
+        """Flushes, and makes what is written survive the host crashing too (in the disk's thread)."""
+        for f in self._files():
+            f.sync()
+
+    def close(self) -> None:
+        """Safe to call twice."""
+        for f in self._files():
+            f.close()
+
+    def _files(self) -> list[AppendFile]:
+        files = (self._intervals, self._hlog, self._events, self._hosts, self._counters, self._controller)
+        return [f for f in files if f is not None]
+
+
+def _csv_line(values) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(safe_row(values))
+    return out.getvalue()
+
+
+def _hlog_line(tag: str, start: int, interval_ms: int, row: StatsRow) -> str:
+    if not row.histogram:
+        return ""
+    payload = base64.b64encode(row.histogram.encode()).decode()
+    return f"Tag={tag},{start / 1000:.3f},{interval_ms / 1000:.3f},{row.histogram.max_value / 1000:.3f},{payload}\n"
+
+
+def write_summary(
+    run_dir: Path, summary: RunSummary, trouble: DiskTrouble | None = None, *, report: bool = True
+) -> bool:
+    """summary.json, then (`report`) report.html built from the run directory; False when
+    either could not be written (a full disk: told to `trouble`)."""
+    trouble = trouble or DiskTrouble(run_dir)
+    text = json.dumps(summary.to_json(), indent=2) + "\n"
+    if not trouble.attempt(SUMMARY_FILE, lambda: write_atomic(run_dir / SUMMARY_FILE, text)):
+        return False
+    return report_written(run_dir, try_report(run_dir), trouble) if report else True
+
+
+def try_report(run_dir: Path) -> Exception | None:
+    """Builds report.html from the run directory; what went wrong, or None. Touches nothing
+    but the run's files, so a controller runs it in a thread (a long run's report takes
+    seconds of reading while other runs' agents need their leases renewed)."""
+    try:
+        write_report(run_dir)
+    except (LoadfleetError, OSError, ValueError) as exc:
+        return exc
+    return None
+
+
+def report_written(run_dir: Path, problem: Exception | None, trouble: DiskTrouble) -> bool:
+    """Whether report.html was written; a full disk is told to `trouble`, another problem
+    logged (the run's results stand without their report)."""
+    if problem is None:
+        return True
+    cause = problem if isinstance(problem, OSError) else problem.__cause__
+    if isinstance(cause, OSError):  # the disk would not take it
+        trouble.failed(REPORT_FILE, cause)
+        return False
+    log.warning("%s not written: %s", run_dir / REPORT_FILE, problem)
+    return True
+
+
+def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list:
+    lat = f.latency
+    return [
+        start,
+        scope.value,
+        agent,
+        row.target,
+        row.request,
+        row.requests,
+        row.ok,
+        row.failed,
+        *row.status,
+        *(row.errors.get(k, 0) for k in ERROR_KINDS),
+        row.bytes_in,
+        row.bytes_out,
+        row.connections_opened,
+        row.connections_closed,
+        row.active_connections,
+        row.users,
+        round(f.rps, 3),
+        round(f.mb_per_s, 6),
+        round(lat.mean_ms, 3),
+        round(lat.stddev_ms, 3),
+        round(lat.min_ms, 3),
+        *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
+        round(lat.max_ms, 3),
+        row.scheduled,
+        row.sent_late,
+        round(row.max_send_lag_us / 1000, 3),
+        row.not_sent,
+        *_phase_cells(row, f),
+    ]
+
+
+_NO_PHASES = [0] * (3 * len(PHASE_NAMES) + len(WAITING_PERCENTILES))
+
+
+def _phase_cells(row: StatsRow, f: Figures) -> list:
+    if row.phases is None or f.phases is None:
+        return _NO_PHASES
+    cells = []
+    for name in PHASE_NAMES:
+        phase = getattr(row.phases, name)
+        cells += [phase.count, phase.sum_us / 1000, phase.max_us / 1000]
+    return cells + [getattr(f.phases, f"waiting_{name}_ms") for name, _ in WAITING_PERCENTILES]

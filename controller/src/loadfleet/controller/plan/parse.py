@@ -1,0 +1,477 @@
+"""Plans: YAML text -> a validated, frozen `Plan`.
+
+Validation reports every problem at once, each with its path in the plan
+(`targets[1].weight`), and never changes anything. Structure is checked against the
+published JSON Schema (planschema.py, `plan.schema.json`), meaning (URLs, weights,
+the manifest) by the checks below, and how the plan runs (load model, sweep, driver) by
+plancourse.py. A workload manifest is read here (planfiles.py, with a plan's own bounds),
+on the machine that has the file, and turned into explicit requests, so a resolved plan
+is self-contained and can be sent to a remote controller; the controller's own check of
+that resolved plan runs here too, so `validate` accepts only what the controller will.
+
+Plans are untrusted input: the YAML is read by `yamlsafe` (size, encoding, depth,
+aliases, duplicate keys, non-finite numbers), every number has a maximum that fits its
+wire type, and a confined plan (`parse_plan`'s default: what the controller receives)
+names no file at all. Only `load_plan`, on the machine that holds the plan file, reads
+the files a plan names.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from loadfleet.controller.analysis.steps import Sweep
+from loadfleet.controller.analysis.stops import StopConditions
+from loadfleet.controller.model.credentials import redact_query
+from loadfleet.controller.model.errors import PlanError, Problem
+from loadfleet.controller.model.load import Load, Think
+from loadfleet.controller.plan import manifest as planfiles
+from loadfleet.controller.plan import yamlsafe
+from loadfleet.controller.plan.course import DEFAULT_DRIVER, DEFAULT_INTERVAL_MS, SWEEP_LEVEL, course_problems, resolve
+from loadfleet.controller.plan.schema import plan_schema, schema_problems  # noqa: F401 (plan_schema: the CLI and tests read it here)
+from loadfleet.wire.allowlist import ipv4_form_problem
+
+DEFAULT_CONNECT_TIMEOUT_MS = 3000
+DEFAULT_REQUEST_TIMEOUT_MS = 10000
+DEFAULT_AGENT_WAIT_S = 30.0
+# What produces the load on the agents: the native engine, or Gatling (docs/gatling.md).
+DRIVERS = ("engine", "gatling")
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    weight: int = 1
+    name: str = ""  # for `--target NAME=URL` (target_urls) to replace its url
+
+    def to_doc(self) -> dict:
+        doc: dict = {"url": self.url, "weight": self.weight}
+        if self.name:
+            doc["name"] = self.name
+        return doc
+
+
+@dataclass(frozen=True)
+class Request:
+    name: str
+    path: str
+    method: str = "GET"
+    weight: int = 1
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class SessionStep:
+    request: str
+    think: Think = Think()
+
+
+@dataclass(frozen=True)
+class Session:
+    """What each client or user does: these requests in order, `repeat` times (0: until the end)."""
+
+    steps: tuple[SessionStep, ...]
+    repeat: int = 0
+
+
+class LossPolicy(enum.StrEnum):
+    """What becomes of a share of a step's load lost in the middle of it (losses.py)."""
+
+    REDISTRIBUTE = "redistribute"  # split over the step's live engines
+    CONTINUE = "continue"  # the step goes on without it
+    ABORT = "abort"  # the run ends, exit code 1
+
+
+@dataclass(frozen=True)
+class AgentSelection:
+    count: int | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    wait_s: float = DEFAULT_AGENT_WAIT_S
+    # While a job runs, agents keep producing load this long without word from the
+    # controller (0: the controller's own lease, 3 s).
+    lease_s: float = 0.0
+    on_loss: LossPolicy = LossPolicy.REDISTRIBUTE
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.labels)
+
+
+@dataclass(frozen=True)
+class InfluxTarget:
+    """Where the plan wants its points; the token is read on the controller from token_env."""
+
+    url: str
+    bucket: str = "loadfleet/autogen"
+    org: str = "-"
+    token_env: str = ""
+
+
+@dataclass(frozen=True)
+class GatlingOptions:
+    """The gatling driver's options: a user's Maven project and simulation class (else the
+    plan's workload runs on loadfleet's JobSimulation), and whether to collect Gatling's report."""
+
+    project: str = ""
+    simulation: str = ""
+    html_report: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    duration_s: float
+    targets: tuple[Target, ...]
+    requests: tuple[Request, ...]
+    load: Load
+    keep_alive: bool = True
+    session: Session | None = None
+    # https targets: check certificates (off: lab and internal certificates are the norm).
+    tls_verify: bool = False
+    # Stop after exactly this many requests across the fleet (0: no budget).
+    max_requests: int = 0
+    interval_ms: int = DEFAULT_INTERVAL_MS
+    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
+    agents: AgentSelection = field(default_factory=AgentSelection)
+    influxdb: InfluxTarget | None = None
+    # Steps of load (with a sweep, duration_s is the sum of its steps' step_s).
+    sweep: Sweep | None = None
+    # Without a sweep: the first seconds of load, left out of the step's figures (a sweep has
+    # its own per step, sweep.warmup_s).
+    warmup_s: float = 0.0
+    stop: StopConditions | None = None
+    driver: str = DEFAULT_DRIVER
+    gatling: GatlingOptions | None = None
+
+    def to_yaml(self) -> str:
+        """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
+        doc: dict[str, Any] = {
+            "name": self.name,
+            "duration_s": self.duration_s,
+            "interval_ms": self.interval_ms,
+            "targets": [t.to_doc() for t in self.targets],
+            "workload": {
+                "keep_alive": self.keep_alive,
+                "tls_verify": self.tls_verify,
+                "requests": [_request_doc(r) for r in self.requests],
+            },
+            "load": self.load.to_doc(),
+            "timeouts": {"connect_ms": self.connect_timeout_ms, "request_ms": self.request_timeout_ms},
+            "agents": _agents_doc(self.agents),
+        }
+        if self.session:
+            doc["workload"]["session"] = {
+                "steps": [{"request": st.request, "think": st.think.to_doc()} for st in self.session.steps],
+                "repeat": self.session.repeat,
+            }
+        if self.max_requests:
+            doc["budget"] = {"requests": self.max_requests}
+        if self.influxdb:
+            doc["sinks"] = {"influxdb": {k: v for k, v in asdict(self.influxdb).items() if v}}
+        if self.sweep:
+            del doc["duration_s"]
+            doc["load"].pop(SWEEP_LEVEL[self.load.model], None)
+            doc["sweep"] = self.sweep.to_doc()
+        if self.stop:
+            doc["stop"] = self.stop.to_doc()
+        if self.warmup_s:
+            doc["warmup_s"] = self.warmup_s
+        if self.driver != DEFAULT_DRIVER:
+            doc["driver"] = self.driver
+        if self.gatling:
+            doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
+            if self.gatling.project:  # the simulation is the workload
+                del doc["workload"]
+        return yamlsafe.dump(doc)
+
+
+def _request_doc(r: Request) -> dict:
+    doc = {"name": r.name, "method": r.method, "path": r.path, "weight": r.weight}
+    if r.headers:
+        doc["headers"] = dict(r.headers)
+    if r.body:
+        doc["body"] = r.body
+    return doc
+
+
+def _agents_doc(a: AgentSelection) -> dict:
+    doc: dict = {"wait_s": a.wait_s}
+    if a.count is not None:
+        doc["count"] = a.count
+    if a.labels:
+        doc["labels"] = dict(a.labels)
+    if a.lease_s:
+        doc["lease_s"] = a.lease_s
+    if a.on_loss is not LossPolicy.REDISTRIBUTE:
+        doc["on_loss"] = a.on_loss.value
+    return doc
+
+
+def load_plan(path: Path, target_urls: Mapping[str, str] | None = None) -> Plan:
+    """Reads and validates a plan file on this machine: the files it names (a workload
+    manifest, relative to the plan file) are read here and the result is self-contained.
+    `target_urls`: new urls for named targets (`loadfleet run --target NAME=URL`)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(yamlsafe.MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise PlanError([Problem("", f"cannot read {path}: {exc.strerror}")]) from exc
+    try:
+        text = yamlsafe.decode(data)
+    except yamlsafe.YamlProblem as exc:
+        raise PlanError([Problem(exc.path, exc.message)]) from None
+    return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False, target_urls=target_urls)
+
+
+def _check_as_sent(plan: Plan, *, inline_requests: int) -> None:
+    """Raises PlanError with what the controller would refuse in the plan `loadfleet run`
+    sends it (a manifest's requests inline, the file's name as the plan's): by the
+    controller's own check, `parse_plan` of `to_yaml()`, so `validate` and the controller
+    agree. A problem of a manifest's request is named by its place in the manifest."""
+    try:
+        parse_plan(plan.to_yaml())
+    except PlanError as exc:
+        from_manifest = len(plan.requests) - inline_requests
+        raise PlanError([_as_sent_problem(p, inline_requests, from_manifest) for p in exc.problems]) from None
+
+
+_RESOLVED_REQUEST = re.compile(r"^workload\.requests\[(\d+)\](\.name)?(.*)$")
+
+
+def _as_sent_problem(problem: Problem, inline_requests: int, from_manifest: int) -> Problem:
+    match = _RESOLVED_REQUEST.match(problem.path)
+    if match and int(match[1]) >= inline_requests:
+        field = ".class" if match[2] else match[3]
+        return Problem("workload.manifest", f"files[{int(match[1]) - inline_requests}]{field}: {problem.message}")
+    if from_manifest and problem.path in ("", "workload.requests"):  # the whole: its size, its count
+        return Problem("workload.manifest", f"the plan with its {from_manifest:,} requests inline: {problem.message}")
+    return Problem(problem.path, f"{problem.message} (in the resolved plan `loadfleet run` sends the controller)")
+
+
+def parse_plan(
+    text: str,
+    *,
+    base_dir: Path | None = None,
+    default_name: str = "plan",
+    confined: bool = True,
+    target_urls: Mapping[str, str] | None = None,
+) -> Plan:
+    """Validates a plan. `confined` (the default, and the controller's only mode): the plan
+    may name no file (a manifest, a relative Gatling project) since nothing is read on its
+    behalf; `loadfleet run` resolves those where the plan file is and sends them inline."""
+    try:
+        doc = yamlsafe.load(text)
+    except yamlsafe.YamlProblem as exc:
+        raise PlanError([Problem(exc.path, exc.message)]) from None
+    if not isinstance(doc, dict):
+        raise PlanError([Problem("", "a plan must be a YAML mapping")])
+    problems = schema_problems(doc)
+    if problems:
+        raise PlanError(_capped(problems))
+    problems = _replace_target_urls(doc, target_urls or {})
+    if problems:
+        raise PlanError(problems)
+    problems = _confinement_problems(doc) if confined else []
+    if problems:
+        raise PlanError(problems)
+    problems, requests = _meaning_problems(doc, base_dir)
+    if problems:
+        raise PlanError(_capped(problems))
+    plan = _build(doc, requests, default_name, base_dir)
+    if not confined:
+        _check_as_sent(plan, inline_requests=len(doc.get("workload", {}).get("requests", [])))
+    return plan
+
+
+def _replace_target_urls(doc: dict, target_urls: Mapping[str, str]) -> list[Problem]:
+    """Gives named targets their new urls (checked like the plan's own), so one plan runs
+    against a lab and against real hosts unchanged."""
+    named: dict[str, int] = {}
+    problems = []
+    for i, target in enumerate(doc["targets"]):
+        if "name" not in target:
+            continue
+        if target["name"] in named:
+            problems.append(
+                Problem(f"targets[{i}].name", f"'{target['name']}' names targets[{named[target['name']]}] too")
+            )
+        named.setdefault(target["name"], i)
+    for name, url in target_urls.items():
+        if name not in named:
+            known = ", ".join(sorted(named)) or "none: give targets a `name`"
+            problems.append(Problem("--target", f"no target is named '{_short(name)}' (names: {known})"))
+        else:
+            doc["targets"][named[name]]["url"] = url
+    return problems
+
+
+def _confinement_problems(doc: dict) -> list[Problem]:
+    """What a confined plan may not do: make its reader open files."""
+    problems = []
+    if "manifest" in doc.get("workload", {}):
+        problems.append(
+            Problem(
+                "workload.manifest",
+                "the controller reads no files named by a plan: "
+                "`loadfleet run` reads the manifest and sends its requests inline",
+            )
+        )
+    project = doc.get("gatling", {}).get("project")
+    if project is not None and not Path(project).is_absolute():
+        problems.append(
+            Problem(
+                "gatling.project",
+                f"'{project}' is relative: give the project's absolute path on "
+                "the agents' hosts (`loadfleet run` makes it absolute)",
+            )
+        )
+    return problems
+
+
+# More problems than this are summed up in one line: a plan of 10,000 bad requests is one mistake.
+MAX_PROBLEMS = 50
+
+
+def _capped(problems: list[Problem]) -> list[Problem]:
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return [*problems[:MAX_PROBLEMS], Problem("", f"... and {len(problems) - MAX_PROBLEMS} more problems")]
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], list[Request]]:
+    problems: list[Problem] = []
+    for i, target in enumerate(doc["targets"]):
+        problem = _url_problem(target["url"])
+        if problem:
+            problems.append(Problem(f"targets[{i}].url", problem))
+    if not any(t.get("weight", 1) > 0 for t in doc["targets"]):
+        problems.append(Problem("targets", "at least one target needs a weight above 0"))
+
+    workload = doc.get("workload", {})  # absent only when a Gatling project defines it
+    requests = [_request(r) for r in workload.get("requests", [])]
+    if "manifest" in workload:
+        try:
+            requests += [_request(r) for r in planfiles.read_manifest(resolve(workload["manifest"], base_dir))]
+        except planfiles.FileProblems as exc:
+            problems += [Problem("workload.manifest", message) for message in exc.messages]
+    elif "requests" not in workload and "workload" in doc:
+        problems.append(Problem("workload", "give 'requests' or a 'manifest'"))
+    if requests and not any(r.weight > 0 for r in requests):
+        problems.append(Problem("workload", "at least one request needs a weight above 0"))
+
+    problems += course_problems(doc, base_dir)
+    session = workload.get("session")
+    if session:
+        names = {r.name for r in requests}
+        for i, step in enumerate(session["steps"]):
+            if step["request"] not in names:
+                problems.append(
+                    Problem(f"workload.session.steps[{i}].request", f"no request is named '{step['request']}'")
+                )
+        if doc["load"]["model"] == "open" and doc.get("driver", DEFAULT_DRIVER) == "gatling":
+            problems.append(
+                Problem("workload.session", "arriving users who walk a session (open model) need the engine driver")
+            )
+    return problems, requests
+
+
+def _url_problem(url: str) -> str | None:
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        # urlsplit drops tabs and newlines silently; the engine would get them.
+        return f"{_short(repr(url))} has spaces or control characters"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"'{url}' must start with http:// or https://"
+    if not parts.hostname:
+        return f"'{url}' has no host"
+    # The agents refuse it too; here the user hears of it before any run starts.
+    ipv4_problem = ipv4_form_problem(parts.hostname)
+    if ipv4_problem:
+        return ipv4_problem
+    if parts.username is not None or parts.password is not None:
+        return f"'{_short(url.split('@')[-1])}': credentials in a URL are not sent; give an Authorization header"
+    try:
+        _ = parts.port  # urllib checks the port only when asked for it
+    except ValueError:
+        return f"'{url}' has an invalid port"
+    if parts.path not in ("", "/") or parts.query:
+        return f"'{url}' must be a base URL without a path (paths belong to workload.requests)"
+    return None
+
+
+def _session(doc: dict | None) -> Session | None:
+    if not doc:
+        return None
+    steps = tuple(SessionStep(s["request"], Think.from_doc(s.get("think"))) for s in doc["steps"])
+    return Session(steps, doc.get("repeat", 0))
+
+
+def _request(doc: dict) -> Request:
+    return Request(
+        name=doc.get("name", redact_query(doc["path"])),  # a name is shown everywhere, a credential nowhere
+        path=doc["path"],
+        method=doc.get("method", "GET"),
+        weight=doc.get("weight", 1),
+        headers=tuple(sorted(doc.get("headers", {}).items())),
+        body=doc.get("body", ""),
+    )
+
+
+def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path | None = None) -> Plan:
+    load = doc["load"]
+    timeouts = doc.get("timeouts", {})
+    agents = doc.get("agents", {})
+    influx = doc.get("sinks", {}).get("influxdb")
+    sweep = Sweep.from_doc(doc.get("sweep"))
+    return Plan(
+        name=doc.get("name", default_name),
+        duration_s=sweep.step_s * sweep.total_steps if sweep else float(doc["duration_s"]),
+        interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
+        targets=tuple(
+            Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1), name=t.get("name", "")) for t in doc["targets"]
+        ),
+        requests=tuple(requests),
+        keep_alive=doc.get("workload", {}).get("keep_alive", True),
+        tls_verify=doc.get("workload", {}).get("tls_verify", False),
+        load=Load.from_doc(load),
+        session=_session(doc.get("workload", {}).get("session")),
+        max_requests=doc.get("budget", {}).get("requests", 0),
+        connect_timeout_ms=timeouts.get("connect_ms", DEFAULT_CONNECT_TIMEOUT_MS),
+        request_timeout_ms=timeouts.get("request_ms", DEFAULT_REQUEST_TIMEOUT_MS),
+        agents=AgentSelection(
+            count=agents.get("count"),
+            labels=tuple(sorted(agents.get("labels", {}).items())),
+            wait_s=float(agents.get("wait_s", DEFAULT_AGENT_WAIT_S)),
+            lease_s=float(agents.get("lease_s", 0)),
+            on_loss=LossPolicy(agents.get("on_loss", LossPolicy.REDISTRIBUTE)),
+        ),
+        influxdb=InfluxTarget(**influx) if influx else None,
+        sweep=sweep,
+        warmup_s=float(doc.get("warmup_s", 0)),
+        stop=StopConditions.from_doc(doc.get("stop")),
+        driver=doc.get("driver", DEFAULT_DRIVER),
+        gatling=_gatling(doc.get("gatling"), base_dir),
+    )
+
+
+def _gatling(doc: dict | None, base_dir: Path | None) -> GatlingOptions | None:
+    if doc is None:
+        return None
+    project = ""
+    if "project" in doc:  # absolute where the plan file is read, so agents find it from anywhere
+        path = resolve(doc["project"], base_dir)
+        project = str(path.absolute() if base_dir is not None else path)
+    return GatlingOptions(
+        project=project, simulation=doc.get("simulation", ""), html_report=doc.get("html_report", False)
+    )

@@ -1,0 +1,56 @@
+"""Credentials in plans stay out of run directories.
+
+A plan's requests may carry credentials (credentials.py says which header and query names
+hold them). Agents need them to send the requests; a run directory, which people copy,
+attach to tickets and publish as reports, does not. What is stored is the plan with
+those values replaced, so it still reads back as a plan (and shows which headers were sent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from loadfleet.controller.model.credentials import REDACTED, is_sensitive, redact_query
+from loadfleet.controller.plan import yamlsafe
+from loadfleet.controller.plan.parse import Plan
+
+_NOTE = "# Values of credential headers and query parameters are redacted in the run directory (docs/security.md).\n"
+
+
+def _redacted_headers(headers):
+    return type(headers)((k, REDACTED if is_sensitive(k) else v) for k, v in headers)
+
+
+def redact_plan(plan: Plan) -> Plan:
+    """The plan with every credential header and query value replaced by REDACTED."""
+    requests = tuple(replace(r, headers=_redacted_headers(r.headers), path=redact_query(r.path)) for r in plan.requests)
+    return replace(plan, requests=requests)
+
+
+def redact_plan_yaml(plan_yaml: str) -> str:
+    """A resolved plan's YAML (Plan.to_yaml) with credential header values replaced; a note
+    at the top says so when anything was."""
+    doc = yamlsafe.load(plan_yaml)
+    changed = False
+    workload = doc.get("workload") if isinstance(doc, dict) else None
+    for request in (workload or {}).get("requests", []):
+        if not isinstance(request, dict):
+            continue
+        path = request.get("path")
+        if isinstance(path, str) and redact_query(path) != path:
+            request["path"] = redact_query(path)
+            changed = True
+        headers = request.get("headers")
+        if isinstance(headers, dict):
+            for name in headers:
+                if is_sensitive(name) and headers[name] != REDACTED:
+                    headers[name] = REDACTED
+                    changed = True
+    return _NOTE + yamlsafe.dump(doc) if changed else plan_yaml
+
+
+def has_redactions(plan: Plan) -> bool:
+    """Whether a plan read back from a run directory lost credential values to redaction."""
+    return any(value == REDACTED for r in plan.requests for _, value in r.headers) or any(
+        f"={REDACTED}" in r.path for r in plan.requests
+    )

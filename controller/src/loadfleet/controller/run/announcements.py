@@ -1,0 +1,103 @@
+"""What a run says about itself: its sweep, each step's start, agents' clocks and late
+reports, and its closing message.
+
+Pure text from the plan and the run's facts, kept apart from run.py so the run holds only
+its course; the console, the journal's events and summary.json show these sentences.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from loadfleet.controller.analysis.steps import StepResult, StepSpec, StepState
+from loadfleet.controller.analysis.stops import StopReason
+from loadfleet.controller.fleet.agents import ClockOffset
+from loadfleet.controller.fleet.scheduler import AgentShare
+from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.load import LoadModel
+from loadfleet.controller.plan.parse import Plan
+
+# Up to this many agents, an event names each one's share; beyond, it gives their range.
+LISTED_SHARES = 8
+
+
+def shares_described(shares: Sequence[AgentShare]) -> str:
+    """Each agent's share, or for a fleet the range of shares (its details are in the journal)."""
+    if len(shares) <= LISTED_SHARES:
+        return ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
+    ordered = sorted(shares, key=lambda s: (s.load.clients, s.load.rate, s.load.users))
+    low, high = ordered[0].load.describe(), ordered[-1].load.describe()
+    engines = f"{sum(len(s.engines) for s in shares)} engines; "
+    return engines + (f"{low} each agent" if low == high else f"from {low} to {high} an agent")
+
+
+def sweep_started(run_id: str, plan: Plan, agents: int) -> str:
+    sweep = plan.sweep
+    assert sweep is not None  # described for sweeps only
+    level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[plan.load.model]
+    servers = f" on {', '.join(map(str, sweep.servers))} server(s)" if sweep.servers else ""
+    repeat = f", each {sweep.repeat} times" if sweep.repeat > 1 else ""
+    return (
+        f"run {run_id}: sweep of {sweep.total_steps} steps of {sweep.step_s:g} s "
+        f"({', '.join(f'{v:g}' for v in sweep.levels)} {level}{servers}{repeat}; "
+        f"warm-up {sweep.warmup_s:g} s) on {agents} agent(s)"
+    )
+
+
+def step_started(run_id: str, plan: Plan, spec: StepSpec, step_plan: Plan, shares: Sequence[AgentShare]) -> Event:
+    """A sweep's step starting, or the start of a run without a sweep (its one step)."""
+    split = shares_described(shares)
+    if plan.sweep:
+        return Event(
+            EventKind.STEP_STARTED,
+            f"step {spec.name}: {step_plan.load.describe()} on "
+            f"{spec.servers} server(s) for {step_plan.duration_s:g} s ({split})",
+        )
+    budget = f", {step_plan.max_requests} requests at most" if step_plan.max_requests else ""
+    return Event(
+        EventKind.RUN_STARTED,
+        f"run {run_id}: {step_plan.load.describe()} on {len(shares)} agent(s) "
+        f"({split}) for {step_plan.duration_s:g} s{budget}",
+    )
+
+
+def clock_offset(agent_id: str, clock: ClockOffset) -> Event:
+    return Event(
+        EventKind.CLOCK_OFFSET,
+        f"agent {agent_id}'s clock is {clock.describe()}: its barrier and intervals are converted, "
+        "its own logs' times are not",
+        agent_id,
+    )
+
+
+def late_reports(step: str, agent_id: str, interval_start_ms: int) -> Event:
+    """Said once a step: a fleet's reports can all be late at once."""
+    return Event(
+        EventKind.LATE_REPORTS,
+        f"step {step}: agent {agent_id}'s report of "
+        f"{time.strftime('%H:%M:%S', time.localtime(interval_start_ms / 1000))} came "
+        "after the interval was published without it; late requests are counted per agent in "
+        "the summary's late_requests, not in the intervals",
+        agent_id,
+    )
+
+
+def closing_message(
+    message: str, *, failed: bool, abort: str, stop: StopReason | None, results: Sequence[StepResult]
+) -> str:
+    """The summary's message: what ended the run, when nothing said so already, and any
+    step no agent finished."""
+    if not message and abort:
+        message = abort
+    if not message and failed:
+        message = "no agent finished its share"
+    if not message and stop:
+        message = f"stopped by a stop condition: {stop.text}"
+    failed_steps = [r.name for r in results if r.state is StepState.FAILED]
+    if failed_steps and not failed:
+        # The run goes on past a step no agent finished, but its figures are missing or partial.
+        message = "; ".join(
+            filter(None, [message, f"step(s) {', '.join(failed_steps)} failed: no agent finished its share"])
+        )
+    return message
