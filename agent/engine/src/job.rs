@@ -76,106 +76,157 @@ pub struct Job {
 }
 
 impl Job {
-    /// Checks the spec; the error names every field that is wrong.
+    /// Checks the spec, then builds the job from it; the error names every field that is
+    /// wrong (`validate`), in the order of the spec's fields.
     pub fn from_spec(spec: &pb::JobSpec) -> Result<Job, String> {
-        let mut problems = Vec::new();
-        let tls_config = crate::tls::client_config(spec.tls_verify);
-        let targets: Vec<Target> = spec
-            .targets
-            .iter()
-            .enumerate()
-            .filter_map(|(i, t)| {
-                parse_target(t, &tls_config).map_err(|e| problems.push(format!("targets[{i}].{e}"))).ok()
-            })
-            .collect();
-        if spec.targets.is_empty() {
-            problems.push("targets: at least one target is needed".into());
-        }
-        let target_choice = WeightedChoice::new(spec.targets.iter().map(|t| u64::from(t.weight)));
-        if target_choice.is_none() && !spec.targets.is_empty() {
-            problems.push("targets: at least one target needs a weight above 0".into());
-        }
-        let mut names: Vec<String> = Vec::new();
-        let mut requests = Vec::new();
-        for (i, r) in spec.requests.iter().enumerate() {
-            if !METHODS.contains(&r.method.as_str()) {
-                problems.push(format!("requests[{i}].method: '{}' is not one of {}", r.method, METHODS.join(", ")));
-            }
-            if !r.path.starts_with('/') || r.path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
-                problems.push(format!("requests[{i}].path: '{}' must start with '/' and contain no spaces", r.path));
-            }
-            for (h, header) in r.headers.iter().enumerate() {
-                if header.name.is_empty()
-                    || header.name.bytes().any(|b| !b.is_ascii_graphic() || b == b':')
-                    || header.value.bytes().any(|b| b == b'\r' || b == b'\n')
-                {
-                    problems.push(format!("requests[{i}].headers[{h}]: '{}' is not a valid header", header.name));
-                }
-            }
-            let name = names.iter().position(|n| n == &r.name).unwrap_or_else(|| {
-                names.push(r.name.clone());
-                names.len() - 1
-            });
-            let wire = spec.targets.iter().map(|t| render(r, host_header(&t.url), spec.keep_alive)).collect();
-            requests.push(Request { name, head: r.method == "HEAD", wire });
-        }
-        let request_choice = WeightedChoice::new(spec.requests.iter().map(|r| u64::from(r.weight)));
-        if request_choice.is_none() {
-            problems.push("requests: at least one request with a weight above 0 is needed".into());
-        }
-        let load = match spec.load.as_ref().map(Load::from_proto) {
-            Some(Ok(load)) => Some(load),
-            Some(Err(e)) => {
-                problems.push(format!("load: {e}"));
-                None
-            }
-            None => {
-                problems.push("load: no load model".into());
-                None
-            }
-        };
-        let session = spec.session.as_ref().filter(|s| !s.steps.is_empty()).map(|s| Session {
-            steps: s
-                .steps
-                .iter()
-                .enumerate()
-                .map(|(i, step)| {
-                    if step.request as usize >= spec.requests.len() {
-                        problems.push(format!("session.steps[{i}].request: {} is not a request index", step.request));
-                    }
-                    let think_after = Think::from_proto(step.think_after.as_ref()).unwrap_or_else(|e| {
-                        problems.push(format!("session.steps[{i}].think_after: {e}"));
-                        Think::None
-                    });
-                    SessionStep { request: step.request as usize, think_after }
-                })
-                .collect(),
-            repeat: s.repeat,
-        });
-        if spec.duration_ms == 0 {
-            problems.push("duration_ms: must be above 0".into());
-        }
-        if !problems.is_empty() {
-            return Err(problems.join("; "));
-        }
-        Ok(Job {
-            id: spec.job_id.clone(),
-            targets,
-            requests,
-            names,
-            target_choice: target_choice.expect("checked"),
-            request_choice: request_choice.expect("checked"),
-            keep_alive: spec.keep_alive,
-            connect_timeout: millis_or(spec.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS),
-            request_timeout: millis_or(spec.request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS),
-            start_at_ms: spec.start_at_ms,
-            duration_ms: u64::from(spec.duration_ms),
-            interval_ms: u64::from(if spec.interval_ms == 0 { DEFAULT_INTERVAL_MS } else { spec.interval_ms }),
-            load: load.expect("checked"),
-            session,
-            max_requests: spec.max_requests,
-        })
+        let checked = validate(spec).map_err(|problems| problems.join("; "))?;
+        Ok(build(spec, checked))
     }
+}
+
+/// What checking a spec worked out, which building the job takes over rather than do again:
+/// the targets (a host is resolved once, and one that does not resolve is a problem of the
+/// spec) and the load.
+struct Checked {
+    targets: Vec<Target>,
+    load: Load,
+}
+
+/// Every problem of the spec, each starting with its field's path; or, when there is none,
+/// what the checks worked out.
+fn validate(spec: &pb::JobSpec) -> Result<Checked, Vec<String>> {
+    let mut problems = Vec::new();
+    let targets = check_targets(spec, &mut problems);
+    check_requests(spec, &mut problems);
+    let load = check_load(spec, &mut problems);
+    check_session(spec, &mut problems);
+    if spec.duration_ms == 0 {
+        problems.push("duration_ms: must be above 0".into());
+    }
+    match load {
+        Some(load) if problems.is_empty() => Ok(Checked { targets, load }),
+        _ => Err(problems),
+    }
+}
+
+/// The job of a spec `validate` passed.
+fn build(spec: &pb::JobSpec, Checked { targets, load }: Checked) -> Job {
+    let (names, requests) = build_requests(spec);
+    Job {
+        id: spec.job_id.clone(),
+        targets,
+        requests,
+        names,
+        target_choice: target_choice(spec).expect("validated"),
+        request_choice: request_choice(spec).expect("validated"),
+        keep_alive: spec.keep_alive,
+        connect_timeout: millis_or(spec.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS),
+        request_timeout: millis_or(spec.request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS),
+        start_at_ms: spec.start_at_ms,
+        duration_ms: u64::from(spec.duration_ms),
+        interval_ms: u64::from(if spec.interval_ms == 0 { DEFAULT_INTERVAL_MS } else { spec.interval_ms }),
+        load,
+        session: build_session(spec),
+        max_requests: spec.max_requests,
+    }
+}
+
+fn target_choice(spec: &pb::JobSpec) -> Option<WeightedChoice> {
+    WeightedChoice::new(spec.targets.iter().map(|t| u64::from(t.weight)))
+}
+
+fn request_choice(spec: &pb::JobSpec) -> Option<WeightedChoice> {
+    WeightedChoice::new(spec.requests.iter().map(|r| u64::from(r.weight)))
+}
+
+/// The targets that parse (and resolve); a problem for each that does not, and for their weights.
+fn check_targets(spec: &pb::JobSpec, problems: &mut Vec<String>) -> Vec<Target> {
+    let tls_config = crate::tls::client_config(spec.tls_verify);
+    let targets = spec
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| parse_target(t, &tls_config).map_err(|e| problems.push(format!("targets[{i}].{e}"))).ok())
+        .collect();
+    if spec.targets.is_empty() {
+        problems.push("targets: at least one target is needed".into());
+    } else if target_choice(spec).is_none() {
+        problems.push("targets: at least one target needs a weight above 0".into());
+    }
+    targets
+}
+
+fn check_requests(spec: &pb::JobSpec, problems: &mut Vec<String>) {
+    for (i, r) in spec.requests.iter().enumerate() {
+        if !METHODS.contains(&r.method.as_str()) {
+            problems.push(format!("requests[{i}].method: '{}' is not one of {}", r.method, METHODS.join(", ")));
+        }
+        if !r.path.starts_with('/') || r.path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+            problems.push(format!("requests[{i}].path: '{}' must start with '/' and contain no spaces", r.path));
+        }
+        for (h, header) in r.headers.iter().enumerate() {
+            if header.name.is_empty()
+                || header.name.bytes().any(|b| !b.is_ascii_graphic() || b == b':')
+                || header.value.bytes().any(|b| b == b'\r' || b == b'\n')
+            {
+                problems.push(format!("requests[{i}].headers[{h}]: '{}' is not a valid header", header.name));
+            }
+        }
+    }
+    if request_choice(spec).is_none() {
+        problems.push("requests: at least one request with a weight above 0 is needed".into());
+    }
+}
+
+fn check_load(spec: &pb::JobSpec, problems: &mut Vec<String>) -> Option<Load> {
+    match spec.load.as_ref().map(Load::from_proto) {
+        Some(Ok(load)) => Some(load),
+        Some(Err(e)) => {
+            problems.push(format!("load: {e}"));
+            None
+        }
+        None => {
+            problems.push("load: no load model".into());
+            None
+        }
+    }
+}
+
+/// The session's steps (an empty session is none): requests that exist, think times that parse.
+fn check_session(spec: &pb::JobSpec, problems: &mut Vec<String>) {
+    let steps = spec.session.iter().flat_map(|s| &s.steps);
+    for (i, step) in steps.enumerate() {
+        if step.request as usize >= spec.requests.len() {
+            problems.push(format!("session.steps[{i}].request: {} is not a request index", step.request));
+        }
+        if let Err(e) = Think::from_proto(step.think_after.as_ref()) {
+            problems.push(format!("session.steps[{i}].think_after: {e}"));
+        }
+    }
+}
+
+/// The requests' names (several requests may share one) and each request rendered for every target.
+fn build_requests(spec: &pb::JobSpec) -> (Vec<String>, Vec<Request>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut requests = Vec::new();
+    for r in &spec.requests {
+        let name = names.iter().position(|n| n == &r.name).unwrap_or_else(|| {
+            names.push(r.name.clone());
+            names.len() - 1
+        });
+        let wire = spec.targets.iter().map(|t| render(r, host_header(&t.url), spec.keep_alive)).collect();
+        requests.push(Request { name, head: r.method == "HEAD", wire });
+    }
+    (names, requests)
+}
+
+fn build_session(spec: &pb::JobSpec) -> Option<Session> {
+    let session = spec.session.as_ref().filter(|s| !s.steps.is_empty())?;
+    let step = |step: &pb::SessionStep| SessionStep {
+        request: step.request as usize,
+        think_after: Think::from_proto(step.think_after.as_ref()).expect("validated"),
+    };
+    Some(Session { steps: session.steps.iter().map(step).collect(), repeat: session.repeat })
 }
 
 fn millis_or(value: u32, default: u32) -> Duration {
@@ -303,6 +354,32 @@ mod tests {
         for field in ["targets[0].url", "requests[0].method", "requests[0].path", "load:"] {
             assert!(err.contains(field), "{field} missing from {err}");
         }
+    }
+
+    #[test]
+    fn validation_lists_every_problem_in_the_order_of_the_fields() {
+        let mut bad = spec();
+        bad.targets[0].weight = 0;
+        bad.requests[0].headers[0].name = "X Bad".into();
+        bad.session = Some(pb::Session {
+            steps: vec![
+                pb::SessionStep { request: 1, think_after: None },
+                pb::SessionStep { request: 0, think_after: None },
+            ],
+            repeat: 0,
+        });
+        bad.duration_ms = 0;
+        let problems = validate(&bad).err().unwrap();
+        assert_eq!(
+            problems,
+            [
+                "targets: at least one target needs a weight above 0",
+                "requests[0].headers[0]: 'X Bad' is not a valid header",
+                "session.steps[0].request: 1 is not a request index",
+                "duration_ms: must be above 0",
+            ]
+        );
+        assert!(validate(&spec()).is_ok());
     }
 
     #[test]
