@@ -1,0 +1,28 @@
+"""`loadfleet validate`: check a plan and list every problem (nothing starts)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from loadfleet.controller.model.errors import EXIT_OK
+from loadfleet.controller.plan.parse import load_plan
+
+from ..options import Subcommands, add_target_option, target_urls
+
+
+def add_parser(commands: Subcommands, name: str) -> None:
+    p = commands.add_parser(name, help="check a plan and list every problem")
+    p.add_argument("plan", type=Path)
+    add_target_option(p)
+
+
+async def handle(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan, target_urls(args))
+    load = (
+        f"a sweep of {plan.sweep.total_steps} steps of {plan.sweep.step_s:g} s" if plan.sweep else plan.load.describe()
+    )
+    print(
+        f"{args.plan}: ok ({len(plan.targets)} targets, {len(plan.requests)} requests, {load}, {plan.duration_s:g} s)"
+    )
+    return EXIT_OK
