@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 AT_S=${AT_S:-45}
 BURST_S=${BURST_S:-20}
-.venv/bin/python bench/fleet/bench.py "$@" &
+.venv/bin/python -m bench.fleet.bench "$@" &
 bench=$!
 trap 'kill "$bench" 2>/dev/null || true' INT TERM
 sleep "$AT_S"
