@@ -11,6 +11,7 @@ import argparse
 import ipaddress
 import sys
 from pathlib import Path
+from typing import Any
 
 from .daemon import LabError
 from .hostlab import run_on_host
@@ -142,11 +143,12 @@ def _status(lab: Lab) -> None:
         )
 
 
-def _workload_from_args(args) -> WorkloadSpec:
+def _workload_from_args(args: argparse.Namespace) -> WorkloadSpec:
     """The `tree` options, validated like a spec's workload (each problem names its option)."""
     fields = {k: getattr(args, k) for k in ("scale", "seed", "bytes", "count") if getattr(args, k) is not None}
     try:
-        return parse_spec({"workload": {"kind": args.kind, **fields}, "servers": [{"listen": "127.0.0.1:0"}]}).workload
+        workload: dict[str, Any] = {"kind": args.kind, **fields}
+        return parse_spec({"workload": workload, "servers": [{"listen": "127.0.0.1:0"}]}).workload
     except SpecError as exc:
         raise SpecError([p.replace("workload.", "--") for p in exc.problems]) from None
 

@@ -62,7 +62,7 @@ class Launcher(Protocol):
         """Raises ValueError unless a server started here may forward to `host` (a balancer's
         backend): loopback from loopback, the same lab network from a lab host."""
 
-    def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
+    def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen[bytes]:
         """Starts a program here, in its own session."""
 
     def start_listening(
@@ -75,7 +75,7 @@ class Launcher(Protocol):
         error_tail: Callable[[], str],
         log: Path | None = None,
         timeout_s: float = START_TIMEOUT_S,
-    ) -> subprocess.Popen:
+    ) -> subprocess.Popen[bytes]:
         """Starts a server here and returns once it listens on HOST:PORT (refused if taken)."""
 
 
@@ -92,7 +92,7 @@ class LocalLauncher:
     def check_peer(self, host: str) -> None:
         check_loopback(host)
 
-    def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen:
+    def spawn(self, argv: list[str], *, log: Path | None = None) -> subprocess.Popen[bytes]:
         return spawn(argv, log=log, preexec=self.confine)
 
     def start_listening(
@@ -105,7 +105,7 @@ class LocalLauncher:
         error_tail: Callable[[], str],
         log: Path | None = None,
         timeout_s: float = START_TIMEOUT_S,
-    ) -> subprocess.Popen:
+    ) -> subprocess.Popen[bytes]:
         # The port must be free first: otherwise whoever holds it would answer, and the start
         # would look fine.
         check_port_free(host, port, what=what)
@@ -157,7 +157,7 @@ class LabServer:
 
     def start_listening(
         self, argv: list[str], *, what: str, log: Path | None = None, timeout_s: float = START_TIMEOUT_S
-    ) -> subprocess.Popen:
+    ) -> subprocess.Popen[bytes]:
         """Starts `argv` through the launcher; returns once it listens on the server's address."""
         return self.launcher.start_listening(
             argv, self.host, self.port, what=what, error_tail=self.error_tail, log=log, timeout_s=timeout_s
@@ -201,7 +201,9 @@ def find_program(name: str, package: str, *, extra_dirs: tuple[str, ...] = ("/us
     return found
 
 
-def spawn(argv: list[str], *, log: Path | None = None, preexec: Callable[[], None] | None = None) -> subprocess.Popen:
+def spawn(
+    argv: list[str], *, log: Path | None = None, preexec: Callable[[], None] | None = None
+) -> subprocess.Popen[bytes]:
     """Starts a program in its own session (so a stop can take its whole group); `preexec` runs
     in the child just before exec (a CPU cap: every process the program forks inherits it)."""
     with open(log, "ab") if log else contextlib.nullcontext() as out:  # the child keeps its own descriptor
@@ -224,7 +226,7 @@ def spawn_listening(
     error_tail: Callable[[], str],
     log: Path | None = None,
     timeout_s: float = START_TIMEOUT_S,
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     """Starts a server on loopback and returns once it listens on HOST:PORT."""
     return LOCAL.start_listening(argv, host, port, what=what, error_tail=error_tail, log=log, timeout_s=timeout_s)
 
@@ -239,7 +241,7 @@ def check_port_free(host: str, port: int, *, what: str) -> None:
 
 
 def wait_listening(
-    proc: subprocess.Popen,
+    proc: subprocess.Popen[bytes],
     host: str,
     port: int,
     *,
@@ -262,7 +264,12 @@ def wait_listening(
 
 
 def wait_for_path(
-    proc: subprocess.Popen, path: Path, *, what: str, error_tail: Callable[[], str], timeout_s: float = START_TIMEOUT_S
+    proc: subprocess.Popen[bytes],
+    path: Path,
+    *,
+    what: str,
+    error_tail: Callable[[], str],
+    timeout_s: float = START_TIMEOUT_S,
 ) -> None:
     """Returns once `path` (e.g. a Unix socket) exists; otherwise stops `proc` and raises LabError."""
     deadline = time.monotonic() + timeout_s

@@ -7,17 +7,21 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import mfusepy
 import nfs_rs
 
 from .fusemount import CTO_ENTRY_TIMEOUT_S, MAX_IDLE_FILES, OpenFiles, log
 
+Method = TypeVar("Method", bound=Callable[..., Any])
 
-def fuse_errors(method):
+
+def fuse_errors(method: Method) -> Method:
     """nfs-rs errors -> errno for the kernel (one place for the translation)."""
 
-    def wrapper(self, *args):
+    def wrapper(self: NfsReadOnlyFs, *args: Any) -> Any:
         try:
             return method(self, *args)
         except mfusepy.FuseOSError:
@@ -37,26 +41,26 @@ def fuse_errors(method):
             raise mfusepy.FuseOSError(errno.EIO) from None
 
     wrapper.__name__ = method.__name__
-    return wrapper
+    return cast(Method, wrapper)
 
 
-def _close_quietly(handle) -> None:
+def _close_quietly(handle: nfs_rs.File) -> None:
     try:
         handle.close()
     except nfs_rs.NfsError as exc:
         log.warning("close %s: %s", handle.name, exc)
 
 
-class NfsReadOnlyFs(mfusepy.Operations):
+class NfsReadOnlyFs(mfusepy.Operations):  # type: ignore[misc]  # mfusepy has no type information
     """getattr/readdir/open/read/release over one nfs-rs client."""
 
     use_ns = True
 
-    def __init__(self, client, export: str, *, attr_timeout_s: float, cache: str):
+    def __init__(self, client: nfs_rs.Client, export: str, *, attr_timeout_s: float, cache: str):
         self.client, self.export = client, export
         self.attr_timeout_s, self.cache = attr_timeout_s, cache
         # Only a warm mount keeps remote files open: otherwise each open is an NFS OPEN.
-        self.files = OpenFiles(
+        self.files: OpenFiles[nfs_rs.File] = OpenFiles(
             lambda path: client.open(path, "rb"), _close_quietly, max_idle=MAX_IDLE_FILES if cache == "warm" else 0
         )
         self.mounted = False
@@ -64,7 +68,7 @@ class NfsReadOnlyFs(mfusepy.Operations):
     def _remote(self, path: str) -> str:
         return f"{self.export}/{path.lstrip('/')}".strip("/")
 
-    def init_with_config(self, conn_info, config) -> None:
+    def init_with_config(self, conn_info: Any, config: Any) -> None:
         self.mounted = True
         if config is None:
             return
@@ -80,7 +84,7 @@ class NfsReadOnlyFs(mfusepy.Operations):
             config.ac_attr_timeout_set, config.ac_attr_timeout = 1, 0.0
 
     @fuse_errors
-    def getattr(self, path: str, fh=None) -> dict:
+    def getattr(self, path: str, fh: int | None = None) -> dict[str, Any]:
         info = self.client.stat(self._remote(path) or ".")
         kind = stat.S_IFDIR if info.type == nfs_rs.FileType.DIRECTORY else stat.S_IFREG
         if info.type not in (nfs_rs.FileType.DIRECTORY, nfs_rs.FileType.FILE):
@@ -119,5 +123,5 @@ class NfsReadOnlyFs(mfusepy.Operations):
     def destroy(self, path: str) -> None:
         self.files.close_all()
 
-    def statfs(self, path: str) -> dict:
+    def statfs(self, path: str) -> dict[str, Any]:
         return {"f_bsize": 4096, "f_frsize": 4096, "f_namemax": 255}

@@ -31,9 +31,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from .daemon import LabError, find_program, log_tail, spawn, stop_pid
+from .daemon import LabError, Launcher, find_program, log_tail, spawn, stop_pid
 
 MOUNT_CACHES = ("warm", "close-to-open", "none")
 DEFAULT_ATTR_TIMEOUT_S = 60.0
@@ -62,7 +63,10 @@ def split_export_url(url: str) -> tuple[str, str]:
 # The filesystem itself is fusefs.py, imported by `serve` only: the parent needs no libfuse.
 
 
-class OpenFiles:
+Handle = TypeVar("Handle")
+
+
+class OpenFiles(Generic[Handle]):
     """Remote open files, shared by every FUSE open of the same path.
 
     nginx opens the file for each request; an NFS OPEN and CLOSE per request (two round trips
@@ -72,10 +76,10 @@ class OpenFiles:
     serve stale content. `acquire` returns a FUSE file handle (an int) for `get` and `release`.
     """
 
-    def __init__(self, open_remote: Callable[[str], object], close_remote: Callable[[object], None], *, max_idle: int):
+    def __init__(self, open_remote: Callable[[str], Handle], close_remote: Callable[[Handle], None], *, max_idle: int):
         self._open, self._close, self.max_idle = open_remote, close_remote, max_idle
         self._lock = threading.Lock()
-        self._handles: dict[str, object] = {}
+        self._handles: dict[str, Handle] = {}
         self._users: dict[str, int] = {}
         self._idle: OrderedDict[str, None] = OrderedDict()
         self._paths: dict[int, str] = {}
@@ -103,7 +107,7 @@ class OpenFiles:
         self._paths[fh] = path
         return fh
 
-    def get(self, fh: int):
+    def get(self, fh: int) -> Handle:
         with self._lock:
             return self._handles[self._paths[fh]]
 
@@ -252,7 +256,7 @@ class FuseMount:
         log_path: Path | None = None,
         attr_timeout_s: float = DEFAULT_ATTR_TIMEOUT_S,
         cache: str | bool = "warm",
-        launcher=None,
+        launcher: Launcher | None = None,
         name: str = "nfs-mount",
     ):
         split_export_url(url)
@@ -314,7 +318,7 @@ class FuseMount:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

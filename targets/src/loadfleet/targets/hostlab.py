@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .caps import CpuCap, CpuGroup, remove_group
 from .daemon import LabError, find_program, log_tail
@@ -71,7 +72,7 @@ class LabHosts:
     hosts: dict[str, Host] = field(default_factory=dict)
     groups: list[CpuGroup] = field(default_factory=list)
     mounts: dict[str, Path] = field(default_factory=dict)  # host -> its mount of the NFS export
-    controller: dict | None = None
+    controller: dict[str, Any] | None = None
 
     def start(self, save: Callable[[], None]) -> None:
         """The guarded network, kept by the state file from the start (so `down` finds it even if
@@ -111,7 +112,7 @@ class LabHosts:
         if agents and self.controller:
             self._wait_for_agents({s.name for s, _ in agents})
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {
             "network": self.net.record() if self.net else None,
             "cgroups": [str(g.path) for g in self.groups],
@@ -234,7 +235,7 @@ class LabHosts:
             time.sleep(0.3)
 
 
-def operator_env(state: dict) -> dict[str, str]:
+def operator_env(state: dict[str, Any]) -> dict[str, str]:
     """The environment a `loadfleet` command needs to reach the lab's controller as its operator."""
     controller = state.get("controller") or {}
     env = {"LOADFLEET_CONTROLLER": controller["address"]} if controller.get("address") else {}
@@ -247,7 +248,7 @@ def operator_env(state: dict) -> dict[str, str]:
     return env
 
 
-def run_on_host(state: dict, host_name: str, argv: list[str]) -> int:
+def run_on_host(state: dict[str, Any], host_name: str, argv: list[str]) -> int:
     """Runs `argv` in a lab host's namespace with the operator's environment (and the venv's
     programs first on PATH); returns its exit code. Standard input and output are the caller's."""
     network = state.get("network") or {}
@@ -267,7 +268,7 @@ def run_on_host(state: dict, host_name: str, argv: list[str]) -> int:
     return subprocess.run([nsenter, f"--net=/var/run/netns/{netns}", "--", *argv], env=env).returncode
 
 
-def teardown(state: dict) -> list[str]:
+def teardown(state: dict[str, Any]) -> list[str]:
     """Removes a lab's network (whatever still runs in it, its namespaces, the guard route) and
     its CPU cgroups; idempotent. Returns what could not be removed."""
     problems = []

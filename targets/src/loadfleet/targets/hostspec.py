@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .netns import BRIDGE_NS, check_subnet
 from .spec import CAP_CHECKS, HostSpec, Placed, _is_int, _split_listen
@@ -48,7 +49,7 @@ class HostsSection:
     controller: str | None  # a controller the agents dial that the lab does not start
 
 
-def parse_hosts(doc: dict, nfs: bool, problems: list[str]) -> HostsSection:
+def parse_hosts(doc: dict[str, Any], nfs: bool, problems: list[str]) -> HostsSection:
     if "servers" in doc:
         problems.append("servers: a lab with hosts places its servers on them (hosts.<name>.servers)")
     subnet = _network(doc.get("network", {}), problems)
@@ -72,7 +73,7 @@ def parse_hosts(doc: dict, nfs: bool, problems: list[str]) -> HostsSection:
     return HostsSection(tuple(hosts), placed, subnet, controller)
 
 
-def _network(doc, problems: list[str]) -> str | None:
+def _network(doc: object, problems: list[str]) -> str | None:
     if not isinstance(doc, dict) or set(doc) - {"subnet"}:
         problems.append("network: must be {subnet: A.B.C.D/N}")
         return None
@@ -85,7 +86,7 @@ def _network(doc, problems: list[str]) -> str | None:
         return None
 
 
-def _host(name, entry, placed: list[Placed], problems: list[str]) -> HostSpec | None:
+def _host(name: object, entry: object, placed: list[Placed], problems: list[str]) -> HostSpec | None:
     where = f"hosts.{name}"
     if not isinstance(name, str) or not _HOST_NAME.match(name) or name == BRIDGE_NS:
         problems.append(
@@ -116,7 +117,7 @@ def _host(name, entry, placed: list[Placed], problems: list[str]) -> HostSpec | 
     return HostSpec(name, controller_port=controller_port, nfs=entry.get("nfs", False), **caps)
 
 
-def _controller_port(where: str, value, problems: list[str]) -> int | None:
+def _controller_port(where: str, value: object, problems: list[str]) -> int | None:
     if value is False:
         return None
     if value is True:
@@ -128,7 +129,7 @@ def _controller_port(where: str, value, problems: list[str]) -> int | None:
     return port
 
 
-def _caps(where: str, entry: dict, problems: list[str]) -> dict:
+def _caps(where: str, entry: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     caps = {}
     checks = {
         **CAP_CHECKS,
@@ -146,7 +147,7 @@ def _caps(where: str, entry: dict, problems: list[str]) -> dict:
     return caps
 
 
-def _agents(doc, subnet: str | None, taken: set[str], problems: list[str]) -> tuple[list[HostSpec], str | None]:
+def _agents(doc: object, subnet: str | None, taken: set[str], problems: list[str]) -> tuple[list[HostSpec], str | None]:
     if doc is None:
         return [], None
     if not isinstance(doc, dict):
@@ -171,7 +172,7 @@ def _agents(doc, subnet: str | None, taken: set[str], problems: list[str]) -> tu
     return [HostSpec(name, agent=True, cores=cores, **caps) for name in names], controller
 
 
-def _given_controller(value, subnet: str | None, problems: list[str]) -> str | None:
+def _given_controller(value: object, subnet: str | None, problems: list[str]) -> str | None:
     if value is None:
         return None
     host, port = _split_listen(str(value))

@@ -43,6 +43,10 @@ from .yaws import YawsServer
 STATE_FILE = "lab.json"
 # Kinds that serve the workload's files, so need the docroot (an NFS mount on their host).
 FILE_KINDS = ("nginx", "apache", "php", "tomcat", "yaws")
+# A server a spec names (ServerSpec.kind).
+Server = (
+    NginxServer | ApacheServer | PhpServer | TomcatServer | YawsServer | MariaDbServer | HaproxyServer | VarnishServer
+)
 
 
 class Lab:
@@ -52,7 +56,9 @@ class Lab:
         self.spec = spec
         self.state_dir = Path(state_dir).resolve()
         self.docroot = self.state_dir / "docroot"
-        self.servers: list = []
+        # Every part started, in order: the spec's servers, ganesha, FUSE mounts, the controller and
+        # agents of a lab with hosts. No common base class: callers use what each kind has.
+        self.servers: list[Any] = []
         self.hosts = LabHosts(spec, self.state_dir, self.state_dir / STATE_FILE) if spec.hosts else None
         self.groups: list[CpuGroup] = []  # CPU quotas of loopback servers
         self._placement: dict[str, str] = {}  # server name -> its lab host
@@ -61,7 +67,7 @@ class Lab:
         self.up()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.down()
 
     def up(self) -> None:
@@ -103,17 +109,18 @@ class Lab:
         (self.state_dir / STATE_FILE).unlink(missing_ok=True)
         return stopped
 
-    def status(self) -> list[dict]:
+    def status(self) -> list[dict[str, Any]]:
         """Servers recorded in lab.json in start order, each with whether all its PIDs are alive."""
         entries = self.state().get("servers", [])
         return [{**e, "alive": all(pid_alive(p) for p in e.get("pids") or [e["pid"]])} for e in entries]
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """lab.json as written by `up` (an empty dict without one)."""
         try:
-            return json.loads((self.state_dir / STATE_FILE).read_text())
+            state: dict[str, Any] = json.loads((self.state_dir / STATE_FILE).read_text())
         except (OSError, ValueError):
             return {}
+        return state
 
     def nfs_client_stats(self) -> dict[str, ClientStats]:
         """Per-client statistics of the lab's running NFS server (see nfsstats.py); empty
@@ -123,7 +130,7 @@ class Lab:
                 return client_stats(entry["bus"])
         return {}
 
-    def server(self, name: str):
+    def server(self, name: str) -> Any:
         """The running server of that name."""
         for server in self.servers:
             if server.name == name:
@@ -167,7 +174,7 @@ class Lab:
         self._add(mount, host=getattr(launcher, "name", None), start=True)
         return mount.mountpoint
 
-    def _add(self, server, *, host: str | None = None, start: bool = False) -> None:
+    def _add(self, server: Any, *, host: str | None = None, start: bool = False) -> None:
         """Records a started server (or the lab's controller and agents: their `host`)."""
         if start:
             server.start()
@@ -178,7 +185,7 @@ class Lab:
         self.servers.append(server)
         self._save()
 
-    def _build(self, spec: ServerSpec):
+    def _build(self, spec: ServerSpec) -> Server:
         args, docroot, launcher = self._place(spec)
         common: dict[str, Any] = {"launcher": launcher}
         if spec.kind in FILE_KINDS:
@@ -204,7 +211,7 @@ class Lab:
             return (host.address, spec.port), self.hosts.mounts.get(spec.on, self.docroot), host
         return (spec.host, spec.port or _free_port(spec.host)), self.docroot, self._capped(spec)
 
-    def _web_server(self, spec: ServerSpec, args: tuple[str, int], docroot: Path, common: dict[str, Any]):
+    def _web_server(self, spec: ServerSpec, args: tuple[str, int], docroot: Path, common: dict[str, Any]) -> Server:
         """A server of the docroot: one of FILE_KINDS."""
         if spec.kind == "nginx":
             # Over a warm NFS mount nginx keeps files open rather than opening each one per request.
@@ -282,7 +289,7 @@ class Lab:
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 __all__ = ["KINDS", "Lab", "LabError", "LabSpec", "ServerSpec", "SpecError", "load_spec", "parse_spec"]

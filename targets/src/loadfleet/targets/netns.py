@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .daemon import LabError, find_program, pid_alive, spawn, stop_pid
 
@@ -51,17 +52,17 @@ _SEQUENCE = itertools.count(1)
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # short: it goes into namespace names
 
 
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Runs `ip ARGS`; raises LabError with its message on failure (when `check`)."""
     return _iproute2("ip", args, check)
 
 
-def tc(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+def tc(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Runs `tc ARGS` (traffic control); raises LabError on failure (when `check`)."""
     return _iproute2("tc", args, check)
 
 
-def _iproute2(program: str, args: tuple[str, ...], check: bool) -> subprocess.CompletedProcess:
+def _iproute2(program: str, args: tuple[str, ...], check: bool) -> subprocess.CompletedProcess[str]:
     result = subprocess.run([find_program(program, "iproute2"), *args], capture_output=True, text=True, timeout=10)
     if check and result.returncode != 0:
         raise LabError(f"{program} {' '.join(args)}: {result.stderr.strip() or f'exit {result.returncode}'}")
@@ -82,7 +83,7 @@ class Host:
     address: str
     netns: str
     port_index: int
-    on_spawn: Callable[[subprocess.Popen], None] | None = field(default=None, repr=False, compare=False)
+    on_spawn: Callable[[subprocess.Popen[bytes]], None] | None = field(default=None, repr=False, compare=False)
     confine: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -98,7 +99,7 @@ class Host:
             *args,
         ]
 
-    def spawn(self, args: list[str], *, log: Path | None = None) -> subprocess.Popen:
+    def spawn(self, args: list[str], *, log: Path | None = None) -> subprocess.Popen[bytes]:
         """Starts a long-running program in the namespace, in its own session; the lab network
         stops it at teardown if the caller has not. nsenter execs the program: same PID."""
         proc = spawn(self.argv(args), log=log, preexec=self.confine)
@@ -106,7 +107,7 @@ class Host:
             self.on_spawn(proc)
         return proc
 
-    def run(self, args: list[str], *, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+    def run(self, args: list[str], *, timeout: float = 60, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         """Runs a short command in the namespace and returns its result (text output)."""
         return subprocess.run(self.argv(args), capture_output=True, text=True, timeout=timeout, **kwargs)
 
@@ -151,7 +152,7 @@ class Host:
         error_tail: Callable[[], str],
         log: Path | None = None,
         timeout_s: float = START_TIMEOUT_S,
-    ) -> subprocess.Popen:
+    ) -> subprocess.Popen[bytes]:
         """Starts a server in the namespace; returns once `port` listens there (refused if taken)."""
         self.check_address(host)
         if self.listening(port):
@@ -162,7 +163,7 @@ class Host:
 
     def wait_listening(
         self,
-        proc: subprocess.Popen,
+        proc: subprocess.Popen[bytes],
         port: int,
         *,
         what: str,
@@ -194,7 +195,7 @@ class LabNetwork:
         self.tag = f"{prefix}-{os.getpid()}-{next(_SEQUENCE)}"
         self.hosts: dict[str, Host] = {}
         self._addresses: Iterator[ipaddress.IPv4Address] = iter(())
-        self._processes: list[subprocess.Popen] = []
+        self._processes: list[subprocess.Popen[bytes]] = []
         self._namespaces: list[str] = []
         self._guarded = False
         self._owner: Path | None = None  # set by keep(): the network outlives this process
@@ -207,7 +208,7 @@ class LabNetwork:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def start(self) -> None:
@@ -340,7 +341,7 @@ class LabNetwork:
                 f"{latency_ms}ms",
             )
 
-    def keep(self, owner: Path) -> dict:
+    def keep(self, owner: Path) -> dict[str, Any]:
         """Hands the network over to `owner`, a file (a lab's state file) that names its tag: the
         network then outlives this process, `cleanup_stale` leaves it alone while the owner names
         it, and `LabNetwork.reattach(record)` in any process takes it back (to close it)."""
@@ -349,7 +350,7 @@ class LabNetwork:
             self._record()
         return self.record()
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         """What another process needs to take the network back: `reattach(record)`."""
         return {
             "tag": self.tag,
@@ -364,7 +365,7 @@ class LabNetwork:
         }
 
     @classmethod
-    def reattach(cls, record: dict) -> LabNetwork:
+    def reattach(cls, record: dict[str, Any]) -> LabNetwork:
         """The network of `record` (from `record()`), as started: `close()` removes it, `cut`,
         `restore` and `shape` work on its hosts. No new hosts."""
         net = cls(record["subnet"], prefix=record["prefix"])
@@ -518,7 +519,7 @@ def cleanup_stale(prefix: str = DEFAULT_PREFIX) -> list[str]:
     return removed
 
 
-def _alive(record: dict) -> bool:
+def _alive(record: dict[str, Any]) -> bool:
     """A network's creator is alive, or its owner file still names it. A record with neither a
     pid nor an owner (written by an early version: `"pid": null`) cannot be alive: stale."""
     if record.get("owner"):
@@ -532,7 +533,7 @@ def _alive(record: dict) -> bool:
 
 
 @contextlib.contextmanager
-def _registry_lock():
+def _registry_lock() -> Iterator[None]:
     """Serializes, across processes, taking a subnet (guard route + state file), giving it back,
     and judging stale ones."""
     STATE_DIR.mkdir(parents=True, exist_ok=True)

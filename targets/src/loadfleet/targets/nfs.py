@@ -28,7 +28,7 @@ def ganesha_program() -> str:
 def free_port(host: str) -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 class GaneshaServer:
@@ -160,7 +160,7 @@ LOG {{ Default_Log_Level = EVENT; }}
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

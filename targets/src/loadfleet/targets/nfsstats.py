@@ -19,7 +19,7 @@ from pathlib import Path
 
 from loadfleet.agent.servercounters import ClientIO, CounterError, ganesha_clients
 
-from .daemon import LabError, find_program, log_tail, spawn, stop_pid, wait_for_path
+from .daemon import LabError, Launcher, find_program, log_tail, spawn, stop_pid, wait_for_path
 
 SOCKET_PATH_MAX = 107  # sun_path
 QUERY_TIMEOUT_S = 5
@@ -50,7 +50,7 @@ class PrivateBus:
     stops that ganesha's processes stops its bus too; the socket is a path in the file system,
     which every network namespace sees."""
 
-    def __init__(self, directory: Path, *, launcher=None):
+    def __init__(self, directory: Path, *, launcher: Launcher | None = None):
         self.dir = Path(directory).resolve()
         self.launcher = launcher
         self.pid: int | None = None

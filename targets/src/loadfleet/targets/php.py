@@ -229,9 +229,12 @@ class PhpServer:
 
     host = property(lambda self: self.front.host)
     port = property(lambda self: self.front.port)
-    url = property(lambda self: self.front.url)
     pid = property(lambda self: self.front.pid)
     access_log = property(lambda self: self.front.access_log)
+
+    @property
+    def url(self) -> str:
+        return self.front.url
 
     @property
     def page_url(self) -> str:

@@ -27,9 +27,10 @@ A lab may instead place its servers on hosts of their own, network namespaces on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -46,6 +47,8 @@ KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "mariadb", "tomcat", "y
 BALANCERS = ("haproxy", "varnish")
 HTTP_KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "tomcat", "yaws")
 COMMON_FIELDS = ("name", "kind", "listen", "cpus", "cpu_pct")
+# A field's test of its value, and what the value must be (for the problem's message).
+Check = tuple[Callable[[Any], object], str]
 # A server on a lab host: its address is the host's, its caps the host's.
 PLACED_FIELDS = ("name", "kind", "port")
 # Fields each server kind takes besides the common ones.
@@ -158,7 +161,7 @@ def load_spec(path: Path) -> LabSpec:
     return parse_spec(doc)
 
 
-def parse_spec(doc) -> LabSpec:
+def parse_spec(doc: object) -> LabSpec:
     if not isinstance(doc, dict):
         raise SpecError(["a lab spec must be a mapping"])
     from .hostspec import parse_hosts  # the hosts sections build on this module's server parsing
@@ -195,7 +198,7 @@ def parse_spec(doc) -> LabSpec:
 TOP_FIELDS = ("workload", "servers", "docroot", "network", "hosts", "agents")
 
 
-def _loopback_servers(doc: dict, problems: list[str]) -> list[Placed]:
+def _loopback_servers(doc: dict[str, Any], problems: list[str]) -> list[Placed]:
     """The `servers` of a lab without hosts, every one on loopback."""
     for key in ("network", "agents"):
         if key in doc:
@@ -218,13 +221,13 @@ class Placed:
     on: str | None = None
 
     @property
-    def name(self):
+    def name(self) -> object:
         if isinstance(self.entry, str):  # a kind alone
             return self.default_name
         return self.entry.get("name", self.default_name) if isinstance(self.entry, dict) else None
 
 
-def _docroot(doc, problems: list[str]) -> tuple[bool, str]:
+def _docroot(doc: object, problems: list[str]) -> tuple[bool, str]:
     if not isinstance(doc, dict) or set(doc) - {"nfs", "cache"} or not isinstance(doc.get("nfs", False), bool):
         problems.append("docroot: must be {nfs: true|false, cache: " + "|".join(NFS_CACHES) + "}")
         return False, DEFAULT_NFS_CACHE
@@ -234,7 +237,7 @@ def _docroot(doc, problems: list[str]) -> tuple[bool, str]:
     return doc.get("nfs", False), cache
 
 
-def _workload(doc, problems: list[str]) -> WorkloadSpec:
+def _workload(doc: object, problems: list[str]) -> WorkloadSpec:
     if not isinstance(doc, dict):
         problems.append("workload: must be a mapping")
         return WorkloadSpec()
@@ -295,7 +298,7 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     return ServerSpec(name, kind, host, port, on=placed.on, **fields)
 
 
-def _unknown_server_fields(placed: Placed, entry: dict, kind: str) -> list[str]:
+def _unknown_server_fields(placed: Placed, entry: dict[str, Any], kind: str) -> list[str]:
     allowed = (*(PLACED_FIELDS if placed.on else COMMON_FIELDS), *KIND_FIELDS[kind])
     problems = []
     for key in entry:
@@ -309,7 +312,7 @@ def _unknown_server_fields(placed: Placed, entry: dict, kind: str) -> list[str]:
     return problems
 
 
-def _combination_problem(where: str, kind: str, fields: dict) -> str | None:
+def _combination_problem(where: str, kind: str, fields: dict[str, Any]) -> str | None:
     """A problem of fields that are each valid but not together."""
     if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
         return f"{where}.categories: must not be more than items (every category has an item)"
@@ -322,7 +325,7 @@ def _combination_problem(where: str, kind: str, fields: dict) -> str | None:
     return None
 
 
-def _address(placed: Placed, entry: dict, kind: str, problems: list[str]) -> tuple[str, int]:
+def _address(placed: Placed, entry: dict[str, Any], kind: str, problems: list[str]) -> tuple[str, int]:
     """Loopback servers: HOST:PORT from `listen`. Servers on a lab host: the port (a default per
     kind); the address is the host's, known once the network is up."""
     where = placed.where
@@ -345,8 +348,8 @@ def _address(placed: Placed, entry: dict, kind: str, problems: list[str]) -> tup
     return host, port
 
 
-def _check_fields(where: str, fields: dict, problems: list[str]) -> None:
-    checks = {
+def _check_fields(where: str, fields: dict[str, Any], problems: list[str]) -> None:
+    checks: dict[str, Check] = {
         "workers": (lambda v: _is_int(v) and 1 <= v <= MAX_WORKERS, f"an integer from 1 to {MAX_WORKERS}"),
         "mpm": (lambda v: v in MPMS, f"one of {', '.join(MPMS)}"),
         "front": (lambda v: v in FRONTS, f"one of {', '.join(FRONTS)}"),
@@ -384,7 +387,7 @@ def _name_problems(placed: list[Placed]) -> list[str]:
 def _backend_problems(servers: list[ServerSpec], placed: list[Placed]) -> list[str]:
     problems: list[str] = []
     seen = {p.name for p in placed}
-    where: dict[str, str] = {}
+    where: dict[object, str] = {}
     for p in placed:
         where.setdefault(p.name, p.where)
     by_name = {s.name: s for s in servers}
@@ -444,11 +447,11 @@ def _split_listen(listen: str) -> tuple[str, int | None]:
     return host, int(port) if port.isdigit() and int(port) < 65536 else None
 
 
-def _is_int(value) -> TypeGuard[int]:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _valid_cpus(value) -> bool:
+def _valid_cpus(value: object) -> bool:
     return (
         isinstance(value, list)
         and bool(value)
@@ -459,7 +462,7 @@ def _valid_cpus(value) -> bool:
 
 
 # The caps of a loopback server or a lab host (caps.py); also used by hostspec.py.
-CAP_CHECKS = {
+CAP_CHECKS: dict[str, Check] = {
     "cpus": (_valid_cpus, f"a list of distinct CPUs of this machine ({', '.join(map(str, machine_cpus()))})"),
     "cpu_pct": (
         lambda v: _is_int(v) and 1 <= v <= 100 * len(machine_cpus()),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loadfleet.agent.servercounters import CounterError, varnish_counters, varnishstat
 
@@ -128,7 +129,7 @@ sub vcl_recv {{
         return log_tail(self.log)
 
 
-def parse_counters(stats: dict, backend_names: list[str]) -> VarnishCounters:
+def parse_counters(stats: dict[str, Any], backend_names: list[str]) -> VarnishCounters:
     """From varnishstat's counters (raises CounterError on odd ones)."""
     counters = varnish_counters(stats)
 

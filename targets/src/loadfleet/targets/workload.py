@@ -16,6 +16,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 # (class name, smallest bytes, largest bytes, share of requests)
 SIZE_CLASSES = (
@@ -48,13 +49,13 @@ class WorkloadSpec:
     bytes: int = DEFAULT_SINGLE_BYTES
     count: int = DEFAULT_FILE_COUNT
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         """The fields that define the files; a manifest records them, so a docroot is reused only
         when they are unchanged."""
-        by_kind: dict[str, dict] = {"tree": {"scale": self.scale}, "single": {"bytes": self.bytes}}
+        by_kind: dict[str, dict[str, Any]] = {"tree": {"scale": self.scale}, "single": {"bytes": self.bytes}}
         return {"kind": self.kind, "seed": self.seed, **by_kind.get(self.kind, {"count": self.count})}
 
-    def matches(self, manifest: dict | None) -> bool:
+    def matches(self, manifest: dict[str, Any] | None) -> bool:
         return manifest is not None and all(manifest.get(k) == v for k, v in self.params().items())
 
 
@@ -73,13 +74,13 @@ class Manifest:
     files: list[TreeFile]
     seed: int
     scale: float = DEFAULT_SCALE
-    params: dict | None = None  # WorkloadSpec.params(); None for the tree (kind, seed, scale)
+    params: dict[str, Any] | None = None  # WorkloadSpec.params(); None for the tree (kind, seed, scale)
 
     @property
     def total_bytes(self) -> int:
         return sum(f.bytes for f in self.files)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         files = []
         for f in self.files:
             entry = asdict(f)
@@ -152,11 +153,12 @@ def generate_tree(docroot: Path, *, scale: float = 1.0, seed: int = 1) -> Manife
     return _finish(docroot, Manifest(files, seed, scale))
 
 
-def read_manifest(docroot: Path) -> dict | None:
+def read_manifest(docroot: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((docroot / MANIFEST).read_text())
+        manifest: dict[str, Any] = json.loads((docroot / MANIFEST).read_text())
     except (OSError, ValueError):
         return None
+    return manifest
 
 
 def _content(rng: random.Random, size: int) -> bytes:
