@@ -81,20 +81,7 @@ def init_ca(directory: Path, *, days: int = DEFAULT_CA_DAYS, force: bool = False
         .not_valid_before(now - _BACKDATE)
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(ca=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -112,24 +99,8 @@ def issue(
     force: bool = False,
 ) -> Issued:
     """A certificate for `name` in `role`, signed by the CA in `directory`."""
-    if role is Role.CONTROLLER:
-        if not dns_names and not ips:
-            raise UsageError(
-                "the controller's certificate needs the names agents dial it by: --name HOST and/or --ip IP"
-            )
-        for dns in dns_names:
-            if len(dns) > 253 or not DNS_NAME.match(dns):
-                raise UsageError(f"--name {dns!r} is not a DNS name")
-        # A common name has at most 64 characters; clients check the SANs anyway.
-        name = name if len(name) <= 64 else "loadfleet-controller"
-    else:
-        check_name(name, f"{role.value} name")
-    addresses = []
-    for ip in ips:
-        try:
-            addresses.append(ipaddress.ip_address(ip))
-        except ValueError:
-            raise UsageError(f"--ip {ip!r} is not an IP address") from None
+    name = _holder_name(role, name, dns_names, ips)
+    addresses = _ip_addresses(ips)
     file = "controller.crt" if role is Role.CONTROLLER else f"{role.value}-{name}.crt"
     cert_path = directory / file
     _refuse_overwrite([cert_path, cert_path.with_suffix(".key")], force)
@@ -139,7 +110,6 @@ def issue(
     sans += [x509.DNSName(d) for d in dns_names] + [x509.IPAddress(a) for a in addresses]
     usage = ExtendedKeyUsageOID.SERVER_AUTH if role is Role.CONTROLLER else ExtendedKeyUsageOID.CLIENT_AUTH
     now = _now()
-    not_after = min(now + datetime.timedelta(days=days), ca_cert.not_valid_after_utc)
     subject = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "loadfleet"),
@@ -154,28 +124,54 @@ def issue(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _BACKDATE)
-        .not_valid_after(not_after)
+        .not_valid_after(min(now + datetime.timedelta(days=days), ca_cert.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return _write(directory, file, cert, key)
+
+
+def _holder_name(role: Role, name: str, dns_names: tuple[str, ...], ips: tuple[str, ...]) -> str:
+    """The certificate's common name; UsageError for a controller without names to dial it by,
+    a DNS name that is none, or a holder's name that is not plain."""
+    if role is not Role.CONTROLLER:
+        return check_name(name, f"{role.value} name")
+    if not dns_names and not ips:
+        raise UsageError("the controller's certificate needs the names agents dial it by: --name HOST and/or --ip IP")
+    for dns in dns_names:
+        if len(dns) > 253 or not DNS_NAME.match(dns):
+            raise UsageError(f"--name {dns!r} is not a DNS name")
+    # A common name has at most 64 characters; clients check the SANs anyway.
+    return name if len(name) <= 64 else "loadfleet-controller"
+
+
+def _ip_addresses(ips: tuple[str, ...]) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    addresses = []
+    for ip in ips:
+        try:
+            addresses.append(ipaddress.ip_address(ip))
+        except ValueError:
+            raise UsageError(f"--ip {ip!r} is not an IP address") from None
+    return addresses
+
+
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    """A CA's key signs certificates and CRLs; a holder's key signs TLS handshakes only."""
+    return x509.KeyUsage(
+        digital_signature=not ca,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
 
 
 def load_ca(directory: Path):
