@@ -229,7 +229,7 @@ def _least_squares(rows: list[list[float]], ys: list[float]) -> list[float]:
 def _solve(a: list[list[float]], b: list[float]) -> list[float]:
     """Gaussian elimination with partial pivoting; ZeroDivisionError when singular."""
     n = len(b)
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    m = [[*row, b[i]] for i, row in enumerate(a)]
     scale = max(abs(v) for row in a for v in row) or 1.0
     for col in range(n):
         pivot = max(range(col, n), key=lambda r: abs(m[r][col]))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import threading
 import time
@@ -104,10 +105,8 @@ class DiskWriter:
         if threading.current_thread() is not self._thread or self._loop is None:
             callback()
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is left to tell
             self._loop.call_soon_threadsafe(callback)
-        except RuntimeError:  # the loop has closed: nobody is left to tell
-            pass
 
     async def drained(self) -> None:
         """Returns once everything submitted so far is done."""

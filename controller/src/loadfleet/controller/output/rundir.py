@@ -206,8 +206,11 @@ class RunDirWriter:
             own = judged.get(agent_id, VALID)
             writer.writerow(
                 safe_row(
-                    _csv_row(start, scope, agent_id, row, interval.figures(row))
-                    + [own.validity.value, own.reasons_text()]
+                    [
+                        *_csv_row(start, scope, agent_id, row, interval.figures(row)),
+                        own.validity.value,
+                        own.reasons_text(),
+                    ]
                 )
             )
         self._intervals.write(out.getvalue())

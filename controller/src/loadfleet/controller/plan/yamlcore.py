@@ -125,7 +125,7 @@ def yaml11_hint(value: object) -> str:
     if not isinstance(value, str) or not _YAML11_CANDIDATE.match(value):
         return ""
     try:
-        old = yaml.load(value, Loader=_Yaml11Loader)  # noqa: S506 (a safe loader, 32 characters)
+        old = yaml.load(value, Loader=_Yaml11Loader)  # a safe loader, 32 characters
     except yaml.YAMLError:
         return ""
     if isinstance(old, bool):

@@ -29,14 +29,14 @@ REPORT_FILE = "report.html"
 DEFAULT_COMPARE_FILE = Path("compare.html")
 
 __all__ = [
-    "REPORT_FILE",
     "DEFAULT_COMPARE_FILE",
+    "REPORT_FILE",
     "RunData",
-    "load_run",
-    "write_report",
-    "write_compare",
     "compare_rows",
     "compare_text",
+    "load_run",
+    "write_compare",
+    "write_report",
 ]
 
 

@@ -6,6 +6,7 @@ the package's `write_report`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from datetime import UTC, datetime
 from html import escape
@@ -452,7 +453,7 @@ def busiest(series: dict[str, Points], rest_name: str) -> list[Series]:
 
 def interval_seconds(run: RunData) -> float:
     starts = sorted({r.start_ms for r in run.cluster_total})
-    gaps = [b - a for a, b in zip(starts, starts[1:]) if b > a]
+    gaps = [b - a for a, b in itertools.pairwise(starts) if b > a]
     return (min(gaps) if gaps else 1000) / 1000
 
 

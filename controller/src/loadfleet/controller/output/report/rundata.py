@@ -289,7 +289,7 @@ class _Bucket:
     interval (the rows of one interval summed: the other agents', a target's requests), so
     counts become counts per interval and per-second rates stay right; `max_ms` its maximum."""
 
-    __slots__ = ("start_ms", "sums", "intervals", "_last")
+    __slots__ = ("_last", "intervals", "start_ms", "sums")
 
     def __init__(self, start_ms: int):
         self.start_ms, self.intervals, self._last = start_ms, 0, -1

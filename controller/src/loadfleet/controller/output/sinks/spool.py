@@ -21,6 +21,7 @@ what it can while InfluxDB is up.
 from __future__ import annotations
 
 import collections
+import contextlib
 import fcntl
 import logging
 import os
@@ -227,10 +228,8 @@ class SpoolBusy(Exception):
 
 
 def _rmdir(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # something else lives there: left as it is
         directory.rmdir()
-    except OSError:
-        pass  # something else lives there: left as it is
 
 
 def _mib(n_bytes: int) -> str:
