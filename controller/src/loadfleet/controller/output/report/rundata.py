@@ -21,6 +21,7 @@ import yaml
 
 from loadfleet.controller.model.csvcells import read_cell
 from loadfleet.controller.model.errors import UsageError
+from loadfleet.controller.output.report.summaryshape import summary_problem
 
 SUMMARY_FILE = "summary.json"
 INTERVALS_FILE = "intervals.csv"
@@ -211,69 +212,10 @@ def read_summary(run_dir: Path) -> dict:
         raise UsageError(f"{path}: unreadable: {exc}") from exc
     if not isinstance(summary, dict) or not isinstance(summary.get("total"), dict) or "run_id" not in summary:
         raise UsageError(f"{path}: not a loadfleet run summary (no run_id or total)")
-    problem = _summary_problem(summary)
+    problem = summary_problem(summary)
     if problem:
         raise UsageError(f"{path}: not a loadfleet run summary ({problem})")
     return summary
-
-
-_FIGURES = ("requests", "rps", "mb_per_s", "error_pct")
-_LATENCY = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")
-
-
-def _summary_problem(summary: dict) -> str:
-    """What a report would trip over, or "": the figures it shows must be numbers."""
-    if not _is_number(summary.get("started_ms", 0)) or not _is_number(summary.get("duration_s", 0)):
-        return "started_ms and duration_s must be numbers"
-    entries = [("total", summary["total"])]
-    for group in ("targets", "requests", "agents"):
-        items = summary.get(group, [])
-        if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
-            return f"{group} must be a list of objects"
-        entries += [(f"{group}[{i}]", e) for i, e in enumerate(items)]
-    for where, entry in entries:
-        figures = entry.get("figures")
-        latency = figures.get("latency") if isinstance(figures, dict) else None
-        if (
-            not isinstance(latency, dict)
-            or not all(_is_number(figures.get(k, 0)) for k in _FIGURES)
-            or not all(_is_number(latency.get(k, 0)) for k in _LATENCY)
-        ):
-            return f"{where}.figures must hold numbers"
-        if not _phases_ok(figures.get("phases")):
-            return f"{where}.figures.phases must be null or hold numbers"
-        for counts in ("errors", "status"):
-            if not isinstance(entry.get(counts, {}), dict) or not all(
-                _is_number(v) for v in entry.get(counts, {}).values()
-            ):
-                return f"{where}.{counts} must map names to counts"
-    steps = summary.get("steps", [])
-    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
-        return "steps must be a list of objects"
-    for i, step in enumerate(steps):
-        if not _phases_ok(step.get("phases")):
-            return f"steps[{i}].phases must be null or hold numbers"
-    events = summary.get("events", [])
-    if not isinstance(events, list) or not all(isinstance(e, dict) and _is_number(e.get("at_ms", 0)) for e in events):
-        return "events must be a list of objects with a numeric at_ms"
-    return ""
-
-
-_PHASE_FIGURES = ("responses", "other_ms", "waiting_p50_ms", "waiting_p99_ms")
-_PHASE_TIMES = ("count", "mean_ms", "max_ms", "per_response_ms")
-
-
-def _phases_ok(phases) -> bool:
-    if phases is None:
-        return True
-    if not isinstance(phases, dict) or not all(_is_number(phases.get(k, 0)) for k in _PHASE_FIGURES):
-        return False
-    times = [phases.get(name, {}) for name in ("connect", "tls", "waiting", "receiving")]
-    return all(isinstance(t, dict) and all(_is_number(t.get(k, 0)) for k in _PHASE_TIMES) for t in times)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # Points per plotted series at most: a report of a 10-hour soak reads intervals.csv in two
@@ -319,6 +261,23 @@ def _read_intervals(path: Path):
     many intervals had each generator-health verdict (every interval counted)."""
     if not path.is_file():
         return (), (), (), (), Counter()
+    kinds, intervals, verdicts, agent_rps = _survey(path)
+    stride = max(1, -(-intervals // MAX_POINTS))
+    shown = set(sorted(agent_rps, key=lambda a: -agent_rps[a])[:MAX_AGENT_LINES])
+    others = f"other agents ({len(agent_rps) - len(shown)})"
+    total: list[IntervalRow] = []
+    rows: list[IntervalRow] = []
+    agents: list[IntervalRow] = []
+    for key, by_bucket in _buckets(path, stride, shown, others).items():
+        scope, _, target, _ = key
+        into = agents if scope != "cluster" else total if target == TOTAL else rows
+        into += [bucket.row(*key) for bucket in by_bucket.values()]
+    return kinds, tuple(total), tuple(rows), tuple(sorted(agents, key=lambda r: (r.agent, r.start_ms))), verdicts
+
+
+def _survey(path: Path) -> tuple[tuple[str, ...], int, Counter[str], defaultdict[str, float]]:
+    """The first pass: the error kinds, the number of intervals, their verdicts, and each
+    agent's requests per second summed (to find the busiest)."""
     intervals, kinds, verdicts = 0, (), Counter[str]()
     agent_rps: defaultdict[str, float] = defaultdict(float)
     for row in _interval_rows(path):
@@ -329,9 +288,14 @@ def _read_intervals(path: Path):
             verdicts[row.validity] += 1
         elif row.scope != "cluster":
             agent_rps[row.agent] += row.values.get("rps", 0.0)
-    stride = max(1, -(-intervals // MAX_POINTS))
-    shown = set(sorted(agent_rps, key=lambda a: -agent_rps[a])[:MAX_AGENT_LINES])
-    others = f"other agents ({len(agent_rps) - len(shown)})"
+    return kinds, intervals, verdicts, agent_rps
+
+
+def _buckets(
+    path: Path, stride: int, shown: set[str], others: str
+) -> dict[tuple[str, str, str, str], dict[int, _Bucket]]:
+    """The second pass: every series' rows in buckets of `stride` intervals; the agents not
+    `shown` summed as `others`."""
     buckets: dict[tuple[str, str, str, str], dict[int, _Bucket]] = defaultdict(dict)
     index, last_start = -1, None
     for row in _interval_rows(path):
@@ -352,14 +316,7 @@ def _read_intervals(path: Path):
         if bucket is None:
             bucket = buckets[key][index // stride] = _Bucket(row.start_ms)
         bucket.add(index, values)
-    total: list[IntervalRow] = []
-    rows: list[IntervalRow] = []
-    agents: list[IntervalRow] = []
-    for key, by_bucket in buckets.items():
-        scope, _, target, _ = key
-        into = agents if scope != "cluster" else total if target == TOTAL else rows
-        into += [bucket.row(*key) for bucket in by_bucket.values()]
-    return kinds, tuple(total), tuple(rows), tuple(sorted(agents, key=lambda r: (r.agent, r.start_ms))), verdicts
+    return buckets
 
 
 # What reports plot of the per-target and per-agent rows (all of the cluster's total row).
