@@ -8,6 +8,7 @@ also when something fails, and a watchdog kills a generator that overruns its ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -85,12 +86,8 @@ def run_engine(
     `max_requests` requests, if set).
     `wrap` is put before the command (e.g. a `perf stat` that counts the engine's system calls)."""
     argv = [*wrap, "taskset", "-c", str(GENERATOR_CORE), str(engine)]
-    stderr = open(log, "ab") if log else subprocess.DEVNULL
-    try:
+    with open(log or os.devnull, "ab") as stderr:  # the child keeps its own descriptor
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
-    finally:
-        if log:
-            stderr.close()
     with _Watchdog(proc.pid, duration_s + OVERRUN_S):
         try:
             event = _read_event(proc.stdout)
@@ -144,7 +141,7 @@ def run_wrk(url: str, *, connections: int, keep_alive: bool, duration_s: int, wr
     ]
     if not keep_alive:
         argv += ["-H", "Connection: close"]
-    proc = subprocess.Popen(argv + [url], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([*argv, url], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     with _Watchdog(proc.pid, duration_s + OVERRUN_S):
         try:
             out = proc.stdout.read().decode(errors="replace")
@@ -253,10 +250,8 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.returncode = -signal.SIGKILL
     for pipe in (proc.stdin, proc.stdout):
         if pipe and not pipe.closed:
-            try:
+            with contextlib.suppress(OSError):
                 pipe.close()
-            except OSError:
-                pass
 
 
 class _Watchdog:
@@ -268,10 +263,8 @@ class _Watchdog:
 
     @staticmethod
     def _fire(pid: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def __enter__(self) -> _Watchdog:
         self._timer.start()

@@ -64,7 +64,7 @@ def parse_args(argv):
         "130 interrupted (SIGINT or SIGTERM: the run in progress is killed, the labs come down). "
         "example: python -m bench.repro.reproduce 001 --repeat 2 --tables",
     )
-    parser.add_argument("study", choices=sorted(STUDIES) + ["all"], help="study id (000..004) or all")
+    parser.add_argument("study", choices=[*sorted(STUDIES), "all"], help="study id (000..004) or all")
     parser.add_argument(
         "--repeat",
         type=int,
@@ -147,35 +147,54 @@ def main(argv=None) -> int:
     except (OSError, KeyError, ValueError) as exc:
         log(f"reproduce: cannot read {args.findings}: {exc}")
         return EXIT_BAD_INPUT
+    status = EXIT_OK if args.evaluate_only else run_studies(args, studies)
+    if status == EXIT_INTERRUPTED:
+        return status
+    try:
+        documents, evaluated_any = evaluate_studies(args, studies, findings)
+    except EvidenceError as exc:
+        log(f"reproduce: {exc}")
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(json.dumps(documents if len(documents) != 1 else documents[0], indent=1, allow_nan=False))
+    if status == EXIT_OK and not evaluated_any:
+        return EXIT_NO_EVIDENCE
+    return status
+
+
+def run_studies(args: argparse.Namespace, studies: list[str]) -> int:
+    """Runs the studies on the lab, one after the other: EXIT_OK, EXIT_RUN_FAILED when a lab or
+    a run failed (the others still run), EXIT_INTERRUPTED at once on Ctrl-C."""
+    sweep = {k: v for k, v in (("step_s", args.step_s), ("warmup_s", args.warmup_s)) if v is not None}
+    options = RunOptions(
+        repo=REPO, evidence_dir=args.evidence_dir, work_dir=args.work_dir, repeat=args.repeat, sweep=sweep
+    )
     status = EXIT_OK
-    if not args.evaluate_only:
-        sweep = {k: v for k, v in (("step_s", args.step_s), ("warmup_s", args.warmup_s)) if v is not None}
-        options = RunOptions(
-            repo=REPO, evidence_dir=args.evidence_dir, work_dir=args.work_dir, repeat=args.repeat, sweep=sweep
-        )
-        for study_id in studies:
-            try:
-                failures = run_study(STUDIES[study_id], options, log)
-            except KeyboardInterrupt:
-                log(f"reproduce: study {study_id} interrupted; the runs it finished are stored")
-                return EXIT_INTERRUPTED
-            except (RunnerError, OSError) as exc:
-                log(f"reproduce: study {study_id}: {exc}")
-                failures = [str(exc)]
-            if failures:
-                log(f"reproduce: study {study_id}: {len(failures)} run(s) failed")
-                status = EXIT_RUN_FAILED
+    for study_id in studies:
+        try:
+            failures = run_study(STUDIES[study_id], options, log)
+        except KeyboardInterrupt:
+            log(f"reproduce: study {study_id} interrupted; the runs it finished are stored")
+            return EXIT_INTERRUPTED
+        except (RunnerError, OSError) as exc:
+            log(f"reproduce: study {study_id}: {exc}")
+            failures = [str(exc)]
+        if failures:
+            log(f"reproduce: study {study_id}: {len(failures)} run(s) failed")
+            status = EXIT_RUN_FAILED
+    return status
+
+
+def evaluate_studies(args: argparse.Namespace, studies: list[str], findings: list) -> tuple[list[dict], bool]:
+    """Each study's findings against its stored runs: printed, or returned as JSON documents
+    (--json), and written to its tables.md (--tables); and whether any study had stored runs.
+    Raises EvidenceError on evidence it cannot read."""
     documents, evaluated_any = [], False
     for study_id in studies:
         study_dir = args.evidence_dir / study_id
-        try:
-            runs = stored_runs(study_dir)
-            observations = read_observations(study_dir)
-        except EvidenceError as exc:
-            log(f"reproduce: {exc}")
-            return EXIT_BAD_INPUT
-        study_findings = [f for f in findings if f.study == study_id]
-        verdicts = evaluate_findings(study_findings, observations)
+        runs = stored_runs(study_dir)
+        observations = read_observations(study_dir)
+        verdicts = evaluate_findings([f for f in findings if f.study == study_id], observations)
         if not runs:
             log(f"reproduce: study {study_id}: no stored runs in {study_dir}")
         evaluated_any |= bool(runs)
@@ -188,11 +207,7 @@ def main(argv=None) -> int:
             study = STUDIES[study_id]
             out.write_text(study_tables(study_id, study.title, runs, verdicts, study.note, observations))
             log(f"wrote {out}")
-    if args.json:
-        print(json.dumps(documents if len(documents) != 1 else documents[0], indent=1, allow_nan=False))
-    if status == EXIT_OK and not evaluated_any:
-        return EXIT_NO_EVIDENCE
-    return status
+    return documents, evaluated_any
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def test_publish_lag_is_the_first_arrival_after_the_interval_end():
 
 
 def test_rss_growth_and_slope_per_row_report():
-    samples = [RssSample(t * 1000, 100_000 + 190 * 20 * t) for t in range(0, 11)]  # 190 KB x 20 rows a second
+    samples = [RssSample(t * 1000, 100_000 + 190 * 20 * t) for t in range(11)]  # 190 KB x 20 rows a second
     figures = rss_figures(samples, (0, 10_000), reference_s=4, row_reports_per_s=20)
     assert figures["window_s"] == 3, "the reference's window and the end's share what is left of the load"
     assert figures["at_reference_kb"] == 100_000 + 190 * 20 * 7 and figures["at_end_kb"] == 100_000 + 190 * 20 * 10

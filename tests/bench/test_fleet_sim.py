@@ -98,7 +98,7 @@ def test_every_interval_arrives_complete_and_is_measured(bench):
 
 
 def test_controller_memory_does_not_grow_with_the_run(bench):
-    status, result, log = bench
+    _status, result, log = bench
     assert result, log[-3000:]
     rss = result["summary"]["controller_rss"]
     assert rss["kb_per_row_report"] is not None and rss["kb_per_row_report"] <= MAX_KB_PER_ROW_REPORT, rss

@@ -308,7 +308,7 @@ def test_time_selectors_that_make_no_sense_are_not_evaluable():
 
 
 def test_intervals_without_requests_have_no_latency_but_a_run_without_any_has_none_at_all():
-    rows = [interval("r1", 0, ok_rps=0.0), interval("r1", 12, ok_rps=5.0, p99_ms=4.0)] + [run_of("r1", math.inf)]
+    rows = [interval("r1", 0, ok_rps=0.0), interval("r1", 12, ok_rps=5.0, p99_ms=4.0), run_of("r1", math.inf)]
     assert evaluate_metric("mean(p99_ms[server=erlang,t=0..12])", rows) == 4.0
     rows += [interval("r2", 0, pass_no=2, ok_rps=0.0), run_of("r2", math.inf, pass_no=2)]
     result = verdict("mean(p99_ms[server=erlang,t=0..12])", "<", 10, rows)

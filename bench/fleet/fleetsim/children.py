@@ -20,9 +20,8 @@ class Children:
         self.started: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, args: list[str], *, stdout=None) -> subprocess.Popen:
-        log = open(self.log_path(name), "wb")
-        proc = subprocess.Popen(args, stdout=stdout or log, stderr=log, stdin=subprocess.DEVNULL)
-        log.close()  # the child holds its own descriptor
+        with open(self.log_path(name), "wb") as log:  # the child holds its own descriptor
+            proc = subprocess.Popen(args, stdout=stdout or log, stderr=log, stdin=subprocess.DEVNULL)
         self.started[name] = proc
         return proc
 

@@ -306,27 +306,25 @@ class _Evaluator:
         return CellSet(tuple((key, fn(value, key)) for key, value in cells.cells), label)
 
     def call(self, node: Call, env):
-        fn, kwargs = node.fn, dict(node.kwargs)
-        if fn in ("ratio", "reduction", "diff"):
-            a, b = (self.scalar(arg, env) for arg in node.args)
-            if fn == "diff":
-                return a - b
-            if abs(b) < EPSILON:
-                raise NotEvaluable(f"{fn}: the second figure is 0")
-            return a / b if fn == "ratio" else 1 - a / b
+        if node.fn in ("ratio", "reduction", "diff"):
+            return self._of_pair(node, env)
         cells = self.cellset(node.args[0], env)
-        if fn in ("max", "mean"):
-            if not cells.cells:
-                raise EmptySelection(f"no cell for {cells.label}")
-            values = [v for _, v in cells.cells]
-            return max(values) if fn == "max" else sum(values) / len(values)
-        if fn == "growth":
-            ((var, (start, end)),) = kwargs.items()
-            at = {lvl: _only(cells, var, lvl) for lvl in (start, end)}
-            if abs(at[start]) < EPSILON:
-                raise NotEvaluable(f"growth: {cells.label} is 0 at {var}={_fmt(start)}")
-            return at[end] / at[start]
-        over = kwargs.get("over")
+        if node.fn in ("max", "mean", "growth"):
+            return _of_cells(node, cells)
+        return self._over_levels(node, cells, env)
+
+    def _of_pair(self, node: Call, env):
+        """ratio, reduction, diff: two figures."""
+        a, b = (self.scalar(arg, env) for arg in node.args)
+        if node.fn == "diff":
+            return a - b
+        if abs(b) < EPSILON:
+            raise NotEvaluable(f"{node.fn}: the second figure is 0")
+        return a / b if node.fn == "ratio" else 1 - a / b
+
+    def _over_levels(self, node: Call, cells: CellSet, env):
+        """argmin, argmax, slope, onset: the cells by the levels of the variable `over`."""
+        fn, over = node.fn, dict(node.kwargs).get("over")
         levels = _by_level(cells, over)
         if fn in ("argmin", "argmax"):
             run = {_fmt(o.vars[over]) for o in self.select((), env) if over in o.vars}
@@ -345,12 +343,7 @@ class _Evaluator:
         if fn == "slope":
             return _slope(numeric)
         if fn == "onset":
-            xs = sorted(numeric)
-            base = numeric[xs[0]]
-            for x in xs[1:]:
-                if numeric[x] > 2 * base:
-                    return x
-            raise NotEvaluable(f"no onset: {cells.label} never exceeds twice its value at {over}={_fmt(xs[0])}")
+            return _onset(numeric, cells.label, over)
         raise NotEvaluable(f"unknown function {fn}")
 
     def each(self, node: Each, env):
@@ -426,6 +419,30 @@ def _by_level(cells: CellSet, over: str | None) -> dict:
         level: CellSet(tuple(group), f"{cells.label} at {over}={_fmt(level)}").scalar()
         for level, group in levels.items()
     }
+
+
+def _of_cells(node: Call, cells: CellSet):
+    """max, mean: over the cells; growth: the cell at one level of a variable over the one at another."""
+    if node.fn in ("max", "mean"):
+        if not cells.cells:
+            raise EmptySelection(f"no cell for {cells.label}")
+        values = [v for _, v in cells.cells]
+        return max(values) if node.fn == "max" else sum(values) / len(values)
+    ((var, (start, end)),) = dict(node.kwargs).items()
+    at = {lvl: _only(cells, var, lvl) for lvl in (start, end)}
+    if abs(at[start]) < EPSILON:
+        raise NotEvaluable(f"growth: {cells.label} is 0 at {var}={_fmt(start)}")
+    return at[end] / at[start]
+
+
+def _onset(numeric: dict, label: str, over) -> float:
+    """The first level whose value exceeds twice the value at the lowest level."""
+    xs = sorted(numeric)
+    base = numeric[xs[0]]
+    for x in xs[1:]:
+        if numeric[x] > 2 * base:
+            return x
+    raise NotEvaluable(f"no onset: {label} never exceeds twice its value at {over}={_fmt(xs[0])}")
 
 
 def _slope(points: dict) -> float:

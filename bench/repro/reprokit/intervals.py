@@ -239,7 +239,7 @@ def time_observations(cell: dict, clock: RunClock, rows: Sequence[IntervalRow]) 
         for t, row in placed
     ]
     run = Observation(variables, {"first_error_s": first_error_s(placed)}, pass_no, run_id, grain=Grain.RUN)
-    return observations + [run]
+    return [*observations, run]
 
 
 def read_time_observations(evidence_dir: Path, cell: dict, summary: dict) -> list[Observation]:

@@ -176,7 +176,7 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         "step_vars": study.step_vars,
         "sweep": sweep,
         "paper_s_per_run_s": paper_s_per_run_s(study, plan),
-        "command": ["loadfleet"] + command[command.index(_tool("loadfleet")) + 1 :],
+        "command": ["loadfleet", *command[command.index(_tool("loadfleet")) + 1 :]],
         "generator_cpus": study.generator_cpus,
         "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "loadavg_1m": load,
