@@ -141,7 +141,18 @@ def sweep_problems(doc: dict) -> list[Problem]:
         problems.append(Problem("warmup_s", "a sweep warms each step up: give sweep.warmup_s"))
     if "duration_s" in doc:
         problems.append(Problem("duration_s", "a sweep runs each step for sweep.step_s; leave duration_s out"))
-    model = doc["load"]["model"]
+    problems += _level_problems(doc["load"], sweep) + _length_problems(doc, sweep) + _server_problems(doc, sweep)
+    if "stages" in doc["load"]:
+        problems.append(Problem("load.stages", "a sweep sets each step's level; stages do not combine with it"))
+    if "budget" in doc:
+        problems.append(Problem("budget", "a request budget does not combine with a sweep (steps are timed)"))
+    return problems
+
+
+def _level_problems(load: dict, sweep: dict) -> list[Problem]:
+    """The steps' levels fit the load model: whole numbers of clients or users, a spawn rate."""
+    problems = []
+    model = load["model"]
     pairs = [i for i, v in enumerate(sweep["steps"]) if isinstance(v, list)]
     if pairs and model != "users":
         problems.append(Problem(f"sweep.steps[{pairs[0]}]", "a [users, spawn_rate] step goes with the users model"))
@@ -152,10 +163,16 @@ def sweep_problems(doc: dict) -> list[Problem]:
             for i, v in enumerate(levels)
             if float(v) != int(v)
         ]
-    if model == "users" and "spawn_rate" not in doc["load"] and len(pairs) < len(levels):
+    if model == "users" and "spawn_rate" not in load and len(pairs) < len(levels):
         problems.append(
             Problem("load.spawn_rate", "the users model needs 'spawn_rate' (or every step as [users, spawn_rate])")
         )
+    return problems
+
+
+def _length_problems(doc: dict, sweep: dict) -> list[Problem]:
+    """A step measures at least one interval; the sweep is bounded in steps and in time."""
+    problems = []
     interval_s = doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
     if sweep["step_s"] - sweep.get("warmup_s", 0) < 2 * interval_s:
         problems.append(
@@ -173,16 +190,18 @@ def sweep_problems(doc: dict) -> list[Problem]:
         problems.append(
             Problem("sweep.step_s", f"{total} steps of {sweep['step_s']:g} s run longer than {MAX_RUN_S // 86400} days")
         )
+    return problems
+
+
+def _server_problems(doc: dict, sweep: dict) -> list[Problem]:
+    """Each server count of the sweep names targets the plan has, not all of weight 0."""
+    problems = []
     n_targets = len(doc["targets"])
     for i, k in enumerate(sweep.get("servers", [])):
         if k > n_targets:
             problems.append(Problem(f"sweep.servers[{i}]", f"{k} servers, but the plan has {n_targets} target(s)"))
         elif not any(t.get("weight", 1) > 0 for t in doc["targets"][:k]):
             problems.append(Problem(f"sweep.servers[{i}]", f"the first {k} target(s) all have weight 0"))
-    if "stages" in doc["load"]:
-        problems.append(Problem("load.stages", "a sweep sets each step's level; stages do not combine with it"))
-    if "budget" in doc:
-        problems.append(Problem("budget", "a request budget does not combine with a sweep (steps are timed)"))
     return problems
 
 
