@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.fleet.fleetsim.payload import TOTAL, build_templates, histogram_pool, interval_message, varint
+from bench.fleet.fleetsim.payload import TOTAL, build_templates, histogram_pool, interval_message
 from loadfleet.v1 import agent_pb2
+from loadfleet.wire.framing import encode_varint
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 
@@ -19,7 +20,7 @@ def pool():
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**32, 1_795_473_349_750])
 def test_varint_matches_protobuf(value):
-    assert agent_pb2.AgentMessage(seq=value).SerializeToString() == (b"\x50" + varint(value) if value else b"")
+    assert agent_pb2.AgentMessage(seq=value).SerializeToString() == (b"\x50" + encode_varint(value) if value else b"")
 
 
 @pytest.mark.parametrize("final", [False, True])

@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass
 
 from loadfleet.v1 import stats_pb2
+from loadfleet.wire.framing import encode_varint
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow, merge_rows
 
@@ -49,25 +50,12 @@ _REPORT_FINAL = 5
 _VARINT, _LEN = 0, 2
 
 
-def varint(value: int) -> bytes:
-    """Protobuf base-128 varint of a non-negative integer."""
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def varint_field(number: int, value: int) -> bytes:
-    return varint(number << 3 | _VARINT) + varint(value)
+    return encode_varint(number << 3 | _VARINT) + encode_varint(value)
 
 
 def bytes_field(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | _LEN) + varint(len(payload)) + payload
+    return encode_varint(number << 3 | _LEN) + encode_varint(len(payload)) + payload
 
 
 @dataclass(frozen=True)
