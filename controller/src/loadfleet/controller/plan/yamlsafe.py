@@ -215,40 +215,60 @@ class _Anchors:
 
 def _scan(text: str) -> None:
     """Checks depth, aliases, expanded size and keys on the event stream (no recursion)."""
-    frames: list[_Frame] = []
-    anchors = _Anchors()
-    aliases = 0
-    total = 0
+    scan = _Scan()
     for event in yaml.parse(text, Loader=_Parser):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            path = _place(frames, event, is_scalar=False)
-            if event.anchor:
-                anchors.define(event, path)
-            frames.append(_Frame(path, isinstance(event, yaml.MappingStartEvent), event.anchor))
-            total += 1
-            if len(frames) > MAX_DEPTH:
-                raise YamlProblem(path, f"nested more than {MAX_DEPTH} levels deep{_where(event.start_mark)}")
+            scan.start(event)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            done = frames.pop()
-            if done.anchor:
-                anchors.close(done.anchor, done.size)
-            if frames:
-                frames[-1].size += done.size
+            scan.end()
         elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
-            path = _place(frames, event, is_scalar=isinstance(event, yaml.ScalarEvent))
-            size = 1
-            if isinstance(event, yaml.AliasEvent):
-                aliases += 1
-                if aliases > MAX_ALIASES:
-                    raise YamlProblem(path, f"more than {MAX_ALIASES} aliases (*name){_where(event.start_mark)}")
-                size = anchors.size_of(event, path)
-            elif event.anchor:
-                anchors.define(event, path)
-            total += size
-            if frames:
-                frames[-1].size += size
-        if total > MAX_NODES:
-            raise _too_many(event.start_mark, aliases=aliases > 0)
+            scan.leaf(event)
+        if scan.total > MAX_NODES:
+            raise _too_many(event.start_mark, aliases=scan.aliases > 0)
+
+
+@dataclass
+class _Scan:
+    """The state of `_scan`: the open nodes, the anchors, and the aliases and values so far
+    (`total` counts what aliases repeat)."""
+
+    frames: list[_Frame] = field(default_factory=list)
+    anchors: _Anchors = field(default_factory=_Anchors)
+    aliases: int = 0
+    total: int = 0
+
+    def start(self, event: yaml.MappingStartEvent | yaml.SequenceStartEvent) -> None:
+        """A mapping or a sequence opens."""
+        path = _place(self.frames, event, is_scalar=False)
+        if event.anchor:
+            self.anchors.define(event, path)
+        self.frames.append(_Frame(path, isinstance(event, yaml.MappingStartEvent), event.anchor))
+        self.total += 1
+        if len(self.frames) > MAX_DEPTH:
+            raise YamlProblem(path, f"nested more than {MAX_DEPTH} levels deep{_where(event.start_mark)}")
+
+    def end(self) -> None:
+        """The innermost open mapping or sequence closes: its size goes to its anchor and parent."""
+        done = self.frames.pop()
+        if done.anchor:
+            self.anchors.close(done.anchor, done.size)
+        if self.frames:
+            self.frames[-1].size += done.size
+
+    def leaf(self, event: yaml.ScalarEvent | yaml.AliasEvent) -> None:
+        """A scalar, or an alias (as big as what it names)."""
+        path = _place(self.frames, event, is_scalar=isinstance(event, yaml.ScalarEvent))
+        size = 1
+        if isinstance(event, yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise YamlProblem(path, f"more than {MAX_ALIASES} aliases (*name){_where(event.start_mark)}")
+            size = self.anchors.size_of(event, path)
+        elif event.anchor:
+            self.anchors.define(event, path)
+        self.total += size
+        if self.frames:
+            self.frames[-1].size += size
 
 
 def _too_many(mark, *, aliases: bool) -> YamlProblem:
