@@ -133,12 +133,8 @@ def row_problem(row: StatsRow) -> str | None:
     )
     if most > MAX_COUNT:
         return f"{where} counts {most:,}, more than one interval can hold ({MAX_COUNT:,})"
-    if row.errors:
-        unknown = sorted(set(row.errors) - KNOWN_ERROR_KINDS)
-        if unknown:
-            return f"{where} counts errors of kind {unknown[0]}, which is no ErrorKind"
-        if max(row.errors.values()) > MAX_COUNT:
-            return f"{where} counts {max(row.errors.values()):,} errors of a kind (at most {MAX_COUNT:,})"
+    if problem := _errors_problem(where, row):
+        return problem
     ended = sum(row.status) + sum(row.errors.values())
     if ended > row.requests:
         return f"{where} has {ended:,} responses and errors, more than its {row.requests:,} requests"
@@ -151,6 +147,18 @@ def row_problem(row: StatsRow) -> str | None:
             phase = getattr(row.phases, name)
             if phase.count > MAX_COUNT or phase.max_us > MAX_US or phase.sum_us > MAX_SUM_US:
                 return f"{where} has an impossible {name} phase ({phase})"
+    return None
+
+
+def _errors_problem(where: str, row: StatsRow) -> str | None:
+    """An error kind this controller does not know, or an error count past an interval's."""
+    if not row.errors:
+        return None
+    unknown = sorted(set(row.errors) - KNOWN_ERROR_KINDS)
+    if unknown:
+        return f"{where} counts errors of kind {unknown[0]}, which is no ErrorKind"
+    if max(row.errors.values()) > MAX_COUNT:
+        return f"{where} counts {max(row.errors.values()):,} errors of a kind (at most {MAX_COUNT:,})"
     return None
 
 
