@@ -136,42 +136,15 @@ def search_knee(points: list[LevelPoint], rule: KneeRule = KneeRule()) -> KneeSe
     base = points[0].achieved_rps / points[0].offered
     unsure = ""
     for i in range(1, len(points)):
-        prev, cur = points[i - 1], points[i]
-        if cur.offered <= prev.offered:
+        knee = _knee_at(points, i, base, rule)
+        if knee is None:
             continue
-        efficiency = (cur.achieved_rps / cur.offered) / base
-        gain = _gain(prev, cur)
-        flat = efficiency < rule.min_efficiency or gain < rule.min_marginal_gain
-        latency_rose = (
-            cur.p99_ms >= prev.p99_ms * rule.latency_rise and cur.p99_ms - prev.p99_ms >= rule.min_latency_rise_ms
-        )
-        errors_rose = cur.error_pct >= prev.error_pct + rule.error_rise_pct
-        if not (flat and (latency_rose or errors_rose) and _stays_flat(points, i, rule)):
-            continue
-        confidence = _confidence(prev, cur, latency_rose, errors_rose)
-        knee = Knee(
-            name=cur.name,
-            index=i,
-            offered=cur.offered,
-            achieved_rps=cur.achieved_rps,
-            efficiency=efficiency,
-            marginal_gain=gain,
-            previous_name=prev.name,
-            previous_offered=prev.offered,
-            previous_achieved_rps=prev.achieved_rps,
-            p99_ms=cur.p99_ms,
-            previous_p99_ms=prev.p99_ms,
-            error_pct=cur.error_pct,
-            previous_error_pct=prev.error_pct,
-            confidence=confidence,
-            repetitions=min(prev.repetitions, cur.repetitions),
-        )
-        if confidence is None or confidence >= rule.min_confidence:
+        if knee.confidence is None or knee.confidence >= rule.min_confidence:
             return KneeSearch(knee, knee.describe())
         unsure = unsure or (
-            f"cannot tell: {cur.name} looks like a knee (p99 {prev.p99_ms:.1f} → {cur.p99_ms:.1f} ms, "
-            f"errors {prev.error_pct:.2f} → {cur.error_pct:.2f} %) but its {knee.repetitions} "
-            f"repetitions give {confidence:.0%} confidence, {rule.min_confidence:.0%} needed"
+            f"cannot tell: {knee.name} looks like a knee (p99 {knee.previous_p99_ms:.1f} → {knee.p99_ms:.1f} ms, "
+            f"errors {knee.previous_error_pct:.2f} → {knee.error_pct:.2f} %) but its {knee.repetitions} "
+            f"repetitions give {knee.confidence:.0%} confidence, {rule.min_confidence:.0%} needed"
         )
     return KneeSearch(
         None,
@@ -181,6 +154,40 @@ def search_knee(points: list[LevelPoint], rule: KneeRule = KneeRule()) -> KneeSe
             f"(p99 ≥ {rule.latency_rise:g}× and ≥ {rule.min_latency_rise_ms:g} ms more, or errors ≥ "
             f"{rule.error_rise_pct:g} points more)"
         ),
+    )
+
+
+def _knee_at(points: list[LevelPoint], i: int, base: float, rule: KneeRule) -> Knee | None:
+    """Level `i` as a knee (with its confidence, however low), or None: throughput flat
+    against level i - 1 while latency or errors rose, and staying flat after."""
+    prev, cur = points[i - 1], points[i]
+    if cur.offered <= prev.offered:
+        return None
+    efficiency = (cur.achieved_rps / cur.offered) / base
+    gain = _gain(prev, cur)
+    flat = efficiency < rule.min_efficiency or gain < rule.min_marginal_gain
+    latency_rose = (
+        cur.p99_ms >= prev.p99_ms * rule.latency_rise and cur.p99_ms - prev.p99_ms >= rule.min_latency_rise_ms
+    )
+    errors_rose = cur.error_pct >= prev.error_pct + rule.error_rise_pct
+    if not (flat and (latency_rose or errors_rose) and _stays_flat(points, i, rule)):
+        return None
+    return Knee(
+        name=cur.name,
+        index=i,
+        offered=cur.offered,
+        achieved_rps=cur.achieved_rps,
+        efficiency=efficiency,
+        marginal_gain=gain,
+        previous_name=prev.name,
+        previous_offered=prev.offered,
+        previous_achieved_rps=prev.achieved_rps,
+        p99_ms=cur.p99_ms,
+        previous_p99_ms=prev.p99_ms,
+        error_pct=cur.error_pct,
+        previous_error_pct=prev.error_pct,
+        confidence=_confidence(prev, cur, latency_rose, errors_rose),
+        repetitions=min(prev.repetitions, cur.repetitions),
     )
 
 
