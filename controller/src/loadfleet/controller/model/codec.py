@@ -13,6 +13,7 @@ import enum
 import functools
 import types
 import typing
+from typing import Any
 
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.stats import StatsRow
@@ -26,7 +27,8 @@ def row_from_doc(doc: str) -> StatsRow:
     return StatsRow.from_proto(stats_pb2.IntervalStats.FromString(base64.b64decode(doc)))
 
 
-def to_doc(value):
+def to_doc(value: object) -> Any:
+    """`value` as JSON values (dicts, lists, strings, numbers, booleans, None)."""
     if isinstance(value, StatsRow):
         return row_to_doc(value)
     if isinstance(value, enum.Enum):
@@ -40,7 +42,7 @@ def to_doc(value):
     return value
 
 
-def from_doc(cls, doc):
+def from_doc(cls: Any, doc: Any) -> Any:
     """`doc` read back as `cls` (a type hint: a dataclass, tuple[X, ...], dict[str, X],
     X | None, an enum or a plain value)."""
     if doc is None:
@@ -61,7 +63,7 @@ def from_doc(cls, doc):
         return row_from_doc(doc)
     if isinstance(cls, type) and issubclass(cls, enum.Enum):
         return cls(doc)
-    if dataclasses.is_dataclass(cls):
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
         hints = _hints(cls)
         return cls(**{f.name: from_doc(hints[f.name], doc[f.name]) for f in dataclasses.fields(cls) if f.name in doc})
     if cls is float:
@@ -70,5 +72,5 @@ def from_doc(cls, doc):
 
 
 @functools.cache
-def _hints(cls) -> dict:
+def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)

@@ -57,7 +57,7 @@ def redact_query(path: str) -> str:
     if not mark:
         return path
 
-    def value(match: re.Match) -> str:
+    def value(match: re.Match[str]) -> str:
         return f"{match['name']}={REDACTED}" if is_sensitive(match["name"]) else match[0]
 
     return before + mark + _QUERY_PARAM.sub(value, query)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 
 class LoadModel(enum.StrEnum):
@@ -31,7 +32,7 @@ class Think:
     max_ms: int = 0  # uniform maximum
 
     @classmethod
-    def from_doc(cls, doc: dict | None, fixed_ms: int = 0) -> Think:
+    def from_doc(cls, doc: dict[str, Any] | None, fixed_ms: int = 0) -> Think:
         if not doc:
             return cls("fixed", fixed_ms)
         if "uniform_ms" in doc:
@@ -41,8 +42,8 @@ class Think:
             return cls("exponential", doc["exponential_ms"])
         return cls("fixed", doc.get("fixed_ms", 0))
 
-    def to_doc(self) -> dict:
-        docs: dict[str, dict] = {
+    def to_doc(self) -> dict[str, Any]:
+        docs: dict[str, dict[str, Any]] = {
             "fixed": {"fixed_ms": self.ms},
             "uniform": {"uniform_ms": [self.ms, self.max_ms]},
             "exponential": {"exponential_ms": self.ms},
@@ -72,7 +73,7 @@ class Load:
         object.__setattr__(self, "model", LoadModel(self.model))  # "closed" reads as LoadModel.CLOSED
 
     @classmethod
-    def from_doc(cls, doc: dict) -> Load:
+    def from_doc(cls, doc: dict[str, Any]) -> Load:
         return cls(
             model=LoadModel(doc["model"]),
             clients=doc.get("clients", 0),
@@ -85,8 +86,8 @@ class Load:
             stages=tuple(Stage(float(s["duration_s"]), float(s["target"])) for s in doc.get("stages", [])),
         )
 
-    def to_doc(self) -> dict:
-        doc: dict = {"model": self.model.value}
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"model": self.model.value}
         if self.model is LoadModel.CLOSED:
             doc["clients"] = self.clients
         elif self.model is LoadModel.OPEN:
