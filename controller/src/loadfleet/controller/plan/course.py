@@ -7,6 +7,7 @@ plan.py runs them with the checks of targets and workload and builds the Plan.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from loadfleet.controller.model.errors import Problem
 
@@ -14,7 +15,7 @@ DEFAULT_INTERVAL_MS = 1000
 DEFAULT_DRIVER = "engine"
 
 
-def course_problems(doc: dict, base_dir: Path | None) -> list[Problem]:
+def course_problems(doc: dict[str, Any], base_dir: Path | None) -> list[Problem]:
     """Everything about the plan's course: load, sweep or duration, driver, Gatling."""
     return (
         load_problems(doc["load"], sweeping="sweep" in doc)
@@ -40,7 +41,7 @@ _MODEL_ONLY = {
 }
 
 
-def load_problems(load: dict, *, sweeping: bool = False) -> list[Problem]:
+def load_problems(load: dict[str, Any], *, sweeping: bool = False) -> list[Problem]:
     model = load["model"]
     level = SWEEP_LEVEL[model]
     problems = [
@@ -74,7 +75,7 @@ def load_problems(load: dict, *, sweeping: bool = False) -> list[Problem]:
 SWEEP_LEVEL = {"closed": "clients", "open": "rate", "users": "users"}
 
 
-def driver_problems(doc: dict) -> list[Problem]:
+def driver_problems(doc: dict[str, Any]) -> list[Problem]:
     """What the Gatling driver cannot run (docs/gatling.md)."""
     if doc.get("driver", DEFAULT_DRIVER) != "gatling":
         return []
@@ -90,7 +91,7 @@ def driver_problems(doc: dict) -> list[Problem]:
     ]
 
 
-def gatling_problems(doc: dict, base_dir: Path | None) -> list[Problem]:
+def gatling_problems(doc: dict[str, Any], base_dir: Path | None) -> list[Problem]:
     """The gatling block: for the gatling driver; a project and its simulation go together and
     replace the workload. The project is checked only where the plan file is read (base_dir):
     a controller elsewhere cannot see it, agents check it on their host."""
@@ -113,7 +114,7 @@ def gatling_problems(doc: dict, base_dir: Path | None) -> list[Problem]:
     return problems
 
 
-def warmup_problems(doc: dict) -> list[Problem]:
+def warmup_problems(doc: dict[str, Any]) -> list[Problem]:
     """A plain plan's warm-up must leave at least one interval of load to measure."""
     warmup_s, interval_s = doc.get("warmup_s", 0), doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
     if warmup_s and doc["duration_s"] - warmup_s < interval_s:
@@ -127,7 +128,7 @@ def warmup_problems(doc: dict) -> list[Problem]:
     return []
 
 
-def sweep_problems(doc: dict) -> list[Problem]:
+def sweep_problems(doc: dict[str, Any]) -> list[Problem]:
     """duration_s xor sweep; steps that fit the model; server counts that fit the targets."""
     sweep = doc.get("sweep")
     if sweep is None:
@@ -149,7 +150,7 @@ def sweep_problems(doc: dict) -> list[Problem]:
     return problems
 
 
-def _level_problems(load: dict, sweep: dict) -> list[Problem]:
+def _level_problems(load: dict[str, Any], sweep: dict[str, Any]) -> list[Problem]:
     """The steps' levels fit the load model: whole numbers of clients or users, a spawn rate."""
     problems = []
     model = load["model"]
@@ -170,7 +171,7 @@ def _level_problems(load: dict, sweep: dict) -> list[Problem]:
     return problems
 
 
-def _length_problems(doc: dict, sweep: dict) -> list[Problem]:
+def _length_problems(doc: dict[str, Any], sweep: dict[str, Any]) -> list[Problem]:
     """A step measures at least one interval; the sweep is bounded in steps and in time."""
     problems = []
     interval_s = doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000
@@ -193,7 +194,7 @@ def _length_problems(doc: dict, sweep: dict) -> list[Problem]:
     return problems
 
 
-def _server_problems(doc: dict, sweep: dict) -> list[Problem]:
+def _server_problems(doc: dict[str, Any], sweep: dict[str, Any]) -> list[Problem]:
     """Each server count of the sweep names targets the plan has, not all of weight 0."""
     problems = []
     n_targets = len(doc["targets"])

@@ -22,6 +22,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.schema import plan_schema
@@ -42,7 +43,7 @@ class FileProblems(Exception):
         self.messages = messages
 
 
-def read_manifest(path: Path) -> list[dict]:
+def read_manifest(path: Path) -> list[dict[str, Any]]:
     """The requests of a workload tree manifest, one per file, named by its size class, as
     plan request documents ({"name", "path", "weight"}); or FileProblems.
 
@@ -76,8 +77,9 @@ def read_manifest(path: Path) -> list[dict]:
     return requests
 
 
-def _request_schema() -> dict:
-    return plan_schema()["properties"]["workload"]["properties"]["requests"]
+def _request_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = plan_schema()["properties"]["workload"]["properties"]["requests"]
+    return schema
 
 
 # The schema's bounds on requests, so a manifest is refused where an inline list would be.
@@ -85,7 +87,7 @@ _MAX_REQUESTS: int = _request_schema()["maxItems"]
 _MAX_WEIGHT: float = _request_schema()["items"]["properties"]["weight"]["maximum"] / MANIFEST_WEIGHT_SCALE
 
 
-def _entry_problems(entry) -> list[str]:
+def _entry_problems(entry: object) -> list[str]:
     """`.path: ...` for each field of a manifest entry that cannot become a request."""
     if not isinstance(entry, dict):
         return [": an entry is an object with a path, a class and a weight"]
@@ -102,11 +104,11 @@ def _entry_problems(entry) -> list[str]:
     return problems
 
 
-def _not_text(value) -> str:
+def _not_text(value: object) -> str:
     return "missing" if value is None else f"must be text, not {_kind(value)}"
 
 
-def _kind(value) -> str:
+def _kind(value: object) -> str:
     if isinstance(value, _Unreadable):
         return str(value)
     return {dict: "an object", list: "a list", str: "text", bool: "a boolean", type(None): "null"}.get(
@@ -140,7 +142,7 @@ def _no_constant(text: str) -> _Unreadable:
     return _Unreadable(f"{text} is not a finite number")
 
 
-def _parse_json(data: bytes, path: Path):
+def _parse_json(data: bytes, path: Path) -> Any:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

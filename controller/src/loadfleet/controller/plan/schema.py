@@ -9,8 +9,10 @@ text that YAML 1.1 would have read as a number or boolean (`1:30`, `yes`; yamlco
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import jsonschema
 
@@ -19,12 +21,13 @@ from loadfleet.controller.plan.yamlcore import yaml11_hint
 
 
 @cache
-def plan_schema() -> dict:
+def plan_schema() -> dict[str, Any]:
     text = resources.files(__package__).joinpath("plan.schema.json").read_text()
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
-def _strict_integer(checker, instance) -> bool:
+def _strict_integer(checker: object, instance: object) -> bool:
     """JSON Schema counts 1.0 as an integer; wire fields are integers, so only int is one."""
     return isinstance(instance, int) and not isinstance(instance, bool)
 
@@ -35,7 +38,7 @@ _Validator = jsonschema.validators.extend(
 )
 
 
-def schema_problems(doc: dict) -> list[Problem]:
+def schema_problems(doc: dict[str, Any]) -> list[Problem]:
     validator = _Validator(plan_schema())
     problems = [Problem(_path(e.absolute_path), _schema_message(_deepest(e))) for e in validator.iter_errors(doc)]
     return sorted(problems, key=lambda p: p.path)
@@ -84,7 +87,7 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _path(parts) -> str:
+def _path(parts: Iterable[str | int]) -> str:
     out = ""
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))

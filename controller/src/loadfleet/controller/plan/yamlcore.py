@@ -76,8 +76,8 @@ def quote_core_forms(dumper: type) -> None:
         dumper.add_implicit_resolver(tag, pattern, first)  # type: ignore[attr-defined]
 
 
-def _text(node) -> str:
-    value = node.value
+def _text(node: yaml.ScalarNode) -> str:
+    value: str = node.value
     if len(value) > MAX_NUMBER_CHARS:
         raise CoreSchemaError(
             None, None, f"a number of {len(value):,} digits (no field holds one that long)", node.start_mark
@@ -85,7 +85,7 @@ def _text(node) -> str:
     return value
 
 
-def _construct_int(loader, node) -> int:
+def _construct_int(loader: object, node: yaml.ScalarNode) -> int:
     value = _text(node)
     if not _INT.match(value):
         raise CoreSchemaError(None, None, f"{value!r} is not an integer (write 10, 0o12 or 0xa)", node.start_mark)
@@ -96,7 +96,7 @@ def _construct_int(loader, node) -> int:
     return int(value, 10)
 
 
-def _construct_float(loader, node) -> float:
+def _construct_float(loader: object, node: yaml.ScalarNode) -> float:
     value = _text(node)
     if not (_FLOAT.match(value) or _INT.match(value)):
         raise CoreSchemaError(None, None, f"{value!r} is not a number", node.start_mark)
@@ -107,8 +107,8 @@ def _construct_float(loader, node) -> float:
     return float(_construct_int(loader, node) if _INT.match(value) else value)
 
 
-def _construct_bool(loader, node) -> bool:
-    value = node.value
+def _construct_bool(loader: object, node: yaml.ScalarNode) -> bool:
+    value: str = node.value
     if not _BOOL.match(value):
         raise CoreSchemaError(None, None, f"{value[:40]!r} is not a boolean (write true or false)", node.start_mark)
     return value.lower() == "true"

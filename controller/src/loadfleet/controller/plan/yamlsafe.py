@@ -97,7 +97,7 @@ def decode(data: bytes) -> str:
         ) from None
 
 
-def load(text: str):
+def load(text: str) -> Any:
     """The document in `text` as plain Python data (dicts, lists, str, int, float, bool,
     None, dates), or YamlProblem."""
     size = len(text.encode("utf-8", "surrogatepass"))
@@ -149,7 +149,7 @@ def _nesting_problem(text: str, exc: yaml.MarkedYAMLError) -> YamlProblem | None
     return None
 
 
-def _where(mark) -> str:
+def _where(mark: yaml.Mark | None) -> str:
     return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
 
 
@@ -158,7 +158,7 @@ def _position(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def path_join(path: str, part) -> str:
+def path_join(path: str, part: object) -> str:
     """`a.b[2].c`: the way plan problems name places."""
     if isinstance(part, int):
         return f"{path}[{part}]"
@@ -186,7 +186,7 @@ class _Anchors:
     sizes: dict[str, int] = field(default_factory=dict)
     open: set[str] = field(default_factory=set)
 
-    def define(self, event, path: str) -> None:
+    def define(self, event: yaml.NodeEvent, path: str) -> None:
         name = event.anchor
         if name in self.sizes or name in self.open:  # PyYAML's composer refuses it too
             raise YamlProblem(path, f"the anchor &{name} is defined twice{_where(event.start_mark)}")
@@ -199,7 +199,7 @@ class _Anchors:
         self.open.discard(name)
         self.sizes[name] = size
 
-    def size_of(self, event, path: str) -> int:
+    def size_of(self, event: yaml.AliasEvent, path: str) -> int:
         """The expanded size of what alias `event` names."""
         name = event.anchor
         if name in self.open:
@@ -271,12 +271,12 @@ class _Scan:
             self.frames[-1].size += size
 
 
-def _too_many(mark, *, aliases: bool) -> YamlProblem:
+def _too_many(mark: yaml.Mark | None, *, aliases: bool) -> YamlProblem:
     how = " (aliases repeat what they name)" if aliases else ""
     return YamlProblem("", f"more than {MAX_NODES:,} values{how}{_where(mark)}")
 
 
-def _place(frames: list[_Frame], event, *, is_scalar: bool) -> str:
+def _place(frames: list[_Frame], event: yaml.NodeEvent, *, is_scalar: bool) -> str:
     """The path of the node `event` starts, updating its parent frame; keys are checked here."""
     if not frames:
         return ""
@@ -300,7 +300,7 @@ def _place(frames: list[_Frame], event, *, is_scalar: bool) -> str:
     return path_join(parent.path, key)
 
 
-def _check_numbers(node, path: str) -> None:
+def _check_numbers(node: object, path: str) -> None:
     """NaN and infinities pass every `minimum` of a schema (comparisons with NaN are false):
     refuse them here. Keys must be text (YAML 1.2 still reads `1:` as 1, `true:` as True).
     The walk visits at most MAX_NODES values: `_scan` bounds the expanded tree and refuses
@@ -334,12 +334,13 @@ class _NoAliasDumper(_Emitter):
     """Writes every value in full: what we write must load back under MAX_ALIASES; and
     quotes text that either YAML 1.1 or 1.2 would read as another type."""
 
-    def ignore_aliases(self, data) -> bool:
+    def ignore_aliases(self, data: object) -> bool:
         return True
 
 
 quote_core_forms(_NoAliasDumper)
 
 
-def dump(doc) -> str:
-    return yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False)
+def dump(doc: object) -> str:
+    text: str = yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False)
+    return text
