@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from loadfleet.controller.model.codec import row_from_doc, row_to_doc
 from loadfleet.controller.model.figures import figures_of
@@ -70,7 +71,7 @@ class Drift:
     def on_run_end(self) -> None:
         pass
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """JSON values to take the baseline over after a restart (journal.py)."""
         return {
             "baseline": row_to_doc(self._baseline),
@@ -78,7 +79,7 @@ class Drift:
             "first_ms": self._first_ms,
         }
 
-    def restore(self, doc: dict) -> None:
+    def restore(self, doc: dict[str, Any]) -> None:
         self._baseline = row_from_doc(doc["baseline"])
         self._baseline_intervals, self._first_ms = doc["intervals"], doc["first_ms"]
         self._base = figures_of(self._baseline, self._baseline_intervals * self._interval_s)

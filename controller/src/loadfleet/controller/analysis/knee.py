@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from loadfleet.controller.analysis.inference import welch_greater
 
@@ -112,7 +113,7 @@ class Knee:
             f"errors {self.previous_error_pct:.2f} → {self.error_pct:.2f} %; {sure}"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -6,6 +6,7 @@ itself: usl.py; which steps and which N: analysis.py).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from loadfleet.controller.analysis.steps import LevelSummary
 from loadfleet.controller.analysis.usl import UslFit
@@ -19,7 +20,7 @@ class ServerScaling:
     ok_rps_per_server: float
     efficiency: float  # per-server throughput against that of the smallest count
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -28,7 +29,7 @@ class UslResult:
     basis: str  # servers | clients | users
     fit: UslFit
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"basis": self.basis, **self.fit.to_json()}
 
 

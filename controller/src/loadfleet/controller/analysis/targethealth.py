@@ -98,7 +98,9 @@ class _Watch:
     """One target's recent history: its latest answered intervals and the silent streak
     after them (summed)."""
 
-    healthy: collections.deque = field(default_factory=lambda: collections.deque(maxlen=HEALTHY_WINDOW))
+    healthy: collections.deque[tuple[int, _Tally]] = field(
+        default_factory=lambda: collections.deque(maxlen=HEALTHY_WINDOW)
+    )
     silent_from_ms: int | None = None  # first silent interval after the latest answered one
     silent_intervals: int = 0
     silent: _Tally = field(default_factory=_Tally)

@@ -10,6 +10,7 @@ merging a thousand agents' histograms each interval would cost more than everyth
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from loadfleet.controller.model.codec import from_doc, row_from_doc, row_to_doc, to_doc
 from loadfleet.controller.stream.contract import FinalInterval, StepEnd
@@ -59,7 +60,7 @@ class RunTotals:
         pass
 
     @staticmethod
-    def _fold(into: dict, key, row: StatsRow, *, histogram: bool = True) -> None:
+    def _fold(into: dict[Any, StatsRow], key: str | tuple[str, str], row: StatsRow, *, histogram: bool = True) -> None:
         held = into.get(key)
         if held is None:
             held = into[key] = StatsRow(TOTAL, TOTAL) if isinstance(key, str) else StatsRow(*key)
@@ -69,7 +70,7 @@ class RunTotals:
             held.add_counts(row)
             held.latency_missing = True
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """JSON values to take the totals over after a restart (journal.py)."""
         return {
             "by_key": [row_to_doc(r) for r in self.by_key.values()],
@@ -78,7 +79,7 @@ class RunTotals:
         }
 
     @classmethod
-    def restore(cls, doc: dict) -> RunTotals:
+    def restore(cls, doc: dict[str, Any]) -> RunTotals:
         rows = [row_from_doc(r) for r in doc["by_key"]]
         return cls(
             by_key={r.key: r for r in rows},

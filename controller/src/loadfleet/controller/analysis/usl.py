@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from loadfleet.controller.analysis.inference import t_quantile
 
@@ -66,7 +67,7 @@ class UslFit:
             f"R² = {self.r_squared:.3f} over {self.points} points at {self.sizes} sizes{peak}"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "sigma": self.sigma,
             "kappa": self.kappa,
@@ -121,7 +122,7 @@ def fit_usl(points: list[tuple[float, float]]) -> UslFit:
     )
 
 
-def _intervals(pts, params) -> list[tuple[float, float]]:
+def _intervals(pts: list[tuple[float, float]], params: list[float]) -> list[tuple[float, float]]:
     """Each parameter's CONFIDENCE interval from the covariance s²(JᵀJ)⁻¹, clipped to the
     model's range; (−inf, inf) clipped when JᵀJ is singular (the data cannot tell)."""
     dof = len(pts) - 3
@@ -190,10 +191,11 @@ def _refine(pts: list[tuple[float, float]], params: list[float]) -> list[float]:
     return params
 
 
-def _jacobian(pts, params):
+def _jacobian(pts: list[tuple[float, float]], params: list[float]) -> tuple[list[list[float]], list[float]]:
     """Rows of d model / d (σ, κ, λ), and residuals (X − model)."""
     sigma, kappa, lam = params
-    jac, res = [], []
+    jac: list[list[float]] = []
+    res: list[float] = []
     for n, x in pts:
         d = 1 + sigma * (n - 1) + kappa * n * (n - 1)
         model = lam * n / d
@@ -202,7 +204,7 @@ def _jacobian(pts, params):
     return jac, res
 
 
-def _cost(pts, params) -> float:
+def _cost(pts: list[tuple[float, float]], params: list[float]) -> float:
     sigma, kappa, lam = params
     total = 0.0
     for n, x in pts:
@@ -213,7 +215,7 @@ def _cost(pts, params) -> float:
     return total
 
 
-def _r_squared(pts, params) -> float:
+def _r_squared(pts: list[tuple[float, float]], params: list[float]) -> float:
     mean = sum(x for _, x in pts) / len(pts)
     total = sum((x - mean) ** 2 for _, x in pts)
     return 1.0 - _cost(pts, params) / total if total > 0 else 1.0

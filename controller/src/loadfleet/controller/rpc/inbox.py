@@ -63,7 +63,7 @@ class Inbox(Generic[Item]):
         self._senders: dict[str, int] = {}  # bytes held by sender: O(senders with items here)
         self._ready = asyncio.Event()  # something to handle
         self._room = asyncio.Event()  # below the limit again
-        self._worker: asyncio.Task | None = None
+        self._worker: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
         return len(self._items)

@@ -54,7 +54,7 @@ class Publisher:
         self._backlog = backlog
         self._slice_s = slice_s
         self._queue: collections.deque[_Publishing] = collections.deque()
-        self._worker: asyncio.Task | None = None
+        self._worker: asyncio.Task[None] | None = None
 
     @property
     def queued(self) -> tuple[ClosedInterval, ...]:

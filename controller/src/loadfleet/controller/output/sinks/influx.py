@@ -104,7 +104,7 @@ class InfluxSink:
         self._description = description
         self._pending: collections.deque[str] = collections.deque()
         self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._retry_at = 0.0
         self._backoff_s = BACKOFF_FIRST_S

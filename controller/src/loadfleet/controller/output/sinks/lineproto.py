@@ -25,7 +25,7 @@ class Point:
         return f"{_key(self.measurement)}{tags} {fields} {self.time_ms}"
 
 
-def _written(value) -> bool:
+def _written(value: object) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
@@ -36,7 +36,7 @@ def _key(text: str) -> str:
     return text.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
 
 
-def _field(value) -> str:
+def _field(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
