@@ -11,12 +11,13 @@ import pytest
 
 from loadfleet.controller.analysis.drift import Drift
 from loadfleet.controller.analysis.genbound import GeneratorHealth
-from loadfleet.controller.analysis.hosts import HostLoad, HostSample, MonitorInfo, ProcessSample
-from loadfleet.controller.analysis.selfwatch import ControllerRecorder, ControllerSample
-from loadfleet.controller.analysis.validity import Validity
-from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.analysis.selfwatch import ControllerRecorder
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.figures import figures_of
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostLoad, HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.sinks.points import (

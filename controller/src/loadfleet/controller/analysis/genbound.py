@@ -26,16 +26,12 @@ from urllib.parse import urlsplit
 
 from loadfleet.controller.analysis.validity import (
     ENGINE_DEFAULT_MAX_CONNECTIONS,
-    Reason,
-    Validity,
-    Verdict,
     connections_free,
     health_reasons,
-    reasons_text,
     row_reasons,
-    verdict_of,
 )
-from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.verdict import Reason, Validity, Verdict, reasons_text, verdict_of
 from loadfleet.controller.stream.contract import FinalInterval, StepWindow
 
 STEP_INVALID_SHARE = 0.1

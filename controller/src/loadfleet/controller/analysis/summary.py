@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from loadfleet.controller.analysis.hosts import HostLoad
 from loadfleet.controller.analysis.knee import Knee
 from loadfleet.controller.analysis.scaling import ServerScaling, UslResult
-from loadfleet.controller.analysis.selfwatch import ControllerLoad
-from loadfleet.controller.analysis.steps import LevelSummary, StepResult
+from loadfleet.controller.analysis.steps import LevelSummary
 from loadfleet.controller.analysis.stops import StopReason
 from loadfleet.controller.analysis.targethealth import Outage
 from loadfleet.controller.analysis.totals import RunTotals
-from loadfleet.controller.analysis.validity import Validity
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import Figures, errors_by_name, figures_of
+from loadfleet.controller.model.hostsamples import HostLoad
+from loadfleet.controller.model.selfsample import ControllerLoad
+from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.controller.model.verdict import Validity
 from loadfleet.wire.stats import TOTAL, StatsRow
 
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from loadfleet.controller.analysis.knee import Knee, KneeRule, KneeSearch, LevelPoint, search_knee
 from loadfleet.controller.analysis.scaling import ServerScaling, UslResult, server_scaling
-from loadfleet.controller.analysis.steps import LevelSummary, StepResult, level_summaries
+from loadfleet.controller.analysis.steps import LevelSummary, level_summaries
 from loadfleet.controller.analysis.usl import NotEnoughPoints, fit_usl
-from loadfleet.controller.analysis.validity import Validity
 from loadfleet.controller.model.load import LoadModel
+from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.controller.model.verdict import Validity
 
 
 @dataclass(frozen=True)

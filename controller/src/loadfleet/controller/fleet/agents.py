@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from loadfleet.controller.analysis.hosts import MonitorInfo
 from loadfleet.controller.model.errors import AgentIdInUse
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import MonitorInfo
 
 DEFAULT_HEARTBEAT_MS = 1000
 DEFAULT_LEASE_MS = 3000
@@ -44,24 +45,6 @@ class AgentIdentity:
     allow_targets: tuple[str, ...] = ()
     # Where its Gatling projects must lie ("" : none, if it advertised an allow-list).
     gatling_root: str = ""
-
-
-@dataclass(frozen=True)
-class Health:
-    cpu_pct: float = 0.0
-    engine_cpu_pct: float = 0.0
-    rss_mb: float = 0.0
-    loop_lag_ms: float = 0.0
-    mem_used_pct: float = 0.0
-    # The busiest engine's CPU and CPU wait, % of one core (wait None: not read).
-    busiest_engine_cpu_pct: float = 0.0
-    busiest_engine_wait_pct: float | None = None
-    # The engine closest to its descriptor limit, and ports toward the busiest destination
-    # (limits 0: not read).
-    engine_fds: int = 0
-    engine_fd_limit: int = 0
-    local_ports_used: int = 0
-    local_port_range: int = 0
 
 
 class AgentLink(Protocol):

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 
 from loadfleet.controller.fleet.scheduler import EngineShare
-from loadfleet.controller.plan.parse import Plan
+from loadfleet.controller.plan.model import Plan
 from loadfleet.wire.stats import StatsRow
 
 

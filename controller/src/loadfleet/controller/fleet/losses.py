@@ -27,7 +27,7 @@ from loadfleet.controller.fleet.jobs import EngineFailure
 from loadfleet.controller.fleet.scheduler import EngineShare, combine
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.load import Load, split_exact
-from loadfleet.controller.plan.parse import LossPolicy
+from loadfleet.controller.plan.model import LossPolicy
 
 
 @dataclass(frozen=True)

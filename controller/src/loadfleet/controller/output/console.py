@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from loadfleet.controller.analysis.selfwatch import ControllerLoad
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.model.codec import from_doc
+from loadfleet.controller.model.selfsample import ControllerLoad
 from loadfleet.v1 import run_pb2
 
 PROGRESS_HEADER = (

@@ -32,33 +32,25 @@ import logging
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from loadfleet.controller.analysis.hosts import (
-    COUNTERS_CSV_HEADER,
-    HOSTS_CSV_HEADER,
-    HostSample,
-    MonitorInfo,
-    counter_csv_rows,
-    host_csv_rows,
-)
-from loadfleet.controller.analysis.selfwatch import CONTROLLER_CSV_HEADER, ControllerSample
-from loadfleet.controller.analysis.steps import StepResult, steps_csv
-from loadfleet.controller.analysis.validity import VALID
+from loadfleet.controller.analysis.hosts import COUNTERS_CSV_HEADER, HOSTS_CSV_HEADER, counter_csv_rows, host_csv_rows
+from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.model.csvcells import safe_row
 from loadfleet.controller.model.errors import LoadfleetError
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import PERCENTILES, WAITING_PERCENTILES, Figures
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
+from loadfleet.controller.model.selfsample import CONTROLLER_CSV_HEADER, ControllerSample
+from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.controller.model.verdict import VALID
 from loadfleet.controller.output.diskwriter import DiskWriter
 from loadfleet.controller.output.report import REPORT_FILE, write_report
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
+from loadfleet.controller.output.stepscsv import steps_csv
 from loadfleet.controller.plan.redact import redact_plan_yaml
 from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
 from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
-
-if TYPE_CHECKING:
-    from loadfleet.controller.analysis.summary import RunSummary
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import collections
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loadfleet.controller.analysis.validity import VALID, Verdict
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import Figures, figures_of
+from loadfleet.controller.model.verdict import VALID, Verdict
 from loadfleet.controller.stream.contract import FinalInterval, StepEnd
 
 # Updates a follower may fall behind by before its oldest are dropped (~3 hours of

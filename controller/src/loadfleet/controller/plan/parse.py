@@ -18,200 +18,35 @@ the files a plan names.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
-from loadfleet.controller.analysis.steps import Sweep
-from loadfleet.controller.analysis.stops import StopConditions
 from loadfleet.controller.model.credentials import redact_query
 from loadfleet.controller.model.errors import PlanError, Problem
 from loadfleet.controller.model.load import Load, Think
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
-from loadfleet.controller.plan.course import DEFAULT_DRIVER, DEFAULT_INTERVAL_MS, SWEEP_LEVEL, course_problems, resolve
+from loadfleet.controller.plan.course import DEFAULT_DRIVER, DEFAULT_INTERVAL_MS, course_problems, resolve
+from loadfleet.controller.plan.model import (
+    DEFAULT_AGENT_WAIT_S,
+    DEFAULT_CONNECT_TIMEOUT_MS,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    AgentSelection,
+    GatlingOptions,
+    InfluxTarget,
+    LossPolicy,
+    Plan,
+    Request,
+    Session,
+    SessionStep,
+    Target,
+)
 from loadfleet.controller.plan.schema import plan_schema, schema_problems  # noqa: F401 (plan_schema: the CLI and tests read it here)
+from loadfleet.controller.plan.stops import StopConditions
+from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.wire.allowlist import ipv4_form_problem
-
-DEFAULT_CONNECT_TIMEOUT_MS = 3000
-DEFAULT_REQUEST_TIMEOUT_MS = 10000
-DEFAULT_AGENT_WAIT_S = 30.0
-# What produces the load on the agents: the native engine, or Gatling (docs/gatling.md).
-DRIVERS = ("engine", "gatling")
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    weight: int = 1
-    name: str = ""  # for `--target NAME=URL` (target_urls) to replace its url
-
-    def to_doc(self) -> dict:
-        doc: dict = {"url": self.url, "weight": self.weight}
-        if self.name:
-            doc["name"] = self.name
-        return doc
-
-
-@dataclass(frozen=True)
-class Request:
-    name: str
-    path: str
-    method: str = "GET"
-    weight: int = 1
-    headers: tuple[tuple[str, str], ...] = ()
-    body: str = ""
-
-
-@dataclass(frozen=True)
-class SessionStep:
-    request: str
-    think: Think = Think()
-
-
-@dataclass(frozen=True)
-class Session:
-    """What each client or user does: these requests in order, `repeat` times (0: until the end)."""
-
-    steps: tuple[SessionStep, ...]
-    repeat: int = 0
-
-
-class LossPolicy(enum.StrEnum):
-    """What becomes of a share of a step's load lost in the middle of it (losses.py)."""
-
-    REDISTRIBUTE = "redistribute"  # split over the step's live engines
-    CONTINUE = "continue"  # the step goes on without it
-    ABORT = "abort"  # the run ends, exit code 1
-
-
-@dataclass(frozen=True)
-class AgentSelection:
-    count: int | None = None
-    labels: tuple[tuple[str, str], ...] = ()
-    wait_s: float = DEFAULT_AGENT_WAIT_S
-    # While a job runs, agents keep producing load this long without word from the
-    # controller (0: the controller's own lease, 3 s).
-    lease_s: float = 0.0
-    on_loss: LossPolicy = LossPolicy.REDISTRIBUTE
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.labels)
-
-
-@dataclass(frozen=True)
-class InfluxTarget:
-    """Where the plan wants its points; the token is read on the controller from token_env."""
-
-    url: str
-    bucket: str = "loadfleet/autogen"
-    org: str = "-"
-    token_env: str = ""
-
-
-@dataclass(frozen=True)
-class GatlingOptions:
-    """The gatling driver's options: a user's Maven project and simulation class (else the
-    plan's workload runs on loadfleet's JobSimulation), and whether to collect Gatling's report."""
-
-    project: str = ""
-    simulation: str = ""
-    html_report: bool = False
-
-
-@dataclass(frozen=True)
-class Plan:
-    name: str
-    duration_s: float
-    targets: tuple[Target, ...]
-    requests: tuple[Request, ...]
-    load: Load
-    keep_alive: bool = True
-    session: Session | None = None
-    # https targets: check certificates (off: lab and internal certificates are the norm).
-    tls_verify: bool = False
-    # Stop after exactly this many requests across the fleet (0: no budget).
-    max_requests: int = 0
-    interval_ms: int = DEFAULT_INTERVAL_MS
-    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
-    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
-    agents: AgentSelection = field(default_factory=AgentSelection)
-    influxdb: InfluxTarget | None = None
-    # Steps of load (with a sweep, duration_s is the sum of its steps' step_s).
-    sweep: Sweep | None = None
-    # Without a sweep: the first seconds of load, left out of the step's figures (a sweep has
-    # its own per step, sweep.warmup_s).
-    warmup_s: float = 0.0
-    stop: StopConditions | None = None
-    driver: str = DEFAULT_DRIVER
-    gatling: GatlingOptions | None = None
-
-    def to_yaml(self) -> str:
-        """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
-        doc: dict[str, Any] = {
-            "name": self.name,
-            "duration_s": self.duration_s,
-            "interval_ms": self.interval_ms,
-            "targets": [t.to_doc() for t in self.targets],
-            "workload": {
-                "keep_alive": self.keep_alive,
-                "tls_verify": self.tls_verify,
-                "requests": [_request_doc(r) for r in self.requests],
-            },
-            "load": self.load.to_doc(),
-            "timeouts": {"connect_ms": self.connect_timeout_ms, "request_ms": self.request_timeout_ms},
-            "agents": _agents_doc(self.agents),
-        }
-        if self.session:
-            doc["workload"]["session"] = {
-                "steps": [{"request": st.request, "think": st.think.to_doc()} for st in self.session.steps],
-                "repeat": self.session.repeat,
-            }
-        if self.max_requests:
-            doc["budget"] = {"requests": self.max_requests}
-        if self.influxdb:
-            doc["sinks"] = {"influxdb": {k: v for k, v in asdict(self.influxdb).items() if v}}
-        if self.sweep:
-            del doc["duration_s"]
-            doc["load"].pop(SWEEP_LEVEL[self.load.model], None)
-            doc["sweep"] = self.sweep.to_doc()
-        if self.stop:
-            doc["stop"] = self.stop.to_doc()
-        if self.warmup_s:
-            doc["warmup_s"] = self.warmup_s
-        if self.driver != DEFAULT_DRIVER:
-            doc["driver"] = self.driver
-        if self.gatling:
-            doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
-            if self.gatling.project:  # the simulation is the workload
-                del doc["workload"]
-        return yamlsafe.dump(doc)
-
-
-def _request_doc(r: Request) -> dict:
-    doc = {"name": r.name, "method": r.method, "path": r.path, "weight": r.weight}
-    if r.headers:
-        doc["headers"] = dict(r.headers)
-    if r.body:
-        doc["body"] = r.body
-    return doc
-
-
-def _agents_doc(a: AgentSelection) -> dict:
-    doc: dict = {"wait_s": a.wait_s}
-    if a.count is not None:
-        doc["count"] = a.count
-    if a.labels:
-        doc["labels"] = dict(a.labels)
-    if a.lease_s:
-        doc["lease_s"] = a.lease_s
-    if a.on_loss is not LossPolicy.REDISTRIBUTE:
-        doc["on_loss"] = a.on_loss.value
-    return doc
 
 
 def load_plan(path: Path, target_urls: Mapping[str, str] | None = None) -> Plan:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from loadfleet.controller.model.credentials import REDACTED, is_sensitive, redact_query
 from loadfleet.controller.plan import yamlsafe
-from loadfleet.controller.plan.parse import Plan
+from loadfleet.controller.plan.model import Plan
 
 _NOTE = "# Values of credential headers and query parameters are redacted in the run directory (docs/security.md).\n"
 

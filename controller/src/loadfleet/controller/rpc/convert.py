@@ -12,21 +12,22 @@ import json
 import math
 from dataclasses import asdict
 
-from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.analysis.summary import NamedFigures, RunSummary
-from loadfleet.controller.analysis.validity import Validity
-from loadfleet.controller.fleet.agents import AgentIdentity, AgentRecord, AgentState, ClockOffset, Health
+from loadfleet.controller.fleet.agents import AgentIdentity, AgentRecord, AgentState, ClockOffset
 from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
 from loadfleet.controller.fleet.scheduler import EngineShare, combine
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
 from loadfleet.controller.model.errors import Problem
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.figures import Figures, Latency
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.model.load import Load, LoadModel, Think
+from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output.watchers import IntervalUpdate
 from loadfleet.controller.rpc import bounds
 from loadfleet.controller.run.run import RunState
-from loadfleet.v1 import agent_pb2, job_pb2, run_pb2
+from loadfleet.v1 import agent_pb2, job_pb2, run_pb2, stats_pb2
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
 from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
 from loadfleet.wire.text import printable
@@ -169,31 +170,7 @@ def report_from_proto(
     # Each row's message and bytes fields are read once: every read of a field makes a new
     # object (upb), and a thousand agents' reports a second make that a tenth of the cost.
     stats = list(report.stats)
-    latency, waiting, any_v2 = [], [], False
-    for s in stats:
-        if limits.keys is None:  # names chosen by the driver (a Gatling simulation): keys and columns
-            if problem := bounds.name_problem("a target", s.target) or bounds.name_problem("a request", s.request):
-                raise BadReport(f"a row with {problem}")
-        elif (s.target, s.request) not in limits.keys:
-            raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
-        latency_v2, waiting_v2 = s.latency_histogram, s.waiting_histogram
-        latency.append(s.latency_buckets)
-        waiting.append(s.waiting_buckets)
-        for size in (len(latency[-1]) + len(latency_v2), len(waiting[-1]) + len(waiting_v2)):
-            if size > limits.max_histogram_bytes:
-                raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
-        any_v2 = any_v2 or bool(latency_v2 or waiting_v2)
-    try:
-        if counts_only:
-            rows = [StatsRow.from_proto(s, EMPTY, EMPTY) for s in stats]
-        elif not any_v2:  # the agent's form: every row's buckets at once
-            rows = [
-                StatsRow.from_proto(s, h, w) for s, h, w in zip(stats, decode_buckets(latency), decode_buckets(waiting))
-            ]
-        else:
-            rows = [StatsRow.from_proto(s).check() for s in stats]
-    except HistogramError as exc:
-        raise BadReport(str(exc)) from exc
+    rows = _decoded_rows(stats, limits, counts_only=counts_only)
     for row in rows:
         if problem := bounds.row_problem(row):
             raise BadReport(problem)
@@ -217,6 +194,35 @@ def report_from_proto(
     )
 
 
+def _decoded_rows(stats: list[stats_pb2.IntervalStats], limits: ReportLimits, *, counts_only: bool) -> list[StatsRow]:
+    """The rows, once every row's names and histogram sizes are within `limits`: with their
+    histograms decoded (all at once in the agent's form, else row by row), or none decoded."""
+    latency, waiting, any_v2 = [], [], False
+    for s in stats:
+        if limits.keys is None:  # names chosen by the driver (a Gatling simulation): keys and columns
+            if problem := bounds.name_problem("a target", s.target) or bounds.name_problem("a request", s.request):
+                raise BadReport(f"a row with {problem}")
+        elif (s.target, s.request) not in limits.keys:
+            raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
+        latency_v2, waiting_v2 = s.latency_histogram, s.waiting_histogram
+        latency.append(s.latency_buckets)
+        waiting.append(s.waiting_buckets)
+        for size in (len(latency[-1]) + len(latency_v2), len(waiting[-1]) + len(waiting_v2)):
+            if size > limits.max_histogram_bytes:
+                raise BadReport(f"a histogram of {size} bytes (at most {limits.max_histogram_bytes})")
+        any_v2 = any_v2 or bool(latency_v2 or waiting_v2)
+    try:
+        if counts_only:
+            return [StatsRow.from_proto(s, EMPTY, EMPTY) for s in stats]
+        if not any_v2:  # the agent's form: every row's buckets at once
+            return [
+                StatsRow.from_proto(s, h, w) for s, h, w in zip(stats, decode_buckets(latency), decode_buckets(waiting))
+            ]
+        return [StatsRow.from_proto(s).check() for s in stats]
+    except HistogramError as exc:
+        raise BadReport(str(exc)) from exc
+
+
 _JOB_STATES: dict[int, JobState] = {
     agent_pb2.JOB_STATE_READY: JobState.READY,
     agent_pb2.JOB_STATE_RUNNING: JobState.RUNNING,
@@ -230,8 +236,17 @@ _DRIVERS = {"engine": job_pb2.DRIVER_ENGINE, "gatling": job_pb2.DRIVER_GATLING}
 
 
 def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
+    return agent_pb2.ControllerMessage(
+        assignment=agent_pb2.Assignment(
+            spec=_job_spec(a),
+            engines=adjust_to_proto(a.job_id, a.engines).adjust.engines,
+            lease_ms=round(a.plan.agents.lease_s * 1000),
+        )
+    )
+
+
+def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
     plan = a.plan
-    names = [r.name for r in plan.requests]
     spec = job_pb2.JobSpec(
         job_id=a.job_id,
         targets=[job_pb2.Target(url=t.url, weight=t.weight) for t in plan.targets],
@@ -264,6 +279,7 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
             )
         )
     if plan.session:
+        names = [r.name for r in plan.requests]
         spec.session.CopyFrom(
             job_pb2.Session(
                 steps=[
@@ -273,13 +289,7 @@ def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
                 repeat=plan.session.repeat,
             )
         )
-    return agent_pb2.ControllerMessage(
-        assignment=agent_pb2.Assignment(
-            spec=spec,
-            engines=adjust_to_proto(a.job_id, a.engines).adjust.engines,
-            lease_ms=round(plan.agents.lease_s * 1000),
-        )
-    )
+    return spec
 
 
 def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.ControllerMessage:

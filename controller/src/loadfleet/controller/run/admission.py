@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 from loadfleet.controller.fleet.agents import AgentIdentity, AgentRecord, AgentRegistry, AgentState
 from loadfleet.controller.model.errors import NotEnoughAgents, PlanError, Problem
 from loadfleet.controller.output.sinks.influx import InfluxConfig
-from loadfleet.controller.plan.parse import Plan
+from loadfleet.controller.plan.model import Plan
 from loadfleet.wire.allowlist import MAX_ENTRIES, AllowList, AllowListError, Verdict
 
 TOKEN_ENV = re.compile(r"^LOADFLEET_INFLUX_TOKEN(_[A-Z0-9_]+)?$")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from loadfleet.controller.analysis.steps import StepResult, StepSpec, StepState
 from loadfleet.controller.analysis.stops import StopReason
 from loadfleet.controller.fleet.agents import ClockOffset
 from loadfleet.controller.fleet.scheduler import AgentShare
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.load import LoadModel
-from loadfleet.controller.plan.parse import Plan
+from loadfleet.controller.model.stepresult import StepResult, StepState
+from loadfleet.controller.plan.model import Plan
+from loadfleet.controller.plan.steps import StepSpec
 
 # Up to this many agents, an event names each one's share; beyond, it gives their range.
 LISTED_SHARES = 8

@@ -19,25 +19,29 @@ from pathlib import Path
 
 from loadfleet.controller.analysis.drift import Drift
 from loadfleet.controller.analysis.genbound import GeneratorHealth
-from loadfleet.controller.analysis.hosts import HostRecorder, HostSample, MonitorInfo
-from loadfleet.controller.analysis.selfwatch import ControllerRecorder, ControllerSample
-from loadfleet.controller.analysis.steps import StepMeter, StepResult, StepSpec, StepState
+from loadfleet.controller.analysis.hosts import HostRecorder
+from loadfleet.controller.analysis.selfwatch import ControllerRecorder
+from loadfleet.controller.analysis.steps import StepMeter
 from loadfleet.controller.analysis.stops import StopReason, StopWatch
 from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.analysis.targethealth import TargetHealth
 from loadfleet.controller.analysis.totals import RunTotals
-from loadfleet.controller.analysis.validity import Validity
-from loadfleet.controller.fleet.agents import Health
 from loadfleet.controller.model.codec import to_doc
 from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.load import LoadModel
+from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.stepresult import StepResult, StepState
+from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output import rundir
 from loadfleet.controller.output.diskwriter import DiskWriter
 from loadfleet.controller.output.rundisk import DiskTrouble
 from loadfleet.controller.output.sinks import Sink
 from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.watchers import Watchers
-from loadfleet.controller.plan.parse import Plan
+from loadfleet.controller.plan.model import Plan
+from loadfleet.controller.plan.steps import StepSpec
 from loadfleet.controller.run.journal import CHECKPOINT_INTERVALS, Record, RunJournal
 from loadfleet.controller.run.recovery import Recovered
 from loadfleet.controller.stream.contract import IntervalConsumer, StepEnd, StepWindow, Stream

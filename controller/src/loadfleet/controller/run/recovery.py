@@ -18,12 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from loadfleet.controller.analysis.knee import Knee
-from loadfleet.controller.analysis.steps import StepResult
 from loadfleet.controller.analysis.stops import StopReason
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.fleet.scheduler import EngineShare
 from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.output.rundir import EVENTS_FILE, SUMMARY_FILE, Offsets
 from loadfleet.controller.run.journal import JournalContents, LoggedInterval, Record, has_journal, read_journal
 from loadfleet.controller.stream.contract import StepWindow

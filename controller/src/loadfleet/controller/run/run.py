@@ -26,16 +26,12 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from loadfleet.controller.analysis import steps
 from loadfleet.controller.analysis.genbound import is_loopback
-from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo
 from loadfleet.controller.analysis.knee import Knee
-from loadfleet.controller.analysis.selfwatch import ControllerSample
-from loadfleet.controller.analysis.steps import SINGLE_STEP, StepResult, StepSpec, StepState
 from loadfleet.controller.analysis.stops import Condition, StopReason
 from loadfleet.controller.analysis.summary import RunSummary, summarize
 from loadfleet.controller.analysis.sweep import analyze, knee_search
-from loadfleet.controller.fleet.agents import AgentRecord, AgentRegistry, AgentState, Health
+from loadfleet.controller.fleet.agents import AgentRecord, AgentRegistry, AgentState
 from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits, job_id_for
 from loadfleet.controller.fleet.losses import FleetLosses, Loss, StepShares
 from loadfleet.controller.fleet.scheduler import DEFAULT_BARRIER_LEAD_MS, barrier_start_ms, split_over_engines
@@ -43,11 +39,17 @@ from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop, agent_drop_eve
 from loadfleet.controller.model.codec import to_doc
 from loadfleet.controller.model.errors import NotEnoughAgents
 from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.load import LoadModel
+from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.stepresult import StepResult, StepState
 from loadfleet.controller.output.rundisk import DiskTrouble
 from loadfleet.controller.output.sinks import Sink
 from loadfleet.controller.output.watchers import Follower, Watchers
-from loadfleet.controller.plan.parse import Plan
+from loadfleet.controller.plan import steps
+from loadfleet.controller.plan.model import Plan
+from loadfleet.controller.plan.steps import SINGLE_STEP, StepSpec
 from loadfleet.controller.run import announcements
 from loadfleet.controller.run.admission import choose_agents
 from loadfleet.controller.run.journal import Record

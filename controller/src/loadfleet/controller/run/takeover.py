@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-from loadfleet.controller.analysis.steps import StepSpec
 from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.fleet.jobs import JobState
 from loadfleet.controller.fleet.losses import StepShares
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.plan.redact import has_redactions
+from loadfleet.controller.plan.steps import StepSpec
 from loadfleet.controller.run.recovery import Recovered
 from loadfleet.controller.run.run import FINISH_SLACK_MS, Run, RunState, _StepRun
 from loadfleet.controller.stream.contract import StepWindow

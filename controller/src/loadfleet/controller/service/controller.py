@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadfleet.controller.analysis.hosts import HostSample, HostSampleGate
-from loadfleet.controller.analysis.selfwatch import ControllerSample, LoopProbe, StallStacks
+from loadfleet.controller.analysis.hosts import HostSampleGate
+from loadfleet.controller.analysis.selfwatch import LoopProbe, StallStacks
 from loadfleet.controller.fleet.agents import (
     DEFAULT_HEARTBEAT_MS,
     DEFAULT_LEASE_MS,
@@ -30,18 +30,21 @@ from loadfleet.controller.fleet.agents import (
     AgentRegistry,
     AgentState,
     ClockOffset,
-    Health,
 )
 from loadfleet.controller.fleet.jobs import EngineFailure, JobReport, JobState, ReportLimits, run_id_of
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop, agent_drop_event
 from loadfleet.controller.model.errors import LoadfleetError, RunNotFound
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostSample
+from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.output.artifacts import ArtifactBudget, discard_partials, store_artifact_chunk
 from loadfleet.controller.output.report.rundata import GATLING_DIR
 from loadfleet.controller.output.sinks import Sink
 from loadfleet.controller.output.sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
 from loadfleet.controller.output.sinks.spool import SpoolBusy
 from loadfleet.controller.output.watchers import Follower, Watchers
-from loadfleet.controller.plan.parse import Plan, parse_plan
+from loadfleet.controller.plan.model import Plan
+from loadfleet.controller.plan.parse import parse_plan
 from loadfleet.controller.run.admission import admit, influx_config
 from loadfleet.controller.run.recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from loadfleet.controller.run.run import Run, RunState

@@ -22,18 +22,16 @@ import enum
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo
-from loadfleet.controller.analysis.selfwatch import ControllerSample
-from loadfleet.controller.analysis.validity import VALID, Verdict
-from loadfleet.controller.fleet.agents import Health
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import Figures, figures_of, latencies_of
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
+from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.controller.model.verdict import VALID, Verdict
 from loadfleet.wire.stats import StatsRow
-
-if TYPE_CHECKING:
-    from loadfleet.controller.analysis.steps import StepResult
 
 log = logging.getLogger(__name__)
 

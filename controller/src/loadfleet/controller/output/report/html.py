@@ -11,8 +11,8 @@ import math
 from datetime import UTC, datetime
 from html import escape
 
-from loadfleet.controller.analysis.selfwatch import ControllerLoad
 from loadfleet.controller.model.codec import from_doc
+from loadfleet.controller.model.selfsample import ControllerLoad
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from loadfleet.controller.output.report.phases import phases_section

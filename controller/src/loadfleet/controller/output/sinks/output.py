@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable
 
 from loadfleet.controller.analysis.drift import DriftPoint
-from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo
-from loadfleet.controller.analysis.selfwatch import ControllerSample
-from loadfleet.controller.analysis.validity import VALID, health_reasons, verdict_of
-from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.analysis.validity import health_reasons
 from loadfleet.controller.fleet.spooldrops import influx_drop_event
 from loadfleet.controller.model.events import Event
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
+from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.verdict import VALID, verdict_of
 from loadfleet.controller.output.sinks import DropCounting, Sink
 from loadfleet.controller.output.sinks.lineproto import Point
 from loadfleet.controller.output.sinks.points import (

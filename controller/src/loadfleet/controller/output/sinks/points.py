@@ -15,11 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from loadfleet.controller.analysis.drift import DriftPoint
-from loadfleet.controller.analysis.hosts import HostLoad, HostSample, MonitorInfo
-from loadfleet.controller.analysis.selfwatch import ControllerSample
-from loadfleet.controller.analysis.steps import TargetFigures, phase_values
-from loadfleet.controller.analysis.validity import VALID, Validity, Verdict
-from loadfleet.controller.fleet.agents import Health
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import (
     PERCENTILES,
@@ -29,7 +24,13 @@ from loadfleet.controller.model.figures import (
     PhaseTime,
     figures_of,
 )
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.hostsamples import HostLoad, HostSample, MonitorInfo
+from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.stepresult import TargetFigures
+from loadfleet.controller.model.verdict import VALID, Validity, Verdict
 from loadfleet.controller.output.sinks.lineproto import Point
+from loadfleet.controller.output.stepscsv import phase_values
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name

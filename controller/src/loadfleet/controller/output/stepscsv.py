@@ -1,0 +1,125 @@
+"""steps.csv: one row per step, with its phases and each target's figures."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import asdict
+
+from loadfleet.controller.model.csvcells import safe_row
+from loadfleet.controller.model.figures import WAITING_PERCENTILES, PhaseFigures
+from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.wire.phases import PHASE_NAMES
+
+STEP_COLUMNS = (
+    "step",
+    "level",
+    "servers",
+    "level_index",
+    "repetition",
+    "offered",
+    "state",
+    "start_ms",
+    "measured_s",
+    "intervals",
+    "requests",
+    "ok",
+    "achieved_rps",
+    "ok_rps",
+    "bytes_per_s",
+    "mean_ms",
+    "stddev_ms",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "error_pct",
+    "new_conns_per_s",
+    "concurrent_conns",
+    "concurrent_users",
+    "peak_users",
+    "rps_per_server",
+    "generator_bound",
+    "generator_bound_intervals",
+    "losses",
+    "validity",
+    "invalid_intervals",
+    "suspect_intervals",
+    "validity_reasons",
+)
+
+
+# Where a response's time went (StepResult.phases): each phase's share of the mean latency,
+# what no phase covers (the five add up to mean_ms), and time to first byte's percentiles.
+# Empty when the driver measured no phase.
+PHASE_COLUMNS = (
+    *(f"{name}_per_response_ms" for name in PHASE_NAMES),
+    "other_ms",
+    *(f"waiting_{name}_ms" for name, _ in WAITING_PERCENTILES),
+)
+
+
+def phase_values(phases: PhaseFigures) -> dict[str, float]:
+    """PHASE_COLUMNS of a step's phases, by name (steps.csv, the step point)."""
+    return {
+        **{f"{name}_per_response_ms": getattr(phases, name).per_response_ms for name in PHASE_NAMES},
+        "other_ms": phases.other_ms,
+        **{f"waiting_{name}_ms": getattr(phases, f"waiting_{name}_ms") for name, _ in WAITING_PERCENTILES},
+    }
+
+
+def phase_cells(phases: PhaseFigures | None) -> list:
+    """PHASE_COLUMNS of a step's phases as steps.csv cells (empty without phases)."""
+    if phases is None:
+        return [""] * len(PHASE_COLUMNS)
+    return [_cell(v) for v in phase_values(phases).values()]
+
+
+# Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.
+TARGET_COLUMNS = ("rps", "mean_ms", "p99_ms", "error_pct")
+
+
+def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
+    """One row per step: STEP_COLUMNS and PHASE_COLUMNS; then `rps <url>`, `mean_ms <url>`,
+    `p99_ms <url>` and `error_pct <url>` per target of the plan (empty when the step did not
+    use it), and `cpu_pct <host>` and `server_cpu_pct <host>` per monitored host."""
+    hosts = sorted({h.host for r in results for h in r.hosts})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        safe_row(
+            [
+                *STEP_COLUMNS,
+                *PHASE_COLUMNS,
+                *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
+                *(f"{column} {host}" for host in hosts for column in ("cpu_pct", "server_cpu_pct")),
+            ]
+        )
+    )
+    for r in results:
+        doc = asdict(r)
+        doc["step"] = r.name
+        doc["rps_per_server"] = r.rps_per_server
+        row = [_cell(doc[c]) for c in STEP_COLUMNS] + phase_cells(r.phases)
+        by_url = {t.url: t for t in r.targets}
+        row += [
+            _cell(getattr(by_url[u], "achieved_rps" if c == "rps" else c)) if u in by_url else ""
+            for u in target_urls
+            for c in TARGET_COLUMNS
+        ]
+        loads = {h.host: h for h in r.hosts}
+        row += [
+            _cell(getattr(loads[host], field)) if host in loads else ""
+            for host in hosts
+            for field in ("cpu_pct", "process_cpu_pct")
+        ]
+        writer.writerow(safe_row(row))
+    return out.getvalue()
+
+
+def _cell(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return round(v, 3) if math.isfinite(v) else ""
+    return v
