@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from html import escape
+from typing import Any
 
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
@@ -40,7 +41,7 @@ PHASE_METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
 )
 
 
-def compare_rows(runs: Sequence[RunData]) -> list[dict]:
+def compare_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """One flat dict per run: identity, then every metric of METRICS and PHASE_METRICS (run
     totals, or the step measured after a warm-up)."""
     rows = []
@@ -69,7 +70,7 @@ def compare_rows(runs: Sequence[RunData]) -> list[dict]:
     return rows
 
 
-def _step_metrics(step: dict) -> dict:
+def _step_metrics(step: dict[str, Any]) -> dict[str, Any]:
     """METRICS of a step's figures (steps.StepResult as summary.json holds it)."""
 
     def number(key: str) -> float:
@@ -84,7 +85,7 @@ def _step_metrics(step: dict) -> dict:
     }
 
 
-def _phase_metrics(phases: dict | None) -> dict:
+def _phase_metrics(phases: dict[str, Any] | None) -> dict[str, Any]:
     """PHASE_METRICS of a `phases` entry (figures.PhaseFigures as summary.json holds it;
     rundata checked that it holds numbers)."""
     if not phases:

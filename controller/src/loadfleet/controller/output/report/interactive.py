@@ -22,6 +22,7 @@ import json
 import math
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from loadfleet.controller.output.report.svg import PALETTE, TIME_X_LABEL, Chart, line_chart
 
@@ -55,7 +56,7 @@ def chart_library() -> ChartLibrary | None:
     return ChartLibrary(script=script, css=css, license=license_text, glue=(package / GLUE).read_text(encoding="utf-8"))
 
 
-def chart_data(chart: Chart) -> dict:
+def chart_data(chart: Chart) -> dict[str, Any]:
     """What charts.js draws: uPlot's columns (x first) and how to draw them."""
     xs = sorted({x for s in chart.series for x, y in s.points if math.isfinite(x)})
     column = {x: i for i, x in enumerate(xs)}

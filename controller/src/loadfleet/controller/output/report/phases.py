@@ -9,6 +9,7 @@ measured phases). Bars are inline SVG, so the section needs no script.
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from loadfleet.controller.output.report.page import fmt_count, fmt_ms, table
 from loadfleet.controller.output.report.svg import PALETTE
@@ -42,7 +43,7 @@ _ROW_PX = 26
 _LEGEND_PX = 30
 
 
-def phases_section(summary: dict) -> list[str]:
+def phases_section(summary: dict[str, Any]) -> list[str]:
     entries = _entries(summary)
     if not entries:
         return []
@@ -56,10 +57,10 @@ def phases_section(summary: dict) -> list[str]:
     ]
 
 
-def _entries(summary: dict) -> list[tuple[str, dict]]:
+def _entries(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(name, phases) of the total, then each target and request when there are several."""
 
-    def phases_of(entry) -> dict | None:
+    def phases_of(entry: object) -> dict[str, Any] | None:
         figures = entry.get("figures") if isinstance(entry, dict) else None
         phases = figures.get("phases") if isinstance(figures, dict) else None
         return phases if isinstance(phases, dict) and phases.get("responses") else None
@@ -72,14 +73,14 @@ def _entries(summary: dict) -> list[tuple[str, dict]]:
     return [(name, p) for name, p in entries if p]
 
 
-def _values(phases: dict) -> list[float]:
+def _values(phases: dict[str, Any]) -> list[float]:
     return [
         float(phases.get(field, {}).get("per_response_ms", 0)) if field != "other" else float(phases.get("other_ms", 0))
         for _, field in SEGMENTS
     ]
 
 
-def stacked_bars(entries: list[tuple[str, dict]]) -> str:
+def stacked_bars(entries: list[tuple[str, dict[str, Any]]]) -> str:
     longest = max(sum(_values(p)) for _, p in entries) or 1.0
     scale = (_WIDTH - _LABEL_PX - 80) / longest
     height = _LEGEND_PX + _ROW_PX * len(entries) + 8
@@ -110,7 +111,7 @@ def stacked_bars(entries: list[tuple[str, dict]]) -> str:
     return "".join(out)
 
 
-def _table_row(name: str, phases: dict) -> list[str]:
+def _table_row(name: str, phases: dict[str, Any]) -> list[str]:
     values = _values(phases)
     return [
         name,

@@ -14,8 +14,10 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -53,7 +55,7 @@ class IntervalRow:
 @dataclass(frozen=True)
 class RunData:
     run_dir: Path
-    summary: dict
+    summary: dict[str, Any]
     error_kinds: tuple[str, ...]
     cluster_total: tuple[IntervalRow, ...]
     cluster_rows: tuple[IntervalRow, ...]
@@ -68,7 +70,7 @@ class RunData:
     controller_lag: Points = ()
 
     @property
-    def measured_step(self) -> dict | None:
+    def measured_step(self) -> dict[str, Any] | None:
         """The figures a run without a sweep measured after its warm-up (its step `main`);
         None for a sweep, or a run without a warm-up (its totals are its figures)."""
         steps = self.summary.get("steps") or []
@@ -196,7 +198,7 @@ def _read_controller_lag(path: Path, started_ms: int) -> Points:
         raise UsageError(f"{path}: unreadable: {exc!r}") from exc
 
 
-def read_summary(run_dir: Path) -> dict:
+def read_summary(run_dir: Path) -> dict[str, Any]:
     if not run_dir.exists():
         raise UsageError(f"{run_dir}: no such run directory")
     if not run_dir.is_dir():
@@ -255,7 +257,9 @@ class _Bucket:
         )
 
 
-def _read_intervals(path: Path):
+def _read_intervals(
+    path: Path,
+) -> tuple[tuple[str, ...], tuple[IntervalRow, ...], tuple[IntervalRow, ...], tuple[IntervalRow, ...], Counter[str]]:
     """(error kinds, cluster totals, per-target rows (requests summed), agent totals), in at
     most MAX_POINTS points each (see MAX_POINTS), agents beyond the busiest summed; and how
     many intervals had each generator-health verdict (every interval counted)."""
@@ -278,7 +282,8 @@ def _read_intervals(path: Path):
 def _survey(path: Path) -> tuple[tuple[str, ...], int, Counter[str], defaultdict[str, float]]:
     """The first pass: the error kinds, the number of intervals, their verdicts, and each
     agent's requests per second summed (to find the busiest)."""
-    intervals, kinds, verdicts = 0, (), Counter[str]()
+    intervals, verdicts = 0, Counter[str]()
+    kinds: tuple[str, ...] = ()
     agent_rps: defaultdict[str, float] = defaultdict(float)
     for row in _interval_rows(path):
         if isinstance(row, tuple):
@@ -323,7 +328,7 @@ def _buckets(
 _SERIES_COLUMNS = ("rps", "requests")
 
 
-def _interval_rows(path: Path):
+def _interval_rows(path: Path) -> Iterator[tuple[str, ...] | IntervalRow]:
     """The header's (error kinds, numeric columns), then the rows reports use (agents'
     per-(target, request) rows skipped)."""
     try:
