@@ -17,18 +17,16 @@ import hashlib
 import json
 import os
 import platform
-import resource
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from bench.engine.generators import Arrivals, Measurement, run_engine, run_wrk
-from bench.engine.target import SERVER_CORE, start_nginx, write_files
+from bench.engine.target import served_files
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_ENGINE = REPO / ".venv" / "bin" / "loadfleet-engine"
@@ -50,26 +48,16 @@ QUICK_DURATION_S = 2
 
 def main() -> int:
     args = parse_args()
-    raise_fd_limit(MEMORY_CONNECTIONS * 2)
-    os.sched_setaffinity(0, {SERVER_CORE})  # this script stays off the generator's core
-    work = Path(tempfile.mkdtemp(prefix="loadfleet-bench-"))
-    server = None
-    try:
-        write_files(work / "docroot", FILES_BYTES)
-        server = start_nginx(work / "state", work / "docroot")
+    with served_files("loadfleet-bench-", FILES_BYTES, fd_limit=MEMORY_CONNECTIONS * 2) as (url, work):
         results = {
             "engine_sha256": hashlib.sha256(args.engine.read_bytes()).hexdigest(),
             "runs": args.runs,
             "duration_s": args.duration_s,
-            "throughput": throughput(args, server.url, work),
-            "latency": latency(args, server.url, work),
-            "memory": memory(args, server.url, work),
-            "memory_arrivals": memory(args, server.url, work, ARRIVALS),
+            "throughput": throughput(args, url, work),
+            "latency": latency(args, url, work),
+            "memory": memory(args, url, work),
+            "memory_arrivals": memory(args, url, work, ARRIVALS),
         }
-    finally:
-        if server:
-            server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     print_tables(results)
     write_results(results, "-quick" if args.quick else "")
     return 0
@@ -98,18 +86,6 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def raise_fd_limit(needed: int) -> None:
-    """Children inherit the limit: the engine and nginx each hold ~10k sockets."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < needed:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (needed, needed))  # root may raise the hard limit
-            return
-        except (ValueError, OSError):
-            needed = hard
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, needed), hard))
-
-
 def throughput(args: argparse.Namespace, url: str, work: Path) -> list[dict]:
     """Requests per generator CPU-second for every file size and connection mode."""
     cases = []
@@ -119,23 +95,10 @@ def throughput(args: argparse.Namespace, url: str, work: Path) -> list[dict]:
             for run in range(args.runs):
 
                 def engine(file: str = file, keep_alive: bool = keep_alive) -> Measurement:
-                    return run_engine(
-                        args.engine,
-                        url,
-                        f"/{file}",
-                        clients=THROUGHPUT_CONNECTIONS,
-                        keep_alive=keep_alive,
-                        duration_s=args.duration_s,
-                        log=work / "engine.log",
-                    )
+                    return engine_throughput(args.engine, url, file, keep_alive, args.duration_s, work)
 
                 def wrk(file: str = file, keep_alive: bool = keep_alive) -> Measurement:
-                    return run_wrk(
-                        f"{url}/{file}",
-                        connections=THROUGHPUT_CONNECTIONS,
-                        keep_alive=keep_alive,
-                        duration_s=args.duration_s,
-                    )
+                    return wrk_throughput(url, file, keep_alive, args.duration_s)
 
                 # Alternate who goes first, so a drift in machine load favours neither.
                 e, w = (engine(), wrk()) if run % 2 == 0 else reversed((wrk(), engine()))
@@ -143,6 +106,30 @@ def throughput(args: argparse.Namespace, url: str, work: Path) -> list[dict]:
                 progress(f"{file} {mode} run {run + 1}", e, w)
             cases.append(summarise(pairs, file=file, mode=mode, metric="requests_per_cpu_s"))
     return cases
+
+
+def engine_throughput(
+    engine: Path, url: str, file: str, keep_alive: bool, duration_s: int, work: Path, wrap: Sequence[str] = ()
+) -> Measurement:
+    """One throughput run of `engine` on `file`: THROUGHPUT_CONNECTIONS clients for `duration_s`
+    (`wrap` before the command, e.g. perf stat)."""
+    return run_engine(
+        engine,
+        url,
+        f"/{file}",
+        clients=THROUGHPUT_CONNECTIONS,
+        keep_alive=keep_alive,
+        duration_s=duration_s,
+        log=work / "engine.log",
+        wrap=wrap,
+    )
+
+
+def wrk_throughput(url: str, file: str, keep_alive: bool, duration_s: int, wrap: Sequence[str] = ()) -> Measurement:
+    """The same run with wrk."""
+    return run_wrk(
+        f"{url}/{file}", connections=THROUGHPUT_CONNECTIONS, keep_alive=keep_alive, duration_s=duration_s, wrap=wrap
+    )
 
 
 def latency(args: argparse.Namespace, url: str, work: Path) -> dict:

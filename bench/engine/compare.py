@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 from bench.engine.bench import (
@@ -24,32 +21,21 @@ from bench.engine.bench import (
     FILES_BYTES,
     MODES,
     THROUGHPUT_CONNECTIONS,
-    raise_fd_limit,
+    engine_throughput,
     write_results,
 )
-from bench.engine.generators import run_engine
-from bench.engine.target import SERVER_CORE, start_nginx, write_files
+from bench.engine.target import served_files
 
 DEFAULT_DURATION_S = 5
 
 
 def main() -> int:
     args = parse_args()
-    raise_fd_limit(THROUGHPUT_CONNECTIONS * 4)
-    os.sched_setaffinity(0, {SERVER_CORE})
-    work = Path(tempfile.mkdtemp(prefix="loadfleet-compare-"))
-    server = None
     cases = []
-    try:
-        write_files(work / "docroot", FILES_BYTES)
-        server = start_nginx(work / "state", work / "docroot")
+    with served_files("loadfleet-compare-", FILES_BYTES, fd_limit=THROUGHPUT_CONNECTIONS * 4) as (url, work):
         for file in FILES_BYTES:
             for mode, keep_alive in MODES.items():
-                cases.append(compare(args, server.url, file, mode, keep_alive, work))
-    finally:
-        if server:
-            server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+                cases.append(compare(args, url, file, mode, keep_alive, work))
     print(f"\nmedian of {args.runs} runs of {args.duration_s} s, {THROUGHPUT_CONNECTIONS} connections")
     print(f"{'file':8} {'mode':11} {'baseline':>10} {'candidate':>10} {'ratio':>6}  per run")
     for c in cases:
@@ -92,15 +78,7 @@ def parse_args() -> argparse.Namespace:
 
 def compare(args: argparse.Namespace, url: str, file: str, mode: str, keep_alive: bool, work: Path) -> dict:
     def run(engine: Path) -> float:
-        m = run_engine(
-            engine,
-            url,
-            f"/{file}",
-            clients=THROUGHPUT_CONNECTIONS,
-            keep_alive=keep_alive,
-            duration_s=args.duration_s,
-            log=work / "engine.log",
-        )
+        m = engine_throughput(engine, url, file, keep_alive, args.duration_s, work)
         if m.errors:
             raise RuntimeError(f"{engine}: {m.errors} errors in {file} {mode}")
         return m.requests_per_cpu_s

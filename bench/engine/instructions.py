@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from bench.engine.bench import THROUGHPUT_CONNECTIONS, raise_fd_limit, write_results
+from bench.engine.bench import THROUGHPUT_CONNECTIONS, write_results
 from bench.engine.generators import run_engine
-from bench.engine.target import SERVER_CORE, start_nginx, write_files
+from bench.engine.target import served_files
 
 FILE = "1k.bin"
 MODES = {"keep-alive": True, "close": False}
@@ -41,17 +39,11 @@ def main() -> int:
     args = parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is needed (apt-get install valgrind)")
-    raise_fd_limit(THROUGHPUT_CONNECTIONS * 4)
-    os.sched_setaffinity(0, {SERVER_CORE})
-    work = Path(tempfile.mkdtemp(prefix="loadfleet-instructions-"))
-    server = None
     rows = []
-    try:
-        write_files(work / "docroot", {FILE: 1024})
-        server = start_nginx(work / "state", work / "docroot")
+    with served_files("loadfleet-instructions-", {FILE: 1024}, fd_limit=THROUGHPUT_CONNECTIONS * 4) as (url, work):
         for engine in args.engines:
             for mode, keep_alive in MODES.items():
-                points = [count(engine, server.url, keep_alive, budget, work) for budget in BUDGETS]
+                points = [count(engine, url, keep_alive, budget, work) for budget in BUDGETS]
                 (r1, i1, q1), (r2, i2, q2) = points
                 per_request, in_request = (i2 - i1) / (r2 - r1), (q2 - q1) / (r2 - r1)
                 rows.append(
@@ -69,10 +61,6 @@ def main() -> int:
                     f"under Connections::request ({r1} and {r2} requests)",
                     flush=True,
                 )
-    finally:
-        if server:
-            server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     write_results(
         {
             "file": FILE,

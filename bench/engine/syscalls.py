@@ -13,10 +13,8 @@ requests. Results go to bench/engine/results/<date>-syscalls.json.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from bench.engine.bench import (
@@ -24,11 +22,11 @@ from bench.engine.bench import (
     FILES_BYTES,
     MODES,
     THROUGHPUT_CONNECTIONS,
-    raise_fd_limit,
+    engine_throughput,
     write_results,
+    wrk_throughput,
 )
-from bench.engine.generators import Measurement, run_engine, run_wrk
-from bench.engine.target import SERVER_CORE, start_nginx, write_files
+from bench.engine.target import served_files
 
 DEFAULT_DURATION_S = 3
 # Calls made less often than this per request are summed under "other".
@@ -40,29 +38,19 @@ def main() -> int:
     args = parse_args()
     if shutil.which("perf") is None:
         sys.exit("perf is needed (apt-get install linux-perf)")
-    raise_fd_limit(THROUGHPUT_CONNECTIONS * 4)
-    os.sched_setaffinity(0, {SERVER_CORE})
-    work = Path(tempfile.mkdtemp(prefix="loadfleet-syscalls-"))
-    server = None
     cases = []
-    try:
-        write_files(work / "docroot", FILES_BYTES)
-        server = start_nginx(work / "state", work / "docroot")
+    with served_files("loadfleet-syscalls-", FILES_BYTES, fd_limit=THROUGHPUT_CONNECTIONS * 4) as (url, work):
         for file in FILES_BYTES:
             for mode, keep_alive in MODES.items():
                 cases.append(
                     {
                         "file": file,
                         "mode": mode,
-                        "engine": count(args, "engine", server.url, file, keep_alive, work),
-                        "wrk": count(args, "wrk", server.url, file, keep_alive, work),
+                        "engine": count(args, "engine", url, file, keep_alive, work),
+                        "wrk": count(args, "wrk", url, file, keep_alive, work),
                     }
                 )
                 print_case(cases[-1])
-    finally:
-        if server:
-            server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     write_results(
         {
             "duration_s": args.duration_s,
@@ -87,26 +75,11 @@ def count(args: argparse.Namespace, generator: str, url: str, file: str, keep_al
     """One run of `generator` under perf stat: requests, and calls per request by name."""
     out = work / "perf.csv"
     wrap = ["perf", "stat", "-x,", "-o", str(out), "-e", "raw_syscalls:sys_enter", "-e", "syscalls:sys_enter_*", "--"]
-    m: Measurement
-    if generator == "engine":
-        m = run_engine(
-            args.engine,
-            url,
-            f"/{file}",
-            clients=THROUGHPUT_CONNECTIONS,
-            keep_alive=keep_alive,
-            duration_s=args.duration_s,
-            log=work / "engine.log",
-            wrap=wrap,
-        )
-    else:
-        m = run_wrk(
-            f"{url}/{file}",
-            connections=THROUGHPUT_CONNECTIONS,
-            keep_alive=keep_alive,
-            duration_s=args.duration_s,
-            wrap=wrap,
-        )
+    m = (
+        engine_throughput(args.engine, url, file, keep_alive, args.duration_s, work, wrap)
+        if generator == "engine"
+        else wrk_throughput(url, file, keep_alive, args.duration_s, wrap)
+    )
     calls = parse_perf(out.read_text())
     per_request = {name: n / m.requests for name, n in calls.items()}
     shown = {

@@ -4,12 +4,18 @@ would cost the server time, not the generator, but a quieter server is a steadie
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 
+from bench.limits import raise_fd_limit
 from loadfleet.targets.nginx import NginxServer
 
 HOST = "127.0.0.1"
@@ -62,3 +68,23 @@ def start_nginx(state_dir: Path, docroot: Path) -> BenchNginx:
         server.stop()
         raise
     return server
+
+
+@contextlib.contextmanager
+def served_files(prefix: str, sizes_bytes: dict[str, int], *, fd_limit: int) -> Iterator[tuple[str, Path]]:
+    """What every engine bench runs in: the open-files limit raised to `fd_limit`, this process
+    on the server's core (off the generator's), and nginx serving files of `sizes_bytes` from a
+    new work directory (named with `prefix`). Yields (the server's URL, the work directory);
+    stops nginx and removes the directory at the end."""
+    raise_fd_limit(fd_limit)
+    os.sched_setaffinity(0, {SERVER_CORE})
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    server = None
+    try:
+        write_files(work / "docroot", sizes_bytes)
+        server = start_nginx(work / "state", work / "docroot")
+        yield server.url, work
+    finally:
+        if server:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)

@@ -22,7 +22,6 @@ import datetime
 import json
 import os
 import platform
-import resource
 import secrets
 import shlex
 import shutil
@@ -40,6 +39,7 @@ from bench.fleet.fleetsim.plan import fleet_plan, row_shape
 from bench.fleet.fleetsim.procstat import ProcessSampler, RssGuard, mem_total_kb, rss_kb
 from bench.fleet.fleetsim.report import log_notes, markdown, summarize_run
 from bench.fleet.fleetsim.watch import RunRecord, follow_run, start_run, stop_run, wait_for_agents
+from bench.limits import raise_fd_limit
 from loadfleet.v1 import run_pb2_grpc
 
 HERE = Path(__file__).resolve().parent
@@ -397,19 +397,6 @@ def wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen, children:
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"the controller did not listen on port {port} within {timeout_s:g} s")
-
-
-def raise_fd_limit(needed: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft >= needed:
-        return
-    if hard != resource.RLIM_INFINITY and hard < needed:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (needed, needed))  # root may raise the hard limit
-            return
-        except (ValueError, OSError):
-            needed = hard
-    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
 def machine() -> dict:

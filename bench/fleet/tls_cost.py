@@ -34,12 +34,12 @@ from bench.fleet.bench import (
     SIM_CORES,
     free_port,
     machine,
-    raise_fd_limit,
     wait_for_port,
 )
 from bench.fleet.fleetsim import tls
 from bench.fleet.fleetsim.children import Children
 from bench.fleet.fleetsim.procstat import cpu_s
+from bench.limits import raise_fd_limit
 
 MODES = ("plaintext", "mutual TLS")
 READY_TIMEOUT_S = 120.0
