@@ -5,6 +5,7 @@ the project's interpreter, e.g. `.venv/bin/python -m bench.engine.bench --quick`
   fleet   the controller under a simulated fleet (bench, sim, domain, real, tls_cost; fleetsim)
   repro   the papers' studies on the lab and their findings (reproduce; reprokit)
   sink    the InfluxDB sink's write path (bench)
+  limits  the open-files limit every bench raises before it starts children
 
 Results are kept beside each bench (`<bench>/results/`); docs/benchmarks.md holds the figures.
 """
