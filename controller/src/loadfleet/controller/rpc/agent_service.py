@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 
 import grpc
 
@@ -35,7 +36,7 @@ class OncePerAgent:
         self._period_s = period_s
         self._last: dict[str, float] = {}
 
-    def warn(self, agent_id: str, message: str, *args) -> None:
+    def warn(self, agent_id: str, message: str, *args: object) -> None:
         now = time.monotonic()
         if now - self._last.get(agent_id, -self._period_s) >= self._period_s:
             self._last[agent_id] = now
@@ -147,7 +148,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         # behind a fleet's reports.
         self.inbox: Inbox[tuple[str, agent_pb2.AgentMessage, AgentSession]] = Inbox(lambda m: self._handle(*m))
 
-    async def Connect(self, request_iterator, context: grpc.aio.ServicerContext):
+    async def Connect(
+        self, request_iterator: AsyncIterator[agent_pb2.AgentMessage], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[agent_pb2.ControllerMessage]:
         try:
             first = await asyncio.wait_for(anext(request_iterator), HELLO_TIMEOUT_S)
         except (StopAsyncIteration, TimeoutError):
@@ -184,7 +187,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             session.close()
             registry.disconnected(identity.agent_id, "its session ended", session)
 
-    async def _read(self, agent_id: str, request_iterator, session: AgentSession) -> None:
+    async def _read(
+        self, agent_id: str, request_iterator: AsyncIterator[agent_pb2.AgentMessage], session: AgentSession
+    ) -> None:
         try:
             async for message in request_iterator:
                 if message.WhichOneof("body") == "heartbeat":

@@ -15,6 +15,8 @@ as ALREADY_EXISTS rather than as an unknown error.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import grpc
 
@@ -28,6 +30,7 @@ from loadfleet.controller.service.security import (
     Role,
     ServerSecurity,
 )
+from loadfleet.v1 import agent_pb2
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,7 @@ def authenticate(context: grpc.aio.ServicerContext, security: ServerSecurity) ->
     return principal
 
 
-def _certificate_holder(auth: dict) -> Principal:
+def _certificate_holder(auth: dict[str, Any]) -> Principal:
     """grpc has verified the chain against --tls-ca; the name is the common name, the role
     the one `loadfleet:role:` URI among the subject alternative names."""
     names = auth.get("x509_common_name") or []
@@ -89,11 +92,20 @@ def authorize(principal: Principal, method: str) -> None:
         )
 
 
+# A method's behaviour (a request, or the stream of them, and its context): one answer, or a stream.
+UnaryBehaviour = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+StreamingBehaviour = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
+
+
 class AuthInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, security: ServerSecurity):
         self._security = security
 
-    async def intercept_service(self, continuation, details: grpc.HandlerCallDetails):
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(details)
         if handler is None:
             return None
@@ -135,8 +147,8 @@ class _Guard:
         log.warning("%s from %s (%s): %s", self._method, principal.describe(), context.peer(), error)
         await abort(context, error)
 
-    def _unary(self, behaviour):
-        async def call(request, context):
+    def _unary(self, behaviour: Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]) -> UnaryBehaviour:
+        async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
             principal = await self._admit(context)
             try:
                 return await behaviour(self._requests(request, principal), context)
@@ -145,8 +157,10 @@ class _Guard:
 
         return call
 
-    def _streaming(self, behaviour):
-        async def call(request, context):
+    def _streaming(
+        self, behaviour: Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
+    ) -> StreamingBehaviour:
+        async def call(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             principal = await self._admit(context)
             try:
                 async for response in behaviour(self._requests(request, principal), context):
@@ -156,14 +170,16 @@ class _Guard:
 
         return call
 
-    def _requests(self, request, principal: Principal):
+    def _requests(self, request: Any, principal: Principal) -> Any:
         """The agent session's messages, its Hello checked against the caller's name."""
         if self._method != CONNECT or principal.role is None:
             return request
         return _own_name_only(request, principal)
 
 
-async def _own_name_only(requests, principal: Principal):
+async def _own_name_only(
+    requests: AsyncIterator[agent_pb2.AgentMessage], principal: Principal
+) -> AsyncIterator[agent_pb2.AgentMessage]:
     first = True
     async for message in requests:
         if first:

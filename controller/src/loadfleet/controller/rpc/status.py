@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import grpc
 
 from loadfleet.controller.model.errors import (
@@ -34,11 +36,13 @@ def status_code(error: LoadfleetError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-async def abort(context: grpc.aio.ServicerContext, error: LoadfleetError) -> None:
-    """Ends the call with the error's status (a plan's problems travel as PlanProblems)."""
+async def abort(context: grpc.aio.ServicerContext, error: LoadfleetError) -> NoReturn:
+    """Ends the call with the error's status (a plan's problems travel as PlanProblems):
+    raises what grpc's abort raises."""
     metadata: tuple[tuple[str, bytes], ...] = ()
     if isinstance(error, PlanError):
         from loadfleet.controller.rpc import convert  # convert imports the run machinery; only plan errors need it
 
         metadata = ((PLAN_PROBLEMS_KEY, convert.problems_to_proto(error.problems).SerializeToString()),)
     await context.abort(status_code(error), str(error), trailing_metadata=metadata)
+    raise AssertionError("grpc's abort raises")  # for the type checker: abort never returns
