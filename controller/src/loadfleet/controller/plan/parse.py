@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from loadfleet.controller.model.credentials import redact_query
@@ -184,15 +185,8 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], list[Request]]:
-    problems: list[Problem] = []
-    for i, target in enumerate(doc["targets"]):
-        problem = _url_problem(target["url"])
-        if problem:
-            problems.append(Problem(f"targets[{i}].url", problem))
-    if not any(t.get("weight", 1) > 0 for t in doc["targets"]):
-        problems.append(Problem("targets", "at least one target needs a weight above 0"))
-
+def _meaning_problems(doc: dict[str, Any], base_dir: Path | None) -> tuple[list[Problem], list[Request]]:
+    problems = _target_problems(doc["targets"])
     workload = doc.get("workload", {})  # absent only when a Gatling project defines it
     requests = [_request(r) for r in workload.get("requests", [])]
     if "manifest" in workload:
@@ -208,17 +202,34 @@ def _meaning_problems(doc: dict, base_dir: Path | None) -> tuple[list[Problem], 
     problems += course_problems(doc, base_dir)
     session = workload.get("session")
     if session:
-        names = {r.name for r in requests}
-        for i, step in enumerate(session["steps"]):
-            if step["request"] not in names:
-                problems.append(
-                    Problem(f"workload.session.steps[{i}].request", f"no request is named '{step['request']}'")
-                )
-        if doc["load"]["model"] == "open" and doc.get("driver", DEFAULT_DRIVER) == "gatling":
-            problems.append(
-                Problem("workload.session", "arriving users who walk a session (open model) need the engine driver")
-            )
+        problems += _session_problems(doc, session, requests)
     return problems, requests
+
+
+def _target_problems(targets: list[dict[str, Any]]) -> list[Problem]:
+    problems = [
+        Problem(f"targets[{i}].url", problem)
+        for i, target in enumerate(targets)
+        if (problem := _url_problem(target["url"]))
+    ]
+    if not any(t.get("weight", 1) > 0 for t in targets):
+        problems.append(Problem("targets", "at least one target needs a weight above 0"))
+    return problems
+
+
+def _session_problems(doc: dict[str, Any], session: dict[str, Any], requests: list[Request]) -> list[Problem]:
+    """Each step names a request of the workload; a session's users arrive open only in the engine."""
+    names = {r.name for r in requests}
+    problems = [
+        Problem(f"workload.session.steps[{i}].request", f"no request is named '{step['request']}'")
+        for i, step in enumerate(session["steps"])
+        if step["request"] not in names
+    ]
+    if doc["load"]["model"] == "open" and doc.get("driver", DEFAULT_DRIVER) == "gatling":
+        problems.append(
+            Problem("workload.session", "arriving users who walk a session (open model) need the engine driver")
+        )
+    return problems
 
 
 def _url_problem(url: str) -> str | None:
