@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.model.codec import from_doc
@@ -188,45 +189,14 @@ _STEP_COLUMNS = (
 )
 
 
-def steps_table(doc: dict) -> str:
+def steps_table(doc: dict[str, Any]) -> str:
     """The steps of a sweep from summary.json's document: one line each, then the knees,
     the USL fit and why the run stopped early."""
     steps = doc["steps"]
     width = max(len("step"), *(len(st["name"]) for st in steps))
     lines = [f"{'step':<{width}}" + "".join(f"  {t:>{w}}" for t, w in _STEP_COLUMNS) + "   (latency in ms)"]
     for st in steps:
-        values = (
-            st["servers"],
-            f"{st['offered']:g}",
-            f"{st['achieved_rps']:.1f}",
-            f"{st['ok_rps']:.1f}",
-            f"{st['bytes_per_s'] / 1e6:.2f}",
-            f"{st['error_pct']:.2f}",
-            f"{st['mean_ms']:.2f}",
-            f"{st['p99_ms']:.2f}",
-            f"{st['concurrent_conns']:.0f}",
-            st.get("peak_users", 0),  # a summary of before users were counted has none
-        )
-        flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
-        flag += (
-            "  generator-bound"
-            if st["generator_bound"]
-            else f"  {st['validity']}"
-            if st.get("validity", "valid") != "valid"
-            else ""
-        )
-        flag += f"  {st['losses']} share(s) lost" if st.get("losses") else ""
-        flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
-        lines.append(
-            f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS)) + flag
-        )
-        targets = st.get("targets", ())
-        if len(targets) > 1:  # servers side by side in the same minutes
-            lines += [
-                f"  {t['url']}: {t['achieved_rps']:.1f} req/s, {t['ok_rps']:.1f} ok/s, {t['error_pct']:.2f} % errors, "
-                f"mean {t['mean_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms"
-                for t in targets
-            ]
+        lines += _step_lines(st, width)
     for lv in doc.get("levels", []):
         if lv["repetitions"] > 1:
             lines.append(
@@ -242,6 +212,41 @@ def steps_table(doc: dict) -> str:
     if doc.get("stop"):
         lines.append(f"stopped early: {doc['stop']['text']}")
     return "\n".join(lines)
+
+
+def _step_lines(st: dict[str, Any], width: int) -> list[str]:
+    """A step's line (its figures, then what to know about it), and its targets' when several."""
+    values = (
+        st["servers"],
+        f"{st['offered']:g}",
+        f"{st['achieved_rps']:.1f}",
+        f"{st['ok_rps']:.1f}",
+        f"{st['bytes_per_s'] / 1e6:.2f}",
+        f"{st['error_pct']:.2f}",
+        f"{st['mean_ms']:.2f}",
+        f"{st['p99_ms']:.2f}",
+        f"{st['concurrent_conns']:.0f}",
+        st.get("peak_users", 0),  # a summary of before users were counted has none
+    )
+    flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
+    flag += (
+        "  generator-bound"
+        if st["generator_bound"]
+        else f"  {st['validity']}"
+        if st.get("validity", "valid") != "valid"
+        else ""
+    )
+    flag += f"  {st['losses']} share(s) lost" if st.get("losses") else ""
+    flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
+    lines = [f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS)) + flag]
+    targets = st.get("targets", ())
+    if len(targets) > 1:  # servers side by side in the same minutes
+        lines += [
+            f"  {t['url']}: {t['achieved_rps']:.1f} req/s, {t['ok_rps']:.1f} ok/s, {t['error_pct']:.2f} % errors, "
+            f"mean {t['mean_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms"
+            for t in targets
+        ]
+    return lines
 
 
 def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
