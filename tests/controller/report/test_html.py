@@ -215,7 +215,7 @@ def test_a_run_directory_without_intervals_still_reports(synthetic_run):
 
 
 def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
-    from loadfleet.controller.output.report.html import saturation_charts
+    from loadfleet.controller.output.report.saturation import saturation_charts
     from loadfleet.controller.output.report.svg import line_chart
 
     steps = [
@@ -235,7 +235,7 @@ def test_a_sweep_gets_saturation_charts_with_the_knee_marked():
 
 
 def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
-    from loadfleet.controller.output.report.html import saturation_charts, scalability_chart
+    from loadfleet.controller.output.report.saturation import saturation_charts, scalability_chart
 
     steps = [
         {"name": f"k{k}-s1", "offered": 10, "achieved_rps": 100.0 * k, "p99_ms": 2, "servers": k}
@@ -253,7 +253,7 @@ def test_a_server_sweep_gets_its_scalability_curve_and_usl_fit():
 
 
 def test_host_plots_of_a_sweep_over_servers_get_one_chart_per_server_count():
-    from loadfleet.controller.output.report.html import saturation_charts
+    from loadfleet.controller.output.report.saturation import saturation_charts
 
     def host(name, cpu):
         return {"host": name, "cpu_pct": cpu, "process_cpu_pct": cpu / 2}

@@ -17,6 +17,7 @@ from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from loadfleet.controller.output.report.phases import phases_section
 from loadfleet.controller.output.report.rundata import Points, RunData
+from loadfleet.controller.output.report.saturation import saturation_section
 from loadfleet.controller.output.report.svg import Chart, Marker, Series
 
 # More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
@@ -51,7 +52,7 @@ def render_report(run: RunData) -> str:
         *_gatling_section(run),
         *_hosts_section(s),
         *_targets_section(s),
-        *_saturation_section(s),
+        *saturation_section(s),
         "<h2>Over time</h2>",
         interactive.hint(),
         '<div class="charts">',
@@ -227,149 +228,6 @@ def failures_text(entry: dict) -> str:
     parts = [f"{kind} {n:,}" for kind, n in sorted(entry.get("errors", {}).items()) if n]
     parts += [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
     return ", ".join(parts) or "-"
-
-
-def saturation_charts(summary: dict) -> list[Chart]:
-    """For a sweep: achieved load and p99 against offered load, one line per server count,
-    with the knee marked; the offered load as a line of its own only where it is a rate
-    (open model: clients or users are no requests/s to compare with); the scalability
-    curve with its USL fit. Empty for a run of one step."""
-    steps = [s for s in summary.get("steps", []) if "offered" in s]
-    if len(steps) < 2:
-        return []
-    by_servers: dict[int, list[dict]] = {}
-    for step in steps:
-        by_servers.setdefault(int(step.get("servers") or 0), []).append(step)
-
-    def lines(field: str) -> tuple[Series, ...]:
-        return tuple(
-            Series(
-                _servers(n) if n and len(by_servers) > 1 else field.removesuffix("_ms").replace("_", " "),
-                tuple(sorted((float(s["offered"]), float(s.get(field) or 0)) for s in group)),
-            )
-            for n, group in sorted(by_servers.items())
-        )
-
-    found_knees = [k for k in summary.get("knees", []) if "offered" in k]
-
-    def knee_markers(names: set | None = None) -> tuple[Marker, ...]:
-        """The knees (of the steps in `names`, when given) as markers."""
-        return tuple(
-            Marker(float(k["offered"]), f"knee {k.get('name', '')}")
-            for k in found_knees
-            if names is None or k.get("name") in names
-        )
-
-    knees = knee_markers()
-    diagonal = (
-        (Series("offered", tuple(sorted({(float(s["offered"]), float(s["offered"])) for s in steps}))),)
-        if summary.get("load_model") == "open"
-        else ()
-    )
-    found = [
-        Chart(
-            "Achieved vs offered load",
-            "req/s",
-            (*lines("achieved_rps"), *diagonal),
-            x_label="offered load",
-            markers=knees,
-        ),
-        Chart("p99 vs offered load", "ms", lines("p99_ms"), x_label="offered load", markers=knees, log_y=True),
-    ]
-    # Per server count when a sweep changes it: one line per host over all steps would
-    # zigzag between the server counts' loads at the same offered level.
-    for n, group in sorted(by_servers.items()) if len(by_servers) > 1 else [(0, steps)]:
-        chart = _hosts_chart(group, knee_markers({s.get("name") for s in group}), f", {_servers(n)}" if n else "")
-        if chart is not None:
-            found.append(chart)
-    scaling = scalability_chart(summary)
-    return found + ([scaling] if scaling else [])
-
-
-def _servers(n: int) -> str:
-    return f"{n} server" if n == 1 else f"{n} servers"
-
-
-def _hosts_chart(steps: list[dict], knees: tuple[Marker, ...], title_suffix: str) -> Chart | None:
-    """Each monitored host's CPU and its servers' CPU against the steps' offered load."""
-    hosts = sorted({h["host"] for s in steps for h in s.get("hosts", ())})
-    if not hosts:
-        return None
-    return Chart(
-        "Monitored hosts' CPU vs offered load" + title_suffix,
-        "CPU %",
-        tuple(
-            Series(
-                f"{host} {label}",
-                tuple(
-                    sorted(
-                        (float(s["offered"]), float(h[field]))
-                        for s in steps
-                        for h in s.get("hosts", ())
-                        if h["host"] == host
-                    )
-                ),
-            )
-            for host in hosts
-            for field, label in (("cpu_pct", "host"), ("process_cpu_pct", "server (% of a core)"))
-        ),
-        x_label="offered load",
-        markers=knees,
-    )
-
-
-USL_CURVE_POINTS = 60
-
-
-def scalability_chart(summary: dict) -> Chart | None:
-    """Throughput against the number of servers (or clients, users) as measured, and the
-    USL curve fitted to it when there is a fit (steps judged invalid are not in it)."""
-    usl = summary.get("usl")
-    basis = usl["basis"] if usl else ("servers" if summary.get("scalability") else "")
-    if basis == "servers":
-        measured = tuple((float(r["servers"]), float(r["peak_ok_rps"])) for r in summary.get("scalability", ()))
-    elif basis:
-        measured = tuple(
-            sorted(
-                (float(s["offered"]), float(s.get("ok_rps", 0)))
-                for s in summary.get("steps", ())
-                if s.get("validity", "valid") != "invalid"
-            )
-        )
-    else:
-        return None
-    if len(measured) < 2:
-        return None
-    series = [Series("measured ok/s", measured)]
-    if usl:
-        low, high = min(n for n, _ in measured), max(n for n, _ in measured)
-        ns = [low + (high - low) * i / (USL_CURVE_POINTS - 1) for i in range(USL_CURVE_POINTS)]
-        series.append(
-            Series(
-                f"USL fit (σ {usl['sigma']:.3f}, κ {usl['kappa']:.5f})",
-                tuple((n, usl["lambda"] * n / (1 + usl["sigma"] * (n - 1) + usl["kappa"] * n * (n - 1))) for n in ns),
-            )
-        )
-    return Chart(f"Scalability: ok/s vs {basis}", "ok/s", tuple(series), x_label=basis)
-
-
-def _saturation_section(summary: dict) -> list[str]:
-    found = saturation_charts(summary)
-    notes = summary.get("analysis_notes") or []
-    if not found and not notes:
-        return []
-    advice = [
-        s["generator_advice"]
-        for s in summary.get("steps", ())
-        if s.get("validity", "valid") != "valid" and s.get("generator_advice")
-    ]
-    return [
-        "<h2>Saturation</h2>",
-        *(f"<p>{escape(n)}</p>" for n in (*notes, *advice)),
-        '<div class="charts">',
-        *(interactive.figure(c) for c in found),
-        "</div>",
-    ]
 
 
 def charts(run: RunData) -> list[Chart]:
