@@ -1,5 +1,6 @@
-"""Protobuf <-> controller dataclasses. The only module of the controller that reads
-or builds protobuf messages besides the servicers' plumbing.
+"""Protobuf <-> controller dataclasses on the agents' side (AgentService); runconvert.py is
+the operators' side (RunService). The two are the only modules of the controller that read
+or build protobuf messages besides the servicers' plumbing.
 
 An agent's message is checked here as it enters (bounds.py): a Hello or a report past a
 bound is refused (BadHello, BadReport), every text is made printable and cut, a heartbeat's
@@ -8,26 +9,18 @@ too large: counts saturate at their field's range."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict
 
-from loadfleet.controller.analysis.summary import NamedFigures, RunSummary
-from loadfleet.controller.fleet.agents import AgentIdentity, AgentRecord, AgentState, ClockOffset
+from loadfleet.controller.fleet.agents import AgentIdentity, ClockOffset
 from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
 from loadfleet.controller.fleet.scheduler import EngineShare, combine
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
-from loadfleet.controller.model.errors import Problem
-from loadfleet.controller.model.events import Event, EventKind
-from loadfleet.controller.model.figures import Figures, Latency
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.model.load import Load, LoadModel, Think
-from loadfleet.controller.model.verdict import Validity
-from loadfleet.controller.output.watchers import IntervalUpdate
 from loadfleet.controller.rpc import bounds
-from loadfleet.controller.run.run import RunState
-from loadfleet.v1 import agent_pb2, job_pb2, run_pb2, stats_pb2
+from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
 from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
 from loadfleet.wire.text import printable
@@ -341,163 +334,3 @@ def load_to_proto(load: Load) -> job_pb2.LoadShare:
             job_pb2.UsersModel(users=load.users, spawn_rate_per_s=load.spawn_rate, think=think_to_proto(load.think))
         )
     return share
-
-
-def problems_to_proto(problems: list[Problem]) -> run_pb2.PlanProblems:
-    return run_pb2.PlanProblems(problems=[run_pb2.PlanProblem(path=p.path, message=p.message) for p in problems])
-
-
-_EVENT_KINDS = {
-    EventKind.RUN_STARTED: run_pb2.EVENT_KIND_RUN_STARTED,
-    EventKind.RUN_FINISHED: run_pb2.EVENT_KIND_RUN_FINISHED,
-    EventKind.RUN_STOPPED: run_pb2.EVENT_KIND_RUN_STOPPED,
-    EventKind.AGENT_JOINED: run_pb2.EVENT_KIND_AGENT_JOINED,
-    EventKind.AGENT_LOST: run_pb2.EVENT_KIND_AGENT_LOST,
-    EventKind.JOB_FAILED: run_pb2.EVENT_KIND_JOB_FAILED,
-    EventKind.STEP_STARTED: run_pb2.EVENT_KIND_STEP_STARTED,
-    EventKind.STEP_FINISHED: run_pb2.EVENT_KIND_STEP_FINISHED,
-    EventKind.KNEE: run_pb2.EVENT_KIND_KNEE,
-    EventKind.STOP_CONDITION: run_pb2.EVENT_KIND_STOP_CONDITION,
-    EventKind.GENERATOR_BOUND: run_pb2.EVENT_KIND_GENERATOR_BOUND,
-    EventKind.TARGET_DOWN: run_pb2.EVENT_KIND_TARGET_DOWN,
-    EventKind.TARGET_UP: run_pb2.EVENT_KIND_TARGET_UP,
-    EventKind.LATE_REPORTS: run_pb2.EVENT_KIND_LATE_REPORTS,
-    EventKind.RUN_RECOVERED: run_pb2.EVENT_KIND_RUN_RECOVERED,
-    EventKind.DRIVER_READY: run_pb2.EVENT_KIND_DRIVER_READY,
-    EventKind.AGENT_LATE: run_pb2.EVENT_KIND_AGENT_LATE,
-    EventKind.AGENT_BACK: run_pb2.EVENT_KIND_AGENT_BACK,
-    EventKind.LOSS_POLICY: run_pb2.EVENT_KIND_LOSS_POLICY,
-    EventKind.ENGINE_FAILED: run_pb2.EVENT_KIND_ENGINE_FAILED,
-    EventKind.CLOCK_OFFSET: run_pb2.EVENT_KIND_CLOCK_OFFSET,
-    EventKind.SPOOL_DROPPED: run_pb2.EVENT_KIND_SPOOL_DROPPED,
-    EventKind.DISK_FULL: run_pb2.EVENT_KIND_DISK_FULL,
-    EventKind.CONTROLLER_STALLED: run_pb2.EVENT_KIND_CONTROLLER_STALLED,
-}
-
-_RUN_STATES = {
-    RunState.STARTING: run_pb2.RUN_STATE_STARTING,
-    RunState.RUNNING: run_pb2.RUN_STATE_RUNNING,
-    RunState.FINISHED: run_pb2.RUN_STATE_FINISHED,
-    RunState.STOPPED: run_pb2.RUN_STATE_STOPPED,
-    RunState.FAILED: run_pb2.RUN_STATE_FAILED,
-    RunState.INTERRUPTED: run_pb2.RUN_STATE_INTERRUPTED,
-}
-
-_AGENT_STATES = {
-    AgentState.IDLE: run_pb2.AGENT_STATE_IDLE,
-    AgentState.BUSY: run_pb2.AGENT_STATE_BUSY,
-    AgentState.LOST: run_pb2.AGENT_STATE_LOST,
-}
-
-
-def event_to_proto(e: Event) -> run_pb2.RunEvent:
-    return run_pb2.RunEvent(at_ms=e.at_ms, kind=_EVENT_KINDS[e.kind], agent_id=e.agent_id, text=e.text)
-
-
-_UINT64_MAX = 2**64 - 1
-
-
-def _u64(n: int) -> int:
-    """A count for a uint64 field: saturated at its range, never an error. Counts are bounded
-    where they enter (bounds.py); this keeps one run's impossible figure from failing every
-    caller of ListRuns or WatchRun, whatever got past."""
-    return min(max(n, 0), _UINT64_MAX)
-
-
-def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
-    f = u.figures
-    return run_pb2.IntervalSummary(
-        interval_start_ms=u.interval_start_ms,
-        agents=u.agents,
-        requests=_u64(f.requests),
-        errors=_u64(f.failed),
-        rps=f.rps,
-        mb_per_s=f.mb_per_s,
-        p50_ms=f.latency.p50_ms,
-        p99_ms=f.latency.p99_ms,
-        missing_agents=u.missing,
-        lost_agents=u.lost,
-        validity=_VALIDITIES[u.verdict.validity],
-        validity_reasons=u.verdict.reasons_text(),
-        users=_u64(u.users),
-    )
-
-
-_VALIDITIES = {
-    Validity.VALID: run_pb2.VALIDITY_VALID,
-    Validity.SUSPECT: run_pb2.VALIDITY_SUSPECT,
-    Validity.INVALID: run_pb2.VALIDITY_INVALID,
-}
-
-
-def _latency_to_proto(lat: Latency) -> run_pb2.Latency:
-    return run_pb2.Latency(**vars(lat))
-
-
-def _totals_to_proto(n: NamedFigures) -> run_pb2.Totals:
-    f: Figures = n.figures
-    return run_pb2.Totals(
-        name=n.name,
-        requests=_u64(f.requests),
-        ok=_u64(f.ok),
-        errors=_u64(f.failed),
-        rps=f.rps,
-        mb_per_s=f.mb_per_s,
-        error_pct=f.error_pct,
-        latency=_latency_to_proto(f.latency),
-    )
-
-
-def summary_to_proto(s: RunSummary) -> run_pb2.RunSummary:
-    return run_pb2.RunSummary(
-        run_id=s.run_id,
-        state=_RUN_STATES[RunState(s.state)],
-        message=s.message,
-        run_dir=s.run_dir,
-        duration_s=s.duration_s,
-        total=_totals_to_proto(s.total),
-        targets=[_totals_to_proto(t) for t in s.targets],
-        requests=[_totals_to_proto(r) for r in s.requests],
-        agents=[_totals_to_proto(a) for a in s.agents],
-        summary_json=json.dumps(s.to_json(), indent=2),
-    )
-
-
-def agent_to_proto(r: AgentRecord) -> run_pb2.AgentInfo:
-    i = r.identity
-    return run_pb2.AgentInfo(
-        agent_id=i.agent_id,
-        hostname=i.hostname,
-        cores=i.cores,
-        version=i.version,
-        labels=dict(i.labels),
-        state=_AGENT_STATES[r.state],
-        last_seen_ms=r.last_seen_ms,
-        health=health_to_proto(r.health),
-        monitors=i.monitor.describe() if i.monitor else "",
-        allow_targets=list(i.allow_targets),
-        clock_measured=r.clock is not None,
-        clock_offset_ms=r.clock.offset_ms if r.clock else 0,
-        clock_rtt_ms=r.clock.rtt_ms if r.clock else 0,
-    )
-
-
-def run_to_proto(run) -> run_pb2.RunInfo:
-    """A running `Run` or an `EndedRun`."""
-    return run_pb2.RunInfo(
-        run_id=run.run_id,
-        plan_name=run.plan_name,
-        state=_RUN_STATES[run.state],
-        started_ms=run.started_ms,
-        finished_ms=run.finished_ms,
-        requests=_u64(run.total_requests),
-        run_dir=str(run.run_dir),
-    )
-
-
-def update_to_proto(update) -> run_pb2.RunUpdate:
-    if isinstance(update, IntervalUpdate):
-        return run_pb2.RunUpdate(interval=interval_to_proto(update))
-    if isinstance(update, Event):
-        return run_pb2.RunUpdate(event=event_to_proto(update))
-    return run_pb2.RunUpdate(finished=summary_to_proto(update))

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from loadfleet.controller.model.errors import LoadfleetError, PlanError
-from loadfleet.controller.rpc import convert
+from loadfleet.controller.rpc import runconvert
 from loadfleet.controller.rpc.status import abort
 from loadfleet.controller.run.run import Run
 from loadfleet.controller.service.controller import Controller, EndedRun
@@ -33,7 +33,7 @@ class RunServicer(run_pb2_grpc.RunServiceServicer):
         run = await self._get_run(request.run_id, context)
         follower = run.follow()
         while (update := await follower.get()) is not None:
-            yield convert.update_to_proto(update)
+            yield runconvert.update_to_proto(update)
 
     async def StopRun(
         self, request: run_pb2.StopRunRequest, context: grpc.aio.ServicerContext
@@ -45,12 +45,14 @@ class RunServicer(run_pb2_grpc.RunServiceServicer):
     async def ListAgents(
         self, request: run_pb2.ListAgentsRequest, context: grpc.aio.ServicerContext
     ) -> run_pb2.ListAgentsResponse:
-        return run_pb2.ListAgentsResponse(agents=[convert.agent_to_proto(r) for r in self._controller.registry.all()])
+        return run_pb2.ListAgentsResponse(
+            agents=[runconvert.agent_to_proto(r) for r in self._controller.registry.all()]
+        )
 
     async def ListRuns(
         self, request: run_pb2.ListRunsRequest, context: grpc.aio.ServicerContext
     ) -> run_pb2.ListRunsResponse:
-        return run_pb2.ListRunsResponse(runs=[convert.run_to_proto(r) for r in self._controller.runs()])
+        return run_pb2.ListRunsResponse(runs=[runconvert.run_to_proto(r) for r in self._controller.runs()])
 
     async def _get_run(self, run_id: str, context: grpc.aio.ServicerContext) -> Run | EndedRun:
         try:

@@ -41,8 +41,8 @@ async def abort(context: grpc.aio.ServicerContext, error: LoadfleetError) -> NoR
     raises what grpc's abort raises."""
     metadata: tuple[tuple[str, bytes], ...] = ()
     if isinstance(error, PlanError):
-        from loadfleet.controller.rpc import convert  # convert imports the run machinery; only plan errors need it
+        from loadfleet.controller.rpc import runconvert  # it imports the run machinery; only plan errors need it
 
-        metadata = ((PLAN_PROBLEMS_KEY, convert.problems_to_proto(error.problems).SerializeToString()),)
+        metadata = ((PLAN_PROBLEMS_KEY, runconvert.problems_to_proto(error.problems).SerializeToString()),)
     await context.abort(status_code(error), str(error), trailing_metadata=metadata)
     raise AssertionError("grpc's abort raises")  # for the type checker: abort never returns
