@@ -20,7 +20,7 @@ class ControllerSample:
     rss_mb: float
     agents: int  # agents connected
 
-    def csv_row(self) -> list:
+    def csv_row(self) -> list[float | int]:
         return [self.at_ms, round(self.loop_lag_ms, 1), round(self.cpu_pct, 1), round(self.rss_mb, 1), self.agents]
 
 

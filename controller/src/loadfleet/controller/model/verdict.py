@@ -5,6 +5,7 @@ that give them are in analysis/validity.py).
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -27,7 +28,7 @@ class Validity(enum.StrEnum):
 _RANKS = {Validity.VALID: 0, Validity.SUSPECT: 1, Validity.INVALID: 2}
 
 
-def worst(validities) -> Validity:
+def worst(validities: Iterable[Validity]) -> Validity:
     return max(validities, key=lambda v: v.rank, default=Validity.VALID)
 
 

@@ -33,8 +33,8 @@ class Target:
     weight: int = 1
     name: str = ""  # for `--target NAME=URL` (target_urls) to replace its url
 
-    def to_doc(self) -> dict:
-        doc: dict = {"url": self.url, "weight": self.weight}
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"url": self.url, "weight": self.weight}
         if self.name:
             doc["name"] = self.name
         return doc
@@ -175,7 +175,7 @@ class Plan:
         return yamlsafe.dump(doc)
 
 
-def _request_doc(r: Request) -> dict:
+def _request_doc(r: Request) -> dict[str, Any]:
     doc = {"name": r.name, "method": r.method, "path": r.path, "weight": r.weight}
     if r.headers:
         doc["headers"] = dict(r.headers)
@@ -184,8 +184,8 @@ def _request_doc(r: Request) -> dict:
     return doc
 
 
-def _agents_doc(a: AgentSelection) -> dict:
-    doc: dict = {"wait_s": a.wait_s}
+def _agents_doc(a: AgentSelection) -> dict[str, Any]:
+    doc: dict[str, Any] = {"wait_s": a.wait_s}
     if a.count is not None:
         doc["count"] = a.count
     if a.labels:

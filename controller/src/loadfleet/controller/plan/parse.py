@@ -44,7 +44,8 @@ from loadfleet.controller.plan.model import (
     SessionStep,
     Target,
 )
-from loadfleet.controller.plan.schema import plan_schema, schema_problems  # noqa: F401 (plan_schema: the CLI and tests read it here)
+from loadfleet.controller.plan.schema import plan_schema as plan_schema  # re-exported: the CLI and tests read it here
+from loadfleet.controller.plan.schema import schema_problems
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.wire.allowlist import ipv4_form_problem
@@ -126,7 +127,7 @@ def parse_plan(
     return plan
 
 
-def _replace_target_urls(doc: dict, target_urls: Mapping[str, str]) -> list[Problem]:
+def _replace_target_urls(doc: dict[str, Any], target_urls: Mapping[str, str]) -> list[Problem]:
     """Gives named targets their new urls (checked like the plan's own), so one plan runs
     against a lab and against real hosts unchanged."""
     named: dict[str, int] = {}
@@ -148,7 +149,7 @@ def _replace_target_urls(doc: dict, target_urls: Mapping[str, str]) -> list[Prob
     return problems
 
 
-def _confinement_problems(doc: dict) -> list[Problem]:
+def _confinement_problems(doc: dict[str, Any]) -> list[Problem]:
     """What a confined plan may not do: make its reader open files."""
     problems = []
     if "manifest" in doc.get("workload", {}):
@@ -256,14 +257,14 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def _session(doc: dict | None) -> Session | None:
+def _session(doc: dict[str, Any] | None) -> Session | None:
     if not doc:
         return None
     steps = tuple(SessionStep(s["request"], Think.from_doc(s.get("think"))) for s in doc["steps"])
     return Session(steps, doc.get("repeat", 0))
 
 
-def _request(doc: dict) -> Request:
+def _request(doc: dict[str, Any]) -> Request:
     return Request(
         name=doc.get("name", redact_query(doc["path"])),  # a name is shown everywhere, a credential nowhere
         path=doc["path"],
@@ -274,7 +275,7 @@ def _request(doc: dict) -> Request:
     )
 
 
-def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path | None = None) -> Plan:
+def _build(doc: dict[str, Any], requests: list[Request], default_name: str, base_dir: Path | None = None) -> Plan:
     load = doc["load"]
     timeouts = doc.get("timeouts", {})
     agents = doc.get("agents", {})
@@ -311,7 +312,7 @@ def _build(doc: dict, requests: list[Request], default_name: str, base_dir: Path
     )
 
 
-def _gatling(doc: dict | None, base_dir: Path | None) -> GatlingOptions | None:
+def _gatling(doc: dict[str, Any] | None, base_dir: Path | None) -> GatlingOptions | None:
     if doc is None:
         return None
     project = ""

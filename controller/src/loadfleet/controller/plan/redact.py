@@ -17,7 +17,7 @@ from loadfleet.controller.plan.model import Plan
 _NOTE = "# Values of credential headers and query parameters are redacted in the run directory (docs/security.md).\n"
 
 
-def _redacted_headers(headers):
+def _redacted_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     return type(headers)((k, REDACTED if is_sensitive(k) else v) for k, v in headers)
 
 

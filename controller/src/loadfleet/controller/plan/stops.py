@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from loadfleet.wire.stats import StatsRow
 
@@ -47,7 +48,7 @@ class StopConditions:
     latency: LatencyStop | None = None
 
     @classmethod
-    def from_doc(cls, doc: dict | None) -> StopConditions | None:
+    def from_doc(cls, doc: dict[str, Any] | None) -> StopConditions | None:
         if not doc:
             return None
         err, lat = doc.get("error_pct"), doc.get("latency")
@@ -63,8 +64,8 @@ class StopConditions:
             else None,
         )
 
-    def to_doc(self) -> dict:
-        doc: dict = {}
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
         if self.error_pct:
             doc["error_pct"] = {"above": self.error_pct.above_pct, "for_s": self.error_pct.for_s}
         if self.latency:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Sweep:
     spawn_rates: tuple[float, ...] = ()
 
     @classmethod
-    def from_doc(cls, doc: dict | None) -> Sweep | None:
+    def from_doc(cls, doc: dict[str, Any] | None) -> Sweep | None:
         if not doc:
             return None
         steps = doc["steps"]
@@ -37,12 +38,12 @@ class Sweep:
         """The spawn rate of the level at this 1-based position (0: the plan's)."""
         return self.spawn_rates[level_index - 1] if self.spawn_rates else 0.0
 
-    def to_doc(self) -> dict:
+    def to_doc(self) -> dict[str, Any]:
         steps = [
             [_number(v), _number(rate)] if rate else _number(v)
             for v, rate in zip(self.levels, self.spawn_rates or (0.0,) * len(self.levels))
         ]
-        doc: dict = {"steps": steps, "step_s": self.step_s, "warmup_s": self.warmup_s, "repeat": self.repeat}
+        doc: dict[str, Any] = {"steps": steps, "step_s": self.step_s, "warmup_s": self.warmup_s, "repeat": self.repeat}
         if self.servers:
             doc["servers"] = list(self.servers)
         if self.stop_at_knee:

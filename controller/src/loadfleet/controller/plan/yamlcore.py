@@ -53,7 +53,7 @@ _RESOLVERS = (
 )
 
 
-class CoreSchemaError(yaml.constructor.ConstructorError):
+class CoreSchemaError(yaml.constructor.ConstructorError):  # type: ignore[misc]  # PyYAML: no type information
     """A scalar tagged as a type (`!!int 1:30`) whose text is not of that type in YAML 1.2."""
 
 

@@ -52,7 +52,7 @@ MAX_NODES = 30_000
 _Parser: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # Any: a base class chosen at run time
 
 
-class _Loader(_Parser):
+class _Loader(_Parser):  # type: ignore[misc]  # PyYAML has no type information here
     """The safe loader, reading plain scalars by the YAML 1.2 core schema (yamlcore.py)."""
 
 
@@ -330,7 +330,7 @@ def _short(text: str, limit: int = 60) -> str:
 _Emitter: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: 3x faster for a resolved plan
 
 
-class _NoAliasDumper(_Emitter):
+class _NoAliasDumper(_Emitter):  # type: ignore[misc]  # PyYAML has no type information here
     """Writes every value in full: what we write must load back under MAX_ALIASES; and
     quotes text that either YAML 1.1 or 1.2 would read as another type."""
 
