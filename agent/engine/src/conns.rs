@@ -5,7 +5,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::failure::Failure;
-use crate::http::{self, Connection};
+use crate::http::{self, Connection, Handshakes};
 use crate::phases::Phases;
 use crate::shared::Shared;
 use crate::socket::Socket;
@@ -110,34 +110,20 @@ impl Connections {
         // Set when this request opened a connection (the one its response came on).
         let mut handshakes = None;
         loop {
-            let reused = match &mut self.held[target] {
-                Some(held) => {
-                    shared.stats.borrow_mut().connection_moved(held.owner, slot);
-                    held.owner = slot;
-                    true
-                }
-                None => {
-                    let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
-                    let (addr, tls) = (job.targets[target].next_addr(), job.targets[target].tls.as_ref());
-                    // Only plain TCP reuses sockets (see socket.rs).
-                    let spare = if tls.is_none() { self.spare_socket(addr.is_ipv6()) } else { None };
-                    let timer = &mut self.connect_timer;
-                    match http::connect(addr, started, timer, tls, buffer, &shared.reactor, spare).await {
-                        Ok((connection, opened)) => {
-                            shared.stats.borrow_mut().connection_opened(slot);
-                            self.held[target] = Some(Held { connection, owner: slot });
-                            handshakes = Some(opened);
-                            started += opened.connect + opened.tls.unwrap_or_default();
-                            false
-                        }
-                        Err(failure) => {
-                            pause_after_failed_connect(failure.kind).await;
-                            return failed(failure, 0);
-                        }
+            let reused = self.reuse(target, slot);
+            if !reused {
+                match self.open(target, slot, started).await {
+                    Ok(opened) => {
+                        handshakes = Some(opened);
+                        started += opened.connect + opened.tls.unwrap_or_default();
+                    }
+                    Err(failure) => {
+                        pause_after_failed_connect(failure.kind).await;
+                        return failed(failure, 0);
                     }
                 }
-            };
-            let connection = &mut self.held[target].as_mut().expect("held above").connection;
+            }
+            let connection = &mut self.held[target].as_mut().expect("held or opened above").connection;
             bytes_out += wire.len() as u64;
             // The request timeout runs from when the request can go (connected, if it had to).
             match self
@@ -145,19 +131,7 @@ impl Connections {
                 .run(started, connection.exchange(wire, request.head, recent_head, &shared.discard))
                 .await
             {
-                Some(Ok(response)) => {
-                    if !(response.reusable && job.keep_alive) {
-                        self.close(target, true);
-                    }
-                    let phases = Phases {
-                        connect: handshakes.map(|h| h.connect),
-                        tls: handshakes.and_then(|h| h.tls),
-                        waiting: response.waiting,
-                        receiving: response.receiving,
-                    };
-                    let outcome = Outcome::Response { status: response.status, phases };
-                    return Ended { outcome, bytes_in: response.bytes_in, bytes_out, at: Some(response.done) };
-                }
+                Some(Ok(response)) => return self.responded(target, &response, handshakes, bytes_out),
                 Some(Err(failure)) => {
                     self.close(target, false);
                     // An idle keep-alive connection the server had already closed: not the
@@ -175,6 +149,52 @@ impl Connections {
                 }
             }
         }
+    }
+
+    /// Whether the target has a kept-alive connection; if so, it now carries a request of `slot`.
+    fn reuse(&mut self, target: usize, slot: usize) -> bool {
+        let Some(held) = &mut self.held[target] else {
+            return false;
+        };
+        self.shared.stats.borrow_mut().connection_moved(held.owner, slot);
+        held.owner = slot;
+        true
+    }
+
+    /// Opens a connection to the target for a request of `slot`, from `started`.
+    async fn open(&mut self, target: usize, slot: usize, started: Instant) -> Result<Handshakes, Failure> {
+        let shared = Rc::clone(&self.shared);
+        let target_spec = &shared.job.targets[target];
+        let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
+        let (addr, tls) = (target_spec.next_addr(), target_spec.tls.as_ref());
+        // Only plain TCP reuses sockets (see socket.rs).
+        let spare = if tls.is_none() { self.spare_socket(addr.is_ipv6()) } else { None };
+        let timer = &mut self.connect_timer;
+        let (connection, opened) = http::connect(addr, started, timer, tls, buffer, &shared.reactor, spare).await?;
+        shared.stats.borrow_mut().connection_opened(slot);
+        self.held[target] = Some(Held { connection, owner: slot });
+        Ok(opened)
+    }
+
+    /// How a request that got `response` ended; its connection is closed unless kept alive.
+    fn responded(
+        &mut self,
+        target: usize,
+        response: &http::Response,
+        handshakes: Option<Handshakes>,
+        bytes_out: u64,
+    ) -> Ended {
+        if !(response.reusable && self.shared.job.keep_alive) {
+            self.close(target, true);
+        }
+        let phases = Phases {
+            connect: handshakes.map(|h| h.connect),
+            tls: handshakes.and_then(|h| h.tls),
+            waiting: response.waiting,
+            receiving: response.receiving,
+        };
+        let outcome = Outcome::Response { status: response.status, phases };
+        Ended { outcome, bytes_in: response.bytes_in, bytes_out, at: Some(response.done) }
     }
 
     /// `ended`: the last response was read to its end and nothing more goes over the connection.

@@ -45,35 +45,52 @@ async fn engine() -> ExitCode {
     let (sender, mut commands) = mpsc::unbounded_channel();
     tokio::task::spawn_local(read_commands(sender));
 
-    let spec = loop {
+    let Some(spec) = first_job(&mut commands).await else {
+        return ExitCode::SUCCESS;
+    };
+    let run = match prepare(&spec) {
+        Ok(run) => run,
+        Err(message) => {
+            emit(Event::Failed(pb::EngineFailed { message }));
+            return ExitCode::from(1);
+        }
+    };
+    steer(run, &mut commands).await;
+    emit(Event::Finished(pb::EngineFinished {}));
+    ExitCode::SUCCESS
+}
+
+/// The job of the first start command; None when the agent stops the engine before (finished
+/// is sent) or is gone.
+async fn first_job(commands: &mut mpsc::UnboundedReceiver<Command>) -> Option<pb::JobSpec> {
+    loop {
         match commands.recv().await {
-            Some(Command::Start(spec)) => break spec,
+            Some(Command::Start(spec)) => return Some(spec),
             Some(Command::Stop(_)) => {
                 emit(Event::Finished(pb::EngineFinished {}));
-                return ExitCode::SUCCESS;
+                return None;
             }
             Some(Command::Adjust(_)) => eprintln!("loadfleet-engine: adjust before start ignored"),
             Some(Command::Budget(_)) => eprintln!("loadfleet-engine: budget before start ignored"),
-            None => return ExitCode::SUCCESS,
+            None => return None,
         }
-    };
-    let job = match Job::from_spec(&spec) {
-        Ok(job) => job,
-        Err(message) => {
-            eprintln!("loadfleet-engine: cannot run job {}: {message}", spec.job_id);
-            emit(Event::Failed(pb::EngineFailed { message }));
-            return ExitCode::from(1);
-        }
-    };
-    let run = match Run::new(job) {
-        Ok(run) => run,
-        Err(e) => {
-            let message = format!("cannot start the engine's reactor: {e}");
-            eprintln!("loadfleet-engine: {message}");
-            emit(Event::Failed(pb::EngineFailed { message }));
-            return ExitCode::from(1);
-        }
-    };
+    }
+}
+
+/// The run of the job, or why it cannot run (the spec's problems, or the reactor's failure).
+fn prepare(spec: &pb::JobSpec) -> Result<Run, String> {
+    let job = Job::from_spec(spec).inspect_err(|message| {
+        eprintln!("loadfleet-engine: cannot run job {}: {message}", spec.job_id);
+    })?;
+    Run::new(job).map_err(|e| {
+        let message = format!("cannot start the engine's reactor: {e}");
+        eprintln!("loadfleet-engine: {message}");
+        message
+    })
+}
+
+/// Runs the job to its end, following the agent's commands meanwhile.
+async fn steer(run: Run, commands: &mut mpsc::UnboundedReceiver<Command>) {
     let steering = run.steering();
     let mut running = tokio::task::spawn_local(run.execute(|report| emit(Event::Interval(report))));
     loop {
@@ -90,8 +107,6 @@ async fn engine() -> ExitCode {
             },
         }
     }
-    emit(Event::Finished(pb::EngineFinished {}));
-    ExitCode::SUCCESS
 }
 
 /// Forwards commands; the end of stdin means the agent is gone, and the engine exits at once.

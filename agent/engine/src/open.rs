@@ -66,16 +66,10 @@ pub async fn schedule(
     origin: Instant,
     end: Instant,
 ) {
-    let job = &shared.job;
-    let mut rng = Rng::new(u64::from(std::process::id()) ^ 0x5eed);
-    // Due times are seconds since `origin` in f64: summing whole-nanosecond gaps instead
-    // would drift early (1/300 s is 3,333,333 ns) and let one more request in before the end.
+    let rng = Rng::new(u64::from(std::process::id()) ^ 0x5eed);
     let end_s = end.duration_since(origin).as_secs_f64();
-    let at = |s: f64| origin + Duration::from_secs_f64(s);
-    // The next request is due `unit_gap / rate` after the last one; keeping the gap in
-    // units of the rate lets a ramp or an adjust change the spacing at once.
-    let mut last_due_s = 0.0;
-    let mut unit_gap = 0.0; // the first request is due at the start
+    // The first request is due at the start.
+    let mut scheduler = Scheduler { shared, arrivals, rng, poisson, origin, end_s, last_due_s: 0.0, unit_gap: 0.0 };
     loop {
         let Control { stopped, rate_per_s, .. } = *control.borrow_and_update();
         if stopped {
@@ -87,51 +81,92 @@ pub async fn schedule(
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
                 _ = control.changed() => {}
             }
-            last_due_s = origin.elapsed().as_secs_f64();
+            scheduler.last_due_s = origin.elapsed().as_secs_f64();
             continue;
         }
-        let now_s = origin.elapsed().as_secs_f64();
-        let mut next_s = last_due_s + unit_gap / rate_per_s;
-        let mut spent = false;
+        match scheduler.fall_due(&control, rate_per_s) {
+            Fell::AtEnd => return,
+            // The budget is spent: wait for more (a lost agent's share handed over) or the end.
+            Fell::BudgetSpent => {
+                if control.changed().await.is_err() {
+                    return;
+                }
+            }
+            Fell::NextAt(next) => tokio::select! {
+                () = tokio::time::sleep_until(next.into()) => {}
+                _ = control.changed() => {}
+            },
+        }
+    }
+}
+
+/// Where the schedule stands. Due times are seconds since `origin` in f64: summing
+/// whole-nanosecond gaps instead would drift early (1/300 s is 3,333,333 ns) and let one more
+/// request in before the end. The next arrival is due `unit_gap / rate` after the last one;
+/// keeping the gap in units of the rate lets a ramp or an adjust change the spacing at once.
+struct Scheduler {
+    shared: Rc<Shared>,
+    arrivals: Arrivals,
+    rng: Rng,
+    poisson: bool,
+    origin: Instant,
+    end_s: f64,
+    last_due_s: f64,
+    unit_gap: f64,
+}
+
+/// How far `Scheduler::fall_due` got.
+enum Fell {
+    /// Nothing more falls due before the end.
+    AtEnd,
+    BudgetSpent,
+    /// Everything due by now fell due; the next arrival is due then.
+    NextAt(Instant),
+}
+
+impl Scheduler {
+    /// Makes every arrival due by now at `rate_per_s` (above 0) fall due.
+    fn fall_due(&mut self, control: &watch::Receiver<Control>, rate_per_s: f64) -> Fell {
+        let now_s = self.origin.elapsed().as_secs_f64();
+        let mut next_s = self.last_due_s + self.unit_gap / rate_per_s;
         while next_s <= now_s {
             // Nothing falls due at or after the end (give or take rounding), however late the
             // run loop notices the end.
-            if next_s >= end_s - 1e-9 {
-                return;
+            if next_s >= self.end_s - 1e-9 {
+                return Fell::AtEnd;
             }
-            if !shared.take_ticket() {
-                spent = true;
-                break;
+            if !self.shared.take_ticket() {
+                return Fell::BudgetSpent;
             }
-            let target = job.target_choice.pick(&mut rng);
-            match &arrivals {
-                Arrivals::Requests(backlog) => {
-                    let request = job.request_choice.pick(&mut rng);
-                    let slot = shared.stats.borrow().slot(target, job.requests[request].name);
-                    let mut stats = shared.stats.borrow_mut();
-                    stats.scheduled(slot);
-                    // Each request of the open model is a user of its own, from its due time on.
-                    stats.user_enters(slot);
-                    drop(stats);
-                    backlog.push(Due { at: at(next_s), target, request });
-                }
-                Arrivals::Users(visitors) => visitors.arrive(&shared, &control, at(next_s), target),
-            }
-            last_due_s = next_s;
-            unit_gap = if poisson { rng.exponential() } else { 1.0 };
-            next_s = last_due_s + unit_gap / rate_per_s;
+            self.arrive(control, self.at(next_s));
+            self.last_due_s = next_s;
+            self.unit_gap = if self.poisson { self.rng.exponential() } else { 1.0 };
+            next_s = self.last_due_s + self.unit_gap / rate_per_s;
         }
-        if spent {
-            // The budget is spent: wait for more (a lost agent's share handed over) or the end.
-            if control.changed().await.is_err() {
-                return;
+        Fell::NextAt(self.at(next_s))
+    }
+
+    /// One arrival, due at `due`: a request for the workers, or a user.
+    fn arrive(&mut self, control: &watch::Receiver<Control>, due: Instant) {
+        let (shared, job) = (&self.shared, &self.shared.job);
+        let target = job.target_choice.pick(&mut self.rng);
+        match &self.arrivals {
+            Arrivals::Requests(backlog) => {
+                let request = job.request_choice.pick(&mut self.rng);
+                let slot = shared.stats.borrow().slot(target, job.requests[request].name);
+                let mut stats = shared.stats.borrow_mut();
+                stats.scheduled(slot);
+                // Each request of the open model is a user of its own, from its due time on.
+                stats.user_enters(slot);
+                drop(stats);
+                backlog.push(Due { at: due, target, request });
             }
-            continue;
+            Arrivals::Users(visitors) => visitors.arrive(shared, control, due, target),
         }
-        tokio::select! {
-            () = tokio::time::sleep_until(at(next_s).into()) => {}
-            _ = control.changed() => {}
-        }
+    }
+
+    fn at(&self, s: f64) -> Instant {
+        self.origin + Duration::from_secs_f64(s)
     }
 }
 

@@ -103,13 +103,7 @@ impl Run {
         let interval = job.interval_ms as i64;
         let start_ms = job.start_at_ms.max(now_ms());
         let end_ms = start_ms + job.duration_ms as i64;
-        tokio::select! {
-            () = sleep_until_ms(job.start_at_ms) => {}
-            _ = self.control.wait_for(|c| c.stopped) => {}
-        }
-        // The load's clock starts at the barrier, not when this task woke up (a few ms later
-        // on a busy host): an open model then schedules exactly rate × duration requests.
-        let origin = Instant::now() - Duration::from_millis((now_ms() - start_ms).max(0) as u64);
+        let origin = self.wait_for_start(start_ms).await;
         let mut load = job.load.clone();
         let mut load_since = origin;
         if let Model::Open { poisson, max_connections, .. } = load.model {
@@ -120,13 +114,7 @@ impl Run {
         // a fraction of an interval still reports on the others' grid.
         let mut interval_start = job.start_at_ms + (now_ms() - job.start_at_ms).max(0) / interval * interval;
         loop {
-            if let Some(adjusted) = self.steering.adjusted.borrow_mut().take() {
-                if adjusted.is_open() == load.is_open() {
-                    (load, load_since) = (adjusted, Instant::now());
-                } else {
-                    eprintln!("loadfleet-engine: adjust cannot switch between open and closed models; ignored");
-                }
-            }
+            self.take_adjusted(&mut load, &mut load_since);
             let control = self.follow_level(&load, load_since.elapsed());
             if control.stopped || self.shared.budget_spent() {
                 break;
@@ -150,6 +138,35 @@ impl Run {
                 _ = self.control.changed() => {}
             }
         }
+        self.wind_down().await;
+        report(self.shared.stats.borrow_mut().take_report(job, interval_start, true));
+    }
+
+    /// Waits for the barrier (or a stop before it); returns the load's origin, the instant of
+    /// `start_ms`. The load's clock starts at the barrier, not when this task woke up (a few ms
+    /// later on a busy host): an open model then schedules exactly rate × duration requests.
+    async fn wait_for_start(&mut self, start_ms: i64) -> Instant {
+        tokio::select! {
+            () = sleep_until_ms(self.shared.job.start_at_ms) => {}
+            _ = self.control.wait_for(|c| c.stopped) => {}
+        }
+        Instant::now() - Duration::from_millis((now_ms() - start_ms).max(0) as u64)
+    }
+
+    /// Takes the load main adjusted to, if any, in place of `load`; its ramps start now.
+    fn take_adjusted(&self, load: &mut Load, load_since: &mut Instant) {
+        if let Some(adjusted) = self.steering.adjusted.borrow_mut().take() {
+            if adjusted.is_open() == load.is_open() {
+                (*load, *load_since) = (adjusted, Instant::now());
+            } else {
+                eprintln!("loadfleet-engine: adjust cannot switch between open and closed models; ignored");
+            }
+        }
+    }
+
+    /// Stops the drivers and waits for their requests in flight; what the open model's
+    /// backlog still holds was never sent.
+    async fn wind_down(&mut self) {
         self.steering.stop();
         for task in self.tasks.drain(..) {
             // Drivers end after their in-flight request, which the request timeout bounds.
@@ -159,7 +176,6 @@ impl Run {
             visitors.all_left().await; // each after its request in flight, as the drivers above
         }
         self.backlog.drain_not_sent(&self.shared);
-        report(self.shared.stats.borrow_mut().take_report(job, interval_start, true));
     }
 
     /// Sets the level the load has reached (clients or rate); returns the control now in force.

@@ -74,6 +74,42 @@ impl Slot {
         self.phases.reset();
     }
 
+    /// The interval's row of this slot, of `target` and `request`.
+    fn row(&self, target: String, request: String) -> pb::IntervalStats {
+        let mut row = pb::IntervalStats {
+            target,
+            request,
+            requests: self.requests,
+            status_1xx: self.status[0],
+            status_2xx: self.status[1],
+            status_3xx: self.status[2],
+            status_4xx: self.status[3],
+            status_5xx: self.status[4],
+            errors: self
+                .errors
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(kind, &count)| pb::ErrorCount { kind: kind as i32, count })
+                .collect(),
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            connections_opened: self.opened,
+            connections_closed: self.closed,
+            active_connections: self.active,
+            users: self.users,
+            latency_histogram: encode_histogram(&self.latency),
+            scheduled: self.scheduled,
+            sent_late: self.sent_late,
+            max_send_lag_us: self.max_send_lag_us,
+            not_sent: self.not_sent,
+            latency_missing: false, // the engine measures every response
+            ..Default::default()    // latency_buckets: the agent's form, not the engine's
+        };
+        self.phases.write_to(&mut row);
+        row
+    }
+
     fn is_quiet(&self) -> bool {
         self.requests == 0
             && self.opened == 0
@@ -186,37 +222,7 @@ impl Stats {
             if s.is_quiet() {
                 continue;
             }
-            stats.push(pb::IntervalStats {
-                target: job.targets[index / self.names].url.clone(),
-                request: job.names[index % self.names].clone(),
-                requests: s.requests,
-                status_1xx: s.status[0],
-                status_2xx: s.status[1],
-                status_3xx: s.status[2],
-                status_4xx: s.status[3],
-                status_5xx: s.status[4],
-                errors: s
-                    .errors
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &n)| n > 0)
-                    .map(|(kind, &count)| pb::ErrorCount { kind: kind as i32, count })
-                    .collect(),
-                bytes_in: s.bytes_in,
-                bytes_out: s.bytes_out,
-                connections_opened: s.opened,
-                connections_closed: s.closed,
-                active_connections: s.active,
-                users: s.users,
-                latency_histogram: encode_histogram(&s.latency),
-                scheduled: s.scheduled,
-                sent_late: s.sent_late,
-                max_send_lag_us: s.max_send_lag_us,
-                not_sent: s.not_sent,
-                latency_missing: false, // the engine measures every response
-                ..Default::default()    // latency_buckets: the agent's form, not the engine's
-            });
-            s.phases.write_to(stats.last_mut().expect("just pushed"));
+            stats.push(s.row(job.targets[index / self.names].url.clone(), job.names[index % self.names].clone()));
             s.start_interval();
         }
         let error_samples = self
