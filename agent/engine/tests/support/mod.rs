@@ -88,98 +88,114 @@ pub fn start_server() -> TestServer {
 fn serve_connection(stream: TcpStream, served: &Served) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut writer = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+    while let Some(request) = read_request(&mut reader, served) {
+        let Some((response, close)) = respond(&request, &mut writer, served) else {
             return;
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-        let head_request = line.starts_with("HEAD ");
-        let (mut length, mut close) = (0usize, false);
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let lower = header.to_ascii_lowercase();
-            if let Some(v) = lower.strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            close |= lower.starts_with("connection:") && lower.contains("close");
-            if lower.starts_with("host:") {
-                *served.last_host.lock().unwrap() = Some(header[5..].trim().to_string());
-            }
-            if header == "\r\n" {
-                break;
-            }
-        }
-        let mut body_in = vec![0; length];
-        if reader.read_exact(&mut body_in).is_err() {
-            return;
-        }
-        let mut parts = path.trim_start_matches('/').splitn(2, '/');
-        let kind = parts.next().unwrap_or("");
-        let n: usize = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-        let body = "x".repeat(n);
-        let response = match kind {
-            "ok" => format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n{}", if head_request { "" } else { &body }),
-            "chunked" => {
-                let (a, b) = (n / 3, n / 3);
-                let c = n - a - b;
-                format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{a:x}\r\n{}\r\n{b:x};ext=1\r\n{}\r\n{c:x}\r\n{}\r\n0\r\nX-Trailer: t\r\n\r\n",
-                        &body[..a], &body[a..a + b], &body[a + b..])
-            }
-            "close" => {
-                close = true;
-                format!("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{body}")
-            }
-            "slow" => {
-                served.delay(n as u64);
-                "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
-            }
-            "dribble" => {
-                let first = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello";
-                if writer.write_all(first.as_bytes()).and_then(|()| writer.flush()).is_err() {
-                    return;
-                }
-                served.delay(n as u64);
-                served.bytes.fetch_add(first.len() as u64, Ordering::Relaxed);
-                "world".to_string()
-            }
-            "status" => format!("HTTP/1.1 {n} X\r\nContent-Length: 0\r\n\r\n"),
-            // The same request gets a body one byte longer every other response.
-            "alternating" => {
-                let length = n + (served.responses.load(Ordering::Relaxed) % 2) as usize;
-                format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n{}", "x".repeat(length))
-            }
-            "stallable" => {
-                let until = *served.stall_until.lock().unwrap();
-                if let Some(until) = until.filter(|u| *u > Instant::now()) {
-                    thread::sleep(until - Instant::now());
-                }
-                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_string()
-            }
-            "cut" => {
-                let _ =
-                    writer.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", 2 * n).as_bytes());
-                return;
-            }
-            "garbage" => {
-                let _ = writer.write_all(b"HTTP/1.1 2x0 \x01\r\nzz\r\n\r\n");
-                return;
-            }
-            "bighead" => format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "h".repeat(80_000)),
-            _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
         };
         if writer.write_all(response.as_bytes()).is_err() {
             return;
         }
         served.responses.fetch_add(1, Ordering::Relaxed);
         served.bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
-        if close {
+        if close || request.close {
             return;
         }
     }
+}
+
+/// What the test server needs of a request.
+struct Received {
+    path: String,
+    head_request: bool,
+    /// The client asked to close the connection after the response.
+    close: bool,
+}
+
+/// The next request on the connection, its body read; None when the client closed it.
+fn read_request(reader: &mut BufReader<TcpStream>, served: &Served) -> Option<Received> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let head_request = line.starts_with("HEAD ");
+    let (mut length, mut close) = (0usize, false);
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+            return None;
+        }
+        let lower = header.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        close |= lower.starts_with("connection:") && lower.contains("close");
+        if lower.starts_with("host:") {
+            *served.last_host.lock().unwrap() = Some(header[5..].trim().to_string());
+        }
+        if header == "\r\n" {
+            break;
+        }
+    }
+    let mut body_in = vec![0; length];
+    reader.read_exact(&mut body_in).ok()?;
+    Some(Received { path, head_request, close })
+}
+
+/// The response to `request` (see `start_server`) and whether the connection closes after
+/// it; None when the connection ends at once (a broken answer, written here).
+fn respond(request: &Received, writer: &mut TcpStream, served: &Served) -> Option<(String, bool)> {
+    let mut parts = request.path.trim_start_matches('/').splitn(2, '/');
+    let kind = parts.next().unwrap_or("");
+    let n: usize = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let body = "x".repeat(n);
+    let response = match kind {
+        "ok" => {
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n{}", if request.head_request { "" } else { &body })
+        }
+        "chunked" => {
+            let (a, b) = (n / 3, n / 3);
+            let c = n - a - b;
+            format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{a:x}\r\n{}\r\n{b:x};ext=1\r\n{}\r\n{c:x}\r\n{}\r\n0\r\nX-Trailer: t\r\n\r\n",
+                    &body[..a], &body[a..a + b], &body[a + b..])
+        }
+        "close" => return Some((format!("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{body}"), true)),
+        "slow" => {
+            served.delay(n as u64);
+            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
+        }
+        "dribble" => {
+            let first = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello";
+            writer.write_all(first.as_bytes()).and_then(|()| writer.flush()).ok()?;
+            served.delay(n as u64);
+            served.bytes.fetch_add(first.len() as u64, Ordering::Relaxed);
+            "world".to_string()
+        }
+        "status" => format!("HTTP/1.1 {n} X\r\nContent-Length: 0\r\n\r\n"),
+        // The same request gets a body one byte longer every other response.
+        "alternating" => {
+            let length = n + (served.responses.load(Ordering::Relaxed) % 2) as usize;
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n{}", "x".repeat(length))
+        }
+        "stallable" => {
+            let until = *served.stall_until.lock().unwrap();
+            if let Some(until) = until.filter(|u| *u > Instant::now()) {
+                thread::sleep(until - Instant::now());
+            }
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_string()
+        }
+        "cut" => {
+            let _ = writer.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", 2 * n).as_bytes());
+            return None;
+        }
+        "garbage" => {
+            let _ = writer.write_all(b"HTTP/1.1 2x0 \x01\r\nzz\r\n\r\n");
+            return None;
+        }
+        "bighead" => format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "h".repeat(80_000)),
+        _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string(),
+    };
+    Some((response, false))
 }
 
 /// A listener on 127.0.0.1 that never accepts and whose queue is full, so new
@@ -434,17 +450,7 @@ pub fn start_tls_server() -> TestServer {
 /// As `start_tls_server`, but the server waits `delay` after accepting a connection before
 /// it answers the client's hello (a server slow to handshake).
 pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![certified.cert.der().clone()], key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let acceptor = self_signed_acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("https://{}", listener.local_addr().unwrap());
@@ -458,42 +464,65 @@ pub fn start_tls_server_with_handshake_delay(delay: Duration) -> TestServer {
             loop {
                 let Ok((stream, _)) = listener.accept().await else { continue };
                 counts.connections.fetch_add(1, Ordering::Relaxed);
-                let (acceptor, counts) = (acceptor.clone(), Arc::clone(&counts));
-                tokio::task::spawn_local(async move {
-                    if !delay.is_zero() {
-                        let started = std::time::Instant::now();
-                        tokio::time::sleep(delay).await;
-                        counts.count_delay(started.elapsed());
-                    }
-                    let Ok(tls) = acceptor.accept(stream).await else { return };
-                    let mut stream = tokio::io::BufReader::new(tls);
-                    loop {
-                        let mut line = String::new();
-                        let mut close = false;
-                        loop {
-                            line.clear();
-                            if stream.read_line(&mut line).await.unwrap_or(0) == 0 {
-                                return;
-                            }
-                            close |= line.to_ascii_lowercase().starts_with("connection: close");
-                            if line == "\r\n" {
-                                break;
-                            }
-                        }
-                        let response = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-                        if stream.write_all(response).await.is_err() || stream.flush().await.is_err() {
-                            return;
-                        }
-                        counts.responses.fetch_add(1, Ordering::Relaxed);
-                        counts.bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
-                        if close {
-                            let _ = stream.shutdown().await;
-                            return;
-                        }
-                    }
-                });
+                tokio::task::spawn_local(serve_tls_connection(stream, acceptor.clone(), delay, Arc::clone(&counts)));
             }
         });
     });
     TestServer { url, served }
+}
+
+/// A TLS acceptor with a fresh self-signed certificate for localhost and 127.0.0.1.
+fn self_signed_acceptor() -> tokio_rustls::TlsAcceptor {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certified.cert.der().clone()], key)
+        .unwrap();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// One connection of `start_tls_server_with_handshake_delay`: the handshake after `delay`,
+/// then "hello" to every request until the client closes or asks to.
+async fn serve_tls_connection(
+    stream: tokio::net::TcpStream,
+    acceptor: tokio_rustls::TlsAcceptor,
+    delay: Duration,
+    counts: Arc<Served>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    if !delay.is_zero() {
+        let started = std::time::Instant::now();
+        tokio::time::sleep(delay).await;
+        counts.count_delay(started.elapsed());
+    }
+    let Ok(tls) = acceptor.accept(stream).await else { return };
+    let mut stream = tokio::io::BufReader::new(tls);
+    loop {
+        let mut line = String::new();
+        let mut close = false;
+        loop {
+            line.clear();
+            if stream.read_line(&mut line).await.unwrap_or(0) == 0 {
+                return;
+            }
+            close |= line.to_ascii_lowercase().starts_with("connection: close");
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let response = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        if stream.write_all(response).await.is_err() || stream.flush().await.is_err() {
+            return;
+        }
+        counts.responses.fetch_add(1, Ordering::Relaxed);
+        counts.bytes.fetch_add(response.len() as u64, Ordering::Relaxed);
+        if close {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
 }
