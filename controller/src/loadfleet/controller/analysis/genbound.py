@@ -33,6 +33,7 @@ from loadfleet.controller.analysis.validity import (
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.verdict import Reason, Validity, Verdict, reasons_text, verdict_of
 from loadfleet.controller.stream.contract import FinalInterval, StepWindow
+from loadfleet.wire.stats import StatsRow
 
 STEP_INVALID_SHARE = 0.1
 STAND_IN_INTERVALS = 2
@@ -173,7 +174,7 @@ class GeneratorHealth:
                 stand_in = reasons if stand_in is None else stand_in
         return stand_in or ()
 
-    def _free(self, agent_id: str, total, interval: FinalInterval) -> bool:
+    def _free(self, agent_id: str, total: StatsRow, interval: FinalInterval) -> bool:
         if self._max_connections:  # the plan's cap over the fleet: judged on the cluster's connections
             return connections_free(interval.total, self._max_connections)
         engines = self._engines.get(agent_id, 0)

@@ -256,7 +256,7 @@ class HostRecorder:
         self._step, self._window = "", None
 
 
-def host_csv_rows(host: str, monitor: MonitorInfo, s: HostSample) -> list[list]:
+def host_csv_rows(host: str, monitor: MonitorInfo, s: HostSample) -> list[list[object]]:
     """hosts.csv rows of one sample: one per watched process group (or one without)."""
     common = [
         s.at_ms,
@@ -276,7 +276,7 @@ def host_csv_rows(host: str, monitor: MonitorInfo, s: HostSample) -> list[list]:
     ]
 
 
-def counter_csv_rows(host: str, s: HostSample) -> list[list]:
+def counter_csv_rows(host: str, s: HostSample) -> list[list[object]]:
     """host_counters.csv rows of one sample: one per server counter (cumulative values)."""
     return [[s.at_ms, host, name, _plain(value)] for name, value in sorted(s.counters.items())]
 

@@ -28,7 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.selfsample import STALL_MS, ControllerLoad, ControllerSample
@@ -102,7 +102,7 @@ class LoopProbe:
             self._guarded(self._emit, sample)
 
     @staticmethod
-    def _guarded(call: Callable, value: object) -> None:
+    def _guarded(call: Callable[[Any], object], value: object) -> None:
         try:
             call(value)
         except Exception:  # one run's bug must not stop the probe, or the agents' judging, for all

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.stream.contract import FinalInterval, StepEnd
@@ -31,7 +32,7 @@ class StopReason:
     step: str = ""
     at_ms: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"condition": self.condition.value, "text": self.text, "step": self.step, "at_ms": self.at_ms}
 
 

@@ -21,6 +21,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from loadfleet.controller.fleet.agents import AgentRegistry
 from loadfleet.controller.fleet.jobs import EngineFailure
@@ -178,7 +179,7 @@ class FleetLosses:
         registry: AgentRegistry,
         *,
         emit: Callable[[Event], None],
-        journal: Callable[[Loss, dict], None],
+        journal: Callable[[Loss, dict[str, Any]], None],
         halt: Callable[[], None],
         clock_ms: Callable[[], int],
     ):

@@ -50,7 +50,7 @@ _COLUMNS = (
 )
 
 
-def summary_table(s: run_pb2.RunSummary, doc: dict) -> str:
+def summary_table(s: run_pb2.RunSummary, doc: dict[str, Any]) -> str:
     """`doc`: the summary's JSON document (`s.summary_json`), already parsed by the caller."""
     state = run_pb2.RunState.Name(s.state).removeprefix("RUN_STATE_").lower()
     lines = [
@@ -102,7 +102,7 @@ _PHASE_COLUMNS = (
 )
 
 
-def phases_table(doc: dict) -> str:
+def phases_table(doc: dict[str, Any]) -> str:
     """Where the time goes, from summary.json's document: per response, the mean time in each
     phase (connect and TLS spread over every response, so the columns add up to the mean
     latency), waiting's percentiles, and the mean connect and TLS of the responses that opened
@@ -135,7 +135,7 @@ def phases_table(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def hosts_table(doc: dict) -> str:
+def hosts_table(doc: dict[str, Any]) -> str:
     """The monitored hosts over the run's load, from summary.json's document."""
     hosts = doc["hosts"]
     width = max(len("host"), *(len(h["host"]) for h in hosts))

@@ -30,6 +30,7 @@ import io
 import json
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -267,7 +268,7 @@ class RunDirWriter:
         return [f for f in files if f is not None]
 
 
-def _csv_line(values) -> str:
+def _csv_line(values: Iterable[object]) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerow(safe_row(values))
     return out.getvalue()
@@ -316,7 +317,7 @@ def report_written(run_dir: Path, problem: Exception | None, trouble: DiskTroubl
     return True
 
 
-def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list:
+def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list[object]:
     lat = f.latency
     return [
         start,
@@ -350,10 +351,10 @@ def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) ->
     ]
 
 
-_NO_PHASES = [0] * (3 * len(PHASE_NAMES) + len(WAITING_PERCENTILES))
+_NO_PHASES: list[object] = [0] * (3 * len(PHASE_NAMES) + len(WAITING_PERCENTILES))
 
 
-def _phase_cells(row: StatsRow, f: Figures) -> list:
+def _phase_cells(row: StatsRow, f: Figures) -> list[object]:
     if row.phases is None or f.phases is None:
         return _NO_PHASES
     cells = []

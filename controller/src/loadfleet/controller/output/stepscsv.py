@@ -68,7 +68,7 @@ def phase_values(phases: PhaseFigures) -> dict[str, float]:
     }
 
 
-def phase_cells(phases: PhaseFigures | None) -> list:
+def phase_cells(phases: PhaseFigures | None) -> list[object]:
     """PHASE_COLUMNS of a step's phases as steps.csv cells (empty without phases)."""
     if phases is None:
         return [""] * len(PHASE_COLUMNS)
@@ -117,7 +117,7 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
     return out.getvalue()
 
 
-def _cell(v):
+def _cell(v: object) -> object:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):

@@ -11,6 +11,7 @@ import collections
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import Figures, figures_of
 from loadfleet.controller.model.verdict import VALID, Verdict
@@ -35,16 +36,20 @@ class IntervalUpdate:
     users: int = 0  # users in progress at the interval's end (IntervalStats.users)
 
 
+# What a follower hears: each interval, each event, then the run's summary.
+Update = IntervalUpdate | Event | RunSummary
+
+
 class Follower:
     """One follower's queue of updates (IntervalUpdate, Event, then the summary)."""
 
     def __init__(self, limit: int = QUEUE_LIMIT):
-        self._items: collections.deque = collections.deque(maxlen=limit)
+        self._items: collections.deque[Update] = collections.deque(maxlen=limit)
         self._ready = asyncio.Event()
         self._ended = False
         self.dropped = 0
 
-    def put(self, item) -> None:
+    def put(self, item: Update) -> None:
         if len(self._items) == self._items.maxlen:
             self.dropped += 1
         self._items.append(item)
@@ -54,7 +59,7 @@ class Follower:
         self._ended = True
         self._ready.set()
 
-    async def get(self):
+    async def get(self) -> Update | None:
         """The next update; None once the run has ended and everything was read."""
         while not self._items:
             if self._ended:
@@ -72,7 +77,7 @@ class Watchers:
         self._first: list[Event] = []
         self._last: collections.deque[Event] = collections.deque(maxlen=KEPT_EVENTS)
         self.events_left_out = 0
-        self._summary = None
+        self._summary: RunSummary | None = None
 
     @property
     def events(self) -> list[Event]:
@@ -118,7 +123,7 @@ class Watchers:
             self._last.append(event)
         self._put(event)
 
-    def _put(self, item: object) -> None:
+    def _put(self, item: Update) -> None:
         """To the followers of now (one who joins meanwhile has it from `events`, or not at all)."""
         followers = tuple(self._followers)
 
@@ -128,7 +133,7 @@ class Watchers:
 
         self._deliver(put)
 
-    def finish(self, summary) -> None:
+    def finish(self, summary: RunSummary) -> None:
         """The run's summary goes to every follower, and their queues end."""
         self._summary = summary
         for follower in self._followers:

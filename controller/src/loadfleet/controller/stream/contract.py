@@ -109,7 +109,7 @@ class FinalInterval:
     # Whether it measures the targets or the generators (genbound.py), judged as it is published.
     verdict: Verdict = VALID
     # Each row's figures, computed once for all consumers (percentiles cost CPU).
-    _figures: dict = field(default_factory=dict, compare=False, repr=False)
+    _figures: dict[int, Figures] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def interval_ms(self) -> int:
@@ -219,12 +219,12 @@ class Stream:
     def controller(self, sample: ControllerSample) -> None:
         self._each(ControllerConsumer, "on_controller", sample)
 
-    def _each(self, ability: type, method: str, *args) -> None:
+    def _each(self, ability: type, method: str, *args: object) -> None:
         for consumer in self._by_ability[ability]:
             self._call(consumer, method, *args)
 
     @staticmethod
-    def _call(consumer: object, method: str, *args) -> None:
+    def _call(consumer: object, method: str, *args: object) -> None:
         try:
             getattr(consumer, method)(*args)
         except Exception:  # one consumer's bug must not cost the others their data

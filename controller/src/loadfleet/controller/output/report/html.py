@@ -10,6 +10,7 @@ import itertools
 import math
 from datetime import UTC, datetime
 from html import escape
+from typing import Any
 
 from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.selfsample import ControllerLoad
@@ -99,14 +100,14 @@ def generator_health(run: RunData) -> list[tuple[str, str]]:
     return [("generator health", text)]
 
 
-def controller_health(summary: dict) -> list[tuple[str, str]]:
+def controller_health(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The controller's own load during the run (runs before it say nothing)."""
     load = summary.get("controller")
     return [("controller", from_doc(ControllerLoad, load).describe())] if load else []
 
 
-def summary_table(summary: dict) -> str:
-    rows: list = [_figures_row("total", summary["total"])]
+def summary_table(summary: dict[str, Any]) -> str:
+    rows: list[list[str] | str] = [_figures_row("total", summary["total"])]  # a text: a group's title row
     for group, key in (("targets", "targets"), ("requests", "requests"), ("agents", "agents")):
         entries = summary.get(key) or []
         if entries:
@@ -128,7 +129,7 @@ HOST_HEADERS = (
 )
 
 
-def _hosts_section(summary: dict) -> list[str]:
+def _hosts_section(summary: dict[str, Any]) -> list[str]:
     """Monitored hosts (monitor-only agents) over the run's load."""
     hosts = summary.get("hosts") or []
     if not hosts:
@@ -163,7 +164,7 @@ def _hosts_section(summary: dict) -> list[str]:
 TARGET_HEADERS = ("step", "target", "req/s", "ok/s", "err %", "mean ms", "p50 ms", "p99 ms")
 
 
-def _targets_section(summary: dict) -> list[str]:
+def _targets_section(summary: dict[str, Any]) -> list[str]:
     """Each step's targets side by side (servers compared in the same minutes), when a step
     loaded more than one."""
     steps = [s for s in summary.get("steps", []) if len(s.get("targets", ())) > 1]
@@ -186,7 +187,7 @@ def _targets_section(summary: dict) -> list[str]:
     return ["<h2>Targets side by side</h2>", table(TARGET_HEADERS, rows, css_class="targets")]
 
 
-def _latency_note(summary: dict) -> list[str]:
+def _latency_note(summary: dict[str, Any]) -> list[str]:
     if not summary["total"].get("figures", {}).get("latency_missing"):
         return []
     return [
@@ -208,7 +209,7 @@ def _gatling_section(run: RunData) -> list[str]:
     return ["<h2>Gatling reports</h2>", "<ul>", *links, "</ul>"]
 
 
-def _figures_row(name: str, entry: dict) -> list[str]:
+def _figures_row(name: str, entry: dict[str, Any]) -> list[str]:
     f = entry.get("figures", {})
     lat = f.get("latency", {})
     return [
@@ -222,7 +223,7 @@ def _figures_row(name: str, entry: dict) -> list[str]:
     ]
 
 
-def failures_text(entry: dict) -> str:
+def failures_text(entry: dict[str, Any]) -> str:
     """Transport errors by kind and 4xx/5xx responses, e.g. `connect_refused 12, 5xx 3`."""
     status = entry.get("status", {})
     parts = [f"{kind} {n:,}" for kind, n in sorted(entry.get("errors", {}).items()) if n]

@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+# A point's field: its name and value.
+Field = tuple[str, float | int | bool | str]
+
 
 @dataclass(frozen=True)
 class Point:
     measurement: str
     tags: tuple[tuple[str, str], ...]
-    fields: tuple[tuple[str, float | int | bool | str], ...]
+    fields: tuple[Field, ...]
     time_ms: int
 
     def line(self) -> str:

@@ -29,7 +29,7 @@ from loadfleet.controller.model.hostsamples import HostLoad, HostSample, Monitor
 from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.model.stepresult import TargetFigures
 from loadfleet.controller.model.verdict import VALID, Validity, Verdict
-from loadfleet.controller.output.sinks.lineproto import Point
+from loadfleet.controller.output.sinks.lineproto import Field, Point
 from loadfleet.controller.output.stepscsv import phase_values
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.wire.phases import PHASE_NAMES
@@ -71,7 +71,7 @@ def http_points(
     ]
 
 
-def _verdict_fields(verdict: Verdict) -> tuple:
+def _verdict_fields(verdict: Verdict) -> tuple[Field, ...]:
     return (
         ("validity", verdict.validity.value),
         ("validity_code", verdict.validity.rank),
@@ -79,9 +79,9 @@ def _verdict_fields(verdict: Verdict) -> tuple:
     )
 
 
-def _http_fields(row: StatsRow, f: Figures) -> tuple:
+def _http_fields(row: StatsRow, f: Figures) -> tuple[Field, ...]:
     lat = f.latency
-    fields = [
+    fields: list[Field] = [
         ("requests", row.requests),
         ("ok", row.ok),
         ("errors", row.failed),
@@ -117,7 +117,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple:
     return tuple(fields)
 
 
-def _phase_fields(row: StatsRow, f: Figures) -> list:
+def _phase_fields(row: StatsRow, f: Figures) -> list[Field]:
     """Each measured phase's count, exact sum (so means merge over series and time: sum of
     sums over sum of counts), mean and max; a phase not measured writes nothing."""
     assert row.phases is not None  # the caller writes phase fields for rows with phases only
@@ -348,11 +348,11 @@ def step_point(
     )
 
 
-def _step_phase_fields(phases: PhaseFigures) -> list:
+def _step_phase_fields(phases: PhaseFigures) -> list[Field]:
     """Where a step's responses' time went: steps.csv's phase columns (the per-response
     shares and `other_ms` add up to `mean_ms`; time to first byte's percentiles), and the
     measured phases' counts, means and maxima."""
-    fields: list = list(phase_values(phases).items())
+    fields: list[Field] = list(phase_values(phases).items())
     for name in PHASE_NAMES:
         phase: PhaseTime = getattr(phases, name)
         if phase.count:
