@@ -97,7 +97,7 @@ UnaryBehaviour = Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
 StreamingBehaviour = Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
+class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type information here
     def __init__(self, security: ServerSecurity):
         self._security = security
 
