@@ -4,7 +4,6 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::failure::Failure;
 use crate::http::{self, Connection, Handshakes};
 use crate::phases::Phases;
 use crate::shared::Shared;
@@ -106,20 +105,25 @@ impl Connections {
         let request = &job.requests[request];
         let wire = &request.wire[target];
         let mut bytes_out = 0;
-        let failed = |failure: Failure, bytes_out| Ended::failed(failure.kind, failure.message, bytes_out);
         // Set when this request opened a connection (the one its response came on).
         let mut handshakes = None;
         loop {
             let reused = self.reuse(target, slot);
             if !reused {
-                match self.open(target, slot, started).await {
-                    Ok(opened) => {
+                // Awaited here rather than in a helper's future: that one, nested in this
+                // future, cost every request ~27 instructions more (bench/engine/instructions.py).
+                let (addr, tls) = (job.targets[target].next_addr(), job.targets[target].tls.as_ref());
+                let (buffer, spare) = self.recycled(addr.is_ipv6(), tls.is_none());
+                let timer = &mut self.connect_timer;
+                match http::connect(addr, started, timer, tls, buffer, &shared.reactor, spare).await {
+                    Ok((connection, opened)) => {
+                        self.hold(target, slot, connection);
                         handshakes = Some(opened);
                         started += opened.connect + opened.tls.unwrap_or_default();
                     }
                     Err(failure) => {
                         pause_after_failed_connect(failure.kind).await;
-                        return failed(failure, 0);
+                        return Ended::failed(failure.kind, failure.message, 0);
                     }
                 }
             }
@@ -131,7 +135,7 @@ impl Connections {
                 .run(started, connection.exchange(wire, request.head, recent_head, &shared.discard))
                 .await
             {
-                Some(Ok(response)) => return self.responded(target, &response, handshakes, bytes_out),
+                Some(Ok(response)) => return self.responded(target, response, handshakes, bytes_out),
                 Some(Err(failure)) => {
                     self.close(target, false);
                     // An idle keep-alive connection the server had already closed: not the
@@ -140,7 +144,7 @@ impl Connections {
                         started = Instant::now();
                         continue;
                     }
-                    return failed(failure, bytes_out);
+                    return Ended::failed(failure.kind, failure.message, bytes_out);
                 }
                 None => {
                     self.close(target, false);
@@ -152,6 +156,8 @@ impl Connections {
     }
 
     /// Whether the target has a kept-alive connection; if so, it now carries a request of `slot`.
+    /// Inlined: it is on every request's path, and was part of `send` before.
+    #[inline]
     fn reuse(&mut self, target: usize, slot: usize) -> bool {
         let Some(held) = &mut self.held[target] else {
             return false;
@@ -161,26 +167,26 @@ impl Connections {
         true
     }
 
-    /// Opens a connection to the target for a request of `slot`, from `started`.
-    async fn open(&mut self, target: usize, slot: usize, started: Instant) -> Result<Handshakes, Failure> {
-        let shared = Rc::clone(&self.shared);
-        let target_spec = &shared.job.targets[target];
-        let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
-        let (addr, tls) = (target_spec.next_addr(), target_spec.tls.as_ref());
-        // Only plain TCP reuses sockets (see socket.rs).
-        let spare = if tls.is_none() { self.spare_socket(addr.is_ipv6()) } else { None };
-        let timer = &mut self.connect_timer;
-        let (connection, opened) = http::connect(addr, started, timer, tls, buffer, &shared.reactor, spare).await?;
-        shared.stats.borrow_mut().connection_opened(slot);
+    /// Keeps a new connection for the target, carrying a request of `slot`.
+    fn hold(&mut self, target: usize, slot: usize, connection: Connection) {
+        self.shared.stats.borrow_mut().connection_opened(slot);
         self.held[target] = Some(Held { connection, owner: slot });
-        Ok(opened)
+    }
+
+    /// A read buffer for a new connection and, for plain TCP (`reuses_socket`), a socket of
+    /// the address's family (see socket.rs): those of closed connections when there are.
+    fn recycled(&mut self, ipv6: bool, reuses_socket: bool) -> (Vec<u8>, Option<Socket>) {
+        let buffer = self.spare_buffers.pop().unwrap_or_else(|| vec![0; http::INITIAL_BUFFER_BYTES]);
+        let spare = if reuses_socket { self.spare_socket(ipv6) } else { None };
+        (buffer, spare)
     }
 
     /// How a request that got `response` ended; its connection is closed unless kept alive.
+    #[inline]
     fn responded(
         &mut self,
         target: usize,
-        response: &http::Response,
+        response: http::Response,
         handshakes: Option<Handshakes>,
         bytes_out: u64,
     ) -> Ended {
