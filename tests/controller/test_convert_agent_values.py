@@ -13,6 +13,7 @@ import pytest
 
 from loadfleet.controller.fleet.jobs import JobState
 from loadfleet.controller.model.figures import figures_of
+from loadfleet.controller.model.runstate import RunState
 from loadfleet.controller.output.watchers import IntervalUpdate
 from loadfleet.controller.rpc import bounds
 from loadfleet.controller.rpc.convert import (
@@ -21,12 +22,10 @@ from loadfleet.controller.rpc.convert import (
     health_from_proto,
     host_from_proto,
     identity_from_hello,
-    interval_to_proto,
     job_status_from_proto,
-    run_to_proto,
     spool_drop_from_proto,
 )
-from loadfleet.controller.run.run import RunState
+from loadfleet.controller.rpc.runconvert import interval_to_proto, run_to_proto
 from loadfleet.v1 import agent_pb2
 from loadfleet.wire.stats import StatsRow
 from loadfleet.wire.text import is_printable

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from loadfleet.controller.analysis.knee import Knee
+from loadfleet.controller.analysis.progress import RunProgress
 from loadfleet.controller.analysis.scaling import ServerScaling, UslResult
 from loadfleet.controller.analysis.steps import LevelSummary
 from loadfleet.controller.analysis.stops import StopReason
+from loadfleet.controller.analysis.sweep import analyze
 from loadfleet.controller.analysis.targethealth import Outage
 from loadfleet.controller.analysis.totals import RunTotals
 from loadfleet.controller.fleet.losses import Loss
@@ -17,6 +19,7 @@ from loadfleet.controller.model.hostsamples import HostLoad
 from loadfleet.controller.model.selfsample import ControllerLoad
 from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.model.verdict import Validity
+from loadfleet.controller.plan.model import Plan
 from loadfleet.wire.stats import TOTAL, StatsRow
 
 
@@ -121,4 +124,52 @@ def summarize(
         agents=tuple(_named(agent, totals.by_agent.get(agent, empty), duration_s) for agent in agent_ids),
         events=tuple(events),
         **more,
+    )
+
+
+def summarize_run(
+    progress: RunProgress,
+    plan: Plan,
+    *,
+    run_id: str,
+    state: str,
+    message: str,
+    run_dir: str,
+    started_ms: int,
+    totals: RunTotals,
+    events: list[Event],
+    **measured,
+) -> RunSummary:
+    """A run's summary from how far it got and its totals: with a sweep, its levels, the knee
+    of each number of servers and the USL fit over the steps whose generators kept up
+    (sweep.py). `measured` holds what the run's consumers measured besides (events left
+    out, target outages, hosts, the controller's health)."""
+    sweep = plan.sweep
+    found = analyze(progress.results, plan.load.model, server_sweep=bool(sweep.servers)) if sweep else None
+    levels = (
+        {"levels": found.levels, "scalability": found.scalability, "usl": found.usl, "analysis_notes": found.notes}
+        if found
+        else {}
+    )
+    first = progress.results[0].start_ms if progress.results else 0
+    return summarize(
+        run_id=run_id,
+        plan_name=plan.name,
+        state=state,
+        message=message,
+        run_dir=run_dir,
+        started_ms=first or started_ms,
+        totals=totals,
+        agent_ids=sorted(progress.agents),
+        events=events,
+        late_requests=dict(sorted(progress.late.items())),
+        steps=tuple(progress.results),
+        skipped_steps=tuple(progress.skipped),
+        knees=found.knees if found else tuple(progress.knees.values()),
+        **levels,
+        load_model=plan.load.model.value,
+        stop=progress.stop,
+        losses=tuple(progress.losses),
+        clock_offsets_ms=dict(sorted(progress.clock_offsets_ms.items())),
+        **measured,
     )

@@ -16,9 +16,10 @@ from loadfleet.controller.fleet.agents import AgentIdentity, ClockOffset
 from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
 from loadfleet.controller.fleet.scheduler import EngineShare, combine
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
+from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
-from loadfleet.controller.model.load import Load, LoadModel, Think
+from loadfleet.controller.model.load import Load, LoadModel, Think, ThinkKind
 from loadfleet.controller.rpc import bounds
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
@@ -225,7 +226,7 @@ _JOB_STATES: dict[int, JobState] = {
 }
 
 
-_DRIVERS = {"engine": job_pb2.DRIVER_ENGINE, "gatling": job_pb2.DRIVER_GATLING}
+_DRIVERS = {Driver.ENGINE: job_pb2.DRIVER_ENGINE, Driver.GATLING: job_pb2.DRIVER_GATLING}
 
 
 def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
@@ -312,9 +313,9 @@ def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> Eng
 
 
 def think_to_proto(think: Think) -> job_pb2.ThinkTime:
-    if think.kind == "uniform":
+    if think.kind is ThinkKind.UNIFORM:
         return job_pb2.ThinkTime(uniform=job_pb2.UniformThink(min_ms=think.ms, max_ms=think.max_ms))
-    if think.kind == "exponential":
+    if think.kind is ThinkKind.EXPONENTIAL:
         return job_pb2.ThinkTime(exponential_mean_ms=think.ms)
     return job_pb2.ThinkTime(fixed_ms=think.ms)
 

@@ -125,7 +125,7 @@ class RunPipeline:
             trouble=self.trouble,
             disk=self.disk,
         )
-        self.writer.results = list(recovered.results)
+        self.writer.results = list(recovered.progress.results)
         self._journal = RunJournal(self.run_dir, self.trouble, self.disk)
         if recovered.checkpoint:
             self.totals = RunTotals.restore(recovered.checkpoint["totals"])

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from loadfleet.controller.analysis.knee import Knee
+from loadfleet.controller.analysis.progress import RunProgress
 from loadfleet.controller.analysis.stops import StopReason
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.fleet.scheduler import EngineShare
@@ -47,23 +48,17 @@ class RecoveredStep:
 
 @dataclass
 class Recovered:
-    """What a journal says of a run, ready for `Run.restore`."""
+    """What a journal says of a run: how far it got (for the run that takes it over), the
+    step that was running, and how far its files are good (for its pipeline)."""
 
     run_dir: Path
-    agents: list[str]
-    hostnames: list[str]
-    clock_offsets_ms: dict[str, int]
-    results: list[StepResult]
-    knees: dict[int, Knee]
-    stop: StopReason | None
-    skipped: list[str]
+    progress: RunProgress
     step: RecoveredStep | None  # the step that was running, if any
     checkpoint: dict | None
     intervals: list[LoggedInterval]
     offsets: Offsets
     watermark_ms: int  # every interval before this one was published
     events: list[Event] = field(default_factory=list)
-    losses: list[Loss] = field(default_factory=list)
     incomplete_files: list[str] = field(default_factory=list)  # left as they are, written no more
     modified_s: float = 0.0
 
@@ -90,16 +85,20 @@ def recover(run_dir: Path) -> Recovered:
     steps = [r for r in contents.of_kind(Record.STEP) if r["window"]["name"] not in ended_names]
     step = _running_step(contents, steps[-1]) if steps else None
     offsets, watermark = _written(contents)
+    progress = RunProgress(
+        agents=list(start["agents"]),
+        hostnames=set(start.get("hostnames", [])),
+        clock_offsets_ms=dict(start.get("clock_offsets_ms", {})),
+        results=results,
+        knees={r["servers"]: from_doc(Knee, r["knee"]) for r in contents.of_kind(Record.KNEE)},
+        skipped=[name for r in contents.of_kind(Record.SKIPPED) for name in r["steps"]],
+        stop=next((from_doc(StopReason, r["reason"]) for r in contents.of_kind(Record.STOP)), None),
+        losses=[from_doc(Loss, r["loss"]) for r in contents.of_kind(Record.LOSS)],
+        late=dict(contents.checkpoint.get("late", {})) if contents.checkpoint else {},
+    )
     return Recovered(
         run_dir=run_dir,
-        agents=start["agents"],
-        hostnames=start.get("hostnames", []),
-        results=results,
-        clock_offsets_ms=start.get("clock_offsets_ms", {}),
-        knees={r["servers"]: from_doc(Knee, r["knee"]) for r in contents.of_kind(Record.KNEE)},
-        stop=next((from_doc(StopReason, r["reason"]) for r in contents.of_kind(Record.STOP)), None),
-        skipped=[name for r in contents.of_kind(Record.SKIPPED) for name in r["steps"]],
-        losses=[from_doc(Loss, r["loss"]) for r in contents.of_kind(Record.LOSS)],
+        progress=progress,
         incomplete_files=[r["file"] for r in contents.of_kind(Record.INCOMPLETE)],
         step=step,
         checkpoint=contents.checkpoint,

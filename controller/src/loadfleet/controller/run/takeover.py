@@ -1,8 +1,9 @@
 """A run taken over from its journal by a restarted controller (recovery.py reads the
 journal; this picks the run up where it was).
 
-`restore` puts back what the journal holds: the agents, the ended steps, the step that was
-running, the totals as of the last published interval (the files are cut back to it). Then
+The run starts from what the journal holds (recovery.py's `Recovered`): how far it got
+(agents, ended steps, knees, losses), the step that was running, the totals as of the last
+published interval (the files are cut back to it). Then
 either the run goes on (`go_on`: agents that reconnect in time keep their jobs, send again
 what was not acknowledged, and the rest of the steps run), or it is closed as interrupted
 (`close_interrupted`: its summary from what was published before).
@@ -12,60 +13,52 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
+from typing import Any
 
 from loadfleet.controller.analysis.summary import RunSummary
+from loadfleet.controller.fleet.agents import AgentRegistry
 from loadfleet.controller.fleet.jobs import JobState
 from loadfleet.controller.fleet.losses import StepShares
 from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.redact import has_redactions
-from loadfleet.controller.plan.steps import StepSpec
-from loadfleet.controller.run.recovery import Recovered
-from loadfleet.controller.run.run import FINISH_SLACK_MS, Run, RunState, _StepRun
+from loadfleet.controller.run.recovery import Recovered, RecoveredStep
+from loadfleet.controller.run.run import Run, RunState
+from loadfleet.controller.run.stepping import FINISH_SLACK_MS, StepRun
 from loadfleet.controller.stream.contract import StepWindow
 
 
 class TakenOverRun(Run):
-    def restore(self, recovered: Recovered) -> None:
-        """Takes the run's state back from its journal (recovery.py): its agents, its ended
-        steps, the step it was running, the totals as of its last published interval and
-        its files cut back to that interval."""
-        self._agents, self._hostnames = list(recovered.agents), set(recovered.hostnames)
-        self._clock_offsets_ms = dict(recovered.clock_offsets_ms)
-        self._results = list(recovered.results)
-        self._knees, self._stop_reason, self._skipped = dict(recovered.knees), recovered.stop, list(recovered.skipped)
-        self._losses.losses = list(recovered.losses)
-        step = recovered.step
-        if step is not None:
-            shares = StepShares(step.window.job_id, step.window.name, step.window.interval_ms, step.shares)
-            for loss in step.losses:
-                shares.restore(loss)
-            for agent in step.ended:
-                shares.ended(agent)
-            self._step = _StepRun(
-                self._spec(step.window.name),
-                step.window,
-                dict(step.engines),
-                {a: JobState(state) for a, state in step.ended.items()},
-                shares,
-            )
-            self._job_steps[step.window.job_id] = step.window.name
-        self._pipeline.resume(recovered, self._window_of)
-        if recovered.checkpoint:
-            self._late = dict(recovered.checkpoint.get("late", {}))
-        if step is not None:
-            self._window.open_step(
-                step.window, [a for a in step.engines if a not in step.ended], watermark_ms=recovered.watermark_ms
-            )
+    """A run that starts from its journal: how far it got (`recovered.progress`), the step that
+    was running, and its files cut back to its last published interval."""
 
-    def _spec(self, name: str) -> StepSpec:
-        return next(s for s in self._specs if s.name == name)
+    def __init__(
+        self, run_id: str, plan: Plan, run_dir: Path, registry: AgentRegistry, recovered: Recovered, **options: Any
+    ):
+        super().__init__(run_id, plan, run_dir, registry, progress=recovered.progress, **options)
+        running = self._running_step(recovered.step)
+        self._pipeline.resume(recovered, lambda name: self._window_of(name, running))
+        if running is not None:
+            self._steps.resume(running, watermark_ms=recovered.watermark_ms)
 
-    def _window_of(self, name: str) -> StepWindow:
+    def _running_step(self, step: RecoveredStep | None) -> StepRun | None:
+        if step is None:
+            return None
+        shares = StepShares(step.window.job_id, step.window.name, step.window.interval_ms, step.shares)
+        for loss in step.losses:
+            shares.restore(loss)
+        for agent in step.ended:
+            shares.ended(agent)
+        ended = {a: JobState(state) for a, state in step.ended.items()}
+        return StepRun(self._course.spec(step.window.name), step.window, dict(step.engines), ended, shares)
+
+    def _window_of(self, name: str, running: StepRun | None) -> StepWindow:
         """The window of a step of this run: the running one's, or one rebuilt from an ended
         step's figures (enough to fold its intervals into the totals again)."""
-        if self._step is not None and self._step.window.name == name:
-            return self._step.window
-        result = next(r for r in self._results if r.name == name)
+        if running is not None and running.window.name == name:
+            return running.window
+        result = next(r for r in self._progress.results if r.name == name)
         return StepWindow(
             name=name,
             index=0,
@@ -78,14 +71,8 @@ class TakenOverRun(Run):
 
     def adopts(self, agent_id: str, job_id: str) -> bool:
         """Whether this (taken over) run collects the agent's running job."""
-        step = self._step
-        return (
-            step is not None
-            and job_id == step.window.job_id
-            and agent_id in step.engines
-            and agent_id not in step.ended
-            and agent_id not in self._lost
-        )
+        step = self._steps.current
+        return step is not None and step.runs(agent_id, job_id) and agent_id not in self._lost
 
     async def go_on(self, reconnect_s: float) -> RunSummary:
         """Goes on with the run: its agents have `reconnect_s` to come back; then its running
@@ -94,36 +81,34 @@ class TakenOverRun(Run):
 
     async def _after_restart(self, reconnect_s: float) -> str:
         self.state = RunState.RUNNING
-        since = time.strftime("%H:%M:%S", time.localtime(self._window.watermark_ms / 1000))
+        window = self._steps.window
+        since = time.strftime("%H:%M:%S", time.localtime(window.watermark_ms / 1000))
         self._emit(
             Event(
                 EventKind.RUN_RECOVERED,
                 f"run {self.run_id} taken over by a restarted controller; its intervals go on from {since}",
             )
         )
-        assert self._step is not None  # a run goes on only with a running step (recovery.adoptable)
+        assert self._steps.current is not None  # a run goes on only with a running step (recovery.adoptable)
         watch = asyncio.create_task(self._lose_absent_agents(reconnect_s), name=f"reconnect-{self.run_id}")
         try:
-            await self._collect(
-                self._step,
-                not_before_ms=self._clock_ms() + round(reconnect_s * 1000) + self._window.revision_ms + FINISH_SLACK_MS,
+            await self._steps.collect(
+                not_before_ms=self._clock_ms() + round(reconnect_s * 1000) + window.revision_ms + FINISH_SLACK_MS,
             )
         finally:
             watch.cancel()
-        done = {r.name for r in self._results} | set(self._skipped)
-        rest = [s for s in self._specs if s.name not in done]
-        if rest and has_redactions(self.plan):  # plan.yaml keeps no credentials
-            self._skip([s.name for s in rest])
+        if self._course.upcoming() and has_redactions(self.plan):  # plan.yaml keeps no credentials
+            names = self._skip_the_rest()
             return (
-                f"the plan's credentials are not kept on disk, so steps {', '.join(s.name for s in rest)} "
+                f"the plan's credentials are not kept on disk, so steps {', '.join(names)} "
                 "could not run after the controller restarted"
             )
-        await self._run_steps(rest)
+        await self._run_steps()
         return ""
 
     async def _lose_absent_agents(self, reconnect_s: float) -> None:
         await asyncio.sleep(reconnect_s)
-        for agent_id in self._agents:
+        for agent_id in self._progress.agents:
             record = self._registry.get(agent_id)
             if record is None or record.link is None:
                 self.on_agent_lost(

@@ -36,6 +36,7 @@ from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop, agent_drop_eve
 from loadfleet.controller.model.errors import LoadfleetError, RunNotFound
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample
+from loadfleet.controller.model.runstate import RunState
 from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.output.artifacts import ArtifactBudget, discard_partials, store_artifact_chunk
 from loadfleet.controller.output.report.rundata import GATLING_DIR
@@ -47,7 +48,7 @@ from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.parse import parse_plan
 from loadfleet.controller.run.admission import admit, influx_config
 from loadfleet.controller.run.recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
-from loadfleet.controller.run.run import Run, RunState
+from loadfleet.controller.run.run import Run
 from loadfleet.controller.run.takeover import TakenOverRun
 
 log = logging.getLogger(__name__)
@@ -154,11 +155,11 @@ class Controller:
                 plan,
                 run_dir,
                 self.registry,
+                recovered,
                 sinks=self._sinks_for(plan, run_dir.name),
                 lease_ms=self.lease_ms,
                 settle=self.settle,
             )
-            run.restore(recovered)
             self._runs[run.run_id] = run
             lease_s = max(self.lease_ms / 1000, plan.agents.lease_s)
             if adoptable(recovered, lease_s):
