@@ -104,6 +104,8 @@ dist: $(ENGINE) python-deps report-assets
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(DIST)
 	$(BIN)/maturin build --release --quiet --locked --manifest-path $(NATIVE)/Cargo.toml --out $(DIST)
+	# setuptools' build/lib of an earlier build would carry modules moved or deleted since into the wheel.
+	rm -rf proto/build controller/build agent/build targets/build
 	$(PY) -m pip wheel -q --no-deps --wheel-dir $(DIST) ./proto ./controller ./agent ./targets
 	@ls -1 $(DIST)
 
