@@ -2,10 +2,12 @@
 target's figures, and the levels of a sweep summarised over their repetitions (mean ±
 stddev). What a sweep is and how it expands into steps is plan/sweep.py and plan/steps.py.
 """
+
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from loadfleet.controller.model.codec import row_from_doc, row_to_doc
 from loadfleet.controller.model.figures import figures_of
@@ -75,7 +77,7 @@ class StepMeter:
     def on_run_end(self) -> None:
         pass
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """JSON values to take the step over after a restart (journal.py)."""
         return {
             "step": self._step,
@@ -90,7 +92,7 @@ class StepMeter:
             "agent_busiest": self._agent_busiest,
         }
 
-    def restore(self, doc: dict) -> None:
+    def restore(self, doc: dict[str, Any]) -> None:
         rows = [row_from_doc(r) for r in doc["rows"]]
         self._step, self._rows = doc["step"], {r.key: r for r in rows}
         self._active_sum, self._intervals = doc["active_sum"], doc["intervals"]

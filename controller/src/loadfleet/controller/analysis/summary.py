@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from loadfleet.controller.analysis.knee import Knee
 from loadfleet.controller.analysis.progress import RunProgress
@@ -80,7 +81,7 @@ class RunSummary:
     # (selfwatch.py); None for a run shorter than a second.
     controller: ControllerLoad | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
         doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
@@ -89,7 +90,7 @@ class RunSummary:
         return doc
 
 
-def _named(name: str, row, seconds: float) -> NamedFigures:
+def _named(name: str, row: StatsRow, seconds: float) -> NamedFigures:
     status = dict(zip(("1xx", "2xx", "3xx", "4xx", "5xx"), row.status))
     return NamedFigures(name=name, figures=figures_of(row, seconds), errors=errors_by_name(row), status=status)
 
@@ -105,7 +106,7 @@ def summarize(
     totals: RunTotals,
     agent_ids: list[str],
     events: list[Event],
-    **more,
+    **more: Any,
 ) -> RunSummary:
     """`more` holds the optional fields of RunSummary (steps, levels, knees, ...)."""
     duration_s = totals.measured_s
@@ -138,7 +139,7 @@ def summarize_run(
     started_ms: int,
     totals: RunTotals,
     events: list[Event],
-    **measured,
+    **measured: Any,
 ) -> RunSummary:
     """A run's summary from how far it got and its totals: with a sweep, its levels, the knee
     of each number of servers and the USL fit over the steps whose generators kept up

@@ -18,8 +18,10 @@ import hashlib
 import logging
 import secrets
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loadfleet.controller.analysis.hosts import HostSampleGate
 from loadfleet.controller.analysis.selfwatch import LoopProbe, StallStacks
@@ -130,8 +132,8 @@ class Controller:
         self.host_samples = HostSampleGate(heartbeat_ms / 1000)
         # (run id, agent id) -> what the agent may still store in that open run: O(agents of open runs).
         self._artifact_budgets: dict[tuple[str, str], ArtifactBudget] = {}
-        self._tasks: set[asyncio.Task] = set()
-        self._probe: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._probe: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Takes over or closes the runs an earlier controller left (before any agent can
@@ -226,12 +228,12 @@ class Controller:
         self._spawn(run, run.execute())
         return run
 
-    def _spawn(self, run: Run, work) -> None:
+    def _spawn(self, run: Run, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.create_task(self._until_ended(run, work), name=f"run-{run.run_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _until_ended(self, run: Run, work) -> None:
+    async def _until_ended(self, run: Run, work: Coroutine[Any, Any, object]) -> None:
         try:
             await work
         finally:
