@@ -31,6 +31,7 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from loadfleet.v1 import engine_pb2, job_pb2
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 from .child import ChildProcess, start_child
 from .errors import EngineError
@@ -101,7 +102,7 @@ def share_properties(spec: job_pb2.JobSpec, job_file: Path) -> dict[str, str]:
         "loadfleet.stdin_control": "true",
         "loadfleet.start_at_ms": str(spec.start_at_ms),
         "loadfleet.duration_ms": str(spec.duration_ms),
-        "loadfleet.interval_ms": str(spec.interval_ms or 1000),
+        "loadfleet.interval_ms": str(spec.interval_ms or DEFAULT_INTERVAL_MS),
         "loadfleet.model": model,
         "loadfleet.users": str(users),
         "loadfleet.rate": str(load.open.rate_per_s),

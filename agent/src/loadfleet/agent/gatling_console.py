@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 
 from loadfleet.v1 import stats_pb2
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 from loadfleet.wire.stats import MAX_ERROR_SAMPLES, StatsRow, merge_rows
 
 _REQUESTS = "---- Requests"
@@ -58,7 +59,7 @@ class ConsoleCounts:
         """`end_at_ms`: when the load ends (None: the intervals follow the clock to the end)."""
         self._target = target
         self._start_at_ms = start_at_ms
-        self._interval_ms = interval_ms or 1000
+        self._interval_ms = interval_ms or DEFAULT_INTERVAL_MS
         self._end_at_ms = end_at_ms
         self._last = None if end_at_ms is None else self._interval_at(end_at_ms - 1)
         self._clock_ms = clock_ms

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 from loadfleet.wire.stats import merge_reports
 
 from .artifacts import artifact_messages
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 
 # Intervals an engine may miss, while the job runs, before it is taken for hung and killed.
 SILENT_INTERVALS = 3
-DEFAULT_INTERVAL_MS = 1000  # a spec without one (JobSpec.interval_ms 0)
 # A halted job's engines finish their requests in flight and report their partial interval;
 # one still busy this long after (a request hanging) is killed.
 HALT_GRACE_S = 1.0

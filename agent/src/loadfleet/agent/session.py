@@ -23,6 +23,7 @@ from pathlib import Path
 import grpc
 
 from loadfleet.v1 import agent_pb2, agent_pb2_grpc
+from loadfleet.wire import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS
 from loadfleet.wire.dial import ClientCredentials, open_channel
 
 from . import __version__
@@ -37,8 +38,6 @@ from .spool import DEFAULT_LIMIT_MB, limit_bytes_of
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HEARTBEAT_MS = 1000
-DEFAULT_LEASE_MS = 3000
 BACKOFF_FIRST_S = 0.25
 BACKOFF_MAX_S = 5.0
 WATCHDOG_PERIOD_S = 0.1

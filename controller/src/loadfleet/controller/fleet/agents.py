@@ -16,12 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from loadfleet.controller.fleet.jobs import JobAssignment
+from loadfleet.controller.fleet.scheduler import EngineShare
 from loadfleet.controller.model.errors import AgentIdInUse
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import MonitorInfo
+from loadfleet.wire import DEFAULT_HEARTBEAT_MS
+from loadfleet.wire import DEFAULT_LEASE_MS as DEFAULT_LEASE_MS  # the service reads it here
 
-DEFAULT_HEARTBEAT_MS = 1000
-DEFAULT_LEASE_MS = 3000
 LOST_AFTER_HEARTBEATS = 3
 
 
@@ -50,14 +52,14 @@ class AgentIdentity:
 class AgentLink(Protocol):
     """The controller's end of one agent session. Methods queue and never block."""
 
-    def assign(self, assignment) -> None: ...
+    def assign(self, assignment: JobAssignment) -> None: ...
 
     def stop_job(self, job_id: str) -> None: ...
 
     def settle(self, seq: int) -> None:
         """The agent's message `seq` is stored for good: its session may acknowledge it."""
 
-    def adjust(self, job_id: str, engines: tuple) -> None:
+    def adjust(self, job_id: str, engines: tuple[EngineShare, ...]) -> None:
         """Each engine's share of the running job from now on (scheduler.EngineShare)."""
 
     def close(self) -> None: ...

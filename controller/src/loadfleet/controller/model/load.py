@@ -23,30 +23,39 @@ class LoadModel(enum.StrEnum):
 MODELS = tuple(m.value for m in LoadModel)
 
 
+class ThinkKind(enum.StrEnum):
+    FIXED = "fixed"  # always `ms`
+    UNIFORM = "uniform"  # between `ms` and `max_ms`
+    EXPONENTIAL = "exponential"  # of mean `ms`
+
+
 @dataclass(frozen=True)
 class Think:
     """Think time: fixed, uniform(min, max) or exponential(mean), in ms."""
 
-    kind: str = "fixed"  # fixed | uniform | exponential
+    kind: ThinkKind = ThinkKind.FIXED
     ms: int = 0  # fixed value, uniform minimum or exponential mean
     max_ms: int = 0  # uniform maximum
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ThinkKind(self.kind))  # "uniform" reads as ThinkKind.UNIFORM
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any] | None, fixed_ms: int = 0) -> Think:
         if not doc:
-            return cls("fixed", fixed_ms)
+            return cls(ThinkKind.FIXED, fixed_ms)
         if "uniform_ms" in doc:
             low, high = doc["uniform_ms"]
-            return cls("uniform", low, high)
+            return cls(ThinkKind.UNIFORM, low, high)
         if "exponential_ms" in doc:
-            return cls("exponential", doc["exponential_ms"])
-        return cls("fixed", doc.get("fixed_ms", 0))
+            return cls(ThinkKind.EXPONENTIAL, doc["exponential_ms"])
+        return cls(ThinkKind.FIXED, doc.get("fixed_ms", 0))
 
     def to_doc(self) -> dict[str, Any]:
-        docs: dict[str, dict[str, Any]] = {
-            "fixed": {"fixed_ms": self.ms},
-            "uniform": {"uniform_ms": [self.ms, self.max_ms]},
-            "exponential": {"exponential_ms": self.ms},
+        docs: dict[ThinkKind, dict[str, Any]] = {
+            ThinkKind.FIXED: {"fixed_ms": self.ms},
+            ThinkKind.UNIFORM: {"uniform_ms": [self.ms, self.max_ms]},
+            ThinkKind.EXPONENTIAL: {"exponential_ms": self.ms},
         }
         return docs[self.kind]
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.errors import Problem
-
-DEFAULT_INTERVAL_MS = 1000
-DEFAULT_DRIVER = "engine"
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 
 def course_problems(doc: dict[str, Any], base_dir: Path | None) -> list[Problem]:
@@ -77,7 +76,7 @@ SWEEP_LEVEL = {"closed": "clients", "open": "rate", "users": "users"}
 
 def driver_problems(doc: dict[str, Any]) -> list[Problem]:
     """What the Gatling driver cannot run (docs/gatling.md)."""
-    if doc.get("driver", DEFAULT_DRIVER) != "gatling":
+    if doc.get("driver", DEFAULT_DRIVER) != Driver.GATLING:
         return []
     unsupported = [
         ("load.stages", "stages" in doc["load"], "stages"),
@@ -98,7 +97,7 @@ def gatling_problems(doc: dict[str, Any], base_dir: Path | None) -> list[Problem
     block = doc.get("gatling")
     if block is None:
         return []
-    if doc.get("driver", DEFAULT_DRIVER) != "gatling":
+    if doc.get("driver", DEFAULT_DRIVER) != Driver.GATLING:
         return [Problem("gatling", "gatling options need driver: gatling")]
     problems = []
     if "project" in block and "simulation" not in block:

@@ -8,11 +8,13 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.load import Load, Think
 from loadfleet.controller.plan import yamlsafe
-from loadfleet.controller.plan.course import DEFAULT_DRIVER, DEFAULT_INTERVAL_MS, SWEEP_LEVEL
+from loadfleet.controller.plan.course import SWEEP_LEVEL
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 DEFAULT_CONNECT_TIMEOUT_MS = 3000
 
@@ -21,10 +23,6 @@ DEFAULT_REQUEST_TIMEOUT_MS = 10000
 
 
 DEFAULT_AGENT_WAIT_S = 30.0
-
-
-# What produces the load on the agents: the native engine, or Gatling (docs/gatling.md).
-DRIVERS = ("engine", "gatling")
 
 
 @dataclass(frozen=True)
@@ -130,8 +128,11 @@ class Plan:
     # its own per step, sweep.warmup_s).
     warmup_s: float = 0.0
     stop: StopConditions | None = None
-    driver: str = DEFAULT_DRIVER
+    driver: Driver = DEFAULT_DRIVER
     gatling: GatlingOptions | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "driver", Driver(self.driver))  # "gatling" reads as Driver.GATLING
 
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
@@ -167,7 +168,7 @@ class Plan:
         if self.warmup_s:
             doc["warmup_s"] = self.warmup_s
         if self.driver != DEFAULT_DRIVER:
-            doc["driver"] = self.driver
+            doc["driver"] = self.driver.value
         if self.gatling:
             doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
             if self.gatling.project:  # the simulation is the workload

@@ -25,11 +25,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loadfleet.controller.model.credentials import redact_query
+from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.errors import PlanError, Problem
 from loadfleet.controller.model.load import Load, Think
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
-from loadfleet.controller.plan.course import DEFAULT_DRIVER, DEFAULT_INTERVAL_MS, course_problems, resolve
+from loadfleet.controller.plan.course import course_problems, resolve
 from loadfleet.controller.plan.model import (
     DEFAULT_AGENT_WAIT_S,
     DEFAULT_CONNECT_TIMEOUT_MS,
@@ -48,6 +49,7 @@ from loadfleet.controller.plan.schema import plan_schema as plan_schema  # re-ex
 from loadfleet.controller.plan.schema import schema_problems
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 from loadfleet.wire.allowlist import ipv4_form_problem
 
 
@@ -226,7 +228,7 @@ def _session_problems(doc: dict[str, Any], session: dict[str, Any], requests: li
         for i, step in enumerate(session["steps"])
         if step["request"] not in names
     ]
-    if doc["load"]["model"] == "open" and doc.get("driver", DEFAULT_DRIVER) == "gatling":
+    if doc["load"]["model"] == "open" and doc.get("driver", DEFAULT_DRIVER) == Driver.GATLING:
         problems.append(
             Problem("workload.session", "arriving users who walk a session (open model) need the engine driver")
         )
@@ -307,7 +309,7 @@ def _build(doc: dict[str, Any], requests: list[Request], default_name: str, base
         sweep=sweep,
         warmup_s=float(doc.get("warmup_s", 0)),
         stop=StopConditions.from_doc(doc.get("stop")),
-        driver=doc.get("driver", DEFAULT_DRIVER),
+        driver=Driver(doc.get("driver", DEFAULT_DRIVER)),
         gatling=_gatling(doc.get("gatling"), base_dir),
     )
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from loadfleet.controller.model.csvcells import read_cell
+from loadfleet.controller.model.driver import DEFAULT_DRIVER
 from loadfleet.controller.model.errors import UsageError
 from loadfleet.controller.output.report.summaryshape import summary_problem
 
@@ -30,7 +31,6 @@ INTERVALS_FILE = "intervals.csv"
 HOSTS_FILE = "hosts.csv"  # monitored hosts, when the run had monitor-only agents
 CONTROLLER_FILE = "controller.csv"  # the controller's own health, a line a second
 PLAN_FILE = "plan.yaml"
-DEFAULT_DRIVER = "engine"  # what a plan without `driver` runs on
 UNKNOWN = "?"  # a run directory without a readable plan.yaml
 GATLING_DIR = "gatling"  # agents' Gatling HTML reports, unpacked under <agent id>/
 TOTAL = "*"
