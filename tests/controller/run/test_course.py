@@ -15,6 +15,7 @@ from loadfleet.controller.model.stepresult import StepResult, StepState
 from loadfleet.controller.plan.steps import StepSpec
 from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.controller.run.course import Course, final_state, step_state
+from support.stepresults import step
 
 SWEEP = Sweep(levels=(100, 200, 400, 800, 1600), step_s=10)
 SPECS = [StepSpec(f"s{i}", i, level, 1) for i, level in enumerate(SWEEP.levels, start=1)]
@@ -24,31 +25,7 @@ CURVE = {"s1": (100, 5.0), "s2": (200, 5.5), "s3": (300, 6.0), "s4": (305, 25.0)
 
 def result(spec: StepSpec) -> StepResult:
     ok_rps, p99 = CURVE[spec.name]
-    return StepResult(
-        name=spec.name,
-        level=spec.name,
-        servers=spec.servers,
-        level_index=spec.level_index,
-        repetition=spec.repetition,
-        offered=spec.level,
-        state=StepState.FINISHED,
-        start_ms=0,
-        measured_s=10,
-        intervals=10,
-        requests=ok_rps * 10,
-        ok=ok_rps * 10,
-        achieved_rps=ok_rps,
-        ok_rps=ok_rps,
-        bytes_per_s=0,
-        mean_ms=p99 / 2,
-        stddev_ms=0,
-        p50_ms=p99 / 2,
-        p90_ms=p99,
-        p99_ms=p99,
-        error_pct=0,
-        new_conns_per_s=0,
-        concurrent_conns=spec.level,
-    )
+    return step(spec.name, spec.level, ok_rps, p99, servers=spec.servers, rep=spec.repetition)
 
 
 def run_course(course: Course, progress: RunProgress, *, halt_after: str = "") -> list[str]:
