@@ -7,7 +7,7 @@ from typing import Any
 
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.model.codec import from_doc
-from loadfleet.controller.model.selfsample import ControllerLoad
+from loadfleet.controller.model.summarydoc import Entry, Step, SummaryDoc
 from loadfleet.v1 import run_pb2
 
 PROGRESS_HEADER = (
@@ -66,19 +66,18 @@ def summary_table(s: run_pb2.RunSummary, doc: dict[str, Any]) -> str:
         if len(group) > 1 or title == "agents":
             lines.append(title)
             lines.extend(_row("  " + t.name, t, name_width) for t in group)
-    if doc.get("total", {}).get("figures", {}).get("latency_missing"):
+    summary = SummaryDoc.of(doc)
+    if summary.total.figures.latency_missing:
         lines.append(LATENCY_NOT_MEASURED)
-    lines += [
-        f"lost in step {loss.step}: {loss.describe()}" for loss in from_doc(tuple[Loss, ...], doc.get("losses", []))
-    ]
-    late = sum(doc.get("late_requests", {}).values())
+    lines += [f"lost in step {loss.step}: {loss.describe()}" for loss in from_doc(tuple[Loss, ...], summary.losses)]
+    late = sum(summary.late_requests.values())
     if late:
         lines.append(
             f"late: {late:,} requests were reported after their interval was published; they are counted "
             "apart (summary.json's late_requests), not in the figures above"
         )
-    if doc.get("controller"):
-        lines.append("controller: " + from_doc(ControllerLoad, doc["controller"]).describe())
+    if summary.controller:
+        lines.append("controller: " + summary.controller.describe())
     return "\n".join(lines)
 
 
@@ -107,29 +106,29 @@ def phases_table(doc: dict[str, Any]) -> str:
     phase (connect and TLS spread over every response, so the columns add up to the mean
     latency), waiting's percentiles, and the mean connect and TLS of the responses that opened
     a connection. Empty when no driver measured phases."""
-    entries = [("total", doc.get("total", {}))]
-    for group in ("targets", "requests"):
-        items = doc.get(group) or []
+    summary = SummaryDoc.of(doc)
+    entries: list[tuple[str, Entry | None]] = [("total", summary.total)]
+    for group, items in (("targets", summary.targets), ("requests", summary.requests)):
         if len(items) > 1:
-            entries += [(group, None)] + [("  " + e.get("name", "?"), e) for e in items]
-    if not (doc.get("total", {}).get("figures") or {}).get("phases"):
+            entries += [(group, None)] + [("  " + e.name, e) for e in items]
+    if not summary.total.figures.phases:
         return ""
     width = max(len(name) for name, _ in entries)
     lines = [
         f"{'where the time goes':<{width}}" + "".join(f"  {t:>{w}}" for t, w in _PHASE_COLUMNS) + "   (ms per response)"
     ]
     for name, entry in entries:
-        phases = (entry or {}).get("figures", {}).get("phases") if entry is not None else None
+        phases = entry.figures.phases if entry is not None else None
         if entry is None or not phases:
             lines.append(name if entry is None else f"{name:<{width}}  {'-':>10}")
             continue
         values = (
-            f"{phases['responses']}",
-            *(f"{phases[p]['per_response_ms']:.3f}" for p in ("connect", "tls", "waiting", "receiving")),
-            f"{phases['other_ms']:.3f}",
-            f"{phases['waiting_p50_ms']:.2f}",
-            f"{phases['waiting_p99_ms']:.2f}",
-            *(f"{phases[p]['mean_ms']:.3f}" if phases[p]["count"] else "-" for p in ("connect", "tls")),
+            f"{phases.responses}",
+            *(f"{phases.phase(p).per_response_ms:.3f}" for p in ("connect", "tls", "waiting", "receiving")),
+            f"{phases.other_ms:.3f}",
+            f"{phases.waiting_p50_ms:.2f}",
+            f"{phases.waiting_p99_ms:.2f}",
+            *(f"{phases.phase(p).mean_ms:.3f}" if phases.phase(p).count else "-" for p in ("connect", "tls")),
         )
         lines.append(f"{name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _PHASE_COLUMNS)))
     return "\n".join(lines)
@@ -137,24 +136,24 @@ def phases_table(doc: dict[str, Any]) -> str:
 
 def hosts_table(doc: dict[str, Any]) -> str:
     """The monitored hosts over the run's load, from summary.json's document."""
-    hosts = doc["hosts"]
-    width = max(len("host"), *(len(h["host"]) for h in hosts))
+    hosts = SummaryDoc.of(doc).hosts
+    width = max(len("host"), *(len(h.host) for h in hosts))
     lines = [
         f"{'host':<{width}}  {'CPU %':>6}  {'max %':>6}  {'server %':>8}  {'mem %':>6}  "
         f"{'rx MB/s':>8}  {'tx MB/s':>8}  {'conns':>6}  serves"
     ]
     for h in hosts:
         lines.append(
-            f"{h['host']:<{width}}  {h['cpu_pct']:>6.1f}  {h['max_cpu_pct']:>6.1f}  "
-            f"{h['process_cpu_pct']:>8.1f}  {h['mem_used_pct']:>6.1f}  {h['net_rx_mb_per_s']:>8.2f}  "
-            f"{h['net_tx_mb_per_s']:>8.2f}  {h['tcp_established']:>6.0f}  "
-            f"{' '.join(h['targets']) or h['role']}"
+            f"{h.host:<{width}}  {h.cpu_pct:>6.1f}  {h.max_cpu_pct:>6.1f}  "
+            f"{h.process_cpu_pct:>8.1f}  {h.mem_used_pct:>6.1f}  {h.net_rx_mb_per_s:>8.2f}  "
+            f"{h.net_tx_mb_per_s:>8.2f}  {h.tcp_established:>6.0f}  "
+            f"{' '.join(h.targets) or h.role}"
         )
     for h in hosts:
         # Only the counters that moved: a balancer has dozens, most of them zero in a lab.
-        rates = {name: rate for name, rate in h.get("counter_rates", {}).items() if rate}
+        rates = {name: rate for name, rate in h.counter_rates.items() if rate}
         if rates:
-            lines.append(f"{h['host']}: server counters per second")
+            lines.append(f"{h.host}: server counters per second")
             lines.extend(f"  {name:<{max(map(len, rates))}}  {rate:>12,.1f}" for name, rate in rates.items())
     return "\n".join(lines)
 
@@ -192,59 +191,53 @@ _STEP_COLUMNS = (
 def steps_table(doc: dict[str, Any]) -> str:
     """The steps of a sweep from summary.json's document: one line each, then the knees,
     the USL fit and why the run stopped early."""
-    steps = doc["steps"]
-    width = max(len("step"), *(len(st["name"]) for st in steps))
+    summary = SummaryDoc.of(doc)
+    steps = summary.steps
+    width = max(len("step"), *(len(st.name) for st in steps))
     lines = [f"{'step':<{width}}" + "".join(f"  {t:>{w}}" for t, w in _STEP_COLUMNS) + "   (latency in ms)"]
     for st in steps:
         lines += _step_lines(st, width)
-    for lv in doc.get("levels", []):
-        if lv["repetitions"] > 1:
+    for lv in summary.levels:
+        if lv.repetitions > 1:
             lines.append(
-                f"{lv['name']}: {lv['repetitions']} repetitions, {lv['achieved_rps']['mean']:.1f} "
-                f"± {lv['achieved_rps']['stddev']:.1f} req/s, p99 {lv['p99_ms']['mean']:.2f} "
-                f"± {lv['p99_ms']['stddev']:.2f} ms"
+                f"{lv.name}: {lv.repetitions} repetitions, {lv.achieved_rps.mean:.1f} "
+                f"± {lv.achieved_rps.stddev:.1f} req/s, p99 {lv.p99_ms.mean:.2f} "
+                f"± {lv.p99_ms.stddev:.2f} ms"
             )
     # The knee of each server count and the USL fit, each found or saying why not (analysis.py).
-    lines += doc.get("analysis_notes", [])
+    lines += summary.analysis_notes
     for st in steps:
-        if st["generator_bound"] or st.get("validity", "valid") != "valid":
-            lines.append(st["generator_advice"])
-    if doc.get("stop"):
-        lines.append(f"stopped early: {doc['stop']['text']}")
+        if st.generator_bound or st.validity != "valid":
+            lines.append(st.generator_advice)
+    if summary.stop:
+        lines.append(f"stopped early: {summary.stop.text}")
     return "\n".join(lines)
 
 
-def _step_lines(st: dict[str, Any], width: int) -> list[str]:
+def _step_lines(st: Step, width: int) -> list[str]:
     """A step's line (its figures, then what to know about it), and its targets' when several."""
     values = (
-        st["servers"],
-        f"{st['offered']:g}",
-        f"{st['achieved_rps']:.1f}",
-        f"{st['ok_rps']:.1f}",
-        f"{st['bytes_per_s'] / 1e6:.2f}",
-        f"{st['error_pct']:.2f}",
-        f"{st['mean_ms']:.2f}",
-        f"{st['p99_ms']:.2f}",
-        f"{st['concurrent_conns']:.0f}",
-        st.get("peak_users", 0),  # a summary of before users were counted has none
+        st.servers,
+        f"{st.offered:g}",
+        f"{st.achieved_rps:.1f}",
+        f"{st.ok_rps:.1f}",
+        f"{st.bytes_per_s / 1e6:.2f}",
+        f"{st.error_pct:.2f}",
+        f"{st.mean_ms:.2f}",
+        f"{st.p99_ms:.2f}",
+        f"{st.concurrent_conns:.0f}",
+        st.peak_users,
     )
-    flag = "".join(f"  {h['host']} CPU {h['cpu_pct']:.0f} %" for h in st.get("hosts", ()))
-    flag += (
-        "  generator-bound"
-        if st["generator_bound"]
-        else f"  {st['validity']}"
-        if st.get("validity", "valid") != "valid"
-        else ""
-    )
-    flag += f"  {st['losses']} share(s) lost" if st.get("losses") else ""
-    flag += f"  {st['state'].upper()}" if st["state"] != "finished" else ""
-    lines = [f"{st['name']:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS)) + flag]
-    targets = st.get("targets", ())
-    if len(targets) > 1:  # servers side by side in the same minutes
+    flag = "".join(f"  {h.host} CPU {h.cpu_pct:.0f} %" for h in st.hosts)
+    flag += "  generator-bound" if st.generator_bound else f"  {st.validity}" if st.validity != "valid" else ""
+    flag += f"  {st.losses} share(s) lost" if st.losses else ""
+    flag += f"  {st.state.upper()}" if st.state != "finished" else ""
+    lines = [f"{st.name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _STEP_COLUMNS)) + flag]
+    if len(st.targets) > 1:  # servers side by side in the same minutes
         lines += [
-            f"  {t['url']}: {t['achieved_rps']:.1f} req/s, {t['ok_rps']:.1f} ok/s, {t['error_pct']:.2f} % errors, "
-            f"mean {t['mean_ms']:.2f} ms, p99 {t['p99_ms']:.2f} ms"
-            for t in targets
+            f"  {t.url}: {t.achieved_rps:.1f} req/s, {t.ok_rps:.1f} ok/s, {t.error_pct:.2f} % errors, "
+            f"mean {t.mean_ms:.2f} ms, p99 {t.p99_ms:.2f} ms"
+            for t in st.targets
         ]
     return lines
 

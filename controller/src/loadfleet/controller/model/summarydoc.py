@@ -1,0 +1,233 @@
+"""summary.json read back: the one typed reader of a run's summary (what analysis/summary.py's
+`RunSummary.to_json` writes) for the console, the reports and the comparison.
+
+`SummaryDoc.of(doc)` reads the parsed JSON document. It is as tolerant as the readers before
+it: a key an older summary lacks reads as its field's default (a key present with null, for a
+list, as empty), and values keep their JSON types (an integer stays an integer), so what is
+printed from them does not change. A text whose readers fell back on different words when it
+is missing (`state`, `plan_name`, an event's `kind` or `at_ms`) reads as None, and each reader
+says its own. Fields are only those something reads; rundata.py's `summary_problem` has
+checked that the figures are numbers before anything is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from loadfleet.controller.model.codec import from_doc
+from loadfleet.controller.model.selfsample import ControllerLoad
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Latency:
+    mean_ms: float = 0
+    stddev_ms: float = 0
+    p50_ms: float = 0
+    p90_ms: float = 0
+    p99_ms: float = 0
+    max_ms: float = 0
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    """One phase of the responses (figures.PhaseTime)."""
+
+    count: int = 0
+    mean_ms: float = 0
+    per_response_ms: float = 0
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Where the responses' time went (figures.PhaseFigures); None where no driver measured it."""
+
+    responses: int = 0
+    connect: PhaseTime = PhaseTime()
+    tls: PhaseTime = PhaseTime()
+    waiting: PhaseTime = PhaseTime()
+    receiving: PhaseTime = PhaseTime()
+    other_ms: float = 0
+    waiting_p50_ms: float = 0
+    waiting_p99_ms: float = 0
+
+    def phase(self, name: str) -> PhaseTime:
+        """connect, tls, waiting or receiving (wire.phases.PHASE_NAMES)."""
+        time: PhaseTime = getattr(self, name)
+        return time
+
+
+@dataclass(frozen=True)
+class EntryFigures:
+    requests: int = 0
+    rps: float = 0
+    mb_per_s: float = 0
+    error_pct: float = 0
+    latency: Latency = Latency()
+    latency_missing: bool = False  # a Gatling simulation without loadfleet's hook: counts only
+    phases: Phases | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The run's total, or one target's, request's or agent's (summary.NamedFigures)."""
+
+    name: str = "?"
+    figures: EntryFigures = EntryFigures()
+    errors: dict[str, int] = field(default_factory=dict)  # transport errors by kind
+    status: dict[str, int] = field(default_factory=dict)  # responses by class, "2xx"...
+
+
+@dataclass(frozen=True)
+class StepHost:
+    host: str = ""
+    cpu_pct: float = 0
+
+
+@dataclass(frozen=True)
+class StepTarget:
+    url: str = ""
+    achieved_rps: float = 0
+    ok_rps: float = 0
+    error_pct: float = 0
+    mean_ms: float = 0
+    p50_ms: float = 0
+    p99_ms: float = 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the run (stepresult.StepResult); `offered` None in a summary without it."""
+
+    name: str = ""
+    state: str = "finished"
+    servers: int = 0
+    offered: float | None = None
+    requests: int = 0
+    achieved_rps: float = 0
+    ok_rps: float = 0
+    bytes_per_s: float = 0
+    error_pct: float = 0
+    mean_ms: float = 0
+    stddev_ms: float = 0
+    p50_ms: float = 0
+    p99_ms: float = 0
+    concurrent_conns: float = 0
+    peak_users: int = 0  # a summary of before users were counted has none
+    generator_bound: bool = False
+    generator_advice: str = ""
+    validity: str = "valid"
+    losses: int = 0
+    hosts: tuple[StepHost, ...] = ()
+    targets: tuple[StepTarget, ...] = ()
+    phases: Phases | None = None
+
+
+@dataclass(frozen=True)
+class Spread:
+    mean: float = 0
+    stddev: float = 0
+
+
+@dataclass(frozen=True)
+class Level:
+    """A sweep's level over its repetitions (steps.LevelSummary)."""
+
+    name: str = ""
+    repetitions: int = 0
+    achieved_rps: Spread = Spread()
+    p99_ms: Spread = Spread()
+
+
+@dataclass(frozen=True)
+class Stop:
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Host:
+    """A monitored host over the run's load (hostsamples.HostLoad)."""
+
+    host: str = ""
+    role: str = ""
+    targets: tuple[str, ...] = ()
+    cpu_pct: float = 0
+    max_cpu_pct: float = 0
+    process_cpu_pct: float = 0
+    mem_used_pct: float = 0
+    net_rx_mb_per_s: float = 0
+    net_tx_mb_per_s: float = 0
+    tcp_established: float = 0
+    counter_rates: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EventDoc:
+    kind: str | None = None
+    at_ms: int | None = None
+    agent_id: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class SummaryDoc:
+    """summary.json as its readers see it."""
+
+    run_id: str | None = None
+    plan_name: str | None = None
+    state: str | None = None
+    message: str = ""
+    started_ms: int = 0
+    duration_s: float = 0.0
+    total: Entry = Entry()
+    targets: tuple[Entry, ...] = ()
+    requests: tuple[Entry, ...] = ()
+    agents: tuple[Entry, ...] = ()
+    events: tuple[EventDoc, ...] = ()
+    steps: tuple[Step, ...] = ()
+    levels: tuple[Level, ...] = ()
+    analysis_notes: tuple[str, ...] = ()
+    stop: Stop | None = None
+    hosts: tuple[Host, ...] = ()
+    late_requests: dict[str, int] = field(default_factory=dict)
+    # Read as the controller's own type; the losses stay documents (fleet's Loss reads them).
+    controller: ControllerLoad | None = None
+    losses: tuple[dict[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> SummaryDoc:
+        return _read(cls, doc)
+
+
+def _read(cls: type[T], doc: dict[str, Any]) -> T:
+    """`doc` as the dataclass `cls`: each field present read by its type hint, the others
+    left to their defaults."""
+    hints = _hints(cls)  # type: ignore[arg-type]  # a class is hashable
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]  # one of the dataclasses above
+    return cls(**{name: _value(hints[name], doc[name]) for name in names if name in doc})
+
+
+def _value(hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = next(a for a in typing.get_args(hint) if a is not type(None))
+        return None if value is None else _value(inner, value)
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        return tuple(_value(item, v) for v in value or ())
+    if hint is ControllerLoad:
+        return from_doc(ControllerLoad, value) if value else None
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _read(hint, value)
+    return value  # as JSON has it: numbers keep their type
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
