@@ -10,7 +10,8 @@ from loadfleet.controller.model.errors import LoadfleetError, PlanError
 from loadfleet.controller.rpc import runconvert
 from loadfleet.controller.rpc.status import abort
 from loadfleet.controller.run.run import Run
-from loadfleet.controller.service.controller import Controller, EndedRun
+from loadfleet.controller.service.controller import Controller
+from loadfleet.controller.service.endedrun import EndedRun
 from loadfleet.v1 import run_pb2, run_pb2_grpc
 
 

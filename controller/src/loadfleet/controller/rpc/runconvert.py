@@ -17,7 +17,7 @@ from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output.watchers import IntervalUpdate
 from loadfleet.controller.rpc.convert import health_to_proto
 from loadfleet.controller.run.run import Run, RunState
-from loadfleet.controller.service.controller import EndedRun
+from loadfleet.controller.service.endedrun import EndedRun
 from loadfleet.v1 import run_pb2
 
 

@@ -19,15 +19,12 @@ import logging
 import secrets
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loadfleet.controller.analysis.hosts import HostSampleGate
 from loadfleet.controller.analysis.selfwatch import LoopProbe, StallStacks
 from loadfleet.controller.fleet.agents import (
-    DEFAULT_HEARTBEAT_MS,
-    DEFAULT_LEASE_MS,
     AgentRecord,
     AgentRegistry,
     AgentState,
@@ -38,20 +35,20 @@ from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop, agent_drop_eve
 from loadfleet.controller.model.errors import LoadfleetError, RunNotFound
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample
-from loadfleet.controller.model.runstate import RunState
 from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.output.artifacts import ArtifactBudget, discard_partials, store_artifact_chunk
 from loadfleet.controller.output.report.rundata import GATLING_DIR
 from loadfleet.controller.output.sinks import Sink
 from loadfleet.controller.output.sinks.influx import DEFAULT_SPOOL_LIMIT_MB, InfluxConfig, InfluxSink, influx_writer
 from loadfleet.controller.output.sinks.spool import SpoolBusy
-from loadfleet.controller.output.watchers import Follower, Watchers
 from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.parse import parse_plan
 from loadfleet.controller.run.admission import admit, influx_config
 from loadfleet.controller.run.recovery import ADOPT_SLACK_S, adoptable, interrupted_runs, recover
 from loadfleet.controller.run.run import Run
 from loadfleet.controller.run.takeover import TakenOverRun
+from loadfleet.controller.service.endedrun import EndedRun
+from loadfleet.wire import DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS
 
 log = logging.getLogger(__name__)
 
@@ -62,39 +59,6 @@ STALL_S = 1.0
 CLOSE_TIMEOUT_S = 30.0
 # Ended runs whose summaries stay in memory (for `loadfleet runs`, `status`).
 KEPT_ENDED_RUNS = 100
-
-
-@dataclass(frozen=True)
-class EndedRun:
-    """What the controller keeps of a run once it has ended: its summary and events."""
-
-    run_id: str
-    plan_name: str
-    state: RunState
-    started_ms: int
-    finished_ms: int
-    total_requests: int
-    run_dir: Path
-    watchers: Watchers
-
-    @classmethod
-    def of(cls, run: Run) -> EndedRun:
-        return cls(
-            run.run_id,
-            run.plan_name,
-            run.state,
-            run.started_ms,
-            run.finished_ms,
-            run.total_requests,
-            run.run_dir,
-            run.watchers,
-        )
-
-    def follow(self) -> Follower:
-        return self.watchers.follow()
-
-    def stop(self) -> None:
-        pass
 
 
 def new_run_id() -> str:
