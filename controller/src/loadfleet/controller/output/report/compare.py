@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
+from loadfleet.controller.model.summarydoc import Phases, Step
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from loadfleet.controller.output.report.rundata import RunData
@@ -46,35 +47,35 @@ def compare_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     totals, or the step measured after a warm-up)."""
     rows = []
     for run in runs:
-        figures = run.summary["total"].get("figures", {})
-        latency = figures.get("latency", {})
+        summary = run.summary_doc
+        figures = summary.total.figures
         row = {
             "run_id": run.run_id,
             "run_dir": str(run.run_dir),
-            "plan_name": run.summary.get("plan_name", ""),
-            "state": run.summary.get("state", ""),
-            "duration_s": run.summary.get("duration_s", 0.0),
+            "plan_name": summary.plan_name if summary.plan_name is not None else "",
+            "state": summary.state if summary.state is not None else "",
+            "duration_s": summary.duration_s,
             "driver": run.driver,
             "warmup_s": run.warmup_s,
         }
-        for key, _, _ in METRICS:
-            row[key] = figures.get(key, latency.get(key, 0))
-        row.update(_phase_metrics(figures.get("phases")))
+        for key, _, _ in METRICS:  # the counts and rates of the figures, the rest of their latency
+            row[key] = getattr(figures if hasattr(figures, key) else figures.latency, key)
+        row.update(_phase_metrics(figures.phases))
         step = run.measured_step
         if step is not None:
             row.update(_step_metrics(step))
-            row.update(_phase_metrics(step.get("phases")))
+            row.update(_phase_metrics(step.phases))
         row["measured"] = f"after a {run.warmup_s:g} s warm-up" if step is not None else "whole run"
-        row["latency_missing"] = bool(figures.get("latency_missing", False))
+        row["latency_missing"] = bool(figures.latency_missing)
         rows.append(row)
     return rows
 
 
-def _step_metrics(step: dict[str, Any]) -> dict[str, Any]:
+def _step_metrics(step: Step) -> dict[str, Any]:
     """METRICS of a step's figures (steps.StepResult as summary.json holds it)."""
 
     def number(key: str) -> float:
-        return float(step.get(key) or 0)
+        return float(getattr(step, key) or 0)
 
     return {
         "requests": int(number("requests")),
@@ -85,13 +86,13 @@ def _step_metrics(step: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _phase_metrics(phases: dict[str, Any] | None) -> dict[str, Any]:
+def _phase_metrics(phases: Phases | None) -> dict[str, Any]:
     """PHASE_METRICS of a `phases` entry (figures.PhaseFigures as summary.json holds it;
     rundata checked that it holds numbers)."""
     if not phases:
         return {key: None for key, _, _ in PHASE_METRICS}
-    shares = {f"{name}_ms": phases.get(name, {}).get("per_response_ms", 0) for name in PHASE_NAMES}
-    return {**shares, "other_ms": phases.get("other_ms", 0), "waiting_p99_ms": phases.get("waiting_p99_ms", 0)}
+    shares = {f"{name}_ms": phases.phase(name).per_response_ms for name in PHASE_NAMES}
+    return {**shares, "other_ms": phases.other_ms, "waiting_p99_ms": phases.waiting_p99_ms}
 
 
 def change(base: float, value: float) -> str:
@@ -160,10 +161,15 @@ def render_compare(runs: Sequence[RunData]) -> str:
         "<h2>Runs</h2>",
         table(
             ("run", "plan", "directory"),
-            [[r.run_id, str(r.summary.get("plan_name", "")), str(r.run_dir)] for r in runs],
+            [[r.run_id, _plan_name(r), str(r.run_dir)] for r in runs],
         ),
     ]
     return page("loadfleet compare", "\n".join(body), interactive.scripts())
+
+
+def _plan_name(run: RunData) -> str:
+    name = run.summary_doc.plan_name
+    return str(name if name is not None else "")
 
 
 def _series_names(runs: Sequence[RunData]) -> list[str]:

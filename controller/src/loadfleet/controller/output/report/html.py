@@ -12,14 +12,14 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from loadfleet.controller.model.codec import from_doc
-from loadfleet.controller.model.selfsample import ControllerLoad
+from loadfleet.controller.model.summarydoc import Entry, SummaryDoc
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from loadfleet.controller.output.report.phases import phases_section
 from loadfleet.controller.output.report.rundata import Points, RunData
 from loadfleet.controller.output.report.saturation import saturation_section
 from loadfleet.controller.output.report.svg import Chart, Marker, Series
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 # More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
 MAX_LINES = 10
@@ -66,20 +66,20 @@ def render_report(run: RunData) -> str:
 
 
 def _header_facts(run: RunData) -> list[tuple[str, str]]:
-    s = run.summary
-    state = str(s.get("state", "?")) + (f": {s['message']}" if s.get("message") else "")
-    agents = [a.get("name", "?") for a in s.get("agents", [])]
+    s = run.summary_doc
+    state = str(s.state if s.state is not None else "?") + (f": {s.message}" if s.message else "")
+    agents = [a.name for a in s.agents]
     warmup = [("warm-up", f"{run.warmup_s:g} s, left out of the step's figures")] if run.warmup_s else []
     return [
-        ("plan", str(s.get("plan_name", "?"))),
+        ("plan", str(s.plan_name if s.plan_name is not None else "?")),
         ("driver", run.driver),
         ("state", state),
         ("started", utc_time(run.started_ms)),
-        ("duration", f"{float(s.get('duration_s', 0)):g} s"),
+        ("duration", f"{float(s.duration_s):g} s"),
         *warmup,
         ("agents", f"{len(agents)}: {', '.join(agents)}" if agents else "none"),
         *generator_health(run),
-        *controller_health(s),
+        *controller_health(run.summary),
         ("run directory", str(run.run_dir)),
     ]
 
@@ -102,17 +102,17 @@ def generator_health(run: RunData) -> list[tuple[str, str]]:
 
 def controller_health(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The controller's own load during the run (runs before it say nothing)."""
-    load = summary.get("controller")
-    return [("controller", from_doc(ControllerLoad, load).describe())] if load else []
+    load = SummaryDoc.of(summary).controller
+    return [("controller", load.describe())] if load else []
 
 
 def summary_table(summary: dict[str, Any]) -> str:
-    rows: list[list[str] | str] = [_figures_row("total", summary["total"])]  # a text: a group's title row
-    for group, key in (("targets", "targets"), ("requests", "requests"), ("agents", "agents")):
-        entries = summary.get(key) or []
+    doc = SummaryDoc.of(summary)
+    rows: list[list[str] | str] = [_figures_row("total", doc.total)]  # a text: a group's title row
+    for group, entries in (("targets", doc.targets), ("requests", doc.requests), ("agents", doc.agents)):
         if entries:
             rows.append(group)
-            rows.extend(_figures_row(e.get("name", "?"), e) for e in entries)
+            rows.extend(_figures_row(e.name, e) for e in entries)
     return table(SUMMARY_HEADERS, rows, css_class="summary")
 
 
@@ -131,28 +131,26 @@ HOST_HEADERS = (
 
 def _hosts_section(summary: dict[str, Any]) -> list[str]:
     """Monitored hosts (monitor-only agents) over the run's load."""
-    hosts = summary.get("hosts") or []
+    hosts = SummaryDoc.of(summary).hosts
     if not hosts:
         return []
     rows = [
         [
-            h["host"],
-            " ".join(h["targets"]) or h["role"],
-            f"{h['cpu_pct']:.1f}",
-            f"{h['max_cpu_pct']:.1f}",
-            f"{h['process_cpu_pct']:.1f}",
-            f"{h['mem_used_pct']:.1f}",
-            f"{h['net_rx_mb_per_s']:,.2f}",
-            f"{h['net_tx_mb_per_s']:,.2f}",
-            f"{h['tcp_established']:,.0f}",
+            h.host,
+            " ".join(h.targets) or h.role,
+            f"{h.cpu_pct:.1f}",
+            f"{h.max_cpu_pct:.1f}",
+            f"{h.process_cpu_pct:.1f}",
+            f"{h.mem_used_pct:.1f}",
+            f"{h.net_rx_mb_per_s:,.2f}",
+            f"{h.net_tx_mb_per_s:,.2f}",
+            f"{h.tcp_established:,.0f}",
         ]
         for h in hosts
     ]
     section = ["<h2>Monitored hosts</h2>", table(HOST_HEADERS, rows, css_class="hosts")]
     # The servers' own counters over the run, those that moved (a balancer has dozens).
-    counters = [
-        [h["host"], name, f"{rate:,.1f}"] for h in hosts for name, rate in h.get("counter_rates", {}).items() if rate
-    ]
+    counters = [[h.host, name, f"{rate:,.1f}"] for h in hosts for name, rate in h.counter_rates.items() if rate]
     if counters:
         section += [
             "<h3>Server counters per second over the run</h3>",
@@ -167,28 +165,28 @@ TARGET_HEADERS = ("step", "target", "req/s", "ok/s", "err %", "mean ms", "p50 ms
 def _targets_section(summary: dict[str, Any]) -> list[str]:
     """Each step's targets side by side (servers compared in the same minutes), when a step
     loaded more than one."""
-    steps = [s for s in summary.get("steps", []) if len(s.get("targets", ())) > 1]
+    steps = [s for s in SummaryDoc.of(summary).steps if len(s.targets) > 1]
     if not steps:
         return []
     rows = [
         [
-            s["name"],
-            t["url"],
-            f"{t['achieved_rps']:,.1f}",
-            f"{t['ok_rps']:,.1f}",
-            f"{t['error_pct']:.2f}",
-            f"{t['mean_ms']:,.2f}",
-            f"{t['p50_ms']:,.2f}",
-            f"{t['p99_ms']:,.2f}",
+            s.name,
+            t.url,
+            f"{t.achieved_rps:,.1f}",
+            f"{t.ok_rps:,.1f}",
+            f"{t.error_pct:.2f}",
+            f"{t.mean_ms:,.2f}",
+            f"{t.p50_ms:,.2f}",
+            f"{t.p99_ms:,.2f}",
         ]
         for s in steps
-        for t in s["targets"]
+        for t in s.targets
     ]
     return ["<h2>Targets side by side</h2>", table(TARGET_HEADERS, rows, css_class="targets")]
 
 
 def _latency_note(summary: dict[str, Any]) -> list[str]:
-    if not summary["total"].get("figures", {}).get("latency_missing"):
+    if not SummaryDoc.of(summary).total.figures.latency_missing:
         return []
     return [
         "<p><strong>Latency not measured</strong> for some requests: a Gatling simulation without "
@@ -209,33 +207,33 @@ def _gatling_section(run: RunData) -> list[str]:
     return ["<h2>Gatling reports</h2>", "<ul>", *links, "</ul>"]
 
 
-def _figures_row(name: str, entry: dict[str, Any]) -> list[str]:
-    f = entry.get("figures", {})
-    lat = f.get("latency", {})
+def _figures_row(name: str, entry: Entry) -> list[str]:
+    f = entry.figures
+    lat = f.latency
     return [
         name,
-        fmt_count(f.get("requests", 0)),
-        fmt_rate(f.get("rps", 0)),
-        f"{f.get('mb_per_s', 0):,.2f}",
-        fmt_pct(f.get("error_pct", 0)),
-        *(fmt_ms(lat.get(k, 0)) for k in ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")),
+        fmt_count(f.requests),
+        fmt_rate(f.rps),
+        f"{f.mb_per_s:,.2f}",
+        fmt_pct(f.error_pct),
+        *(fmt_ms(ms) for ms in (lat.mean_ms, lat.stddev_ms, lat.p50_ms, lat.p90_ms, lat.p99_ms, lat.max_ms)),
         failures_text(entry),
     ]
 
 
-def failures_text(entry: dict[str, Any]) -> str:
+def failures_text(entry: Entry) -> str:
     """Transport errors by kind and 4xx/5xx responses, e.g. `connect_refused 12, 5xx 3`."""
-    status = entry.get("status", {})
-    parts = [f"{kind} {n:,}" for kind, n in sorted(entry.get("errors", {}).items()) if n]
+    status = entry.status
+    parts = [f"{kind} {n:,}" for kind, n in sorted(entry.errors.items()) if n]
     parts += [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
     return ", ".join(parts) or "-"
 
 
 def charts(run: RunData) -> list[Chart]:
     markers = tuple(
-        Marker(run.seconds(e.get("at_ms", 0)), f"{e['kind']}: {e.get('text', '')}")
-        for e in run.summary.get("events", [])
-        if e.get("kind") in _MARKED_EVENTS
+        Marker(run.seconds(e.at_ms if e.at_ms is not None else 0), f"{e.kind}: {e.text}")
+        for e in run.summary_doc.events
+        if e.kind in _MARKED_EVENTS
     )
     latency = [Series(name, run.latency_series(f"{name}_ms")) for name in ("p50", "p90", "p99", "max")]
     return [
@@ -313,20 +311,20 @@ def busiest(series: dict[str, Points], rest_name: str) -> list[Series]:
 def interval_seconds(run: RunData) -> float:
     starts = sorted({r.start_ms for r in run.cluster_total})
     gaps = [b - a for a, b in itertools.pairwise(starts) if b > a]
-    return (min(gaps) if gaps else 1000) / 1000
+    return (min(gaps) if gaps else DEFAULT_INTERVAL_MS) / 1000
 
 
 def events_table(run: RunData) -> str:
-    events = run.summary.get("events") or []
+    events = run.summary_doc.events
     if not events:
         return "<p>No events.</p>"
     rows = [
         [
-            f"{run.seconds(e.get('at_ms', run.started_ms)):+.1f} s",
-            utc_time(e.get("at_ms", 0)),
-            e.get("kind", "?"),
-            e.get("agent_id", "") or "-",
-            e.get("text", ""),
+            f"{run.seconds(e.at_ms if e.at_ms is not None else run.started_ms):+.1f} s",
+            utc_time(e.at_ms if e.at_ms is not None else 0),
+            e.kind if e.kind is not None else "?",
+            e.agent_id or "-",
+            e.text,
         ]
         for e in events
     ]

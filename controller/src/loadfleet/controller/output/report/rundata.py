@@ -24,6 +24,7 @@ import yaml
 from loadfleet.controller.model.csvcells import read_cell
 from loadfleet.controller.model.driver import DEFAULT_DRIVER
 from loadfleet.controller.model.errors import UsageError
+from loadfleet.controller.model.summarydoc import Step, SummaryDoc
 from loadfleet.controller.output.report.summaryshape import summary_problem
 
 SUMMARY_FILE = "summary.json"
@@ -70,21 +71,27 @@ class RunData:
     controller_lag: Points = ()
 
     @property
-    def measured_step(self) -> dict[str, Any] | None:
+    def summary_doc(self) -> SummaryDoc:
+        """`summary` through the typed reader (read anew each time: `summary` is the document)."""
+        return SummaryDoc.of(self.summary)
+
+    @property
+    def measured_step(self) -> Step | None:
         """The figures a run without a sweep measured after its warm-up (its step `main`);
         None for a sweep, or a run without a warm-up (its totals are its figures)."""
-        steps = self.summary.get("steps") or []
-        if self.warmup_s <= 0 or len(steps) != 1 or not isinstance(steps[0], dict):
+        steps = self.summary_doc.steps
+        if self.warmup_s <= 0 or len(steps) != 1:
             return None
         return steps[0]
 
     @property
     def run_id(self) -> str:
-        return str(self.summary.get("run_id", self.run_dir.name))
+        run_id = self.summary_doc.run_id
+        return str(run_id if run_id is not None else self.run_dir.name)
 
     @property
     def started_ms(self) -> int:
-        started = self.summary.get("started_ms") or 0
+        started = self.summary_doc.started_ms or 0
         if not started and self.cluster_total:
             started = self.cluster_total[0].start_ms
         return int(started)
@@ -133,7 +140,7 @@ def load_run(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     summary = read_summary(run_dir)
     kinds, total, rows, agents, verdicts = _read_intervals(run_dir / INTERVALS_FILE)
-    started_ms = int(summary.get("started_ms") or (total[0].start_ms if total else 0))
+    started_ms = int(SummaryDoc.of(summary).started_ms or (total[0].start_ms if total else 0))
     driver, warmup_s = _read_plan_facts(run_dir / PLAN_FILE)
     return RunData(
         run_dir=run_dir,
