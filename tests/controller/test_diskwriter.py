@@ -17,7 +17,8 @@ from loadfleet.controller.output.diskwriter import DiskWriter
 from loadfleet.controller.output.rundir import INTERVALS_FILE
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
 from loadfleet.controller.output.watchers import IntervalUpdate
-from loadfleet.controller.run.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
+from loadfleet.controller.run.journal import CHECKPOINT_FILE, RECORDS_FILE, RunJournal
+from loadfleet.controller.run.records import RunEnded, RunStarted, StepsSkipped
 from support.streamdata import closed, pipeline, row, window
 from support.tmpfs import fill, small_disk
 
@@ -123,15 +124,15 @@ def test_a_journal_written_in_the_thread_stops_as_a_whole_at_its_first_failure(t
 
         async def run() -> RunJournal:
             journal = RunJournal(root, trouble, disk)
-            journal.record(Record.RUN, agents=["a1"])
+            journal.record(RunStarted(("a1",)))
             journal.checkpoint({"n": 1})
             await disk.drained()
             filler = fill(root, leave_bytes=0)
-            journal.record(Record.SKIPPED, steps=["x" * 100] * 200)  # fails in the thread
+            journal.record(StepsSkipped(("x" * 100,) * 200))  # fails in the thread
             journal.checkpoint({"n": 2})  # asked before the loop heard of the failure
             await disk.drained()
             filler.unlink()
-            journal.record(Record.END, state="finished")
+            journal.record(RunEnded("finished"))
             journal.checkpoint({"n": 3})
             await disk.drained()
             return journal

@@ -14,7 +14,8 @@ import pytest
 from loadfleet.controller.output.artifacts import store_artifact_chunk
 from loadfleet.controller.output.rundir import RunDirWriter, write_atomic
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble, describe_disk
-from loadfleet.controller.run.journal import CHECKPOINT_FILE, RECORDS_FILE, Record, RunJournal
+from loadfleet.controller.run.journal import CHECKPOINT_FILE, RECORDS_FILE, RunJournal
+from loadfleet.controller.run.records import RunEnded, RunStarted, StepsSkipped
 from loadfleet.controller.run.recovery import recover
 from support.streamdata import closed, interval, pipeline, row, window
 from support.tmpfs import fill, small_disk
@@ -79,14 +80,14 @@ def test_the_journal_stops_as_a_whole_at_its_first_failure(tmp_path):
     with small_disk(tmp_path / "disk", 64) as disk:
         trouble = DiskTrouble(disk, on_first=told.append)
         journal = RunJournal(disk, trouble)
-        journal.record(Record.RUN, agents=["a1"])
+        journal.record(RunStarted(("a1",)))
         journal.checkpoint({"n": 1})
         filler = fill(disk, leave_bytes=0)
-        journal.record(Record.SKIPPED, steps=["x" * 100] * 200)
+        journal.record(StepsSkipped(("x" * 100,) * 200))
         assert journal.stopped and trouble.incomplete == (f"journal/{RECORDS_FILE}",) and len(told) == 1
         filler.unlink()  # room again: still no checkpoint beside an interval log it does not match
         journal.checkpoint({"n": 2})
-        journal.record(Record.END, state="finished")
+        journal.record(RunEnded("finished"))
         directory = disk / "journal"
         assert json.loads((directory / CHECKPOINT_FILE).read_text()) == {"n": 1}
         assert [json.loads(line)["kind"] for line in (directory / RECORDS_FILE).read_text().splitlines()] == ["run"]

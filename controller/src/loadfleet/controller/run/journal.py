@@ -1,7 +1,7 @@
 """The run's journal (`runs/<run-id>/journal/`): enough to take a run over after the
 controller died, or to close it as interrupted with its summary.
 
-- `run.jsonl`: one record per change of the run's course (the run started, a step started
+- `run.jsonl`: one record (records.py) per change of the run's course (the run started, a step started
   with its agents, a step was stopped, an agent's job ended, a step ended with its figures,
   a knee, a stop condition, skipped steps), appended and flushed at once. O(steps + agents).
 - `intervals.log`: each published interval since the last checkpoint (`JournalInterval`,
@@ -21,17 +21,19 @@ came after it.
 
 from __future__ import annotations
 
-import enum
 import functools
 import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+from loadfleet.controller.model.codec import from_doc, to_doc
 from loadfleet.controller.output.diskwriter import DiskWriter
 from loadfleet.controller.output.rundir import Offsets, write_atomic
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
+from loadfleet.controller.run.records import JournalRecord
 from loadfleet.controller.stream.contract import AgentRows, FinalInterval, StepWindow
 from loadfleet.v1 import journal_pb2
 from loadfleet.wire.framing import FramingError, frame, parse_frames
@@ -39,26 +41,14 @@ from loadfleet.wire.stats import StatsRow
 
 log = logging.getLogger(__name__)
 
+R = TypeVar("R", bound=JournalRecord)
+
 JOURNAL_DIR = "journal"
 RECORDS_FILE = "run.jsonl"
 INTERVALS_FILE = "intervals.log"
 CHECKPOINT_FILE = "checkpoint.json"
 # A checkpoint every this many intervals bounds what a recovery replays (and the log's size).
 CHECKPOINT_INTERVALS = 30
-
-
-class Record(enum.StrEnum):
-    RUN = "run"  # agents, hostnames, clock_offsets_ms
-    STEP = "step"  # window (StepWindow), engines per agent, shares (agent -> its engines' shares)
-    LOSS = "loss"  # loss (losses.Loss), shares (agents whose engines' shares changed: theirs now)
-    HALT = "halt"  # step, at_ms
-    JOB_ENDED = "job_ended"  # step, agent, state
-    STEP_END = "step_end"  # result (StepResult)
-    KNEE = "knee"  # servers, knee
-    STOP = "stop"  # reason (StopReason)
-    SKIPPED = "skipped"  # steps
-    END = "end"  # state
-    INCOMPLETE = "incomplete"  # file: a file of the run directory a full disk left incomplete (rundisk.py)
 
 
 class RunJournal:
@@ -82,8 +72,8 @@ class RunJournal:
         """A write failed: the journal is what it was then, and is written no more."""
         return self._records.closed and self._intervals.closed
 
-    def record(self, kind: Record, **fields) -> None:
-        self._records.write(json.dumps({"kind": kind.value, **fields}) + "\n")
+    def record(self, record: JournalRecord) -> None:
+        self._records.write(json.dumps({"kind": record.KIND.value, **to_doc(record)}) + "\n")
         self._records.flush()
         self._stop_if_broken()
 
@@ -187,15 +177,16 @@ class LoggedInterval:
 class JournalContents:
     """Everything a journal holds, read back in order."""
 
-    records: list[dict] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)  # as written: {"kind": ..., fields}
     checkpoint: dict | None = None
     intervals: list[LoggedInterval] = field(default_factory=list)
     modified_s: float = 0.0  # when the journal was last written to (epoch seconds)
 
-    def of_kind(self, kind: Record) -> Iterator[dict]:
-        return (r for r in self.records if r.get("kind") == kind.value)
+    def of_kind(self, kind: type[R]) -> Iterator[R]:
+        """The records of one kind (records.py), in the order they were written."""
+        return (from_doc(kind, r) for r in self.records if r.get("kind") == kind.KIND.value)
 
-    def first(self, kind: Record) -> dict | None:
+    def first(self, kind: type[R]) -> R | None:
         return next(self.of_kind(kind), None)
 
 

@@ -42,7 +42,8 @@ from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.watchers import Watchers
 from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.steps import StepSpec
-from loadfleet.controller.run.journal import CHECKPOINT_INTERVALS, Record, RunJournal
+from loadfleet.controller.run.journal import CHECKPOINT_INTERVALS, RunJournal
+from loadfleet.controller.run.records import FileIncomplete, JournalRecord, RunEnded, RunStarted, StepEnded
 from loadfleet.controller.run.recovery import Recovered
 from loadfleet.controller.stream.contract import IntervalConsumer, StepEnd, StepWindow, Stream
 from loadfleet.controller.stream.publisher import Publisher
@@ -105,7 +106,7 @@ class RunPipeline:
             self.run_dir, [t.url for t in self._plan.targets], trouble=self.trouble, disk=self.disk
         )
         self._journal = RunJournal(self.run_dir, self.trouble, self.disk)
-        self.record(Record.RUN, agents=agents, hostnames=hostnames, clock_offsets_ms=clock_offsets_ms)
+        self.record(RunStarted(tuple(agents), tuple(hostnames), dict(clock_offsets_ms)))
         for name in self.trouble.incomplete:  # before the journal was there: plan.yaml
             self._incomplete(name)
         self._subscribe()
@@ -214,9 +215,9 @@ class RunPipeline:
         )
         self._journal.sync()
 
-    def record(self, kind: Record, **fields) -> None:
+    def record(self, record: JournalRecord) -> None:
         if self._journal is not None:
-            self._journal.record(kind, **fields)
+            self._journal.record(record)
 
     def event(self, event: Event) -> Event:
         """To every consumer of events; returns it as published. InfluxDB keeps one `event`
@@ -262,7 +263,7 @@ class RunPipeline:
 
     def step_end(self, window: StepWindow, result: StepResult, *, watermark_ms: int, late: dict[str, int]) -> None:
         self._stream.step_end(StepEnd(window, result))
-        self.record(Record.STEP_END, result=to_doc(result))
+        self.record(StepEnded(result))
         self.checkpoint(watermark_ms=watermark_ms, late=late)
 
     async def finish(self, summary: RunSummary, state: str) -> RunSummary:
@@ -281,7 +282,7 @@ class RunPipeline:
             if not written:
                 told = self._with_disk(summary)  # followers hear of summary.json and report.html too
             summary = told
-            self.record(Record.END, state=state)
+            self.record(RunEnded(state))
             self._journal.close()
         await self.disk.drained()  # the journal closed, and the followers have every update before the summary
         self.watchers.finish(summary)
@@ -289,7 +290,7 @@ class RunPipeline:
 
     def _incomplete(self, name: str) -> None:
         if self._journal is not None:
-            self.record(Record.INCOMPLETE, file=name)
+            self.record(FileIncomplete(name))
 
     def _with_disk(self, summary: RunSummary) -> RunSummary:
         if not self.trouble.incomplete:

@@ -17,16 +17,25 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from loadfleet.controller.analysis.knee import Knee
 from loadfleet.controller.analysis.progress import RunProgress
-from loadfleet.controller.analysis.stops import StopReason
+from loadfleet.controller.fleet.jobs import JobState
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.fleet.scheduler import EngineShare
-from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.events import Event, EventKind
-from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.output.rundir import EVENTS_FILE, SUMMARY_FILE, Offsets
-from loadfleet.controller.run.journal import JournalContents, LoggedInterval, Record, has_journal, read_journal
+from loadfleet.controller.run.journal import JournalContents, LoggedInterval, has_journal, read_journal
+from loadfleet.controller.run.records import (
+    FileIncomplete,
+    JobEnded,
+    KneeRecorded,
+    RunStarted,
+    ShareLost,
+    StepEnded,
+    StepHalted,
+    StepsSkipped,
+    StepStarted,
+    StopDecided,
+)
 from loadfleet.controller.stream.contract import StepWindow
 
 log = logging.getLogger(__name__)
@@ -41,7 +50,7 @@ ADOPT_SLACK_S = 5.0
 class RecoveredStep:
     window: StepWindow
     engines: dict[str, int]  # agent -> engines running its share
-    ended: dict[str, str]  # agent -> the state its job ended in
+    ended: dict[str, JobState]  # agent -> the state its job ended in
     shares: dict[str, tuple[EngineShare, ...]] = field(default_factory=dict)  # as of its last loss
     losses: list[Loss] = field(default_factory=list)
 
@@ -77,29 +86,29 @@ def interrupted_runs(runs_dir: Path) -> list[Path]:
 def recover(run_dir: Path) -> Recovered:
     """A run's journal read back (ValueError when it is not one a run could write)."""
     contents = read_journal(run_dir)
-    start = contents.first(Record.RUN)
+    start = contents.first(RunStarted)
     if start is None:
         raise ValueError(f"{run_dir}: the journal has no run record")
-    results = [from_doc(StepResult, r["result"]) for r in contents.of_kind(Record.STEP_END)]
+    results = [r.result for r in contents.of_kind(StepEnded)]
     ended_names = {r.name for r in results}
-    steps = [r for r in contents.of_kind(Record.STEP) if r["window"]["name"] not in ended_names]
+    steps = [r for r in contents.of_kind(StepStarted) if r.window.name not in ended_names]
     step = _running_step(contents, steps[-1]) if steps else None
     offsets, watermark = _written(contents)
     progress = RunProgress(
-        agents=list(start["agents"]),
-        hostnames=set(start.get("hostnames", [])),
-        clock_offsets_ms=dict(start.get("clock_offsets_ms", {})),
+        agents=list(start.agents),
+        hostnames=set(start.hostnames),
+        clock_offsets_ms=dict(start.clock_offsets_ms),
         results=results,
-        knees={r["servers"]: from_doc(Knee, r["knee"]) for r in contents.of_kind(Record.KNEE)},
-        skipped=[name for r in contents.of_kind(Record.SKIPPED) for name in r["steps"]],
-        stop=next((from_doc(StopReason, r["reason"]) for r in contents.of_kind(Record.STOP)), None),
-        losses=[from_doc(Loss, r["loss"]) for r in contents.of_kind(Record.LOSS)],
+        knees={r.servers: r.knee for r in contents.of_kind(KneeRecorded)},
+        skipped=[name for r in contents.of_kind(StepsSkipped) for name in r.steps],
+        stop=next((r.reason for r in contents.of_kind(StopDecided)), None),
+        losses=[r.loss for r in contents.of_kind(ShareLost)],
         late=dict(contents.checkpoint.get("late", {})) if contents.checkpoint else {},
     )
     return Recovered(
         run_dir=run_dir,
         progress=progress,
-        incomplete_files=[r["file"] for r in contents.of_kind(Record.INCOMPLETE)],
+        incomplete_files=[r.file for r in contents.of_kind(FileIncomplete)],
         step=step,
         checkpoint=contents.checkpoint,
         intervals=contents.intervals,
@@ -117,25 +126,25 @@ def adoptable(recovered: Recovered, lease_s: float, now_s: float | None = None) 
     return recovered.step is not None and now_s - recovered.modified_s <= lease_s + ADOPT_SLACK_S
 
 
-def _running_step(contents: JournalContents, record: dict) -> RecoveredStep:
-    window = from_doc(StepWindow, record["window"])
-    halts = [r for r in contents.of_kind(Record.HALT) if r["step"] == window.name]
+def _running_step(contents: JournalContents, started: StepStarted) -> RecoveredStep:
+    window = started.window
+    halts = [r for r in contents.of_kind(StepHalted) if r.step == window.name]
     if halts:
-        window = replace(window, load_end_ms=halts[-1]["load_end_ms"], cooldown_ms=0, stopped=True)
-    ended = {r["agent"]: r["state"] for r in contents.of_kind(Record.JOB_ENDED) if r["step"] == window.name}
-    shares = from_doc(dict[str, tuple[EngineShare, ...]], record.get("shares", {}))
-    losses = [r for r in contents.of_kind(Record.LOSS) if r["loss"]["step"] == window.name]
+        window = replace(window, load_end_ms=halts[-1].load_end_ms, cooldown_ms=0, stopped=True)
+    ended = {r.agent: r.state for r in contents.of_kind(JobEnded) if r.step == window.name}
+    shares = dict(started.shares)
+    losses = [r for r in contents.of_kind(ShareLost) if r.loss.step == window.name]
     for r in losses:
-        shares.update(from_doc(dict[str, tuple[EngineShare, ...]], r["shares"]))
-    return RecoveredStep(window, dict(record["engines"]), ended, shares, [from_doc(Loss, r["loss"]) for r in losses])
+        shares.update(r.shares)
+    return RecoveredStep(window, dict(started.engines), ended, shares, [r.loss for r in losses])
 
 
 def _written(contents: JournalContents) -> tuple[Offsets, int]:
     """How far the run directory's files are good, and the first interval not published."""
     if contents.intervals:
         last = contents.intervals[-1]
-        step = next((r["window"] for r in contents.of_kind(Record.STEP) if r["window"]["name"] == last.step), None)
-        return last.offsets, last.start_ms + (step["interval_ms"] if step else 1000)
+        step = next((r.window for r in contents.of_kind(StepStarted) if r.window.name == last.step), None)
+        return last.offsets, last.start_ms + (step.interval_ms if step else 1000)
     if contents.checkpoint:
         return Offsets(**contents.checkpoint["offsets"]), contents.checkpoint["watermark_ms"]
     return Offsets(), 0

@@ -31,7 +31,6 @@ from loadfleet.controller.analysis.summary import RunSummary, summarize_run
 from loadfleet.controller.fleet.agents import AgentRecord, AgentRegistry, AgentState
 from loadfleet.controller.fleet.jobs import EngineFailure, JobReport, JobState, ReportLimits
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop, agent_drop_event
-from loadfleet.controller.model.codec import to_doc
 from loadfleet.controller.model.errors import NotEnoughAgents
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.health import Health
@@ -47,8 +46,8 @@ from loadfleet.controller.plan.steps import SINGLE_STEP
 from loadfleet.controller.run import announcements
 from loadfleet.controller.run.admission import choose_agents
 from loadfleet.controller.run.course import Course, final_state
-from loadfleet.controller.run.journal import Record
 from loadfleet.controller.run.pipeline import RunPipeline
+from loadfleet.controller.run.records import StepsSkipped, StopDecided
 from loadfleet.controller.run.stepping import StepRunner
 
 log = logging.getLogger(__name__)
@@ -267,9 +266,9 @@ class Run:
         """The steps left, one after the other, as the course says."""
         while turn := self._course.next(halted=self._halted(), now_ms=self._clock_ms()):
             if turn.skipped:
-                self._pipeline.record(Record.SKIPPED, steps=list(turn.skipped))
+                self._pipeline.record(StepsSkipped(turn.skipped))
             if turn.stop:
-                self._pipeline.record(Record.STOP, reason=to_doc(turn.stop))
+                self._pipeline.record(StopDecided(turn.stop))
             if turn.spec:
                 agents = [
                     r for a in self._progress.agents if a not in self._lost and (r := self._registry.get(a)) and r.link
@@ -285,12 +284,12 @@ class Run:
     def _skip_the_rest(self) -> list[str]:
         """Every step left is skipped (and journaled); their names."""
         turn = self._course.skip_all()
-        self._pipeline.record(Record.SKIPPED, steps=list(turn.skipped))
+        self._pipeline.record(StepsSkipped(turn.skipped))
         return list(turn.skipped)
 
     def _on_stop_condition(self, reason: StopReason) -> None:
         self._progress.stop = replace(reason, at_ms=self._clock_ms())
-        self._pipeline.record(Record.STOP, reason=to_doc(self._progress.stop))
+        self._pipeline.record(StopDecided(self._progress.stop))
         self._emit(Event(EventKind.STOP_CONDITION, f"step {reason.step}: {reason.text}; stopping the run"))
         self._steps.halt()
 

@@ -28,7 +28,6 @@ from loadfleet.controller.fleet.scheduler import (
     split_over_engines,
 )
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
-from loadfleet.controller.model.codec import to_doc
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
@@ -39,8 +38,8 @@ from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.steps import StepSpec
 from loadfleet.controller.run import announcements
 from loadfleet.controller.run.course import Course, step_state
-from loadfleet.controller.run.journal import Record
 from loadfleet.controller.run.pipeline import RunPipeline
+from loadfleet.controller.run.records import JobEnded, KneeRecorded, ShareLost, StepHalted, StepStarted
 from loadfleet.controller.stream.contract import AGENT_DETAIL_MAX_ROWS, StepWindow
 from loadfleet.controller.stream.window import ClosedInterval, IntervalWindow, Outcome
 from loadfleet.wire.stats import TOTAL
@@ -178,9 +177,7 @@ class StepRunner:
         engines = {s.agent_id: len(s.engines) for s in shares}
         by_agent = {s.agent_id: s.engines for s in shares}
         step = StepRun(spec, window, engines, shares=StepShares(window.job_id, spec.name, plan.interval_ms, by_agent))
-        self._pipeline.record(
-            Record.STEP, window=to_doc(window), engines=engines, shares={a: to_doc(e) for a, e in by_agent.items()}
-        )
+        self._pipeline.record(StepStarted(window, engines, by_agent))
         self.resume(step)
         return step
 
@@ -225,7 +222,7 @@ class StepRunner:
             self._emit(Event(EventKind.GENERATOR_BOUND, result.generator_advice))
         found = self._course.knee_after(step.spec, stopped=window.stopped)
         if found is not None:
-            self._pipeline.record(Record.KNEE, servers=found.servers, knee=to_doc(self._progress.knees[found.servers]))
+            self._pipeline.record(KneeRecorded(found.servers, self._progress.knees[found.servers]))
             self._emit(Event(EventKind.KNEE, found.note))
         return result
 
@@ -255,7 +252,7 @@ class StepRunner:
             return
         step.window = step.window.halted(self._clock_ms())
         self.window.update_step(step.window)
-        self._pipeline.record(Record.HALT, step=step.window.name, load_end_ms=step.window.load_end_ms)
+        self._pipeline.record(StepHalted(step.window.name, step.window.load_end_ms))
         for agent_id in step.engines:
             record = self._registry.get(agent_id)
             if record and record.link:
@@ -308,7 +305,7 @@ class StepRunner:
             step.shares.ended(agent_id)
         self.outcomes[state] = self.outcomes.get(state, 0) + 1
         self.window.agent_ended(agent_id)
-        self._pipeline.record(Record.JOB_ENDED, step=step.window.name, agent=agent_id, state=state.value)
+        self._pipeline.record(JobEnded(step.window.name, agent_id, state))
         if state is JobState.FAILED or stopped_itself:
             self._emit(Event(EventKind.JOB_FAILED, f"{agent_id}: {message}", agent_id))
 
@@ -358,7 +355,7 @@ class StepRunner:
             self.window.publish_due(self._clock_ms())
 
     def _journal_loss(self, loss: Loss, updated: dict) -> None:
-        self._pipeline.record(Record.LOSS, loss=to_doc(loss), shares={a: to_doc(e) for a, e in updated.items()})
+        self._pipeline.record(ShareLost(loss, updated))
 
     def _publish(self, closed: ClosedInterval) -> None:
         self._pipeline.publish(closed, late=self._progress.late)

@@ -18,7 +18,6 @@ from typing import Any
 
 from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.fleet.agents import AgentRegistry
-from loadfleet.controller.fleet.jobs import JobState
 from loadfleet.controller.fleet.losses import StepShares
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.plan.model import Plan
@@ -50,7 +49,7 @@ class TakenOverRun(Run):
             shares.restore(loss)
         for agent in step.ended:
             shares.ended(agent)
-        ended = {a: JobState(state) for a, state in step.ended.items()}
+        ended = dict(step.ended)
         return StepRun(self._course.spec(step.window.name), step.window, dict(step.engines), ended, shares)
 
     def _window_of(self, name: str, running: StepRun | None) -> StepWindow:
