@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import PurePosixPath
 
@@ -163,7 +163,7 @@ def influx_problems(plan: Plan, allow_plan_influx: bool) -> list[Problem]:
     return []
 
 
-def influx_config(plan: Plan, default: InfluxConfig | None, env=os.environ) -> InfluxConfig | None:
+def influx_config(plan: Plan, default: InfluxConfig | None, env: Mapping[str, str] = os.environ) -> InfluxConfig | None:
     """Where an admitted plan's points go: its own InfluxDB, else the controller's, else none."""
     if plan.influxdb is None:
         return default

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from loadfleet.controller.model.codec import from_doc, to_doc
 from loadfleet.controller.output.diskwriter import DiskWriter
@@ -95,7 +95,7 @@ class RunJournal:
         self.intervals_since_checkpoint += 1
         self._stop_if_broken()
 
-    def checkpoint(self, state: dict) -> None:
+    def checkpoint(self, state: dict[str, Any]) -> None:
         """Writes the running state (as of the last interval logged) and starts the interval
         log over; `state` is JSON values (see Checkpoint)."""
         self.intervals_since_checkpoint = 0
@@ -155,7 +155,7 @@ class LoggedInterval:
     start_ms: int
     step: str
     offsets: Offsets
-    cluster: tuple
+    cluster: tuple[StatsRow, ...]
     agents: tuple[AgentRows, ...]
     missing: tuple[str, ...]
 
@@ -177,8 +177,8 @@ class LoggedInterval:
 class JournalContents:
     """Everything a journal holds, read back in order."""
 
-    records: list[dict] = field(default_factory=list)  # as written: {"kind": ..., fields}
-    checkpoint: dict | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)  # as written: {"kind": ..., fields}
+    checkpoint: dict[str, Any] | None = None
     intervals: list[LoggedInterval] = field(default_factory=list)
     modified_s: float = 0.0  # when the journal was last written to (epoch seconds)
 
@@ -234,7 +234,7 @@ def _frames(path: Path) -> Iterator[journal_pb2.JournalInterval]:
         yield journal_pb2.JournalInterval.FromString(data)
 
 
-def _json_lines(path: Path) -> Iterator[dict]:
+def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
     if not path.exists():
         return
     with path.open() as f:

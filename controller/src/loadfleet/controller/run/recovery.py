@@ -16,6 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from loadfleet.controller.analysis.progress import RunProgress
 from loadfleet.controller.fleet.jobs import JobState
@@ -63,7 +64,7 @@ class Recovered:
     run_dir: Path
     progress: RunProgress
     step: RecoveredStep | None  # the step that was running, if any
-    checkpoint: dict | None
+    checkpoint: dict[str, Any] | None
     intervals: list[LoggedInterval]
     offsets: Offsets
     watermark_ms: int  # every interval before this one was published

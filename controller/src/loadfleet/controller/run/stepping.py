@@ -24,6 +24,7 @@ from loadfleet.controller.fleet.losses import FleetLosses, Loss, StepShares
 from loadfleet.controller.fleet.scheduler import (
     DEFAULT_BARRIER_LEAD_MS,
     AgentShare,
+    EngineShare,
     barrier_start_ms,
     split_over_engines,
 )
@@ -354,7 +355,7 @@ class StepRunner:
             self.window.reports_dropped(agent_id, drop.first_interval_ms, drop.last_interval_ms)
             self.window.publish_due(self._clock_ms())
 
-    def _journal_loss(self, loss: Loss, updated: dict) -> None:
+    def _journal_loss(self, loss: Loss, updated: dict[str, tuple[EngineShare, ...]]) -> None:
         self._pipeline.record(ShareLost(loss, updated))
 
     def _publish(self, closed: ClosedInterval) -> None:
