@@ -11,6 +11,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from loadfleet.controller.model.summarydoc import Entry, Phases, SummaryDoc
 from loadfleet.controller.output.report.page import fmt_count, fmt_ms, table
 from loadfleet.controller.output.report.svg import PALETTE
 
@@ -57,30 +58,29 @@ def phases_section(summary: dict[str, Any]) -> list[str]:
     ]
 
 
-def _entries(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _entries(summary: dict[str, Any]) -> list[tuple[str, Phases]]:
     """(name, phases) of the total, then each target and request when there are several."""
 
-    def phases_of(entry: object) -> dict[str, Any] | None:
-        figures = entry.get("figures") if isinstance(entry, dict) else None
-        phases = figures.get("phases") if isinstance(figures, dict) else None
-        return phases if isinstance(phases, dict) and phases.get("responses") else None
+    def phases_of(entry: Entry) -> Phases | None:
+        phases = entry.figures.phases
+        return phases if phases is not None and phases.responses else None
 
-    entries = [("total", phases_of(summary.get("total")))]
-    for group, prefix in (("targets", "target "), ("requests", "request ")):
-        items = summary.get(group) or []
+    doc = SummaryDoc.of(summary)
+    entries = [("total", phases_of(doc.total))]
+    for items, prefix in ((doc.targets, "target "), (doc.requests, "request ")):
         if len(items) > 1:
-            entries += [(prefix + str(e.get("name", "?")), phases_of(e)) for e in items]
+            entries += [(prefix + str(e.name), phases_of(e)) for e in items]
     return [(name, p) for name, p in entries if p]
 
 
-def _values(phases: dict[str, Any]) -> list[float]:
+def _values(phases: Phases) -> list[float]:
     return [
-        float(phases.get(field, {}).get("per_response_ms", 0)) if field != "other" else float(phases.get("other_ms", 0))
+        float(phases.phase(field).per_response_ms) if field != "other" else float(phases.other_ms)
         for _, field in SEGMENTS
     ]
 
 
-def stacked_bars(entries: list[tuple[str, dict[str, Any]]]) -> str:
+def stacked_bars(entries: list[tuple[str, Phases]]) -> str:
     longest = max(sum(_values(p)) for _, p in entries) or 1.0
     scale = (_WIDTH - _LABEL_PX - 80) / longest
     height = _LEGEND_PX + _ROW_PX * len(entries) + 8
@@ -111,17 +111,14 @@ def stacked_bars(entries: list[tuple[str, dict[str, Any]]]) -> str:
     return "".join(out)
 
 
-def _table_row(name: str, phases: dict[str, Any]) -> list[str]:
+def _table_row(name: str, phases: Phases) -> list[str]:
     values = _values(phases)
     return [
         name,
-        fmt_count(phases.get("responses", 0)),
+        fmt_count(phases.responses),
         *(fmt_ms(v) for v in values),
         fmt_ms(sum(values)),
-        fmt_ms(phases.get("waiting_p50_ms", 0)),
-        fmt_ms(phases.get("waiting_p99_ms", 0)),
-        *(
-            fmt_ms(phases.get(p, {}).get("mean_ms", 0)) if phases.get(p, {}).get("count") else "-"
-            for p in ("connect", "tls")
-        ),
+        fmt_ms(phases.waiting_p50_ms),
+        fmt_ms(phases.waiting_p99_ms),
+        *(fmt_ms(phases.phase(p).mean_ms) if phases.phase(p).count else "-" for p in ("connect", "tls")),
     ]
