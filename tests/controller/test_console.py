@@ -38,11 +38,11 @@ def test_steps_that_did_not_finish_are_marked_and_host_cpu_is_shown():
 
 
 def test_the_summary_says_what_was_lost_and_what_came_late():
-    from loadfleet.controller.analysis.selfwatch import ControllerLoad
     from loadfleet.controller.fleet.losses import Loss
     from loadfleet.controller.model.codec import to_doc
+    from loadfleet.controller.model.selfsample import ControllerLoad
     from loadfleet.controller.output.console import summary_table
-    from loadfleet.controller.plan.parse import LossPolicy
+    from loadfleet.controller.plan.model import LossPolicy
     from loadfleet.v1 import run_pb2
 
     loss = Loss("main", "a2", None, 0, LossPolicy.REDISTRIBUTE, "600/s", 5700, 2408, taken_by=1, moved_load=True)

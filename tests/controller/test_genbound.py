@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from loadfleet.controller.analysis.genbound import GeneratorHealth, StepValidity, is_loopback, step_validity
-from loadfleet.controller.analysis.validity import Reason, Signal, Validity
-from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.model.health import Health
+from loadfleet.controller.model.verdict import Reason, Signal, Validity
 from loadfleet.v1 import stats_pb2
 from support.streamdata import interval, row, window
 

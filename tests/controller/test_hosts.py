@@ -10,15 +10,13 @@ import pytest
 from loadfleet.controller.analysis.hosts import (
     MAX_SAMPLE_BYTES,
     HostRecorder,
-    HostSample,
     HostSampleGate,
     HostWindow,
-    MonitorInfo,
-    ProcessSample,
     counter_csv_rows,
     counter_rates,
     host_csv_rows,
 )
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
 from support.streamdata import window
 
 WEB = MonitorInfo(targets=("http://127.0.0.2:8080",), processes=("nginx",))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from loadfleet.controller.fleet.losses import Loss, StepShares, redistributed
 from loadfleet.controller.fleet.scheduler import EngineShare
 from loadfleet.controller.model.load import Load, Stage
-from loadfleet.controller.plan.parse import LossPolicy
+from loadfleet.controller.plan.model import LossPolicy
 
 
 def shares(*clients, budget=0):

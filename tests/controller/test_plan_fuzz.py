@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadfleet.controller import cli
-from loadfleet.controller.analysis.steps import expand, step_plan
 from loadfleet.controller.fleet.jobs import JobAssignment
 from loadfleet.controller.fleet.scheduler import split_over_engines
 from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.plan.parse import load_plan, parse_plan
+from loadfleet.controller.plan.steps import expand, step_plan
 from loadfleet.controller.rpc.convert import assignment_to_proto
 from support.lanes import examples
 from support.procs import REPO

@@ -9,15 +9,10 @@ import time
 
 import pytest
 
-from loadfleet.controller.analysis.hosts import HostSample, MonitorInfo
-from loadfleet.controller.analysis.selfwatch import (
-    STALL_EVENT_PERIOD_S,
-    ControllerRecorder,
-    ControllerSample,
-    LoopProbe,
-    StallStacks,
-)
+from loadfleet.controller.analysis.selfwatch import STALL_EVENT_PERIOD_S, ControllerRecorder, LoopProbe, StallStacks
 from loadfleet.controller.model.events import EventKind
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
+from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.output.rundir import RunDirWriter
 from support.streamdata import window
 

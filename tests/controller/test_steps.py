@@ -8,9 +8,12 @@ import io
 import pytest
 import yaml
 
-from loadfleet.controller.analysis.steps import StepMeter, StepState, expand, step_plan, steps_csv
+from loadfleet.controller.analysis.steps import StepMeter
 from loadfleet.controller.model.errors import PlanError
+from loadfleet.controller.model.stepresult import StepState
+from loadfleet.controller.output.stepscsv import steps_csv
 from loadfleet.controller.plan.parse import parse_plan
+from loadfleet.controller.plan.steps import expand, step_plan
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from loadfleet.controller.analysis.stops import ErrorStop, LatencyStop, Statistic, StopConditions, StopWatch
+from loadfleet.controller.analysis.stops import StopWatch
+from loadfleet.controller.plan.stops import ErrorStop, LatencyStop, Statistic, StopConditions
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 

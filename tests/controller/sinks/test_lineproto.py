@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from loadfleet.controller.fleet.agents import Health
+from loadfleet.controller.model.health import Health
 from loadfleet.controller.output.sinks.influx import InfluxRejected, InfluxSink
 from loadfleet.controller.output.sinks.lineproto import Point
 from loadfleet.controller.output.sinks.points import agent_point
