@@ -1,4 +1,4 @@
-"""`loadfleet validate`: check a plan and list every problem (nothing starts)."""
+"""`loadfleet validate`: check a plan and list its problems, stage by stage (nothing starts)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..options import Subcommands, add_target_option, target_urls
 
 
 def add_parser(commands: Subcommands, name: str) -> None:
-    p = commands.add_parser(name, help="check a plan and list every problem")
+    p = commands.add_parser(name, help="check a plan and list its problems (the first stage that finds any)")
     p.add_argument("plan", type=Path)
     add_target_option(p)
 
