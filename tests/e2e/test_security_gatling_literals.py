@@ -5,7 +5,7 @@ allowed), and JobSimulation let Java resolve every literal itself.
 A real Gatling JVM (agent/gatling, `make gatling`) against two nginx on loopback, on the same
 port: 127.0.0.8 (what the agent checked) and 127.0.0.10 (what Java reads). Nothing here is sent
 outside 127.0.0.0/8; the forms whose Java reading is public (`0177.0.0.1` is 177.0.0.1) are
-tested by refusal only (tests/agent/test_guard.py, tests/controller/test_plan_hostile.py).
+tested by refusal only (tests/agent/test_guard.py, tests/controller/plan/test_plan_hostile.py).
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ load: {model: closed, clients: 1}
 
 
 def test_published_schema_is_the_one_in_use():
-    published = json.loads((Path(__file__).parents[2] / "docs" / "plan.schema.json").read_text())
+    published = json.loads((Path(__file__).parents[3] / "docs" / "plan.schema.json").read_text())
     assert published == plan_schema()
 
 
