@@ -157,6 +157,7 @@ lint: python-deps $(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/pytest -q -p no:cacheprovider tests/test_code_shape.py  # no function over 50 lines, no controller module over 400
 	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
 	cargo fmt --manifest-path agent/engine/Cargo.toml --check
 	cargo clippy --release --quiet --all-targets --manifest-path agent/engine/Cargo.toml -- -D warnings
