@@ -19,6 +19,7 @@ from loadfleet.controller.model.errors import (
     ControllerUnreachable,
     LoadfleetError,
 )
+from loadfleet.controller.model.summarydoc import SummaryDoc
 from loadfleet.controller.output import console
 from loadfleet.v1 import run_pb2
 
@@ -32,13 +33,14 @@ async def follow(client: RunClient, run_id: str, as_json: bool) -> int:
     """Prints a run's progress until it ends, then its summary; returns the exit code."""
     summary = await _watch(client, run_id, sys.stderr if as_json else sys.stdout)
     doc = json.loads(summary.summary_json) if summary.summary_json else {}
+    read = SummaryDoc.of(doc)
     if as_json:
         print(summary.summary_json)
     else:
-        _print_tables(summary, doc)
-    if summary.state in _FAILED_STATES or doc.get("incomplete_files"):
+        _print_tables(summary, doc, read)
+    if summary.state in _FAILED_STATES or read.incomplete_files:
         return EXIT_RUN_FAILED  # a full disk left results out: scripts must not take them as whole
-    return EXIT_STOPPED_BY_CONDITION if doc.get("stop") else EXIT_OK
+    return EXIT_STOPPED_BY_CONDITION if read.stop else EXIT_OK
 
 
 async def _watch(client: RunClient, run_id: str, progress: TextIO) -> run_pb2.RunSummary:
@@ -66,13 +68,13 @@ async def _watch(client: RunClient, run_id: str, progress: TextIO) -> run_pb2.Ru
     return summary
 
 
-def _print_tables(summary: run_pb2.RunSummary, doc: dict[str, Any]) -> None:
+def _print_tables(summary: run_pb2.RunSummary, doc: dict[str, Any], read: SummaryDoc) -> None:
     print(console.summary_table(summary, doc))
     if phases := console.phases_table(doc):
         print(phases)
-    if len(doc.get("steps", [])) > 1:
+    if len(read.steps) > 1:
         print(console.steps_table(doc))
-    if doc.get("hosts"):
+    if read.hosts:
         print(console.hosts_table(doc))
 
 

@@ -22,7 +22,6 @@ from loadfleet.controller.model.errors import AgentIdInUse
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import MonitorInfo
 from loadfleet.wire import DEFAULT_HEARTBEAT_MS
-from loadfleet.wire import DEFAULT_LEASE_MS as DEFAULT_LEASE_MS  # the service reads it here
 
 LOST_AFTER_HEARTBEATS = 3
 

@@ -195,6 +195,7 @@ class SummaryDoc:
     analysis_notes: tuple[str, ...] = ()
     stop: Stop | None = None
     hosts: tuple[Host, ...] = ()
+    incomplete_files: tuple[str, ...] = ()  # left incomplete by a full disk (rundisk.py)
     late_requests: dict[str, int] = field(default_factory=dict)
     # Read as the controller's own type; the losses stay documents (fleet's Loss reads them).
     controller: ControllerLoad | None = None

@@ -27,6 +27,7 @@ from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.analysis.targethealth import TargetHealth
 from loadfleet.controller.analysis.totals import RunTotals
 from loadfleet.controller.model.codec import to_doc
+from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
@@ -76,16 +77,15 @@ class RunPipeline:
         self.watchers = Watchers(deliver=self.disk.then)
         self.totals = RunTotals()
         self.meter = StepMeter()
+        multi_core = plan.driver is Driver.GATLING  # one JVM on every core of its agent
         self.generators = GeneratorHealth(
             heartbeat_ms,
             max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0,
-            multi_core_driver=plan.driver == "gatling",
+            multi_core_driver=multi_core,
         )
         self.hosts = HostRecorder(period_ms=heartbeat_ms)
         self.controller_health = ControllerRecorder(emit=self.event)
-        self._output = (
-            InfluxOutput(run_id, sinks, emit=self.event, multi_core_driver=plan.driver == "gatling") if sinks else None
-        )
+        self._output = InfluxOutput(run_id, sinks, emit=self.event, multi_core_driver=multi_core) if sinks else None
         self.drift = Drift(plan.interval_ms, emit=self._output.on_drift if self._output else lambda point: None)
         self.target_health = TargetHealth([t.url for t in plan.targets], plan.interval_ms, emit=self.event)
         self._stopwatch = StopWatch(plan.stop, plan.interval_ms, on_stop=on_stop)

@@ -38,6 +38,7 @@ from loadfleet.controller.run.records import (
     StopDecided,
 )
 from loadfleet.controller.stream.contract import StepWindow
+from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ def _written(contents: JournalContents) -> tuple[Offsets, int]:
     if contents.intervals:
         last = contents.intervals[-1]
         step = next((r.window for r in contents.of_kind(StepStarted) if r.window.name == last.step), None)
-        return last.offsets, last.start_ms + (step.interval_ms if step else 1000)
+        return last.offsets, last.start_ms + (step.interval_ms if step else DEFAULT_INTERVAL_MS)
     if contents.checkpoint:
         return Offsets(**contents.checkpoint["offsets"]), contents.checkpoint["watermark_ms"]
     return Offsets(), 0

@@ -29,6 +29,7 @@ from loadfleet.controller.fleet.scheduler import (
     split_over_engines,
 )
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
+from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
@@ -158,7 +159,7 @@ class StepRunner:
 
     def _open(self, spec: StepSpec, plan: Plan, shares: list[AgentShare], *, first: bool) -> StepRun:
         lead_ms = DEFAULT_BARRIER_LEAD_MS if first else STEP_BARRIER_LEAD_MS
-        if plan.driver == "gatling":
+        if plan.driver is Driver.GATLING:
             lead_ms = max(lead_ms, GATLING_BARRIER_LEAD_MS)
         load_start = barrier_start_ms(self._clock_ms(), plan.interval_ms, lead_ms)
         sweep = self._plan.sweep
@@ -290,7 +291,7 @@ class StepRunner:
         if state is JobState.READY:
             # Gatling's JVM takes seconds to start: its agent says when it is ready and how
             # late its load starts (an engine is ready at once: nothing to tell).
-            if self._plan.driver == "gatling":
+            if self._plan.driver is Driver.GATLING:
                 self._emit(Event(EventKind.DRIVER_READY, f"{agent_id}: {message}", agent_id))
             return
         if not state.ended or agent_id in step.ended:
