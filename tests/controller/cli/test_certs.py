@@ -5,6 +5,8 @@ import subprocess
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from support.procs import program
@@ -94,3 +96,14 @@ def test_certificates_need_the_ca_and_never_outlive_it(tmp_path):
     assert certs("init", "--dir", str(tmp_path), "--days", "30").returncode == 0
     assert certs("agent", "--dir", str(tmp_path), "a1").returncode == 0
     assert load(tmp_path / "agent-a1.crt").not_valid_after_utc <= load(tmp_path / "ca.crt").not_valid_after_utc
+
+
+def test_a_ca_key_of_another_kind_is_refused_in_one_line(pki):
+    # `certs init` makes an elliptic-curve key; an RSA key put in its place is not signed with.
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    (pki / "ca.key").write_bytes(pem)
+    done = certs("agent", "--dir", str(pki), "load-1")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("ca.key is not an elliptic-curve key"), done.stderr
+    assert not (pki / "agent-load-1.crt").exists()

@@ -27,6 +27,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from loadfleet.controller.model.errors import UsageError
@@ -174,7 +175,7 @@ def _key_usage(*, ca: bool) -> x509.KeyUsage:
     )
 
 
-def load_ca(directory: Path):
+def load_ca(directory: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     cert_path, key_path = directory / CA_CERT, directory / CA_KEY
     if not cert_path.exists() or not key_path.exists():
         raise UsageError(
@@ -186,6 +187,8 @@ def load_ca(directory: Path):
         key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
     except (ValueError, TypeError, OSError) as exc:
         raise UsageError(f"cannot read the CA in {directory}: {exc}") from exc
+    if not isinstance(key, ec.EllipticCurvePrivateKey):  # `certs init` makes an EC key; nothing else signs here
+        raise UsageError(f"cannot read the CA in {directory}: ca.key is not an elliptic-curve key")
     return cert, key
 
 
@@ -202,7 +205,7 @@ def _refuse_overwrite(paths: list[Path], force: bool) -> None:
         )
 
 
-def _write(directory: Path, cert_file: str, cert: x509.Certificate, key) -> Issued:
+def _write(directory: Path, cert_file: str, cert: x509.Certificate, key: PrivateKeyTypes) -> Issued:
     directory.mkdir(parents=True, exist_ok=True)
     cert_path = directory / cert_file
     key_path = cert_path.with_suffix(".key")

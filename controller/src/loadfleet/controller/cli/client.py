@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from typing import TypeVar
 
 import grpc
 
@@ -19,6 +20,8 @@ from loadfleet.controller.model.errors import (
 from loadfleet.controller.rpc.status import PLAN_PROBLEMS_KEY
 from loadfleet.v1 import run_pb2, run_pb2_grpc
 from loadfleet.wire.dial import KEEPALIVE_TIMEOUT_MS, ClientCredentials, open_channel
+
+T = TypeVar("T")
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 # What grpc-core says when a keepalive ping went unanswered (loadfleet.wire.dial).
@@ -52,7 +55,7 @@ class RunClient:
         self._stub = run_pb2_grpc.RunServiceStub(self._channel)
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self._channel:
             await self._channel.close()
 
@@ -79,7 +82,7 @@ class RunClient:
     async def list_runs(self) -> list[run_pb2.RunInfo]:
         return list((await self._call(self._service().ListRuns(run_pb2.ListRunsRequest()))).runs)
 
-    async def _call(self, call):
+    async def _call(self, call: Awaitable[T]) -> T:
         try:
             return await call
         except grpc.aio.AioRpcError as exc:

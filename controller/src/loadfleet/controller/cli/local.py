@@ -50,7 +50,7 @@ async def local_cluster(
     cores = max(1, (os.cpu_count() or 1) // n_agents)
     # Local agents come and go with the command: their spools live only as long.
     spool_root = Path(tempfile.mkdtemp(prefix="loadfleet-local-spool-"))
-    agents: list[subprocess.Popen] = []
+    agents: list[subprocess.Popen[bytes]] = []
 
     def start_agent(agent_id: str, *options: str) -> None:
         argv = [program, "--controller", server.address, "--id", agent_id, "--log-level", "warning", *options]
@@ -77,7 +77,7 @@ async def local_cluster(
         shutil.rmtree(spool_root, ignore_errors=True)
 
 
-async def _wait_for_agents(controller: Controller, agents: list[subprocess.Popen], n: int) -> None:
+async def _wait_for_agents(controller: Controller, agents: list[subprocess.Popen[bytes]], n: int) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + AGENT_START_TIMEOUT_S
     while True:
@@ -92,7 +92,7 @@ async def _wait_for_agents(controller: Controller, agents: list[subprocess.Popen
         await controller.registry.wait_changed(0.2)
 
 
-def _stop_agents(agents: list[subprocess.Popen]) -> None:
+def _stop_agents(agents: list[subprocess.Popen[bytes]]) -> None:
     for proc in agents:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -134,7 +134,7 @@ def influx_config(args: argparse.Namespace, env: Mapping[str, str] = os.environ)
 def spool_limit_mb(args: argparse.Namespace) -> float:
     if not args.influx_spool_limit_mb > 0:
         raise UsageError("--influx-spool-limit-mb must be more than 0")
-    return args.influx_spool_limit_mb
+    return float(args.influx_spool_limit_mb)
 
 
 # ------------------------------------------------------------------ output format

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from loadfleet.controller.model.errors import EXIT_OK, UsageError
+from loadfleet.controller.service.security import Role
 
 from .. import certs
 from ..options import Subcommands
@@ -95,7 +96,7 @@ def _issue(args: argparse.Namespace) -> list[certs.Issued]:
         return [
             certs.issue(
                 args.dir,
-                certs.Role.CONTROLLER,
+                Role.CONTROLLER,
                 name,
                 dns_names=tuple(args.dns_names),
                 ips=tuple(args.ips),
@@ -103,7 +104,7 @@ def _issue(args: argparse.Namespace) -> list[certs.Issued]:
                 force=args.force,
             )
         ]
-    role = certs.Role(args.certs_command)
+    role = Role(args.certs_command)
     for name in args.names:  # every name is checked before anything is written
         certs.check_name(name, f"{role.value} name")
     return [certs.issue(args.dir, role, name, days=args.days, force=args.force) for name in args.names]
