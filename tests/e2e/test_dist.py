@@ -66,12 +66,15 @@ def test_the_controller_wheel_carries_its_schema_and_the_reports_chart_library()
     with zipfile.ZipFile(built_wheels()["loadfleet_controller"]) as wheel:
         names = set(wheel.namelist())
     assert {
-        "loadfleet/controller/plan.schema.json",
-        "loadfleet/controller/report/charts.js",
-        "loadfleet/controller/report/vendor/uPlot.iife.min.js",
-        "loadfleet/controller/report/vendor/uPlot.min.css",
-        "loadfleet/controller/report/vendor/LICENSE",
+        "loadfleet/controller/plan/plan.schema.json",
+        "loadfleet/controller/output/report/charts.js",
+        "loadfleet/controller/output/report/vendor/uPlot.iife.min.js",
+        "loadfleet/controller/output/report/vendor/uPlot.min.css",
+        "loadfleet/controller/output/report/vendor/LICENSE",
     } <= names
+    # Every module sits in its room: one left at the top is an earlier build's (setuptools' build/lib).
+    stray = sorted(n for n in names if n.count("/") == 2 and n.endswith(".py") and not n.endswith("/__init__.py"))
+    assert not stray, stray
 
 
 def test_a_fresh_virtualenv_without_cargo_runs_a_job_with_the_installed_engine(processes, webs, tmp_path):
