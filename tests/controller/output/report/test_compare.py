@@ -148,6 +148,7 @@ def _with_phases(run, waiting_ms: float):
         waiting_p99_ms=2 * waiting_ms,
     )
     run.summary["total"]["figures"]["phases"] = to_doc(phases)
+    vars(run).pop("summary_doc", None)  # the typed reading of the summary is kept: read it again
     return run
 
 

@@ -12,6 +12,7 @@ at their start. Anything unreadable raises `UsageError` with the file and the re
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -70,9 +71,9 @@ class RunData:
     # The controller's event-loop lag (its worst per second, ms) over time; runs before it: ().
     controller_lag: Points = ()
 
-    @property
+    @functools.cached_property  # read once: a report asks for the run's start at every point it draws
     def summary_doc(self) -> SummaryDoc:
-        """`summary` through the typed reader (read anew each time: `summary` is the document)."""
+        """`summary` through the typed reader."""
         return SummaryDoc.of(self.summary)
 
     @property
