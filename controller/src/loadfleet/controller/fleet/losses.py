@@ -182,10 +182,12 @@ class FleetLosses:
         journal: Callable[[Loss, dict[str, Any]], None],
         halt: Callable[[], None],
         clock_ms: Callable[[], int],
+        losses: list[Loss] | None = None,
     ):
         self.policy = policy
         self.lease_s = lease_s  # a job's load goes on this long without word from the controller
-        self.losses: list[Loss] = []
+        # Appended to as shares are lost: a run passes its progress's list (taken over with it).
+        self.losses: list[Loss] = [] if losses is None else losses
         self.abort = ""  # why the run ends early (on_loss is abort); "" while it goes on
         self._registry = registry
         self._emit = emit

@@ -45,7 +45,7 @@ from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.steps import SINGLE_STEP
 from loadfleet.controller.run import announcements
 from loadfleet.controller.run.admission import choose_agents
-from loadfleet.controller.run.course import Course, final_state
+from loadfleet.controller.run.course import Course, Turn, final_state
 from loadfleet.controller.run.pipeline import RunPipeline
 from loadfleet.controller.run.records import StepsSkipped, StopDecided
 from loadfleet.controller.run.stepping import StepRunner
@@ -265,10 +265,7 @@ class Run:
     async def _run_steps(self) -> None:
         """The steps left, one after the other, as the course says."""
         while turn := self._course.next(halted=self._halted(), now_ms=self._clock_ms()):
-            if turn.skipped:
-                self._pipeline.record(StepsSkipped(turn.skipped))
-            if turn.stop:
-                self._pipeline.record(StopDecided(turn.stop))
+            self._journal(turn)
             if turn.spec:
                 agents = [
                     r for a in self._progress.agents if a not in self._lost and (r := self._registry.get(a)) and r.link
@@ -284,8 +281,15 @@ class Run:
     def _skip_the_rest(self) -> list[str]:
         """Every step left is skipped (and journaled); their names."""
         turn = self._course.skip_all()
-        self._pipeline.record(StepsSkipped(turn.skipped))
+        self._journal(turn)
         return list(turn.skipped)
+
+    def _journal(self, turn: Turn) -> None:
+        """What the course decided, in the journal (a restarted controller goes on from it)."""
+        if turn.skipped:
+            self._pipeline.record(StepsSkipped(turn.skipped))
+        if turn.stop:
+            self._pipeline.record(StopDecided(turn.stop))
 
     def _on_stop_condition(self, reason: StopReason) -> None:
         self._progress.stop = replace(reason, at_ms=self._clock_ms())

@@ -105,7 +105,7 @@ class StepRunner:
         self._emit = emit
         self.current: StepRun | None = None
         # What becomes of a lost agent's or failed engine's share; its losses go into the
-        # run's progress (one list: taken over with the run).
+        # run's progress.
         self.losses = FleetLosses(
             plan.agents.on_loss,
             lease_s,
@@ -114,8 +114,8 @@ class StepRunner:
             journal=self._journal_loss,
             halt=self.halt,
             clock_ms=clock_ms,
+            losses=progress.losses,
         )
-        self.losses.losses = progress.losses
         self.outcomes: dict[JobState, int] = {}  # jobs ended, by state
         self._job_steps: dict[str, str] = {}  # job id -> step name: O(steps)
         self._late_told: set[str] = set()  # steps whose late reports have had their event
