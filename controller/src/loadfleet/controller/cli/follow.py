@@ -16,6 +16,7 @@ from loadfleet.controller.model.errors import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     EXIT_STOPPED_BY_CONDITION,
+    EXIT_THRESHOLD_FAILED,
     ControllerUnreachable,
     LoadfleetError,
 )
@@ -40,6 +41,8 @@ async def follow(client: RunClient, run_id: str, as_json: bool) -> int:
         _print_tables(summary, doc, read)
     if summary.state in _FAILED_STATES or read.incomplete_files:
         return EXIT_RUN_FAILED  # a full disk left results out: scripts must not take them as whole
+    if read.verdict and not read.verdict.passed:
+        return EXIT_THRESHOLD_FAILED  # a threshold failed, or no response was ok
     return EXIT_STOPPED_BY_CONDITION if read.stop else EXIT_OK
 
 

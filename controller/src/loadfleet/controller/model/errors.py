@@ -11,8 +11,12 @@
     │   └── Unauthenticated   no valid certificate or token came with the call (exit 2)
     └── AgentIdInUse          an agent of this id has a live session already (exit 1)
 
-A run that a stop condition ended early (error rate, latency, or the knee with
-stop_at_knee) is not an error: its results are written, and `loadfleet run` exits 3.
+A run's outcome that is not an error still has its exit code (`loadfleet run`, `status`):
+a threshold failed, or no response was ok (`verdict.require_success`): 4; a stop condition
+ended the run early (error rate, latency, or the knee with stop_at_knee) and every threshold
+passed: 3. The run's results are written either way. When several apply, the first of
+2 > 1 > 4 > 3 > 0 is the exit code. `loadfleet compare --gate` exits 4 on a regression and 5
+when a gated figure could not be judged (inconclusive) and none regressed.
 
 Foreign errors (gRPC, OS, YAML) are translated into these where they cross into our
 code; `exit_code` is the single mapping from errors to CLI exit codes, and
@@ -27,6 +31,8 @@ EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_STOPPED_BY_CONDITION = 3
+EXIT_THRESHOLD_FAILED = 4
+EXIT_INCONCLUSIVE = 5
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.selfsample import ControllerLoad
+from loadfleet.controller.model.thresholdresult import RunVerdict, ThresholdResult
 
 T = TypeVar("T")
 
@@ -200,6 +201,9 @@ class SummaryDoc:
     # Read as the controller's own type; the losses stay documents (fleet's Loss reads them).
     controller: ControllerLoad | None = None
     losses: tuple[dict[str, Any], ...] = ()
+    # The thresholds' results and the run's verdict; None in a summary written before verdicts.
+    thresholds: tuple[ThresholdResult, ...] = ()
+    verdict: RunVerdict | None = None
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> SummaryDoc:
@@ -222,11 +226,15 @@ def _value(hint: Any, value: Any) -> Any:
     if origin is tuple:
         item = typing.get_args(hint)[0]
         return tuple(_value(item, v) for v in value or ())
-    if hint is ControllerLoad:
-        return from_doc(ControllerLoad, value) if value else None
+    if hint in _OWN_TYPES:
+        return from_doc(hint, value) if value else None
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _read(hint, value)
     return value  # as JSON has it: numbers keep their type
+
+
+# Read as the controller's own types (with their enums), not as the readers' shapes above.
+_OWN_TYPES = (ControllerLoad, ThresholdResult, RunVerdict)
 
 
 @functools.cache
