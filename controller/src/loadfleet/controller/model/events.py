@@ -32,6 +32,10 @@ class EventKind(enum.Enum):
     SPOOL_DROPPED = "spool_dropped"  # an agent's spool or the InfluxDB spool dropped its oldest data (spooldrops.py)
     DISK_FULL = "disk_full"  # a file of the run directory could not be written (rundisk.py)
     CONTROLLER_STALLED = "controller_stalled"  # the controller's own event loop fell behind (selfwatch.py)
+    THRESHOLD_FAILING = "threshold_failing"  # a threshold of the plan started failing (analysis/thresholds.py)
+    THRESHOLD_RECOVERED = "threshold_recovered"
+    THRESHOLD_ABORT = "threshold_abort"  # a failing threshold's `abort` ended the run
+    TARGET_FAILED = "target_failed"  # a step's requests failed on the target's side (analysis/genbound.py)
 
 
 @dataclass(frozen=True)
