@@ -34,6 +34,7 @@ class IntervalUpdate:
     figures: Figures
     verdict: Verdict = VALID  # generator health (genbound.py)
     users: int = 0  # users in progress at the interval's end (IntervalStats.users)
+    failing_thresholds: tuple[str, ...] = ()  # the plan's thresholds failing as of this interval, by name
 
 
 # What a follower hears: each interval, each event, then the run's summary.

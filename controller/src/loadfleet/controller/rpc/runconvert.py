@@ -102,6 +102,9 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         validity=_VALIDITIES[u.verdict.validity],
         validity_reasons=u.verdict.reasons_text(),
         users=_u64(u.users),
+        ok_rps=f.rps * f.ok / f.requests if f.requests else 0.0,
+        latency_measured=f.ok + f.failed - f.transport_errors > 0,
+        failing_thresholds=u.failing_thresholds,
     )
 
 
