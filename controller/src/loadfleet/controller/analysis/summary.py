@@ -19,6 +19,7 @@ from loadfleet.controller.model.figures import Figures, errors_by_name, figures_
 from loadfleet.controller.model.hostsamples import HostLoad
 from loadfleet.controller.model.selfsample import ControllerLoad
 from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.controller.model.thresholdresult import RunVerdict, ThresholdResult
 from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.plan.model import Plan
 from loadfleet.wire.stats import TOTAL, StatsRow
@@ -80,6 +81,10 @@ class RunSummary:
     # The controller itself while the run had its agents: its event loop's lag, CPU, memory
     # (selfwatch.py); None for a run shorter than a second.
     controller: ControllerLoad | None = None
+    # The plan's thresholds (the implicit "some response was ok" among them) and the verdict
+    # they make (analysis/thresholds.py); the CLI exits 4 when it failed.
+    thresholds: tuple[ThresholdResult, ...] = ()
+    verdict: RunVerdict | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
