@@ -4,6 +4,12 @@ own config and a stats socket under the state directory.
 `backend_requests()` reads per-backend request counts from the stats socket (`show stat`,
 CSV), so a test can compare them with the backends' access logs. The reading and parsing are
 the monitor agent's (loadfleet.agent.servercounters), so the lab counts as a run does.
+
+`delay_ms` holds every request that long before it is forwarded (a Lua action, `core.msleep`):
+a known slowdown injected into a real server, as the regression gate's experiment needs
+(bench/gate). HAProxy's timers tick in milliseconds and a Lua sleep yields to its scheduler, so
+the delay added is at least `delay_ms` and more on a busy host (2 ms measured as +3.5 ms on an
+idle one): measure it, do not assume it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, check_upstre
 
 BACKEND_GROUP = "group"
 STATS_TIMEOUT_S = 5.0
+MAX_DELAY_MS = 10_000  # longer than any lab's client timeout: a slowdown, not an outage
 
 
 def haproxy_program() -> str:
@@ -29,11 +36,26 @@ class HaproxyServer(LabServer):
     kind = "haproxy"
 
     def __init__(
-        self, host: str, port: int, state_dir: Path, name: str, backends: list[Upstream], *, launcher: Launcher = LOCAL
+        self,
+        host: str,
+        port: int,
+        state_dir: Path,
+        name: str,
+        backends: list[Upstream],
+        *,
+        launcher: Launcher = LOCAL,
+        delay_ms: int = 0,
     ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         check_upstreams(launcher, list(backends), what=f"haproxy {name}")
+        if not 0 <= delay_ms <= MAX_DELAY_MS:
+            raise LabError(f"haproxy {name}: delay_ms must be 0 to {MAX_DELAY_MS}, not {delay_ms}")
         self.backends = list(backends)
+        self.delay_ms = delay_ms
+
+    @property
+    def delay_script(self) -> Path:
+        return self.dir / "delay.lua"
 
     @property
     def stats_socket(self) -> Path:
@@ -45,10 +67,13 @@ class HaproxyServer(LabServer):
 
     def config(self) -> str:
         servers = "".join(f"    server {b.name} {host_port(b.host, b.port)}\n" for b in self.backends)
+        lua_load, delay = (
+            (f"    lua-load {self.delay_script}\n", "    http-request lua.delay\n") if self.delay_ms else ("", "")
+        )
         return f"""global
     stats socket {self.stats_socket} mode 600 level admin
     maxconn 8192
-
+{lua_load}
 defaults
     mode http
     maxconn 8192
@@ -59,7 +84,7 @@ defaults
 
 frontend {self.name}
     bind {host_port(self.host, self.port)}
-    default_backend {BACKEND_GROUP}
+{delay}    default_backend {BACKEND_GROUP}
 
 backend {BACKEND_GROUP}
     balance roundrobin
@@ -68,6 +93,10 @@ backend {BACKEND_GROUP}
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         conf = self.dir / "haproxy.cfg"
+        if self.delay_ms:
+            self.delay_script.write_text(
+                f'core.register_action("delay", {{ "http-req" }}, function(txn) core.msleep({self.delay_ms}) end)\n'
+            )
         conf.write_text(self.config())
         self.log.write_text("")
         proc = self.start_listening(
