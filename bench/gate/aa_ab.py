@@ -98,7 +98,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--clients", type=int, default=8, help="closed-model clients of each run (default 8)")
     p.add_argument("--base-delay-ms", type=int, default=3, help="the base proxy's hold per request (default 3)")
     p.add_argument("--slowdown-ms", type=int, default=2, help="what the slow proxy holds more (default 2)")
-    p.add_argument("--gate", action="append", help=f"a --gate of compare (repeatable; default {' '.join(GATES)})")
+    p.add_argument(
+        "--gate",
+        action="append",
+        help=f"a --gate of compare (repeatable; default {' '.join(GATES)})".replace("%", "%%"),
+    )
     p.add_argument("--work", type=Path, default=REPO / "build" / "gate-aa-ab", help="runs and the resume file")
     p.add_argument("--dry-run", action="store_true", help="print the schedule and the plan; run nothing")
     args = p.parse_args()
