@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from loadfleet.controller.analysis.genbound import GeneratorHealth, StepValidity, is_loopback, step_validity
+from loadfleet.controller.model.events import EventKind
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.verdict import Reason, Signal, Validity
+from loadfleet.controller.stream.contract import StepEnd
 from loadfleet.v1 import stats_pb2
 from support.streamdata import interval, row, window
 
@@ -167,3 +169,82 @@ def test_a_thousand_busy_agents_make_a_bounded_reasons_text_and_each_keeps_its_o
     assert text.startswith("a7: engine at 99 % of its core") and text.endswith("; and 991 more") and len(text) < 1000
     own = verdict.by_agent()
     assert own["a7"].validity is Validity.INVALID and own["a8"].validity is Validity.SUSPECT and len(own) == 1000
+
+
+# ---- A target that failed: the target's doing, not the generators'.
+
+BUSY = Health(busiest_engine_cpu_pct=99, busiest_engine_wait_pct=0)
+DEAD = "http://127.0.0.2:18081"
+
+
+def _refused(n: int, ok: int = 0, target: str = DEAD):
+    r = row(n, target=target, failed=n - ok)
+    r.status[4] = 0  # the failures are refused connects, not 5xx responses
+    r.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = n - ok
+    return r
+
+
+def _run_step(gh: GeneratorHealth, step, rows_at) -> None:
+    """Judges each interval of `step` with a busy engine's heartbeat and `rows_at(start_ms)`."""
+    for at in range(step.load_start_ms, step.load_end_ms, 1000):
+        gh.on_health(step, "a1", BUSY, at + 1000, 1)
+        gh.judge(interval(step, at, a1=rows_at(at)))
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ([_refused(50_000)], Validity.SUSPECT),  # busy engines while only failing: not generator-bound
+        ([_refused(50_000, ok=499)], Validity.SUSPECT),
+        ([_refused(50_000, ok=500)], Validity.INVALID),  # 1 % ok: the engine's saturation counts
+        ([_refused(50_000), row(50_000, target="http://up:1")], Validity.INVALID),  # one target of two
+    ],
+)
+def test_an_interval_whose_target_failed_is_not_judged_on_its_generators(rows, expected):
+    verdict_ = GeneratorHealth(1000)
+    verdict_.on_health(STEP, "a1", BUSY, 14_000, 1)
+    found = verdict_.judge(interval(STEP, 13_000, a1=rows))
+    assert found.validity is expected
+    if expected is Validity.SUSPECT:
+        assert [r.signal for r in found.reasons] == [Signal.TARGET_FAILED]
+        assert found.describe().startswith("suspect: the target failed: ")
+        assert "connects refused by 127.0.0.2:18081" in found.describe()
+
+
+def test_a_step_whose_target_failed_names_its_failure_and_advises_no_agents():
+    events = []
+    gh = GeneratorHealth(1000, emit=events.append)
+    _run_step(gh, STEP, lambda at: [_refused(203_791)])
+    found = gh.verdict("s1", 1, 0)
+    assert (found.validity, found.bound, found.intervals, found.invalid_intervals) == (Validity.SUSPECT, False, 10, 0)
+    assert found.target_failure == (
+        "the target failed: 2,037,910 connects refused by 127.0.0.2:18081 (0 of 2,037,910 requests ok)"
+    )
+    assert found.reasons_text() == found.target_failure
+    text = found.describe("s1", one_host=True)
+    assert text.startswith("step s1: the target failed: 2,037,910 connects refused by 127.0.0.2:18081")
+    assert "agent" not in text.lower() and found.add_agents == 0
+    gh.on_step_end(StepEnd(STEP, None))  # type: ignore[arg-type]  # the result is not read
+    assert [(e.kind, e.text) for e in events] == [(EventKind.TARGET_FAILED, text)]
+
+
+def test_a_step_whose_target_failed_for_a_while_counts_those_intervals_and_stays_generator_bound():
+    events = []
+    gh = GeneratorHealth(1000, emit=events.append)
+    _run_step(gh, STEP, lambda at: [_refused(1000)] if at < 13_000 else [row(1000, target=DEAD)])
+    found = gh.verdict("s1", 1, 0)
+    assert (found.validity, found.invalid_intervals, found.suspect_intervals) == (Validity.INVALID, 7, 3)
+    assert not found.target_failure and "Add about 1 more agent(s)" in found.describe("s1")
+    assert "the target failed: 3,000 connects refused by 127.0.0.2:18081 (in 3 of 10 intervals)" in found.reasons_text()
+    gh.on_step_end(StepEnd(STEP, None))  # type: ignore[arg-type]
+    assert events == []
+
+
+def test_a_generator_bound_step_keeps_its_advice_and_publishes_no_target_failure():
+    events = []
+    gh = GeneratorHealth(1000, emit=events.append)
+    _run_step(gh, STEP, lambda at: [row(1000)])
+    found = gh.verdict("s1", 2, 0)
+    assert found.bound and "Add about 1 more agent(s)" in found.describe("s1")
+    gh.on_step_end(StepEnd(STEP, None))  # type: ignore[arg-type]
+    assert events == []

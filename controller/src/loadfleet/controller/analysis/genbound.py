@@ -14,6 +14,12 @@ A step's verdict counts its measured intervals by verdict: `invalid` when at lea
 invalid or at least that share suspect, else `valid`. An invalid step is generator-bound:
 its throughput says how much the generators could send, not how much the targets could
 take, and the knee and the USL fit leave it out (analysis.py).
+
+A target that failed (validity.FailureTally: fewer than 1 % ok, the failures its own) is judged
+before the generators, on the interval's rows and again on the step's: such an interval is
+`suspect` for that reason alone, and such a step is `suspect`, never generator-bound, and its
+finding names the target's failures in place of the advice to add agents. Once per such step
+the run hears an event TARGET_FAILED (`on_step_end`).
 """
 
 from __future__ import annotations
@@ -21,18 +27,21 @@ from __future__ import annotations
 import collections
 import ipaddress
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from loadfleet.controller.analysis.validity import (
     ENGINE_DEFAULT_MAX_CONNECTIONS,
+    FailureTally,
     connections_free,
     health_reasons,
     row_reasons,
 )
+from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.health import Health
-from loadfleet.controller.model.verdict import Reason, Validity, Verdict, reasons_text, verdict_of
-from loadfleet.controller.stream.contract import FinalInterval, StepWindow
+from loadfleet.controller.model.verdict import Reason, Signal, Validity, Verdict, reasons_text, verdict_of
+from loadfleet.controller.stream.contract import FinalInterval, StepEnd, StepWindow
 from loadfleet.wire.stats import StatsRow
 
 STEP_INVALID_SHARE = 0.1
@@ -49,6 +58,8 @@ class StepValidity:
     suspect_intervals: int = 0
     reasons: tuple[Reason, ...] = ()
     add_agents: int = 0  # advice: about this many more agents of the same size
+    # The step's target failed (validity.FailureTally): what failed, and how many requests were ok.
+    target_failure: str = ""
 
     @property
     def bound(self) -> bool:
@@ -60,6 +71,11 @@ class StepValidity:
     def describe(self, step: str, *, one_host: bool = False) -> str:
         """`one_host`: the agents share one host with each other or with the targets, so the
         host's CPU, not the number of agents, is the limit."""
+        if self.target_failure:
+            return (
+                f"step {step}: {self.target_failure}; its figures measure that failure, neither what the "
+                "target can take nor the generators' limit"
+            )
         head = (
             f"step {step} is {self.validity.label}: {self.invalid_intervals} invalid and "
             f"{self.suspect_intervals} suspect of {self.intervals} interval(s) ({self.reasons_text()})"
@@ -101,23 +117,30 @@ class GeneratorHealth:
     """Judges each interval as it is published (`judge`) and tallies the running step.
 
     Holds per agent the reasons of its last `RECENT` heartbeats' intervals and its engine
-    count, and for the running step three counts and at most one reason per (agent,
-    signal): O(agents), whatever the run's length."""
+    count, and for the running step a `_StepTally`: O(agents + targets), whatever the run's
+    length."""
 
     RECENT = 8
 
-    def __init__(self, heartbeat_ms: int, *, max_connections: int = 0, multi_core_driver: bool = False):
+    def __init__(
+        self,
+        heartbeat_ms: int,
+        *,
+        max_connections: int = 0,
+        multi_core_driver: bool = False,
+        emit: Callable[[Event], object] = lambda event: None,
+    ):
         """`max_connections`: the open model's connections over the fleet (plan), 0: the
         engines' default each; `multi_core_driver`: one multi-threaded driver per agent
-        (Gatling), judged per core (validity.health_reasons)."""
+        (Gatling), judged per core (validity.health_reasons); `emit`: where a step's
+        TARGET_FAILED event goes."""
         self._heartbeat_ms = heartbeat_ms
         self._max_connections = max_connections
         self._multi_core_driver = multi_core_driver
+        self._emit = emit
         self._beats: dict[str, collections.deque[tuple[int, tuple[Reason, ...]]]] = {}
         self._engines: dict[str, int] = {}
-        self._step = ""
-        self._counts = [0, 0, 0]  # measured intervals: judged, invalid, suspect
-        self._reasons: dict[tuple[str, str], Reason] = {}
+        self._step = _StepTally()
 
     def on_health(self, step: StepWindow, agent_id: str, health: Health, at_ms: int, engines: int) -> None:
         start = (at_ms - self._heartbeat_ms // 2) // step.interval_ms * step.interval_ms
@@ -133,37 +156,58 @@ class GeneratorHealth:
         beats.append((start, reasons))
 
     def judge(self, interval: FinalInterval) -> Verdict:
-        """The interval's verdict; a measured interval also counts for its step."""
-        reasons: list[Reason] = []
-        for agent in interval.agents:
-            reasons += self._heartbeat_reasons(agent.agent_id, interval.start_ms, interval.interval_ms)
-            reasons += row_reasons(agent.agent_id, agent.total, self._free(agent.agent_id, agent.total, interval))
-        verdict = verdict_of(tuple(reasons))
+        """The interval's verdict; a measured interval also counts for its step. A target
+        that failed is judged first: its generators are then not judged at all."""
+        failures = FailureTally.of(interval.cluster)
+        if failures.target_failed:
+            verdict = verdict_of((failures.reason(),))
+        else:
+            reasons: list[Reason] = []
+            for agent in interval.agents:
+                reasons += self._heartbeat_reasons(agent.agent_id, interval.start_ms, interval.interval_ms)
+                reasons += row_reasons(agent.agent_id, agent.total, self._free(agent.agent_id, agent.total, interval))
+            verdict = verdict_of(tuple(reasons))
         if interval.measured:
-            self._tally(interval.step.name, verdict)
+            if interval.step.name != self._step.name:
+                self._step = _StepTally(interval.step.name)
+            self._step.add(verdict, failures)
         return verdict
 
     def verdict(self, step: str, n_agents: int, demand_ratio: float) -> StepValidity:
         """The step's verdict. `demand_ratio` is offered/achieved where known (open model),
-        else 0: the advice is then to double the agents named."""
-        if step != self._step or not self._counts[0]:
+        else 0: the advice is then to double the agents named. A step whose target failed is
+        suspect, with that finding and no advice."""
+        t = self._step
+        if step != t.name or not t.judged:
             return NOT_JUDGED
-        judged, invalid, suspect = self._counts
-        reasons = tuple(sorted(self._reasons.values(), key=lambda r: (-r.validity.rank, r.agent, r.signal)))
+        if t.failures.target_failed:
+            finding = f"{t.failures.describe()} ({t.failures.ok:,} of {t.failures.requests:,} requests ok)"
+            reason = Reason(Signal.TARGET_FAILED, Validity.SUSPECT, "", finding)
+            return StepValidity(Validity.SUSPECT, t.judged, t.invalid, t.suspect, (reason,), target_failure=finding)
+        reasons = tuple(sorted(t.reasons(), key=lambda r: (-r.validity.rank, r.agent, r.signal)))
         named = len({r.agent for r in reasons if r.validity is Validity.INVALID})
         add = max(1, math.ceil(n_agents * (demand_ratio - 1))) if demand_ratio > 1 else max(1, named)
-        return StepValidity(step_validity(judged, invalid, suspect), judged, invalid, suspect, reasons, add)
+        return StepValidity(step_validity(t.judged, t.invalid, t.suspect), t.judged, t.invalid, t.suspect, reasons, add)
 
-    def _tally(self, step: str, verdict: Verdict) -> None:
-        if step != self._step:
-            self._step, self._counts, self._reasons = step, [0, 0, 0], {}
-        self._counts[0] += 1
-        self._counts[1] += verdict.validity is Validity.INVALID
-        self._counts[2] += verdict.validity is Validity.SUSPECT
-        for r in verdict.reasons:
-            held = self._reasons.get((r.agent, r.signal))
-            if held is None or r.validity.rank > held.validity.rank:
-                self._reasons[(r.agent, r.signal)] = r
+    # ---- the stream: intervals are judged before they are published (`judge`); a step's end
+    # says whether its target failed.
+
+    def on_interval(self, interval: FinalInterval) -> None:
+        pass
+
+    def on_step_end(self, end: StepEnd) -> None:
+        """Publishes TARGET_FAILED for a step whose target failed, once. Not the same as
+        targethealth's TARGET_DOWN: that one marks an outage's start (a target silent for two
+        intervals), once however many steps it lasts, and never for a target that spoke (a
+        server that answers every request with bytes that are not HTTP/1.1, or one that
+        answers a few and refuses the rest); this one is the verdict on a step's figures, said
+        at its end in place of GENERATOR_BOUND, for each step of a sweep that ran into it."""
+        found = self.verdict(end.step.name, 0, 0.0)
+        if found.target_failure:
+            self._emit(Event(EventKind.TARGET_FAILED, found.describe(end.step.name)))
+
+    def on_run_end(self) -> None:
+        pass
 
     def _heartbeat_reasons(self, agent_id: str, start_ms: int, interval_ms: int) -> tuple[Reason, ...]:
         stand_in = None
@@ -179,3 +223,41 @@ class GeneratorHealth:
             return connections_free(interval.total, self._max_connections)
         engines = self._engines.get(agent_id, 0)
         return connections_free(total, engines * ENGINE_DEFAULT_MAX_CONNECTIONS)
+
+
+@dataclass
+class _StepTally:
+    """The running step's measured intervals: how many were judged, invalid and suspect; at
+    most one reason per (agent, signal), the worst; the failures of its requests, and of the
+    intervals whose target failed. O(agents + targets)."""
+
+    name: str = ""
+    judged: int = 0
+    invalid: int = 0
+    suspect: int = 0
+    worst: dict[tuple[str, str], Reason] = field(default_factory=dict)
+    failures: FailureTally = field(default_factory=FailureTally)  # every measured interval's
+    failed: FailureTally = field(default_factory=FailureTally)  # the intervals whose target failed
+    failed_intervals: int = 0
+
+    def add(self, verdict: Verdict, failures: FailureTally) -> None:
+        self.judged += 1
+        self.invalid += verdict.validity is Validity.INVALID
+        self.suspect += verdict.validity is Validity.SUSPECT
+        self.failures.merge(failures)
+        if failures.target_failed:
+            self.failed.merge(failures)
+            self.failed_intervals += 1
+        for r in verdict.reasons:
+            held = self.worst.get((r.agent, r.signal))
+            if held is None or r.validity.rank > held.validity.rank:
+                self.worst[(r.agent, r.signal)] = r
+
+    def reasons(self) -> list[Reason]:
+        """The worst reasons; the target's failure in some intervals counted over all of them
+        (one interval's reason would count that interval's failures alone)."""
+        out = [r for r in self.worst.values() if r.signal is not Signal.TARGET_FAILED]
+        if self.failed_intervals:
+            text = f"{self.failed.describe()} (in {self.failed_intervals} of {self.judged} intervals)"
+            out.append(Reason(Signal.TARGET_FAILED, Validity.SUSPECT, "", text))
+        return out

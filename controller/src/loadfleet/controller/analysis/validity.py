@@ -23,13 +23,25 @@ Send lag counts only while connections were free (no request dropped for want of
 fewer connections open than the engines may open): when the targets hold every connection
 the lag is theirs, the system's limit, not the generator's.
 
+A target that failed is not a generator's limit (`FailureTally`): when fewer than 1 % of an
+interval's requests got an ok response and at least 90 % of its failures are of a target-side
+kind (connect refused, connect timeout, timeout, reset, protocol), the interval measures the
+target's failure. Its generators are then not judged: engines busy sending requests that
+fail at once (a refused connect costs a few microseconds) measure nothing about the target,
+and more agents would only fail faster. It is `suspect` for that one reason, which names the
+failures and the targets ("the target failed: 2,037,912 connects refused by 127.0.0.2:18081"):
+not `invalid`, whose figures are left out (the knee, the USL fit, thresholds), because a
+failing target's figures are the truth about it.
+
 The worst signal wins. A verdict is a small frozen value; its reasons are typed (`Signal`)
 and carry the agent and a short text, so outputs can count them or print them.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.verdict import Reason, Signal, Validity
@@ -150,3 +162,96 @@ def connections_free(total: StatsRow, cap: int) -> bool:
     """Whether the engines had a connection to spare: nothing dropped for want of one, and
     fewer open than `cap` (0: unknown, the drops alone decide)."""
     return total.not_sent == 0 and (not cap or total.active_connections < cap)
+
+
+# ---- A target that failed (the module's docstring): both shares are of one interval's, or one
+# step's, requests over every target.
+TARGET_FAILED_OK_SHARE = 0.01  # ok responses below this share of the requests ...
+TARGET_FAILED_SIDE_SHARE = 0.9  # ... and failures of a target-side kind at least this share of the failures
+# The target-side kinds (stats.proto's ErrorKind), as a finding counts them: one, several.
+_TARGET_SIDE: dict[int, tuple[str, str]] = {
+    stats_pb2.ERROR_KIND_CONNECT_REFUSED: ("connect refused", "connects refused"),
+    stats_pb2.ERROR_KIND_CONNECT_TIMEOUT: ("connect timed out", "connects timed out"),
+    stats_pb2.ERROR_KIND_TIMEOUT: ("request timed out", "requests timed out"),
+    stats_pb2.ERROR_KIND_RESET: ("connection reset", "connections reset"),
+    stats_pb2.ERROR_KIND_PROTOCOL: ("response not HTTP/1.1", "responses not HTTP/1.1"),
+}
+# Targets a finding names, the most failed first; a larger fleet of targets gets a count of the rest.
+MAX_TARGETS_NAMED = 5
+
+
+@dataclass
+class FailureTally:
+    """What says whether requests failed on the targets' side, summed over rows: requests,
+    ok responses, failures (transport errors and 4xx/5xx), and the failures of each
+    target-side kind per target. O(targets × 5), however many rows it adds."""
+
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0
+    by_target: dict[str, dict[int, int]] = field(default_factory=dict)  # target -> kind -> failures
+
+    @classmethod
+    def of(cls, rows: Iterable[StatsRow]) -> FailureTally:
+        tally = cls()
+        for row in rows:
+            tally.add(row)
+        return tally
+
+    def add(self, row: StatsRow) -> None:
+        self.requests += row.requests
+        self.ok += row.ok
+        self.failed += row.failed
+        for kind, n in row.errors.items():
+            if n and kind in _TARGET_SIDE:
+                kinds = self.by_target.setdefault(row.target, {})
+                kinds[kind] = kinds.get(kind, 0) + n
+
+    def merge(self, other: FailureTally) -> None:
+        self.requests += other.requests
+        self.ok += other.ok
+        self.failed += other.failed
+        for target, kinds in other.by_target.items():
+            into = self.by_target.setdefault(target, {})
+            for kind, n in kinds.items():
+                into[kind] = into.get(kind, 0) + n
+
+    @property
+    def target_side(self) -> int:
+        return sum(n for kinds in self.by_target.values() for n in kinds.values())
+
+    @property
+    def target_failed(self) -> bool:
+        """The rule: fewer than 1 % ok, and at least 90 % of the failures the target's."""
+        return (
+            self.requests > 0
+            and self.ok < TARGET_FAILED_OK_SHARE * self.requests
+            and self.failed > 0
+            and self.target_side >= TARGET_FAILED_SIDE_SHARE * self.failed
+        )
+
+    def describe(self) -> str:
+        """`the target failed: 2,037,912 connects refused by 127.0.0.2:18081`; with several
+        targets, each with its failures, the most failed first."""
+        ranked = sorted(self.by_target.items(), key=lambda tk: (-sum(tk[1].values()), tk[0]))
+        parts = [_target_failures(target, kinds) for target, kinds in ranked[:MAX_TARGETS_NAMED]]
+        if len(ranked) > MAX_TARGETS_NAMED:
+            parts.append(f"and {len(ranked) - MAX_TARGETS_NAMED} more targets")
+        return ("the targets failed: " if len(ranked) > 1 else "the target failed: ") + "; ".join(parts)
+
+    def reason(self) -> Reason:
+        """The one reason of an interval (or step) whose target failed: no agent's doing."""
+        return Reason(Signal.TARGET_FAILED, Validity.SUSPECT, "", self.describe())
+
+
+def _target_failures(target: str, kinds: dict[int, int]) -> str:
+    counts = ", ".join(
+        f"{n:,} {_TARGET_SIDE[kind][n != 1]}" for kind, n in sorted(kinds.items(), key=lambda kn: (-kn[1], kn[0]))
+    )
+    return f"{counts} by {address(target)}"
+
+
+def address(url: str) -> str:
+    """A target's address as a person names it: `http://127.0.0.2:18081/` -> `127.0.0.2:18081`
+    (no scheme, no user, no path)."""
+    return urlsplit(url).netloc.rpartition("@")[2] or url

@@ -41,6 +41,9 @@ class Signal(enum.StrEnum):
     PORTS = "ports"
     LOCAL_ERRORS = "local_errors"
     SEND_LAG = "send_lag"
+    # Not a generator's: the target failed (fewer than 1 % ok, the failures its own), and the
+    # generators were not judged (analysis/validity.py).
+    TARGET_FAILED = "target_failed"
 
 
 @dataclass(frozen=True)
