@@ -64,7 +64,7 @@ $(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.pro
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(ENGINE_WHEEL_DIR)
 	$(BIN)/maturin build --release --quiet --locked --manifest-path $(NATIVE)/Cargo.toml --out $(NATIVE_WHEEL_DIR)
 	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl $(NATIVE_WHEEL_DIR)/loadfleet_buckets-*.whl
-	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis $(LINTERS)
+	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis xmlschema==4.3.2 $(LINTERS)
 	touch $@
 
 python-deps: $(VENV)/.installed
