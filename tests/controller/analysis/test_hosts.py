@@ -4,6 +4,7 @@ CSV rows; what is kept does not grow with the number of samples."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
@@ -15,8 +16,9 @@ from loadfleet.controller.analysis.hosts import (
     counter_csv_rows,
     counter_rates,
     host_csv_rows,
+    is_gauge,
 )
-from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessLoad, ProcessSample
 from support.streamdata import window
 
 WEB = MonitorInfo(targets=("http://127.0.0.2:8080",), processes=("nginx",))
@@ -150,3 +152,30 @@ def test_a_sample_too_large_is_dropped_and_other_agents_are_not_held_back():
     assert gate.admit("big", MAX_SAMPLE_BYTES)
     assert [gate.admit("rogue", 10) for _ in range(5)] == [True] * 3 + [False] * 2
     assert gate.admit("web1", 10), "another agent has its own allowance"
+
+
+def test_a_hosts_load_has_each_process_groups_mean_and_cap():
+    hosts = HostWindow(0, period_ms=1000)
+    capped = ProcessSample("haproxy", 1, 0.0, 10.0, cap_pct=100.0)
+    for at_ms, cpu in ((1000, 90.0), (2000, 100.0)):
+        s = sample(at_ms, 50.0, nginx=cpu)  # cores=2, nginx with no cap reported
+        hosts.add("web1", WEB, replace(s, processes=(*s.processes, replace(capped, cpu_pct=cpu))), end_ms=3000)
+    [load] = hosts.loads()
+    assert load.cores == 2
+    assert load.processes == (ProcessLoad("nginx", 95.0, 200.0), ProcessLoad("haproxy", 95.0, 100.0))
+
+
+def test_haproxys_gauges_get_means_not_rates():
+    hosts = HostWindow(500, period_ms=1000)
+    for at_ms, queued in ((1000, 0.0), (2000, 4.0), (3000, 2.0)):
+        hosts.add(
+            "lb",
+            MonitorInfo(role="lb"),
+            counted(at_ms, haproxy__group__BACKEND__qcur=queued, haproxy__group__BACKEND__req_tot=at_ms / 10),
+            end_ms=3500,
+        )
+    [lb] = hosts.loads()
+    assert lb.gauges == {"haproxy.group.BACKEND.qcur": 2.0}
+    assert lb.counter_rates == {"haproxy.group.BACKEND.req_tot": 100.0}
+    names = ("haproxy.lb.FRONTEND.scur", "haproxy.g.w.slim", "haproxy.g.w.stot", "varnish.qcur")
+    assert [is_gauge(n) for n in names] == [True, True, False, False]

@@ -6,7 +6,9 @@ those samples, and each step gets the hosts' mean figures over its measured wind
 saturation curve shows the servers' CPU next to their throughput.
 
 Agents that read a server's own counters (HAProxy, Varnish, nfs-ganesha) send them
-cumulative; a window gets each counter's rate per second (`CounterRates`).
+cumulative; a window gets each counter's rate per second (`CounterRates`). A few of HAProxy's
+figures are gauges, not counters (`GAUGE_FIELDS`: its queue and sessions now, its session
+limit): a window gets their means instead, and bottleneck.py reads them.
 
 Samples are not kept: the run directory appends them to hosts.csv as they come, and each
 window (a step's measured intervals, the whole run's load) keeps running sums. Every running
@@ -22,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loadfleet.controller.model.hostsamples import HostLoad, HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.model.hostsamples import HostLoad, HostSample, MonitorInfo, ProcessLoad, ProcessSample
 from loadfleet.controller.stream.contract import StepWindow
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,14 @@ SAMPLE_BURST = 3
 MAX_SAMPLE_BYTES = 256 * 1024
 # Samples dropped are told once per agent in this many seconds, with their number.
 DROP_LOG_PERIOD_S = 60.0
+# HAProxy `show stat` fields that are levels, not counts: requests queued now, sessions now,
+# the session limit (haproxy.<proxy>.<server>.<field>). Their rate would mean nothing.
+GAUGE_FIELDS = ("qcur", "scur", "slim")
+
+
+def is_gauge(counter: str) -> bool:
+    """Whether a server counter's name is a gauge's (GAUGE_FIELDS), whose value is a level."""
+    return counter.startswith("haproxy.") and counter.rsplit(".", 1)[-1] in GAUGE_FIELDS
 
 
 @dataclass
@@ -115,6 +125,8 @@ class CounterRates:
 
     def add(self, sample: HostSample) -> None:
         for name, value in sample.counters.items():
+            if is_gauge(name):
+                continue
             last = self._last.get(name)
             self._last[name] = (sample.at_ms, value)
             if sample.at_ms < self._start_ms:
@@ -152,19 +164,30 @@ def counter_rates(samples: list[HostSample], start_ms: int, end_ms: int) -> dict
 
 
 class _HostMeans:
-    """One host's sums over a window: O(counters) whatever the window's length."""
+    """One host's sums over a window: O(counters + processes) whatever the window's length."""
 
     def __init__(self, monitor: MonitorInfo, start_ms: int):
         self.monitor = monitor
         self.samples = 0
         self.sums = [0.0] * 6  # cpu, process cpu, memory, rx, tx, tcp established
         self.max_cpu_pct = 0.0
+        self.cores = 0
         self.counters = CounterRates(start_ms)
+        self.processes: dict[str, tuple[float, float]] = {}  # name -> (cpu sum, latest cap)
+        self.gauges: dict[str, tuple[float, int]] = {}  # name -> (sum, readings)
 
     def add(self, s: HostSample, in_window: bool) -> None:
         self.counters.add(s)
         if in_window:
             self.samples += 1
+            self.cores = s.cores
+            for p in s.processes:
+                cpu, _ = self.processes.get(p.name, (0.0, 0.0))
+                self.processes[p.name] = (cpu + p.cpu_pct, p.cap_pct)
+            for name, value in s.counters.items():
+                if is_gauge(name):
+                    total, readings = self.gauges.get(name, (0.0, 0))
+                    self.gauges[name] = (total + value, readings + 1)
             for i, value in enumerate(
                 (
                     s.cpu_pct,
@@ -193,6 +216,13 @@ class _HostMeans:
             net_tx_mb_per_s=tx / 1e6,
             tcp_established=tcp,
             counter_rates=self.counters.rates(),
+            cores=self.cores,
+            # A group missing from some samples (no process then) counts 0 % for those.
+            processes=tuple(
+                ProcessLoad(name, cpu / self.samples, cap or 100.0 * max(1, self.cores))
+                for name, (cpu, cap) in self.processes.items()
+            ),
+            gauges={name: total / readings for name, (total, readings) in sorted(self.gauges.items())},
         )
 
 

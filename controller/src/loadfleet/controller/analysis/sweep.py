@@ -10,12 +10,17 @@ leave them out and say which. Repetitions of a level give the knee its confidenc
 The fit's N is the number of servers when the sweep varies it (X: each count's best level,
 every repetition of it a point), else the level when it is a concurrency (clients or
 users; every step a point). Requests/s (open model) are not a concurrency: no fit then.
+
+Where monitors saw a saturated resource (bottleneck.py) at the knee's level or the level
+after it, the knee's note names it; without a knee, the note names the first saturated
+resource of the sweep, with its step.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loadfleet.controller.analysis.bottleneck import find_bottleneck
 from loadfleet.controller.analysis.knee import Knee, KneeRule, KneeSearch, LevelPoint, search_knee
 from loadfleet.controller.analysis.scaling import ServerScaling, UslResult, server_scaling
 from loadfleet.controller.analysis.steps import LevelSummary, level_summaries
@@ -46,7 +51,25 @@ def knee_search(results: list[StepResult], servers: int, rule: KneeRule = KneeRu
     """The knee of the levels run on `servers` servers, over their valid steps."""
     kept, left = usable([r for r in results if r.servers == servers])
     search = search_knee(level_points(kept), rule)
-    return KneeSearch(search.knee, search.note + _left_out(left))
+    return KneeSearch(search.knee, search.note + _saturated(kept, search.knee) + _left_out(left))
+
+
+def _saturated(kept: list[StepResult], knee: Knee | None) -> str:
+    """What the monitors saw saturated: at the knee's level or the next one (a resource runs
+    out at the knee, or just past it when the knee's step only began to queue), or without
+    a knee at the first step that saw one; "" when none did."""
+    if knee is None:
+        looked = kept
+    else:
+        levels = list(dict.fromkeys(r.level for r in kept))
+        at = levels.index(knee.name)
+        looked = [r for r in kept if r.level in levels[at : at + 2]]
+    for r in looked:
+        found = find_bottleneck(r.hosts)
+        if found:
+            where = "at the knee" if knee is not None and r.level == knee.name else f"at step {r.name}"
+            return f"; saturated {where}: {found.describe()}"
+    return ""
 
 
 def level_points(results: list[StepResult]) -> list[LevelPoint]:

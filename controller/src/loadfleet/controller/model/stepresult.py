@@ -8,7 +8,7 @@ import enum
 from dataclasses import dataclass, field
 
 from loadfleet.controller.model.figures import Figures, Latency, PhaseFigures
-from loadfleet.controller.model.hostsamples import HostLoad
+from loadfleet.controller.model.hostsamples import Bottleneck, HostLoad
 from loadfleet.controller.model.verdict import Validity
 
 
@@ -79,8 +79,10 @@ class StepResult:
     generator_bound: bool = False
     generator_bound_intervals: int = 0
     generator_advice: str = ""
-    # Monitored hosts (monitor-only agents) over the measured window.
+    # Monitored hosts (monitor-only agents) over the measured window, and the saturated
+    # resource they show (analysis/bottleneck.py; None: none seen, or no monitor).
     hosts: tuple[HostLoad, ...] = ()
+    bottleneck: Bottleneck | None = None
     # Shares of its load lost in the middle of it: agents lost, engines failed (losses.py;
     # each is in the summary's losses).
     losses: int = 0
@@ -105,6 +107,7 @@ class StepResult:
                 + (f" (server {h.process_cpu_pct:.0f} % of a core)" if h.process_cpu_pct else "")
                 for h in self.hosts
             )
+            + (f", saturated: {self.bottleneck.describe()}" if self.bottleneck else "")
             + (
                 ", GENERATOR-BOUND"
                 if self.generator_bound
@@ -123,6 +126,7 @@ class StepResult:
             transport_errors=0,
             error_pct=self.error_pct,
             rps=self.achieved_rps,
+            ok_rps=self.ok_rps,
             mb_per_s=self.bytes_per_s / 1e6,
             bytes_in=round(self.bytes_per_s * self.measured_s),
             latency=Latency(
