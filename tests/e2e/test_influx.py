@@ -217,6 +217,15 @@ def check_steps(title, series, run):
     assert sorted(rows) == sorted(run.steps)
     for name, row in rows.items():
         assert row["achieved_rps"] == pytest.approx(run.steps[name]["achieved_rps"], rel=1e-9)
+        assert row["ok_rps"] == pytest.approx(run.steps[name]["ok_rps"], rel=1e-9)
+
+
+def check_attempts_and_ok(title, series, run):
+    """req/s counts attempts, ok/s successes: once a server is down its refusals are attempts
+    that are not ok."""
+    rows = [r for r in rows_of(series) if r["req/s"] is not None]
+    assert rows and all(r["ok/s"] <= r["req/s"] * (1 + 1e-9) for r in rows)
+    assert any(r["ok/s"] < r["req/s"] * 0.9 for r in rows), "the stopped server's refused connects"
 
 
 def check_hosts_per_step(title, series, run):
@@ -289,6 +298,7 @@ def check_agents_lost(title, series, run):
 
 PANEL_CHECKS = {
     "Requests (run total)": check_run_total,
+    "Requests/s and ok/s": check_attempts_and_ok,
     "Requests/s by target": check_by_target,
     "Per-target requests/s": check_by_target,
     "Requests/s by agent": check_by_agent,

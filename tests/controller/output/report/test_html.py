@@ -44,7 +44,8 @@ def test_the_header_and_summary_table_show_the_summary(synthetic_run):
     cells = re.findall(r"<td>(.*?)</td>", total_row)
     assert cells[0] == f"{total['requests']:,}"
     assert cells[1] == f"{total['rps']:,.1f}"
-    assert cells[6] == f"{total['latency']['p50_ms']:.3f}"
+    assert cells[2] == f"{total['ok_rps']:,.1f}" and total["ok_rps"] < total["rps"], "successes, not attempts"
+    assert cells[7] == f"{total['latency']['p50_ms']:.3f}"
     assert cells[-1] == "connect_refused 14"
     for name in (*TARGETS, *AGENTS, "home"):
         assert f"<td>{name}</td>" in html

@@ -104,6 +104,6 @@ class Drift:
             base_rps=base.rps,
             error_pct=now.error_pct,
             base_error_pct=base.error_pct,
-            p99_ms=now.latency.p99_ms if total.histogram else None,
-            base_p99_ms=base.latency.p99_ms,
+            p99_ms=now.latency.p99_ms if now.latency else None,
+            base_p99_ms=base.latency.p99_ms if base.latency else 0.0,
         )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadfleet.controller.model.codec import row_from_doc, row_to_doc
-from loadfleet.controller.model.figures import figures_of
+from loadfleet.controller.model.figures import Latency, figures_of
 from loadfleet.controller.model.stepresult import StepResult, StepState, TargetFigures
 from loadfleet.controller.model.verdict import Validity, worst
 from loadfleet.controller.plan.steps import StepSpec
@@ -114,7 +114,7 @@ class StepMeter:
             else 0.0
         )
         f = figures_of(total, seconds)
-        lat = f.latency
+        lat = f.latency or Latency()  # no response: the step's latency figures stay 0
         per_target = merge_rows(rows, request=TOTAL)
         return StepResult(
             name=spec.name,
@@ -150,7 +150,7 @@ class StepMeter:
 
 def target_figures(row: StatsRow, seconds: float) -> TargetFigures:
     f = figures_of(row, seconds)
-    lat = f.latency
+    lat = f.latency or Latency()
     return TargetFigures(
         url=row.target,
         requests=row.requests,

@@ -67,10 +67,15 @@ class Figures:
     failed: int
     transport_errors: int
     error_pct: float
+    # Attempts per second (a refused connect is one attempt) and successes per second: never
+    # one number for both.
     rps: float
+    ok_rps: float
     mb_per_s: float
     bytes_in: int
-    latency: Latency
+    # None when no response carried a latency (none came, or only transport errors): the
+    # latency of nothing is not 0 (summary.json null, CSV empty, no InfluxDB field, `-`).
+    latency: Latency | None
     # Some requests were counted without a latency (a Gatling simulation without the hook):
     # `latency` covers only the others.
     latency_missing: bool = False
@@ -78,10 +83,11 @@ class Figures:
     phases: PhaseFigures | None = None
 
 
-def latency_of(row: StatsRow) -> Latency:
+def latency_of(row: StatsRow) -> Latency | None:
+    """The row's latency figures; None when its histogram is empty (no response measured)."""
     h = row.histogram
     if not h:
-        return Latency()
+        return None
     us = 1000.0
     mean, stddev = h.mean_and_stddev()
     at = h.percentiles(p for _, p in PERCENTILES)
@@ -94,13 +100,14 @@ def latency_of(row: StatsRow) -> Latency:
     )
 
 
-def latencies_of(rows: list[StatsRow]) -> list[Latency]:
+def latencies_of(rows: list[StatsRow]) -> list[Latency | None]:
     """latency_of for many rows at once (histogram.summaries): a fleet's rows of an interval
-    cost one native pass over their buckets, not a dozen numpy calls each."""
+    cost one native pass over their buckets, not a dozen numpy calls each. None for a row
+    without a histogram, as latency_of."""
     filled = [i for i, row in enumerate(rows) if row.histogram]
     s = summaries([rows[i].histogram for i in filled], (p for _, p in PERCENTILES))
     us = 1000.0
-    out = [Latency()] * len(rows)
+    out: list[Latency | None] = [None] * len(rows)
     columns = zip(
         filled, s.mean.tolist(), s.stddev.tolist(), s.min_value.tolist(), s.max_value.tolist(), s.percentiles.tolist()
     )
@@ -116,7 +123,8 @@ def latencies_of(rows: list[StatsRow]) -> list[Latency]:
 
 
 def figures_of(row: StatsRow, seconds: float, latency: Latency | None = None) -> Figures:
-    """The row's figures over `seconds`; `latency`: its latency figures, if known already."""
+    """The row's figures over `seconds`; `latency`: its latency figures, if known already
+    (None: computed here, and None again for a row without a histogram)."""
     seconds = max(seconds, 1e-9)
     latency = latency if latency is not None else latency_of(row)
     return Figures(
@@ -126,11 +134,12 @@ def figures_of(row: StatsRow, seconds: float, latency: Latency | None = None) ->
         transport_errors=row.transport_errors,
         error_pct=100.0 * row.failed / row.requests if row.requests else 0.0,
         rps=row.requests / seconds,
+        ok_rps=row.ok / seconds,
         mb_per_s=row.bytes_in / 1e6 / seconds,
         bytes_in=row.bytes_in,
         latency=latency,
         latency_missing=row.latency_missing,
-        phases=phases_of(row.phases, latency.mean_ms),
+        phases=phases_of(row.phases, latency.mean_ms if latency else 0.0),
     )
 
 

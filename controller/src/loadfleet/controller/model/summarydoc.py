@@ -67,10 +67,11 @@ class Phases:
 @dataclass(frozen=True)
 class EntryFigures:
     requests: int = 0
-    rps: float = 0
+    rps: float = 0  # attempts per second
+    ok_rps: float | None = None  # successes per second; None in a summary of before it was written
     mb_per_s: float = 0
     error_pct: float = 0
-    latency: Latency = Latency()
+    latency: Latency | None = Latency()  # None (null): no response carried a latency
     latency_missing: bool = False  # a Gatling simulation without loadfleet's hook: counts only
     phases: Phases | None = None
 

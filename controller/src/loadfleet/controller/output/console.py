@@ -10,9 +10,13 @@ from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.summarydoc import Entry, Step, SummaryDoc
 from loadfleet.v1 import run_pb2
 
+# `req/s` counts attempts (a refused connect is one), `ok/s` successes: never one number for both.
 PROGRESS_HEADER = (
-    f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  {'errors':>7}  {'users':>7}"
+    f"{'time':>8}  {'agents':>6}  {'req/s':>10}  {'ok/s':>10}  {'MB/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  "
+    f"{'errors':>7}  {'users':>7}"
 )
+# What a figure of nothing (the latency of no response) shows.
+NONE = "-"
 
 
 def progress_line(s: run_pb2.IntervalSummary) -> str:
@@ -26,9 +30,12 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
     if s.validity in (run_pb2.VALIDITY_SUSPECT, run_pb2.VALIDITY_INVALID):
         verdict = run_pb2.Validity.Name(s.validity).removeprefix("VALIDITY_")
         missing += f"  {verdict}: {s.validity_reasons}"
+    # A controller of before `latency_measured` leaves it false under measured figures.
+    measured = s.latency_measured or s.p99_ms > 0
+    p50, p99 = (f"{s.p50_ms:.2f}", f"{s.p99_ms:.2f}") if measured else (NONE, NONE)
     return (
-        f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.mb_per_s:>8.2f}  {s.p50_ms:>8.2f}  "
-        f"{s.p99_ms:>8.2f}  {s.errors:>7}  {s.users:>7}{missing}"
+        f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.ok_rps:>10.1f}  {s.mb_per_s:>8.2f}  {p50:>8}  "
+        f"{p99:>8}  {s.errors:>7}  {s.users:>7}{missing}"
     )
 
 
@@ -40,6 +47,7 @@ def event_line(e: run_pb2.RunEvent) -> str:
 _COLUMNS = (
     ("requests", 10),
     ("req/s", 10),
+    ("ok/s", 10),
     ("MB/s", 8),
     ("err %", 6),
     ("mean", 8),
@@ -160,16 +168,19 @@ def hosts_table(doc: dict[str, Any]) -> str:
 
 def _row(name: str, t: run_pb2.Totals, width: int) -> str:
     lat = t.latency
+    # Unset: no response carried a latency (runconvert.py), and the latency of nothing is not 0.
+    latency = (
+        tuple(f"{ms:.2f}" for ms in (lat.mean_ms, lat.p50_ms, lat.p90_ms, lat.p99_ms, lat.max_ms))
+        if t.HasField("latency")
+        else (NONE,) * 5
+    )
     values = (
         f"{t.requests}",
         f"{t.rps:.1f}",
+        f"{t.rps * t.ok / t.requests if t.requests else 0.0:.1f}",  # ok/s: the attempts' rate, the ok share
         f"{t.mb_per_s:.2f}",
         f"{t.error_pct:.2f}",
-        f"{lat.mean_ms:.2f}",
-        f"{lat.p50_ms:.2f}",
-        f"{lat.p90_ms:.2f}",
-        f"{lat.p99_ms:.2f}",
-        f"{lat.max_ms:.2f}",
+        *latency,
     )
     return f"{name:<{width}}" + "".join(f"  {v:>{w}}" for v, (_, w) in zip(values, _COLUMNS))
 

@@ -39,7 +39,7 @@ from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.model.csvcells import safe_row
 from loadfleet.controller.model.errors import LoadfleetError
 from loadfleet.controller.model.events import Event
-from loadfleet.controller.model.figures import PERCENTILES, WAITING_PERCENTILES, Figures
+from loadfleet.controller.model.figures import PERCENTILES, WAITING_PERCENTILES, Figures, Latency
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.selfsample import CONTROLLER_CSV_HEADER, ControllerSample
 from loadfleet.controller.model.stepresult import StepResult
@@ -80,6 +80,7 @@ INTERVAL_COLUMNS = (
         "active_conns",
         "users",
         "rps",
+        "ok_rps",
         "mb_per_s",
         "mean_ms",
         "stddev_ms",
@@ -318,7 +319,6 @@ def report_written(run_dir: Path, problem: Exception | None, trouble: DiskTroubl
 
 
 def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list[object]:
-    lat = f.latency
     return [
         start,
         scope.value,
@@ -337,17 +337,31 @@ def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) ->
         row.active_connections,
         row.users,
         round(f.rps, 3),
+        round(f.ok_rps, 3),
         round(f.mb_per_s, 6),
-        round(lat.mean_ms, 3),
-        round(lat.stddev_ms, 3),
-        round(lat.min_ms, 3),
-        *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
-        round(lat.max_ms, 3),
+        *_latency_cells(f.latency),
         row.scheduled,
         row.sent_late,
         round(row.max_send_lag_us / 1000, 3),
         row.not_sent,
         *_phase_cells(row, f),
+    ]
+
+
+# The latency of nothing (no response carried one) is empty cells, not zeros.
+_NO_LATENCY: list[object] = [""] * (len(PERCENTILES) + 4)
+
+
+def _latency_cells(lat: Latency | None) -> list[object]:
+    """mean, stddev, min, the PERCENTILES and max, in ms."""
+    if lat is None:
+        return _NO_LATENCY
+    return [
+        round(lat.mean_ms, 3),
+        round(lat.stddev_ms, 3),
+        round(lat.min_ms, 3),
+        *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
+        round(lat.max_ms, 3),
     ]
 
 

@@ -95,15 +95,15 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         errors=_u64(f.failed),
         rps=f.rps,
         mb_per_s=f.mb_per_s,
-        p50_ms=f.latency.p50_ms,
-        p99_ms=f.latency.p99_ms,
+        p50_ms=f.latency.p50_ms if f.latency else 0.0,
+        p99_ms=f.latency.p99_ms if f.latency else 0.0,
         missing_agents=u.missing,
         lost_agents=u.lost,
         validity=_VALIDITIES[u.verdict.validity],
         validity_reasons=u.verdict.reasons_text(),
         users=_u64(u.users),
-        ok_rps=f.rps * f.ok / f.requests if f.requests else 0.0,
-        latency_measured=f.ok + f.failed - f.transport_errors > 0,
+        ok_rps=f.ok_rps,
+        latency_measured=f.latency is not None,
         failing_thresholds=u.failing_thresholds,
     )
 
@@ -115,8 +115,9 @@ _VALIDITIES = {
 }
 
 
-def _latency_to_proto(lat: Latency) -> run_pb2.Latency:
-    return run_pb2.Latency(**vars(lat))
+def _latency_to_proto(lat: Latency | None) -> run_pb2.Latency | None:
+    """None (the field left unset) when no response carried a latency."""
+    return run_pb2.Latency(**vars(lat)) if lat is not None else None
 
 
 def _totals_to_proto(n: NamedFigures) -> run_pb2.Totals:

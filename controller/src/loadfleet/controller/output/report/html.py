@@ -29,6 +29,7 @@ SUMMARY_HEADERS = (
     "",
     "requests",
     "req/s",
+    "ok/s",
     "MB/s",
     "err %",
     "mean ms",
@@ -210,15 +211,24 @@ def _gatling_section(run: RunData) -> list[str]:
 def _figures_row(name: str, entry: Entry) -> list[str]:
     f = entry.figures
     lat = f.latency
+    latency = (
+        [fmt_ms(ms) for ms in (lat.mean_ms, lat.stddev_ms, lat.p50_ms, lat.p90_ms, lat.p99_ms, lat.max_ms)]
+        if lat is not None
+        else [NO_RESPONSE] + ["-"] * 5  # the latency of nothing is not 0
+    )
     return [
         name,
         fmt_count(f.requests),
         fmt_rate(f.rps),
+        fmt_rate(f.ok_rps) if f.ok_rps is not None else "-",  # a summary of before ok/s was written
         f"{f.mb_per_s:,.2f}",
         fmt_pct(f.error_pct),
-        *(fmt_ms(ms) for ms in (lat.mean_ms, lat.stddev_ms, lat.p50_ms, lat.p90_ms, lat.p99_ms, lat.max_ms)),
+        *latency,
         failures_text(entry),
     ]
+
+
+NO_RESPONSE = "no response"
 
 
 def failures_text(entry: Entry) -> str:
@@ -237,7 +247,7 @@ def charts(run: RunData) -> list[Chart]:
     )
     latency = [Series(name, run.latency_series(f"{name}_ms")) for name in ("p50", "p90", "p99", "max")]
     return [
-        Chart("Requests/s (cluster)", "req/s", (Series("req/s", run.total_series("rps")),), markers=markers),
+        rates_chart(run, markers),
         Chart("Latency percentiles (cluster, log scale)", "ms", tuple(latency), markers=markers, log_y=True),
         Chart("Failures by kind (cluster)", "per second", tuple(failure_series(run)), markers=markers),
         Chart(
@@ -277,6 +287,12 @@ def charts(run: RunData) -> list[Chart]:
             else []
         ),
     ]
+
+
+def rates_chart(run: RunData, markers: tuple[Marker, ...]) -> Chart:
+    """Attempts (a refused connect is one) and ok responses per second: never one line for both."""
+    rates = (Series("req/s", run.total_series("rps")), Series("ok/s", run.total_series("ok_rps")))
+    return Chart("Requests/s (cluster)", "per second", rates, markers=markers)
 
 
 def failure_series(run: RunData) -> list[Series]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -239,18 +240,24 @@ MAX_AGENT_LINES = 9
 class _Bucket:
     """The rows of one series in one bucket of `stride` intervals: each column's mean per
     interval (the rows of one interval summed: the other agents', a target's requests), so
-    counts become counts per interval and per-second rates stay right; `max_ms` its maximum."""
+    counts become counts per interval and per-second rates stay right; `max_ms` its maximum.
+    A figure of nothing (NaN: the latency of an interval without a response) is left out, and
+    its column's mean is over the intervals that had it (a cluster total row is one an interval)."""
 
-    __slots__ = ("_last", "intervals", "start_ms", "sums")
+    __slots__ = ("_last", "intervals", "missing", "start_ms", "sums")
 
     def __init__(self, start_ms: int):
         self.start_ms, self.intervals, self._last = start_ms, 0, -1
         self.sums: dict[str, float] = {}
+        self.missing: Counter[str] = Counter()
 
     def add(self, index: int, values: dict[str, float]) -> None:
         if index != self._last:
             self.intervals, self._last = self.intervals + 1, index
         for name, value in values.items():
+            if math.isnan(value):
+                self.missing[name] += 1
+                continue
             held = self.sums.get(name)
             self.sums[name] = value if held is None else (max(held, value) if name == "max_ms" else held + value)
 
@@ -261,7 +268,7 @@ class _Bucket:
             agent,
             target,
             request,
-            {k: v if k == "max_ms" else v / self.intervals for k, v in self.sums.items()},
+            {k: v if k == "max_ms" else v / (self.intervals - self.missing[k]) for k, v in self.sums.items()},
         )
 
 
@@ -367,7 +374,8 @@ def _row(cells: list[str], numeric: list[str], texts: list[str], path: Path, lin
         return None  # an agent's per-(target, request) row: no report plots it
     text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric) :]))
     try:
-        values = {name: float(cell) for name, cell in zip(numeric, cells[len(_KEY_COLUMNS) :])}
+        # An empty cell is a figure of nothing (the latency of an interval without a response): NaN, a gap.
+        values = {name: float(cell) if cell else math.nan for name, cell in zip(numeric, cells[len(_KEY_COLUMNS) :])}
         return IntervalRow(int(start), scope, agent, target, request, values, text.get("validity", ""))
     except ValueError as exc:
         raise UsageError(f"{path}:{line_no}: {exc}") from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-_FIGURES = ("requests", "rps", "mb_per_s", "error_pct")
+_FIGURES = ("requests", "rps", "ok_rps", "mb_per_s", "error_pct")
 _LATENCY = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")
 _PHASE_FIGURES = ("responses", "other_ms", "waiting_p50_ms", "waiting_p99_ms")
 _PHASE_TIMES = ("count", "mean_ms", "max_ms", "per_response_ms")
@@ -31,12 +31,12 @@ def _entries_problem(summary: dict[str, Any]) -> str:
 
 def _entry_problem(where: str, entry: dict[str, Any]) -> str:
     figures = entry.get("figures")
-    latency = figures.get("latency") if isinstance(figures, dict) else None
+    latency = figures.get("latency", {}) if isinstance(figures, dict) else None
     if (
         not isinstance(figures, dict)
-        or not isinstance(latency, dict)
+        or not (latency is None or isinstance(latency, dict))  # null: no response carried a latency
         or not all(_is_number(figures.get(k, 0)) for k in _FIGURES)
-        or not all(_is_number(latency.get(k, 0)) for k in _LATENCY)
+        or not all(_is_number(latency.get(k, 0)) for k in _LATENCY if latency is not None)
     ):
         return f"{where}.figures must hold numbers"
     if not _phases_ok(figures.get("phases")):

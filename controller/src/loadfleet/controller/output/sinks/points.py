@@ -20,6 +20,7 @@ from loadfleet.controller.model.figures import (
     PERCENTILES,
     WAITING_PERCENTILES,
     Figures,
+    Latency,
     PhaseFigures,
     PhaseTime,
     figures_of,
@@ -88,6 +89,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple[Field, ...]:
         *((f"err_{error_kind_name(k)}", row.errors.get(k, 0)) for k in ERROR_KINDS),
         *((f"status_{c}xx", n) for c, n in zip("12345", row.status)),
         ("rps", f.rps),
+        ("ok_rps", f.ok_rps),
         ("bytes_in", row.bytes_in),
         ("bytes_out", row.bytes_out),
         ("mb_per_s", f.mb_per_s),
@@ -104,7 +106,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple[Field, ...]:
             ("max_send_lag_ms", row.max_send_lag_us / 1000),
             ("not_sent", row.not_sent),
         ]
-    if row.histogram:
+    if lat is not None:  # the latency of nothing is left out, not written as 0
         fields += [
             ("mean_ms", lat.mean_ms),
             ("stddev_ms", lat.stddev_ms),
@@ -317,20 +319,16 @@ def step_point(
     concurrent_users: float = 0.0,
     peak_users: int = 0,
 ) -> Point:
-    lat = total.latency
     return Point(
         "step",
         tags=(("run", run_id), ("step", step), ("servers", str(servers))),
         fields=(
             ("offered", offered),
             ("achieved_rps", total.rps),
+            ("ok_rps", total.ok_rps),
             ("bytes_per_s", bytes_per_s),
             ("requests", total.requests),
-            ("mean_ms", lat.mean_ms),
-            ("stddev_ms", lat.stddev_ms),
-            ("p50_ms", lat.p50_ms),
-            ("p90_ms", lat.p90_ms),
-            ("p99_ms", lat.p99_ms),
+            *_step_latency_fields(total.latency),
             ("error_pct", total.error_pct),
             ("rps_per_server", total.rps / max(1, servers)),
             ("generator_bound", generator_bound),
@@ -345,6 +343,19 @@ def step_point(
             *(_step_phase_fields(total.phases) if total.phases is not None else ()),
         ),
         time_ms=start_ms,
+    )
+
+
+def _step_latency_fields(lat: Latency | None) -> tuple[Field, ...]:
+    """A step's latency, ms; nothing when no response carried one (the latency of nothing)."""
+    if lat is None:
+        return ()
+    return (
+        ("mean_ms", lat.mean_ms),
+        ("stddev_ms", lat.stddev_ms),
+        ("p50_ms", lat.p50_ms),
+        ("p90_ms", lat.p90_ms),
+        ("p99_ms", lat.p99_ms),
     )
 
 
