@@ -215,3 +215,41 @@ def test_summaries_of_many_histograms_equal_each_ones_own_figures():
         )
     with pytest.raises(ValueError, match="non-empty"):
         summaries([parts[0], EMPTY], percents)
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_adding_then_subtracting_equals_merging_the_rest_again(seed):
+    """A rolling window's merge: add the newest interval, take out the oldest; the result is
+    the merge of those left, bucket for bucket."""
+    parts = [Histogram.of(lognormal(seed * 10 + i, 200 + 50 * i)) for i in range(6)]
+    running = EMPTY
+    for i, part in enumerate(parts):
+        running = running + part
+        if i >= 3:
+            running = running.subtract(parts[i - 3])
+            assert running == Histogram.merge(parts[i - 2 : i + 1])
+    assert running.total == sum(p.total for p in parts[-3:])
+    # The packed and V2 forms subtract the same.
+    read = Histogram.from_buckets(running.to_buckets()).subtract(Histogram.decode(parts[-1].encode()))
+    assert read == Histogram.merge(parts[-3:-1])
+
+
+def test_subtracting_everything_leaves_the_empty_histogram_and_nothing_changes_nothing():
+    h = Histogram.of([100, 2000, 2000])
+    assert h.subtract(h) == EMPTY and not h.subtract(h)
+    assert h.subtract(EMPTY) is h
+    assert h.subtract(Histogram.of([2000])) == Histogram.of([100, 2000])
+
+
+@pytest.mark.parametrize(
+    "held, taken",
+    [
+        ([100], [5000]),  # a bucket never added
+        ([100], [100, 100]),  # more in a bucket than was added
+        ([], [100]),  # from nothing
+        ([100, 5000], [HIGHEST_US]),  # beyond the highest bucket held
+    ],
+)
+def test_subtracting_what_was_never_added_is_refused(held, taken):
+    with pytest.raises(ValueError, match="cannot subtract"):
+        Histogram.of(held).subtract(Histogram.of(taken))

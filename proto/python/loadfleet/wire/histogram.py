@@ -338,6 +338,29 @@ class Histogram:
     def __add__(self, other: Histogram) -> Histogram:
         return Histogram.merge((self, other))
 
+    def subtract(self, other: Histogram) -> Histogram:
+        """This histogram without `other`'s values, exactly: counts subtract bucket by
+        bucket, buckets left empty are dropped. `other` must be part of this one (merged
+        into it before): ValueError when it holds a bucket this one does not, or more in
+        one. A rolling window's merge takes its oldest interval out this way
+        (analysis/thresholds.py) instead of merging the rest again."""
+        if not other:
+            return self
+        indices, counts = self._arrays()
+        taken_indices, taken_counts = other._arrays()
+        at = np.searchsorted(indices, taken_indices)
+        found = at < len(indices)
+        if not found.all() or not np.array_equal(indices[at], taken_indices):
+            raise ValueError("cannot subtract a histogram with values in buckets this one does not hold")
+        left = counts.copy()
+        left[at] -= taken_counts
+        if (left < 0).any():
+            raise ValueError("cannot subtract a histogram with more values in a bucket than this one holds")
+        kept = left != 0
+        if kept.all():
+            return Histogram(indices.copy(), left)
+        return Histogram(indices[kept], left[kept]) if kept.any() else EMPTY
+
     @property
     def min_value(self) -> int:
         """The lowest value equivalent to the lowest non-empty bucket (0 when empty)."""
