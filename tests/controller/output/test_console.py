@@ -166,3 +166,83 @@ def test_the_time_table_splits_a_response_into_phases_and_is_left_out_without_th
     assert lines[2] == "targets" and lines[3].split()[:3] == ["http://a", "2", "0.300"]
     assert lines[4].split() == ["http://b", "-"]
     assert phases_table({"total": _figures_doc(None)}) == ""
+
+
+def _results():
+    from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
+
+    return (
+        ThresholdResult(
+            "p99 latency < 250 ms",
+            "p99 latency < 250 ms",
+            "cluster",
+            "run",
+            250.0,
+            "ms",
+            312.4,
+            Outcome.FAILED,
+            failing_steps=("main",),
+        ),
+        ThresholdResult("enough load", "rps > 1000", "target app", "step", 1000.0, "/s", 1250.0, Outcome.PASSED),
+        ThresholdResult(
+            "p99 latency < 500 ms",
+            "p99 latency < 500 ms",
+            "request account",
+            "window 30 s",
+            500.0,
+            "ms",
+            None,
+            Outcome.INCONCLUSIVE,
+            reason="no response to measure",
+        ),
+    )
+
+
+def test_the_summary_ends_with_the_thresholds_and_the_verdict():
+    from loadfleet.controller.model.codec import to_doc
+    from loadfleet.controller.model.thresholdresult import RunVerdict
+    from loadfleet.controller.output.console import summary_table
+    from loadfleet.v1 import run_pb2
+
+    summary = run_pb2.RunSummary(run_id="r1", state=run_pb2.RUN_STATE_FINISHED, total=run_pb2.Totals(name="total"))
+    verdict = RunVerdict(passed=False, reasons=("p99 latency < 250 ms",))
+    doc = {"thresholds": [to_doc(r) for r in _results()], "verdict": to_doc(verdict)}
+    lines = summary_table(summary, doc).splitlines()
+    header, failed, passed, inconclusive, last = lines[-5:]
+    assert header.split() == ["threshold", "scope", "over", "value", "outcome"]
+    assert failed.startswith("p99 latency < 250 ms") and failed.endswith("312.40 ms  FAILED")
+    assert " cluster " in failed and " run " in failed
+    assert passed.startswith("enough load: rps > 1000") and passed.endswith("1,250.00/s  PASSED")
+    assert inconclusive.endswith("  -  INCONCLUSIVE (no response to measure)")  # the value of nothing
+    assert "request account" in inconclusive and "window 30 s" in inconclusive
+    # The value column is right-aligned: every value ends where the header's does.
+    end = header.index("value") + len("value")
+    assert all(line[:end].rstrip().endswith(v) for line, v in ((failed, "ms"), (passed, "/s"), (inconclusive, "-")))
+    assert last == "verdict: failed — 1 of 3 thresholds failed, 1 inconclusive (exit 4)"
+    without = summary_table(summary, {}).splitlines()
+    assert not [line for line in without if "verdict" in line or "threshold" in line]
+
+
+def test_the_verdict_line_says_passed_without_an_exit_code():
+    from loadfleet.controller.model.thresholdresult import RunVerdict
+    from loadfleet.controller.model.thresholdtext import verdict_line
+
+    results = _results()[1:2]
+    assert verdict_line(results, RunVerdict(passed=True)) == "verdict: passed — 0 of 1 threshold failed"
+    assert verdict_line(results, None) == "verdict: passed — 0 of 1 threshold failed"
+    assert verdict_line(_results()[:1], None).endswith("failed — 1 of 1 threshold failed (exit 4)")
+    assert verdict_line((), RunVerdict(passed=True)) == ""
+
+
+def test_the_progress_line_marks_failing_thresholds_within_60_characters():
+    from loadfleet.controller.output.console import MAX_THRESHOLD_MARK_CHARS, progress_line, threshold_mark
+    from loadfleet.v1 import run_pb2
+
+    line = progress_line(run_pb2.IntervalSummary(agents=1, failing_thresholds=["p99 latency < 250 ms"]))
+    assert line.endswith("  !thr p99 latency < 250 ms")
+    assert "!thr" not in progress_line(run_pb2.IntervalSummary(agents=1))
+    assert threshold_mark(["a", "b"]) == "  !thr a, b"
+    many = [f"p99 latency of request number {i} < 250 ms" for i in range(5)]
+    mark = threshold_mark(many)
+    assert 50 < len(mark.strip()) <= MAX_THRESHOLD_MARK_CHARS == 60
+    assert mark == "  !thr p99 latency of request number 0 < 250 ms… (5 failing)"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.summarydoc import Entry, Step, SummaryDoc
+from loadfleet.controller.model.thresholdtext import THRESHOLD_HEADERS, threshold_cells, verdict_line
 from loadfleet.v1 import run_pb2
 
 # `req/s` counts attempts (a refused connect is one), `ok/s` successes: never one number for both.
@@ -27,6 +29,7 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
         else ""
     )
     missing += f"  ({s.lost_agents} lost)" if s.lost_agents else ""
+    missing += threshold_mark(s.failing_thresholds)
     if s.validity in (run_pb2.VALIDITY_SUSPECT, run_pb2.VALIDITY_INVALID):
         verdict = run_pb2.Validity.Name(s.validity).removeprefix("VALIDITY_")
         missing += f"  {verdict}: {s.validity_reasons}"
@@ -37,6 +40,22 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
         f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.ok_rps:>10.1f}  {s.mb_per_s:>8.2f}  {p50:>8}  "
         f"{p99:>8}  {s.errors:>7}  {s.users:>7}{missing}"
     )
+
+
+# The live line's mark of failing thresholds is at most this long (it follows the figures on
+# one terminal line): names past it are counted, not written.
+MAX_THRESHOLD_MARK_CHARS = 60
+
+
+def threshold_mark(failing: Sequence[str]) -> str:
+    """ "  !thr p99 latency < 250 ms, error % < 1" while thresholds fail; "" while none does."""
+    if not failing:
+        return ""
+    mark = "!thr " + ", ".join(failing)
+    if len(mark) > MAX_THRESHOLD_MARK_CHARS:
+        more = f"… ({len(failing)} failing)"  # the cut may fall inside any name: count them all
+        mark = mark[: MAX_THRESHOLD_MARK_CHARS - len(more)].rstrip(", ") + more
+    return "  " + mark
 
 
 def event_line(e: run_pb2.RunEvent) -> str:
@@ -86,7 +105,21 @@ def summary_table(s: run_pb2.RunSummary, doc: dict[str, Any]) -> str:
         )
     if summary.controller:
         lines.append("controller: " + summary.controller.describe())
-    return "\n".join(lines)
+    return "\n".join(lines + thresholds_table(summary))
+
+
+def thresholds_table(summary: SummaryDoc) -> list[str]:
+    """The thresholds' results, a line each, then the verdict; nothing without thresholds."""
+    if not summary.thresholds:
+        return []
+    rows = [THRESHOLD_HEADERS, *(threshold_cells(r) for r in summary.thresholds)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(THRESHOLD_HEADERS) - 1)]
+    lines = [
+        "  ".join(f"{cell:>{w}}" if i == 3 else f"{cell:<{w}}" for i, (cell, w) in enumerate(zip(row, widths)))
+        + f"  {row[-1]}"
+        for row in rows
+    ]
+    return ["", *lines, verdict_line(summary.thresholds, summary.verdict)]
 
 
 LATENCY_NOT_MEASURED = (
