@@ -22,7 +22,7 @@ import pytest
 from loadfleet.targets.caps import CpuGroup, machine_cpus
 from loadfleet.targets.daemon import LocalLauncher, Upstream, check_upstreams, pid_alive
 from loadfleet.targets.haproxy import HaproxyServer
-from loadfleet.targets.hostlab import teardown
+from loadfleet.targets.hostlab import monitor_options, teardown
 from loadfleet.targets.netns import Host, guard_present, list_namespaces
 from loadfleet.targets.varnish import VarnishServer
 from support.procs import program
@@ -98,7 +98,8 @@ def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
 
     status = lab("status", "--state-dir", str(state_dir))
     assert status.returncode == 0
-    assert status.stdout.count(" up") == 4 and "DOWN" not in status.stdout  # web1, lb, controller, agent1
+    # web1, lb, the controller, agent1, and the monitors the lab started on web1 and lb.
+    assert status.stdout.count(" up") == 6 and "DOWN" not in status.stdout
     assert "5 of 5 namespaces, guard route present" in status.stdout  # four hosts and the bridge
     assert f"host agent1   {hosts['agent1']}" in status.stdout
 
@@ -120,6 +121,14 @@ def test_cli_up_status_exec_down_of_a_lab_on_hosts(hosted, tmp_path):
     summary = json.loads(run.stdout)
     figures, status = summary["total"]["figures"], summary["total"]["status"]
     assert figures["requests"] > 0 and figures["failed"] == 0 and status["2xx"] == figures["requests"], figures
+    # The monitors the lab started by itself: each server host, its server's processes (by PID
+    # file), and HAProxy's counters: every request the run sent went through it.
+    monitored = {h["host"]: h for h in summary["hosts"]}
+    assert set(monitored) == {"web1", "lb"}, monitored
+    assert [p["name"] for p in monitored["web1"]["processes"]] == ["nginx"]
+    assert [p["name"] for p in monitored["lb"]["processes"]] == ["haproxy"]
+    assert monitored["lb"]["processes"][0]["cpu_pct"] > 0
+    assert monitored["lb"]["counter_rates"]["haproxy.group.web1.req_tot"] > 0
 
     down = lab("down", "--state-dir", str(state_dir))
     assert down.returncode == 0, down.stderr
@@ -222,3 +231,36 @@ def test_exec_names_the_hosts_when_one_is_unknown(tmp_path):
     (tmp_path / "lab.json").write_text(json.dumps({"servers": [], "network": {"hosts": [{"name": "web1"}]}}))
     result = lab("exec", "--state-dir", str(tmp_path), "nope", "--", "true", timeout_s=30)
     assert result.returncode == 1 and "no lab host 'nope'" in result.stderr and "web1" in result.stderr
+
+
+def test_a_lab_hosts_monitor_watches_its_servers_by_pid_file_and_reads_haproxys_socket(tmp_path):
+    """What the monitor of a lab host is told, read back by the agent's own parser: the host's
+    servers as targets, their processes by PID file (children included), HAProxy's counters."""
+    import socket
+
+    from loadfleet.agent.cli import monitor
+    from loadfleet.agent.cli.parser import build_parser
+
+    lb = HaproxyServer("127.0.0.2", 8080, tmp_path, "lb", [Upstream("web1", "127.0.0.3", 80)], launcher=LocalLauncher())
+    lb.pid = os.getpid()
+    lb.dir.mkdir()
+    with socket.socket(socket.AF_UNIX) as stats:
+        stats.bind(str(lb.stats_socket))
+        options = monitor_options("lb", [lb], tmp_path / "pids")
+        config = monitor.monitor_config(build_parser().parse_args(["--controller", "10.0.0.1:7700", *options]))
+    assert config.targets == ("http://127.0.0.2:8080",) and config.role == "lb"
+    [group] = config.groups
+    assert group.name == "haproxy" and group.pids() >= {os.getpid()}
+    [source] = config.servers
+    assert source.stats_socket == lb.stats_socket
+
+    # Two servers on a host: each group by its server's name, one a PID.
+    web = Upstream("web1", "127.0.0.3", 80)
+    other = HaproxyServer("127.0.0.3", 8081, tmp_path, "lb2", [web], launcher=LocalLauncher())
+    other.pid = 4242
+    options = monitor_options("lb", [lb, other], tmp_path / "pids")
+    assert [o for o in options if o.startswith("--pid-file")] == [
+        f"--pid-file=lb={tmp_path / 'pids' / 'lb.pid'}",
+        f"--pid-file=lb2={tmp_path / 'pids' / 'lb2.pid'}",
+    ]
+    assert (tmp_path / "pids" / "lb2.pid").read_text() == "4242\n"

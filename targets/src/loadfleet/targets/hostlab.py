@@ -7,6 +7,13 @@ The network outlives `loadfleet-lab up`: it is kept (`LabNetwork.keep`) by the l
 address and the operator's certificate. `teardown(state)` removes it from any process:
 whatever still runs in its namespaces, the namespaces, the guard route, the cgroups.
 
+Each host with servers gets a monitor (`loadfleet-agent --monitor`, named after its host) when
+the lab's agents have a controller: it reports the host's CPU, memory and network, each
+server's processes (by PID file: the lab's hosts share one process table) and HAProxy's and
+Varnish's own counters, so a run shows what ran out (its steps' bottleneck) with nothing
+started by hand. It runs under the host's caps, like everything on the host (about 1 % of a
+CPU: one sample a second).
+
 The controller serves TLS with client certificates on its host's address (`loadfleet certs`
 makes a CA, its certificate, one per agent and `operator-lab` into `<state>/pki`): a namespace
 address is beyond loopback, where the controller requires both. `operator_env(state)` gives a
@@ -96,21 +103,28 @@ class LabHosts:
                 return spec, self.hosts[spec.name]
         return None
 
-    def start_fleet(self, add: Callable[[FleetProcess], None]) -> None:
-        """The controller (if the lab has one), then the agents; returns once they are connected."""
+    def start_fleet(self, add: Callable[[FleetProcess], None], served: dict[str, list[Any]] | None = None) -> None:
+        """The controller (if the lab has one), the agents, and a monitor on each host of
+        `served` (host name -> the servers started on it) when there is a controller to
+        report to; returns once they are connected."""
         found = self.host_of(lambda h: bool(h.controller_port))
         agents = [(s, self.hosts[s.name]) for s in self.spec.hosts if s.agent]
+        address = self.controller["address"] if self.controller else self.spec.controller
+        monitored = {name: servers for name, servers in (served or {}).items() if servers} if found or address else {}
         if found:
             spec, host = found
-            self._make_pki(host.address, [s.name for s, _ in agents])
+            self._make_pki(host.address, [s.name for s, _ in agents] + list(monitored))
             assert spec.controller_port  # host_of found the host with one
             add(self._start_controller(host, spec.controller_port))
-        address = self.controller["address"] if self.controller else self.spec.controller
+            address = self.controller["address"] if self.controller else None
         for spec, host in agents:
             assert address is not None  # agents have a controller: hostspec checked it
             add(self._start_agent(spec, host, address))
-        if agents and self.controller:
-            self._wait_for_agents({s.name for s, _ in agents})
+        for name, servers in monitored.items():
+            assert address is not None  # monitored only with a controller to report to
+            add(self._start_monitor(self.hosts[name], servers, address))
+        if (agents or monitored) and self.controller:
+            self._wait_for_agents({s.name for s, _ in agents} | set(monitored))
 
     def record(self) -> dict[str, Any]:
         return {
@@ -173,23 +187,39 @@ class LabHosts:
         host.wait_listening(proc, port, what=f"controller on {host.name}", error_tail=lambda: log_tail(log))
         return process
 
+    def _tls(self, agent: str) -> list[str]:
+        """An agent's TLS flags for the lab's own controller (none for one it did not start)."""
+        pki = self.state_dir / "pki"
+        if not self.controller:
+            return []
+        return [
+            "--tls-ca",
+            str(pki / "ca.crt"),
+            "--tls-cert",
+            str(pki / f"agent-{agent}.crt"),
+            "--tls-key",
+            str(pki / f"agent-{agent}.key"),
+        ]
+
+    def _start_monitor(self, host: Host, servers: list[Any], controller: str) -> FleetProcess:
+        directory = self.state_dir / host.name / "monitor"
+        argv = [
+            program("loadfleet-agent"),
+            "--controller",
+            controller,
+            "--id",
+            host.name,
+            *monitor_options(host.name, servers, directory),
+            *self._tls(host.name),
+        ]
+        proc = host.spawn(argv, log=directory / "agent.log")
+        return FleetProcess(f"{host.name}-monitor", "monitor", controller, proc.pid, host.name)
+
     def _start_agent(self, spec: HostSpec, host: Host, controller: str) -> FleetProcess:
         directory = self.state_dir / spec.name
         directory.mkdir(parents=True, exist_ok=True)
-        pki = self.state_dir / "pki"
         assert self.net is not None  # agents run on hosts of the lab's network
-        tls = (
-            [
-                "--tls-ca",
-                str(pki / "ca.crt"),
-                "--tls-cert",
-                str(pki / f"agent-{spec.name}.crt"),
-                "--tls-key",
-                str(pki / f"agent-{spec.name}.key"),
-            ]
-            if self.controller
-            else []
-        )
+        tls = self._tls(spec.name)
         proc = host.spawn(
             [
                 program("loadfleet-agent"),
@@ -233,6 +263,29 @@ class LabHosts:
                     a["agentId"] for a in json.loads(result.stdout or "[]") if a.get("state", "").lower() != "lost"
                 }
             time.sleep(0.3)
+
+
+def monitor_options(host: str, servers: list[Any], pid_dir: Path) -> list[str]:
+    """A lab host's monitor flags: its servers' URLs as targets, each server's processes by a
+    PID file written into `pid_dir` (a process name would count every host's: namespaces
+    share the process table), HAProxy's stats socket and Varnish's directory. A process
+    group is named by the server's kind when the host has one server ("haproxy"), else by
+    the server's name; a server with several PIDs (PHP's front and pool) gets one each."""
+    options = ["--monitor", "--role", host]
+    pid_dir.mkdir(parents=True, exist_ok=True)
+    for server in servers:
+        label = server.kind if len(servers) == 1 else server.name
+        options += [f"--target={server.url}"] if server.url.startswith(("http://", "https://")) else []
+        for i, pid in enumerate(server.pids):
+            name = label if len(server.pids) == 1 else f"{label}-{i + 1}"
+            pid_file = pid_dir / f"{name}.pid"
+            pid_file.write_text(f"{pid}\n")
+            options.append(f"--pid-file={name}={pid_file}")
+        if server.kind == "haproxy":
+            options.append(f"--haproxy-stats={server.stats_socket}")
+        elif server.kind == "varnish":
+            options.append(f"--varnish-stats={server.workdir}")
+    return options
 
 
 def operator_env(state: dict[str, Any]) -> dict[str, str]:
@@ -285,4 +338,4 @@ def teardown(state: dict[str, Any]) -> list[str]:
     return problems
 
 
-__all__ = ["FleetProcess", "LabHosts", "operator_env", "run_on_host", "teardown"]
+__all__ = ["FleetProcess", "LabHosts", "monitor_options", "operator_env", "run_on_host", "teardown"]

@@ -87,7 +87,7 @@ class Lab:
                 self.servers.append(server)
                 self._save()
             if self.hosts:
-                self.hosts.start_fleet(self._add)
+                self.hosts.start_fleet(self._add, self._served())
         except BaseException:
             self.down()
             raise
@@ -173,6 +173,16 @@ class Lab:
         )
         self._add(mount, host=getattr(launcher, "name", None), start=True)
         return mount.mountpoint
+
+    def _served(self) -> dict[str, list[Any]]:
+        """Each lab host's servers (ganesha's too; not the NFS mounts, the hosts' clients), for
+        its monitor."""
+        served: dict[str, list[Any]] = {}
+        for server in self.servers:
+            host = self._placement.get(server.name)
+            if host and not isinstance(server, FuseMount):
+                served.setdefault(host, []).append(server)
+        return served
 
     def _add(self, server: Any, *, host: str | None = None, start: bool = False) -> None:
         """Records a started server (or the lab's controller and agents: their `host`)."""
