@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from loadfleet.controller.model.errors import EXIT_THRESHOLD_FAILED
 from loadfleet.controller.model.gateresult import GateFigure, GateOutcome, GateReport
-from loadfleet.controller.output.junit import gate_junit
+from loadfleet.controller.model.summarydoc import Stop, SummaryDoc
+from loadfleet.controller.model.thresholdresult import Outcome, RunVerdict, ThresholdResult
+from loadfleet.controller.output.junit import gate_junit, run_junit
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parents[2] / "support" / "junit" / "junit-10.xsd")
 
@@ -116,3 +118,89 @@ def test_the_gate_junit_has_a_failure_exactly_when_the_gate_exits_4(outcomes, no
     SCHEMA.validate(xml)
     has_failure = any(True for _ in ET.fromstring(xml).iter("failure"))
     assert has_failure == (rep.exit_code == EXIT_THRESHOLD_FAILED)
+
+
+# ------------------------------------------------------------------ a run
+
+
+def result(outcome: Outcome, name: str = "p99", reason: str = "") -> ThresholdResult:
+    return ThresholdResult(
+        name=name,
+        text="p99 latency < 250 ms",
+        scope="cluster",
+        over="run",
+        limit=250.0,
+        unit="ms",
+        value=312.4 if outcome is Outcome.FAILED else 120.0,
+        outcome=outcome,
+        reason=reason,
+    )
+
+
+def run_doc(*results: ThresholdResult, verdict: RunVerdict | None = None, **fields) -> SummaryDoc:
+    return SummaryDoc(run_id="r1", plan_name="quick", state="finished", thresholds=results, verdict=verdict, **fields)
+
+
+def suite_cases(xml: str, suite: str) -> dict[str, ET.Element]:
+    found = next(s for s in ET.fromstring(xml).iter("testsuite") if s.get("name") == suite)
+    return {c.get("name", ""): c for c in found.iter("testcase")}
+
+
+def test_a_failed_threshold_fails_its_case_with_the_limit_the_value_and_where():
+    xml = run_junit(run_doc(result(Outcome.FAILED), verdict=RunVerdict(False, ("p99",))), run_failed=False)
+    SCHEMA.validate(xml)
+    failure = suite_cases(xml, "thresholds")["p99"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == "p99 latency < 250 ms: 312.4 ms (run, cluster)"
+    assert suite_cases(xml, "run")["run finished"].find("failure") is None
+
+
+@pytest.mark.parametrize(
+    ("verdict", "others", "tag"),
+    [
+        (RunVerdict(False, ("p99",)), (), "failure"),  # the verdict names it
+        (RunVerdict(False, ("some reason in other words",)), (), "failure"),  # nothing else failed
+        (RunVerdict(False, ("ok",)), (Outcome.FAILED,), "skipped"),  # the verdict failed for another
+        (RunVerdict(True), (), "skipped"),  # the plan lets inconclusive pass
+    ],
+)
+def test_an_inconclusive_threshold_fails_only_when_the_verdict_failed_because_of_it(verdict, others, tag):
+    inconclusive = result(Outcome.INCONCLUSIVE, reason="no response to measure")
+    results = (inconclusive, *(result(o, name="ok") for o in others))
+    xml = run_junit(run_doc(*results, verdict=verdict), run_failed=False)
+    SCHEMA.validate(xml)
+    case = suite_cases(xml, "thresholds")["p99"]
+    assert [c.tag for c in case if c.tag in ("failure", "skipped")] == [tag]
+
+
+def test_a_failed_verdict_naming_no_threshold_still_fails_a_case():
+    xml = run_junit(
+        run_doc(result(Outcome.PASSED), verdict=RunVerdict(False, ("no response was ok",))), run_failed=False
+    )
+    failure = suite_cases(xml, "thresholds")["verdict"].find("failure")
+    assert failure is not None and failure.get("message") == "no response was ok"
+
+
+@pytest.mark.parametrize(
+    ("run_failed", "fields", "message"),
+    [
+        (True, {"message": "agent a1 lost"}, "the run failed: agent a1 lost"),
+        (False, {"incomplete_files": ("intervals.csv",)}, "files left incomplete by a full disk: intervals.csv"),
+        (False, {"stop": Stop("error rate 12 % > 5 %")}, None),
+        (False, {}, None),
+    ],
+)
+def test_the_run_case_fails_when_the_run_failed_or_its_files_are_incomplete(run_failed, fields, message):
+    xml = run_junit(run_doc(**fields), run_failed=run_failed)
+    SCHEMA.validate(xml)
+    case = suite_cases(xml, "run")["run finished"]
+    failure = case.find("failure")
+    assert (failure.get("message") if failure is not None else None) == message
+    if "stop" in fields:
+        assert "a stop condition ended it: error rate 12 % > 5 %" in (case.findtext("system-out") or "")
+
+
+def test_a_summary_before_verdicts_has_an_empty_thresholds_suite_and_is_valid():
+    xml = run_junit(SummaryDoc(), run_failed=False)
+    SCHEMA.validate(xml)
+    assert suite_cases(xml, "thresholds") == {}

@@ -1,15 +1,17 @@
 """Following a run (`loadfleet run`, `loadfleet status`): its progress lines as they come, then
-its summary, and the exit code the summary calls for. The first Ctrl-C asks the controller to
-stop the run."""
+its summary, the files a CI system reads (--junit, --markdown), and the exit code the summary
+calls for. The first Ctrl-C asks the controller to stop the run."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from loadfleet.controller.model.errors import (
@@ -19,19 +21,24 @@ from loadfleet.controller.model.errors import (
     EXIT_THRESHOLD_FAILED,
     ControllerUnreachable,
     LoadfleetError,
+    UsageError,
 )
 from loadfleet.controller.model.summarydoc import SummaryDoc
 from loadfleet.controller.output import console
+from loadfleet.controller.output.junit import run_junit
+from loadfleet.controller.output.markdown import run_markdown
 from loadfleet.v1 import run_pb2
 
 from .client import RunClient
+from .options import CiOutputs
 
 # A run that ended in one of these states exits 1.
 _FAILED_STATES = (run_pb2.RUN_STATE_FAILED,)
 
 
-async def follow(client: RunClient, run_id: str, as_json: bool) -> int:
-    """Prints a run's progress until it ends, then its summary; returns the exit code."""
+async def follow(client: RunClient, run_id: str, as_json: bool, outputs: CiOutputs = CiOutputs()) -> int:
+    """Prints a run's progress until it ends, then its summary; writes `outputs` (whatever the
+    verdict); returns the exit code."""
     summary = await _watch(client, run_id, sys.stderr if as_json else sys.stdout)
     doc = json.loads(summary.summary_json) if summary.summary_json else {}
     read = SummaryDoc.of(doc)
@@ -39,11 +46,49 @@ async def follow(client: RunClient, run_id: str, as_json: bool) -> int:
         print(summary.summary_json)
     else:
         _print_tables(summary, doc, read)
-    if summary.state in _FAILED_STATES or read.incomplete_files:
+    run_failed = summary.state in _FAILED_STATES
+    code = exit_code_of(read, run_failed=run_failed)
+    write_ci_outputs(outputs, read, run_failed=run_failed, exit_code=code, run_dir=summary.run_dir)
+    return code
+
+
+def exit_code_of(read: SummaryDoc, *, run_failed: bool) -> int:
+    """The exit code a run's summary calls for: the first of 1 > 4 > 3 > 0 that applies."""
+    if run_failed or read.incomplete_files:
         return EXIT_RUN_FAILED  # a full disk left results out: scripts must not take them as whole
     if read.verdict and not read.verdict.passed:
         return EXIT_THRESHOLD_FAILED  # a threshold failed, or no response was ok
     return EXIT_STOPPED_BY_CONDITION if read.stop else EXIT_OK
+
+
+def write_ci_outputs(outputs: CiOutputs, read: SummaryDoc, *, run_failed: bool, exit_code: int, run_dir: str) -> None:
+    """The JUnit and Markdown files, each whole or not at all; a file that cannot be written
+    after all (its folder gone, a full disk) is a UsageError naming it, once both were tried."""
+    texts = {}
+    if outputs.junit is not None:
+        texts["--junit", outputs.junit] = run_junit(read, run_failed=run_failed)
+    if outputs.markdown is not None:
+        texts["--markdown", outputs.markdown] = run_markdown(read, exit_code=exit_code, run_dir=run_dir)
+    problems = []
+    for (flag, path), text in texts.items():
+        try:
+            _write_atomic(path, text)
+        except OSError as exc:
+            problems.append(f"{flag} {path}: cannot write it: {exc.strerror or exc}")
+    if problems:
+        raise UsageError("; ".join(problems))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Writes a temporary file beside `path`, then renames it: a reader (a CI step, a watcher)
+    sees the old file or the whole new one, never half of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 async def _watch(client: RunClient, run_id: str, progress: TextIO) -> run_pb2.RunSummary:

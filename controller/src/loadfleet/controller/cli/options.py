@@ -1,6 +1,7 @@
 """The option groups that several commands share, each with its reader: the controller's
-address and the client's credentials, a plan's targets (--target), InfluxDB (--influx-*), and
-the listing of agents or runs as a table or JSON (--json)."""
+address and the client's credentials, a plan's targets (--target), InfluxDB (--influx-*), the
+files a CI system reads (--junit, --markdown), and the listing of agents or runs as a table or
+JSON (--json)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import argparse
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeAlias
 
 from google.protobuf import json_format
@@ -135,6 +138,48 @@ def spool_limit_mb(args: argparse.Namespace) -> float:
     if not args.influx_spool_limit_mb > 0:
         raise UsageError("--influx-spool-limit-mb must be more than 0")
     return float(args.influx_spool_limit_mb)
+
+
+# ------------------------------------------------------------------ files for CI systems
+
+
+@dataclass(frozen=True)
+class CiOutputs:
+    """Where to write the run's verdict for a CI system (none: not written)."""
+
+    junit: Path | None = None  # JUnit XML: each threshold a test case (output/junit.py)
+    markdown: Path | None = None  # a summary a pipeline can post (output/markdown.py)
+
+
+def add_ci_output_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("files for CI systems (docs/ci.md); written when the run ends, also when it failed")
+    g.add_argument(
+        "--junit", type=Path, metavar="FILE", help="write the verdict as JUnit XML: each threshold a test case"
+    )
+    g.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary a pipeline can post")
+
+
+def ci_outputs(args: argparse.Namespace) -> CiOutputs:
+    """--junit and --markdown, each checked writable now, before a run starts (UsageError)."""
+    outputs = CiOutputs(junit=getattr(args, "junit", None), markdown=getattr(args, "markdown", None))
+    for flag, path in (("--junit", outputs.junit), ("--markdown", outputs.markdown)):
+        if path is not None:
+            _check_writable(flag, path)
+    if outputs.junit is not None and outputs.junit == outputs.markdown:
+        raise UsageError(f"--junit and --markdown name the same file {outputs.junit}: give each its own")
+    return outputs
+
+
+def _check_writable(flag: str, path: Path) -> None:
+    """The file can be made (or replaced) where it is named: its folder exists and is writable
+    (files are written to a temporary name there, then renamed), and it is not a folder."""
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory; name a file")
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: cannot write in the directory {folder}")
 
 
 # ------------------------------------------------------------------ output format

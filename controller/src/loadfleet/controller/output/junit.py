@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loadfleet.controller.model.gateresult import GateFigure, GateOutcome, GateReport
+from loadfleet.controller.model.summarydoc import SummaryDoc
+from loadfleet.controller.model.thresholdresult import Outcome, RunVerdict, ThresholdResult
 
 from . import verdicttext
 
@@ -26,6 +28,81 @@ class _Case:
     failure: str | None = None
     skipped: str | None = None
     out: str = ""
+
+
+def run_junit(read: SummaryDoc, *, run_failed: bool) -> str:
+    """A run as two suites: `thresholds`, one test case per threshold's result (the implicit
+    "some response was ok" among them), and `run`, one test case "run finished" that fails when
+    the run failed (`run_failed`: its state) or a full disk left its files incomplete.
+
+    The file has a failure exactly when `loadfleet run`/`status` exits 1 or 4 (cli/follow.py's
+    rule): a failed threshold fails its case, an inconclusive one fails only when the verdict
+    failed because of it (else it is skipped), and a failed verdict that names no failing
+    threshold still fails a case "verdict", so a red exit code is never a green report."""
+    suites = [_thresholds_suite(read.thresholds, read.verdict), _suite("run", [_run_case(read, run_failed)])]
+    # Checks (issue 30, J8): a suite `checks` goes here, one test case per request × check.
+    return _document(suites)
+
+
+def _thresholds_suite(results: tuple[ThresholdResult, ...], verdict: RunVerdict | None) -> ET.Element:
+    blamed = _blamed(results, verdict)
+    cases = [_threshold_case(r, r in blamed) for r in results]
+    if verdict is not None and not verdict.passed and not any(c.failure for c in cases):
+        reasons = "; ".join(verdict.reasons) or "the verdict failed"
+        cases.append(_Case("verdict", failure=reasons))
+    properties = []
+    for r in results:
+        properties += [(f"{r.name}.value", verdicttext.threshold_value(r)), (f"{r.name}.outcome", r.outcome.value)]
+    return _suite("thresholds", cases, properties)
+
+
+def _blamed(results: tuple[ThresholdResult, ...], verdict: RunVerdict | None) -> list[ThresholdResult]:
+    """The inconclusive results the failed verdict is owed to: those its reasons name; when they
+    name none, all of them if no threshold failed outright (the verdict failed for them)."""
+    if verdict is None or verdict.passed:
+        return []
+    inconclusive = [r for r in results if r.outcome is Outcome.INCONCLUSIVE]
+    named = [r for r in inconclusive if any(_names(reason, r.name) for reason in verdict.reasons)]
+    if named or any(r.outcome is Outcome.FAILED for r in results):
+        return named
+    return inconclusive
+
+
+def _names(reason: str, name: str) -> bool:
+    return reason == name or reason.startswith(f"{name}:")
+
+
+def _threshold_case(result: ThresholdResult, blamed: bool) -> _Case:
+    line = verdicttext.threshold_line(result)
+    out = "\n".join([line, *_threshold_details(result)])
+    if result.outcome is Outcome.FAILED or (result.outcome is Outcome.INCONCLUSIVE and blamed):
+        return _Case(result.name, failure=line, out=out)
+    if result.outcome is Outcome.INCONCLUSIVE:
+        return _Case(result.name, skipped=f"inconclusive: {line}", out=out)
+    return _Case(result.name, out=out)
+
+
+def _threshold_details(result: ThresholdResult) -> list[str]:
+    details = []
+    if result.failing_steps:
+        details.append("failing steps: " + ", ".join(result.failing_steps))
+    if result.aborted:
+        details.append("its abort ended the run")
+    if result.excluded_intervals:
+        details.append(f"{result.excluded_intervals} intervals left out as generator-bound")
+    return details
+
+
+def _run_case(read: SummaryDoc, run_failed: bool) -> _Case:
+    out = f"run {read.run_id or '?'} of plan {read.plan_name or '?'}: {read.state or '?'}"
+    if read.stop:
+        out += f"; a stop condition ended it: {read.stop.text}"
+    if run_failed:
+        return _Case("run finished", failure=f"the run failed: {read.message or read.state or '?'}", out=out)
+    if read.incomplete_files:
+        files = ", ".join(read.incomplete_files)
+        return _Case("run finished", failure=f"files left incomplete by a full disk: {files}", out=out)
+    return _Case("run finished", out=out)
 
 
 def gate_junit(report: GateReport) -> str:
