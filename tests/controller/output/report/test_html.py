@@ -189,6 +189,12 @@ def _set_cell(path, *, line: int, column: int, value: str) -> None:
         (lambda d: _edit_summary(d, lambda s: s["total"].update(errors=["reset"])), "total.errors must map names"),
         (lambda d: _edit_summary(d, lambda s: s["events"][0].update(at_ms="soon")), "numeric at_ms"),
         (lambda d: _edit_summary(d, lambda s: s.update(started_ms=True)), "started_ms and duration_s must be numbers"),
+        (
+            lambda d: _edit_summary(d, lambda s: s.update(thresholds=[{"name": "p99", "outcome": "weird"}])),
+            "thresholds[0] must be a threshold's result",
+        ),
+        (lambda d: _edit_summary(d, lambda s: s.update(thresholds="p99")), "thresholds[0] must be"),
+        (lambda d: _edit_summary(d, lambda s: s.update(verdict={"passed": "no"})), "verdict must be null or"),
         (lambda d: (d / "intervals.csv").write_text("a,b\n1,2\n"), "not a loadfleet intervals file"),
         (
             lambda d: (d / "intervals.csv").write_text((d / "intervals.csv").read_text() + "1,cluster,,*,*,5\n"),

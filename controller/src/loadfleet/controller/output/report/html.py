@@ -19,6 +19,7 @@ from loadfleet.controller.output.report.phases import phases_section
 from loadfleet.controller.output.report.rundata import Points, RunData
 from loadfleet.controller.output.report.saturation import saturation_section
 from loadfleet.controller.output.report.svg import Chart, Marker, Series
+from loadfleet.controller.output.report.verdict import verdict_section
 from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 # More lines than this on one chart are unreadable: the busiest are drawn, the rest summed.
@@ -47,6 +48,7 @@ def render_report(run: RunData) -> str:
     body = [
         f"<h1>loadfleet run {escape(run.run_id)}</h1>",
         facts(_header_facts(run)),
+        *verdict_section(s),
         "<h2>Summary</h2>",
         summary_table(s),
         *_latency_note(s),

@@ -30,6 +30,9 @@ figure.chart-box.interactive > svg.chart { display: none; }
 body.charts-interactive .chart-hint { display: block; }
 p.note { color: #666; font-size: 12px; }
 .state-failed, .bad { color: #b00; font-weight: bold; }
+tr.failed td { color: #b00; }
+table.thresholds td:first-child, table.thresholds td:last-child { text-align: left; }
+p.verdict { font-size: 15px; } p.verdict.good { color: #070; font-weight: bold; }
 footer { margin-top: 32px; color: #888; font-size: 12px; }
 """
 
@@ -45,15 +48,23 @@ def page(title: str, body: str, scripts: str = "") -> str:
     )
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str] | str], *, css_class: str = "") -> str:
-    """Cells are escaped here; a row given as a plain string is a group heading."""
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str] | str],
+    *,
+    css_class: str = "",
+    row_classes: Sequence[str] = (),
+) -> str:
+    """Cells are escaped here; a row given as a plain string is a group heading; `row_classes`:
+    each row's class, in order (e.g. `failed`, drawn in red)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = []
-    for row in rows:
+    for i, row in enumerate(rows):
         if isinstance(row, str):
             body.append(f'<tr class="group"><td colspan="{len(headers)}">{escape(row)}</td></tr>')
         else:
-            body.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>")
+            cls = f' class="{escape(row_classes[i])}"' if i < len(row_classes) and row_classes[i] else ""
+            body.append(f"<tr{cls}>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>")
     cls = f' class="{css_class}"' if css_class else ""
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadfleet.controller.model.thresholdresult import Outcome
+
 _FIGURES = ("requests", "rps", "ok_rps", "mb_per_s", "error_pct")
 _LATENCY = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")
 _PHASE_FIGURES = ("responses", "other_ms", "waiting_p50_ms", "waiting_p99_ms")
@@ -15,7 +17,9 @@ def summary_problem(summary: dict[str, Any]) -> str:
     """What a report would trip over, or "": the figures it shows must be numbers."""
     if not _is_number(summary.get("started_ms", 0)) or not _is_number(summary.get("duration_s", 0)):
         return "started_ms and duration_s must be numbers"
-    return _entries_problem(summary) or _steps_problem(summary) or _events_problem(summary)
+    return (
+        _entries_problem(summary) or _steps_problem(summary) or _events_problem(summary) or _thresholds_problem(summary)
+    )
 
 
 def _entries_problem(summary: dict[str, Any]) -> str:
@@ -67,6 +71,29 @@ def _events_problem(summary: dict[str, Any]) -> str:
     events = summary.get("events", [])
     if not isinstance(events, list) or not all(isinstance(e, dict) and _is_number(e.get("at_ms", 0)) for e in events):
         return "events must be a list of objects with a numeric at_ms"
+    return ""
+
+
+_THRESHOLD_TEXTS = ("name", "text", "scope", "over", "unit")
+_OUTCOMES = {o.value for o in Outcome}
+
+
+def _thresholds_problem(summary: dict[str, Any]) -> str:
+    """The thresholds' results (what the Verdict section shows) and the verdict, when present."""
+    results = summary.get("thresholds") or []
+    for i, r in enumerate(results if isinstance(results, list) else [None]):
+        if not (
+            isinstance(r, dict)
+            and all(isinstance(r.get(k), str) for k in _THRESHOLD_TEXTS)
+            and _is_number(r.get("limit"))
+            and (r.get("value") is None or _is_number(r.get("value")))
+            and r.get("outcome") in _OUTCOMES
+            and isinstance(r.get("failing_steps", []), list)
+        ):
+            return f"thresholds[{i}] must be a threshold's result (texts, a numeric limit, value and outcome)"
+    verdict = summary.get("verdict")
+    if verdict is not None and not (isinstance(verdict, dict) and isinstance(verdict.get("passed", True), bool)):
+        return "verdict must be null or an object with a boolean passed"
     return ""
 
 
