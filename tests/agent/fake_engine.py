@@ -52,6 +52,7 @@ for i in range(intervals):
         time.sleep(0.8)
     row = StatsRow(spec.targets[0].url, "r", requests=clients, status=[0, clients, 0, 0, 0])
     row.histogram = Histogram.of([1000 * clients])
+    row.send_lag_sum_us = 100 * clients  # an open model's send lags, summed (what the agent adds up)
     send(
         engine_pb2.EngineEvent(
             interval=stats_pb2.IntervalReport(

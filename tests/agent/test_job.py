@@ -73,6 +73,7 @@ def test_intervals_of_all_engines_are_merged_one_per_interval(fake_engine):
     assert [r.interval_start_ms for r in intervals] == [10_000, 11_000, 12_000]
     assert all(r.stats[0].requests == 5 for r in intervals), "3 + 2 clients merged"
     assert all(r.stats[-1].target == "*" and r.stats[-1].requests == 5 for r in intervals), "then the agent's total"
+    assert all(r.stats[0].send_lag_sum_us == r.stats[-1].send_lag_sum_us == 500 for r in intervals), "send lags added"
     h = histogram_of(intervals[0].stats[0])
     assert intervals[0].stats[0].latency_buckets, "in the form agents send"
     assert h.total == 2 and h.max_value >= 3000 * 0.999

@@ -91,3 +91,24 @@ def test_an_agents_report_ends_with_its_total_and_a_drivers_total_is_not_merged_
 )
 def test_an_error_kind_is_named_and_an_unknown_one_never_raises(kind, name):
     assert error_kind_name(kind) == name
+
+
+def _open(lag_sum_us: int, max_lag_us: int, late: int) -> StatsRow:
+    return StatsRow(
+        "t", "r", requests=10, scheduled=10, sent_late=late, max_send_lag_us=max_lag_us, send_lag_sum_us=lag_sum_us
+    )
+
+
+def test_the_send_lag_sum_round_trips_and_merges_by_addition_in_rows_and_reports():
+    row = _open(7_900, 2_500, 3)
+    pb = row.to_proto(buckets=True)
+    assert pb.send_lag_sum_us == 7_900 and StatsRow.from_proto(pb) == row
+    merged = merge_rows([row, _open(100, 900, 0), _open(0, 0, 0)])[("t", "r")]
+    assert (merged.send_lag_sum_us, merged.max_send_lag_us, merged.sent_late) == (8_000, 2_500, 3)
+    reports = [stats_pb2.IntervalReport(interval_start_ms=0, interval_ms=1000, stats=[row.to_proto()])] * 2
+    rows = [StatsRow.from_proto(s) for s in merge_reports(reports, with_total=True).stats]
+    assert [r.send_lag_sum_us for r in rows] == [15_800, 15_800]  # the row and the agent's total
+
+
+def test_a_report_without_the_send_lag_sum_reads_as_zero_not_measured():
+    assert StatsRow.from_proto(stats_pb2.IntervalStats(target="t", request="r", scheduled=5)).send_lag_sum_us == 0

@@ -27,6 +27,10 @@ fn open_model_holds_its_rate_within_one_percent() {
     assert_eq!(requests, scheduled, "every scheduled request was sent and ended");
     let rate = requests as f64 / 10.0;
     assert!((rate - 2000.0).abs() <= 20.0, "2000/s asked, {rate}/s achieved");
+    // Every send's lag is in the sum (no send is due to the microsecond), none more than the worst.
+    let lag_sum = total(&reports, |s| s.send_lag_sum_us);
+    let worst = reports.iter().flat_map(|r| &r.stats).map(|s| s.max_send_lag_us).max().unwrap_or(0);
+    assert!(lag_sum > 0 && lag_sum <= worst * scheduled, "send lags summed to {lag_sum} µs, worst {worst} µs");
     // Every full interval, not just the total, is on rate.
     for report in &reports[1..reports.len() - 1] {
         let n: u64 = report.stats.iter().map(|s| s.scheduled).sum();

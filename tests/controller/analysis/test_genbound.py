@@ -248,3 +248,31 @@ def test_a_generator_bound_step_keeps_its_advice_and_publishes_no_target_failure
     assert found.bound and "Add about 1 more agent(s)" in found.describe("s1")
     gh.on_step_end(StepEnd(STEP, None))  # type: ignore[arg-type]
     assert events == []
+
+
+def _lagging(lag_sum_us: int, *, active: int = 10):
+    """1000 requests of 0.94 ms each, sent with `lag_sum_us` of lag in all, none 1 ms late."""
+    r = row(1000, latencies=[940] * 1000, active=active)
+    r.scheduled, r.send_lag_sum_us = 1000, lag_sum_us
+    return r
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ([_lagging(790_000)], Validity.INVALID),  # issue 33: 0.79 of a 0.94 ms mean
+        ([_lagging(60_000)], Validity.SUSPECT),
+        ([_lagging(20_000)], Validity.VALID),
+        ([_lagging(790_000, active=1024)], Validity.VALID),  # every connection held: the targets' lag
+    ],
+)
+def test_an_open_model_interval_whose_send_lag_is_much_of_its_latency_measures_the_generator(rows, expected):
+    assert judge_with(Health(), *rows) is expected
+
+
+def test_each_agent_s_send_lag_is_weighed_against_its_own_latency():
+    gh = GeneratorHealth(1000)
+    for agent in ("a1", "a2"):
+        gh.on_health(STEP, agent, Health(), 14_000, 1)
+    verdict = gh.judge(interval(STEP, 13_000, a1=[_lagging(790_000)], a2=[_lagging(0)]))
+    assert verdict.describe() == "invalid: a1: send lag 0.79 ms is 84 % of the 0.94 ms mean latency"

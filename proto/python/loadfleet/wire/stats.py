@@ -74,11 +74,13 @@ class StatsRow:
     # IntervalStats message says what a user is).
     users: int = 0
     histogram: Histogram = EMPTY
-    # Open model: requests due, sent late (> 1 ms), the worst send lag, and never sent.
+    # Open model: requests due, sent late (> 1 ms), the worst send lag, never sent, and the
+    # exact sum of every sent request's send lag (0: not measured, as by Gatling).
     scheduled: int = 0
     sent_late: int = 0
     max_send_lag_us: int = 0
     not_sent: int = 0
+    send_lag_sum_us: int = 0
     # Some of these requests were counted without a latency (see IntervalStats.latency_missing).
     latency_missing: bool = False
     # Where the responses' time went (phases.py); None when the driver measures no phase.
@@ -128,6 +130,7 @@ class StatsRow:
         self.sent_late += other.sent_late
         self.max_send_lag_us = max(self.max_send_lag_us, other.max_send_lag_us)
         self.not_sent += other.not_sent
+        self.send_lag_sum_us += other.send_lag_sum_us
         self.latency_missing = self.latency_missing or other.latency_missing
         if other.phases is not None:
             if self.phases is None:
@@ -165,6 +168,7 @@ class StatsRow:
             sent_late=pb.sent_late,
             max_send_lag_us=pb.max_send_lag_us,
             not_sent=pb.not_sent,
+            send_lag_sum_us=pb.send_lag_sum_us,
             latency_missing=pb.latency_missing,
             phases=Phases.from_proto(pb, waiting),
         )
@@ -194,6 +198,7 @@ class StatsRow:
             sent_late=self.sent_late,
             max_send_lag_us=self.max_send_lag_us,
             not_sent=self.not_sent,
+            send_lag_sum_us=self.send_lag_sum_us,
             latency_missing=self.latency_missing,
         )
         packed = self.histogram.to_buckets() if buckets else None

@@ -36,6 +36,7 @@ from loadfleet.controller.analysis.validity import (
     FailureTally,
     connections_free,
     health_reasons,
+    mean_latencies_us,
     row_reasons,
 )
 from loadfleet.controller.model.events import Event, EventKind
@@ -162,11 +163,7 @@ class GeneratorHealth:
         if failures.target_failed:
             verdict = verdict_of((failures.reason(),))
         else:
-            reasons: list[Reason] = []
-            for agent in interval.agents:
-                reasons += self._heartbeat_reasons(agent.agent_id, interval.start_ms, interval.interval_ms)
-                reasons += row_reasons(agent.agent_id, agent.total, self._free(agent.agent_id, agent.total, interval))
-            verdict = verdict_of(tuple(reasons))
+            verdict = verdict_of(self._generator_reasons(interval))
         if interval.measured:
             if interval.step.name != self._step.name:
                 self._step = _StepTally(interval.step.name)
@@ -208,6 +205,18 @@ class GeneratorHealth:
 
     def on_run_end(self) -> None:
         pass
+
+    def _generator_reasons(self, interval: FinalInterval) -> tuple[Reason, ...]:
+        """What the interval's agents say of themselves: heartbeats and rows. Their mean
+        latencies are read at once, of the agents that measured a send lag only."""
+        lagged = [a.total for a in interval.agents if a.total.send_lag_sum_us]
+        means = dict(zip(map(id, lagged), mean_latencies_us(lagged)))
+        reasons: list[Reason] = []
+        for agent in interval.agents:
+            reasons += self._heartbeat_reasons(agent.agent_id, interval.start_ms, interval.interval_ms)
+            free = self._free(agent.agent_id, agent.total, interval)
+            reasons += row_reasons(agent.agent_id, agent.total, free, means.get(id(agent.total), 0.0))
+        return tuple(reasons)
 
     def _heartbeat_reasons(self, agent_id: str, start_ms: int, interval_ms: int) -> tuple[Reason, ...]:
         stand_in = None

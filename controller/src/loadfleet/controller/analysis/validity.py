@@ -18,10 +18,18 @@ how late requests were sent.
 | file descriptors | ≥ 90 % of RLIMIT_NOFILE | connects failed with LOCAL_FDS in ≥ 1 % of requests (suspect below) |
 | ephemeral ports | ≥ 80 % of the range toward one destination | connects failed with LOCAL_PORTS in ≥ 1 % of requests (suspect below) |
 | open-model send lag while connections were free | ≥ 1 % sent late and a lag ≥ 10 ms | ≥ 10 % sent late and a lag ≥ 100 ms |
+| open-model mean send lag against the mean latency, connections free | ≥ 5 % | ≥ 10 % |
 
 Send lag counts only while connections were free (no request dropped for want of one and
 fewer connections open than the engines may open): when the targets hold every connection
 the lag is theirs, the system's limit, not the generator's.
+
+An open model measures latency from when a request was due, so a request the generator
+sent late carries its lag in its latency. The lag of a few late sends is the first rule's;
+the second weighs the mean lag (IntervalStats.send_lag_sum_us over the requests sent,
+scheduled - not_sent) against the mean latency: on a sub-millisecond service 0.79 ms of a
+0.94 ms mean was the generator's own scheduling with no send 10 ms late, and the figures
+measured the generator. A driver that does not measure the sum (Gatling) sends 0: not judged.
 
 A target that failed is not a generator's limit (`FailureTally`): when fewer than 1 % of an
 interval's requests got an ok response and at least 90 % of its failures are of a target-side
@@ -46,6 +54,7 @@ from urllib.parse import urlsplit
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.verdict import Reason, Signal, Validity
 from loadfleet.v1 import stats_pb2
+from loadfleet.wire.histogram import summaries
 from loadfleet.wire.stats import StatsRow
 
 HOST_CPU_SUSPECT_PCT = 90.0
@@ -59,6 +68,8 @@ PORTS_SUSPECT_SHARE = 0.8
 LOCAL_ERRORS_INVALID_SHARE = 0.01
 LATE_SUSPECT_SHARE, LATE_SUSPECT_LAG_MS = 0.01, 10.0
 LATE_INVALID_SHARE, LATE_INVALID_LAG_MS = 0.10, 100.0
+# The mean send lag as a share of the mean latency (of the same agent's interval).
+LAG_OF_LATENCY_SUSPECT, LAG_OF_LATENCY_INVALID = 0.05, 0.10
 # Connections an engine may open in the open model when the plan does not say
 # (DEFAULT_MAX_CONNECTIONS in agent/engine/src/load.rs).
 ENGINE_DEFAULT_MAX_CONNECTIONS = 1024
@@ -122,10 +133,15 @@ _LOCAL_KINDS = (
 )
 
 
-def row_reasons(agent: str, total: StatsRow, connections_free: bool) -> tuple[Reason, ...]:
+def row_reasons(
+    agent: str, total: StatsRow, connections_free: bool, mean_latency_us: float = 0.0
+) -> tuple[Reason, ...]:
     """What one agent's interval total says: connects it failed by itself, and (open model)
-    requests it sent late while `connections_free`."""
+    requests it sent late while `connections_free`, and how much of `mean_latency_us` (its
+    responses' mean latency; 0: none) their mean lag was."""
     out: list[Reason] = []
+    if connections_free and (lagged := lag_of_latency(agent, total, mean_latency_us)):
+        out.append(lagged)
     for kind, what in _LOCAL_KINDS:
         n = total.errors.get(kind, 0)
         if n:
@@ -156,6 +172,33 @@ def row_reasons(agent: str, total: StatsRow, connections_free: bool) -> tuple[Re
                 )
             )
     return tuple(out)
+
+
+def lag_of_latency(agent: str, total: StatsRow, mean_latency_us: float) -> Reason | None:
+    """The mean send lag of an agent's interval weighed against its mean latency: "send lag
+    0.79 ms is 84 % of the 0.94 ms mean latency". None below LAG_OF_LATENCY_SUSPECT, or when
+    nothing was measured (no sum, no request sent, no latency)."""
+    sent = total.scheduled - total.not_sent
+    if not total.send_lag_sum_us or sent <= 0 or mean_latency_us <= 0:
+        return None
+    lag_us = total.send_lag_sum_us / sent
+    share = lag_us / mean_latency_us
+    if share < LAG_OF_LATENCY_SUSPECT:
+        return None
+    validity = Validity.INVALID if share >= LAG_OF_LATENCY_INVALID else Validity.SUSPECT
+    text = f"send lag {lag_us / 1000:.2f} ms is {share * 100:.0f} % of the {mean_latency_us / 1000:.2f} ms mean latency"
+    return Reason(Signal.SEND_LAG_SHARE, validity, agent, text)
+
+
+def mean_latencies_us(rows: list[StatsRow]) -> list[float]:
+    """Each row's mean latency (µs; 0.0 without a response), in one native pass over the
+    histograms of them all (histogram.summaries): a thousand agents a second."""
+    filled = [i for i, row in enumerate(rows) if row.histogram]
+    means = [0.0] * len(rows)
+    if filled:
+        for i, mean in zip(filled, summaries([rows[i].histogram for i in filled], ()).mean.tolist()):
+            means[i] = mean
+    return means
 
 
 def connections_free(total: StatsRow, cap: int) -> bool:

@@ -41,6 +41,7 @@ class Signal(enum.StrEnum):
     PORTS = "ports"
     LOCAL_ERRORS = "local_errors"
     SEND_LAG = "send_lag"
+    SEND_LAG_SHARE = "send_lag_share"  # the mean send lag against the mean latency (open model)
     # Not a generator's: the target failed (fewer than 1 % ok, the failures its own), and the
     # generators were not judged (analysis/validity.py).
     TARGET_FAILED = "target_failed"

@@ -47,6 +47,7 @@ MAX_COUNT = 2**40  # requests, responses, errors, connections, users, phase coun
 MAX_BYTES = 2**50  # bytes in or out of one row in one interval (a PiB)
 MAX_US = 2**40  # a largest time in microseconds (send lag, a phase's max): 12.7 days
 MAX_SUM_US = 2**62  # a phase's sum of microseconds (MAX_COUNT responses of up to 2^22 s)
+MAX_SEND_LAG_SUM_US = MAX_SUM_US  # the open model's send lags summed: MAX_COUNT sends of up to 2^22 s late
 KNOWN_ERROR_KINDS = frozenset(ERROR_KINDS)
 
 # ---- Texts: what is kept of a diagnostic text (longer is cut, marked with "…").
@@ -142,6 +143,8 @@ def row_problem(row: StatsRow) -> str | None:
         return f"{where} counts {max(row.bytes_in, row.bytes_out):,} bytes (at most {MAX_BYTES:,})"
     if row.max_send_lag_us > MAX_US:
         return f"{where} has a send lag of {row.max_send_lag_us:,} µs (at most {MAX_US:,})"
+    if row.send_lag_sum_us > MAX_SEND_LAG_SUM_US:
+        return f"{where} sums a send lag of {row.send_lag_sum_us:,} µs (at most {MAX_SEND_LAG_SUM_US:,})"
     if row.phases is not None:
         for name in PHASE_NAMES:
             phase = getattr(row.phases, name)
