@@ -17,6 +17,7 @@ from loadfleet.controller.model.figures import figures_of
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostLoad, HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
 from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.output.sinks.output import InfluxOutput
@@ -31,6 +32,7 @@ from loadfleet.controller.output.sinks.points import (
     step_point,
     step_target_points,
 )
+from loadfleet.controller.output.sinks.thresholdpoints import threshold_points
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
@@ -202,7 +204,16 @@ def fill(influx) -> None:
         targets=[_target_figures(url) for url in ("http://127.0.0.2:80", "http://127.0.0.3:80")],
     )
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
+    points.append(event_point(run_id=RUN_ID, event=Event(EventKind.THRESHOLD_FAILING, P99.text, at_ms=start_ms + 6000)))
+    output.on_thresholds((P99, NO_DATA), at_ms=now_ms)
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
+
+
+# The thresholds' results at the run's end: one failed, one with nothing to judge (no value).
+P99 = ThresholdResult("p99 latency < 1 ms", "p99 latency < 1 ms", "cluster", "run", 1.0, "ms", 1.3, Outcome.FAILED)
+NO_DATA = ThresholdResult(
+    "account p99", "p99 latency < 5 ms", "request account", "window 30 s", 5.0, "ms", None, Outcome.INCONCLUSIVE
+)
 
 
 class Collect:
@@ -264,6 +275,7 @@ def all_points() -> dict:
             run_id=RUN_ID, step="main", servers=1, offered=1.0, start_ms=0, hosts=_step_hosts()
         )[-1],
         "drift": drift_point(run_id=RUN_ID, drift=Drift(1000).observe(0, total)),
+        "threshold": threshold_points(run_id=RUN_ID, results=[P99], at_ms=0)[0],
         "step_target": step_target_points(
             run_id=RUN_ID,
             step="main",
@@ -307,6 +319,7 @@ def test_the_doc_has_examples_of_every_measurement():
         "drift",
         "step_target",
         "controller",
+        "threshold",
     ):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 

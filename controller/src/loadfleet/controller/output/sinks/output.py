@@ -1,5 +1,6 @@
 """The run's stream into InfluxDB: every published interval, step, event, heartbeat,
-monitored host and controller sample becomes points (points.py, docs/metrics.md) for the run's sinks.
+monitored host and controller sample becomes points (points.py, docs/metrics.md) for the run's sinks,
+and at its end the thresholds' results (thresholdpoints.py).
 
 Cluster points are written for every interval. Agent points are each agent's total, and
 its rows per (target, request) as well unless the fleet is too large for that
@@ -14,7 +15,7 @@ results are written, are only logged (the sink's account).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from loadfleet.controller.analysis.drift import DriftPoint
 from loadfleet.controller.analysis.validity import health_reasons
@@ -23,6 +24,7 @@ from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.thresholdresult import ThresholdResult
 from loadfleet.controller.model.verdict import VALID, verdict_of
 from loadfleet.controller.output.sinks import DropCounting, Sink
 from loadfleet.controller.output.sinks.lineproto import Point
@@ -37,6 +39,7 @@ from loadfleet.controller.output.sinks.points import (
     step_point,
     step_target_points,
 )
+from loadfleet.controller.output.sinks.thresholdpoints import threshold_points
 from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
 
 # While a sink keeps dropping points, a run event about it at most this often.
@@ -133,6 +136,11 @@ class InfluxOutput:
 
     def on_run_end(self) -> None:
         pass
+
+    def on_thresholds(self, results: Sequence[ThresholdResult], at_ms: int) -> None:
+        """The thresholds' results at the run's end (RunSummary.thresholds), stamped `at_ms`;
+        their state changes during the run came as events."""
+        self._add(threshold_points(run_id=self.run_id, results=results, at_ms=at_ms))
 
     def on_event(self, event: Event) -> None:
         self._add([event_point(run_id=self.run_id, event=event)])
