@@ -23,6 +23,7 @@ class Condition(enum.StrEnum):
     ERROR_PCT = "error_pct"
     LATENCY = "latency"
     KNEE = "knee"  # the sweep's stop_at_knee
+    THRESHOLD = "threshold"  # a failing threshold's `abort` (thresholds.py)
 
 
 @dataclass(frozen=True)
