@@ -48,10 +48,16 @@ def usable(results: list[StepResult]) -> tuple[list[StepResult], list[str]]:
 
 
 def knee_search(results: list[StepResult], servers: int, rule: KneeRule = KneeRule()) -> KneeSearch:
-    """The knee of the levels run on `servers` servers, over their valid steps."""
+    """The knee of the levels run on `servers` servers, over their valid steps; its note
+    names the steps left out."""
+    search, left = _knee_search(results, servers, rule)
+    return KneeSearch(search.knee, search.note + _left_out(left))
+
+
+def _knee_search(results: list[StepResult], servers: int, rule: KneeRule) -> tuple[KneeSearch, list[str]]:
     kept, left = usable([r for r in results if r.servers == servers])
     search = search_knee(level_points(kept), rule)
-    return KneeSearch(search.knee, search.note + _saturated(kept, search.knee) + _left_out(left))
+    return KneeSearch(search.knee, search.note + _saturated(kept, search.knee)), left
 
 
 def _saturated(kept: list[StepResult], knee: Knee | None) -> str:
@@ -88,11 +94,16 @@ def analyze(results: list[StepResult], model: LoadModel, *, server_sweep: bool) 
     scalability = tuple(server_scaling(level_summaries(kept))) if server_sweep else ()
     notes, knees = [], []
     for servers in sorted({r.servers for r in results}):
-        search = knee_search(results, servers)
+        search, _ = _knee_search(results, servers, KneeRule())
         notes.append((f"knee on {servers} server(s): " if server_sweep else "knee: ") + search.note)
         knees += [search.knee] if search.knee else []
     usl, usl_note = usl_fit(kept, model, server_sweep=server_sweep)
-    notes.append(usl_note + _left_out(left))
+    notes.append(usl_note)
+    if left:  # said once, for every analysis
+        notes.append(
+            f"the generator's limit, not the servers': step(s) {', '.join(left)} measured what the load "
+            "generators could send, so the knee and the USL fit leave them out"
+        )
     return Analysis(tuple(level_summaries(results)), tuple(knees), scalability, usl, tuple(notes))
 
 
