@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from loadfleet.controller.model.events import Event, EventKind
+from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
+from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
+from loadfleet.controller.output.sinks.output import InfluxOutput
 from support.cluster import Cluster, write_plan
 from support.grafana import dashboards, render
 from support.procs import program
@@ -131,7 +135,33 @@ def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluste
     assert wait_for(
         lambda: len(influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'")) == len(summary["steps"])
     )
+    write_thresholds(influx, summary["run_id"])
     check_dashboards(influx, summary, [web.url for web in webs])
+
+
+# The run's thresholds as the controller writes them at a run's end (a failed latency limit, one
+# with nothing to judge) and a threshold event, built by hand while no plan here has thresholds.
+THRESHOLDS = (
+    ThresholdResult("p99 latency < 1 ms", "p99 latency < 1 ms", "cluster", "run", 1.0, "ms", 2.5, Outcome.FAILED),
+    ThresholdResult("ok", "ok > 0", "request nothing", "step", 0.0, "", None, Outcome.INCONCLUSIVE),
+)
+
+
+def write_thresholds(influx, run_id):
+    points = []
+    output = InfluxOutput(run_id, [Collect(points)])
+    now_ms = int(time.time() * 1000)
+    output.on_event(Event(EventKind.THRESHOLD_FAILING, "p99 latency < 1 ms: 2.5 ms", at_ms=now_ms - 2000))
+    output.on_thresholds(THRESHOLDS, at_ms=now_ms)
+    influx_writer(InfluxConfig(url=influx.url, bucket=BUCKET))([p.line() for p in points])
+
+
+class Collect:
+    def __init__(self, points: list):
+        self.points = points
+
+    def add(self, points) -> None:
+        self.points += points
 
 
 def check_dashboards(influx, summary, target_urls):
@@ -147,7 +177,10 @@ def check_dashboards(influx, summary, target_urls):
             values = {v[1] for s in influx.query(render(variable["query"], variables)) for v in s["values"]}
             assert set(variables[variable["name"]]) <= values, variable["name"]
         for annotation in dashboard["annotations"]["list"]:
-            assert influx.query(render(annotation["query"], variables)), annotation["name"]
+            kinds = {r["kind"] for r in rows_of(influx.query(render(annotation["query"], variables)))}
+            assert kinds, annotation["name"]
+            # The thresholds' events have an annotation of their own where there is one (in red).
+            assert annotation["name"] != "thresholds" or kinds == {"threshold_failing"}
         ids = [p["id"] for p in dashboard["panels"]]
         assert len(ids) == len(set(ids))
         for panel in dashboard["panels"]:
@@ -184,6 +217,24 @@ def rows_of(series) -> list[dict]:
 
 def first_row(s) -> dict:
     return dict(zip(s["columns"], s["values"][0]))
+
+
+def check_thresholds(title, series, run):
+    """A row per threshold, tagged by name, scope and over; the value of nothing is null."""
+    rows = {(s["tags"]["name"], s["tags"]["scope"], s["tags"]["over"]): first_row(s) for s in series}
+    assert sorted(rows) == sorted((t.name, t.scope, t.over) for t in THRESHOLDS)
+    for t in THRESHOLDS:
+        row = rows[(t.name, t.scope, t.over)]
+        assert (row["text"], row["value"], row["limit"], row["outcome"]) == (t.text, t.value, t.limit, t.outcome)
+
+
+def check_latency(title, series, run):
+    """The percentiles, and (the second query) the cluster latency threshold's limit for its line."""
+    rows = rows_of(series)
+    if "limit" in series[0]["columns"]:
+        assert [r["limit"] for r in rows] == [THRESHOLDS[0].limit]
+    else:
+        assert any(r["p99"] for r in rows)
 
 
 def check_run_total(title, series, run):
@@ -299,6 +350,8 @@ def check_agents_lost(title, series, run):
 PANEL_CHECKS = {
     "Requests (run total)": check_run_total,
     "Requests/s and ok/s": check_attempts_and_ok,
+    "Thresholds": check_thresholds,
+    "Latency percentiles (cluster, exact merge)": check_latency,
     "Requests/s by target": check_by_target,
     "Per-target requests/s": check_by_target,
     "Requests/s by agent": check_by_agent,

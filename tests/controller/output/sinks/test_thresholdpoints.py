@@ -30,13 +30,20 @@ def test_a_point_per_threshold_tagged_by_name_scope_and_over():
     failed, nothing = threshold_points(run_id="r1", results=[FAILED, NOTHING], at_ms=5000)
     assert failed.measurement == "threshold" and failed.time_ms == 5000
     assert dict(failed.tags) == {"run": "r1", "name": "p99 latency < 250 ms", "scope": "cluster", "over": "step"}
-    assert dict(failed.fields) == {"value": 312.4, "limit": 250.0, "passed": False, "outcome": "failed"}
+    assert dict(failed.fields) == {
+        "value": 312.4,
+        "limit": 250.0,
+        "passed": False,
+        "outcome": "failed",
+        "text": "p99 latency < 250 ms",
+        "unit": "ms",
+    }
     assert isinstance(dict(failed.fields)["limit"], float), "one field type across points (an int 250 would conflict)"
     assert "value" not in dict(nothing.fields), "the value of nothing is left out, not 0"
     assert dict(nothing.fields)["outcome"] == "inconclusive"
     assert nothing.line() == (
         "threshold,run=r1,name=p99\\,\\ account,scope=request\\ account,over=window\\ 30\\ s "
-        'limit=9.0,passed=false,outcome="inconclusive" 5000'
+        'limit=9.0,passed=false,outcome="inconclusive",text="p99 latency < 9 ms",unit="ms" 5000'
     )
     assert threshold_points(run_id="r1", results=[], at_ms=0) == []
 

@@ -18,7 +18,13 @@ def threshold_points(*, run_id: str, results: Iterable[ThresholdResult], at_ms: 
     points = []
     for r in results:
         fields: list[Field] = [] if r.value is None else [("value", float(r.value))]
-        fields += [("limit", float(r.limit)), ("passed", r.passed), ("outcome", r.outcome.value)]
+        fields += [
+            ("limit", float(r.limit)),
+            ("passed", r.passed),
+            ("outcome", r.outcome.value),
+            ("text", r.text),  # the limit in words, which names the metric ("p99 latency < 250 ms")
+            ("unit", r.unit),
+        ]
         points.append(
             Point(
                 "threshold",
