@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (see README.md):
-#   make demo   set everything up, start 2 local nginx, run plans/quickstart.yaml on 2 local agents
+#   make demo   set everything up, start 2 local nginx, sweep them to their knee with plans/demo.yaml
 #   make test   set everything up and run every test
 # Both work on a fresh Debian 12 machine (as root, or with the Debian packages below installed);
 # `make demo` installs only what it needs (DEMO_PACKAGES), `make test` everything.
@@ -140,10 +140,18 @@ $(HELM): | python-deps
 helm: $(HELM)
 
 # Only what the demo needs (DEMO_PACKAGES, the venv, the engine), not the lab's packages.
+# The two nginx of targets/specs/demo.yaml run on CPU 0 (each with a quarter of it); the run, its
+# controller and its agent on the other CPUs (taskset), so that the generator and the servers do
+# not take each other's CPU and the steps measure the servers. plans/demo.yaml: a sweep of 5 steps
+# of 6 s to the knee. Then where the report is.
 demo: demo-deps python-deps engine report-assets
-	@trap '$(BIN)/loadfleet-lab down --state-dir build/quickstart-lab' EXIT; \
-	$(BIN)/loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/quickstart-lab && \
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/loadfleet run plans/quickstart.yaml --local 2 --monitor nginx
+	@trap '$(BIN)/loadfleet-lab down --state-dir build/demo-lab' EXIT; \
+	$(BIN)/loadfleet-lab up targets/specs/demo.yaml --state-dir build/demo-lab || exit; \
+	cpus=$$(nproc); load=$$( [ $$cpus -gt 1 ] && echo 1-$$((cpus - 1)) || echo 0 ); \
+	PATH="$(abspath $(BIN)):$$PATH" taskset -c $$load $(BIN)/loadfleet run plans/demo.yaml --local 1 --monitor nginx; \
+	status=$$?; run=$$(ls -td runs/*/ 2>/dev/null | head -1); \
+	if [ -f "$${run}report.html" ]; then echo "the report: $${run}report.html (one file; open it in a browser, offline)"; fi; \
+	exit $$status
 
 test: setup dist lint test-engine test-python
 

@@ -1,0 +1,49 @@
+"""`make demo`'s files agree with each other: the servers pinned to CPU 0 (the run to the other
+CPUs: the Makefile's taskset), the plan a short sweep of the lab's two servers, reading the
+manifest of the state directory the Makefile brings the lab up in."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from loadfleet.controller.plan.parse import parse_plan
+from loadfleet.targets.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = ROOT / "targets/specs/demo.yaml"
+PLAN = ROOT / "plans/demo.yaml"
+# The demo shows a sweep, not a soak: its load stays well under a minute, in about 5 levels.
+MAX_LOAD_S = 45
+LEVELS = range(4, 7)
+
+
+def demo_target() -> str:
+    makefile = (ROOT / "Makefile").read_text()
+    return makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+
+
+def test_the_demo_servers_share_cpu_0_and_the_run_gets_the_others():
+    spec = load_spec(SPEC)
+    assert [s.kind for s in spec.servers] == ["nginx", "nginx"]
+    assert all(s.cpus == (0,) and s.cpu_pct for s in spec.servers)
+    target = demo_target()
+    assert "load=$$( [ $$cpus -gt 1 ] && echo 1-$$((cpus - 1)) || echo 0 )" in target
+    assert "taskset -c $$load" in target and "--local 1" in target
+
+
+def test_the_demo_plan_is_a_short_sweep_of_the_demo_servers():
+    doc = yaml.safe_load(PLAN.read_text())
+    # The manifest is made by `loadfleet-lab up`: not here before the demo; one request in its place.
+    manifest = doc["workload"].pop("manifest")
+    doc["workload"]["requests"] = [{"path": "/"}]
+    plan = parse_plan(yaml.safe_dump(doc))
+    assert plan.sweep is not None and len(plan.sweep.levels) in LEVELS
+    assert len(plan.sweep.levels) * plan.sweep.step_s <= MAX_LOAD_S
+    spec = load_spec(SPEC)
+    assert [t.url for t in plan.targets] == [f"http://{s.host}:{s.port}" for s in spec.servers]
+    # The manifest is the one of the state directory the Makefile brings the lab up in.
+    [state_dir] = set(re.findall(r"--state-dir ([\w/.-]+)", demo_target()))
+    assert (PLAN.parent / manifest).resolve() == (ROOT / state_dir / "docroot/manifest.json").resolve()
