@@ -103,7 +103,7 @@ class ThresholdWatch:
         *,
         interval_ms: int,
         targets: Mapping[str, str] | None = None,
-        emit: Callable[[Event], None] = lambda event: None,
+        emit: Callable[[Event], object] = lambda event: None,
         on_stop: Callable[[StopReason], None] = lambda reason: None,
     ):
         self.rules = rules or VerdictRules()

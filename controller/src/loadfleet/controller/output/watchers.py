@@ -71,9 +71,16 @@ class Follower:
 
 
 class Watchers:
-    def __init__(self, deliver: Callable[[Callable[[], None]], None] = lambda put: put()) -> None:
-        """`deliver` runs a delivery to the followers of the time (at once by default)."""
+    def __init__(
+        self,
+        deliver: Callable[[Callable[[], None]], None] = lambda put: put(),
+        failing_thresholds: Callable[[], tuple[str, ...]] = lambda: (),
+    ) -> None:
+        """`deliver` runs a delivery to the followers of the time (at once by default);
+        `failing_thresholds` names the thresholds failing as of the interval published now
+        (analysis/thresholds.py, which hears of each interval before the followers)."""
         self._deliver = deliver
+        self._failing_thresholds = failing_thresholds
         self._followers: set[Follower] = set()
         self._first: list[Event] = []
         self._last: collections.deque[Event] = collections.deque(maxlen=KEPT_EVENTS)
@@ -106,6 +113,7 @@ class Watchers:
             figures_of(interval.total, interval.interval_ms / 1000),
             interval.verdict,
             interval.total.users,
+            self._failing_thresholds(),
         )
         self._put(update)
 

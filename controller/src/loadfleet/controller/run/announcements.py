@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from loadfleet.controller.analysis.stops import StopReason
+from loadfleet.controller.analysis.stops import Condition, StopReason
 from loadfleet.controller.fleet.agents import ClockOffset
 from loadfleet.controller.fleet.scheduler import AgentShare
 from loadfleet.controller.model.events import Event, EventKind
@@ -94,7 +94,8 @@ def closing_message(
     if not message and failed:
         message = "no agent finished its share"
     if not message and stop:
-        message = f"stopped by a stop condition: {stop.text}"
+        by = "a threshold's abort" if stop.condition is Condition.THRESHOLD else "a stop condition"
+        message = f"stopped by {by}: {stop.text}"
     failed_steps = [r.name for r in results if r.state is StepState.FAILED]
     if failed_steps and not failed:
         # The run goes on past a step no agent finished, but its figures are missing or partial.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from loadfleet.controller.analysis.steps import StepMeter
 from loadfleet.controller.analysis.stops import StopReason, StopWatch
 from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.analysis.targethealth import TargetHealth
+from loadfleet.controller.analysis.thresholds import ThresholdWatch
 from loadfleet.controller.analysis.totals import RunTotals
 from loadfleet.controller.model.codec import to_doc
 from loadfleet.controller.model.driver import Driver
@@ -43,6 +44,7 @@ from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.watchers import Watchers
 from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.steps import StepSpec
+from loadfleet.controller.plan.thresholds import Threshold, VerdictRules
 from loadfleet.controller.run.journal import CHECKPOINT_INTERVALS, RunJournal
 from loadfleet.controller.run.records import FileIncomplete, JournalRecord, RunEnded, RunStarted, StepEnded
 from loadfleet.controller.run.recovery import Recovered
@@ -62,6 +64,8 @@ class RunPipeline:
         sinks: list[Sink],
         on_stop: Callable[[StopReason], None],
         settle: Callable[[str, int], None] = lambda agent, seq: None,
+        thresholds: Sequence[Threshold] = (),
+        verdict_rules: VerdictRules | None = None,
     ):
         self.run_dir = run_dir
         self._plan = plan
@@ -74,7 +78,8 @@ class RunPipeline:
         # The run directory's and journal's writes, in order, off the event loop; what must
         # follow them (settling agents' reports, followers) waits for them (`then`).
         self.disk = DiskWriter()
-        self.watchers = Watchers(deliver=self.disk.then)
+        self.thresholds = self._watch(thresholds, verdict_rules, on_stop)
+        self.watchers = Watchers(deliver=self.disk.then, failing_thresholds=lambda: self.thresholds.failing_now)
         self.totals = RunTotals()
         self.meter = StepMeter()
         multi_core = plan.driver is Driver.GATLING  # one JVM on every core of its agent
@@ -94,6 +99,16 @@ class RunPipeline:
         self._publisher = Publisher(lambda settles: self.disk.then(functools.partial(_settle_all, settle, settles)))
         self._event_times: dict[EventKind, int] = {}
         self._stream = Stream([self.watchers, *filter(None, [self._output])])
+
+    def _watch(
+        self, thresholds: Sequence[Threshold], rules: VerdictRules | None, on_stop: Callable[[StopReason], None]
+    ) -> ThresholdWatch:
+        """The plan's thresholds: live events, an abort through the stop conditions' path, the
+        verdict at the end; followers see which fail (it is subscribed before them)."""
+        named = {t.name: t.url for t in self._plan.targets if t.name}
+        return ThresholdWatch(
+            thresholds, rules, interval_ms=self._plan.interval_ms, targets=named, emit=self.event, on_stop=on_stop
+        )
 
     @property
     def open(self) -> bool:
@@ -132,14 +147,18 @@ class RunPipeline:
             self.totals = RunTotals.restore(recovered.checkpoint["totals"])
             self.meter.restore(recovered.checkpoint["meter"])
             self.drift.restore(recovered.checkpoint["drift"])
+            if "thresholds" in recovered.checkpoint:  # a checkpoint written before thresholds were judged has none
+                self.thresholds.restore(recovered.checkpoint["thresholds"])
         self._subscribe()
-        consumers: list[IntervalConsumer | None] = [self.totals, self.meter, self._output]
+        consumers: list[IntervalConsumer | None] = [self.totals, self.meter, self.thresholds, self._output]
+        self.thresholds.quiet = True  # their events were published, and a stop decided, before the restart
         for logged in recovered.intervals:
             published = logged.final(window_of(logged.step))
             published = replace(published, verdict=self.generators.judge(published))  # from its rows alone now
             for consumer in filter(None, consumers):
                 consumer.on_interval(published)
             self.drift.observe(published.start_ms, published.total)
+        self.thresholds.quiet = False
 
     def _subscribe(self) -> None:
         # The run directory first: what the others publish is then already on disk.
@@ -156,6 +175,7 @@ class RunPipeline:
                     self.drift,
                     self.target_health,
                     self._stopwatch,
+                    self.thresholds,
                     self._output,
                     self.watchers,
                 ],
@@ -210,6 +230,7 @@ class RunPipeline:
                 "totals": self.totals.snapshot(),
                 "meter": self.meter.snapshot(),
                 "drift": self.drift.snapshot(),
+                "thresholds": self.thresholds.snapshot(),
                 "late": late,
             }
         )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from loadfleet.controller.analysis.progress import RunProgress
-from loadfleet.controller.analysis.stops import StopReason
+from loadfleet.controller.analysis.stops import Condition, StopReason
 from loadfleet.controller.analysis.summary import RunSummary, summarize_run
 from loadfleet.controller.fleet.agents import AgentRecord, AgentRegistry, AgentState
 from loadfleet.controller.fleet.jobs import EngineFailure, JobReport, JobState, ReportLimits
@@ -294,7 +294,8 @@ class Run:
     def _on_stop_condition(self, reason: StopReason) -> None:
         self._progress.stop = replace(reason, at_ms=self._clock_ms())
         self._pipeline.record(StopDecided(self._progress.stop))
-        self._emit(Event(EventKind.STOP_CONDITION, f"step {reason.step}: {reason.text}; stopping the run"))
+        if reason.condition is not Condition.THRESHOLD:  # the threshold watch told it (THRESHOLD_ABORT)
+            self._emit(Event(EventKind.STOP_CONDITION, f"step {reason.step}: {reason.text}; stopping the run"))
         self._steps.halt()
 
     # ---- the end -----------------------------------------------------------------
@@ -331,6 +332,7 @@ class Run:
         return self.summary
 
     def _summarize(self, message: str) -> RunSummary:
+        thresholds = self._pipeline.thresholds.results()
         return summarize_run(
             self._progress,
             self.plan,
@@ -345,6 +347,8 @@ class Run:
             target_outages=self._pipeline.target_health.outages(),
             hosts=self._pipeline.hosts.run_loads(),
             controller=self._pipeline.controller_health.load(),
+            thresholds=thresholds,
+            verdict=self._pipeline.thresholds.verdict(thresholds),
         )
 
     def _emit(self, event: Event) -> None:
