@@ -1,6 +1,7 @@
 """Runs side by side: a table (text, JSON or HTML; each run after the first also shows
 its change against the first, the baseline) and overlaid curves of req/s and p99 over
-time, the runs aligned at their start.
+time, the runs aligned at their start. `gate_text` prints the regression gate's report
+(`compare BASE CANDIDATE --gate ...`).
 
 The figures are each run's totals, or, for a run without a sweep that had a warm-up
 (`warmup_s`), those of its step: measured after the warm-up. The table says which driver
@@ -12,7 +13,10 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
+from loadfleet.controller.model.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_THRESHOLD_FAILED
+from loadfleet.controller.model.gateresult import GateOutcome, GateReport
 from loadfleet.controller.model.summarydoc import Phases, Step
+from loadfleet.controller.output import verdicttext
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.page import fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from loadfleet.controller.output.report.rundata import RunData
@@ -180,3 +184,48 @@ def _series_names(runs: Sequence[RunData]) -> list[str]:
         seen[run.run_id] = seen.get(run.run_id, 0) + 1
         names.append(run.run_id if seen[run.run_id] == 1 else f"{run.run_id} #{seen[run.run_id]}")
     return names
+
+
+_GATE_VERDICT = {
+    EXIT_OK: "gate passed (exit 0): no gated figure got worse beyond its tolerance",
+    EXIT_THRESHOLD_FAILED: "REGRESSION (exit 4): {figures} got worse beyond the tolerance",
+    EXIT_INCONCLUSIVE: "INCONCLUSIVE (exit 5): the runs cannot tell ({figures}); nothing regressed",
+}
+
+
+def gate_text(report: GateReport, *, inconclusive_ok: bool = False) -> str:
+    """The gate as a table (a row per gated figure: base, candidate, change, its 95 % interval,
+    the verdict), why the runs could not be compared (when so), the method and the verdict line."""
+    header = ["figure", "tolerance", "base", "candidate", "change", "95 % CI", "verdict"]
+    grid = [
+        [
+            f.figure,
+            f.tolerance,
+            verdicttext.number(f.base),
+            verdicttext.number(f.candidate),
+            verdicttext.change(f),
+            verdicttext.interval(f),
+            f.outcome.value,
+        ]
+        for f in report.figures
+    ]
+    widths = [max(len(row[i]) for row in (header, *grid)) for i in range(len(header))]
+    lines = [f"base {report.base_run}, candidate {report.candidate_run}"]
+    lines += [
+        "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        for row in (header, *grid)
+    ]
+    lines += [f"  {f.figure} {f.tolerance}: {f.reason}" for f in report.figures if f.reason]
+    lines += [f"not comparable: {r}" for r in report.inconclusive_reasons]
+    lines += [f"method: {report.method}", _gate_verdict(report, inconclusive_ok)]
+    return "\n".join(lines)
+
+
+def _gate_verdict(report: GateReport, inconclusive_ok: bool) -> str:
+    code = report.exit_code
+    wanted = GateOutcome.REGRESSION if code == EXIT_THRESHOLD_FAILED else GateOutcome.INCONCLUSIVE
+    named = ", ".join(f"{f.figure} {f.tolerance}" for f in report.figures if f.outcome is wanted)
+    line = _GATE_VERDICT[code].format(figures=named or "the runs are not comparable")
+    if code == EXIT_INCONCLUSIVE and inconclusive_ok:
+        line += "; exit 0 (--inconclusive-ok)"
+    return line
