@@ -176,6 +176,7 @@ def _read_intervals(path: Path, request: str | None) -> dict[int, _Row]:
 
 
 _NUMBERS = ("requests", "ok", "failed", "rps", "ok_rps", "max_ms")
+_READ = frozenset((*_NEEDED, *_NUMBERS, *_STATUS_COLUMNS, "validity"))
 
 
 def _values(cells: dict[str, str]) -> dict[str, float]:
@@ -188,7 +189,8 @@ def _values(cells: dict[str, str]) -> dict[str, float]:
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """intervals.csv's rows as {column: cell}, text cells unescaped; none when there is no file."""
+    """intervals.csv's cluster rows as {column: cell} of the columns the gate reads, text cells
+    unescaped; none when there is no file. Agents' rows are skipped unread (a long run's most)."""
     if not path.is_file():
         return
     try:
@@ -198,10 +200,13 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             missing = [c for c in _NEEDED if c not in header]
             if missing:
                 raise UsageError(f"{path}: not a loadfleet intervals file (no column {', '.join(missing)})")
+            wanted = [(c, i) for i, c in enumerate(header) if c in _READ]
+            scope = header.index("scope")
             for line_no, cells in enumerate(reader, start=2):
                 if len(cells) != len(header):
                     raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {len(header)}")
-                yield line_no, {k: read_cell(v) for k, v in zip(header, cells)}
+                if cells[scope] == "cluster":
+                    yield line_no, {c: read_cell(cells[i]) for c, i in wanted}
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UsageError(f"{path}: unreadable: {exc}") from exc
 
