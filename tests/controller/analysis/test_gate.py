@@ -3,6 +3,8 @@ on synthetic run directories written by the controller's own writers (gateruns.p
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import yaml
@@ -303,3 +305,11 @@ def test_a_plan_yaml_that_is_not_yaml_is_a_usage_error(base):
     with pytest.raises(UsageError, match=r"plan\.yaml: unreadable"):
         read_gate_run(base)
     assert yaml  # the writer above used it
+
+
+def test_a_summary_without_steps_has_every_interval_measured(tmp_path):
+    run_dir = write_run(tmp_path / "old-run", RunShape(seed=1, intervals=30, warmup_intervals=5))
+    summary = run_dir / "summary.json"
+    doc = json.loads(summary.read_text())
+    summary.write_text(json.dumps({**doc, "steps": []}))
+    assert read_gate_run(run_dir).measured == 30
