@@ -1,5 +1,6 @@
 """A plan as values: its targets, requests, sessions, agents, outputs and Gatling options,
-frozen (parse.py makes one from YAML text and checks it).
+frozen (parse.py makes one from YAML text and checks it), and the thresholds that decide its
+verdict (thresholds.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.course import SWEEP_LEVEL
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
+from loadfleet.controller.plan.thresholds import Threshold, VerdictRules, threshold_doc, verdict_doc
 from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 DEFAULT_CONNECT_TIMEOUT_MS = 3000
@@ -130,6 +132,8 @@ class Plan:
     stop: StopConditions | None = None
     driver: Driver = DEFAULT_DRIVER
     gatling: GatlingOptions | None = None
+    thresholds: tuple[Threshold, ...] = ()
+    verdict: VerdictRules = VerdictRules()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "driver", Driver(self.driver))  # "gatling" reads as Driver.GATLING
@@ -173,7 +177,16 @@ class Plan:
             doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
             if self.gatling.project:  # the simulation is the workload
                 del doc["workload"]
-        return yamlsafe.dump(doc)
+        return yamlsafe.dump(doc | self._verdict_doc())
+
+    def _verdict_doc(self) -> dict[str, Any]:
+        """The thresholds and verdict rules, in the plan's words."""
+        doc: dict[str, Any] = {}
+        if self.thresholds:
+            doc["thresholds"] = [threshold_doc(t) for t in self.thresholds]
+        if self.verdict != VerdictRules():
+            doc["verdict"] = verdict_doc(self.verdict)
+        return doc
 
 
 def _request_doc(r: Request) -> dict[str, Any]:

@@ -19,7 +19,7 @@ the files a plan names.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -47,16 +47,19 @@ from loadfleet.controller.plan.model import (
 )
 from loadfleet.controller.plan.schema import plan_schema as plan_schema  # re-exported: the CLI and tests read it here
 from loadfleet.controller.plan.schema import schema_problems
+from loadfleet.controller.plan.shorthand import add_cli_thresholds, cli_threshold_problem
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
+from loadfleet.controller.plan.thresholds import PlanFacts, threshold_from_doc, threshold_problems, verdict_from_doc
 from loadfleet.wire import DEFAULT_INTERVAL_MS
 from loadfleet.wire.allowlist import ipv4_form_problem
 
 
-def load_plan(path: Path, target_urls: Mapping[str, str] | None = None) -> Plan:
+def load_plan(path: Path, target_urls: Mapping[str, str] | None = None, thresholds: Sequence[str] = ()) -> Plan:
     """Reads and validates a plan file on this machine: the files it names (a workload
     manifest, relative to the plan file) are read here and the result is self-contained.
-    `target_urls`: new urls for named targets (`loadfleet run --target NAME=URL`)."""
+    `target_urls`: new urls for named targets (`loadfleet run --target NAME=URL`);
+    `thresholds`: more thresholds in the CLI's shorthand (`--threshold 'p99_ms<250'`)."""
     try:
         with path.open("rb") as f:
             data = f.read(yamlsafe.MAX_DOCUMENT_BYTES + 1)
@@ -66,7 +69,14 @@ def load_plan(path: Path, target_urls: Mapping[str, str] | None = None) -> Plan:
         text = yamlsafe.decode(data)
     except yamlsafe.YamlProblem as exc:
         raise PlanError([Problem(exc.path, exc.message)]) from None
-    return parse_plan(text, base_dir=path.parent, default_name=path.stem, confined=False, target_urls=target_urls)
+    return parse_plan(
+        text,
+        base_dir=path.parent,
+        default_name=path.stem,
+        confined=False,
+        target_urls=target_urls,
+        thresholds=thresholds,
+    )
 
 
 def _check_as_sent(plan: Plan, *, inline_requests: int) -> None:
@@ -101,16 +111,35 @@ def parse_plan(
     default_name: str = "plan",
     confined: bool = True,
     target_urls: Mapping[str, str] | None = None,
+    thresholds: Sequence[str] = (),
 ) -> Plan:
     """Validates a plan. `confined` (the default, and the controller's only mode): the plan
     may name no file (a manifest, a relative Gatling project) since nothing is read on its
-    behalf; `loadfleet run` resolves those where the plan file is and sends them inline."""
+    behalf; `loadfleet run` resolves those where the plan file is and sends them inline.
+    `thresholds` (`--threshold`, shorthand.py) are appended to the plan's own before it is
+    checked, so they meet the same checks; their problems are named `--threshold[N]`."""
     try:
         doc = yamlsafe.load(text)
     except yamlsafe.YamlProblem as exc:
         raise PlanError([Problem(exc.path, exc.message)]) from None
     if not isinstance(doc, dict):
         raise PlanError([Problem("", "a plan must be a YAML mapping")])
+    if not thresholds:
+        return _parse_doc(doc, base_dir, default_name, confined, target_urls)
+    own = add_cli_thresholds(doc, thresholds)
+    try:
+        return _parse_doc(doc, base_dir, default_name, confined, target_urls)
+    except PlanError as exc:
+        raise PlanError([cli_threshold_problem(p, own) for p in exc.problems]) from None
+
+
+def _parse_doc(
+    doc: dict[str, Any],
+    base_dir: Path | None,
+    default_name: str,
+    confined: bool,
+    target_urls: Mapping[str, str] | None,
+) -> Plan:
     problems = schema_problems(doc)
     if problems:
         raise PlanError(_capped(problems))
@@ -203,10 +232,23 @@ def _meaning_problems(doc: dict[str, Any], base_dir: Path | None) -> tuple[list[
         problems.append(Problem("workload", "at least one request needs a weight above 0"))
 
     problems += course_problems(doc, base_dir)
+    problems += threshold_problems(doc.get("thresholds", []), _plan_facts(doc, requests))
     session = workload.get("session")
     if session:
         problems += _session_problems(doc, session, requests)
     return problems, requests
+
+
+def _plan_facts(doc: dict[str, Any], requests: list[Request]) -> PlanFacts:
+    """What the plan's thresholds may name. No request declares checks yet (issue 30 adds them)."""
+    return PlanFacts(
+        targets=frozenset(t["name"] for t in doc["targets"] if "name" in t),
+        requests=frozenset(r.name for r in requests),
+        checks=frozenset(),
+        interval_s=doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000,
+        swept="sweep" in doc,
+        requests_known="workload" in doc,  # else a Gatling project's simulation names them
+    )
 
 
 def _target_problems(targets: list[dict[str, Any]]) -> list[Problem]:
@@ -311,6 +353,8 @@ def _build(doc: dict[str, Any], requests: list[Request], default_name: str, base
         stop=StopConditions.from_doc(doc.get("stop")),
         driver=Driver(doc.get("driver", DEFAULT_DRIVER)),
         gatling=_gatling(doc.get("gatling"), base_dir),
+        thresholds=tuple(threshold_from_doc(t) for t in doc.get("thresholds", [])),
+        verdict=verdict_from_doc(doc.get("verdict")),
     )
 
 
