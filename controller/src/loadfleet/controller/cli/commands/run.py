@@ -9,6 +9,7 @@ from pathlib import Path
 
 from loadfleet.controller.model.errors import UsageError
 from loadfleet.controller.plan.parse import load_plan
+from loadfleet.controller.plan.shorthand import SHORTHAND_GRAMMAR
 from loadfleet.controller.service.controller import DEFAULT_RUNS_DIR, Controller
 from loadfleet.wire import DEFAULT_CONTROLLER
 from loadfleet.wire.dial import ClientCredentials
@@ -36,7 +37,9 @@ def add_parser(commands: Subcommands, name: str) -> None:
         help="run a plan and print live figures and a summary",
         description="Run a plan on a controller's agents (--controller), or on N agents "
         "started on this machine (--local N).",
-        epilog="example: loadfleet run plans/quickstart.yaml --local 2",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: loadfleet run plans/quickstart.yaml --local 2\n\n"
+        "thresholds (docs/plans.md, a failed one exits 4):\n" + SHORTHAND_GRAMMAR,
     )
     p.add_argument("plan", type=Path, help="plan file (YAML)")
     where = p.add_mutually_exclusive_group()
@@ -52,13 +55,27 @@ def add_parser(commands: Subcommands, name: str) -> None:
         "processes (e.g. nginx) in the results (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
+    add_threshold_option(p)
     add_target_option(p)
     add_client_security(p)
     add_influx_options(p)
 
 
+def add_threshold_option(p: argparse.ArgumentParser) -> None:
+    """--threshold, for `run` and `validate` (a pipeline checks its thresholds before a run)."""
+    p.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="another threshold, added to the plan's: e.g. 'p99_ms<250', 'request=account:error_pct<1@step' "
+        "(repeatable; grammar below)",
+    )
+
+
 async def handle(args: argparse.Namespace) -> int:
-    plan = load_plan(args.plan, target_urls(args))  # problems are reported before anything starts
+    # Problems are reported before anything starts; --threshold is part of the plan sent.
+    plan = load_plan(args.plan, target_urls(args), args.threshold)
     if args.monitor and args.local is None:
         raise UsageError(
             "--monitor goes with --local; on other hosts start `loadfleet-agent --monitor` next to the servers"
