@@ -16,30 +16,27 @@ from loadfleet.controller.model.thresholdresult import Outcome
 from loadfleet.controller.output import rundir
 from loadfleet.controller.output.watchers import IntervalUpdate
 from loadfleet.controller.plan.parse import parse_plan
-from loadfleet.controller.plan.thresholds import Abort, Metric, Over, OverKind, Stat, StatKind, Threshold
 from loadfleet.controller.run.journal import CHECKPOINT_INTERVALS
 from loadfleet.controller.run.pipeline import RunPipeline
 from loadfleet.controller.run.recovery import recover
 from support.streamdata import PLAN, closed, row, window
 
-P99 = Stat(StatKind.PERCENTILE, 99.0)
-THRESHOLDS = (
-    Threshold("p99 latency < 50 ms", Metric.LATENCY, 50, below=True, stat=P99),
-    Threshold("each step ok/s", Metric.OK_RPS, 9, below=False, over=Over(OverKind.STEP)),
-    Threshold("p99 over 5 s", Metric.LATENCY, 50, below=True, stat=P99, over=Over(OverKind.WINDOW, 5)),
-)
+THRESHOLDS = """
+thresholds:
+  - {metric: latency, stat: p99, below_ms: 50}
+  - {metric: ok_rps, above: 9, over: step, name: each step ok/s}
+  - {metric: latency, stat: p99, below_ms: 50, over: {window_s: 5}, name: p99 over 5 s}
+"""
+ABORTING = """
+thresholds:
+  - {metric: latency, stat: p99, below_ms: 1, abort: {grace_s: 3}}
+"""
 STEPS = (window("s1", start_ms=0, seconds=40), window("s2", start_ms=40_000, seconds=40))
 
 
-def pipeline(run_dir, stops) -> RunPipeline:
+def pipeline(run_dir, stops, thresholds: str = THRESHOLDS) -> RunPipeline:
     return RunPipeline(
-        "run-1",
-        parse_plan(PLAN),
-        run_dir,
-        heartbeat_ms=1000,
-        sinks=[],
-        on_stop=stops.append,
-        thresholds=THRESHOLDS,
+        "run-1", parse_plan(PLAN + thresholds), run_dir, heartbeat_ms=1000, sinks=[], on_stop=stops.append
     )
 
 
@@ -109,9 +106,7 @@ def test_followers_see_the_thresholds_failing_as_of_each_interval(tmp_path):
 
 def test_an_abort_stops_the_run_through_the_stop_conditions_path(tmp_path):
     stops = []
-    plan = parse_plan(PLAN)
-    aborting = Threshold("p99 latency < 1 ms", Metric.LATENCY, 1, below=True, stat=P99, abort=Abort(grace_s=3))
-    p = RunPipeline("run-1", plan, tmp_path, heartbeat_ms=1000, sinks=[], on_stop=stops.append, thresholds=[aborting])
+    p = pipeline(tmp_path, stops, ABORTING)
     p.start(agents=["a"], hostnames=[], clock_offsets_ms={})
     for _, c in list(intervals())[:5]:
         p.publish(c, late={})
@@ -143,7 +138,8 @@ def test_summary_json_holds_the_results_in_plan_order_and_the_verdict(tmp_path):
     assert rundir.write_summary(tmp_path, summary, report=False)
     doc = SummaryDoc.of(json.loads((tmp_path / "summary.json").read_text()))
     assert doc.thresholds == results
-    assert [r.name for r in doc.thresholds] == [t.name for t in THRESHOLDS] + ["some response was ok"]
+    names = ["p99 latency < 50 ms", "each step ok/s", "p99 over 5 s", "some response was ok"]
+    assert [r.name for r in doc.thresholds] == names
     assert doc.verdict is not None and not doc.verdict.passed
     assert doc.verdict.reasons == (
         "each step ok/s (ok_rps > 9 /s) failed: 8.5 /s, in step(s) s2 (step, cluster)",

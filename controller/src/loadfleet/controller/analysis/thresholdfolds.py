@@ -16,12 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadfleet.controller.analysis.thresholdvalues import Tally, fails, value_of, worse
-from loadfleet.controller.plan.thresholds import OverKind, Threshold
+from loadfleet.controller.plan.thresholds import MAX_WINDOW_INTERVALS, OverKind, Threshold
 
-# A window holds at most this many intervals (10 minutes of one-second intervals): its
-# tallies are the watch's only state that is not O(1) per threshold, and the checkpoint
-# carries them.
-MAX_WINDOW_INTERVALS = 600
+__all__ = ["MAX_WINDOW_INTERVALS", "Fold", "Judged", "StepFold", "WindowFold", "fold_for"]
 
 
 @dataclass
@@ -128,6 +125,9 @@ class WindowFold(Fold):
 
     def __init__(self, threshold: Threshold, interval_ms: int):
         super().__init__(threshold)
+        # At most MAX_WINDOW_INTERVALS (the plan refuses a longer window; 10 minutes of
+        # one-second intervals): the ring is the watch's only state that is not O(1) per
+        # threshold, and the checkpoint carries it.
         self.size = max(1, math.ceil(threshold.over.window_s * 1000 / interval_ms))
         if self.size > MAX_WINDOW_INTERVALS:
             raise ValueError(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,7 +44,6 @@ from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.watchers import Watchers
 from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.steps import StepSpec
-from loadfleet.controller.plan.thresholds import Threshold, VerdictRules
 from loadfleet.controller.run.journal import CHECKPOINT_INTERVALS, RunJournal
 from loadfleet.controller.run.records import FileIncomplete, JournalRecord, RunEnded, RunStarted, StepEnded
 from loadfleet.controller.run.recovery import Recovered
@@ -64,8 +63,6 @@ class RunPipeline:
         sinks: list[Sink],
         on_stop: Callable[[StopReason], None],
         settle: Callable[[str, int], None] = lambda agent, seq: None,
-        thresholds: Sequence[Threshold] = (),
-        verdict_rules: VerdictRules | None = None,
     ):
         self.run_dir = run_dir
         self._plan = plan
@@ -78,7 +75,7 @@ class RunPipeline:
         # The run directory's and journal's writes, in order, off the event loop; what must
         # follow them (settling agents' reports, followers) waits for them (`then`).
         self.disk = DiskWriter()
-        self.thresholds = self._watch(thresholds, verdict_rules, on_stop)
+        self.thresholds = self._watch(on_stop)
         self.watchers = Watchers(deliver=self.disk.then, failing_thresholds=lambda: self.thresholds.failing_now)
         self.totals = RunTotals()
         self.meter = StepMeter()
@@ -100,14 +97,13 @@ class RunPipeline:
         self._event_times: dict[EventKind, int] = {}
         self._stream = Stream([self.watchers, *filter(None, [self._output])])
 
-    def _watch(
-        self, thresholds: Sequence[Threshold], rules: VerdictRules | None, on_stop: Callable[[StopReason], None]
-    ) -> ThresholdWatch:
+    def _watch(self, on_stop: Callable[[StopReason], None]) -> ThresholdWatch:
         """The plan's thresholds: live events, an abort through the stop conditions' path, the
         verdict at the end; followers see which fail (it is subscribed before them)."""
-        named = {t.name: t.url for t in self._plan.targets if t.name}
+        plan = self._plan
+        named = {t.name: t.url for t in plan.targets if t.name}
         return ThresholdWatch(
-            thresholds, rules, interval_ms=self._plan.interval_ms, targets=named, emit=self.event, on_stop=on_stop
+            plan.thresholds, plan.verdict, interval_ms=plan.interval_ms, targets=named, emit=self.event, on_stop=on_stop
         )
 
     @property
