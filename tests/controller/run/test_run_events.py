@@ -36,8 +36,12 @@ def test_events_of_one_kind_at_one_millisecond_become_separate_points(tmp_path):
 def test_a_threshold_s_abort_stops_the_run_told_once_by_the_threshold_watch(tmp_path):
     run = Run("r1", parse_plan(PLAN), tmp_path, AgentRegistry())
     run._on_stop_condition(StopReason(Condition.THRESHOLD, "threshold p99 latency < 1 ms failed: 3.0 ms", "main"))
-    run._on_stop_condition(StopReason(Condition.ERROR_PCT, "error rate above 5 % for 2 s", "main"))
-    assert [e.kind for e in run.watchers.events] == [EventKind.STOP_CONDITION]  # THRESHOLD_ABORT is the watch's
+    run._on_stop_condition(StopReason(Condition.ERROR_PCT, "error rate above 5 % for 2 s", "main"))  # same interval
+    assert run.watchers.events == []  # THRESHOLD_ABORT is the watch's; the first stop wins
+    assert run._progress.stop.condition is Condition.THRESHOLD
+    other = Run("r2", parse_plan(PLAN), tmp_path / "r2", AgentRegistry())
+    other._on_stop_condition(StopReason(Condition.ERROR_PCT, "error rate above 5 % for 2 s", "main"))
+    assert [e.kind for e in other.watchers.events] == [EventKind.STOP_CONDITION]
     stop = StopReason(Condition.THRESHOLD, "threshold p99 latency < 1 ms failed: 3.0 ms", "main")
     message = announcements.closing_message("", failed=False, abort="", stop=stop, results=[])
     assert message == "stopped by a threshold's abort: threshold p99 latency < 1 ms failed: 3.0 ms"

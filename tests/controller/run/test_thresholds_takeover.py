@@ -145,3 +145,21 @@ def test_summary_json_holds_the_results_in_plan_order_and_the_verdict(tmp_path):
         "each step ok/s (ok_rps > 9 /s) failed: 8.5 /s, in step(s) s2 (step, cluster)",
         "p99 over 5 s (p99 latency < 50 ms) failed: 90.0 ms, in step(s) s1 (window 5 s, cluster)",
     )
+
+
+def test_a_checkpoint_without_thresholds_says_they_were_judged_since_the_restart_only(tmp_path):
+    """A checkpoint written by a controller from before thresholds were judged."""
+    first = pipeline(tmp_path, [])
+    first.start(agents=["a"], hostnames=[], clock_offsets_ms={})
+    published = list(intervals())
+    for _, c in published[: CHECKPOINT_INTERVALS + 3]:
+        first.publish(c, late={})
+    path = tmp_path / "journal" / "checkpoint.json"
+    checkpoint = json.loads(path.read_text())
+    del checkpoint["thresholds"]
+    path.write_text(json.dumps(checkpoint))
+    second = pipeline(tmp_path, [])
+    second.resume(recover(tmp_path), window_of)
+    run = second.thresholds.results()[0]
+    assert run.reason == "judged from the intervals since the controller's restart only"
+    assert second.thresholds.measured_intervals == 3

@@ -120,6 +120,9 @@ class ThresholdWatch:
         # While a taken-over run folds in again what its journal logged: the events were
         # published before, and the run was stopped then if it was to be.
         self.quiet = False
+        # Taken over from a checkpoint that held no thresholds (written by a controller from
+        # before they were judged): only the intervals logged after it, and those since, count.
+        self.partial = False
 
     # ---- the stream ---------------------------------------------------------------
 
@@ -218,6 +221,8 @@ class ThresholdWatch:
             reason = f"{excluded} of {self.measured_intervals} intervals were the generators' limit"
         if watched.aborted:
             reason = "; ".join(filter(None, [reason, "its abort ended the run"]))
+        if self.partial:
+            reason = "; ".join(filter(None, [reason, "judged from the intervals since the controller's restart only"]))
         return ThresholdResult(
             name=t.name,
             text=t.text,

@@ -143,8 +143,10 @@ class RunPipeline:
             self.totals = RunTotals.restore(recovered.checkpoint["totals"])
             self.meter.restore(recovered.checkpoint["meter"])
             self.drift.restore(recovered.checkpoint["drift"])
-            if "thresholds" in recovered.checkpoint:  # a checkpoint written before thresholds were judged has none
+            if "thresholds" in recovered.checkpoint:
                 self.thresholds.restore(recovered.checkpoint["thresholds"])
+            else:  # written by a controller from before thresholds were judged
+                self.thresholds.partial = True
         self._subscribe()
         consumers: list[IntervalConsumer | None] = [self.totals, self.meter, self.thresholds, self._output]
         self.thresholds.quiet = True  # their events were published, and a stop decided, before the restart

@@ -292,6 +292,8 @@ class Run:
             self._pipeline.record(StopDecided(turn.stop))
 
     def _on_stop_condition(self, reason: StopReason) -> None:
+        if self._progress.stop is not None:  # a stop condition and a threshold's abort in one interval: the first
+            return
         self._progress.stop = replace(reason, at_ms=self._clock_ms())
         self._pipeline.record(StopDecided(self._progress.stop))
         if reason.condition is not Condition.THRESHOLD:  # the threshold watch told it (THRESHOLD_ABORT)
