@@ -3,6 +3,7 @@ job summary, a merge-request comment). One verdict line first, then tables."""
 
 from __future__ import annotations
 
+from loadfleet.controller.model import thresholdtext
 from loadfleet.controller.model.errors import (
     EXIT_INCONCLUSIVE,
     EXIT_OK,
@@ -89,7 +90,7 @@ def _threshold_row(result: ThresholdResult) -> str:
         why.append(f"{result.excluded_intervals} intervals left out as generator-bound")
     return _row(
         (
-            result.text,
+            thresholdtext.threshold_title(result),
             result.over,
             result.scope,
             verdicttext.threshold_value(result),
