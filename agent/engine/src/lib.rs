@@ -23,5 +23,6 @@ pub mod socket;
 pub mod stats;
 pub mod timer;
 pub mod tls;
+pub mod vars;
 pub mod visitors;
 pub mod wire;
