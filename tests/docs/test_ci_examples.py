@@ -1,0 +1,280 @@
+"""docs/ci.md's GitHub Actions workflow and GitLab CI job run as written on this machine.
+
+The YAML blocks are parsed: the plan (which the doc keeps in the repository as `ci/load.yaml`,
+written there in the scratch checkout), the GitHub workflow and the GitLab job. The jobs' shell
+steps (GitHub's `run:`, GitLab's `before_script`, `script` and `after_script`) run in order, each
+with bash as the CI system runs it (`-e`, and GitHub's `-o pipefail`), in a scratch copy of the
+checkout's plans and lab specs, within a bound, in a session of its own that is killed if it
+outlives it. A step that fails stops the job; the steps that run whatever happened (GitHub's
+`if: always()`, GitLab's `after_script`) still run, and stop the lab. Stand-ins for what the CI
+system gives, said where they happen:
+
+- the setup lines (`apt-get`, `make setup`) do not run: they install packages and build for
+  minutes; the checkout's `.venv` stands in for what `make setup` builds;
+- `uses:` steps (checkout, cache, reporters) are the CI system's own and do not run; the
+  baseline the cache would restore is this run's own directory (an A/A of one run), copied in
+  just before the gate;
+- conditions on the branch (`github.ref`, `CI_COMMIT_BRANCH`) read as a pipeline on main;
+- `$GITHUB_PATH` and `$GITHUB_STEP_SUMMARY` are files here, read as the runner reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import xmlschema
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CI_DOC = ROOT / "docs" / "ci.md"
+SCHEMA = ROOT / "tests" / "support" / "junit" / "junit-10.xsd"
+_YAML = re.compile(r"^```yaml[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_VENV_BIN = Path(sys.executable).parent
+
+# A step's bound: the lab starts in seconds, the run is 30 s on 2 local agents (plus their
+# start and the summary), the gate reads two run directories.
+STEP_TIMEOUT_S = 120
+
+# Lines that do not run here, by how they begin: why.
+SETUP_LINES = {
+    "apt-get": "installs Debian packages as root (this machine has them)",
+    "make setup": "builds the venv, the engine and the wheels (minutes, network): the checkout's .venv stands in",
+}
+# Flags the example needs from the CLI: the example cannot run as written before they exist.
+RUN_FLAGS = ("--threshold", "--junit", "--markdown")
+GATE_FLAG = "--gate"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    script: str
+    always: bool = False  # runs after an earlier step failed
+    pipefail: bool = False  # GitHub's bash runs with -o pipefail, GitLab's without
+
+
+PLAN_PATH = "ci/load.yaml"  # where docs/ci.md keeps the pipeline's plan
+
+
+def _blocks() -> dict[str, dict]:
+    """docs/ci.md's YAML blocks: `plan` (it has `targets`), `github` (`jobs`), `gitlab` (the rest)."""
+    found = {}
+    for match in _YAML.finditer(CI_DOC.read_text(encoding="utf-8")):
+        doc = yaml.safe_load(match.group(1))
+        found["plan" if "targets" in doc else "github" if "jobs" in doc else "gitlab"] = doc
+    return found
+
+
+def _plan_text() -> str:
+    return next(m.group(1) for m in _YAML.finditer(CI_DOC.read_text(encoding="utf-8")) if "targets:" in m.group(1))
+
+
+def github_steps(doc: dict) -> list[Step]:
+    (job,) = doc["jobs"].values()
+    return [
+        Step(step.get("name", step["run"]), step["run"], "always()" in str(step.get("if", "")), pipefail=True)
+        for step in job["steps"]
+        if "run" in step
+    ]
+
+
+def gitlab_steps(doc: dict) -> list[Step]:
+    (job,) = (j for j in doc.values() if isinstance(j, dict) and "script" in j)
+    steps = [Step(key, "\n".join(job[key])) for key in ("before_script", "script") if key in job]
+    if "after_script" in job:
+        steps.append(Step("after_script", "\n".join(job["after_script"]), always=True))
+    return steps
+
+
+def test_the_doc_has_a_github_workflow_and_a_gitlab_job_with_the_run_and_the_gate():
+    blocks = _blocks()
+    assert set(blocks) == {"plan", "github", "gitlab"}
+    assert blocks["plan"]["duration_s"] >= 20  # the gate judges nothing from fewer than 20 intervals
+    for steps in (github_steps(blocks["github"]), gitlab_steps(blocks["gitlab"])):
+        text = "\n".join(s.script for s in steps)
+        assert "loadfleet-lab up" in text and "loadfleet-lab down" in text
+        assert f"loadfleet run {PLAN_PATH} --local 2" in _logical(text)
+        assert re.search(r"loadfleet run .*--threshold .*--junit \S+ --markdown \S+", _logical(text))
+        assert re.search(r"loadfleet compare baseline runs/\*/ --gate \S+ --gate \S+", _logical(text))
+        assert any(s.always and "loadfleet-lab down" in s.script for s in steps)  # the lab stops on failure
+
+
+# ------------------------------------------------------------------ making a step runnable here
+
+
+def _logical(script: str) -> str:
+    """Lines continued with a backslash joined, so a command is one line."""
+    return re.sub(r"\\\n\s*", "", script)
+
+
+def runnable(script: str, gate: bool) -> tuple[str, list[str]]:
+    """The script as it runs here, and what was left out, in words."""
+    lines, left_out = [], []
+    for line in _logical(script).splitlines():
+        command = line.strip()
+        setup = next((why for start, why in SETUP_LINES.items() if command.startswith(start)), None)
+        if setup:
+            lines.append(": setup left out")
+            left_out.append(f"{command.split()[0]} {command.split()[1]}: {setup}")
+        elif command.startswith("loadfleet compare") and not gate:
+            lines.append(": gate left out")
+            left_out.append(f"`loadfleet compare ... {GATE_FLAG}`: `{GATE_FLAG}` has not landed in loadfleet compare")
+        elif command.startswith("loadfleet compare"):
+            lines += ["[ -d baseline ] || cp -r runs/*/ baseline  # the CI cache's stand-in", line]
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n", left_out
+
+
+def _help(*command: str) -> str:
+    done = subprocess.run(["loadfleet", *command, "--help"], capture_output=True, text=True, timeout=60, check=False)
+    return done.stdout
+
+
+# ------------------------------------------------------------------ running a job
+
+
+def _scratch(tmp_path: Path) -> Path:
+    for folder in ("plans", "targets/specs"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / ".venv").symlink_to(_VENV_BIN.parent)
+    (tmp_path / PLAN_PATH).parent.mkdir()
+    (tmp_path / PLAN_PATH).write_text(_plan_text(), encoding="utf-8")
+    return tmp_path
+
+
+def _environment(tmp_path: Path) -> dict[str, str]:
+    """This machine's environment without loadfleet on the PATH (the workflow puts it there)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOADFLEET_", "GITHUB_", "CI_"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != _VENV_BIN)
+    env["GITHUB_PATH"] = str(tmp_path / ".github_path")
+    env["GITHUB_STEP_SUMMARY"] = str(tmp_path / ".step_summary.md")
+    env["CI_COMMIT_BRANCH"] = env["CI_DEFAULT_BRANCH"] = "main"
+    return env
+
+
+def _run_step(step: Step, script: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Exit code and output of one step; a step over its bound is killed with its session."""
+    flags = ["-e", "-o", "pipefail"] if step.pipefail else ["-e"]
+    proc = subprocess.Popen(
+        ["bash", *flags, "-c", script],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=STEP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return -1, out + f"\n(killed after {STEP_TIMEOUT_S} s)"
+    return proc.returncode, out
+
+
+def _github_path(env: dict[str, str]) -> None:
+    """The runner prepends each line a step wrote to $GITHUB_PATH to the next steps' PATH."""
+    added = Path(env["GITHUB_PATH"])
+    if added.exists():
+        entries = [line for line in added.read_text().splitlines() if line]
+        env["PATH"] = os.pathsep.join([*reversed(entries), env["PATH"]])
+
+
+def _stop_labs(cwd: Path) -> None:
+    """Servers a failed job left up (a lab's state directory holds lab.json), by their PIDs."""
+    for state in cwd.glob("build/*/lab.json"):
+        subprocess.run(
+            [str(_VENV_BIN / "loadfleet-lab"), "down", "--state-dir", str(state.parent)],
+            cwd=cwd,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+
+def run_job(steps: list[Step], cwd: Path, env: dict[str, str], gate: bool) -> tuple[list[str], list[str], bool]:
+    """Runs the steps in order; returns what failed and what was left out, in words, and whether
+    the job left a lab up (its state file is there still: `down` removes it)."""
+    failed: list[str] = []
+    left_out: list[str] = []
+    left_up = True
+    try:
+        for step in steps:
+            if failed and not step.always:
+                continue
+            script, skipped = runnable(step.script, gate)
+            left_out += skipped
+            code, out = _run_step(step, script, cwd, env)
+            _github_path(env)
+            if code != 0:
+                failed.append(f"step {step.name!r} exited {code}:\n{out[-3000:]}")
+        left_up = any(cwd.glob("build/*/lab.json"))
+    finally:
+        _stop_labs(cwd)
+    return failed, left_out, left_up
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("system", ["github", "gitlab"])
+def test_the_ci_example_runs_as_written(system, tmp_path):
+    missing = [flag for flag in RUN_FLAGS if flag not in _help("run")]
+    if missing:
+        pytest.skip(f"loadfleet run has no {', '.join(missing)} yet: the example's run step cannot run as written")
+    gate = GATE_FLAG in _help("compare")
+    doc = _blocks()[system]
+    steps = github_steps(doc) if system == "github" else gitlab_steps(doc)
+    cwd = _scratch(tmp_path)
+    env = _environment(tmp_path)
+
+    failed, left_out, left_up = run_job(steps, cwd, env, gate)
+
+    assert not failed, "\n".join(failed)
+    assert not left_up, "the job left its lab up"
+    for line in left_out:
+        if GATE_FLAG in line:
+            warnings.warn(f"docs/ci.md ({system}): the gate step was skipped: {line}", stacklevel=1)
+    # What the pipeline keeps: a valid JUnit report without a failure, a green summary, one run.
+    xmlschema.XMLSchema(SCHEMA).validate(cwd / "results.xml")
+    assert "<failure" not in (cwd / "results.xml").read_text(encoding="utf-8")
+    summary = (cwd / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("✅"), summary
+    assert len([p for p in (cwd / "runs").iterdir() if p.is_dir()]) == 1
+    if gate:
+        assert (cwd / "gate.xml").exists() and (cwd / "gate.md").exists()
+    if system == "github":
+        assert Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8").startswith(summary)
+
+
+@pytest.mark.parametrize(
+    ("script", "gate", "expected", "left_out"),
+    [
+        ("apt-get update -qq && apt-get install -y make", True, ": setup left out\n", ["apt-get update"]),
+        ("make setup", True, ": setup left out\n", ["make setup"]),
+        ("loadfleet run p.yaml \\\n  --junit r.xml", True, "loadfleet run p.yaml --junit r.xml\n", []),
+        ("  loadfleet compare baseline runs/*/ \\\n  --gate p99_ms:+10%", False, ": gate left out\n", ["`loadfleet"]),
+        (
+            "loadfleet compare baseline runs/*/ --gate p99_ms:+10%",
+            True,
+            "[ -d baseline ] || cp -r runs/*/ baseline  # the CI cache's stand-in\n"
+            "loadfleet compare baseline runs/*/ --gate p99_ms:+10%\n",
+            [],
+        ),
+    ],
+)
+def test_only_the_setup_and_an_unlanded_gate_are_left_out(script, gate, expected, left_out):
+    text, skipped = runnable(script, gate)
+    assert text == expected
+    assert len(skipped) == len(left_out)
+    assert all(s.startswith(prefix) for s, prefix in zip(skipped, left_out, strict=True))
