@@ -112,7 +112,9 @@ def test_a_row_per_threshold_with_its_value_result_and_why():
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert rows[0] == "| threshold | over | scope | value | result | why |"
     assert rows[1] == "| p99: p99 latency < 250 ms | run | cluster | 312.4 ms | ❌ failed | failing steps: s2 |"
-    assert rows[2] == "| p99 api: p99 latency < 250 ms | run | cluster | n/a | ⚠️ inconclusive | no response to measure |"
+    assert (
+        rows[2] == "| p99 api: p99 latency < 250 ms | run | cluster | n/a | ⚠️ inconclusive | no response to measure |"
+    )
     assert rows[3].endswith("| 120.0 ms | ✅ passed |  |")
     assert len(rows) == 4
 
