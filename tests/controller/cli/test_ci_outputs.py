@@ -15,6 +15,7 @@ import xmlschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loadfleet.controller.analysis.thresholds import describe_result
 from loadfleet.controller.cli import main
 from loadfleet.controller.cli.follow import exit_code_of, follow
 from loadfleet.controller.cli.options import CiOutputs, add_ci_output_options, ci_outputs
@@ -40,7 +41,7 @@ def summaries(draw: st.DrawFn) -> tuple[SummaryDoc, bool]:
     results = tuple(result(o, f"t{i}") for i, o in enumerate(outcomes))
     inconclusive_fails, named = draw(st.booleans()), draw(st.booleans())
     to_blame = [r for r in results if r.outcome is Outcome.FAILED or (inconclusive_fails and not r.passed)]
-    reasons = tuple(r.name for r in to_blame) if named else ("a threshold failed",) * bool(to_blame)
+    reasons = tuple(describe_result(r) for r in to_blame) if named else ("a threshold failed",) * bool(to_blame)
     if draw(st.booleans()):  # a failure the verdict names but no listed threshold holds
         reasons += ("some response was ok",)
     verdict = None if draw(st.booleans()) and not results else RunVerdict(not reasons, reasons)

@@ -11,6 +11,7 @@ import xmlschema
 from hypothesis import given
 from hypothesis import strategies as st
 
+from loadfleet.controller.analysis.thresholds import describe_result
 from loadfleet.controller.model.errors import EXIT_THRESHOLD_FAILED
 from loadfleet.controller.model.gateresult import GateFigure, GateOutcome, GateReport
 from loadfleet.controller.model.summarydoc import Stop, SummaryDoc
@@ -137,6 +138,9 @@ def result(outcome: Outcome, name: str = "p99", reason: str = "") -> ThresholdRe
     )
 
 
+INCONCLUSIVE = result(Outcome.INCONCLUSIVE, reason="no response to measure")
+
+
 def run_doc(*results: ThresholdResult, verdict: RunVerdict | None = None, **fields) -> SummaryDoc:
     return SummaryDoc(run_id="r1", plan_name="quick", state="finished", thresholds=results, verdict=verdict, **fields)
 
@@ -158,15 +162,15 @@ def test_a_failed_threshold_fails_its_case_with_the_limit_the_value_and_where():
 @pytest.mark.parametrize(
     ("verdict", "others", "tag"),
     [
-        (RunVerdict(False, ("p99",)), (), "failure"),  # the verdict names it
+        (RunVerdict(False, (describe_result(INCONCLUSIVE),)), (), "failure"),  # the verdict names it
+        (RunVerdict(False, (describe_result(INCONCLUSIVE), "ok failed")), (Outcome.FAILED,), "failure"),
         (RunVerdict(False, ("some reason in other words",)), (), "failure"),  # nothing else failed
-        (RunVerdict(False, ("ok",)), (Outcome.FAILED,), "skipped"),  # the verdict failed for another
+        (RunVerdict(False, ("ok failed",)), (Outcome.FAILED,), "skipped"),  # the verdict failed for another
         (RunVerdict(True), (), "skipped"),  # the plan lets inconclusive pass
     ],
 )
 def test_an_inconclusive_threshold_fails_only_when_the_verdict_failed_because_of_it(verdict, others, tag):
-    inconclusive = result(Outcome.INCONCLUSIVE, reason="no response to measure")
-    results = (inconclusive, *(result(o, name="ok") for o in others))
+    results = (INCONCLUSIVE, *(result(o, name="ok") for o in others))
     xml = run_junit(run_doc(*results, verdict=verdict), run_failed=False)
     SCHEMA.validate(xml)
     case = suite_cases(xml, "thresholds")["p99"]

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from loadfleet.controller.analysis.thresholds import describe_result
 from loadfleet.controller.model.gateresult import GateFigure, GateOutcome, GateReport
 from loadfleet.controller.model.summarydoc import SummaryDoc
 from loadfleet.controller.model.thresholdresult import Outcome, RunVerdict, ThresholdResult
@@ -57,19 +58,16 @@ def _thresholds_suite(results: tuple[ThresholdResult, ...], verdict: RunVerdict 
 
 
 def _blamed(results: tuple[ThresholdResult, ...], verdict: RunVerdict | None) -> list[ThresholdResult]:
-    """The inconclusive results the failed verdict is owed to: those its reasons name; when they
-    name none, all of them if no threshold failed outright (the verdict failed for them)."""
+    """The inconclusive results the failed verdict is owed to: those whose sentence
+    (analysis/thresholds.describe_result) is among its reasons; when it names none of them, all
+    of them if no threshold failed outright (the verdict failed for them)."""
     if verdict is None or verdict.passed:
         return []
     inconclusive = [r for r in results if r.outcome is Outcome.INCONCLUSIVE]
-    named = [r for r in inconclusive if any(_names(reason, r.name) for reason in verdict.reasons)]
+    named = [r for r in inconclusive if describe_result(r) in verdict.reasons]
     if named or any(r.outcome is Outcome.FAILED for r in results):
         return named
     return inconclusive
-
-
-def _names(reason: str, name: str) -> bool:
-    return reason == name or reason.startswith(f"{name}:")
 
 
 def _threshold_case(result: ThresholdResult, blamed: bool) -> _Case:
