@@ -156,7 +156,9 @@ def test_an_unreachable_target_is_reported_as_connect_errors(cluster, tmp_path):
         load={"model": "closed", "clients": 2},
     )
     code, summary, err = finish(cluster.start_run(plan))
-    assert code == 0, err
+    assert code == 4, err  # no response was ok: the verdict fails (verdict.require_success)
+    assert summary["verdict"]["passed"] is False
+    assert any("some response was ok" in reason for reason in summary["verdict"]["reasons"]), summary["verdict"]
     total = summary["total"]
     assert total["figures"]["requests"] > 0
     assert total["errors"] == {"connect_refused": total["figures"]["requests"]}

@@ -139,8 +139,10 @@ def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluste
     check_dashboards(influx, summary, [web.url for web in webs])
 
 
-# The run's thresholds as the controller writes them at a run's end (a failed latency limit, one
-# with nothing to judge) and a threshold event, built by hand while no plan here has thresholds.
+# Thresholds as the controller writes them at a run's end (a failed latency limit, one with
+# nothing to judge) and a threshold event, built by hand: the run's plan has none of its own (a
+# failing one would change its exit code from the stop condition's 3), so the controller writes only
+# the implicit "some response was ok" (passed) beside them.
 THRESHOLDS = (
     ThresholdResult("p99 latency < 1 ms", "p99 latency < 1 ms", "cluster", "run", 1.0, "ms", 2.5, Outcome.FAILED),
     ThresholdResult("ok", "ok > 0", "request nothing", "step", 0.0, "", None, Outcome.INCONCLUSIVE),
@@ -222,6 +224,8 @@ def first_row(s) -> dict:
 def check_thresholds(title, series, run):
     """A row per threshold, tagged by name, scope and over; the value of nothing is null."""
     rows = {(s["tags"]["name"], s["tags"]["scope"], s["tags"]["over"]): first_row(s) for s in series}
+    implicit = rows.pop(("some response was ok", "cluster", "run"))
+    assert (implicit["text"], implicit["outcome"]) == ("ok > 0", "passed")
     assert sorted(rows) == sorted((t.name, t.scope, t.over) for t in THRESHOLDS)
     for t in THRESHOLDS:
         row = rows[(t.name, t.scope, t.over)]

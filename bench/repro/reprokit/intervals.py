@@ -74,8 +74,8 @@ class IntervalRow:
     ok: int
     failed: int
     rps: float
-    mean_ms: float
-    p99_ms: float
+    mean_ms: float | None  # None: no response carried a latency (an empty cell)
+    p99_ms: float | None
     active_conns: int
     users: int | None  # None: the run's intervals.csv had no `users` column
     validity: str
@@ -181,12 +181,17 @@ def _row(record: dict) -> IntervalRow:
         ok=int(record["ok"]),
         failed=int(record["failed"]),
         rps=float(record["rps"]),
-        mean_ms=float(record["mean_ms"]),
-        p99_ms=float(record["p99_ms"]),
+        mean_ms=_latency(record["mean_ms"]),
+        p99_ms=_latency(record["p99_ms"]),
         active_conns=int(record["active_conns"]),
         users=None if users in (None, "") else int(users),
         validity=record.get("validity", ""),
     )
+
+
+def _latency(cell: str) -> float | None:
+    """A latency cell: empty when no response was timed (the latency of nothing is no 0)."""
+    return float(cell) if cell else None
 
 
 def read_interval_rows(evidence_dir: Path) -> list[IntervalRow] | None:
@@ -208,7 +213,7 @@ def interval_figures(row: IntervalRow) -> dict[str, float]:
         "error_pct": 100.0 * row.failed / row.requests if row.requests else 0.0,
         "concurrent_conns": float(row.active_conns),
     }
-    if row.requests:  # an interval that ended no request has no latency (its 0 is no figure)
+    if row.mean_ms is not None and row.p99_ms is not None and row.requests:  # no response: no latency
         figures.update(mean_ms=row.mean_ms, p99_ms=row.p99_ms)
     if row.users is not None:
         figures["concurrent_users"] = float(row.users)

@@ -86,6 +86,8 @@ def hostile(field: str, value) -> agent_pb2.AgentInterval:
         ("bytes_in", U64_MAX, "bytes"),
         ("bytes_out", 2**50 + 1, "bytes"),
         ("max_send_lag_us", U64_MAX, "send lag"),
+        ("send_lag_sum_us", U64_MAX, "sums a send lag"),
+        ("send_lag_sum_us", 2**62 + 1, "sums a send lag"),
         ("waiting_count", U64_MAX, "waiting phase"),
         ("connect_sum_us", U64_MAX, None),  # a sum without a count is no phase: ignored
         ("errors", (999, 7), "kind 999, which is no ErrorKind"),  # B5: proto3 enums are open
@@ -116,6 +118,7 @@ def test_counts_at_their_bounds_are_taken():
         bytes_in=2**50,
         users=2**40,
         max_send_lag_us=2**40,
+        send_lag_sum_us=2**62,
     )
     report = report_from_proto("a", 7, message(big), LIMITS)
     assert report.total.requests == 2**40 and report.total.errors == {stats_pb2.ERROR_KIND_TIMEOUT: 1}

@@ -31,7 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Distributed HTTP load testing: controller and CLI.",
         epilog="Exit codes: 0 done, 1 run failed, its run directory incomplete (a full disk) or controller "
         "unreachable, 2 bad input, "
-        "3 a stop condition of the plan ended the run early (results are written).",
+        "3 a stop condition of the plan ended the run early and every threshold passed, "
+        "4 a threshold failed or no response was ok (compare --gate: a regression), "
+        "5 compare --gate could not tell (inconclusive); results are written either way. "
+        "Several apply: the first of 2, 1, 4, 3, 0.",
     )
     parser.add_argument("--version", action="version", version=f"loadfleet {__version__}")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 class Outcome(enum.StrEnum):
     PASSED = "passed"
     FAILED = "failed"
-    # Not judged: its scope measured nothing while its `on_no_data` is pass, or more than a tenth
-    # of its intervals were left out as invalid (generator-bound).
+    # Not judged: more than a tenth of its intervals were left out as invalid (generator-bound).
+    # (A scope that measured nothing fails, or passes with reason "no data" when its
+    # `on_no_data` is pass.)
     INCONCLUSIVE = "inconclusive"
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from loadfleet.controller.analysis.bottleneck import find_bottleneck
 from loadfleet.controller.analysis.drift import Drift
 from loadfleet.controller.analysis.genbound import GeneratorHealth
 from loadfleet.controller.analysis.hosts import HostRecorder
@@ -84,6 +86,7 @@ class RunPipeline:
             heartbeat_ms,
             max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0,
             multi_core_driver=multi_core,
+            emit=self.event,
         )
         self.hosts = HostRecorder(period_ms=heartbeat_ms)
         self.controller_health = ControllerRecorder(emit=self.event)
@@ -265,7 +268,8 @@ class RunPipeline:
     ) -> StepResult:
         """A step's figures, once every interval of it is published: the cluster's over its
         measured window, the generators' verdict and the monitored hosts."""
-        result = replace(self.meter.result(spec, window, state), hosts=self.hosts.step_loads(window.name))
+        loads = self.hosts.step_loads(window.name)
+        result = replace(self.meter.result(spec, window, state), hosts=loads, bottleneck=find_bottleneck(loads))
         found = self.generators.verdict(window.name, agents, demand_ratio)
         if found.validity is not Validity.VALID or found.reasons:
             result = replace(
@@ -290,6 +294,8 @@ class RunPipeline:
         run's intervals takes seconds the event loop owes other runs), the journal closed, and
         the summary to every follower; returns it as published (with the files a full disk
         left incomplete, if any)."""
+        if self._output is not None:  # before the stream's end closes the sinks
+            self._output.on_thresholds(summary.thresholds, at_ms=int(time.time() * 1000))
         if self._journal is not None:
             self._stream.run_end()
             await self.disk.drained()  # the run directory's files whole before the report reads them

@@ -63,7 +63,8 @@ def compare_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "warmup_s": run.warmup_s,
         }
         for key, _, _ in METRICS:  # the counts and rates of the figures, the rest of their latency
-            row[key] = getattr(figures if hasattr(figures, key) else figures.latency, key)
+            source = figures if hasattr(figures, key) else figures.latency  # None: no response, no latency
+            row[key] = getattr(source, key) if source is not None else None
         row.update(_phase_metrics(figures.phases))
         step = run.measured_step
         if step is not None:
@@ -123,7 +124,7 @@ def _grid(runs: Sequence[RunData]) -> tuple[list[str], list[list[str]]]:
         base = rows[0][key]
         cells = []
         for r in rows:
-            if r[key] is None:  # no phase measured in this run
+            if r[key] is None:  # no phase measured in this run, or no response to time
                 cells.append("-")
                 continue
             delta = change(base, r[key]) if base is not None and r is not rows[0] else ""
