@@ -32,7 +32,7 @@ def sent(monkeypatch):
     """The plans `run` would send a controller, in place of sending them."""
     plans: list[str] = []
 
-    async def record(address, plan_yaml, as_json, credentials=None):
+    async def record(address, plan_yaml, as_json, credentials=None, outputs=None):
         plans.append(plan_yaml)
         return EXIT_OK
 

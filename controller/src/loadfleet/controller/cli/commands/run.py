@@ -19,11 +19,14 @@ from ..follow import follow
 from ..local import local_cluster
 from ..options import (
     CONTROLLER_ENV,
+    CiOutputs,
     Subcommands,
+    add_ci_output_options,
     add_client_security,
     add_controller_option,
     add_influx_options,
     add_target_option,
+    ci_outputs,
     client_credentials,
     influx_config,
     spool_limit_mb,
@@ -57,6 +60,7 @@ def add_parser(commands: Subcommands, name: str) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
     add_threshold_option(p)
     add_target_option(p)
+    add_ci_output_options(p)
     add_client_security(p)
     add_influx_options(p)
 
@@ -76,6 +80,7 @@ def add_threshold_option(p: argparse.ArgumentParser) -> None:
 async def handle(args: argparse.Namespace) -> int:
     # Problems are reported before anything starts; --threshold is part of the plan sent.
     plan = load_plan(args.plan, target_urls(args), args.threshold)
+    outputs = ci_outputs(args)  # an unwritable --junit/--markdown is found before the run
     if args.monitor and args.local is None:
         raise UsageError(
             "--monitor goes with --local; on other hosts start `loadfleet-agent --monitor` next to the servers"
@@ -91,14 +96,18 @@ async def handle(args: argparse.Namespace) -> int:
         async with local_cluster(
             args.local, controller, monitor=tuple(args.monitor), targets=tuple(t.url for t in plan.targets)
         ) as address:
-            return await _run_on(address, plan.to_yaml(), args.json)
-    return await _run_on(args.controller, plan.to_yaml(), args.json, client_credentials(args))
+            return await _run_on(address, plan.to_yaml(), args.json, outputs=outputs)
+    return await _run_on(args.controller, plan.to_yaml(), args.json, client_credentials(args), outputs)
 
 
 async def _run_on(
-    address: str, plan_yaml: str, as_json: bool, credentials: ClientCredentials = ClientCredentials()
+    address: str,
+    plan_yaml: str,
+    as_json: bool,
+    credentials: ClientCredentials = ClientCredentials(),
+    outputs: CiOutputs = CiOutputs(),
 ) -> int:
     async with RunClient(address, credentials=credentials) as client:
         started = await client.start_run(plan_yaml)
         print(f"run {started.run_id} started on {address}", file=sys.stderr if as_json else sys.stdout, flush=True)
-        return await follow(client, started.run_id, as_json)
+        return await follow(client, started.run_id, as_json, outputs)
