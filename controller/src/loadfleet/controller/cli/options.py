@@ -96,6 +96,18 @@ def target_urls(args: argparse.Namespace) -> dict[str, str]:
     return urls
 
 
+def add_threshold_option(p: argparse.ArgumentParser) -> None:
+    """--threshold, for `run` and `validate` (a pipeline checks its thresholds before a run)."""
+    p.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="another threshold, added to the plan's: e.g. 'p99_ms<250', 'request=account:error_pct<1@step' "
+        "(repeatable; grammar below)",
+    )
+
+
 # ------------------------------------------------------------------ InfluxDB
 
 

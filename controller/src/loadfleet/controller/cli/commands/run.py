@@ -26,6 +26,7 @@ from ..options import (
     add_controller_option,
     add_influx_options,
     add_target_option,
+    add_threshold_option,
     ci_outputs,
     client_credentials,
     influx_config,
@@ -63,18 +64,6 @@ def add_parser(commands: Subcommands, name: str) -> None:
     add_ci_output_options(p)
     add_client_security(p)
     add_influx_options(p)
-
-
-def add_threshold_option(p: argparse.ArgumentParser) -> None:
-    """--threshold, for `run` and `validate` (a pipeline checks its thresholds before a run)."""
-    p.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="SPEC",
-        help="another threshold, added to the plan's: e.g. 'p99_ms<250', 'request=account:error_pct<1@step' "
-        "(repeatable; grammar below)",
-    )
 
 
 async def handle(args: argparse.Namespace) -> int:

@@ -9,8 +9,7 @@ from loadfleet.controller.model.errors import EXIT_OK
 from loadfleet.controller.plan.parse import load_plan
 from loadfleet.controller.plan.shorthand import SHORTHAND_GRAMMAR
 
-from ..options import Subcommands, add_target_option, target_urls
-from .run import add_threshold_option
+from ..options import Subcommands, add_target_option, add_threshold_option, target_urls
 
 
 def add_parser(commands: Subcommands, name: str) -> None:
