@@ -45,7 +45,10 @@ REPO = Path(__file__).resolve().parents[2]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 HOST = "127.0.0.71"
 SERVER_CORE, RUN_CORE = 1, 0
-GATES = ("p99_ms:+10%", "mean_ms:+10%", "ok_rps:-10%")
+# Chosen before the experiment's runs: p90 and not p99, because a 30 s run's slowest percent is a
+# few hundred responses whose p99 moves by ±15-50 % between resamples of the same run (docs/ci.md);
+# a smoke pair on a busy machine gave p99 CIs 40 points wide. A p99 gate is the longer run's.
+GATES = ("p90_ms:+10%", "mean_ms:+10%", "ok_rps:-10%")
 PROBE_REQUESTS = 300
 RUN_TIMEOUT_EXTRA_S = 120  # a run's start-up, warm-up and summary beyond its duration
 
