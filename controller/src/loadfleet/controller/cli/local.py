@@ -36,6 +36,21 @@ def agent_program() -> str:
     return path
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity (`taskset`, a container's cpuset), which
+    its agents inherit; the machine's count where the system cannot say (not Linux)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def engines_per_agent(n_agents: int, cpus: int) -> int:
+    """The engines each of `n_agents` local agents runs: the `cpus` shared among them, at
+    least 1 each. More engines than CPUs would wait for each other's turn on a core, and
+    every interval would be judged generator-bound (engine wait)."""
+    return max(1, cpus // max(1, n_agents))
+
+
 @contextlib.asynccontextmanager
 async def local_cluster(
     n_agents: int, controller: Controller, *, monitor: tuple[str, ...] = (), targets: tuple[str, ...] = ()
@@ -47,7 +62,7 @@ async def local_cluster(
     program = agent_program()
     server = ControllerServer(controller, "127.0.0.1:0")
     await server.start()
-    cores = max(1, (os.cpu_count() or 1) // n_agents)
+    cores = engines_per_agent(n_agents, usable_cpus())
     # Local agents come and go with the command: their spools live only as long.
     spool_root = Path(tempfile.mkdtemp(prefix="loadfleet-local-spool-"))
     agents: list[subprocess.Popen[bytes]] = []
