@@ -15,6 +15,7 @@ import pytest
 from loadfleet.agent.cli import build_parser, monitor_config
 from loadfleet.agent.errors import UsageError
 from loadfleet.agent.servercounters import (
+    HAPROXY_GAUGES,
     ClientIO,
     CounterError,
     CounterReader,
@@ -37,7 +38,42 @@ def test_haproxy_counters_name_proxy_server_and_field():
         "haproxy.group.BACKEND.req_tot": 3,
     }
     assert counters["haproxy.group.web1.bout"] == 8598 and counters["haproxy.lb.FRONTEND.hrsp_2xx"] == 3
-    assert not any(k.endswith((".scur", ".rate", ".status")) for k in counters)  # gauges and states make no rate
+    assert not any(k.endswith((".rate", ".status", ".smax")) for k in counters)  # rates and states make no rate
+
+
+def test_haproxy_gauges_go_along_where_a_row_has_them():
+    """Sessions, queues and session limits (the controller takes their means: hosts.GAUGE_FIELDS)."""
+    counters = haproxy_counters(SHOW_STAT)
+    gauges = {k: v for k, v in counters.items() if k.rsplit(".", 1)[-1] in HAPROXY_GAUGES}
+    assert gauges == {
+        "haproxy.lb.FRONTEND.scur": 0,
+        "haproxy.lb.FRONTEND.slim": 8192,  # the frontend's maxconn
+        "haproxy.group.web1.qcur": 0,
+        "haproxy.group.web1.scur": 0,  # no slim: web1 has no maxconn
+        "haproxy.group.web2.qcur": 0,
+        "haproxy.group.web2.scur": 0,
+        "haproxy.group.BACKEND.qcur": 0,
+        "haproxy.group.BACKEND.scur": 0,
+        # No BACKEND slim: its 820 is `fullconn` (a tenth of 8192), no limit sessions stop at.
+    }
+
+
+def test_a_loaded_haproxys_gauges_are_read_as_they_stand():
+    """The sample's rows with a server at its maxconn and requests queued in the backend."""
+    rows = SHOW_STAT.splitlines()
+    header = rows[0].removeprefix("# ").split(",")
+    loaded = [rows[0]]
+    for line in rows[1:]:
+        row = dict(zip(header, line.split(","), strict=False))
+        if row.get("svname") == "web1":
+            row.update(qcur="3", scur="32", slim="32")
+        if row.get("svname") == "BACKEND":
+            row.update(qcur="7", scur="64")
+        loaded.append(",".join(row.get(name, "") for name in header))
+    counters = haproxy_counters("\n".join(loaded) + "\n")
+    assert (counters["haproxy.group.web1.scur"], counters["haproxy.group.web1.slim"]) == (32, 32)
+    assert counters["haproxy.group.web1.qcur"] == 3 and counters["haproxy.group.BACKEND.qcur"] == 7
+    assert counters["haproxy.group.BACKEND.scur"] == 64 and "haproxy.group.BACKEND.slim" not in counters
 
 
 def test_haproxy_servers_without_req_tot_fall_back_to_lbtot():

@@ -211,6 +211,28 @@ def test_a_hosts_lists_are_cut_to_their_bounds_and_its_names_made_printable():
 
 
 @pytest.mark.parametrize(
+    "cap_pct, kept",
+    [
+        (50.0, 50.0),
+        (100.0 * 4096, 100.0 * 4096),  # 4,096 cores' worth: the bound itself
+        (100.0 * 4096 + 1, 0.0),  # past it: unknown, so the host's cores stand for it
+        (1e300, 0.0),
+        (-100.0, 0.0),
+        (math.nan, 0.0),
+        (math.inf, 0.0),
+        (0.0, 0.0),
+    ],
+)
+def test_a_process_cap_past_its_bound_is_unknown(cap_pct, kept):
+    nginx_pb = agent_pb2.ProcessStats(name="nginx", cpu_pct=99, cap_pct=cap_pct)
+    sample = host_from_proto(beat(agent_pb2.HostStats(cores=2, processes=[nginx_pb])), None)
+    assert sample is not None
+    [nginx] = sample.processes
+    assert (nginx.cpu_pct, nginx.cap_pct) == (99.0, kept)
+    assert bounds.MAX_PROCESS_CAP_PCT == 100 * 4096
+
+
+@pytest.mark.parametrize(
     "sent_at_ms, offset_ms, kept", [(1_700_000_000_000, 0, True), (2**62, 0, False), (-5, 0, False)]
 )
 def test_a_host_sample_stamped_where_no_clock_is_is_dropped(sent_at_ms, offset_ms, kept):

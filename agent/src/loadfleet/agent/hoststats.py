@@ -3,20 +3,28 @@
 Figures are over the time since the previous sample (psutil's semantics for CPU, our own
 deltas for network counters), so the first sample after start-up covers start-up itself.
 The servers' own counters (servercounters.py) go along as they are, cumulative.
+
+Each process group goes with its CPU cap (`CpuCaps`): what its processes may use, in percent
+of one core, the lower of their CPUs (affinity) and their cgroup's CPU quota. A server pinned
+to one core of a 64-core host is saturated at 100 %, which the host's CPU never shows; the
+controller names it the bottleneck (analysis/bottleneck.py).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import psutil
 
 from .servercounters import CounterReader, CounterSource
 
 LOOPBACK = "lo"
+PROC_ROOT = Path("/proc")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 # Linux keeps the count of ESTABLISHED TCP connections here (CurrEstab): reading it is
 # cheap, unlike listing every socket, which matters on a server holding 10k connections.
 TCP_SNMP = Path("/proc/net/snmp")
@@ -46,6 +54,7 @@ class ProcessFigures:
     count: int
     cpu_pct: float  # percent of one core, summed
     rss_mb: float
+    cap_pct: float = 0.0  # what they may use, percent of one core (CpuCaps); 0: unknown
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,87 @@ class HostFigures:
     counters: dict[str, float] = field(default_factory=dict)  # cumulative, by name
 
 
+@dataclass(frozen=True)
+class CpuCaps:
+    """The CPU processes may use, read from `proc_root` (/proc) and `cgroup_root`
+    (/sys/fs/cgroup; tests pass fake trees).
+
+    A group's cap is the lower of its CPUs x 100 (the union of its processes' affinity, at
+    most the host's cores) and its cgroups' quotas summed (each distinct cgroup of its
+    processes; a cgroup's quota is the lowest on its path to the root, since a parent's quota
+    binds its children). A cgroup without a quota, or none found, leaves the CPUs as the cap.
+    Processes whose files cannot be read (gone, another PID namespace) are left out; with
+    none left the cap is 0 (unknown). Where distinct cgroups share a quota'd parent the sum
+    is too high: a cap too high misses a bottleneck, one too low would invent it."""
+
+    proc_root: Path = PROC_ROOT
+    cgroup_root: Path = CGROUP_ROOT
+
+    def cap_pct(self, pids: Iterable[int], cores: int) -> float:
+        """Percent of one core the processes `pids` may use together; 0.0: unknown."""
+        cpus: set[int] = set()
+        cgroups: set[str] = set()
+        for pid in pids:
+            try:
+                status = (self.proc_root / str(pid) / "status").read_text()
+                cgroup = (self.proc_root / str(pid) / "cgroup").read_text()
+            except OSError:
+                continue
+            allowed = allowed_cpus(status)
+            if allowed:
+                cpus |= allowed
+                cgroups.add(cgroup)
+        if not cpus:
+            return 0.0
+        cap = 100.0 * min(len(cpus), max(1, cores))
+        quotas = [self.quota_pct(c) for c in cgroups]
+        if all(q is not None for q in quotas):
+            cap = min(cap, sum(q for q in quotas if q is not None))
+        return cap
+
+    def quota_pct(self, proc_cgroup: str) -> float | None:
+        """The CPU quota, percent of one core, binding a process whose /proc/<pid>/cgroup
+        reads `proc_cgroup`: the lowest on the cgroup's path, in cgroup v2 or v1's cpu
+        hierarchy (a host uses one of them for the cpu controller); None: no quota."""
+        found = [q for level in self._levels(proc_cgroup) if (q := self._level_quota(level)) is not None]
+        return min(found, default=None)
+
+    def _levels(self, proc_cgroup: str) -> Iterator[Path]:
+        """Each directory from the process's cgroup up to its hierarchy's root, in each place
+        the hierarchy may be mounted: v2 at the root (or at unified/ beside v1), v1's cpu
+        controller at cpu/ or at its co-mounted name (cpu,cpuacct/)."""
+        for line in proc_cgroup.splitlines():
+            _hierarchy, sep, rest = line.partition(":")
+            controllers, sep2, path = rest.partition(":")
+            if not (sep and sep2):
+                continue
+            if controllers == "":
+                v2 = (self.cgroup_root, self.cgroup_root / "unified")
+                mounts = [m for m in v2 if (m / "cgroup.controllers").exists()]
+            elif "cpu" in controllers.split(","):
+                mounts = [self.cgroup_root / controllers, self.cgroup_root / "cpu"]
+            else:
+                continue
+            mount = next((m for m in mounts if (m / path.lstrip("/")).is_dir()), None)
+            if mount is None:
+                continue
+            rel = PurePosixPath(path.lstrip("/"))
+            for ancestor in (rel, *rel.parents):
+                yield mount / ancestor
+
+    @staticmethod
+    def _level_quota(directory: Path) -> float | None:
+        try:
+            if (directory / "cpu.max").exists():
+                return quota_pct_v2((directory / "cpu.max").read_text())
+            if (directory / "cpu.cfs_quota_us").exists():
+                quota = (directory / "cpu.cfs_quota_us").read_text()
+                return quota_pct_v1(quota, (directory / "cpu.cfs_period_us").read_text())
+        except OSError:
+            return None
+        return None
+
+
 @dataclass
 class HostSampler:
     """Samples the host; `interfaces` empty means every interface but loopback (on a lab
@@ -68,6 +158,7 @@ class HostSampler:
     groups: tuple[ProcessGroup, ...] = ()
     interfaces: tuple[str, ...] = ()
     counters: CounterReader = field(default_factory=CounterReader)
+    caps: CpuCaps = field(default_factory=CpuCaps)
     _procs: dict[ProcessGroup, dict[int, psutil.Process]] = field(default_factory=dict)
     _net: tuple[float, int, int] = field(init=False)  # set by __post_init__
 
@@ -107,6 +198,7 @@ class HostSampler:
             del known[gone]
         cpu = rss = 0.0
         count = 0
+        counted = []
         for pid in pids:
             try:
                 proc = known.get(pid)
@@ -117,9 +209,53 @@ class HostSampler:
                     cpu += proc.cpu_percent(None)
                 rss += proc.memory_info().rss
                 count += 1
+                counted.append(pid)
             except psutil.Error:
                 known.pop(pid, None)
-        return ProcessFigures(name=group.name, count=count, cpu_pct=cpu, rss_mb=rss / 2**20)
+        cap = self.caps.cap_pct(counted, psutil.cpu_count() or 1)
+        return ProcessFigures(name=group.name, count=count, cpu_pct=cpu, rss_mb=rss / 2**20, cap_pct=cap)
+
+
+def allowed_cpus(proc_status: str) -> set[int]:
+    """The CPUs of /proc/<pid>/status's Cpus_allowed_list ("0-3,8"); empty when it has none."""
+    for line in proc_status.splitlines():
+        key, _, value = line.partition(":")
+        if key == "Cpus_allowed_list":
+            return cpu_list(value.strip())
+    return set()
+
+
+def cpu_list(text: str) -> set[int]:
+    """A kernel CPU list ("0-3,8,10-11") as its CPUs; empty for anything else."""
+    cpus: set[int] = set()
+    try:
+        for part in filter(None, text.split(",")):
+            first, _, last = part.partition("-")
+            cpus.update(range(int(first), int(last or first) + 1))
+    except ValueError:
+        return set()
+    return cpus
+
+
+def quota_pct_v2(cpu_max: str) -> float | None:
+    """cgroup v2 `cpu.max` ("QUOTA PERIOD", microseconds; "max PERIOD": none) as percent of one core."""
+    quota, _, period = cpu_max.strip().partition(" ")
+    return _quota_pct(quota, period)
+
+
+def quota_pct_v1(cfs_quota_us: str, cfs_period_us: str) -> float | None:
+    """cgroup v1 `cpu.cfs_quota_us` (-1: none) over `cpu.cfs_period_us`, as percent of one core."""
+    return _quota_pct(cfs_quota_us.strip(), cfs_period_us.strip())
+
+
+def _quota_pct(quota: str, period: str) -> float | None:
+    try:
+        quota_us, period_us = int(quota), int(period)
+    except ValueError:
+        return None  # "max", or unreadable: no quota known
+    if quota_us <= 0 or period_us <= 0:
+        return None  # v1's -1: no quota
+    return 100.0 * quota_us / period_us
 
 
 def tcp_established() -> int:

@@ -3,11 +3,14 @@
 Three servers keep counters of their own that say more than the host's CPU does: HAProxy
 (`show stat` on its stats socket), Varnish (`varnishstat -j`) and nfs-ganesha (per-client I/O
 over D-Bus, through `busctl`). Each reader returns {name: cumulative value}; the controller
-turns two readings into a rate, so nothing here keeps state but ganesha's client list.
+turns two readings into a rate, so nothing here keeps state but ganesha's client list. The
+exceptions are HAProxy's gauges (HAPROXY_GAUGES: its queues, sessions and session limits),
+levels as read now, of which the controller takes means.
 
 Counter names (docs/results.md#monitored-hosts):
 
     haproxy.<proxy>.<server>.<field>     haproxy.group.web1.req_tot, haproxy.lb.FRONTEND.bout
+    haproxy.<proxy>.<server>.<gauge>     haproxy.group.BACKEND.qcur, haproxy.group.web1.scur, .slim
     varnish.<counter>                    varnish.client_req, varnish.cache_hit
     varnish.backend.<backend>.<field>    varnish.backend.b_web1.req (the VCL's backend name)
     ganesha.client.<address>.<field>     ganesha.client.127.0.0.1.read_bytes
@@ -57,6 +60,10 @@ HAPROXY_FIELDS = (
     "cli_abrt",
     "srv_abrt",
 )
+# HAProxy `show stat` columns that are levels, sent beside the counters under the same kind of
+# name (the controller's analysis/hosts.py GAUGE_FIELDS takes their means, not rates): requests
+# queued now, sessions now, the session limit. They say whether a balancer is the bottleneck.
+HAPROXY_GAUGES = ("qcur", "scur", "slim")
 # Varnish MAIN counters worth a rate: requests, cache outcomes, backend traffic and trouble.
 VARNISH_MAIN = (
     "client_req",
@@ -120,16 +127,22 @@ def haproxy_show_stat(stats_socket: Path, timeout_s: float = DEFAULT_TIMEOUT_S) 
 
 
 def haproxy_counters(stats_csv: str) -> dict[str, float]:
-    """`haproxy.<proxy>.<server>.<field>` for every row (FRONTEND and BACKEND rows too)."""
+    """`haproxy.<proxy>.<server>.<field>` for every row (FRONTEND and BACKEND rows too): the
+    counters of HAPROXY_FIELDS and the gauges of HAPROXY_GAUGES a row has a value for (a
+    frontend has no queue, a server without maxconn no session limit)."""
     counters = {}
     for row in csv.DictReader(io.StringIO(stats_csv.removeprefix("# "))):
         proxy, server = row.get("pxname"), row.get("svname")
         if not proxy or not server:
             continue
-        for name in HAPROXY_FIELDS:
+        for name in (*HAPROXY_FIELDS, *HAPROXY_GAUGES):
             value = row.get(name)
             if name == "req_tot" and not value and server not in ("FRONTEND", "BACKEND"):
                 value = row.get("lbtot")  # versions without per-server req_tot: times chosen
+            if name == "slim" and server == "BACKEND":
+                # A backend's slim is its `fullconn` (by default a tenth of its frontends'
+                # maxconn), which only scales servers' minconn: no limit sessions stop at.
+                continue
             if value:
                 counters[f"haproxy.{proxy}.{server}.{name}"] = _number(value, "haproxy")
     if not counters:

@@ -296,7 +296,8 @@ def host_to_proto(h: HostFigures) -> agent_pb2.HostStats:
         net_tx_bytes_per_s=h.net_tx_bytes_per_s,
         tcp_established=h.tcp_established,
         processes=[
-            agent_pb2.ProcessStats(name=p.name, count=p.count, cpu_pct=p.cpu_pct, rss_mb=p.rss_mb) for p in h.processes
+            agent_pb2.ProcessStats(name=p.name, count=p.count, cpu_pct=p.cpu_pct, rss_mb=p.rss_mb, cap_pct=p.cap_pct)
+            for p in h.processes
         ],
         counters=[agent_pb2.ServerCounter(name=name, value=value) for name, value in h.counters.items()],
     )

@@ -12,7 +12,8 @@ downstream sees one past these bounds:
 - a text is cleaned (loadfleet.wire.text.printable) and cut: it is an account of something
   that happened, worth keeping once it cannot command a terminal;
 - a heartbeat is never refused (it keeps the agent's lease): a figure that is no number
-  (NaN, infinity) is left unset, and a monitored host's lists are cut to their bounds.
+  (NaN, infinity) is left unset, so is a process's CPU cap past its bound, and a monitored
+  host's lists are cut to their bounds.
 
 The checks here say what is wrong (None: nothing); convert.py raises or cuts.
 """
@@ -57,6 +58,8 @@ MAX_STDERR_TAIL = 2000  # an engine's last words: its last lines, not a log
 # ---- Heartbeats of a monitor-only agent (one a second): its host's lists.
 MAX_HOST_PROCESSES = MAX_MONITOR_ENTRIES  # one per process name its Hello asked to watch
 MAX_HOST_COUNTERS = 4096  # 13 HAProxy counters of 300 servers, or Varnish's and ganesha's
+# A process group's CPU cap, percent of one core: 4,096 cores' worth, more than any host has.
+MAX_PROCESS_CAP_PCT = 100.0 * 4096
 # An agent's clock may be off by years (the controller converts its times), not by more; and
 # no time it stamps is past 2109 (2^42 ms after 1970).
 MAX_CLOCK_OFFSET_MS = 100 * 365 * 86_400_000
@@ -178,3 +181,10 @@ def finite(x: float) -> float:
     """A figure, or 0.0 (unset) when it is no number: NaN and infinities mean nothing, and
     InfluxDB refuses them."""
     return x if math.isfinite(x) else 0.0
+
+
+def process_cap(cap_pct: float) -> float:
+    """A process group's CPU cap, or 0.0 (unknown, the host's cores stand for it) when it is
+    no number, not positive or past MAX_PROCESS_CAP_PCT: a cap is the bottleneck rule's
+    yardstick (analysis/bottleneck.py), and a wrong one is worse than none."""
+    return cap_pct if 0 < cap_pct <= MAX_PROCESS_CAP_PCT else 0.0

@@ -68,8 +68,8 @@ def clock_from_proto(beat: agent_pb2.Heartbeat) -> ClockOffset | None:
 def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> HostSample | None:
     """The host's figures, stamped in the controller's clock. Its lists are cut to their
     bounds before they are read (the first processes and counters are kept), a counter that
-    is no number is left out, any other figure that is no number is 0. None: no sample, or
-    one stamped outside any clock's range."""
+    is no number is left out, any other figure that is no number is 0, and so is a process
+    cap past its bound (unknown). None: no sample, or one stamped outside any clock's range."""
     if not beat.HasField("host"):
         return None
     h = beat.host
@@ -86,7 +86,9 @@ def host_from_proto(beat: agent_pb2.Heartbeat, clock: ClockOffset | None) -> Hos
         net_tx_bytes_per_s=finite(h.net_tx_bytes_per_s),
         tcp_established=h.tcp_established,
         processes=tuple(
-            ProcessSample(printable(p.name, name), p.count, finite(p.cpu_pct), finite(p.rss_mb))
+            ProcessSample(
+                printable(p.name, name), p.count, finite(p.cpu_pct), finite(p.rss_mb), bounds.process_cap(p.cap_pct)
+            )
             for p in h.processes[: bounds.MAX_HOST_PROCESSES]
         ),
         counters={
