@@ -246,3 +246,76 @@ def test_the_progress_line_marks_failing_thresholds_within_60_characters():
     mark = threshold_mark(many)
     assert 50 < len(mark.strip()) <= MAX_THRESHOLD_MARK_CHARS == 60
     assert mark == "  !thr p99 latency of request number 0 < 250 ms… (5 failing)"
+
+
+def _bound(name: str, agents: int, reasons: str, *, one_host: bool = True) -> dict:
+    """A generator-bound step whose advice is genbound's own words."""
+    from loadfleet.controller.analysis.genbound import StepValidity
+    from loadfleet.controller.model.verdict import Reason, Signal, Validity
+
+    reason = Reason(Signal.ENGINE_WAIT, Validity.INVALID, "local-1", reasons)
+    found = StepValidity(Validity.INVALID, 4, 4, 0, (reason,), add_agents=agents)
+    advice = found.describe(name, one_host=one_host)
+    return {**step(name, "finished"), "generator_bound": True, "validity": "invalid", "generator_advice": advice}
+
+
+def test_advice_shared_by_steps_is_said_once_with_each_steps_finding():
+    suspect = {**step("s4", "finished"), "validity": "suspect", "generator_advice": "step s4 is suspect: 1 of 4"}
+    steps = [
+        _bound("s1", 1, "engine waited 26 % of a core"),
+        _bound("s2", 1, "engine waited 31 % of a core"),
+        _bound("s3", 2, "engine waited 35 % of a core", one_host=False),
+        suspect,
+        _bound("s5", 1, "engine waited 28 % of a core"),
+    ]
+    lines = steps_table({"steps": steps}).splitlines()
+    advice = [line for line in lines if line.startswith("generator-bound:")]
+    assert advice == [
+        "generator-bound: steps s1, s2, s5: their throughput is what the generators could send, not what the "
+        "targets can take. On one host, more agents would compete for the same CPUs: give the generators CPUs "
+        "the targets do not use (pin them apart: taskset, a lab spec's `cpus`), or give the targets less CPU "
+        "(a lab spec's `cpu_pct`) so that they saturate first. Add about 1 more agent(s) on other hosts for more "
+        "load than this host can send",
+        "generator-bound: step s3: its throughput is what the generators could send, not what the targets "
+        "can take. Add about 2 more agent(s) and run it again",
+    ]
+    # Each step's own finding once, under its advice; the suspect step's as it is, after them.
+    first = lines.index(advice[0])
+    assert lines[first + 1 : first + 4] == [
+        f"  step {n} is invalid: 4 invalid and 0 suspect of 4 interval(s) (local-1: engine waited {p} % of a core)"
+        for n, p in (("s1", 26), ("s2", 31), ("s5", 28))
+    ]
+    assert lines[-1] == "step s4 is suspect: 1 of 4"
+    assert sum("more agent" in line for line in lines) == 2
+
+
+def test_advice_in_other_words_is_printed_as_it_is():
+    old = {**step("s1", "finished"), "generator_bound": True, "generator_advice": "step s1: add 1 agent"}
+    assert steps_table({"steps": [old, step("s2", "finished")]}).splitlines()[-1] == "step s1: add 1 agent"
+
+
+def test_a_step_line_names_its_bottleneck():
+    nginx = {"resource": "process_cpu", "host": "local-host", "what": "nginx", "used": 99.2, "limit": 100.0}
+    lines = steps_table({"steps": [{**step("s1", "finished"), "bottleneck": nginx}, step("s2", "finished")]})
+    s1, s2 = lines.splitlines()[1:3]
+    assert s1.endswith("  saturated: nginx at 99 % of its 1 CPU on local-host")
+    assert "saturated" not in s2
+
+
+def test_the_closing_lines_are_the_knee_the_verdict_and_the_report():
+    from loadfleet.controller.model.codec import to_doc
+    from loadfleet.controller.model.thresholdresult import RunVerdict
+    from loadfleet.controller.output.console import closing_lines
+
+    doc = {
+        "analysis_notes": ["knee: knee at s4 (offered 16)", "USL over clients: σ = 0.01", "knee on 2 server(s): none"],
+        "thresholds": [to_doc(_results()[1])],
+        "verdict": to_doc(RunVerdict(passed=True)),
+    }
+    assert closing_lines(doc, "runs/r1/") == [
+        "knee: knee at s4 (offered 16)",
+        "knee on 2 server(s): none",
+        "verdict: passed — 0 of 1 threshold failed",
+        "the report: runs/r1/report.html (one file; open it in a browser, offline)",
+    ]
+    assert closing_lines({}, "") == []

@@ -71,3 +71,36 @@ def test_host_plots_of_a_sweep_over_servers_get_one_chart_per_server_count():
     single = [s for s in steps if s["servers"] == 1]
     titles = [c.title for c in saturation_charts({"steps": single})]
     assert titles.count("Monitored hosts' CPU vs offered load") == 1
+
+
+def test_the_section_names_each_steps_bottleneck_and_says_shared_advice_once():
+    from loadfleet.controller.output.report.saturation import saturation_section
+
+    limit = "its throughput is what the generators could send, not what the targets can take."
+    nginx = {"resource": "process_cpu", "host": "local-host", "what": "nginx", "used": 99.0, "limit": 100.0}
+    steps = [
+        {
+            "name": "s1",
+            "offered": 2,
+            "generator_bound": True,
+            "validity": "invalid",
+            "generator_advice": f"step s1 is invalid: 4 of 4 (engine waited 26 %); {limit} Pin them apart",
+        },
+        {
+            "name": "s2",
+            "offered": 4,
+            "generator_bound": True,
+            "validity": "invalid",
+            "generator_advice": f"step s2 is invalid: 3 of 4 (engine waited 31 %); {limit} Pin them apart",
+        },
+        {"name": "s3", "offered": 8, "bottleneck": nginx},
+        {"name": "s4", "offered": 16, "bottleneck": None},
+    ]
+    html = "\n".join(saturation_section({"steps": steps, "analysis_notes": ["knee: knee at s3"]}))
+    assert "<p>step s3: saturated: nginx at 99 % of its 1 CPU on local-host</p>" in html
+    assert "s4: saturated" not in html
+    assert html.count("Pin them apart") == 1
+    assert f"<p>generator-bound: steps s1, s2: their{limit.removeprefix('its')} Pin them apart</p>" in html
+    assert "<p>  step s2 is invalid: 3 of 4 (engine waited 31 %)</p>" in html
+    # A run of one step, without notes, bottleneck or advice, has no section.
+    assert saturation_section({"steps": [{"name": "main", "offered": 2}]}) == []

@@ -83,12 +83,16 @@ class StepValidity:
         )
         if not self.bound:
             return head
-        advice = f"Add about {self.add_agents} more agent(s)" + (
-            " on other hosts and run it again: these agents share one host with each other or with the "
-            "targets, where more of them would compete for the same CPU"
+        more = f"Add about {self.add_agents} more agent(s)"
+        advice = (
+            "On one host, more agents would compete for the same CPUs: give the generators CPUs the "
+            "targets do not use (pin them apart: taskset, a lab spec's `cpus`), or give the targets less "
+            f"CPU (a lab spec's `cpu_pct`) so that they saturate first. {more} on other hosts for more load "
+            "than this host can send"
             if one_host
-            else " and run it again"
+            else f"{more} and run it again"
         )
+        # summarydoc.GENERATOR_LIMIT: the readers say this sentence once for the steps that share their advice.
         return head + "; its throughput is what the generators could send, not what the targets can take. " + advice
 
 

@@ -16,10 +16,12 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from loadfleet.controller.model.codec import from_doc
+from loadfleet.controller.model.hostsamples import Bottleneck
 from loadfleet.controller.model.selfsample import ControllerLoad
 from loadfleet.controller.model.thresholdresult import RunVerdict, ThresholdResult
 
@@ -103,6 +105,11 @@ class StepTarget:
     p99_ms: float = 0
 
 
+# The sentence analysis/genbound.py's `describe` puts between a generator-bound step's own
+# finding and its advice (what to change), which is the same for every such step of a run.
+GENERATOR_LIMIT = "its throughput is what the generators could send, not what the targets can take."
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of the run (stepresult.StepResult); `offered` None in a summary without it."""
@@ -125,10 +132,42 @@ class Step:
     generator_bound: bool = False
     generator_advice: str = ""
     validity: str = "valid"
+    validity_reasons: str = ""
     losses: int = 0
     hosts: tuple[StepHost, ...] = ()
+    # The saturated resource the monitors saw (analysis/bottleneck.py); None: none, or no monitor.
+    bottleneck: Bottleneck | None = None
     targets: tuple[StepTarget, ...] = ()
     phases: Phases | None = None
+
+    def finding_and_advice(self) -> tuple[str, str]:
+        """`generator_advice` in two: what was found in this step, and the advice that follows
+        it for a generator-bound step ("" otherwise, and in a summary of other words)."""
+        finding, found, advice = self.generator_advice.partition("; " + GENERATOR_LIMIT)
+        return (finding, advice.strip()) if found else (self.generator_advice, "")
+
+    @staticmethod
+    def advice_lines(steps: Iterable[Step]) -> list[str]:
+        """What to know about the steps that were not valid, each piece of advice said once:
+        "generator-bound: steps s1, s3: ... <advice>" followed by each step's own finding, then
+        the findings of the steps without advice (suspect, a target's failure)."""
+        grouped: dict[str, list[Step]] = {}  # advice → its steps, in step order
+        alone = []
+        for st in steps:
+            if not (st.generator_bound or st.validity != "valid") or not st.generator_advice:
+                continue
+            advice = st.finding_and_advice()[1]
+            if advice:
+                grouped.setdefault(advice, []).append(st)
+            else:
+                alone.append(st.generator_advice)
+        lines = []
+        for advice, group in grouped.items():
+            names = ", ".join(st.name for st in group)
+            subject = f"steps {names}: their" if len(group) > 1 else f"step {names}: its"
+            lines.append(f"generator-bound: {subject}{GENERATOR_LIMIT.removeprefix('its')} {advice}")
+            lines += ["  " + st.finding_and_advice()[0] for st in group]
+        return lines + alone
 
 
 @dataclass(frozen=True)
@@ -235,7 +274,7 @@ def _value(hint: Any, value: Any) -> Any:
 
 
 # Read as the controller's own types (with their enums), not as the readers' shapes above.
-_OWN_TYPES = (ControllerLoad, ThresholdResult, RunVerdict)
+_OWN_TYPES = (ControllerLoad, ThresholdResult, RunVerdict, Bottleneck)
 
 
 @functools.cache

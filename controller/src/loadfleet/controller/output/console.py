@@ -10,6 +10,7 @@ from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.summarydoc import Entry, Step, SummaryDoc
 from loadfleet.controller.model.thresholdtext import THRESHOLD_HEADERS, threshold_cells, verdict_line
+from loadfleet.controller.output.report import REPORT_FILE
 from loadfleet.v1 import run_pb2
 
 # `req/s` counts attempts (a refused connect is one), `ok/s` successes: never one number for both.
@@ -250,12 +251,23 @@ def steps_table(doc: dict[str, Any]) -> str:
             )
     # The knee of each server count and the USL fit, each found or saying why not (analysis.py).
     lines += summary.analysis_notes
-    for st in steps:
-        if st.generator_bound or st.validity != "valid":
-            lines.append(st.generator_advice)
+    lines += Step.advice_lines(steps)  # advice shared by several steps is said once
     if summary.stop:
         lines.append(f"stopped early: {summary.stop.text}")
     return "\n".join(lines)
+
+
+def closing_lines(doc: dict[str, Any], run_dir: str) -> list[str]:
+    """The run in its last lines, from summary.json's document: the knee of each server count
+    (a sweep), the verdict (thresholds), and where the report is (`run_dir` as the controller
+    wrote it)."""
+    summary = SummaryDoc.of(doc)
+    lines = [note for note in summary.analysis_notes if note.startswith("knee")]
+    if summary.thresholds:
+        lines.append(verdict_line(summary.thresholds, summary.verdict))
+    if run_dir:
+        lines.append(f"the report: {run_dir.rstrip('/')}/{REPORT_FILE} (one file; open it in a browser, offline)")
+    return lines
 
 
 def _step_lines(st: Step, width: int) -> list[str]:
@@ -273,6 +285,7 @@ def _step_lines(st: Step, width: int) -> list[str]:
         st.peak_users,
     )
     flag = "".join(f"  {h.host} CPU {h.cpu_pct:.0f} %" for h in st.hosts)
+    flag += f"  saturated: {st.bottleneck.describe()}" if st.bottleneck else ""
     flag += "  generator-bound" if st.generator_bound else f"  {st.validity}" if st.validity != "valid" else ""
     flag += f"  {st.losses} share(s) lost" if st.losses else ""
     flag += f"  {st.state.upper()}" if st.state != "finished" else ""

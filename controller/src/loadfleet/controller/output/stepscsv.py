@@ -1,4 +1,5 @@
-"""steps.csv: one row per step, with its phases and each target's figures."""
+"""steps.csv: one row per step, with its phases, the saturated resource the monitors saw, and
+each target's figures."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ STEP_COLUMNS = (
     "invalid_intervals",
     "suspect_intervals",
     "validity_reasons",
+    "bottleneck",
 )
 
 
@@ -100,6 +102,8 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
         doc = asdict(r)
         doc["step"] = r.name
         doc["rps_per_server"] = r.rps_per_server
+        # The saturated resource in words (summary.json keeps its parts); empty when none was seen.
+        doc["bottleneck"] = r.bottleneck.describe() if r.bottleneck else ""
         row = [_cell(doc[c]) for c in STEP_COLUMNS] + phase_cells(r.phases)
         by_url = {t.url: t for t in r.targets}
         row += [

@@ -1,11 +1,13 @@
-"""The saturation charts of a sweep's report: achieved load and p99 against offered load (the
-knees marked), monitored hosts' CPU against it, and the scalability curve with its USL fit."""
+"""The saturation section of a sweep's report: achieved load and p99 against offered load (the
+knees marked), monitored hosts' CPU against it, and the scalability curve with its USL fit;
+what ran out in each step, and the advice for steps that measured the generators."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
+from loadfleet.controller.model.summarydoc import Step, SummaryDoc
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.svg import Chart, Marker, Series
 
@@ -146,19 +148,21 @@ def scalability_chart(summary: dict[str, Any]) -> Chart | None:
 
 
 def saturation_section(summary: dict[str, Any]) -> list[str]:
-    """The report's Saturation section: the charts, and the analysis' notes and advice."""
+    """The report's Saturation section: the charts; the analysis' notes; a line per step whose
+    monitors saw a saturated resource, naming it; and the advice of the steps that were not
+    valid, each piece of advice once (summarydoc.Step.advice_lines)."""
     found = saturation_charts(summary)
-    notes = summary.get("analysis_notes") or []
-    if not found and not notes:
-        return []
-    advice = [
-        s["generator_advice"]
-        for s in summary.get("steps", ())
-        if s.get("validity", "valid") != "valid" and s.get("generator_advice")
+    steps = SummaryDoc.of(summary).steps
+    texts = [
+        *(summary.get("analysis_notes") or []),
+        *(f"step {st.name}: saturated: {st.bottleneck.describe()}" for st in steps if st.bottleneck),
+        *Step.advice_lines(steps),
     ]
+    if not found and not texts:
+        return []
     return [
         "<h2>Saturation</h2>",
-        *(f"<p>{escape(n)}</p>" for n in (*notes, *advice)),
+        *(f"<p>{escape(t)}</p>" for t in texts),
         '<div class="charts">',
         *(interactive.figure(c) for c in found),
         "</div>",
