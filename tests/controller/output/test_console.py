@@ -269,15 +269,13 @@ def test_advice_shared_by_steps_is_said_once_with_each_steps_finding():
         _bound("s5", 1, "engine waited 28 % of a core"),
     ]
     lines = steps_table({"steps": steps}).splitlines()
-    advice = [line for line in lines if line.startswith("generator-bound:")]
+    advice = [line for line in lines if line.startswith("generator-bound")]
     assert advice == [
-        "generator-bound: steps s1, s2, s5: their throughput is what the generators could send, not what the "
-        "targets can take. On one host, more agents would compete for the same CPUs: give the generators CPUs "
-        "the targets do not use (pin them apart: taskset, a lab spec's `cpus`), or give the targets less CPU "
-        "(a lab spec's `cpu_pct`) so that they saturate first. Add about 1 more agent(s) on other hosts for more "
-        "load than this host can send",
-        "generator-bound: step s3: its throughput is what the generators could send, not what the targets "
-        "can take. Add about 2 more agent(s) and run it again",
+        "generator-bound steps s1, s2, s5: On one host, more agents would compete for the same CPUs: give the "
+        "generators CPUs the targets do not use (pin them apart: taskset, a lab spec's `cpus`), or give the "
+        "targets less CPU (a lab spec's `cpu_pct`) so that they saturate first. Add about 1 more agent(s) on "
+        "other hosts for more load than this host can send",
+        "generator-bound step s3: Add about 2 more agent(s) and run it again",
     ]
     # Each step's own finding once, under its advice; the suspect step's as it is, after them.
     first = lines.index(advice[0])

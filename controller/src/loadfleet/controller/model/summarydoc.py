@@ -149,7 +149,7 @@ class Step:
     @staticmethod
     def advice_lines(steps: Iterable[Step]) -> list[str]:
         """What to know about the steps that were not valid, each piece of advice said once:
-        "generator-bound: steps s1, s3: ... <advice>" followed by each step's own finding, then
+        "generator-bound steps s1, s3: <advice>" followed by each step's own finding, then
         the findings of the steps without advice (suspect, a target's failure)."""
         grouped: dict[str, list[Step]] = {}  # advice → its steps, in step order
         alone = []
@@ -163,9 +163,9 @@ class Step:
                 alone.append(st.generator_advice)
         lines = []
         for advice, group in grouped.items():
+            # That their figures are the generator's limit the analysis' notes say once; here, what to do.
             names = ", ".join(st.name for st in group)
-            subject = f"steps {names}: their" if len(group) > 1 else f"step {names}: its"
-            lines.append(f"generator-bound: {subject}{GENERATOR_LIMIT.removeprefix('its')} {advice}")
+            lines.append(f"generator-bound step{'s' * (len(group) > 1)} {names}: {advice}")
             lines += ["  " + st.finding_and_advice()[0] for st in group]
         return lines + alone
 
