@@ -140,17 +140,21 @@ $(HELM): | python-deps
 helm: $(HELM)
 
 # Only what the demo needs (DEMO_PACKAGES, the venv, the engine), not the lab's packages.
-# The two nginx of targets/specs/demo.yaml run on CPU 0 (each with a quarter of it); the run, its
-# controller and its agent on the other CPUs (taskset), so that the generator and the servers do
-# not take each other's CPU and the steps measure the servers. plans/demo.yaml: a sweep of 5 steps
-# of 6 s to the knee. Then where the report is.
+# The two nginx of targets/specs/demo.yaml run on CPU 0 (each held to 5 % of it); the run, its
+# controller and its agent on the other CPUs (taskset; the agent runs one engine per CPU it may
+# use), so that the generator and the servers do not take each other's CPU and the steps measure
+# the servers. plans/demo.yaml: a sweep of 5 steps of 6 s to the knee, with thresholds. It ends
+# with the knee, the verdict and where the report is (console.closing_lines), and exits as the
+# run does (4: a threshold failed).
+DEMO_CLOSING := import json, sys; from loadfleet.controller.output.console import closing_lines; \
+	print(*closing_lines(json.load(open(sys.argv[1] + "summary.json")), sys.argv[1]), sep="\n")
 demo: demo-deps python-deps engine report-assets
 	@trap '$(BIN)/loadfleet-lab down --state-dir build/demo-lab' EXIT; \
 	$(BIN)/loadfleet-lab up targets/specs/demo.yaml --state-dir build/demo-lab || exit; \
 	cpus=$$(nproc); load=$$( [ $$cpus -gt 1 ] && echo 1-$$((cpus - 1)) || echo 0 ); \
 	PATH="$(abspath $(BIN)):$$PATH" taskset -c $$load $(BIN)/loadfleet run plans/demo.yaml --local 1 --monitor nginx; \
 	status=$$?; run=$$(ls -td runs/*/ 2>/dev/null | head -1); \
-	if [ -f "$${run}report.html" ]; then echo "the report: $${run}report.html (one file; open it in a browser, offline)"; fi; \
+	if [ -f "$${run}summary.json" ]; then echo; $(PY) -c '$(DEMO_CLOSING)' "$$run"; fi; \
 	exit $$status
 
 test: setup dist lint test-engine test-python
