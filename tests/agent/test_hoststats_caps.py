@@ -143,6 +143,14 @@ def test_one_process_without_a_quota_leaves_the_group_without_one(tmp_path):
     assert caps(tmp_path).cap_pct([10, 20], cores=4) == 200.0
 
 
+def test_a_cgroup_outside_this_namespaces_view_has_no_quota_read(tmp_path):
+    """A process in another cgroup namespace's tree shows a path above our root ("/../x")."""
+    v2_tree(tmp_path, "50000 100000")
+    write(tmp_path / "lab" / "web1" / "cpu.max", "10000 100000\n")  # beside the cgroup root: never read
+    fake_proc(tmp_path, 10, "0-1", "0::/../lab/web1\n")
+    assert caps(tmp_path).cap_pct([10], cores=2) == 200.0
+
+
 def test_unreadable_files_make_the_cap_unknown(tmp_path):
     v2_tree(tmp_path, "50000 100000")
     assert caps(tmp_path).cap_pct([10], cores=4) == 0.0  # no /proc/10: the process is gone

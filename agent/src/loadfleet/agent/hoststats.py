@@ -130,10 +130,10 @@ class CpuCaps:
                 mounts = [self.cgroup_root / controllers, self.cgroup_root / "cpu"]
             else:
                 continue
-            mount = next((m for m in mounts if (m / path.lstrip("/")).is_dir()), None)
-            if mount is None:
-                continue
             rel = PurePosixPath(path.lstrip("/"))
+            mount = next((m for m in mounts if (m / rel).is_dir()), None)
+            if mount is None or ".." in rel.parts:
+                continue  # not mounted here, or outside this cgroup namespace's view
             for ancestor in (rel, *rel.parents):
                 yield mount / ancestor
 
