@@ -11,6 +11,7 @@ pub mod failure;
 pub mod head;
 pub mod histogram;
 pub mod http;
+pub mod jar;
 pub mod job;
 pub mod load;
 pub mod open;
