@@ -7,6 +7,7 @@
 
 pub mod closed;
 pub mod conns;
+pub mod extract;
 pub mod failure;
 pub mod head;
 pub mod histogram;
@@ -15,8 +16,10 @@ pub mod jar;
 pub mod job;
 pub mod load;
 pub mod open;
+pub mod pattern;
 pub mod phases;
 pub mod reactor;
+pub mod response;
 pub mod rng;
 pub mod row;
 pub mod run;

@@ -1,0 +1,76 @@
+//! Extractors and checks on a response allocate nothing per call but the value's buffer
+//! (regexes read with reused capture locations, headers and form fields by byte scans);
+//! the JSON kinds are left out: their body is parsed once into a Value, by design.
+//! Counted by a global allocator that counts this thread's calls.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use loadfleet_engine::extract::Extractor;
+use loadfleet_engine::response::{HeaderLine, Response};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+const BODY: &[u8] = br#"<form><input type="hidden" name="csrf" value="a&amp;b"></form>
+<span data-cart-items="3"></span><span data-cart-items="7"></span>"#;
+
+const HEADERS: [HeaderLine<'static>; 2] = [
+    HeaderLine { name: b"Location", value: b"/account.php" },
+    HeaderLine { name: b"Set-Cookie", value: b"PHPSESSID=s1; Path=/" },
+];
+
+#[test]
+fn extractions_allocate_nothing_per_call() {
+    let extractors = [
+        Extractor::status(),
+        Extractor::header("location").unwrap(),
+        Extractor::cookie("PHPSESSID").unwrap(),
+        Extractor::regex(r#"data-cart-items="(\d+)""#, 1).unwrap(),
+        Extractor::form_field("csrf").unwrap(),
+    ];
+    let mut out = Vec::with_capacity(256);
+    let response = Response::new(200, &HEADERS, BODY, 1500);
+    // The regex's lazy DFA fills its cache on its first searches: warm it, as a run's first
+    // requests do.
+    for extractor in &extractors {
+        extractor.extract(&response, &mut out).unwrap();
+    }
+    let before = allocations();
+    for _ in 0..100 {
+        for extractor in &extractors {
+            out.clear();
+            extractor.extract(&response, &mut out).unwrap();
+        }
+    }
+    assert_eq!(allocations() - before, 0, "allocations in 500 extractions");
+    assert_eq!(out, b"a&b");
+    std::hint::black_box(vec![0u8; 3]);
+    assert!(allocations() > before, "the counter counts");
+}
