@@ -5,6 +5,7 @@
 //! engine per core, so there is nothing to share across threads and no locking on the
 //! hot path.
 
+pub mod checks;
 pub mod closed;
 pub mod conns;
 pub mod extract;
