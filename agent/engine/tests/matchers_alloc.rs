@@ -1,46 +1,17 @@
 //! Extractors and checks on a response allocate nothing per call but the value's buffer
 //! (regexes read with reused capture locations, headers and form fields by byte scans);
 //! the JSON kinds are left out: their body is parsed once into a Value, by design.
-//! Counted by a global allocator that counts this thread's calls.
+//! Counted by tests/counting_alloc's global allocator (this thread's calls).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod counting_alloc;
 
+use counting_alloc::allocations;
 use loadfleet_engine::checks::{Check, Condition, HeaderTest, Outcome};
 use loadfleet_engine::extract::Extractor;
 use loadfleet_engine::response::{HeaderLine, Response};
 use loadfleet_engine::rng::Rng;
 use loadfleet_engine::template::{Context, Names};
 use loadfleet_engine::vars::Vars;
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static COUNTING: Counting = Counting;
-
-fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
-}
 
 const BODY: &[u8] = br#"<form><input type="hidden" name="csrf" value="a&amp;b"></form>
 <span data-cart-items="3"></span><span data-cart-items="7"></span>"#;

@@ -1,42 +1,13 @@
 //! A rendering allocates nothing but the buffer's own growth: with room in the buffer, it
-//! allocates nothing at all. Counted by a global allocator that counts this thread's calls.
+//! allocates nothing at all. Counted by tests/counting_alloc's global allocator (this thread's calls).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod counting_alloc;
 
+use counting_alloc::allocations;
 use loadfleet_engine::rng::Rng;
 use loadfleet_engine::row::Row;
 use loadfleet_engine::template::{Context, DataColumns, Names, Place, Template};
 use loadfleet_engine::vars::Vars;
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static COUNTING: Counting = Counting;
-
-fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
-}
 
 #[test]
 fn rendering_into_a_buffer_with_room_allocates_nothing() {
