@@ -31,6 +31,19 @@ def outcome_text(r: ThresholdResult) -> str:
     return r.outcome.value.upper() + (f" ({'; '.join(why)})" if why else "")
 
 
+def details(r: ThresholdResult) -> list[str]:
+    """What more a result has to say, a phrase each: its failing steps, its abort, the intervals
+    it left out (JUnit's and Markdown's words)."""
+    out = []
+    if r.failing_steps:
+        out.append("failing steps: " + ", ".join(r.failing_steps))
+    if r.aborted:
+        out.append("its abort ended the run")
+    if r.excluded_intervals:
+        out.append(f"{r.excluded_intervals} intervals left out as generator-bound")
+    return out
+
+
 def threshold_cells(r: ThresholdResult) -> tuple[str, str, str, str, str]:
     """A row under THRESHOLD_HEADERS."""
     return (threshold_title(r), r.scope, r.over, value_text(r), outcome_text(r))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loadfleet.controller.analysis.thresholds import describe_result
+from loadfleet.controller.model import thresholdtext
 from loadfleet.controller.model.gateresult import GateFigure, GateOutcome, GateReport
 from loadfleet.controller.model.summarydoc import SummaryDoc
 from loadfleet.controller.model.thresholdresult import Outcome, RunVerdict, ThresholdResult
@@ -72,23 +73,12 @@ def _blamed(results: tuple[ThresholdResult, ...], verdict: RunVerdict | None) ->
 
 def _threshold_case(result: ThresholdResult, blamed: bool) -> _Case:
     line = verdicttext.threshold_line(result)
-    out = "\n".join([line, *_threshold_details(result)])
+    out = "\n".join([line, *thresholdtext.details(result)])
     if result.outcome is Outcome.FAILED or (result.outcome is Outcome.INCONCLUSIVE and blamed):
         return _Case(result.name, failure=line, out=out)
     if result.outcome is Outcome.INCONCLUSIVE:
         return _Case(result.name, skipped=f"inconclusive: {line}", out=out)
     return _Case(result.name, out=out)
-
-
-def _threshold_details(result: ThresholdResult) -> list[str]:
-    details = []
-    if result.failing_steps:
-        details.append("failing steps: " + ", ".join(result.failing_steps))
-    if result.aborted:
-        details.append("its abort ended the run")
-    if result.excluded_intervals:
-        details.append(f"{result.excluded_intervals} intervals left out as generator-bound")
-    return details
 
 
 def _run_case(read: SummaryDoc, run_failed: bool) -> _Case:

@@ -82,12 +82,7 @@ def _run_line(read: SummaryDoc) -> str:
 
 def _threshold_row(result: ThresholdResult) -> str:
     why = [result.reason] if result.reason else []
-    if result.failing_steps:
-        why.append("failing steps: " + ", ".join(result.failing_steps))
-    if result.aborted:
-        why.append("its abort ended the run")
-    if result.excluded_intervals:
-        why.append(f"{result.excluded_intervals} intervals left out as generator-bound")
+    why += thresholdtext.details(result)
     return _row(
         (
             thresholdtext.threshold_title(result),
