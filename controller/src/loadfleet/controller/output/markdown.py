@@ -125,19 +125,8 @@ def gate_markdown(report: GateReport) -> str:
     if report.inconclusive_reasons:
         lines += ["", *(f"- not comparable: {_escape(r)}" for r in report.inconclusive_reasons)]
     if report.figures:
-        lines += ["", *_table(("figure", "tolerance", "base", "candidate", "change", "95 % CI", "verdict", "why"))]
-        for f in report.figures:
-            row = (
-                f.figure,
-                f.tolerance,
-                verdicttext.number(f.base),
-                verdicttext.number(f.candidate),
-                verdicttext.change(f),
-                verdicttext.interval(f),
-                _GATE_MARK[f.outcome],
-                f.reason,
-            )
-            lines.append(_row(row))
+        lines += ["", *_table((*verdicttext.GATE_HEADERS, "verdict", "why"))]
+        lines += [_row((*verdicttext.gate_cells(f), _GATE_MARK[f.outcome], f.reason)) for f in report.figures]
     lines += ["", f"Method: {_escape(report.method)}."]
     return "\n".join(lines) + "\n"
 

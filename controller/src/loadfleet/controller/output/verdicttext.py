@@ -45,6 +45,22 @@ def interval(figure: GateFigure) -> str:
     return f"[{number(figure.low, unit, signed=True)}, {number(figure.high, unit, signed=True)}]"
 
 
+# The columns of a gated figure's row in the gate's tables (the console's and Markdown's).
+GATE_HEADERS = ("figure", "tolerance", "base", "candidate", "change", "95 % CI")
+
+
+def gate_cells(figure: GateFigure) -> tuple[str, ...]:
+    """A gated figure's row under GATE_HEADERS."""
+    return (
+        figure.figure,
+        figure.tolerance,
+        number(figure.base),
+        number(figure.candidate),
+        change(figure),
+        interval(figure),
+    )
+
+
 def gate_line(figure: GateFigure) -> str:
     """ "p99_ms +12.3 % [+8.1 %, +16.0 %], tolerance +10% (base 200.0, candidate 224.6)"."""
     line = (

@@ -197,19 +197,8 @@ _GATE_VERDICT = {
 def gate_text(report: GateReport, *, inconclusive_ok: bool = False) -> str:
     """The gate as a table (a row per gated figure: base, candidate, change, its 95 % interval,
     the verdict), why the runs could not be compared (when so), the method and the verdict line."""
-    header = ["figure", "tolerance", "base", "candidate", "change", "95 % CI", "verdict"]
-    grid = [
-        [
-            f.figure,
-            f.tolerance,
-            verdicttext.number(f.base),
-            verdicttext.number(f.candidate),
-            verdicttext.change(f),
-            verdicttext.interval(f),
-            f.outcome.value,
-        ]
-        for f in report.figures
-    ]
+    header = [*verdicttext.GATE_HEADERS, "verdict"]
+    grid = [[*verdicttext.gate_cells(f), f.outcome.value] for f in report.figures]
     widths = [max(len(row[i]) for row in (header, *grid)) for i in range(len(header))]
     lines = [f"base {report.base_run}, candidate {report.candidate_run}"]
     lines += [
