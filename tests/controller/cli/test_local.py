@@ -38,6 +38,7 @@ def test_usable_cpus_without_affinity_are_the_machine(monkeypatch):
     assert local.usable_cpus() == 3
 
 
+@pytest.mark.process  # starts a pinned child process (tests/conftest.py)
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
 def test_a_pinned_process_counts_its_one_cpu():
     """As under `taskset -c 1`: a process pinned to one CPU gives its one agent one engine."""
