@@ -4,6 +4,7 @@ import pytest
 
 from loadfleet.v1 import stats_pb2
 from loadfleet.wire.histogram import Histogram
+from loadfleet.wire.checks import CheckCount
 from loadfleet.wire.stats import TOTAL, StatsRow, error_kind_name, merge_reports, merge_rows
 
 
@@ -112,3 +113,108 @@ def test_the_send_lag_sum_round_trips_and_merges_by_addition_in_rows_and_reports
 
 def test_a_report_without_the_send_lag_sum_reads_as_zero_not_measured():
     assert StatsRow.from_proto(stats_pb2.IntervalStats(target="t", request="r", scheduled=5)).send_lag_sum_us == 0
+
+
+# ---- Checks: what "ok" means (stats.proto IntervalStats.check_failed, checks_reported).
+
+
+def _legacy(s2xx: int, s4xx: int, s5xx: int, transport: int = 0) -> StatsRow:
+    """A row of a driver that judges no checks (Gatling, an older agent)."""
+    errors = {stats_pb2.ERROR_KIND_RESET: transport} if transport else {}
+    return StatsRow("t", "r", requests=s2xx + s4xx + s5xx + transport, status=[0, s2xx, 0, s4xx, s5xx], errors=errors)
+
+
+def _judged(s2xx: int, s4xx: int, check_failed: int, transport: int = 0, **checks: tuple[int, int]) -> StatsRow:
+    """A row of a driver that judges checks: `checks` as name=(passed, failed)."""
+    errors = {stats_pb2.ERROR_KIND_TIMEOUT: transport} if transport else {}
+    return StatsRow(
+        "t",
+        "r",
+        requests=s2xx + s4xx + transport,
+        status=[0, s2xx, 0, s4xx, 0],
+        errors=errors,
+        checks_reported=True,
+        reported_check_failed=check_failed,
+        checks={name: CheckCount(*pf) for name, pf in checks.items()},
+    )
+
+
+@pytest.mark.parametrize(
+    "row, check_failed, ok, failed",
+    [
+        (_legacy(8, 1, 1), 2, 8, 2),  # legacy: 4xx and 5xx failed
+        (_legacy(8, 1, 1, transport=3), 2, 8, 5),
+        (_legacy(0, 0, 0, transport=4), 0, 0, 4),
+        (_judged(8, 2, 0), 0, 10, 0),  # a 4xx the plan expects: ok
+        (_judged(8, 0, 3), 3, 5, 3),  # a 200 with an error page: failed
+        (_judged(8, 2, 3, transport=1), 3, 7, 4),
+        (StatsRow("t", "r", requests=5, status=[0, 3, 0, 0, 0]), 0, 3, 2),  # Gatling's console: KOs without a status
+    ],
+)
+def test_ok_is_responses_without_a_failed_check_and_failed_the_rest(row, check_failed, ok, failed):
+    assert (row.check_failed, row.ok, row.failed) == (check_failed, ok, failed)
+    assert row.ok + row.failed == row.requests
+
+
+@pytest.mark.parametrize(
+    "parts, reported, check_failed",
+    [
+        ([_legacy(8, 1, 1), _legacy(5, 0, 2)], False, 4),  # legacy stays legacy: 4xx + 5xx of the sum
+        ([_judged(8, 2, 3), _judged(1, 0, 1)], True, 4),
+        ([_legacy(8, 1, 1), _judged(8, 2, 0)], True, 2),  # an old agent beside a new one: each by its rule
+        ([_judged(8, 2, 0), _legacy(8, 1, 1)], True, 2),  # in either order
+        ([_judged(8, 2, 5), _legacy(0, 0, 0, transport=2), _legacy(3, 3, 0)], True, 8),
+    ],
+)
+def test_merged_check_failed_is_the_sum_of_each_rows_own_rule(parts, reported, check_failed):
+    for merged in (merge_rows(parts)[("t", "r")], _added(parts)):
+        assert (merged.checks_reported, merged.check_failed) == (reported, check_failed)
+        assert merged.ok == sum(p.ok for p in parts) and merged.failed == sum(p.failed for p in parts)
+    assert [p.check_failed for p in parts] == [StatsRow.from_proto(p.to_proto()).check_failed for p in parts]
+
+
+def _added(parts: list[StatsRow]) -> StatsRow:
+    into = StatsRow("t", "r")
+    for p in parts:
+        into.add(p)
+    return into
+
+
+def test_checks_round_trip_in_the_plans_order_with_users_stopped_and_sessions_restarted():
+    row = _judged(8, 2, 3, **{"logged in": (7, 3), "extract csrf": (10, 0), "account": (0, 0)})
+    row.users_stopped, row.sessions_restarted = 2, 1
+    pb = row.to_proto(buckets=True)
+    assert [c.name for c in pb.checks] == ["logged in", "extract csrf", "account"]
+    assert (pb.check_failed, pb.checks_reported, pb.users_stopped, pb.sessions_restarted) == (3, True, 2, 1)
+    back = StatsRow.from_proto(pb)
+    assert back == row and list(back.checks) == ["logged in", "extract csrf", "account"]
+
+
+def test_a_message_without_checks_reported_reads_4xx_and_5xx_as_failed_checks_whatever_it_says():
+    pb = stats_pb2.IntervalStats(target="t", request="r", requests=4, status_2xx=2, status_5xx=2, check_failed=4)
+    row = StatsRow.from_proto(pb)
+    assert (row.checks_reported, row.check_failed, row.ok) == (False, 2, 2)
+    assert not row.to_proto().checks_reported  # and it travels on as legacy: each side applies the rule
+
+
+def test_checks_merge_by_name_and_a_total_row_adds_the_same_name_of_different_requests():
+    login = _judged(5, 0, 1, **{"status ok": (4, 1), "extract csrf": (5, 0)})
+    account = _judged(3, 0, 2, **{"status ok": (1, 2), "welcome": (1, 2)})
+    again = _judged(2, 0, 0, **{"extract csrf": (2, 0), "status ok": (2, 0)})
+    account.request = "account"
+    merged = merge_rows([login, account, again])
+    assert merged[("t", "r")].checks == {"status ok": CheckCount(6, 1), "extract csrf": CheckCount(7, 0)}
+    assert list(merged[("t", "r")].checks) == ["status ok", "extract csrf"]  # first seen first
+    total = merge_rows([login, account, again], target=TOTAL, request=TOTAL)[(TOTAL, TOTAL)]
+    assert total.checks == {"status ok": CheckCount(7, 3), "extract csrf": CheckCount(7, 0), "welcome": CheckCount(1, 2)}
+    assert total.check_failed == 3 and login.checks["status ok"] == CheckCount(4, 1), "inputs are not modified"
+
+
+def test_merge_reports_keeps_checks_and_the_users_a_rule_stopped():
+    a = _judged(5, 0, 1, **{"c": (4, 1)})
+    a.users_stopped = 1
+    b = _legacy(3, 1, 0)
+    reports = [stats_pb2.IntervalReport(interval_start_ms=0, interval_ms=1000, stats=[r.to_proto()]) for r in (a, b)]
+    rows = [StatsRow.from_proto(s) for s in merge_reports(reports, with_total=True).stats]
+    for row in rows:  # the (t, r) row and the total
+        assert (row.check_failed, row.checks, row.users_stopped) == (2, {"c": CheckCount(4, 1)}, 1)

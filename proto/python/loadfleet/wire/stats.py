@@ -5,7 +5,14 @@ A `StatsRow` holds what one driver, agent or the whole cluster measured for one
 and merging HDR histograms (`histogram.py`); percentiles are only ever read from a merged
 histogram, never averaged. Both the agent (merging its engines) and the controller
 (merging agents) use this module, so the merge is defined once. A row's phase timings
-(connect, TLS, waiting, receiving: `phases.py`) merge with it, exactly too.
+(connect, TLS, waiting, receiving: `phases.py`) merge with it, exactly too, and so do its
+checks' counts (`checks.py`).
+
+What "ok" means: a response is ok unless it failed a check (the implicit status check
+200-399 included), so `ok = responses - check_failed` and `failed = transport errors +
+check_failed`; `requests = ok + failed`. A driver that judges no checks (Gatling, an older
+agent: `checks_reported` false) has `check_failed = 4xx + 5xx`, today's meaning before
+checks, which is also the implicit check's verdict on every status but 1xx.
 
 An agent's report carries one row per (target, request) and one more, `*`/`*`, the merge
 of all of them (`TOTAL`): the agent does that merge once for its own rows, so the
@@ -19,10 +26,12 @@ from dataclasses import dataclass, field
 
 from loadfleet.v1 import stats_pb2
 
+from .checks import CheckCount, add_checks, checks_from_proto, checks_to_proto
 from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram
 from .phases import Phases
 
 __all__ = [
+    "COUNTED_ERROR_KINDS",
     "ERROR_KINDS",
     "HIGHEST_US",
     "LOWEST_US",
@@ -30,6 +39,7 @@ __all__ = [
     "SIGNIFICANT_DIGITS",
     "STATUS_CLASSES",
     "TOTAL",
+    "CheckCount",
     "StatsRow",
     "error_kind_name",
     "histogram_of",
@@ -40,6 +50,8 @@ __all__ = [
 
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
 ERROR_KINDS = tuple(v for v in stats_pb2.ErrorKind.values() if v != stats_pb2.ERROR_KIND_UNSPECIFIED)
+# The kinds a row's `errors` may count: a failed check is a response (check_failed), only sampled.
+COUNTED_ERROR_KINDS = tuple(v for v in ERROR_KINDS if v != stats_pb2.ERROR_KIND_CHECK)
 _ERROR_KIND_NAMES = {
     v: stats_pb2.ErrorKind.Name(v).removeprefix("ERROR_KIND_").lower() for v in stats_pb2.ErrorKind.values()
 }
@@ -85,20 +97,45 @@ class StatsRow:
     latency_missing: bool = False
     # Where the responses' time went (phases.py); None when the driver measures no phase.
     phases: Phases | None = None
+    # Checks. checks_reported: the driver judged checks and counted `reported_check_failed`
+    # (responses that failed at least one check, each once); when False (Gatling, an older
+    # agent) `check_failed` is 4xx + 5xx. Read `check_failed`, never the reported count.
+    checks_reported: bool = False
+    reported_check_failed: int = 0
+    # Per declared check and extraction ("extract <var>"), in the plan's order: at most
+    # MAX_CHECKS_PER_ROW (32) names in a request's row, 32 per request of the plan in a `*` row.
+    checks: dict[str, CheckCount] = field(default_factory=dict)
+    # Users ended by a plan rule (on_fail or on_missing: stop), and sessions started again.
+    users_stopped: int = 0
+    sessions_restarted: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.target, self.request)
 
     @property
+    def responses(self) -> int:
+        """Requests that got a response, of any status."""
+        return sum(self.status)
+
+    @property
+    def check_failed(self) -> int:
+        """Responses that failed a check (the implicit status check 200-399 included), each
+        once; for a driver that judges no checks, the 4xx and 5xx responses."""
+        return self.reported_check_failed if self.checks_reported else self.status[3] + self.status[4]
+
+    @property
     def ok(self) -> int:
-        """Responses with a 2xx or 3xx status."""
-        return self.status[1] + self.status[2]
+        """Responses that passed every check."""
+        return self.responses - self.check_failed
 
     @property
     def failed(self) -> int:
-        """Requests that did not succeed: transport errors plus 4xx and 5xx responses."""
-        return self.requests - self.ok - self.status[0]
+        """Requests that did not succeed: transport errors plus responses that failed a check.
+        Taken as requests - ok, which is that sum by the row's invariant (requests = responses +
+        transport errors) and also counts what a driver saw fail without a status or an error
+        kind (the Gatling console's KO requests)."""
+        return self.requests - self.ok
 
     @property
     def transport_errors(self) -> int:
@@ -116,6 +153,13 @@ class StatsRow:
 
     def add_counts(self, other: StatsRow) -> None:
         """`add` without the histograms (latency and waiting)."""
+        if self.checks_reported or other.checks_reported:  # before the statuses add: exact for any mix
+            self.reported_check_failed = self.check_failed + other.check_failed
+            self.checks_reported = True
+        if other.checks:
+            add_checks(self.checks, other.checks)
+        self.users_stopped += other.users_stopped
+        self.sessions_restarted += other.sessions_restarted
         self.requests += other.requests
         self.status = [a + b for a, b in zip(self.status, other.status)]
         for kind, count in other.errors.items():
@@ -171,6 +215,11 @@ class StatsRow:
             send_lag_sum_us=pb.send_lag_sum_us,
             latency_missing=pb.latency_missing,
             phases=Phases.from_proto(pb, waiting),
+            checks_reported=pb.checks_reported,
+            reported_check_failed=pb.check_failed if pb.checks_reported else 0,
+            checks=checks_from_proto(pb) if pb.checks else {},  # most rows have none
+            users_stopped=pb.users_stopped,
+            sessions_restarted=pb.sessions_restarted,
         )
 
     def to_proto(self, *, buckets: bool = False) -> stats_pb2.IntervalStats:
@@ -200,6 +249,11 @@ class StatsRow:
             not_sent=self.not_sent,
             send_lag_sum_us=self.send_lag_sum_us,
             latency_missing=self.latency_missing,
+            checks=checks_to_proto(self.checks),
+            check_failed=self.reported_check_failed if self.checks_reported else 0,
+            checks_reported=self.checks_reported,
+            users_stopped=self.users_stopped,
+            sessions_restarted=self.sessions_restarted,
         )
         packed = self.histogram.to_buckets() if buckets else None
         if packed is not None:
