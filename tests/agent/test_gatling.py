@@ -6,6 +6,7 @@ Gatling's console summary without the hook, artifacts, and jobs run through a st
 import asyncio
 import base64
 import io
+import json
 import stat
 import sys
 import time
@@ -101,6 +102,44 @@ def test_an_interval_line_becomes_the_engines_interval_report():
     assert report.error_samples[0].message == "Connection refused"
 
 
+def test_a_failed_check_travels_as_check_failed_with_a_sample_naming_the_check():
+    line = EVENT_PREFIX + json.dumps(
+        {
+            "interval": {
+                "interval_start_ms": 1000,
+                "interval_ms": 1000,
+                "stats": [
+                    {
+                        "target": "http://t:1",
+                        "request": "account",
+                        "requests": 4,
+                        "status_2xx": 2,
+                        "status_4xx": 1,
+                        "errors": [{"kind": "ERROR_KIND_RESET", "count": 1}],
+                        "check_failed": 2,
+                        "checks_reported": True,
+                    }
+                ],
+                "error_samples": [
+                    {
+                        "target": "http://t:1",
+                        "request": "account",
+                        "kind": "ERROR_KIND_CHECK",
+                        "message": "found nothing",
+                        "check": "substring(Welcome).find.exists",
+                    }
+                ],
+            }
+        }
+    )
+    report = parse_event_line(line).interval
+    row = StatsRow.from_proto(report.stats[0])
+    # A 200 whose check failed is not ok; the driver's count, not the 4xx + 5xx rule, decides.
+    assert (row.responses, row.check_failed, row.ok, row.failed) == (3, 2, 1, 3)
+    [sample] = report.error_samples
+    assert (sample.kind, sample.check) == (stats_pb2.ERROR_KIND_CHECK, "substring(Welcome).find.exists")
+
+
 @pytest.mark.parametrize(
     "event, kind",
     [
@@ -183,6 +222,24 @@ def test_a_gatling_job_reports_every_interval_and_finishes(fake_gatling):
     (ready, ready_msg), (last, _) = states(sent)
     assert ready == agent_pb2.JOB_STATE_READY and "Gatling ready (JVM start-up" in ready_msg
     assert last == agent_pb2.JOB_STATE_FINISHED
+
+
+def test_a_journey_is_refused_before_any_jvm_starts(fake_gatling, tmp_path, monkeypatch):
+    started = tmp_path / "jvm-started"
+    java = tmp_path / "java-marker"
+    java.write_text(f"#!/bin/sh\ntouch {started}\nexit 1\n")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("LOADFLEET_JAVA", str(java))
+    spec = gatling_spec()
+    spec.requests[0].checks.append(job_pb2.Check(name="welcome", body_contains="Welcome"))
+    spec.requests[0].path = "/account/${user}"
+    sent = []
+    outcome = asyncio.run(JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append).run())
+    assert outcome is Outcome.FAILED and not started.exists()
+    state, message = states(sent)[-1]
+    assert state == agent_pb2.JOB_STATE_FAILED
+    assert "requests[0] (home).checks; requests[0] (home).path: a template at byte 9" in message, message
+    assert message.endswith("use `driver: engine`")
 
 
 def test_a_simulation_that_fails_to_start_fails_the_job_with_gatlings_reason(fake_gatling):

@@ -38,15 +38,31 @@ final class IntervalRecorder {
   /** ErrorKind values of stats.proto, by their JSON names. */
   enum ErrorKind {
     // stats.proto's ErrorKind in its order (tests/wire/test_error_kinds.py compares them).
-    CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER, LOCAL_PORTS, LOCAL_FDS;
+    // CHECK is for samples only: a response that failed a check counts in check_failed.
+    CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER, LOCAL_PORTS, LOCAL_FDS, CHECK, TEMPLATE;
 
     String protoName() {
       return "ERROR_KIND_" + name();
     }
   }
 
+  /**
+   * A response as the hook measured it: its status, latency (µs) and bytes. A redirect Gatling
+   * followed is one response: the last hop's status, latency to its end, every hop's bytes.
+   */
+  record Answer(int status, long latencyUs, long bytesIn, long bytesOut) {
+    Answer then(Answer next) {
+      return new Answer(next.status, next.latencyUs, bytesIn + next.bytesIn, bytesOut + next.bytesOut);
+    }
+  }
+
+  /** An error sample as stats.proto's ErrorSample; {@code check} only for kind CHECK. */
+  private record Sample(String target, String request, ErrorKind kind, String message, String check) {}
+
   private static final class Cell {
     long requests;
+    // Responses that failed a check (Gatling's KO); a response counts once, never in errors.
+    long checkFailed;
     final long[] status = new long[5];
     final long[] errors = new long[ErrorKind.values().length];
     long bytesIn;
@@ -60,7 +76,7 @@ final class IntervalRecorder {
 
   private static final class Bucket {
     final Map<List<String>, Cell> cells = new LinkedHashMap<>();
-    final List<String[]> samples = new ArrayList<>();
+    final List<Sample> samples = new ArrayList<>();
   }
 
   private final long startAtMs;
@@ -103,27 +119,43 @@ final class IntervalRecorder {
     return startAtMs + index * intervalMs;
   }
 
-  void response(String target, String request, int status, long latencyUs, long bytesIn, long bytesOut) {
+  /**
+   * A response; {@code failed} is the check it failed (Gatling marked it KO), or null when it
+   * passed. The response and its verdict count together, in one interval: a row never holds
+   * more failed checks than responses.
+   */
+  void response(String target, String request, Answer answer, CheckFailure failed) {
     synchronized (this) {
-      Cell cell = cell(System.currentTimeMillis(), target, request);
+      long now = System.currentTimeMillis();
+      Cell cell = cell(now, target, request);
       cell.requests++;
-      cell.status[Math.max(1, Math.min(5, status / 100)) - 1]++;
-      cell.bytesIn += bytesIn;
-      cell.bytesOut += bytesOut;
-      cell.latency.recordValue(Math.max(LOWEST_US, Math.min(HIGHEST_US, latencyUs)));
+      cell.status[Math.max(1, Math.min(5, answer.status() / 100)) - 1]++;
+      cell.bytesIn += answer.bytesIn();
+      cell.bytesOut += answer.bytesOut();
+      cell.latency.recordValue(Math.max(LOWEST_US, Math.min(HIGHEST_US, answer.latencyUs())));
+      if (failed != null) {
+        cell.checkFailed++;
+        sample(now, new Sample(target, request, ErrorKind.CHECK, failed.message(), failed.check()));
+      }
     }
   }
 
+  /** A request that ended without a response ({@code kind} is never CHECK: that is a response). */
   void error(String target, String request, ErrorKind kind, String message) {
     synchronized (this) {
       long now = System.currentTimeMillis();
       Cell cell = cell(now, target, request);
       cell.requests++;
       cell.errors[kind.ordinal()]++;
-      Bucket bucket = buckets.get(indexAt(now));
-      if (bucket.samples.size() < ERROR_SAMPLES_PER_INTERVAL) {
-        bucket.samples.add(new String[] {target, request, kind.protoName(), message});
-      }
+      sample(now, new Sample(target, request, kind, message, ""));
+    }
+  }
+
+  // At most ERROR_SAMPLES_PER_INTERVAL samples per interval, errors and failed checks together.
+  private void sample(long nowMs, Sample sample) {
+    Bucket bucket = buckets.get(indexAt(nowMs));
+    if (bucket.samples.size() < ERROR_SAMPLES_PER_INTERVAL) {
+      bucket.samples.add(sample);
     }
   }
 
@@ -177,7 +209,7 @@ final class IntervalRecorder {
       nextToTake = Math.max(nextToTake, index + 1);
       for (Bucket b : due.values()) {
         b.cells.forEach((key, cell) -> merged.cells.merge(key, cell, IntervalRecorder::add));
-        for (String[] s : b.samples) {
+        for (Sample s : b.samples) {
           if (merged.samples.size() < ERROR_SAMPLES_PER_INTERVAL) {
             merged.samples.add(s);
           }
@@ -189,6 +221,7 @@ final class IntervalRecorder {
 
   private static Cell add(Cell a, Cell b) {
     a.requests += b.requests;
+    a.checkFailed += b.checkFailed;
     for (int i = 0; i < a.status.length; i++) {
       a.status[i] += b.status[i];
     }
@@ -231,14 +264,20 @@ final class IntervalRecorder {
       s.put("sent_late", cell.sentLate);
       s.put("max_send_lag_us", cell.maxSendLagUs);
       s.put("not_sent", cell.notSent);
+      // This hook judges every response (Gatling's KO), so check_failed is the driver's count.
+      s.put("check_failed", cell.checkFailed);
+      s.put("checks_reported", true);
       if (cell.latency.getTotalCount() > 0) {
         s.put("latency_histogram", encode(cell.latency));
       }
     });
     ArrayNode samples = report.putArray("error_samples");
-    for (String[] sample : bucket.samples) {
-      samples.addObject().put("target", sample[0]).put("request", sample[1])
-          .put("kind", sample[2]).put("message", sample[3]);
+    for (Sample sample : bucket.samples) {
+      ObjectNode s = samples.addObject().put("target", sample.target()).put("request", sample.request())
+          .put("kind", sample.kind().protoName()).put("message", sample.message());
+      if (!sample.check().isEmpty()) {
+        s.put("check", sample.check());
+      }
     }
     report.put("final", last);
     return report;

@@ -13,6 +13,7 @@ import static io.gatling.javaapi.core.CoreDsl.pause;
 import static io.gatling.javaapi.core.CoreDsl.repeat;
 import static io.gatling.javaapi.core.CoreDsl.scenario;
 import static io.gatling.javaapi.http.HttpDsl.http;
+import static io.gatling.javaapi.http.HttpDsl.status;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -49,7 +50,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * <p>Supported: weighted targets and requests (method, path, headers, body), keep-alive or a new
  * connection per request, closed clients and user populations (spawn rate) with think time and
  * sessions, open arrival rates (constant or randomized), barrier start, duration, timeouts.
- * Not supported (the controller refuses such plans for this driver): stages, request budgets.
+ * A response is ok when its status is 200-399 (the engine's implicit status check): any other
+ * status is a response that failed a check. Not supported (the controller refuses such plans
+ * for this driver, the agent such jobs): stages, request budgets, a journey's checks,
+ * extractions, templates and once-steps.
  */
 public final class JobSimulation extends Simulation {
   private static final String PICK = "loadfleet.pick";
@@ -57,6 +61,11 @@ public final class JobSimulation extends Simulation {
   private static final long ARRIVAL_LEAD_MS = 2000;
   // Poisson arrivals are random in number: inject more users than the mean, extras do nothing.
   private static final double POISSON_ARRIVALS_FACTOR = 1.25;
+  // The methods a plan may give a request (plan.schema.json).
+  private static final List<String> METHODS = List.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
+  // The engine's implicit status check: a response is ok when its status is 200-399.
+  private static final int OK_STATUS_LOW = 200;
+  private static final int OK_STATUS_HIGH = 399;
 
   private final HttpServer warmUpServer;
   private final JsonNode spec;
@@ -83,6 +92,12 @@ public final class JobSimulation extends Simulation {
     spec.path("requests").forEach(requests::add);
     if (targets.isEmpty() || requests.isEmpty()) {
       throw new IllegalArgumentException("the job has no targets or no requests");
+    }
+    for (int r = 0; r < requests.size(); r++) {
+      String method = method(requests.get(r));
+      if (!METHODS.contains(method)) {
+        throw new IllegalArgumentException("requests[" + r + "].method: " + method + " is none of " + METHODS);
+      }
     }
     int intervalMs = spec.path("interval_ms").asInt(0) > 0 ? spec.path("interval_ms").asInt() : 1000;
     long startAt = spec.path("start_at_ms").asLong();
@@ -289,9 +304,10 @@ public final class JobSimulation extends Simulation {
     String target = targets.get(t);
     JsonNode spec = requests.get(r);
     String name = spec.path("name").asText();
-    String method = spec.path("method").asText("GET");
     String url = target + spec.path("path").asText("/");
-    HttpRequestActionBuilder request = http(s -> name).httpRequest(method.isEmpty() ? "GET" : method, s -> url);
+    // The engine's implicit status check replaces Gatling's default (2xx and 304): a 3xx is ok.
+    HttpRequestActionBuilder request = http(s -> name).httpRequest(method(spec), s -> url)
+        .check(status().gte(OK_STATUS_LOW), status().lte(OK_STATUS_HIGH));
     for (JsonNode header : spec.path("headers")) {
       String value = header.path("value").asText();
       request = request.header(header.path("name").asText(), s -> value);
@@ -304,6 +320,12 @@ public final class JobSimulation extends Simulation {
       stats.scheduled(target, name);
       return s;
     }).exec(timed) : timed;
+  }
+
+  /** A request's method, GET when the job leaves it out. */
+  private static String method(JsonNode request) {
+    String method = request.path("method").asText("");
+    return method.isEmpty() ? "GET" : method;
   }
 
   private static int pick(long[] weights) {

@@ -1,7 +1,6 @@
 package loadfleet.gatling;
 
 import static io.gatling.javaapi.core.CoreDsl.exec;
-import static io.gatling.javaapi.http.HttpDsl.status;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -11,6 +10,7 @@ import io.gatling.javaapi.core.Session;
 import io.gatling.javaapi.http.HttpRequestActionBuilder;
 import io.netty.handler.codec.http.HttpHeaders;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -50,7 +50,6 @@ public final class LoadfleetStats {
   // (unless the simulation ends first); well inside the controller's revision window (2.5 s+).
   private static final long END_GRACE_MS = 1000;
   private static final String T0 = "loadfleet.t0";
-  private static final String STATUS = "loadfleet.status";
   /**
    * Open model: the System.nanoTime at which the request fell due. When a session carries it,
    * latency counts from then (coordinated omission corrected) and the send lag is recorded.
@@ -61,6 +60,10 @@ public final class LoadfleetStats {
   private final long endAtMs;
   private final long drainTimeoutMs;
   private final AtomicLong inFlight = new AtomicLong();
+  // The response of a user's measured request, from Gatling's response processing to the action
+  // after it, which records it with its verdict. At most one entry per user (one request of a
+  // user is in flight at a time), removed by that action.
+  private final ConcurrentHashMap<Long, IntervalRecorder.Answer> answers = new ConcurrentHashMap<>();
   private final ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "loadfleet-ticker");
     t.setDaemon(true);
@@ -111,35 +114,52 @@ public final class LoadfleetStats {
 
   /**
    * {@code request}, measured: a chain of three actions (take the start time, the request, record
-   * the outcome) that counts under (target, name). Leaves the session marked as succeeded.
+   * the outcome) that counts under (target, name). A response Gatling marked KO (a check of the
+   * request failed, Gatling's default status check included: 2xx and 304 unless the request
+   * checks the status itself) counts as a response that failed a check ({@code check_failed}),
+   * with Gatling's reason as an error sample of kind CHECK. Leaves the session marked as
+   * succeeded: the KO is counted here, it does not carry over to the next request.
    */
   public ChainBuilder timed(String target, String name, HttpRequestActionBuilder request) {
     return exec(session -> {
           inFlight.incrementAndGet();
           long now = System.nanoTime();
-          if (!session.contains(DUE_NS)) {
-            return session.set(T0, now);
+          // Only this request's KO marks the session failed by the time the last action reads it.
+          Session started = session.markAsSucceeded();
+          if (!started.contains(DUE_NS)) {
+            return started.set(T0, now);
           }
-          long due = session.getLong(DUE_NS);
+          long due = started.getLong(DUE_NS);
           recorder.sent(target, name, Math.max(0, (now - due) / 1000));
-          return session.set(T0, due);
+          return started.set(T0, due);
         })
-        .exec(request
-            .check(status().saveAs(STATUS))
-            .transformResponse((response, session) -> {
-              long latencyUs = (System.nanoTime() - session.getLong(T0)) / 1000;
-              recorder.response(target, name, response.status().code(), latencyUs,
-                  responseBytes(response), requestBytes(response));
-              return response;
-            }))
+        .exec(request.transformResponse((response, session) -> {
+          // Runs before Gatling's checks, once per response (each hop of a redirect it follows).
+          long latencyUs = (System.nanoTime() - session.getLong(T0)) / 1000;
+          answers.merge(session.userId(),
+              new IntervalRecorder.Answer(response.status().code(), latencyUs, responseBytes(response),
+                  requestBytes(response)),
+              IntervalRecorder.Answer::then);
+          return response;
+        }))
         .exec(session -> {
           inFlight.decrementAndGet();
-          if (!session.contains(STATUS)) {
-            String message = ErrorCapture.take(session.userId());
-            recorder.error(target, name, ErrorCapture.classify(message), message);
-          }
-          return session.removeAll(T0, STATUS, DUE_NS).markAsSucceeded();
+          record(target, name, session);
+          return session.removeAll(T0, DUE_NS).markAsSucceeded();
         });
+  }
+
+  /** The outcome of the user's request that just ended: a response and its verdict, or an error. */
+  private void record(String target, String name, Session session) {
+    // Gatling's reason for a KO, logged before this action runs; taken every time, so that a
+    // stale reason (a request outside the hook) is never given to a later one.
+    String reason = ErrorCapture.take(session.userId());
+    IntervalRecorder.Answer answer = answers.remove(session.userId());
+    if (answer == null) {
+      recorder.error(target, name, ErrorCapture.classify(reason), reason);
+    } else {
+      recorder.response(target, name, answer, session.isFailed() ? CheckFailure.of(reason) : null);
+    }
   }
 
   /** Open model: a request of (target, name) fell due now. */
