@@ -1,6 +1,7 @@
 """The run's stream into InfluxDB: every published interval, step, event, heartbeat,
 monitored host and controller sample becomes points (points.py, docs/metrics.md) for the run's sinks,
-and at its end the thresholds' results (thresholdpoints.py).
+with each interval's checks (checkpoints.py), and at its end the thresholds' results
+(thresholdpoints.py).
 
 Cluster points are written for every interval. Agent points are each agent's total, and
 its rows per (target, request) as well unless the fleet is too large for that
@@ -27,6 +28,7 @@ from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.model.thresholdresult import ThresholdResult
 from loadfleet.controller.model.verdict import VALID, verdict_of
 from loadfleet.controller.output.sinks import DropCounting, Sink
+from loadfleet.controller.output.sinks.checkpoints import check_points
 from loadfleet.controller.output.sinks.lineproto import Point
 from loadfleet.controller.output.sinks.points import (
     agent_point,
@@ -76,6 +78,7 @@ class InfluxOutput:
             figures=interval.figures,
             verdict=verdict,
         )
+        points += check_points(run_id=self.run_id, step=step, interval_start_ms=start, rows=interval.cluster)
         per_agent = verdict.by_agent()
         for agent in interval.agents:
             rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)

@@ -5,8 +5,8 @@ plus `*`/`*` total rows), `agent` (agent health per heartbeat during a run), `ho
 `host_process` (monitored hosts and their server processes, per heartbeat), `host_counter`
 (the servers' own cumulative counters, per heartbeat), `step` (one point per step),
 `step_host` and `step_host_counter` (each monitored host and its servers' counter rates over
-a step), `drift` (each interval
-against the run's first hour), `event` (annotations). Times are interval starts (ms), so a
+a step), `drift` (each interval against the run's first hour), `event` (annotations); `check`
+and `threshold` have modules of their own. Times are interval starts (ms), so a
 rewritten interval lands on the same series and timestamp and replaces the old point.
 """
 
@@ -33,6 +33,7 @@ from loadfleet.controller.model.verdict import VALID, Validity, Verdict
 from loadfleet.controller.output.sinks.lineproto import Field, Point
 from loadfleet.controller.output.stepscsv import phase_values
 from loadfleet.controller.stream.contract import Scope
+from loadfleet.v1 import stats_pb2
 from loadfleet.wire.phases import PHASE_NAMES
 from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
 
@@ -72,6 +73,10 @@ def http_points(
     ]
 
 
+# The error kinds with a field: a failed check is none (its response came: `check_failed`).
+_ERROR_FIELDS = tuple(k for k in ERROR_KINDS if k != stats_pb2.ERROR_KIND_CHECK)
+
+
 def _verdict_fields(verdict: Verdict) -> tuple[Field, ...]:
     return (
         ("validity", verdict.validity.value),
@@ -86,7 +91,8 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple[Field, ...]:
         ("requests", row.requests),
         ("ok", row.ok),
         ("errors", row.failed),
-        *((f"err_{error_kind_name(k)}", row.errors.get(k, 0)) for k in ERROR_KINDS),
+        ("check_failed", row.check_failed),  # responses that failed a check: in `errors`, not in `ok`
+        *((f"err_{error_kind_name(k)}", row.errors.get(k, 0)) for k in _ERROR_FIELDS),
         *((f"status_{c}xx", n) for c, n in zip("12345", row.status)),
         ("rps", f.rps),
         ("ok_rps", f.ok_rps),
