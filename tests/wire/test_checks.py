@@ -50,6 +50,8 @@ def test_a_name_sent_twice_adds_up():
         (["x" * (MAX_CHECK_NAME_BYTES + 1)], "a check name of 65 bytes (at most 64)"),
         (["é" * 33], "a check name of 66 bytes (at most 64)"),  # bytes, not characters
         (["ok", ""], "a check without a name"),
+        (["ok\n"], "a check name with control characters: 'ok\\n'"),
+        (["\x1b[31mred"], "a check name with control characters: '\\x1b[31mred'"),
     ],
 )
 def test_a_rows_names_are_bounded_in_number_and_bytes(names, problem):

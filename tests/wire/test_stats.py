@@ -3,8 +3,8 @@ import random
 import pytest
 
 from loadfleet.v1 import stats_pb2
-from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.checks import CheckCount
+from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import TOTAL, StatsRow, error_kind_name, merge_reports, merge_rows
 
 
@@ -206,12 +206,16 @@ def test_checks_merge_by_name_and_a_total_row_adds_the_same_name_of_different_re
     assert merged[("t", "r")].checks == {"status ok": CheckCount(6, 1), "extract csrf": CheckCount(7, 0)}
     assert list(merged[("t", "r")].checks) == ["status ok", "extract csrf"]  # first seen first
     total = merge_rows([login, account, again], target=TOTAL, request=TOTAL)[(TOTAL, TOTAL)]
-    assert total.checks == {"status ok": CheckCount(7, 3), "extract csrf": CheckCount(7, 0), "welcome": CheckCount(1, 2)}
+    assert total.checks == {
+        "status ok": CheckCount(7, 3),
+        "extract csrf": CheckCount(7, 0),
+        "welcome": CheckCount(1, 2),
+    }
     assert total.check_failed == 3 and login.checks["status ok"] == CheckCount(4, 1), "inputs are not modified"
 
 
 def test_merge_reports_keeps_checks_and_the_users_a_rule_stopped():
-    a = _judged(5, 0, 1, **{"c": (4, 1)})
+    a = _judged(5, 0, 1, c=(4, 1))
     a.users_stopped = 1
     b = _legacy(3, 1, 0)
     reports = [stats_pb2.IntervalReport(interval_start_ms=0, interval_ms=1000, stats=[r.to_proto()]) for r in (a, b)]

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from loadfleet.v1 import stats_pb2
 
+from .text import is_printable
+
 __all__ = [
     "MAX_CHECKS_PER_ROW",
     "MAX_CHECK_NAME_BYTES",
@@ -92,15 +94,16 @@ def checks_to_proto(checks: Mapping[str, CheckCount]) -> list[stats_pb2.CheckCou
 
 def names_problem(names: Iterable[str], most: int = MAX_CHECKS_PER_ROW) -> str | None:
     """What is wrong with a row's check names: more than `most`, one longer than
-    MAX_CHECK_NAME_BYTES, or an empty one (looked at in that order, a long list is not read
-    past its bound). None: nothing."""
-    seen = 0
-    for name in names:
-        seen += 1
+    MAX_CHECK_NAME_BYTES, an empty one or one with control characters (a name becomes a key,
+    a CSV cell and an InfluxDB tag; it is refused, never rewritten: two names must not merge).
+    A long list is not read past its bound, nor a long name scanned. None: nothing."""
+    for seen, name in enumerate(names, start=1):
         if seen > most:
             return f"more than {most} checks"
         if len(name) > MAX_CHECK_NAME_BYTES or len(name.encode()) > MAX_CHECK_NAME_BYTES:
             return f"a check name of {len(name.encode()):,} bytes (at most {MAX_CHECK_NAME_BYTES})"
         if not name:
             return "a check without a name"
+        if not is_printable(name):
+            return f"a check name with control characters: {name!r}"
     return None

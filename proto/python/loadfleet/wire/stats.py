@@ -217,7 +217,7 @@ class StatsRow:
             phases=Phases.from_proto(pb, waiting),
             checks_reported=pb.checks_reported,
             reported_check_failed=pb.check_failed if pb.checks_reported else 0,
-            checks=checks_from_proto(pb) if pb.checks else {},  # most rows have none
+            checks=checks_from_proto(pb),
             users_stopped=pb.users_stopped,
             sessions_restarted=pb.sessions_restarted,
         )
