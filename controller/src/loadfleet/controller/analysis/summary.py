@@ -27,10 +27,19 @@ from loadfleet.wire.stats import TOTAL, StatsRow
 
 @dataclass(frozen=True)
 class NamedFigures:
+    """The run's total, or one target's, request's or agent's figures. In summary.json its
+    figures' per-check counts are the entry's `checks` ({name: {passed, failed, pass_pct}}),
+    beside `errors` (transport errors by kind and `check`, the responses that failed one)."""
+
     name: str
     figures: Figures
     errors: dict[str, int]
     status: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["checks"] = doc["figures"].pop("checks")
+        return doc
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,9 @@ class RunSummary:
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
+        for key, entries in (("targets", self.targets), ("requests", self.requests), ("agents", self.agents)):
+            doc[key] = [e.to_json() for e in entries]
+        doc["total"] = self.total.to_json()
         doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
         doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
         doc["suspect_steps"] = [s.name for s in self.steps if s.validity is Validity.SUSPECT]

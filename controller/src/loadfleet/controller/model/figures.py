@@ -1,14 +1,21 @@
 """Figures people read (rates, error %, latency percentiles in ms) from a merged row.
 
 Percentiles come from the row's merged histogram, so they are exact for any merge of
-drivers, agents and intervals; so do the phases' means (exact sums over exact counts).
+drivers, agents and intervals; so do the phases' means (exact sums over exact counts) and
+the checks' pass rates (exact counts).
+
+What ok means (wire/stats.py): a response that failed a check is not ok, so `ok` is the
+responses that passed every check, `failed` the transport errors plus the responses that
+failed a check (`check_failed`), and `error_pct` counts both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
+from loadfleet.wire.checks import CheckCount, pass_pct
 from loadfleet.wire.histogram import summaries
 from loadfleet.wire.phases import PHASE_NAMES, Phase, Phases
 from loadfleet.wire.stats import StatsRow, error_kind_name
@@ -61,6 +68,20 @@ class PhaseFigures:
 
 
 @dataclass(frozen=True)
+class CheckFigures:
+    """One check (or extraction, "extract <variable>") over a span: the responses that passed
+    and failed it, and its pass %, None when it judged no response (summary.json null)."""
+
+    passed: int = 0
+    failed: int = 0
+    pass_pct: float | None = None
+
+    @classmethod
+    def of(cls, count: CheckCount) -> CheckFigures:
+        return cls(count.passed, count.failed, count.pass_pct)
+
+
+@dataclass(frozen=True)
 class Figures:
     requests: int
     ok: int
@@ -81,6 +102,18 @@ class Figures:
     latency_missing: bool = False
     # None when the driver measured no phase (Gatling).
     phases: PhaseFigures | None = None
+    # Responses that failed a check, each once (the implicit status check 200-399 included;
+    # 4xx + 5xx for a driver that judges no checks): in `failed`, not in `ok`.
+    check_failed: int = 0
+    # Every declared check of the row together: passed per judged, in %; None when the row
+    # has no declared check (the implicit status check alone is not counted per check).
+    check_pass_pct: float | None = None
+    # Per declared check and extraction, in the plan's order (at most 32 for a request's
+    # row; a `*` row's merge the same names of its requests).
+    checks: dict[str, CheckFigures] = field(default_factory=dict)
+    # Users ended by a plan rule (on_fail or on_missing: stop), and sessions started again.
+    users_stopped: int = 0
+    sessions_restarted: int = 0
 
 
 def latency_of(row: StatsRow) -> Latency | None:
@@ -140,7 +173,21 @@ def figures_of(row: StatsRow, seconds: float, latency: Latency | None = None) ->
         latency=latency,
         latency_missing=row.latency_missing,
         phases=phases_of(row.phases, latency.mean_ms if latency else 0.0),
+        check_failed=row.check_failed,
+        check_pass_pct=checks_pass_pct(row.checks.values()),
+        checks={name: CheckFigures.of(count) for name, count in row.checks.items()},
+        users_stopped=row.users_stopped,
+        sessions_restarted=row.sessions_restarted,
     )
+
+
+def checks_pass_pct(counts: Iterable[CheckCount]) -> float | None:
+    """Every check together: 100 * passed / judged over all of them; None when none judged."""
+    passed = failed = 0
+    for c in counts:
+        passed += c.passed
+        failed += c.failed
+    return pass_pct(passed, failed)
 
 
 def phases_of(phases: Phases | None, mean_latency_ms: float) -> PhaseFigures | None:
@@ -178,4 +225,14 @@ def phases_of(phases: Phases | None, mean_latency_ms: float) -> PhaseFigures | N
 
 
 def errors_by_name(row: StatsRow) -> dict[str, int]:
-    return {error_kind_name(kind): count for kind, count in sorted(row.errors.items())}
+    """Transport errors by kind, and `check`: the responses that failed a check (when any),
+    so the counts add up to `failed` (but for a Gatling console's KO requests, which have no
+    kind)."""
+    errors = {error_kind_name(kind): count for kind, count in sorted(row.errors.items())}
+    if row.check_failed:
+        errors[CHECK_ERRORS] = row.check_failed
+    return errors
+
+
+# errors_by_name's key of the responses that failed a check (ErrorKind CHECK's name).
+CHECK_ERRORS = "check"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from loadfleet.controller.model.codec import from_doc
+from loadfleet.controller.model.figures import CheckFigures
 from loadfleet.controller.model.hostsamples import Bottleneck
 from loadfleet.controller.model.selfsample import ControllerLoad
 from loadfleet.controller.model.thresholdresult import RunVerdict, ThresholdResult
@@ -76,6 +77,13 @@ class EntryFigures:
     latency: Latency | None = Latency()  # None (null): no response carried a latency
     latency_missing: bool = False  # a Gatling simulation without loadfleet's hook: counts only
     phases: Phases | None = None
+    # Responses that failed a check (in error_pct, not in ok_rps), every declared check's
+    # pass % together (None: the plan declares none, or a summary of before checks), and the
+    # users and sessions the plan's rules stopped and restarted.
+    check_failed: int = 0
+    check_pass_pct: float | None = None
+    users_stopped: int = 0
+    sessions_restarted: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,8 +92,11 @@ class Entry:
 
     name: str = "?"
     figures: EntryFigures = EntryFigures()
-    errors: dict[str, int] = field(default_factory=dict)  # transport errors by kind
+    errors: dict[str, int] = field(default_factory=dict)  # transport errors by kind, and `check`
     status: dict[str, int] = field(default_factory=dict)  # responses by class, "2xx"...
+    # Per declared check and extraction ("extract <var>"), in the plan's order; the total's,
+    # a target's and an agent's merge the same name of their requests.
+    checks: dict[str, CheckFigures] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -266,6 +277,9 @@ def _value(hint: Any, value: Any) -> Any:
     if origin is tuple:
         item = typing.get_args(hint)[0]
         return tuple(_value(item, v) for v in value or ())
+    if origin is dict:
+        item = typing.get_args(hint)[1]
+        return {k: _value(item, v) for k, v in (value or {}).items()}
     if hint in _OWN_TYPES:
         return from_doc(hint, value) if value else None
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):

@@ -8,12 +8,13 @@ the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that 
 percentile can be recomputed or merged later; each row ends with the interval's
 generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many
 agents, `StepWindow.agent_detail` off, agents' rows are their totals only and the log has the
-cluster's lines only), events.jsonl (one run event per line), hosts.csv and
-host_counters.csv (monitored hosts' samples), controller.csv (the controller's own health,
-a line a second: selfwatch.py); steps.csv after each step; summary.json
-and report.html at the end. `gatling/<agent>/` holds each agent's Gatling HTML report
-when the plan asks for it (artifacts.py). journal/ is the controller's own
-record for recovering the run after a crash (journal.py).
+cluster's lines only), checks.csv (a journey's checks, a row per check of each of the
+cluster's (target, request) rows: checkscsv.py; made when the first check is counted),
+events.jsonl (one run event per line), hosts.csv and host_counters.csv (monitored hosts'
+samples), controller.csv (the controller's own health, a line a second: selfwatch.py);
+steps.csv after each step; summary.json and report.html at the end. `gatling/<agent>/`
+holds each agent's Gatling HTML report when the plan asks for it (artifacts.py). journal/ is
+the controller's own record for recovering the run after a crash (journal.py).
 
 Everything is appended as it is known, by the run's disk thread (diskwriter.py): after the
 controller dies (even `kill -9`), the directory holds every interval published before.
@@ -44,6 +45,7 @@ from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.selfsample import CONTROLLER_CSV_HEADER, ControllerSample
 from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.model.verdict import VALID
+from loadfleet.controller.output.checkscsv import CHECKS_COLUMNS, CHECKS_FILE, check_csv_rows
 from loadfleet.controller.output.diskwriter import DiskWriter
 from loadfleet.controller.output.report import REPORT_FILE, write_report
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
@@ -51,7 +53,7 @@ from loadfleet.controller.output.stepscsv import steps_csv
 from loadfleet.controller.plan.redact import redact_plan_yaml
 from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
 from loadfleet.wire.phases import PHASE_NAMES
-from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
+from loadfleet.wire.stats import COUNTED_ERROR_KINDS, StatsRow, error_kind_name
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +67,17 @@ INTERVAL_COLUMNS = (
         "requests",
         "ok",
         "failed",
+        # Responses that failed a check (in `failed`), and every declared check's pass %
+        # together (empty when the row's request declares none; each check: checks.csv).
+        "check_failed",
+        "check_pass_pct",
         "status_1xx",
         "status_2xx",
         "status_3xx",
         "status_4xx",
         "status_5xx",
     ]
-    + [f"err_{error_kind_name(k)}" for k in ERROR_KINDS]
+    + [f"err_{error_kind_name(k)}" for k in COUNTED_ERROR_KINDS]
     + [
         "bytes_in",
         "bytes_out",
@@ -179,6 +185,7 @@ class RunDirWriter:
         self._hosts: AppendFile | None = None
         self._counters: AppendFile | None = None
         self._controller: AppendFile | None = None
+        self._checks: AppendFile | None = None
         self.results: list[StepResult] = []
 
     @property
@@ -208,6 +215,10 @@ class RunDirWriter:
                 )
             )
         self._intervals.write(out.getvalue())
+        if checks := check_csv_rows(start, interval.cluster):
+            if self._checks is None:
+                self._checks = self._samples_file(CHECKS_FILE, list(CHECKS_COLUMNS))
+            self._checks.write("".join(_csv_line(r) for r in checks))
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
         if interval.step.agent_detail:
             lines += [_hlog_line(f"agent:{a.agent_id}", start, interval.interval_ms, a.total) for a in interval.agents]
@@ -265,7 +276,7 @@ class RunDirWriter:
             f.close()
 
     def _files(self) -> list[AppendFile]:
-        files = (self._intervals, self._hlog, self._events, self._hosts, self._counters, self._controller)
+        files = (self._intervals, self._hlog, self._events, self._hosts, self._counters, self._controller, self._checks)
         return [f for f in files if f is not None]
 
 
@@ -328,8 +339,10 @@ def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) ->
         row.requests,
         row.ok,
         row.failed,
+        f.check_failed,
+        "" if f.check_pass_pct is None else round(f.check_pass_pct, 3),
         *row.status,
-        *(row.errors.get(k, 0) for k in ERROR_KINDS),
+        *(row.errors.get(k, 0) for k in COUNTED_ERROR_KINDS),
         row.bytes_in,
         row.bytes_out,
         row.connections_opened,
