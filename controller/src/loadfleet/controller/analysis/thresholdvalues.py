@@ -2,22 +2,26 @@
 intervals, and the value of the threshold's metric from it.
 
 A Tally holds exactly what the metrics need of a scope's rows: counts, the latency and
-waiting histograms (merged exactly, histogram.py) and the phases' counts, sums and maxima.
+waiting histograms (merged exactly, histogram.py), the phases' counts, sums and maxima, and
+the checks' passed and failed counts by name (a scope of several requests adds the same
+name of each: wire/checks.py; at most 32 names per request of the plan).
 It adds, and it subtracts what was added to it before (a rolling window's oldest interval),
 exactly but for the phases' maxima, which a window takes again from the intervals it holds.
 
 The value of nothing is None, never 0: a time metric of a scope without a response, a rate
-of a scope without a request, or anything of a scope without a measured interval. What a
+of a scope without a request, a check's pass % when it judged no response (or the scope's
+requests do not declare it), or anything of a scope without a measured interval. What a
 threshold's verdict is then is its `on_no_data`.
 """
 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loadfleet.controller.plan.thresholds import Metric, NoData, StatKind, Threshold
+from loadfleet.wire.checks import CheckCount, add_checks
 from loadfleet.wire.histogram import EMPTY, Histogram
 from loadfleet.wire.phases import NO_PHASE, Phase
 from loadfleet.wire.stats import StatsRow
@@ -41,6 +45,7 @@ class Tally:
     connect: Phase = NO_PHASE
     tls: Phase = NO_PHASE
     receiving: Phase = NO_PHASE
+    checks: dict[str, CheckCount] = field(default_factory=dict)  # by name: passed, failed
 
     @classmethod
     def of(cls, row: StatsRow, seconds: float) -> Tally:
@@ -57,6 +62,7 @@ class Tally:
             connect=phases.connect if phases else NO_PHASE,
             tls=phases.tls if phases else NO_PHASE,
             receiving=phases.receiving if phases else NO_PHASE,
+            checks=dict(row.checks),  # a copy: `add` changes this tally's
         )
 
     def add(self, other: Tally) -> None:
@@ -70,6 +76,8 @@ class Tally:
         self.connect += other.connect
         self.tls += other.tls
         self.receiving += other.receiving
+        if other.checks:
+            add_checks(self.checks, other.checks)
 
     def subtract(self, other: Tally) -> None:
         """Takes out `other`, added before (ValueError from the histograms otherwise). The
@@ -84,6 +92,12 @@ class Tally:
         self.connect = _less(self.connect, other.connect)
         self.tls = _less(self.tls, other.tls)
         self.receiving = _less(self.receiving, other.receiving)
+        for name, taken in other.checks.items():
+            left = self.checks.get(name, CheckCount()) - taken
+            if left.passed or left.failed:
+                self.checks[name] = left
+            else:  # nothing left counted of it: gone, as before it was added (O(names) stays bounded)
+                self.checks.pop(name, None)
 
     def with_maxima(self, parts: list[Tally]) -> None:
         """The phases' maxima taken again from the intervals this tally is the sum of."""
@@ -107,6 +121,7 @@ class Tally:
         for name in _PHASE_METRICS.values():
             phase: Phase = getattr(self, name)
             doc[name] = [phase.count, phase.sum_us, phase.max_us]
+        doc["checks"] = [[name, c.passed, c.failed] for name, c in self.checks.items()]
         return doc
 
     @classmethod
@@ -121,6 +136,8 @@ class Tally:
             latency=Histogram.decode(base64.b64decode(doc["latency"])),
             waiting=Histogram.decode(base64.b64decode(doc["waiting"])),
             **phases,
+            # a checkpoint of before checks has none
+            checks={name: CheckCount(passed, failed) for name, passed, failed in doc.get("checks", ())},
         )
 
 
@@ -135,8 +152,11 @@ def value_of(threshold: Threshold, tally: Tally) -> float | None:
     """The threshold's metric over `tally`, in its unit (ms, %, /s or a count); None when the
     scope measured nothing to judge."""
     metric = threshold.metric
-    if metric is Metric.CHECK_PASS_PCT or not tally.intervals:
-        return None  # no per-check counts are measured yet (issue 30)
+    if not tally.intervals:
+        return None
+    if metric is Metric.CHECK_PASS_PCT:
+        count = tally.checks.get(threshold.check)
+        return count.pass_pct if count is not None else None
     if metric is Metric.LATENCY:
         return _histogram_stat(threshold, tally.latency)
     if metric is Metric.WAITING:
