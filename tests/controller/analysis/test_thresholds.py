@@ -126,7 +126,7 @@ MIXED = row(ok=8, s5xx=2, latency_ms=[1, 2, 3, 4, 5, 6, 7, 8, 9, 100], waiting_m
         (Metric.OK, None, 8.0),
         (Metric.TLS, Stat(StatKind.MEAN), None),  # plain http: no TLS phase
         (Metric.RECEIVING, Stat(StatKind.MAX), None),
-        (Metric.CHECK_PASS_PCT, None, None),  # no per-check counts yet (issue 30)
+        (Metric.CHECK_PASS_PCT, None, None),  # the scope's requests declare no check of its name
     ],
 )
 def test_each_metric_reads_its_value_from_the_scope_tally(metric, stat, expected):
@@ -247,7 +247,7 @@ def test_no_response_fails_a_latency_threshold_unless_its_on_no_data_is_pass():
     assert w.verdict().reasons == ("p99 latency < 250 ms failed: no response to measure (run, cluster)",)
 
 
-def test_a_check_threshold_has_no_counts_to_judge_yet():
+def test_a_check_threshold_on_a_check_the_scope_never_counted_has_no_data():
     w, _ = watch(limit(Metric.CHECK_PASS_PCT, 99.9, below=False, check="logged in"))
     (r,) = feed(w, ok_interval(0)).results()
     assert r.value is None and r.reason == "no check counts measured" and r.outcome is Outcome.FAILED
