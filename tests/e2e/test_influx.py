@@ -15,8 +15,11 @@ import pytest
 
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
+from loadfleet.controller.output.sinks.checkpoints import check_points
 from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.output.sinks.output import InfluxOutput
+from loadfleet.wire.checks import CheckCount
+from loadfleet.wire.stats import StatsRow
 from support.cluster import Cluster, write_plan
 from support.grafana import dashboards, render
 from support.procs import program
@@ -136,6 +139,7 @@ def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluste
         lambda: len(influx.rows(f"SELECT * FROM step WHERE run = '{summary['run_id']}'")) == len(summary["steps"])
     )
     write_thresholds(influx, summary["run_id"])
+    write_checks(influx, summary["run_id"])
     check_dashboards(influx, summary, [web.url for web in webs])
 
 
@@ -156,6 +160,54 @@ def write_thresholds(influx, run_id):
     output.on_event(Event(EventKind.THRESHOLD_FAILING, "p99 latency < 1 ms: 2.5 ms", at_ms=now_ms - 2000))
     output.on_thresholds(THRESHOLDS, at_ms=now_ms)
     influx_writer(InfluxConfig(url=influx.url, bucket=BUCKET))([p.line() for p in points])
+
+
+# Checks as the controller writes them each interval (the sweep's plan has none: its requests
+# come from a manifest): (request, check) -> (passed, failed) in each of three intervals.
+CHECKS = {
+    ("login", "status"): ((10, 0), (10, 0), (10, 0)),
+    ("login", "extract csrf"): ((10, 0), (9, 1), (10, 0)),
+    ("account", "welcome"): ((8, 2), (6, 4), (0, 0)),  # judged nothing in the third: no point
+}
+CHECK_TARGET = "http://127.0.0.1:1"
+
+
+def write_checks(influx, run_id):
+    start_ms = int(time.time() * 1000) // 1000 * 1000 - 5000
+    points = []
+    for i in range(3):
+        rows = {}
+        for (request, name), counts in CHECKS.items():
+            row = rows.setdefault(request, StatsRow(CHECK_TARGET, request))
+            row.checks[name] = CheckCount(*counts[i])
+        points += check_points(run_id=run_id, step="main", interval_start_ms=start_ms + 1000 * i, rows=rows.values())
+    assert len(points) == 8
+    influx_writer(InfluxConfig(url=influx.url, bucket=BUCKET))([p.line() for p in points])
+
+
+def check_pass_rate(title, series, run):
+    """Per interval (the panel's 1 s buckets): every check together, or each check's own pass %."""
+    values = [[r["pass %"] for r in rows_of([s]) if r["pass %"] is not None] for s in series]
+    if "tags" not in series[0]:  # every check together
+        passed = [sum(c[i][0] for c in CHECKS.values()) for i in range(3)]
+        judged = [sum(sum(c[i]) for c in CHECKS.values()) for i in range(3)]
+        assert values[0] == pytest.approx([100 * p / j for p, j in zip(passed, judged)])
+        return
+    shown = {(s["tags"]["request"], s["tags"]["check"]): v for s, v in zip(series, values)}
+    assert sorted(shown) == sorted(CHECKS)
+    for key, counts in CHECKS.items():
+        assert shown[key] == pytest.approx([100 * p / (p + f) for p, f in counts if p + f]), key
+
+
+def check_checks_table(title, series, run):
+    """A row per request and check over the run: its sums and pass %."""
+    rows = {(s["tags"]["request"], s["tags"]["check"]): first_row(s) for s in series}
+    assert sorted(rows) == sorted(CHECKS)
+    for key, counts in CHECKS.items():
+        passed, failed = sum(p for p, _ in counts), sum(f for _, f in counts)
+        row = rows[key]
+        assert (row["passed"], row["failed"]) == (passed, failed)
+        assert row["pass %"] == pytest.approx(100 * passed / (passed + failed))
 
 
 class Collect:
@@ -373,5 +425,7 @@ PANEL_CHECKS = {
     "Targets that stopped answering": check_targets_down,
     "Knee and stop conditions": check_stop_events,
     "Agents lost and joined": check_agents_lost,
+    "Checks: pass rate": check_pass_rate,
+    "Checks": check_checks_table,
 }
 PANEL_PREFIX_CHECKS = [("Controller", check_controller), ("Monitored hosts:", check_monitored_hosts)]

@@ -19,6 +19,7 @@ from loadfleet.controller.model.hostsamples import HostLoad, HostSample, Monitor
 from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
 from loadfleet.controller.model.verdict import Validity
+from loadfleet.controller.output.sinks.checkpoints import check_points
 from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.sinks.points import (
@@ -35,6 +36,7 @@ from loadfleet.controller.output.sinks.points import (
 from loadfleet.controller.output.sinks.thresholdpoints import threshold_points
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.v1 import stats_pb2
+from loadfleet.wire.checks import CheckCount
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow, merge_rows
@@ -64,6 +66,9 @@ def doc_queries() -> list[str]:
 def _row(target: str, request: str, n: int) -> StatsRow:
     row = StatsRow(target, request, requests=n + 1, bytes_in=n * 500, bytes_out=n * 80, active_connections=2)
     row.status[1] = n
+    # A journey's request: one response in each interval failed its check (a 200 without the page's text).
+    row.checks_reported, row.reported_check_failed = True, 1
+    row.checks = {"status": CheckCount(n, 0), "welcome": CheckCount(n - 1, 1)}
     row.errors[stats_pb2.ERROR_KIND_CONNECT_REFUSED] = 1
     row.histogram = Histogram.of(1000 + 10 * i for i in range(n))
     row.phases = Phases(
@@ -276,6 +281,7 @@ def all_points() -> dict:
         )[-1],
         "drift": drift_point(run_id=RUN_ID, drift=Drift(1000).observe(0, total)),
         "threshold": threshold_points(run_id=RUN_ID, results=[P99], at_ms=0)[0],
+        "check": check_points(run_id=RUN_ID, step="main", interval_start_ms=0, rows=[row])[0],
         "step_target": step_target_points(
             run_id=RUN_ID,
             step="main",
@@ -320,6 +326,7 @@ def test_the_doc_has_examples_of_every_measurement():
         "step_target",
         "controller",
         "threshold",
+        "check",
     ):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 
