@@ -5,7 +5,10 @@ whole run into one tally, each step into its own, or a rolling window of the las
 A fold is fed each measured, valid interval's tally of the threshold's scope; it says
 whether the threshold fails now (live), and at the end its `Judged`: the worst value, whether
 any step or window failed and which steps. State: O(1) tallies for `run`, O(1) plus a value
-per step for `step`, and at most `MAX_WINDOW_INTERVALS` tallies for a window.
+per step for `step`, and at most `MAX_WINDOW_INTERVALS` tallies for a window. A tally holds
+its scope's check counts too (at most 32 names per request of the plan, wire/checks.py), so
+a check_pass_pct threshold folds like any count: passed and failed added over the span (and
+a window's oldest subtracted), the pass % taken of the sums, never a mean of percentages.
 """
 
 from __future__ import annotations
