@@ -33,9 +33,8 @@ from loadfleet.controller.model.verdict import VALID, Validity, Verdict
 from loadfleet.controller.output.sinks.lineproto import Field, Point
 from loadfleet.controller.output.stepscsv import phase_values
 from loadfleet.controller.stream.contract import Scope
-from loadfleet.v1 import stats_pb2
 from loadfleet.wire.phases import PHASE_NAMES
-from loadfleet.wire.stats import ERROR_KINDS, StatsRow, error_kind_name
+from loadfleet.wire.stats import COUNTED_ERROR_KINDS, StatsRow, error_kind_name
 
 
 def http_points(
@@ -73,10 +72,6 @@ def http_points(
     ]
 
 
-# The error kinds with a field: a failed check is none (its response came: `check_failed`).
-_ERROR_FIELDS = tuple(k for k in ERROR_KINDS if k != stats_pb2.ERROR_KIND_CHECK)
-
-
 def _verdict_fields(verdict: Verdict) -> tuple[Field, ...]:
     return (
         ("validity", verdict.validity.value),
@@ -92,7 +87,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple[Field, ...]:
         ("ok", row.ok),
         ("errors", row.failed),
         ("check_failed", row.check_failed),  # responses that failed a check: in `errors`, not in `ok`
-        *((f"err_{error_kind_name(k)}", row.errors.get(k, 0)) for k in _ERROR_FIELDS),
+        *((f"err_{error_kind_name(k)}", row.errors.get(k, 0)) for k in COUNTED_ERROR_KINDS),
         *((f"status_{c}xx", n) for c, n in zip("12345", row.status)),
         ("rps", f.rps),
         ("ok_rps", f.ok_rps),
