@@ -21,6 +21,7 @@ from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.output import rundir
 from loadfleet.targets.nginx import NginxServer
 from loadfleet.v1 import stats_pb2
+from loadfleet.wire.checks import CheckCount
 from loadfleet.wire.histogram import Histogram
 from loadfleet.wire.stats import StatsRow
 from support.procs import Processes, free_port, program
@@ -51,7 +52,24 @@ def _row(target: str, requests: int, latency_us: int, refused: int = 0) -> Stats
     return row
 
 
-def write_synthetic_run(run_dir: Path, start_ms: int = START_MS) -> Path:
+def _checked(row: StatsRow, interval_index: int) -> StatsRow:
+    """`row` as a journey's: its 200s checked for the status and the page's text, which the
+    first target's responses lack in the third interval (a fifth of them), as its extraction
+    fails once then."""
+    ok = row.status[1]
+    failing = ok // 5 if interval_index == 2 and row.target == TARGETS[0] else 0
+    row.checks = {
+        "status": CheckCount(ok, 0),
+        "welcome": CheckCount(ok - failing, failing),
+        "extract csrf": CheckCount(ok - (failing > 0), int(failing > 0)),
+    }
+    row.checks_reported, row.reported_check_failed = True, failing
+    row.users_stopped = int(failing > 0)
+    return row
+
+
+def write_synthetic_run(run_dir: Path, start_ms: int = START_MS, *, checks: bool = False) -> Path:
+    """`checks`: its requests are a journey's, with checks (`_checked`)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     writer, totals = rundir.RunDirWriter(run_dir, list(TARGETS)), RunTotals()
     step = window(start_ms=start_ms, seconds=N_INTERVALS)
@@ -65,6 +83,8 @@ def write_synthetic_run(run_dir: Path, start_ms: int = START_MS) -> Path:
             for n, agent in enumerate(AGENTS)
             if not (agent == "agent-b" and i >= LOST_AT_INTERVAL)
         }
+        if checks:
+            agents = {agent: [_checked(row, i) for row in rows] for agent, rows in agents.items()}
         published = interval(step, start, **{a.replace("-", "_"): rows for a, rows in agents.items()})
         published = _named_agents(published)
         writer.on_interval(published)
@@ -109,6 +129,12 @@ def _named_agents(published):
 @pytest.fixture
 def synthetic_run(tmp_path) -> Path:
     return write_synthetic_run(tmp_path / "runs" / "20300101-000000-abcd")
+
+
+@pytest.fixture
+def checked_run(tmp_path) -> Path:
+    """The synthetic run as a journey's, with checks."""
+    return write_synthetic_run(tmp_path / "runs" / "20300101-000000-chck", checks=True)
 
 
 @dataclass(frozen=True)

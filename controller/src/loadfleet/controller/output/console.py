@@ -11,6 +11,14 @@ from loadfleet.controller.model.codec import from_doc
 from loadfleet.controller.model.summarydoc import Entry, Step, SummaryDoc
 from loadfleet.controller.model.thresholdtext import THRESHOLD_HEADERS, threshold_cells, verdict_line
 from loadfleet.controller.output.report import REPORT_FILE
+from loadfleet.controller.output.report.checktable import (
+    CHECK_HEADERS,
+    CheckLine,
+    check_lines_of,
+    check_table,
+    overall,
+    pct_text,
+)
 from loadfleet.v1 import run_pb2
 
 # `req/s` counts attempts (a refused connect is one), `ok/s` successes: never one number for both.
@@ -57,6 +65,14 @@ def threshold_mark(failing: Sequence[str]) -> str:
         more = f"… ({len(failing)} failing)"  # the cut may fall inside any name: count them all
         mark = mark[: MAX_THRESHOLD_MARK_CHARS - len(more)].rstrip(", ") + more
     return "  " + mark
+
+
+def check_mark(passed: int, failed: int) -> str:
+    """ "  chk 99.5%": the share of the interval's checks that passed, while its plan checks
+    responses; "" for an interval that checked none (a plan without checks, no response)."""
+    if not passed + failed:
+        return ""
+    return f"  chk {pct_text(100.0 * passed / (passed + failed))}%"
 
 
 def event_line(e: run_pb2.RunEvent) -> str:
@@ -106,7 +122,9 @@ def summary_table(s: run_pb2.RunSummary, doc: dict[str, Any]) -> str:
         )
     if summary.controller:
         lines.append("controller: " + summary.controller.describe())
-    return "\n".join(lines + thresholds_table(summary))
+    total = summary.total.figures
+    checks = checks_lines(check_lines_of(summary), total.users_stopped, total.sessions_restarted)
+    return "\n".join(lines + checks + thresholds_table(summary))
 
 
 def thresholds_table(summary: SummaryDoc) -> list[str]:
@@ -121,6 +139,29 @@ def thresholds_table(summary: SummaryDoc) -> list[str]:
         for row in rows
     ]
     return ["", *lines, verdict_line(summary.thresholds, summary.verdict)]
+
+
+def checks_lines(checks: Sequence[CheckLine], users_stopped: int = 0, sessions_restarted: int = 0) -> list[str]:
+    """The run's checks, worst first (at most MAX_CHECK_ROWS, then how many more), and the
+    users the plan's rules stopped and sessions they restarted when any; nothing for a plan
+    without checks."""
+    lines = []
+    if checks:
+        table = check_table(checks)
+        rows = [CHECK_HEADERS, *(c.cells() for c in table.rows)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(CHECK_HEADERS))]
+        lines += [
+            "  ".join(f"{cell:<{w}}" if i < 2 else f"{cell:>{w}}" for i, (cell, w) in enumerate(zip(row, widths)))
+            for row in rows
+        ]
+        lines += [table.more_text] if table.more else []
+        every = overall(checks)
+        lines.append(f"checks: {every.passed:,} passed, {every.failed:,} failed ({pct_text(every.pass_pct)} % passed)")
+    if users_stopped or sessions_restarted:
+        lines.append(
+            f"users stopped by the plan's rules: {users_stopped:,}; sessions restarted: {sessions_restarted:,}"
+        )
+    return ["", *lines] if lines else []
 
 
 LATENCY_NOT_MEASURED = (

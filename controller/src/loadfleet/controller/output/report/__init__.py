@@ -7,6 +7,8 @@ directories (summary.json, intervals.csv).
     interactive.py  the same charts drawn by uPlot, embedded inline (charts.js): hover, zoom, toggles
     page.py         the page shell, tables, number formats
     html.py      report.html of one run
+    checks.py    its "Checks" section (checktable.py: the table the console prints too;
+                 checkseries.py: the worst checks over time, from checks.csv)
     compare.py   runs side by side (text, JSON, HTML)
 
 Errors: an unreadable or missing run directory, or an output that cannot be written, is a

@@ -1,4 +1,4 @@
-"""report.html of one run: header, summary table, plots over time, events.
+"""report.html of one run: header, verdict, summary table, checks, plots over time, events.
 
 `render_report(run)` is pure (RunData in, HTML text out); reading and writing files is
 the package's `write_report`.
@@ -14,6 +14,7 @@ from typing import Any
 
 from loadfleet.controller.model.summarydoc import Entry, SummaryDoc
 from loadfleet.controller.output.report import interactive
+from loadfleet.controller.output.report.checks import checks_section
 from loadfleet.controller.output.report.page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from loadfleet.controller.output.report.phases import phases_section
 from loadfleet.controller.output.report.rundata import Points, RunData
@@ -52,6 +53,7 @@ def render_report(run: RunData) -> str:
         "<h2>Summary</h2>",
         summary_table(s),
         *_latency_note(s),
+        *checks_section(run),
         *phases_section(s),
         *_gatling_section(run),
         *_hosts_section(s),
