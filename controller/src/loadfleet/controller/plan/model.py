@@ -13,6 +13,7 @@ from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.load import Load, Think
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.course import SWEEP_LEVEL
+from loadfleet.controller.plan.journeys import Check, Cookies, Extract
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.controller.plan.thresholds import Threshold, VerdictRules, threshold_doc, verdict_doc
@@ -48,6 +49,9 @@ class Request:
     weight: int = 1
     headers: tuple[tuple[str, str], ...] = ()
     body: str = ""
+    # A journey's (journeys.py): run on each response, the extractions first.
+    extracts: tuple[Extract, ...] = ()
+    checks: tuple[Check, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,10 +62,12 @@ class SessionStep:
 
 @dataclass(frozen=True)
 class Session:
-    """What each client or user does: these requests in order, `repeat` times (0: until the end)."""
+    """What each client or user does: `once` (a login) when it starts and after a restart,
+    then these requests in order, `repeat` times (0: until the end)."""
 
     steps: tuple[SessionStep, ...]
     repeat: int = 0
+    once: tuple[SessionStep, ...] = ()
 
 
 class LossPolicy(enum.StrEnum):
@@ -134,6 +140,7 @@ class Plan:
     gatling: GatlingOptions | None = None
     thresholds: tuple[Threshold, ...] = ()
     verdict: VerdictRules = VerdictRules()
+    cookies: Cookies = Cookies()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "driver", Driver(self.driver))  # "gatling" reads as Driver.GATLING
@@ -145,20 +152,11 @@ class Plan:
             "duration_s": self.duration_s,
             "interval_ms": self.interval_ms,
             "targets": [t.to_doc() for t in self.targets],
-            "workload": {
-                "keep_alive": self.keep_alive,
-                "tls_verify": self.tls_verify,
-                "requests": [_request_doc(r) for r in self.requests],
-            },
+            "workload": self._workload_doc(),
             "load": self.load.to_doc(),
             "timeouts": {"connect_ms": self.connect_timeout_ms, "request_ms": self.request_timeout_ms},
             "agents": _agents_doc(self.agents),
         }
-        if self.session:
-            doc["workload"]["session"] = {
-                "steps": [{"request": st.request, "think": st.think.to_doc()} for st in self.session.steps],
-                "repeat": self.session.repeat,
-            }
         if self.max_requests:
             doc["budget"] = {"requests": self.max_requests}
         if self.influxdb:
@@ -179,6 +177,18 @@ class Plan:
                 del doc["workload"]
         return yamlsafe.dump(doc | self._verdict_doc())
 
+    def _workload_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "keep_alive": self.keep_alive,
+            "tls_verify": self.tls_verify,
+            "requests": [_request_doc(r) for r in self.requests],
+        }
+        if self.session:
+            doc["session"] = _session_doc(self.session)
+        if self.cookies != Cookies():
+            doc["cookies"] = self.cookies.to_doc()
+        return doc
+
     def _verdict_doc(self) -> dict[str, Any]:
         """The thresholds and verdict rules, in the plan's words."""
         doc: dict[str, Any] = {}
@@ -195,7 +205,22 @@ def _request_doc(r: Request) -> dict[str, Any]:
         doc["headers"] = dict(r.headers)
     if r.body:
         doc["body"] = r.body
+    if r.checks:
+        doc["check"] = [c.to_doc() for c in r.checks]
+    if r.extracts:
+        doc["extract"] = [e.to_doc() for e in r.extracts]
     return doc
+
+
+def _session_doc(s: Session) -> dict[str, Any]:
+    doc: dict[str, Any] = {"steps": [_step_doc(st) for st in s.steps], "repeat": s.repeat}
+    if s.once:
+        doc["once"] = [_step_doc(st) for st in s.once]
+    return doc
+
+
+def _step_doc(step: SessionStep) -> dict[str, Any]:
+    return {"request": step.request, "think": step.think.to_doc()}
 
 
 def _agents_doc(a: AgentSelection) -> dict[str, Any]:

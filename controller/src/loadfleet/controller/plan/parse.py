@@ -27,10 +27,12 @@ from urllib.parse import urlsplit
 from loadfleet.controller.model.credentials import redact_query
 from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.errors import PlanError, Problem
-from loadfleet.controller.model.load import Load, Think
+from loadfleet.controller.model.load import Load, LoadModel, Think
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.course import course_problems, resolve
+from loadfleet.controller.plan.journeycheck import JourneyFacts, check_names, extract_sources_problem, journey_problems
+from loadfleet.controller.plan.journeys import Check, Cookies, Extract
 from loadfleet.controller.plan.model import (
     DEFAULT_AGENT_WAIT_S,
     DEFAULT_CONNECT_TIMEOUT_MS,
@@ -236,15 +238,33 @@ def _meaning_problems(doc: dict[str, Any], base_dir: Path | None) -> tuple[list[
     session = workload.get("session")
     if session:
         problems += _session_problems(doc, session, requests)
-    return problems, requests
+    return problems + _journey_problems(doc, requests), requests
+
+
+def _journey_problems(doc: dict[str, Any], requests: list[Request]) -> list[Problem]:
+    """Checks, extractions, templates and `once` (journeycheck.py)."""
+    workload = doc.get("workload", {})
+    shapes = [
+        problem
+        for i, r in enumerate(workload.get("requests", []))
+        for j, e in enumerate(r.get("extract", []))
+        if (problem := extract_sources_problem(e, f"workload.requests[{i}].extract[{j}]"))
+    ]
+    facts = JourneyFacts(
+        model=LoadModel(doc["load"]["model"]),
+        driver=Driver(doc.get("driver", DEFAULT_DRIVER)),
+        session=_session(workload.get("session")),
+        cookies_given=isinstance(workload.get("cookies"), dict),
+    )
+    return shapes + journey_problems(requests, facts)
 
 
 def _plan_facts(doc: dict[str, Any], requests: list[Request]) -> PlanFacts:
-    """What the plan's thresholds may name. No request declares checks yet (issue 30 adds them)."""
+    """What the plan's thresholds may name: its checks are its requests' checks and extractions."""
     return PlanFacts(
         targets=frozenset(t["name"] for t in doc["targets"] if "name" in t),
         requests=frozenset(r.name for r in requests),
-        checks=frozenset(),
+        checks=check_names(requests),
         interval_s=doc.get("interval_ms", DEFAULT_INTERVAL_MS) / 1000,
         swept="sweep" in doc,
         requests_known="workload" in doc,  # else a Gatling project's simulation names them
@@ -266,8 +286,9 @@ def _session_problems(doc: dict[str, Any], session: dict[str, Any], requests: li
     """Each step names a request of the workload; a session's users arrive open only in the engine."""
     names = {r.name for r in requests}
     problems = [
-        Problem(f"workload.session.steps[{i}].request", f"no request is named '{step['request']}'")
-        for i, step in enumerate(session["steps"])
+        Problem(f"workload.session.{part}[{i}].request", f"no request is named '{step['request']}'")
+        for part in ("once", "steps")
+        for i, step in enumerate(session.get(part, []))
         if step["request"] not in names
     ]
     if doc["load"]["model"] == "open" and doc.get("driver", DEFAULT_DRIVER) == Driver.GATLING:
@@ -305,7 +326,8 @@ def _session(doc: dict[str, Any] | None) -> Session | None:
     if not doc:
         return None
     steps = tuple(SessionStep(s["request"], Think.from_doc(s.get("think"))) for s in doc["steps"])
-    return Session(steps, doc.get("repeat", 0))
+    once = tuple(SessionStep(s["request"], Think.from_doc(s.get("think"))) for s in doc.get("once", []))
+    return Session(steps, doc.get("repeat", 0), once)
 
 
 def _request(doc: dict[str, Any]) -> Request:
@@ -316,6 +338,8 @@ def _request(doc: dict[str, Any]) -> Request:
         weight=doc.get("weight", 1),
         headers=tuple(sorted(doc.get("headers", {}).items())),
         body=doc.get("body", ""),
+        extracts=tuple(Extract.from_doc(e) for e in doc.get("extract", [])),
+        checks=tuple(Check.from_doc(c) for c in doc.get("check", [])),
     )
 
 
@@ -355,6 +379,7 @@ def _build(doc: dict[str, Any], requests: list[Request], default_name: str, base
         gatling=_gatling(doc.get("gatling"), base_dir),
         thresholds=tuple(threshold_from_doc(t) for t in doc.get("thresholds", [])),
         verdict=verdict_from_doc(doc.get("verdict")),
+        cookies=Cookies.from_doc(doc.get("workload", {}).get("cookies")),
     )
 
 

@@ -46,9 +46,11 @@ def schema_problems(doc: dict[str, Any]) -> list[Problem]:
 
 # The schema's patterns, said in words.
 _PATTERN_MESSAGES = {
-    "header_name": "a header name is a token (letters, digits and !#$%&'*+.^_`|~-; no spaces, colons, CR or LF)",
+    "header_name": "a header name (or a cookie name) is a token "
+    "(letters, digits and !#$%&'*+.^_`|~-; no spaces, colons, CR or LF)",
     "header_value": "a header value may not contain CR, LF or other control characters",
     "path": "a path starts with / and has no spaces or control characters (percent-encode them)",
+    "variable": "a variable name is a letter or _, then letters, digits or _ (as in ${csrf})",
     "text": "control characters (CR, LF, ...) are not allowed here",
     "token_env": "the controller passes only its LOADFLEET_INFLUX_TOKEN* variables to a plan's InfluxDB "
     "(e.g. LOADFLEET_INFLUX_TOKEN_TEAM_A; docs/security.md)",

@@ -176,7 +176,7 @@ class PlanFacts:
 
     targets: frozenset[str]  # the names of its named targets
     requests: frozenset[str]
-    checks: frozenset[str]  # the checks its requests declare (none before issue 30)
+    checks: frozenset[str]  # its requests' checks, and their extractions as "extract <var>"
     interval_s: float
     swept: bool
     # A Gatling project's requests are its simulation's, unknown before the run: a request
@@ -282,7 +282,8 @@ def _check_problems(doc: dict[str, Any], path: str, facts: PlanFacts) -> list[Pr
     if metric is not Metric.CHECK_PASS_PCT:
         return [Problem(f"{path}.check", f"only check_pass_pct takes a check, not {metric}")] if "check" in doc else []
     if "check" not in doc:
-        return [Problem(f"{path}.check", "check_pass_pct needs `check`: the name of a check a request declares")]
+        what = "the name of a check a request declares, or 'extract VAR'"
+        return [Problem(f"{path}.check", f"check_pass_pct needs `check`: {what}")]
     if doc["check"] in facts.checks:
         return []
     known = f"the plan's: {_names(facts.checks)}" if facts.checks else "the plan's requests declare no checks"
