@@ -2,7 +2,12 @@ import time
 
 import pytest
 
-from loadfleet.controller.fleet.scheduler import MAX_ENGINES_PER_AGENT, barrier_start_ms, split_over_engines
+from loadfleet.controller.fleet.scheduler import (
+    MAX_ENGINES_PER_AGENT,
+    barrier_start_ms,
+    split_over_engines,
+    users_of,
+)
 from loadfleet.controller.model.load import Load, Stage, split_exact
 
 
@@ -71,3 +76,27 @@ def test_the_work_of_a_split_is_bounded_by_the_engines_an_agent_may_run_not_by_i
     assert time.perf_counter() - started < 1.0
     assert [len(s.engines) for s in shares] == [MAX_ENGINES_PER_AGENT, 2]
     assert sum(s.load.clients for s in shares) == 5000
+
+
+def first_users(shares):
+    return [(e.first_user, users_of(e.load)) for s in shares for e in s.engines]
+
+
+def test_each_engine_numbers_its_users_on_from_the_engines_before_it():
+    """${user} is unique fleet-wide: an engine's first user is the sum of the users the
+    engines before it (in agent order, then the agent's own) can have."""
+    shares = split_over_engines(Load("closed", clients=10), 0, [("a", 3), ("b", 1), ("c", 2)])
+    assert first_users(shares) == [(0, 2), (2, 2), (4, 2), (6, 2), (8, 1), (9, 1)]
+    users = split_over_engines(Load("users", users=5, spawn_rate=1), 0, [("a", 2), ("b", 2)])
+    assert first_users(users) == [(0, 2), (2, 1), (3, 1), (4, 1)]
+
+
+def test_an_engine_whose_clients_ramp_up_is_given_room_for_its_peak():
+    shares = split_over_engines(Load("closed", clients=2, stages=(Stage(5, 6), Stage(5, 0))), 0, [("a", 2)])
+    assert first_users(shares) == [(0, 3), (3, 3)]
+    assert users_of(Load("users", users=2, stages=(Stage(5, 2.5),))) == 3, "a level between users, rounded up"
+
+
+def test_the_open_model_numbers_no_users():
+    shares = split_over_engines(Load("open", rate=100), 0, [("a", 2), ("b", 1)])
+    assert first_users(shares) == [(0, 0), (0, 0), (0, 0)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import math
 import signal
 import time
 from collections.abc import Callable
@@ -44,17 +45,38 @@ class Outcome(enum.Enum):
 
 def engine_specs(assignment: agent_pb2.Assignment) -> list[job_pb2.JobSpec]:
     """One spec per engine, with the share the controller gave that engine (it splits the
-    fleet's load over every engine slot at once, so totals stay exact fleet-wide)."""
+    fleet's load over every engine slot at once, so totals stay exact fleet-wide). The
+    engines' users are numbered on from the agent's `first_user`, each engine after the
+    users its predecessors can have, as the controller numbered them (fleet/scheduler.py),
+    so `${user}` is unique across the fleet."""
     if not assignment.engines:
         return [assignment.spec]
     specs = []
+    first_user = assignment.spec.first_user
     for share in assignment.engines:
         spec = job_pb2.JobSpec()
         spec.CopyFrom(assignment.spec)
         spec.load.CopyFrom(share.load)
         spec.max_requests = share.max_requests
+        spec.first_user = first_user
+        first_user += users_of(share.load)
         specs.append(spec)
     return specs
+
+
+def users_of(load: job_pb2.LoadShare) -> int:
+    """How many users a share can have at once: the peak of its clients or users, stages
+    included, rounded up (the controller's scheduler.users_of); the open model's arrivals
+    are not numbered here (0)."""
+    model = load.WhichOneof("model")
+    if model == "closed":
+        start = load.closed.clients
+    elif model == "users":
+        start = load.users.users
+    else:
+        return 0
+    peak: float = max([float(start), *(s.target for s in load.stages)])
+    return math.ceil(peak)
 
 
 class JobRunner:

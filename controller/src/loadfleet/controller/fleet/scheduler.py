@@ -2,16 +2,19 @@
 
 Load is split over every engine slot of the fleet (one per agent core) at once, with
 the exact split of `load.split_load`, so every total (clients, users, budgets) adds up
-exactly and agents get load in proportion to their cores. Every agent starts at the
+exactly and agents get load in proportion to their cores. Each engine's users (closed
+clients, users) are numbered fleet-wide from its `first_user`, the sum of the peaks of the
+engines before it, so no two users of a step share `${user}`. Every agent starts at the
 same absolute time (barrier start), a little in the future and aligned to an interval
 boundary so that all drivers' intervals line up.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
-from loadfleet.controller.model.load import Load, Stage, split_load
+from loadfleet.controller.model.load import Load, LoadModel, Stage, split_load
 
 # The most engines one agent runs (one per core it offers): an agent's Hello offering more
 # cores is refused (rpc/convert.py), so the work of splitting load is bounded by what the
@@ -26,6 +29,18 @@ DEFAULT_BARRIER_LEAD_MS = 2000
 class EngineShare:
     load: Load
     max_requests: int = 0
+    # The fleet-wide index of the engine's first user (JobSpec.first_user of the agent's first
+    # engine; the agent numbers its other engines on in the same order, agent job.py).
+    first_user: int = 0
+
+
+def users_of(load: Load) -> int:
+    """How many users a share can have at once: the peak of its clients or users, stages
+    included (a level between whole numbers rounded up). The open model has no numbered
+    users: its arrivals are the engine's (0)."""
+    if load.model is LoadModel.OPEN:
+        return 0
+    return math.ceil(load.peak)
 
 
 @dataclass(frozen=True)
@@ -49,9 +64,11 @@ def split_over_engines(load: Load, max_requests: int, agents: list[tuple[str, in
     slots = [agent_id for agent_id, cores in agents for _ in range(min(max(1, cores), MAX_ENGINES_PER_AGENT))]
     parts = split_load(load, max_requests, [1] * len(slots))
     shares: dict[str, list[EngineShare]] = {}
+    first_user = 0
     for agent_id, part in zip(slots, parts):
         if part is not None:
-            shares.setdefault(agent_id, []).append(EngineShare(*part))
+            shares.setdefault(agent_id, []).append(EngineShare(*part, first_user=first_user))
+            first_user += users_of(part[0])
     return [AgentShare(agent_id, tuple(shares[agent_id])) for agent_id, _ in agents if agent_id in shares]
 
 

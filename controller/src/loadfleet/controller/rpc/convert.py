@@ -20,7 +20,9 @@ from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.model.load import Load, LoadModel, Think, ThinkKind
+from loadfleet.controller.plan.model import SessionStep
 from loadfleet.controller.rpc import bounds
+from loadfleet.controller.rpc.journeyconvert import add_journey
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
 from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
@@ -267,6 +269,8 @@ def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
         interval_ms=plan.interval_ms,
         max_requests=sum(e.max_requests for e in a.engines),
         driver=_DRIVERS[plan.driver],
+        # The agent's first user: its engines' users are numbered on from here (scheduler.py).
+        first_user=a.engines[0].first_user if a.engines else 0,
     )
     if plan.gatling:
         spec.gatling.CopyFrom(
@@ -276,15 +280,17 @@ def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
         )
     if plan.session:
         names = [r.name for r in plan.requests]
+
+        def steps(walk: tuple[SessionStep, ...]) -> list[job_pb2.SessionStep]:
+            return [
+                job_pb2.SessionStep(request=names.index(s.request), think_after=think_to_proto(s.think)) for s in walk
+            ]
+
+        session = plan.session
         spec.session.CopyFrom(
-            job_pb2.Session(
-                steps=[
-                    job_pb2.SessionStep(request=names.index(step.request), think_after=think_to_proto(step.think))
-                    for step in plan.session.steps
-                ],
-                repeat=plan.session.repeat,
-            )
+            job_pb2.Session(steps=steps(session.steps), repeat=session.repeat, once=steps(session.once))
         )
+    add_journey(spec, plan)
     return spec
 
 
