@@ -24,6 +24,7 @@ from loadfleet.controller.plan.model import SessionStep
 from loadfleet.controller.rpc import bounds
 from loadfleet.controller.rpc.journeyconvert import add_journey
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
+from loadfleet.wire.checks import MAX_CHECKS_PER_ROW, names_problem
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
 from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
 from loadfleet.wire.text import printable
@@ -177,6 +178,8 @@ def report_from_proto(
     total = totals[0] if totals else total_row(parts)
     if len(totals) > 1 or total.requests != sum(r.requests for r in parts):
         raise BadReport("its total row does not add up to its rows")
+    if problem := _checks_problem(rows, parts, total):
+        raise BadReport(problem)
     return JobReport(
         job_id=pb.job_id,
         agent_id=agent_id,
@@ -185,11 +188,35 @@ def report_from_proto(
         rows=parts,
         total=total,
         final=report.final,
-        error_samples=tuple(
-            printable(f"{s.target} {s.request}: {s.message}", bounds.MAX_TEXT_CHARS)
-            for s in report.error_samples[:MAX_ERROR_SAMPLES]
-        ),
+        error_samples=tuple(_sample_text(s) for s in report.error_samples[:MAX_ERROR_SAMPLES]),
     )
+
+
+def _sample_text(s: stats_pb2.ErrorSample) -> str:
+    """An error sample on one printable line; a failed check's names the check."""
+    check = f"{s.check}: " if s.kind == stats_pb2.ERROR_KIND_CHECK and s.check else ""
+    return printable(f"{s.target} {s.request}: {check}{s.message}", bounds.MAX_TEXT_CHARS)
+
+
+def _checks_problem(rows: list[StatsRow], parts: tuple[StatsRow, ...], total: StatsRow) -> str | None:
+    """What is impossible about the rows' checks (their names were bounded before decoding:
+    _check_names_problem): a count past what an interval could hold, more responses that
+    failed a check than responses, a failed check counted as a transport error (it is a
+    response: ERROR_KIND_CHECK is for samples only), or a total naming a check no row has."""
+    for row in rows:
+        where = f"the row ({row.target!r}, {row.request!r})"
+        counts = [row.reported_check_failed, row.users_stopped, row.sessions_restarted]
+        counts += [n for c in row.checks.values() for n in (c.passed, c.failed)]
+        if max(counts) > bounds.MAX_COUNT:
+            return f"{where} counts {max(counts):,} in its checks, more than one interval can hold"
+        if row.check_failed > row.responses:
+            return f"{where} has {row.check_failed:,} responses that failed a check of its {row.responses:,}"
+        if row.errors.get(stats_pb2.ERROR_KIND_CHECK):
+            return f"{where} counts failed checks as errors (they are responses: check_failed)"
+    named = {name for row in parts for name in row.checks}
+    if unknown := [name for name in total.checks if name not in named]:
+        return f"its total row names a check none of its rows has: {unknown[0]!r}"
+    return None
 
 
 def _decoded_rows(stats: list[stats_pb2.IntervalStats], limits: ReportLimits, *, counts_only: bool) -> list[StatsRow]:
@@ -197,11 +224,8 @@ def _decoded_rows(stats: list[stats_pb2.IntervalStats], limits: ReportLimits, *,
     histograms decoded (all at once in the agent's form, else row by row), or none decoded."""
     latency, waiting, any_v2 = [], [], False
     for s in stats:
-        if limits.keys is None:  # names chosen by the driver (a Gatling simulation): keys and columns
-            if problem := bounds.name_problem("a target", s.target) or bounds.name_problem("a request", s.request):
-                raise BadReport(f"a row with {problem}")
-        elif (s.target, s.request) not in limits.keys:
-            raise BadReport(f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job")
+        if problem := _names_problem(s, limits):
+            raise BadReport(problem)
         latency_v2, waiting_v2 = s.latency_histogram, s.waiting_histogram
         latency.append(s.latency_buckets)
         waiting.append(s.waiting_buckets)
@@ -219,6 +243,30 @@ def _decoded_rows(stats: list[stats_pb2.IntervalStats], limits: ReportLimits, *,
         return [StatsRow.from_proto(s).check() for s in stats]
     except HistogramError as exc:
         raise BadReport(str(exc)) from exc
+
+
+def _names_problem(s: stats_pb2.IntervalStats, limits: ReportLimits) -> str | None:
+    """A row's target and request not of the job, or (a Gatling simulation's, which names its
+    own) not fit to be keys and columns; then its check names."""
+    if limits.keys is None:  # names chosen by the driver (a Gatling simulation): keys and columns
+        if problem := bounds.name_problem("a target", s.target) or bounds.name_problem("a request", s.request):
+            return f"a row with {problem}"
+    elif (s.target, s.request) not in limits.keys:
+        return f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job"
+    return _check_names_problem(s, limits)
+
+
+def _check_names_problem(s: stats_pb2.IntervalStats, limits: ReportLimits) -> str | None:
+    """Check names past their bounds, looked at before any becomes a key (wire/checks.py): a
+    request's row names at most its 16 checks and 16 extractions, the `*`/`*` total those of
+    every row (the report's other rows)."""
+    checks = s.checks
+    if not checks:
+        return None
+    most = MAX_CHECKS_PER_ROW * max(1, limits.max_rows - 1) if s.target == TOTAL else MAX_CHECKS_PER_ROW
+    if problem := names_problem((c.name for c in checks), most):
+        return f"the row ({s.target!r}, {s.request!r}) has {problem}"
+    return None
 
 
 _JOB_STATES: dict[int, JobState] = {
