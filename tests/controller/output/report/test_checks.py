@@ -91,3 +91,21 @@ def test_an_unreadable_checks_file_is_named(tmp_path, text, says):
     (tmp_path / checkseries.CHECKS_FILE).write_text(text)
     with pytest.raises(UsageError, match=says):
         checkseries.worst_check_series(tmp_path, started_ms=0, most=9)
+
+
+@pytest.mark.parametrize(
+    ("errors", "status", "text"),
+    [
+        ({"connect_refused": 12}, {"5xx": 3}, "connect_refused 12, 5xx 3"),  # a run before checks
+        ({"check": 3}, {"5xx": 3}, "5xx 3"),  # no check but the status: the 5xx say it
+        ({"check": 40, "reset": 1}, {"5xx": 3}, "reset 1, failed a check 40 (5xx 3)"),
+        ({"check": 40}, {}, "failed a check 40"),  # 200s that lacked the page's text
+        ({"check": 2}, {"4xx": 5}, "failed a check 2 (4xx 5)"),  # expected 404s are ok
+        ({}, {}, "-"),
+    ],
+)
+def test_the_failures_say_which_responses_failed_a_check(errors, status, text):
+    from loadfleet.controller.model.summarydoc import Entry
+    from loadfleet.controller.output.report.html import failures_text
+
+    assert failures_text(Entry(errors=errors, status=status)) == text

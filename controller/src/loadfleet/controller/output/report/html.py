@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from loadfleet.controller.model.figures import CHECK_ERRORS
 from loadfleet.controller.model.summarydoc import Entry, SummaryDoc
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.checks import checks_section
@@ -236,10 +237,17 @@ NO_RESPONSE = "no response"
 
 
 def failures_text(entry: Entry) -> str:
-    """Transport errors by kind and 4xx/5xx responses, e.g. `connect_refused 12, 5xx 3`."""
+    """Transport errors by kind and the responses that failed, e.g. `connect_refused 12, 5xx 3`.
+    Responses that failed a check are said apart when the plan's checks failed others than
+    the 4xx and 5xx (`failed a check 40 (5xx 3)`): without checks, they are those alone."""
     status = entry.status
-    parts = [f"{kind} {n:,}" for kind, n in sorted(entry.errors.items()) if n]
-    parts += [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
+    parts = [f"{kind} {n:,}" for kind, n in sorted(entry.errors.items()) if n and kind != CHECK_ERRORS]
+    statuses = [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
+    checked = entry.errors.get(CHECK_ERRORS, 0)
+    if checked and checked != status.get("4xx", 0) + status.get("5xx", 0):
+        parts.append(f"failed a check {checked:,}" + (f" ({', '.join(statuses)})" if statuses else ""))
+    else:
+        parts += statuses
     return ", ".join(parts) or "-"
 
 
