@@ -109,3 +109,12 @@ def test_the_failures_say_which_responses_failed_a_check(errors, status, text):
     from loadfleet.controller.output.report.html import failures_text
 
     assert failures_text(Entry(errors=errors, status=status)) == text
+
+
+def test_the_failures_chart_has_a_line_of_responses_that_failed_a_check(checked_run, synthetic_run):
+    from loadfleet.controller.output.report.html import failure_series
+
+    by_name = {s.name: s for s in failure_series(load_run(checked_run))}
+    assert sorted(by_name) == ["connect_refused", "failed a check"]
+    assert [y for _, y in by_name["failed a check"].points] == [0, 0, 48, 0, 0, 0]  # per second, 1 s intervals
+    assert "failed a check" not in {s.name for s in failure_series(load_run(synthetic_run))}

@@ -308,16 +308,28 @@ def rates_chart(run: RunData, markers: tuple[Marker, ...]) -> Chart:
 
 
 def failure_series(run: RunData) -> list[Series]:
-    """Transport errors per kind and 4xx/5xx responses, per second; kinds that never
+    """Transport errors per kind and 4xx/5xx responses, per second, and the responses that
+    failed a check when the plan's checks failed others than those; kinds that never
     happened are left out, and a run without failures shows one flat `failures` line."""
     interval_s = interval_seconds(run)
     columns = [(kind, f"err_{kind}") for kind in run.error_kinds] + [("4xx", "status_4xx"), ("5xx", "status_5xx")]
+    if _checks_failed_others(run):
+        columns.append(("failed a check", "check_failed"))
     out = []
     for name, column in columns:
         points = tuple((x, y / interval_s) for x, y in run.total_series(column))
         if any(y for _, y in points if math.isfinite(y)):
             out.append(Series(name, points))
     return out or [Series("failures", tuple((x, 0.0) for x, _ in run.total_series("failed")))]
+
+
+def _checks_failed_others(run: RunData) -> bool:
+    """Whether some interval's responses that failed a check were not just its 4xx and 5xx
+    (without checks in the plan, they are exactly those: no line of their own)."""
+    return any(
+        r.values.get("check_failed", 0.0) != r.values.get("status_4xx", 0.0) + r.values.get("status_5xx", 0.0)
+        for r in run.cluster_total
+    )
 
 
 def busiest(series: dict[str, Points], rest_name: str) -> list[Series]:
