@@ -385,3 +385,12 @@ def test_a_static_body_keeps_its_size_bound_not_the_templates():
     assert parse_plan(yaml.safe_dump(login(workload__requests__2__body=big))).requests[2].body == big
     found = problems(login(workload__requests__2__body=big + "${user}"))
     assert any(p == f"{ACCOUNT}.body" and "over the 65536" in m for p, m in found), found
+
+
+@pytest.mark.parametrize("status", [["0200"], ["+200"], [" 2xx"], ["200 - 299"]])
+def test_a_status_as_written_reads_back_equal(status):
+    """What the engine reads as a status (checks.rs trims and takes a leading +) is kept as
+    written, so the resolved plan reads back equal."""
+    plan = parse_plan(yaml.safe_dump(login(workload__requests__2__check__0__status=status)))
+    assert plan.requests[2].checks[0].status == tuple(status)
+    assert parse_plan(plan.to_yaml()) == plan

@@ -128,7 +128,7 @@ def _message(kind: ErrorKind, at: int, name: str) -> str:
 
 def parse_template(text: str, names: TemplateNames) -> list[Piece]:
     """The pieces of `text` in order (adjacent literal text joined), or TemplateError."""
-    data = text.encode("utf-8", "surrogatepass")  # a lone surrogate (a YAML \\u escape) is counted, not a crash
+    data = text.encode("utf-8", "surrogatepass")  # surrogatepass: any str is parsed, none raises
     if len(data) > MAX_TEMPLATE_BYTES:
         raise TemplateError(ErrorKind.TOO_LONG, MAX_TEMPLATE_BYTES, str(len(data)))
     pieces: list[Piece] = []
