@@ -74,3 +74,12 @@ def test_the_summary_shows_the_runs_checks_from_summary_json():
         "users stopped by the plan's rules: 2; sessions restarted: 5",
     ]
     assert not [line for line in summary_table(summary, {}).splitlines() if "check" in line]
+
+
+def test_the_progress_line_marks_the_share_of_checks_passed_only_when_something_was_checked():
+    from loadfleet.controller.output.console import progress_line
+    from loadfleet.v1 import run_pb2
+
+    checked = progress_line(run_pb2.IntervalSummary(agents=1, checks_passed=199, checks_failed=1))
+    assert checked.endswith("  chk 99.5%")
+    assert "chk" not in progress_line(run_pb2.IntervalSummary(agents=1))

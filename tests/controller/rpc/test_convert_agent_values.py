@@ -308,3 +308,13 @@ def test_an_interval_past_uint64_or_below_zero_is_sent_saturated():
     update = IntervalUpdate(1000, agents=1, missing=0, lost=0, figures=figures_of(row, 1.0), users=row.users)
     summary = interval_to_proto(update)
     assert (summary.requests, summary.errors, summary.users) == (2**64 - 1, 0, 2**64 - 1)
+
+
+def test_an_interval_sends_its_checks_summed_over_every_check():
+    from loadfleet.wire.checks import CheckCount
+
+    row = StatsRow("*", "*", requests=10, status=[0, 10, 0, 0, 0])
+    row.checks = {"login form": CheckCount(9, 1), "extract csrf": CheckCount(8, 2)}
+    update = IntervalUpdate(1000, agents=1, missing=0, lost=0, figures=figures_of(row, 1.0), users=0)
+    summary = interval_to_proto(update)
+    assert (summary.checks_passed, summary.checks_failed) == (17, 3)

@@ -47,7 +47,7 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
     p50, p99 = (f"{s.p50_ms:.2f}", f"{s.p99_ms:.2f}") if measured else (NONE, NONE)
     return (
         f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.ok_rps:>10.1f}  {s.mb_per_s:>8.2f}  {p50:>8}  "
-        f"{p99:>8}  {s.errors:>7}  {s.users:>7}{missing}"
+        f"{p99:>8}  {s.errors:>7}  {s.users:>7}{check_mark(s.checks_passed, s.checks_failed)}{missing}"
     )
 
 

@@ -105,6 +105,8 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         ok_rps=f.ok_rps,
         latency_measured=f.latency is not None,
         failing_thresholds=u.failing_thresholds,
+        checks_passed=_u64(sum(c.passed for c in f.checks.values())),
+        checks_failed=_u64(sum(c.failed for c in f.checks.values())),
     )
 
 
