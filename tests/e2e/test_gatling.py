@@ -2,8 +2,10 @@
 running a real Gatling 3.15 JVM (agent/gatling, built by `make gatling`) against nginx on
 loopback. What the controller merges from Gatling's hook must be exactly what nginx logged,
 with latency percentiles from the merged HDR histograms; a user's own Maven project
-(gatling_projects/demo) is built offline from ~/.m2 and runs with or without the hook; and a
-project that does not compile, a missing class or a JVM killed mid-run end in a clear error."""
+(gatling_projects/demo) is built offline from ~/.m2 and runs with or without the hook; a
+response Gatling marks KO (a failed check of a user's project, a status outside 200-399 on
+JobSimulation) counts as a failed response, not an ok one; and a project that does not compile,
+a missing class or a JVM killed mid-run end in a clear error."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psutil
@@ -26,9 +31,10 @@ from loadfleet.agent.guard import LoadPolicy
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.plan.parse import parse_plan
-from loadfleet.v1 import agent_pb2, job_pb2
+from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
+from loadfleet.wire.stats import StatsRow, merge_rows
 from support.cluster import write_plan
-from support.procs import program
+from support.procs import free_port, program
 
 DEMO_PROJECT = Path(__file__).with_name("gatling_projects") / "demo"
 
@@ -444,3 +450,149 @@ def wait_for(check, timeout_s: float, what: str):
             raise TimeoutError(f"no {what} after {timeout_s} s")
         time.sleep(0.1)
     return found
+
+
+CHECKED_SIMULATION = """
+package example;
+
+import static io.gatling.javaapi.core.CoreDsl.scenario;
+import static io.gatling.javaapi.core.CoreDsl.substring;
+import static io.gatling.javaapi.http.HttpDsl.http;
+import static io.gatling.javaapi.http.HttpDsl.status;
+
+import io.gatling.javaapi.core.ScenarioBuilder;
+import io.gatling.javaapi.core.Simulation;
+import loadfleet.gatling.LoadfleetStats;
+import loadfleet.gatling.Share;
+
+/** A user's checks: one failing on every response, Gatling's default status check, an expected 404. */
+public class CheckedSimulation extends Simulation {
+  private final LoadfleetStats lf = LoadfleetStats.fromSystemProperties();
+  private final Share share = LoadfleetStats.share();
+  private final ScenarioBuilder scenario = scenario("checked")
+      .exec(lf.timed(share.target(), "account", http("account").get("/index.html").check(substring("Welcome, alice"))))
+      .exec(lf.timed(share.target(), "missing", http("missing").get("/missing")))
+      .exec(lf.timed(share.target(), "expected", http("expected").get("/missing").check(status().is(404))));
+
+  {
+    setUp(share.populate(scenario)).protocols(http.baseUrl(share.target()).disableCaching());
+  }
+
+  @Override
+  public void before() {
+    lf.ready();
+  }
+
+  @Override
+  public void after() {
+    lf.finish();
+  }
+}
+"""
+
+
+def rows_by_request(sent) -> dict[str, StatsRow]:
+    rows = [
+        StatsRow.from_proto(s)
+        for m in sent
+        if m.WhichOneof("body") == "interval"
+        for s in m.interval.report.stats
+        if s.target != "*"
+    ]
+    return {request: row for (_target, request), row in merge_rows(rows).items()}
+
+
+def check_samples(sent) -> set[tuple[str, str, str]]:
+    return {
+        (e.request, e.check, e.message)
+        for m in sent
+        if m.WhichOneof("body") == "interval"
+        for e in m.interval.report.error_samples
+        if e.kind == stats_pb2.ERROR_KIND_CHECK
+    }
+
+
+def test_a_user_projects_failed_checks_are_failed_responses_not_ok_ones(webs, tmp_path, offline_maven):
+    project = tmp_path / "checked"
+    shutil.copytree(DEMO_PROJECT, project)
+    (project / "src/main/java/example/CheckedSimulation.java").write_text(CHECKED_SIMULATION)
+    # The first build of the copy takes 7-10 s here, the JVM 3-6 s more: load starts after both.
+    spec = user_spec(project, "example.CheckedSimulation", url=webs[0].url, lead_s=25)
+    outcome, sent, _took_s = run_job(spec)
+    assert outcome is Outcome.FINISHED, last_state(sent)
+    rows = rows_by_request(sent)
+    account, missing, expected = rows["account"], rows["missing"], rows["expected"]
+    assert account.requests > 10 and account.status[1] == account.requests, "every /index.html came, a 200"
+    # Before, all of them counted as ok: "every /account check failing: 0 % errors" (issue 30).
+    assert account.checks_reported and account.check_failed == account.requests and account.ok == 0
+    assert missing.status[3] == missing.check_failed == missing.requests > 0, "Gatling's default status check"
+    assert expected.status[3] == expected.requests == expected.ok > 0 and expected.check_failed == 0
+    assert sum(r.requests for r in rows.values()) == webs[0].server.access_log_lines()
+    assert not any(r.errors for r in rows.values()), "a failed check is a response, never a transport error"
+    samples = check_samples(sent)
+    assert ("account", "substring(Welcome, alice).find.exists", "found nothing") in samples, samples
+    assert ("missing", "status.find.in([200, 209], 304)", "found 404") in samples, samples
+    assert "expected" not in {request for request, _check, _message in samples}
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """A target for JobSimulation's statuses and methods: /moved is a 301, /missing a 404, any
+    other path a 200, for every method; the methods it served are counted."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # the head and the body go out at once (no delayed-ACK stall)
+    methods: Counter[str]
+
+    def answer(self) -> None:
+        self.methods[self.command] += 1
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status = {"/moved": 301, "/missing": 404}.get(self.path, 200)
+        self.send_response(status)
+        if status == 301:
+            self.send_header("Location", "/ok")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    do_GET = do_PATCH = do_OPTIONS = answer
+
+    def log_message(self, *args: object) -> None:
+        """Quiet: the test counts what it served."""
+
+
+def test_jobsimulation_fails_statuses_outside_200_399_and_sends_patch_and_options():
+    methods: Counter[str] = Counter()
+    handler = type("Handler", (Recorder,), {"methods": methods})
+    server = ThreadingHTTPServer(("127.0.0.2", free_port("127.0.0.2")), handler)
+    thread = threading.Thread(target=server.serve_forever, name="recorder", daemon=True)
+    thread.start()
+    try:
+        requests = [("ok", "GET", "/ok"), ("moved", "GET", "/moved"), ("missing", "GET", "/missing")]
+        requests += [("patch", "PATCH", "/ok"), ("options", "OPTIONS", "/ok")]
+        spec = job_pb2.JobSpec(
+            job_id="statuses",
+            driver=job_pb2.DRIVER_GATLING,
+            targets=[job_pb2.Target(url=f"http://127.0.0.2:{server.server_port}", weight=1)],
+            requests=[job_pb2.RequestSpec(name=n, method=m, path=p, weight=1) for n, m, p in requests],
+            keep_alive=True,
+            load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=2, think=job_pb2.ThinkTime(fixed_ms=5))),
+            interval_ms=1000,
+            # A JVM took 3-6 s to start here, over 10 s with the machine busy: load starts after it.
+            start_at_ms=int((time.time() + 20) * 1000),
+            duration_ms=3000,
+        )
+        outcome, sent, _took_s = run_job(spec)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert outcome is Outcome.FINISHED, last_state(sent)
+    rows = rows_by_request(sent)
+    assert set(rows) == {name for name, _m, _p in requests}, (rows, sent[-3:])
+    assert all(row.requests > 0 and row.checks_reported for row in rows.values()), rows
+    for name in ("ok", "moved", "patch", "options"):
+        assert rows[name].ok == rows[name].requests and rows[name].check_failed == 0, name
+    assert rows["moved"].status[2] == rows["moved"].requests, "a 301 is not followed and is ok (200-399)"
+    assert rows["missing"].check_failed == rows["missing"].requests == rows["missing"].status[3]
+    assert (methods["PATCH"], methods["OPTIONS"]) == (rows["patch"].requests, rows["options"].requests)
+    assert sum(methods.values()) == sum(row.requests for row in rows.values()), "every request counted once"
+    assert {(r, c) for r, c, _m in check_samples(sent)} == {("missing", "status.find.lessThanOrEqual(399)")}

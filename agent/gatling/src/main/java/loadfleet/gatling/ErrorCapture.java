@@ -17,12 +17,15 @@ import org.slf4j.LoggerFactory;
  * failed for user N: message"). This appender keeps the last such message per user, and the hook
  * takes it in the action that follows the request (the same user, so nothing can interleave).
  *
- * <p>The logger's level must be DEBUG before Gatling's HTTP classes load (Gatling reads it once):
- * the launcher's logback configuration ({@code loadfleet-logback.xml}) sets it; {@link #install()}
- * does it too for simulations started some other way, best effort.
+ * <p>The levels must be set before Gatling's HTTP classes load (Gatling reads them once): the
+ * package at TRACE (which only keeps Gatling from building a DEBUG dump of every KO), its stats
+ * processor at DEBUG (the failure lines). The launcher's logback configuration
+ * ({@code loadfleet-logback.xml}) sets them; {@link #install()} does it too for simulations
+ * started some other way, best effort.
  */
 public final class ErrorCapture extends AppenderBase<ILoggingEvent> {
   static final String LOGGER = "io.gatling.http.engine.response";
+  static final String STATS_LOGGER = LOGGER + ".DefaultStatsProcessor";
   private static final Pattern FAILED = Pattern.compile("failed for user (\\d+): (.*)", Pattern.DOTALL);
   private static final ConcurrentHashMap<Long, String> LAST_ERROR = new ConcurrentHashMap<>();
   private static final int MAX_MESSAGE_CHARS = 300;
@@ -41,8 +44,9 @@ public final class ErrorCapture extends AppenderBase<ILoggingEvent> {
       appender.setContext(context);
       appender.start();
       logger.addAppender(appender);
-      logger.setLevel(Level.DEBUG);
+      logger.setLevel(Level.TRACE);
       logger.setAdditive(false);
+      context.getLogger(STATS_LOGGER).setLevel(Level.DEBUG);
     }
   }
 
