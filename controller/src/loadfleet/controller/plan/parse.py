@@ -3,8 +3,9 @@
 Validation reports every problem at once, each with its path in the plan
 (`targets[1].weight`), and never changes anything. Structure is checked against the
 published JSON Schema (planschema.py, `plan.schema.json`), meaning (URLs, weights,
-the manifest) by the checks below, and how the plan runs (load model, sweep, driver) by
-plancourse.py. A workload manifest is read here (planfiles.py, with a plan's own bounds),
+the manifest) by the checks below, how the plan runs (load model, sweep, driver) by
+plancourse.py, and its journeys (checks, extractions, templates, `once`) by journeycheck.py.
+A workload manifest is read here (planfiles.py, with a plan's own bounds),
 on the machine that has the file, and turned into explicit requests, so a resolved plan
 is self-contained and can be sent to a remote controller; the controller's own check of
 that resolved plan runs here too, so `validate` accepts only what the controller will.
