@@ -187,6 +187,11 @@ def _set_cell(path, *, line: int, column: int, value: str) -> None:
         ),
         (lambda d: _edit_summary(d, lambda s: s.update(targets={"a": 1})), "targets must be a list of objects"),
         (lambda d: _edit_summary(d, lambda s: s["total"].update(errors=["reset"])), "total.errors must map names"),
+        (
+            lambda d: _edit_summary(d, lambda s: s["total"].update(checks={"login": {"passed": "all"}})),
+            "total.checks must map names to passed and failed counts",
+        ),
+        (lambda d: _edit_summary(d, lambda s: s["total"].update(checks=[1])), "total.checks must map names"),
         (lambda d: _edit_summary(d, lambda s: s["events"][0].update(at_ms="soon")), "numeric at_ms"),
         (lambda d: _edit_summary(d, lambda s: s.update(started_ms=True)), "started_ms and duration_s must be numbers"),
         (

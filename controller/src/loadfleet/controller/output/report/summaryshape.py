@@ -50,7 +50,19 @@ def _entry_problem(where: str, entry: dict[str, Any]) -> str:
             _is_number(v) for v in entry.get(counts, {}).values()
         ):
             return f"{where}.{counts} must map names to counts"
+    checks = entry.get("checks", {})
+    if not isinstance(checks, dict) or not all(_check_ok(c) for c in checks.values()):
+        return f"{where}.checks must map names to passed and failed counts"
     return ""
+
+
+def _check_ok(check: Any) -> bool:
+    """A check's figures: passed and failed counts, a pass % or null."""
+    return (
+        isinstance(check, dict)
+        and all(_is_number(check.get(k, 0)) for k in ("passed", "failed"))
+        and (check.get("pass_pct") is None or _is_number(check["pass_pct"]))
+    )
 
 
 def _steps_problem(summary: dict[str, Any]) -> str:
