@@ -90,3 +90,9 @@ def test_agents_whose_job_ended_or_that_were_lost_take_nothing_over():
     steps.ended("a1")
     steps.lose_agent("a3", 0, 0, 0)
     assert steps.takers({"a1", "a2", "a3"}) == {"a2": (0, 1)}
+
+
+def test_an_engine_taking_a_lost_share_keeps_its_first_user():
+    current = {"a1": (EngineShare(Load("closed", clients=3), first_user=7),)}
+    out = redistributed(Load("closed", clients=2), 0, current, {"a1": (0,)})
+    assert out["a1"][0].load.clients == 5 and out["a1"][0].first_user == 7

@@ -89,7 +89,8 @@ def redistributed(
             continue
         engines = updated.setdefault(agent, list(shares[agent]))
         old = engines[index]
-        engines[index] = EngineShare(
+        engines[index] = replace(  # keeps first_user: the engine's users keep their numbers
+            old,
             load=combine([old.load, part]) if moves_load else old.load,
             max_requests=old.max_requests + budgets[i] if old.max_requests else 0,
         )
