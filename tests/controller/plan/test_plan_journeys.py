@@ -307,6 +307,17 @@ def test_gatling_takes_plain_requests_and_dollars_not_before_a_brace():
     assert any("driver: engine" in m for _, m in problems(doc))
 
 
+def test_gatling_refuses_a_jar_turned_off_which_it_cannot_do():
+    doc = {
+        "driver": "gatling",
+        "duration_s": 5,
+        "targets": [{"url": "http://127.0.0.2:8080"}],
+        "workload": {"requests": [{"path": "/a"}], "cookies": False},
+        "load": {"model": "closed", "clients": 1},
+    }
+    assert [p for p, m in problems(doc) if "cannot be turned off" in m] == ["workload.cookies"]
+
+
 @pytest.mark.parametrize(
     "check, accepted",
     [("logged in", True), ("extract csrf", True), ("extract sid", True), ("logged out", False), ("csrf", False)],

@@ -57,6 +57,7 @@ class JourneyFacts:
     driver: Driver
     session: Session | None
     cookies_given: bool  # `workload.cookies` is a mapping (a jar's caps)
+    cookies_off: bool = False  # `workload.cookies: false`
 
     @property
     def has_users(self) -> bool:
@@ -332,4 +333,7 @@ def _gatling_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[
             problems.append(Problem(path, _GATLING))
     if facts.session and facts.session.once:
         problems.append(Problem("workload.session.once", _GATLING))
+    if facts.cookies_off:
+        why = "the gatling driver keeps a cookie jar per user that cannot be turned off: use `driver: engine`"
+        problems.append(Problem("workload.cookies", why))
     return problems
