@@ -5,9 +5,11 @@
 //! engine per core, so there is nothing to share across threads and no locking on the
 //! hot path.
 
+pub mod builtins;
 pub mod checks;
 pub mod closed;
 pub mod conns;
+pub mod encode;
 pub mod extract;
 pub mod failure;
 pub mod head;

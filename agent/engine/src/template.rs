@@ -27,9 +27,11 @@
 //! path. Literal bytes are the plan's own and were validated with it.
 
 use std::fmt;
-use std::io::Write as _;
 use std::ops::Range;
 
+pub use crate::builtins::Builtin;
+use crate::builtins::{BuiltinValues, MAX_BUILTIN_BYTES};
+pub use crate::encode::Filter;
 use crate::rng::Rng;
 use crate::row::Row;
 use crate::vars::Vars;
@@ -46,33 +48,6 @@ pub enum Place {
     Header,
     /// The body: any byte.
     Body,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Filter {
-    None,
-    /// Percent-encoding of all but A-Z a-z 0-9 - . _ ~ (RFC 3986's unreserved).
-    Url,
-    /// JSON string escaping: `"`, `\` and control bytes.
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Builtin {
-    /// The user's fleet-wide index.
-    User,
-    /// The agent's index.
-    Agent,
-    /// The user's round of its session's steps, from 0.
-    Iteration,
-    /// A random version 4 UUID.
-    Uuid,
-    /// Milliseconds since the Unix epoch.
-    NowMs,
-    Random {
-        low: u64,
-        high: u64,
-    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,8 +298,10 @@ impl Template {
             }
             Source::Builtin(builtin) => {
                 // Digits, hex and hyphens: the same under every filter and safe in every place.
-                let mut text = [0u8; 40];
-                let length = builtin_text(builtin, ctx, &mut text);
+                let mut text = [0u8; MAX_BUILTIN_BYTES];
+                let values =
+                    BuiltinValues { user: ctx.user, agent: ctx.agent, iteration: ctx.iteration, now_ms: ctx.now_ms };
+                let length = builtin.write(&values, ctx.rng, &mut text);
                 return append(out, &text[..length], Filter::None);
             }
         }
@@ -360,28 +337,11 @@ fn value_piece(expression: &[u8], names: &Names<'_>) -> Result<Piece, ParseError
 }
 
 fn source(reference: &str, names: &Names<'_>) -> Result<Source, ParseErrorKind> {
-    let builtin = match reference {
-        "user" => Builtin::User,
-        "agent" => Builtin::Agent,
-        "iteration" => Builtin::Iteration,
-        "uuid" => Builtin::Uuid,
-        "now_ms" => Builtin::NowMs,
-        _ if reference == "random" || reference.starts_with("random(") => random(reference)?,
-        _ => return named(reference, names),
-    };
-    Ok(Source::Builtin(builtin))
-}
-
-fn random(reference: &str) -> Result<Builtin, ParseErrorKind> {
-    let bad = || ParseErrorKind::BadRandom(reference.to_string());
-    let inside = reference.strip_prefix("random(").and_then(|r| r.strip_suffix(')')).ok_or_else(bad)?;
-    let (low, high) = inside.split_once(',').ok_or_else(bad)?;
-    let number = |s: &str| s.trim_matches([' ', '\t']).parse::<u64>().map_err(|_| bad());
-    let (low, high) = (number(low)?, number(high)?);
-    if low > high {
-        return Err(bad());
+    match Builtin::parse(reference) {
+        Some(Ok(builtin)) => Ok(Source::Builtin(builtin)),
+        Some(Err(_)) => Err(ParseErrorKind::BadRandom(reference.to_string())),
+        None => named(reference, names),
     }
-    Ok(Builtin::Random { low, high })
 }
 
 fn named(reference: &str, names: &Names<'_>) -> Result<Source, ParseErrorKind> {
@@ -396,150 +356,8 @@ fn named(reference: &str, names: &Names<'_>) -> Result<Source, ParseErrorKind> {
     Ok(Source::Column { data, column })
 }
 
-/// Writes a built-in's text into `text`; returns its length.
-fn builtin_text(builtin: Builtin, ctx: &mut Context<'_>, text: &mut [u8; 40]) -> usize {
-    let mut cursor = &mut text[..];
-    let _ = match builtin {
-        Builtin::User => write!(cursor, "{}", ctx.user),
-        Builtin::Agent => write!(cursor, "{}", ctx.agent),
-        Builtin::Iteration => write!(cursor, "{}", ctx.iteration),
-        Builtin::NowMs => write!(cursor, "{}", ctx.now_ms),
-        Builtin::Random { low, high } => {
-            let span = high - low;
-            let draw = if span == u64::MAX { ctx.rng.next_u64() } else { low + ctx.rng.below(span + 1) };
-            write!(cursor, "{draw}")
-        }
-        Builtin::Uuid => return uuid_v4(ctx.rng, text),
-    };
-    40 - cursor.len()
-}
-
-/// A random version 4 UUID (RFC 9562 §5.4) in its 36-character text form.
-fn uuid_v4(rng: &mut Rng, text: &mut [u8; 40]) -> usize {
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
-    bytes[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut length = 0;
-    for (i, byte) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            text[length] = b'-';
-            length += 1;
-        }
-        text[length] = HEX[usize::from(byte >> 4)];
-        text[length + 1] = HEX[usize::from(byte & 0x0f)];
-        length += 2;
-    }
-    length
-}
-
-/// Appends `value` through `filter`, unless that would make `out` longer than MAX_REQUEST_BYTES.
+/// Appends `value` through `filter`, unless that would make `out` (one request) longer than
+/// MAX_REQUEST_BYTES.
 fn append(out: &mut Vec<u8>, value: &[u8], filter: Filter) -> Result<(), RenderError> {
-    let length = out.len() + value.iter().map(|&b| encoded_len(filter, b)).sum::<usize>();
-    if length > MAX_REQUEST_BYTES {
-        return Err(RenderError::TooLong { bytes: length });
-    }
-    match filter {
-        Filter::None => out.extend_from_slice(value),
-        Filter::Url => value.iter().for_each(|&b| url_encode(out, b)),
-        Filter::Json => value.iter().for_each(|&b| json_escape(out, b)),
-    }
-    Ok(())
-}
-
-const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
-
-fn encoded_len(filter: Filter, byte: u8) -> usize {
-    match filter {
-        Filter::None => 1,
-        Filter::Url if is_unreserved(byte) => 1,
-        Filter::Url => 3,
-        Filter::Json => match byte {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0..0x20 => 6,
-            _ => 1,
-        },
-    }
-}
-
-fn is_unreserved(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
-}
-
-fn url_encode(out: &mut Vec<u8>, byte: u8) {
-    if is_unreserved(byte) {
-        out.push(byte);
-    } else {
-        out.extend_from_slice(&[b'%', HEX_UPPER[usize::from(byte >> 4)], HEX_UPPER[usize::from(byte & 0x0f)]]);
-    }
-}
-
-fn json_escape(out: &mut Vec<u8>, byte: u8) {
-    let short = match byte {
-        b'"' => b'"',
-        b'\\' => b'\\',
-        b'\n' => b'n',
-        b'\r' => b'r',
-        b'\t' => b't',
-        0x08 => b'b',
-        0x0c => b'f',
-        0..0x20 => {
-            let hex = |n: u8| HEX_UPPER[usize::from(n)].to_ascii_lowercase();
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(byte >> 4), hex(byte & 0x0f)]);
-            return;
-        }
-        _ => {
-            out.push(byte);
-            return;
-        }
-    };
-    out.extend_from_slice(&[b'\\', short]);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn filtered(value: &[u8], filter: Filter) -> Vec<u8> {
-        let mut out = Vec::new();
-        append(&mut out, value, filter).unwrap();
-        out
-    }
-
-    #[test]
-    fn url_keeps_only_unreserved_bytes() {
-        assert_eq!(filtered(b"AZaz09-._~", Filter::Url), b"AZaz09-._~");
-        assert_eq!(filtered(b"a b&c=d/e?f%+\xff", Filter::Url), b"a%20b%26c%3Dd%2Fe%3Ff%25%2B%FF");
-    }
-
-    #[test]
-    fn json_escapes_quotes_backslashes_and_control_bytes() {
-        assert_eq!(filtered(b"say \"hi\"\\", Filter::Json), b"say \\\"hi\\\"\\\\");
-        assert_eq!(filtered(b"\n\r\t\x08\x0c\x01\x1f", Filter::Json), b"\\n\\r\\t\\b\\f\\u0001\\u001f");
-        assert_eq!(filtered("caf\u{e9} <>".as_bytes(), Filter::Json), "caf\u{e9} <>".as_bytes());
-    }
-
-    #[test]
-    fn encoded_lengths_are_what_the_encoders_write() {
-        for byte in 0..=255u8 {
-            for filter in [Filter::None, Filter::Url, Filter::Json] {
-                assert_eq!(filtered(&[byte], filter).len(), encoded_len(filter, byte), "{byte} {filter:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_uuid_is_version_4_in_its_text_form() {
-        let mut text = [0u8; 40];
-        let length = uuid_v4(&mut Rng::new(1), &mut text);
-        let uuid = std::str::from_utf8(&text[..length]).unwrap();
-        assert_eq!(uuid.len(), 36);
-        let groups: Vec<&str> = uuid.split('-').collect();
-        assert_eq!(groups.iter().map(|g| g.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
-        assert!(groups[2].starts_with('4'), "{uuid}");
-        assert!(matches!(groups[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'), "{uuid}");
-        assert!(uuid.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
-    }
+    crate::encode::append(out, value, filter, MAX_REQUEST_BYTES).map_err(|bytes| RenderError::TooLong { bytes })
 }
