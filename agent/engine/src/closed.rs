@@ -8,49 +8,44 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::conns::Connections;
-use crate::rng::Rng;
 use crate::shared::{Control, Shared};
+use crate::user::{follow, UserState, Walker};
 
 pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receiver<Control>) {
     let job = &shared.job;
-    let mut rng = Rng::new(u64::from(id) << 32 | u64::from(std::process::id()));
+    let mut user = UserState::new(job, u64::from(id), u64::from(id) << 32 | u64::from(std::process::id()));
+    let mut walker = job.session.as_ref().map(|session| Walker::new(session, session.repeat));
     let mut connections = Connections::new(&shared);
-    let mut rounds = 0;
     // The slot this client is counted under as a user: its current or last request's.
-    let mut user = UserSlot::default();
-    'client: while control.borrow().runs(id) {
-        match &job.session {
-            Some(session) => {
-                for step in &session.steps {
-                    if !control.borrow().runs(id) || !shared.take_ticket() {
-                        break 'client;
-                    }
-                    let target = job.target_choice.pick(&mut rng);
-                    user.moves_to(&shared, target, step.request);
-                    connections.request(target, step.request, None).await;
-                    think(step.think_after.sample(&mut rng), &mut control, id).await;
-                }
-                rounds += 1;
-                if session.repeat > 0 && rounds >= session.repeat {
+    let mut slot = UserSlot::default();
+    while control.borrow().runs(id) {
+        let (request, think_after) = match &mut walker {
+            Some(walker) => match walker.next(&mut user) {
+                Some(step) => (step.request, Some(step.think_after)),
+                None => {
                     shared.retire(id);
                     break;
                 }
-            }
-            None => {
-                if !shared.take_ticket() {
-                    break;
-                }
-                let target = job.target_choice.pick(&mut rng);
-                let request = job.request_choice.pick(&mut rng);
-                user.moves_to(&shared, target, request);
-                connections.request(target, request, None).await;
-                let pause = control.borrow().think.sample(&mut rng);
-                think(pause, &mut control, id).await;
-            }
+            },
+            None => (job.request_choice.pick(&mut user.rng), None),
+        };
+        if !shared.take_ticket() {
+            break;
         }
+        let target = job.target_choice.pick(&mut user.rng);
+        let at = slot.moves_to(&shared, target, request);
+        let sent = connections.request_for(target, request, None, &mut user).await;
+        if !follow(&shared, at, sent.then, &mut user, walker.as_mut()) {
+            // Stopped by a plan rule: not started again.
+            shared.retire(id);
+            break;
+        }
+        // Without a session, the think time in force now (ramps and adjust change it).
+        let pause = think_after.unwrap_or_else(|| control.borrow().think).sample(&mut user.rng);
+        think(pause, &mut control, id).await;
     }
     connections.close_all();
-    user.leaves(&shared);
+    slot.leaves(&shared);
 }
 
 /// Where a client is counted as a user: nowhere before its first request, then under the
@@ -59,7 +54,8 @@ pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receive
 struct UserSlot(Option<usize>);
 
 impl UserSlot {
-    fn moves_to(&mut self, shared: &Shared, target: usize, request: usize) {
+    /// Returns the slot.
+    fn moves_to(&mut self, shared: &Shared, target: usize, request: usize) -> usize {
         let mut stats = shared.stats.borrow_mut();
         let slot = stats.slot(target, shared.job.requests[request].name);
         match self.0 {
@@ -67,6 +63,7 @@ impl UserSlot {
             Some(from) => stats.user_moves(from, slot),
         }
         self.0 = Some(slot);
+        slot
     }
 
     fn leaves(&mut self, shared: &Shared) {

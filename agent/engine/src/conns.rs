@@ -1,15 +1,22 @@
 //! The connections of one client (closed model) or worker (open model): at most one per
 //! target, reused when keep-alive is on. `request` sends one request and records it.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::capture::Inspection;
+use crate::compose::{compose, now_ms, Destination};
+use crate::head::RecentHead;
 use crate::http::{self, Connection, Handshakes};
+use crate::inspect::{judge, Judged, Seen};
+use crate::journey::OnFail;
 use crate::phases::Phases;
 use crate::shared::Shared;
 use crate::socket::Socket;
 use crate::stats::Outcome;
 use crate::timer::Timer;
+use crate::user::UserState;
 use crate::wire::pb::ErrorKind;
 
 /// How long a client waits after a connect failed for want of the generator's own
@@ -41,6 +48,23 @@ struct Ended {
     bytes_in: u64,
     bytes_out: u64,
     at: Option<Instant>,
+}
+
+/// How a user's request ended: whether a response came (of any status), and what the user
+/// does next (a journey's on_fail and on_missing rules; Continue for a static request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub responded: bool,
+    pub then: OnFail,
+}
+
+/// What one exchange sends and reads: the request's bytes, whether it is a HEAD, the head
+/// remembered for it, and (journey requests only) where its response is kept.
+struct Exchange<'a> {
+    wire: &'a [u8],
+    head: bool,
+    recent_head: &'a RefCell<RecentHead>,
+    inspection: Option<&'a mut Inspection>,
 }
 
 impl Ended {
@@ -84,11 +108,66 @@ impl Connections {
         shared.in_flight.set(shared.in_flight.get() + 1);
         let started = Instant::now();
         let due = due.unwrap_or(started);
-        let Ended { outcome, bytes_in, bytes_out, at } = self.send(target, request, slot, started).await;
+        let spec = &shared.job.requests[request];
+        let exchange = Exchange {
+            wire: &spec.wire[target],
+            head: spec.head,
+            recent_head: shared.recent_head(target, request),
+            inspection: None,
+        };
+        let Ended { outcome, bytes_in, bytes_out, at } = self.send(target, exchange, slot, started).await;
         let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
         shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
         shared.in_flight.set(shared.in_flight.get() - 1);
         at.is_some()
+    }
+
+    /// A request of `user`: on the journey path when the request has a journey (built from
+    /// the user's state, its response judged), else as `request`.
+    pub async fn request_for(
+        &mut self,
+        target: usize,
+        request: usize,
+        due: Option<Instant>,
+        user: &mut UserState,
+    ) -> Sent {
+        if self.shared.job.journey(request).is_none() {
+            let responded = self.request(target, request, due).await;
+            return Sent { responded, then: OnFail::Continue };
+        }
+        let shared = Rc::clone(&self.shared);
+        let (journeys, journey) = shared.job.journey(request).expect("looked at above");
+        let slot = shared.stats.borrow().slot(target, shared.job.requests[request].name);
+        let started = Instant::now();
+        let due = due.unwrap_or(started);
+        let now_ms = now_ms();
+        let to = Destination { request, target, keep_alive: shared.job.keep_alive };
+        if let Err(message) = compose(journeys, journey, to, user, now_ms) {
+            let outcome = Outcome::Failed { kind: ErrorKind::Template, message: format!("not sent: {message}") };
+            shared.stats.borrow_mut().record(slot, outcome, 0, 0, 0);
+            user.request_done();
+            // Nothing awaited the request: a user whose every request is refused must still yield.
+            tokio::task::yield_now().await;
+            return Sent { responded: false, then: OnFail::Continue };
+        }
+        shared.in_flight.set(shared.in_flight.get() + 1);
+        let mut inspection = shared.inspections.borrow_mut().take();
+        inspection.start(journey.needs_body, journeys.max_body_bytes);
+        let exchange = Exchange {
+            wire: &user.write_buf,
+            head: journey.head,
+            recent_head: shared.recent_head(target, request),
+            inspection: Some(&mut inspection),
+        };
+        let ended = self.send(target, exchange, slot, started).await;
+        let at = ended.at;
+        let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
+        let seen = Seen { status: 0, latency_us, url_key: journeys.url_key(request, target), now_ms };
+        let then = record_journey(&shared, (request, slot), ended, seen, &inspection, user);
+        shared.inspections.borrow_mut().give_back(inspection, journeys.max_body_bytes);
+        user.request_done();
+        shared.in_flight.set(shared.in_flight.get() - 1);
+        Sent { responded: at.is_some(), then }
     }
 
     pub fn close_all(&mut self) {
@@ -98,12 +177,9 @@ impl Connections {
     }
 
     /// One exchange on the target's connection (connecting if needed), from `started`.
-    async fn send(&mut self, target: usize, request: usize, slot: usize, mut started: Instant) -> Ended {
+    async fn send(&mut self, target: usize, mut exchange: Exchange<'_>, slot: usize, mut started: Instant) -> Ended {
         let shared = Rc::clone(&self.shared);
         let job = &shared.job;
-        let recent_head = shared.recent_head(target, request);
-        let request = &job.requests[request];
-        let wire = &request.wire[target];
         let mut bytes_out = 0;
         // Set when this request opened a connection (the one its response came on).
         let mut handshakes = None;
@@ -128,13 +204,12 @@ impl Connections {
                 }
             }
             let connection = &mut self.held[target].as_mut().expect("held or opened above").connection;
-            bytes_out += wire.len() as u64;
+            bytes_out += exchange.wire.len() as u64;
             // The request timeout runs from when the request can go (connected, if it had to).
-            match self
-                .request_timer
-                .run(started, connection.exchange(wire, request.head, recent_head, &shared.discard))
-                .await
-            {
+            let (inspection, discard) = (exchange.inspection.as_deref_mut(), &shared.discard);
+            let exchanged =
+                connection.exchange(exchange.wire, exchange.head, exchange.recent_head, discard, inspection);
+            match self.request_timer.run(started, exchanged).await {
                 Some(Ok(response)) => return self.responded(target, response, handshakes, bytes_out),
                 Some(Err(failure)) => {
                     self.close(target, false);
@@ -220,4 +295,25 @@ impl Connections {
         let index = self.spare_sockets.iter().position(|s| s.is_ipv6() == ipv6)?;
         Some(self.spare_sockets.swap_remove(index))
     }
+}
+
+/// Records how a journey request ended; a response judged first (its jar, variables and
+/// checks). Returns what its user does next.
+fn record_journey(
+    shared: &Shared,
+    (request, slot): (usize, usize),
+    Ended { outcome, bytes_in, bytes_out, .. }: Ended,
+    mut seen: Seen,
+    inspection: &Inspection,
+    user: &mut UserState,
+) -> OnFail {
+    let (journeys, journey) = shared.job.journey(request).expect("a journey request");
+    let mut stats = shared.stats.borrow_mut();
+    let mut judged = Judged { failed: false, then: OnFail::Continue };
+    if let Outcome::Response { status, .. } = outcome {
+        seen.status = status;
+        judged = judge(journeys, journey, seen, inspection, user, &mut stats, slot);
+    }
+    stats.record_judged(slot, outcome, (seen.latency_us, bytes_in, bytes_out), judged.failed);
+    judged.then
 }

@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::capture::Inspection;
 use crate::failure::Failure;
 use crate::head::{self, Body, RecentHead};
 use crate::reactor::Reactor;
@@ -204,13 +205,15 @@ impl Connection {
     /// Sends one request and reads its whole response, discarding the body: what is not in the
     /// connection's buffer already is read into `discard`, which every connection of the engine
     /// shares (it is only borrowed during a read, never across a wait). `recent`: the last head
-    /// read for this request and target, by any connection.
+    /// read for this request and target, by any connection. `inspection` (journey requests
+    /// only; None on the static path): where the head and, if it asks, the body are kept.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
         recent: &RefCell<RecentHead>,
         discard: &RefCell<Vec<u8>>,
+        mut inspection: Option<&mut Inspection>,
     ) -> Result<Response, Failure> {
         (self.received, self.read_at) = (0, None);
         if let Err(e) = self.stream.write_all(request).await {
@@ -219,6 +222,10 @@ impl Connection {
         let written = Instant::now();
         let head::Head { status, body, mut reusable, .. } = loop {
             let head = self.read_head(head_request, recent).await?;
+            if let Some(inspection) = inspection.as_deref_mut() {
+                // Before the body's reads, which reuse the buffer.
+                inspection.keep_head(&self.buf[self.start..self.start + head.length]);
+            }
             self.start += head.length;
             // An interim 1xx (100 Continue) is followed by the real response.
             if !(100..200).contains(&head.status) || head.status == 101 {
@@ -227,10 +234,10 @@ impl Connection {
         };
         match body {
             Body::None => {}
-            Body::Length(n) => self.skip(n, discard).await?,
-            Body::Chunked => self.skip_chunked(discard).await?,
+            Body::Length(n) => self.skip(n, discard, inspection).await?,
+            Body::Chunked => self.skip_chunked(discard, inspection).await?,
             Body::UntilClose => {
-                self.skip_to_close(discard).await?;
+                self.skip_to_close(discard, inspection).await?;
                 reusable = false;
             }
         }
@@ -323,9 +330,18 @@ impl Connection {
         self.received_in_all += n as u64;
     }
 
-    /// Drops `remaining` body bytes: those buffered, then the rest read into `discard`.
-    async fn skip(&mut self, mut remaining: u64, discard: &RefCell<Vec<u8>>) -> Result<(), Failure> {
+    /// Drops `remaining` body bytes: those buffered, then the rest read into `discard`; each
+    /// passed to `capture` first, if there is one.
+    async fn skip(
+        &mut self,
+        mut remaining: u64,
+        discard: &RefCell<Vec<u8>>,
+        mut capture: Option<&mut Inspection>,
+    ) -> Result<(), Failure> {
         let buffered = ((self.end - self.start) as u64).min(remaining);
+        if let Some(capture) = capture.as_deref_mut() {
+            capture.keep_body(&self.buf[self.start..self.start + buffered as usize]);
+        }
         self.start += buffered as usize;
         remaining -= buffered;
         while remaining > 0 {
@@ -334,6 +350,9 @@ impl Connection {
             // chunk's size, or a server's excess), goes back into the connection's buffer.
             let limit = usize::try_from(remaining + 1).unwrap_or(usize::MAX);
             let (n, after) = self.read_into(discard, limit, "the response body").await?;
+            if let Some(capture) = capture.as_deref_mut() {
+                capture.keep_body(&discard.borrow()[..n]);
+            }
             if n == 0 {
                 let message = "connection closed by the server while reading the response body";
                 return Err(Failure::new(ErrorKind::Reset, message));
@@ -378,7 +397,11 @@ impl Connection {
         }
     }
 
-    async fn skip_chunked(&mut self, discard: &RefCell<Vec<u8>>) -> Result<(), Failure> {
+    async fn skip_chunked(
+        &mut self,
+        discard: &RefCell<Vec<u8>>,
+        mut capture: Option<&mut Inspection>,
+    ) -> Result<(), Failure> {
         loop {
             let line = self.read_line().await?;
             let digits = line.split(|&b| b == b';').next().unwrap_or_default();
@@ -391,7 +414,7 @@ impl Connection {
                 while !self.read_line().await?.is_empty() {}
                 return Ok(());
             }
-            self.skip(size, discard).await?;
+            self.skip(size, discard, capture.as_deref_mut()).await?;
             if !self.read_line().await?.is_empty() {
                 return Err(Failure::new(ErrorKind::Protocol, "chunk not followed by CRLF"));
             }
@@ -413,11 +436,22 @@ impl Connection {
         }
     }
 
-    async fn skip_to_close(&mut self, discard: &RefCell<Vec<u8>>) -> Result<(), Failure> {
+    async fn skip_to_close(
+        &mut self,
+        discard: &RefCell<Vec<u8>>,
+        mut capture: Option<&mut Inspection>,
+    ) -> Result<(), Failure> {
+        if let Some(capture) = capture.as_deref_mut() {
+            capture.keep_body(&self.buf[self.start..self.end]);
+        }
         self.start = self.end;
         loop {
-            if self.read_into(discard, usize::MAX, "a body delimited by close").await?.0 == 0 {
+            let (n, _) = self.read_into(discard, usize::MAX, "a body delimited by close").await?;
+            if n == 0 {
                 return Ok(());
+            }
+            if let Some(capture) = capture.as_deref_mut() {
+                capture.keep_body(&discard.borrow()[..n]);
             }
         }
     }

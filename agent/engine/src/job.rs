@@ -1,39 +1,18 @@
 //! A job as the engine runs it: the JobSpec checked once and turned into what the hot
 //! path needs (resolved addresses, request bytes rendered per target, weighted choices).
 
-use std::cell::Cell;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::http;
+use crate::journey::{host_header, Journey, Journeys};
 use crate::load::{Load, Think};
 use crate::rng::WeightedChoice;
+use crate::target::{parse_target, Target};
 use crate::wire::pb;
 
 pub const DEFAULT_INTERVAL_MS: u32 = 1000;
 const DEFAULT_CONNECT_TIMEOUT_MS: u32 = 3000;
 const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10000;
 const METHODS: [&str; 5] = ["GET", "HEAD", "POST", "PUT", "DELETE"];
-
-pub struct Target {
-    /// As written in the plan; the key of its statistics.
-    pub url: String,
-    /// Where connections go, in turn: the addresses the agent gave, or the URL's host
-    /// resolved once (its first address).
-    addrs: Vec<SocketAddr>,
-    next_addr: Cell<usize>,
-    /// https targets: the handshake's configuration and server name.
-    pub tls: Option<http::Tls>,
-}
-
-impl Target {
-    /// The address for the next connection (round robin).
-    pub fn next_addr(&self) -> SocketAddr {
-        let index = self.next_addr.get();
-        self.next_addr.set((index + 1) % self.addrs.len());
-        self.addrs[index]
-    }
-}
 
 pub struct Request {
     /// Index into `Job::names`: several requests may share a name.
@@ -51,6 +30,9 @@ pub struct SessionStep {
 }
 
 pub struct Session {
+    /// Once per user before the steps (a login), and again after a restart.
+    pub once: Vec<SessionStep>,
+    /// Never empty.
     pub steps: Vec<SessionStep>,
     /// 0: until the end of the job.
     pub repeat: u32,
@@ -73,6 +55,8 @@ pub struct Job {
     pub session: Option<Session>,
     /// 0: no budget.
     pub max_requests: u64,
+    /// None: no request has a template, an extraction or a check (journey.rs).
+    pub journeys: Option<Journeys>,
 }
 
 impl Job {
@@ -82,6 +66,12 @@ impl Job {
         let checked = validate(spec).map_err(|problems| problems.join("; "))?;
         Ok(build(spec, checked))
     }
+
+    /// The journey of request `request`, if it takes the journey path.
+    pub fn journey(&self, request: usize) -> Option<(&Journeys, &Journey)> {
+        let journeys = self.journeys.as_ref()?;
+        Some((journeys, journeys.journey(request)?))
+    }
 }
 
 /// What checking a spec worked out, which building the job takes over rather than do again:
@@ -90,6 +80,7 @@ impl Job {
 struct Checked {
     targets: Vec<Target>,
     load: Load,
+    journeys: Option<Journeys>,
 }
 
 /// Every problem of the spec, each starting with its field's path; or, when there is none,
@@ -98,19 +89,24 @@ fn validate(spec: &pb::JobSpec) -> Result<Checked, Vec<String>> {
     let mut problems = Vec::new();
     let targets = check_targets(spec, &mut problems);
     check_requests(spec, &mut problems);
+    let (name_of, names) = request_names(spec);
+    let journeys = Journeys::build(spec, &name_of, names.len()).unwrap_or_else(|more| {
+        problems.extend(more);
+        None
+    });
     let load = check_load(spec, &mut problems);
     check_session(spec, &mut problems);
     if spec.duration_ms == 0 {
         problems.push("duration_ms: must be above 0".into());
     }
     match load {
-        Some(load) if problems.is_empty() => Ok(Checked { targets, load }),
+        Some(load) if problems.is_empty() => Ok(Checked { targets, load, journeys }),
         _ => Err(problems),
     }
 }
 
 /// The job of a spec `validate` passed.
-fn build(spec: &pb::JobSpec, Checked { targets, load }: Checked) -> Job {
+fn build(spec: &pb::JobSpec, Checked { targets, load, journeys }: Checked) -> Job {
     let (names, requests) = build_requests(spec);
     Job {
         id: spec.job_id.clone(),
@@ -128,6 +124,7 @@ fn build(spec: &pb::JobSpec, Checked { targets, load }: Checked) -> Job {
         load,
         session: build_session(spec),
         max_requests: spec.max_requests,
+        journeys,
     }
 }
 
@@ -192,28 +189,46 @@ fn check_load(spec: &pb::JobSpec, problems: &mut Vec<String>) -> Option<Load> {
     }
 }
 
-/// The session's steps (an empty session is none): requests that exist, think times that parse.
+/// The session's steps (an empty session is none): requests that exist, think times that
+/// parse; `once` steps only before steps.
 fn check_session(spec: &pb::JobSpec, problems: &mut Vec<String>) {
-    let steps = spec.session.iter().flat_map(|s| &s.steps);
-    for (i, step) in steps.enumerate() {
-        if step.request as usize >= spec.requests.len() {
-            problems.push(format!("session.steps[{i}].request: {} is not a request index", step.request));
-        }
-        if let Err(e) = Think::from_proto(step.think_after.as_ref()) {
-            problems.push(format!("session.steps[{i}].think_after: {e}"));
+    let Some(session) = &spec.session else { return };
+    for (field, steps) in [("once", &session.once), ("steps", &session.steps)] {
+        for (i, step) in steps.iter().enumerate() {
+            if step.request as usize >= spec.requests.len() {
+                problems.push(format!("session.{field}[{i}].request: {} is not a request index", step.request));
+            }
+            if let Err(e) = Think::from_proto(step.think_after.as_ref()) {
+                problems.push(format!("session.{field}[{i}].think_after: {e}"));
+            }
         }
     }
+    if session.steps.is_empty() && !session.once.is_empty() {
+        problems.push("session.once: needs steps to go on to".into());
+    }
+}
+
+/// Each request's name index, and the names (several requests may share one), in order.
+fn request_names(spec: &pb::JobSpec) -> (Vec<usize>, Vec<String>) {
+    let mut names: Vec<String> = Vec::new();
+    let name_of = spec
+        .requests
+        .iter()
+        .map(|r| {
+            names.iter().position(|n| n == &r.name).unwrap_or_else(|| {
+                names.push(r.name.clone());
+                names.len() - 1
+            })
+        })
+        .collect();
+    (name_of, names)
 }
 
 /// The requests' names (several requests may share one) and each request rendered for every target.
 fn build_requests(spec: &pb::JobSpec) -> (Vec<String>, Vec<Request>) {
-    let mut names: Vec<String> = Vec::new();
+    let (name_of, names) = request_names(spec);
     let mut requests = Vec::new();
-    for r in &spec.requests {
-        let name = names.iter().position(|n| n == &r.name).unwrap_or_else(|| {
-            names.push(r.name.clone());
-            names.len() - 1
-        });
+    for (r, name) in spec.requests.iter().zip(name_of) {
         let wire = spec.targets.iter().map(|t| render(r, host_header(&t.url), spec.keep_alive)).collect();
         requests.push(Request { name, head: r.method == "HEAD", wire });
     }
@@ -226,63 +241,15 @@ fn build_session(spec: &pb::JobSpec) -> Option<Session> {
         request: step.request as usize,
         think_after: Think::from_proto(step.think_after.as_ref()).expect("validated"),
     };
-    Some(Session { steps: session.steps.iter().map(step).collect(), repeat: session.repeat })
+    Some(Session {
+        once: session.once.iter().map(step).collect(),
+        steps: session.steps.iter().map(step).collect(),
+        repeat: session.repeat,
+    })
 }
 
 fn millis_or(value: u32, default: u32) -> Duration {
     Duration::from_millis(u64::from(if value == 0 { default } else { value }))
-}
-
-/// `http[s]://host:port` (no path) to the addresses to connect to (the agent's, or the
-/// host resolved) and, for https, the TLS setup. Errors start with the field at fault.
-fn parse_target(target: &pb::Target, tls_config: &std::sync::Arc<rustls::ClientConfig>) -> Result<Target, String> {
-    let url = &target.url;
-    let (rest, default_port, https) = match url.split_once("://") {
-        Some(("http", rest)) => (rest, 80, false),
-        Some(("https", rest)) => (rest, 443, true),
-        _ => return Err(format!("url: '{url}' must start with http:// or https://")),
-    };
-    let authority = rest.strip_suffix('/').unwrap_or(rest);
-    if authority.is_empty() || authority.contains('/') {
-        return Err(format!("url: '{url}' must be scheme://host:port without a path"));
-    }
-    let with_port = if has_port(authority) { authority.to_string() } else { format!("{authority}:{default_port}") };
-    let addrs = if target.addresses.is_empty() {
-        let addr = with_port
-            .to_socket_addrs()
-            .map_err(|e| format!("url: cannot resolve '{authority}': {e}"))?
-            .next()
-            .ok_or_else(|| format!("url: '{authority}' has no address"))?;
-        vec![addr]
-    } else {
-        // Resolved and checked by the agent: the engine must not resolve again (a second
-        // answer could point elsewhere than what the allow-list saw).
-        let parse = |(j, a): (usize, &String)| {
-            a.parse().map_err(|_| format!("addresses[{j}]: '{a}' is not ip:port ([ip]:port for IPv6)"))
-        };
-        target.addresses.iter().enumerate().map(parse).collect::<Result<Vec<SocketAddr>, String>>()?
-    };
-    let tls = if https {
-        let host = with_port[..with_port.rfind(':').expect("has a port")].trim_matches(|c| c == '[' || c == ']');
-        let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
-            .map_err(|e| format!("url: '{host}' is not a TLS server name: {e}"))?;
-        Some(http::Tls { config: std::sync::Arc::clone(tls_config), server_name })
-    } else {
-        None
-    };
-    Ok(Target { url: url.to_string(), addrs, next_addr: Cell::new(0), tls })
-}
-
-fn has_port(authority: &str) -> bool {
-    match authority.rfind(']') {
-        Some(end) => authority[end..].contains(':'),
-        None => authority.contains(':'),
-    }
-}
-
-fn host_header(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.strip_suffix('/').unwrap_or(rest)
 }
 
 fn render(r: &pb::RequestSpec, host: &str, keep_alive: bool) -> Vec<u8> {
@@ -319,6 +286,7 @@ mod tests {
                 headers: vec![pb::Header { name: "X-Test".into(), value: "yes".into() }],
                 body: b"hello".to_vec(),
                 weight: 1,
+                ..Default::default()
             }],
             keep_alive: false,
             load: Some(pb::LoadShare {
@@ -367,6 +335,7 @@ mod tests {
                 pb::SessionStep { request: 0, think_after: None },
             ],
             repeat: 0,
+            ..Default::default()
         });
         bad.duration_ms = 0;
         let problems = validate(&bad).err().unwrap();
@@ -380,17 +349,6 @@ mod tests {
             ]
         );
         assert!(validate(&spec()).is_ok());
-    }
-
-    #[test]
-    fn ipv6_and_default_port() {
-        let tls = crate::tls::client_config(false);
-        let target = |url: &str| pb::Target { url: url.into(), weight: 1, addresses: vec![] };
-        assert_eq!(parse_target(&target("http://[::1]:81"), &tls).unwrap().next_addr().port(), 81);
-        assert_eq!(parse_target(&target("http://127.0.0.1"), &tls).unwrap().next_addr().port(), 80);
-        let https = parse_target(&target("https://127.0.0.1"), &tls).unwrap();
-        assert_eq!(https.next_addr().port(), 443);
-        assert!(https.tls.is_some());
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! hot path.
 
 pub mod builtins;
+pub mod capture;
 pub mod checks;
 pub mod closed;
+pub mod compose;
 pub mod conns;
 pub mod encode;
 pub mod extract;
@@ -15,8 +17,10 @@ pub mod failure;
 pub mod head;
 pub mod histogram;
 pub mod http;
+pub mod inspect;
 pub mod jar;
 pub mod job;
+pub mod journey;
 pub mod load;
 pub mod open;
 pub mod pattern;
@@ -29,9 +33,11 @@ pub mod run;
 pub mod shared;
 pub mod socket;
 pub mod stats;
+pub mod target;
 pub mod template;
 pub mod timer;
 pub mod tls;
+pub mod user;
 pub mod vars;
 pub mod visitors;
 pub mod wire;

@@ -15,6 +15,7 @@ use tokio::sync::{watch, Notify};
 use crate::conns::Connections;
 use crate::rng::Rng;
 use crate::shared::{Control, Shared};
+use crate::user::UserState;
 use crate::visitors::Visitors;
 
 struct Due {
@@ -173,6 +174,9 @@ impl Scheduler {
 pub async fn work(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::Receiver<Control>) {
     let job = &shared.job;
     let mut connections = Connections::new(&shared);
+    // Each request of the open model is a user of its own: a journey request starts from an
+    // empty state (no variables, no cookies).
+    let mut user = UserState::new(job, 0, u64::from(std::process::id()) ^ 0x0be7);
     let wake = Rc::new(Notify::new());
     loop {
         let next = backlog.queue.borrow_mut().pop_front();
@@ -196,7 +200,8 @@ pub async fn work(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::
             continue;
         }
         shared.stats.borrow_mut().sent(slot, lag.as_micros() as u64);
-        connections.request(due.target, due.request, Some(due.at)).await;
+        user.restart();
+        connections.request_for(due.target, due.request, Some(due.at), &mut user).await;
         shared.stats.borrow_mut().user_leaves(slot);
         if control.borrow().stopped {
             break;

@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use crate::capture::Pool;
 use crate::head::RecentHead;
 use crate::http::DISCARD_BUFFER_BYTES;
 use crate::job::Job;
@@ -41,6 +42,8 @@ pub struct Shared {
     pub discard: RefCell<Vec<u8>>,
     /// The last head read for each (request, target): `recent_head`. O(requests × targets).
     recent_heads: Vec<RefCell<RecentHead>>,
+    /// What journey requests keep of their responses while they are read (capture.rs).
+    pub inspections: RefCell<Pool>,
     started: Cell<u64>,
     /// The request budget (0: none); the job's, raised when a lost agent's share is handed over.
     max_requests: Rc<Cell<u64>>,
@@ -58,6 +61,7 @@ impl Shared {
             in_flight: Cell::new(0),
             reactor,
             discard: RefCell::new(vec![0; DISCARD_BUFFER_BYTES]),
+            inspections: RefCell::default(),
             started: Cell::new(0),
             max_requests,
             retired: RefCell::new(HashSet::new()),

@@ -12,8 +12,12 @@ use crate::wire::pb;
 const LATE_AFTER_US: u64 = 1000;
 /// Error messages sent per interval; enough to see what is wrong without a flood.
 const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
-/// ErrorKind values (stats.proto), UNSPECIFIED included: a slot's error counts are indexed by them.
-const ERROR_KINDS: usize = 10;
+/// ErrorKind values (stats.proto), UNSPECIFIED included: a slot's error counts are indexed by
+/// them. ERROR_KIND_CHECK (10) is never counted there (a response came), only sampled.
+const ERROR_KINDS: usize = 13;
+/// The statuses of the implicit status check: a response outside them failed a check, unless
+/// a check of its request names the statuses it expects (inspect.rs).
+const IMPLICIT_OK: std::ops::Range<u16> = 200..400;
 
 /// How one request ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,10 +47,16 @@ struct Slot {
     max_send_lag_us: u64,
     not_sent: u64,
     send_lag_sum_us: u64,
+    /// Passed and failed per check of the slot's request name (Journeys::check_names), and
+    /// responses that failed at least one; users stopped and sessions restarted by plan rules.
+    checks: Vec<[u64; 2]>,
+    check_failed: u64,
+    users_stopped: u64,
+    sessions_restarted: u64,
 }
 
 impl Slot {
-    fn new() -> Self {
+    fn new(checks: usize) -> Self {
         Slot {
             requests: 0,
             status: [0; 5],
@@ -64,6 +74,10 @@ impl Slot {
             max_send_lag_us: 0,
             not_sent: 0,
             send_lag_sum_us: 0,
+            checks: vec![[0; 2]; checks],
+            check_failed: 0,
+            users_stopped: 0,
+            sessions_restarted: 0,
         }
     }
 
@@ -72,14 +86,16 @@ impl Slot {
         (self.requests, self.bytes_in, self.bytes_out, self.opened, self.closed) = (0, 0, 0, 0, 0);
         (self.scheduled, self.sent_late, self.max_send_lag_us, self.not_sent) = (0, 0, 0, 0);
         self.send_lag_sum_us = 0;
+        (self.check_failed, self.users_stopped, self.sessions_restarted) = (0, 0, 0);
+        self.checks.fill([0; 2]);
         self.status = [0; 5];
         self.errors = [0; ERROR_KINDS];
         self.latency.reset();
         self.phases.reset();
     }
 
-    /// The interval's row of this slot, of `target` and `request`.
-    fn row(&self, target: String, request: String) -> pb::IntervalStats {
+    /// The interval's row of this slot, of `target` and `request` (whose checks are `checks`).
+    fn row(&self, target: String, request: String, checks: &[String]) -> pb::IntervalStats {
         let mut row = pb::IntervalStats {
             target,
             request,
@@ -108,6 +124,15 @@ impl Slot {
             max_send_lag_us: self.max_send_lag_us,
             not_sent: self.not_sent,
             send_lag_sum_us: self.send_lag_sum_us,
+            checks: checks
+                .iter()
+                .zip(&self.checks)
+                .map(|(name, &[passed, failed])| pb::CheckCount { name: name.clone(), passed, failed })
+                .collect(),
+            check_failed: self.check_failed,
+            checks_reported: true, // every response is judged, by its checks or the implicit one
+            users_stopped: self.users_stopped,
+            sessions_restarted: self.sessions_restarted,
             latency_missing: false, // the engine measures every response
             ..Default::default()    // latency_buckets: the agent's form, not the engine's
         };
@@ -123,27 +148,89 @@ impl Slot {
             && self.users == 0
             && self.scheduled == 0
             && self.not_sent == 0
+            && self.users_stopped == 0
+            && self.sessions_restarted == 0
     }
+}
+
+/// One of the first errors or check failures of the interval.
+struct Sample {
+    slot: usize,
+    kind: pb::ErrorKind,
+    message: String,
+    /// ERROR_KIND_CHECK: the check's counter among its request name's checks.
+    check: Option<usize>,
 }
 
 pub struct Stats {
     slots: Vec<Slot>,
     names: usize,
-    /// (slot, kind, message) of the first errors of the interval.
-    samples: Vec<(usize, pb::ErrorKind, String)>,
+    /// Per request name: its checks' names (Journeys::check_names; none without journeys).
+    /// O(requests × 32 checks), for the run's length.
+    check_names: Vec<Vec<String>>,
+    samples: Vec<Sample>,
 }
 
 impl Stats {
     pub fn new(job: &Job) -> Self {
         let names = job.names.len();
-        Stats { slots: (0..job.targets.len() * names).map(|_| Slot::new()).collect(), names, samples: Vec::new() }
+        let check_names = match &job.journeys {
+            Some(journeys) => journeys.check_names.clone(),
+            None => vec![Vec::new(); names],
+        };
+        let slots = (0..job.targets.len() * names).map(|index| Slot::new(check_names[index % names].len())).collect();
+        Stats { slots, names, check_names, samples: Vec::new() }
     }
 
     pub fn slot(&self, target: usize, name: usize) -> usize {
         target * self.names + name
     }
 
+    /// A static request ended: a response fails the implicit status check outside 200-399.
     pub fn record(&mut self, slot: usize, outcome: Outcome, latency_us: u64, bytes_in: u64, bytes_out: u64) {
+        if let Outcome::Response { status, .. } = outcome {
+            self.slots[slot].check_failed += u64::from(!IMPLICIT_OK.contains(&status));
+        }
+        self.count(slot, outcome, latency_us, bytes_in, bytes_out);
+    }
+
+    /// A journey request ended; a response `failed` a check or not (inspect.rs judged it).
+    pub fn record_judged(
+        &mut self,
+        slot: usize,
+        outcome: Outcome,
+        (latency_us, bytes_in, bytes_out): (u64, u64, u64),
+        failed: bool,
+    ) {
+        if matches!(outcome, Outcome::Response { .. }) {
+            self.slots[slot].check_failed += u64::from(failed);
+        }
+        self.count(slot, outcome, latency_us, bytes_in, bytes_out);
+    }
+
+    /// One check (counter `check` of the slot's request name) passed or failed.
+    pub fn check(&mut self, slot: usize, check: usize, passed: bool) {
+        self.slots[slot].checks[check][usize::from(!passed)] += 1;
+    }
+
+    /// A failed check's description, into the interval's bounded sample.
+    pub fn check_failed_sample(&mut self, slot: usize, check: usize, message: String) {
+        if self.samples.len() < ERROR_SAMPLES_PER_INTERVAL {
+            self.samples.push(Sample { slot, kind: pb::ErrorKind::Check, message, check: Some(check) });
+        }
+    }
+
+    /// A user ended by a plan rule (on_fail or on_missing: stop).
+    pub fn user_stopped(&mut self, slot: usize) {
+        self.slots[slot].users_stopped += 1;
+    }
+
+    /// A user's session started again (on_fail or on_missing: restart).
+    pub fn session_restarted(&mut self, slot: usize) {
+        self.slots[slot].sessions_restarted += 1;
+    }
+
+    fn count(&mut self, slot: usize, outcome: Outcome, latency_us: u64, bytes_in: u64, bytes_out: u64) {
         let s = &mut self.slots[slot];
         s.requests += 1;
         s.bytes_in += bytes_in;
@@ -158,7 +245,7 @@ impl Stats {
             Outcome::Failed { kind, message } => {
                 s.errors[kind as usize] += 1;
                 if self.samples.len() < ERROR_SAMPLES_PER_INTERVAL {
-                    self.samples.push((slot, kind, message));
+                    self.samples.push(Sample { slot, kind, message, check: None });
                 }
             }
         }
@@ -229,17 +316,19 @@ impl Stats {
             if s.is_quiet() {
                 continue;
             }
-            stats.push(s.row(job.targets[index / self.names].url.clone(), job.names[index % self.names].clone()));
+            let (target, name) = (index / self.names, index % self.names);
+            stats.push(s.row(job.targets[target].url.clone(), job.names[name].clone(), &self.check_names[name]));
             s.start_interval();
         }
         let error_samples = self
             .samples
             .drain(..)
-            .map(|(slot, kind, message)| pb::ErrorSample {
+            .map(|Sample { slot, kind, message, check }| pb::ErrorSample {
                 target: job.targets[slot / self.names].url.clone(),
                 request: job.names[slot % self.names].clone(),
                 kind: kind as i32,
                 message,
+                check: check.map(|c| self.check_names[slot % self.names][c].clone()).unwrap_or_default(),
             })
             .collect();
         pb::IntervalReport {

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
 
 use crate::conns::Connections;
-use crate::rng::Rng;
 use crate::shared::{Control, Shared};
+use crate::user::{follow, UserState, Walker};
 
 /// The users in progress of one job, at most `max` (the open model's `max_connections`:
 /// each user holds its own connection). An arrival beyond it is counted as not sent, so
@@ -44,7 +44,9 @@ impl Visitors {
         target: usize,
     ) {
         let session = shared.job.session.as_ref().expect("visitors walk the job's session");
-        let first = shared.stats.borrow().slot(target, shared.job.requests[session.steps[0].request].name);
+        // The session's first request: its first `once` step's, if it has one.
+        let request = session.once.first().unwrap_or(&session.steps[0]).request;
+        let first = shared.stats.borrow().slot(target, shared.job.requests[request].name);
         shared.stats.borrow_mut().scheduled(first);
         if self.live.get() >= self.max {
             shared.stats.borrow_mut().not_sent(first);
@@ -82,30 +84,32 @@ async fn visit(
 ) {
     let job = &shared.job;
     let session = job.session.as_ref().expect("visitors walk the job's session");
-    let mut rng = Rng::new(seed);
+    // An open-model user walks its session once unless it says how many times.
+    let mut walker = Walker::new(session, session.repeat.max(1));
+    // The seed's high half is the user's arrival, from 1.
+    let mut user = UserState::new(job, (seed >> 32).saturating_sub(1), seed);
     let mut connections = Connections::new(&shared);
     let mut due = Some(due);
-    'session: for _ in 0..session.repeat.max(1) {
-        for step in &session.steps {
-            if control.borrow().stopped {
-                break 'session;
-            }
-            if let Some(at) = due {
-                shared.stats.borrow_mut().sent(slot, at.elapsed().as_micros() as u64);
-            } else {
-                if !shared.take_ticket() {
-                    break 'session;
-                }
-                target = job.target_choice.pick(&mut rng);
-                let next = shared.stats.borrow().slot(target, job.requests[step.request].name);
-                shared.stats.borrow_mut().user_moves(slot, next);
-                slot = next;
-            }
-            if !connections.request(target, step.request, due.take()).await {
-                break 'session;
-            }
-            think(step.think_after.sample(&mut rng), &mut control).await;
+    while let Some(step) = walker.next(&mut user) {
+        if control.borrow().stopped {
+            break;
         }
+        if let Some(at) = due {
+            shared.stats.borrow_mut().sent(slot, at.elapsed().as_micros() as u64);
+        } else {
+            if !shared.take_ticket() {
+                break;
+            }
+            target = job.target_choice.pick(&mut user.rng);
+            let next = shared.stats.borrow().slot(target, job.requests[step.request].name);
+            shared.stats.borrow_mut().user_moves(slot, next);
+            slot = next;
+        }
+        let sent = connections.request_for(target, step.request, due.take(), &mut user).await;
+        if !sent.responded || !follow(&shared, slot, sent.then, &mut user, Some(&mut walker)) {
+            break;
+        }
+        think(step.think_after.sample(&mut user.rng), &mut control).await;
     }
     connections.close_all();
     shared.stats.borrow_mut().user_leaves(slot);

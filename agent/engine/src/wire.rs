@@ -3,6 +3,8 @@
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+// Generated: JobSpec is by far the largest command, and it comes once per job.
+#[allow(clippy::large_enum_variant)]
 pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/loadfleet.v1.rs"));
 }

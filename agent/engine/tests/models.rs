@@ -179,6 +179,7 @@ fn sessions_walk_their_steps_and_repeat() {
     spec.session = Some(pb::Session {
         steps: (0..3).map(|request| pb::SessionStep { request, think_after: think }).collect(),
         repeat: 2,
+        ..Default::default()
     });
     let reports = engine.run(spec);
     // 3 users x 2 rounds: every step exactly 6 times, then the users are done.
@@ -246,7 +247,7 @@ fn arrivals_job(url: &str, rate_per_s: f64, max_connections: u32, steps: Vec<pb:
     let mut spec = closed_job(&[(url, 1)], requests, 1, 3000, 1000);
     let open = pb::OpenModel { rate_per_s, poisson: false, max_connections };
     spec.load = Some(pb::LoadShare { model: Some(pb::load_share::Model::Open(open)), stages: vec![] });
-    spec.session = Some(pb::Session { steps, repeat: 0 });
+    spec.session = Some(pb::Session { steps, repeat: 0, ..Default::default() });
     spec
 }
 
