@@ -8,7 +8,7 @@
 use crate::capture::Inspection;
 use crate::journey::{Journey, Journeys, OnFail};
 use crate::response::{HeaderLine, Response};
-use crate::stats::Stats;
+use crate::stats::{Stats, IMPLICIT_OK};
 use crate::template::Context;
 use crate::user::UserState;
 
@@ -87,7 +87,7 @@ pub fn judge(
             fail(c.counter, why, c.on_fail, stats);
         }
     }
-    if journey.implicit_status && !(200..400).contains(&seen.status) {
+    if journey.implicit_status && !IMPLICIT_OK.contains(&seen.status) {
         judged.failed = true;
     }
     judged

@@ -15,9 +15,8 @@ const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
 /// ErrorKind values (stats.proto), UNSPECIFIED included: a slot's error counts are indexed by
 /// them. ERROR_KIND_CHECK (10) is never counted there (a response came), only sampled.
 const ERROR_KINDS: usize = 13;
-/// The statuses of the implicit status check: a response outside them failed a check, unless
-/// a check of its request names the statuses it expects (inspect.rs).
-const IMPLICIT_OK: std::ops::Range<u16> = 200..400;
+/// The implicit status check's statuses (unless a check of the request names statuses).
+pub const IMPLICIT_OK: std::ops::Range<u16> = 200..400;
 
 /// How one request ended.
 #[derive(Debug, Clone, PartialEq)]
