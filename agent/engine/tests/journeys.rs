@@ -289,3 +289,29 @@ fn a_static_request_keeps_its_bytes_and_its_status_check() {
     assert!(missing > 0);
     assert_eq!(sum(&reports, "missing", |s| s.check_failed), missing, "a 404 fails the implicit status check");
 }
+
+#[test]
+fn a_chunked_body_is_matched_de_chunked_and_a_body_over_the_cap_only_by_its_start() {
+    let server = start_server();
+    let mut engine = Engine::spawn();
+    // /chunked/300: 300 'x' in three chunks; whole only if the chunk framing is left out.
+    let mut chunked = request("chunked", "GET", "/chunked/300");
+    chunked.checks = vec![pb::Check { body_regex: "^x{300}$".into(), ..check("whole", pb::OnFail::Continue) }];
+    let mut long = request("long", "GET", "/ok/300");
+    long.checks = vec![pb::Check { body_regex: "x{200}".into(), ..check("long", pb::OnFail::Continue) }];
+    let mut spec = closed_job(&[(&server.url, 1)], vec![chunked, long], 1, 300, 300);
+    spec.max_body_bytes = 310;
+    let reports = engine.run(spec.clone());
+    let chunks = sum(&reports, "chunked", |s| s.requests);
+    assert!(chunks > 0);
+    assert_eq!(check_counts(&reports, "chunked", "whole"), (chunks, 0));
+    spec.max_body_bytes = 100;
+    spec.start_at_ms = now_ms() + 200;
+    let reports = Engine::spawn().run(spec);
+    let longs = sum(&reports, "long", |s| s.requests);
+    assert!(longs > 0);
+    assert_eq!(check_counts(&reports, "long", "long"), (0, longs));
+    let sample = reports.iter().flat_map(|r| &r.error_samples).find(|e| e.check == "long").expect("a sample");
+    assert!(sample.message.ends_with("(only the body's first 100 bytes were kept)"), "{}", sample.message);
+    assert_eq!(sum(&reports, "long", |s| s.check_failed), longs);
+}
