@@ -270,3 +270,18 @@ def test_the_command_line_brings_the_lab_up_prints_rows_and_stops_it(open_dir, c
         assert main(["down", "--state-dir", str(state)]) == 0
     assert recorded["url"] == url and not any(pid_alive(p) for p in recorded["pids"])
     assert main(["rows", "--state-dir", str(state)]) == 1  # nothing up
+
+
+def test_a_restart_starts_afresh_no_cart_rows_and_no_sessions_of_before(open_dir):
+    spec = parse_journey_spec(spec_doc())
+    with JourneyLab(spec, open_dir) as first:
+        user = Browser(first.app.url)
+        assert user.login(1).status == 302
+        user.request("POST", "/cart.php", {"item": "1"})
+        assert first.app.cart_rows() == {"user1": 1}
+    with JourneyLab(spec, open_dir) as again:
+        user.url = again.app.url
+        assert again.app.cart_rows() == {}
+        assert not list(again.app.session_dir.iterdir())
+        account = user.request("GET", "/account.php")  # the cookie of before names no session now
+        assert (account.status, account.headers["Location"]) == (302, "/login.php")

@@ -142,10 +142,6 @@ class JourneyApp:
     def cart_rows(self) -> dict[str, int]:
         return cart_rows(self.database)
 
-    def sessions(self) -> int:
-        """Session files PHP keeps (one per session that stored something)."""
-        return sum(1 for _ in self.session_dir.glob("sess_*"))
-
     def access_log_lines(self) -> int:
         return self.front.access_log_lines()
 
