@@ -12,7 +12,7 @@ use crate::wire::pb;
 pub const DEFAULT_INTERVAL_MS: u32 = 1000;
 const DEFAULT_CONNECT_TIMEOUT_MS: u32 = 3000;
 const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10000;
-const METHODS: [&str; 5] = ["GET", "HEAD", "POST", "PUT", "DELETE"];
+const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
 pub struct Request {
     /// Index into `Job::names`: several requests may share a name.
@@ -309,6 +309,16 @@ mod tests {
         );
         assert_eq!(job.interval_ms, 1000);
         assert_eq!(job.request_timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn patch_and_options_are_sent_as_written() {
+        for method in ["PATCH", "OPTIONS"] {
+            let mut s = spec();
+            s.requests[0].method = method.into();
+            let job = Job::from_spec(&s).unwrap();
+            assert!(job.requests[0].wire[0].starts_with(format!("{method} /a?b=1 HTTP/1.1\r\n").as_bytes()));
+        }
     }
 
     #[test]
