@@ -25,10 +25,10 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from .daemon import LOCAL, Launcher, log_tail
+from .daemon import LOCAL, Launcher
 from .mariadb import MariaDbServer
 from .nginx import NginxServer
-from .php import FpmPool
+from .php import FpmFronted, FpmPool
 
 DEFAULT_USERS = 1000
 MAX_USERS = 100_000  # a start seeds every account: 100,000 rows take MariaDB a few seconds
@@ -67,7 +67,7 @@ def user_password(n: int) -> str:
     return f"pw{n}"
 
 
-class JourneyApp:
+class JourneyApp(FpmFronted):
     """nginx + a PHP-FPM pool serving the journey pages from `database` (a running lab
     MariaDbServer), listening on HOST:PORT."""
 
@@ -96,15 +96,6 @@ class JourneyApp:
             host, port, self.dir / "public", state_dir, name, extra_conf=self._nginx_locations(), launcher=launcher
         )
 
-    host = property(lambda self: self.front.host)
-    port = property(lambda self: self.front.port)
-    pid = property(lambda self: self.front.pid)
-    access_log = property(lambda self: self.front.access_log)
-
-    @property
-    def url(self) -> str:
-        return self.front.url
-
     @property
     def app_dir(self) -> Path:
         return self.dir / "app"
@@ -112,11 +103,6 @@ class JourneyApp:
     @property
     def session_dir(self) -> Path:
         return self.dir / "sessions"
-
-    @property
-    def pids(self) -> list[int]:
-        """PHP-FPM first: stopping goes in reverse, front first."""
-        return [p for p in (self.pool.pid, self.front.pid) if p]
 
     def start(self) -> None:
         for directory in (self.app_dir, self.session_dir):
@@ -134,19 +120,8 @@ class JourneyApp:
             self.stop()
             raise
 
-    def stop(self) -> None:
-        """Stops nginx, then PHP-FPM, by PID; safe to call twice."""
-        self.front.stop()
-        self.pool.stop()
-
     def cart_rows(self) -> dict[str, int]:
         return cart_rows(self.database)
-
-    def access_log_lines(self) -> int:
-        return self.front.access_log_lines()
-
-    def error_tail(self) -> str:
-        return f"{self.front.error_tail()} | php-fpm: {log_tail(self.pool.error_log)}"
 
     def _config_php(self) -> str:
         host = self.database.host

@@ -171,7 +171,40 @@ def _check_settings(*, front: str, cost: int, max_age_s: int) -> None:
         raise ValueError(f"max_age_s {max_age_s} must be from 0 to {MAX_MAX_AGE_S}")
 
 
-class PhpServer:
+class FpmFronted:
+    """A web front (nginx or Apache) before a PHP-FPM pool, as a lab reads and stops the pair:
+    the front's address and log, both PIDs, the front stopped first."""
+
+    front: NginxServer | ApacheServer
+    pool: FpmPool
+
+    host = property(lambda self: self.front.host)
+    port = property(lambda self: self.front.port)
+    pid = property(lambda self: self.front.pid)
+    access_log = property(lambda self: self.front.access_log)
+
+    @property
+    def url(self) -> str:
+        return self.front.url
+
+    @property
+    def pids(self) -> list[int]:
+        """PHP-FPM first: stopping goes in reverse, front first."""
+        return [p for p in (self.pool.pid, self.front.pid) if p]
+
+    def stop(self) -> None:
+        """Stops the front, then PHP-FPM, by PID; safe to call twice."""
+        self.front.stop()
+        self.pool.stop()
+
+    def access_log_lines(self) -> int:
+        return self.front.access_log_lines()
+
+    def error_tail(self) -> str:
+        return f"{self.front.error_tail()} | php-fpm: {log_tail(self.pool.error_log)}"
+
+
+class PhpServer(FpmFronted):
     """nginx or Apache on a loopback address: the workload tree, plus /page.php from PHP-FPM
     (and the database pages, given a `database`)."""
 
@@ -227,23 +260,9 @@ class PhpServer:
                 launcher=launcher,
             )
 
-    host = property(lambda self: self.front.host)
-    port = property(lambda self: self.front.port)
-    pid = property(lambda self: self.front.pid)
-    access_log = property(lambda self: self.front.access_log)
-
-    @property
-    def url(self) -> str:
-        return self.front.url
-
     @property
     def page_url(self) -> str:
         return self.url + PAGE
-
-    @property
-    def pids(self) -> list[int]:
-        """PHP-FPM first: stopping goes in reverse, front first."""
-        return [p for p in (self.pool.pid, self.front.pid) if p]
 
     def start(self) -> None:
         self.app.mkdir(parents=True, exist_ok=True)
@@ -270,16 +289,6 @@ class PhpServer:
         except BaseException:
             self.stop()
             raise
-
-    def stop(self) -> None:
-        self.front.stop()
-        self.pool.stop()
-
-    def access_log_lines(self) -> int:
-        return self.front.access_log_lines()
-
-    def error_tail(self) -> str:
-        return f"{self.front.error_tail()} | php-fpm: {log_tail(self.pool.error_log)}"
 
     def _pages_regex(self) -> str:
         """Only the pages this server has go to PHP-FPM (db.php, for one, is not a page)."""
