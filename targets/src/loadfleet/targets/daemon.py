@@ -231,6 +231,13 @@ def spawn_listening(
     return LOCAL.start_listening(argv, host, port, what=what, error_tail=error_tail, log=log, timeout_s=timeout_s)
 
 
+def free_port(host: str) -> int:
+    """A port on HOST that nothing listens on now (the kernel's pick)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
 def check_port_free(host: str, port: int, *, what: str) -> None:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no obstacle

@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .daemon import LabError, pid_alive, stop_pid
+from .daemon import LabError, free_port, pid_alive, stop_pid
 from .journeyapp import DEFAULT_USERS, DEFAULT_WORKERS, MAX_USERS, MAX_WORKERS, JourneyApp, cart_rows
 from .mariadb import MariaDbServer
-from .spec import ServerSpec, SpecError, parse_spec
+from .spec import ServerSpec, SpecError, parse_spec, read_spec_doc
 
 STATE_FILE = "journey.json"
 APP_FIELDS = ("name", "kind", "listen", "database", "workers", "users")
@@ -52,13 +49,7 @@ class JourneySpec:
 
 
 def load_journey_spec(path: Path) -> JourneySpec:
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise SpecError([f"cannot read {path}: {exc.strerror}"]) from exc
-    except yaml.YAMLError as exc:
-        raise SpecError([f"{path} is not valid YAML: {exc}"]) from exc
-    return parse_journey_spec(doc)
+    return parse_journey_spec(read_spec_doc(path))
 
 
 def parse_journey_spec(doc: object) -> JourneySpec:
@@ -117,7 +108,7 @@ class JourneyLab:
         db = spec.database
         self.database = MariaDbServer(
             db.host,
-            db.port or _free_port(db.host),
+            db.port or free_port(db.host),
             self.state_dir,
             db.name,
             seed=db.seed,
@@ -127,7 +118,7 @@ class JourneyLab:
         a = spec.app
         self.app = JourneyApp(
             a.host,
-            a.port or _free_port(a.host),
+            a.port or free_port(a.host),
             self.state_dir,
             a.name,
             database=self.database,
@@ -161,12 +152,6 @@ class JourneyLab:
         self.app.stop()
         self.database.stop()
         (self.state_dir / STATE_FILE).unlink(missing_ok=True)
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _read_state(state_dir: Path) -> dict[str, Any]:

@@ -18,14 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Any
 
 from .apache import ApacheServer
 from .caps import CpuCap, CpuGroup
-from .daemon import LOCAL, LabError, Launcher, LocalLauncher, Upstream, pid_alive, stop_pid
+from .daemon import LOCAL, LabError, Launcher, LocalLauncher, Upstream, free_port, pid_alive, stop_pid
 from .fusemount import NGINX_OPEN_FILE_CACHE, FuseMount, is_mounted, unmount
 from .haproxy import HaproxyServer
 from .hostlab import NFS_PORT, FleetProcess, LabHosts, teardown
@@ -219,7 +218,7 @@ class Lab:
             host = self.hosts.hosts[spec.on]
             self._placement[spec.name] = spec.on
             return (host.address, spec.port), self.hosts.mounts.get(spec.on, self.docroot), host
-        return (spec.host, spec.port or _free_port(spec.host)), self.docroot, self._capped(spec)
+        return (spec.host, spec.port or free_port(spec.host)), self.docroot, self._capped(spec)
 
     def _web_server(self, spec: ServerSpec, args: tuple[str, int], docroot: Path, common: dict[str, Any]) -> Server:
         """A server of the docroot: one of FILE_KINDS."""
@@ -294,12 +293,6 @@ class Lab:
             hosted = self.hosts.record()
             state.update(hosted, cgroups=state["cgroups"] + hosted["cgroups"])
         (self.state_dir / STATE_FILE).write_text(json.dumps(state, indent=1) + "\n")
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 __all__ = ["KINDS", "Lab", "LabError", "LabSpec", "ServerSpec", "SpecError", "load_spec", "parse_spec"]

@@ -11,10 +11,9 @@ Each ganesha gets a private D-Bus (`nfsstats.PrivateBus`) for its per-client sta
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
-from .daemon import LOCAL, LabError, Launcher, find_program, host_port, log_tail, stop_pid
+from .daemon import LOCAL, LabError, Launcher, find_program, free_port, host_port, log_tail, stop_pid
 from .nfsstats import ClientStats, PrivateBus, client_stats
 
 PSEUDO_PATH = "/export"
@@ -23,12 +22,6 @@ START_TIMEOUT_S = 20.0  # ganesha takes a few seconds to bring its NFSv4 side up
 
 def ganesha_program() -> str:
     return find_program("ganesha.nfsd", "nfs-ganesha nfs-ganesha-vfs", extra_dirs=("/usr/bin", "/usr/sbin"))
-
-
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 class GaneshaServer:

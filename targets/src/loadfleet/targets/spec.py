@@ -152,13 +152,18 @@ class LabSpec:
 
 
 def load_spec(path: Path) -> LabSpec:
+    return parse_spec(read_spec_doc(path))
+
+
+def read_spec_doc(path: Path) -> object:
+    """A spec file's YAML document; a file that cannot be read or is not YAML is a SpecError."""
     try:
         doc = yaml.safe_load(Path(path).read_text())
     except OSError as exc:
         raise SpecError([f"cannot read {path}: {exc.strerror}"]) from exc
     except yaml.YAMLError as exc:
         raise SpecError([f"{path} is not valid YAML: {exc}"]) from exc
-    return parse_spec(doc)
+    return doc
 
 
 def parse_spec(doc: object) -> LabSpec:
