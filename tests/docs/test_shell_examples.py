@@ -73,7 +73,7 @@ SKIP: dict[str, str] = {
     "docs/compose.md: docker compose up -d --build": "Docker",
     "docs/deploy.md: make demo-deps dist": _BUILDS,
     "docs/deploy.md: scp -r dist pki/ca.crt pki/controller.crt pki/controller.key deploy/systemd "
-    "ctrl.example:/tmp/lf/": "remote hosts over ssh",
+    "ctrl.example:lf/": "remote hosts over ssh",
     "docs/deploy.md: printf '[load]\\n' > hosts.ini; seq -f 'load-%02g.example' 1 60 >> hosts.ini": "Ansible "
     "against remote hosts",
     "docs/deploy.md: for n in $(seq -f '%02g' 1 60); do": "remote hosts over ssh",
