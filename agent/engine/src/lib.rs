@@ -11,6 +11,7 @@ pub mod checks;
 pub mod closed;
 pub mod compose;
 pub mod conns;
+pub mod dial;
 pub mod encode;
 pub mod extract;
 pub mod failure;
