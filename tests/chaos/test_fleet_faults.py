@@ -173,7 +173,7 @@ def test_a_slow_flapping_link_still_counts_every_request_once(fleet):
         done.set()
         flapper.join()
     assert code == 0, err + fleet.logs()
-    assert not events(summary, "agent_lost"), summary["events"]
+    assert not events(summary, "agent_lost"), f"{summary['events']}\n{fleet.logs()}"
     assert summary["total"]["figures"]["requests"] == fleet.served() - before
     cluster, in_a2 = agent_intervals(summary, "a2")
     assert len(cluster) >= 11 and in_a2 == cluster
