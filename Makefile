@@ -184,8 +184,9 @@ $(BIN)/lint-imports: | python-deps
 test-engine:
 	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml
 
+# --durations: the 30 slowest tests end the log, where CI shows where the suite's time goes.
 test-python:
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q tests
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q --durations=30 tests
 
 # The edit-test loop's lane: every test that starts no process (tests/conftest.py), in about
 # a minute. Needs the venv only (make python-deps); `make test` runs these and the rest.
