@@ -224,21 +224,21 @@ def test_a_gatling_job_reports_every_interval_and_finishes(fake_gatling):
     assert last == agent_pb2.JOB_STATE_FINISHED
 
 
-def test_a_journey_is_refused_before_any_jvm_starts(fake_gatling, tmp_path, monkeypatch):
+def test_what_gatling_reads_otherwise_is_refused_before_any_jvm_starts(fake_gatling, tmp_path, monkeypatch):
     started = tmp_path / "jvm-started"
     java = tmp_path / "java-marker"
     java.write_text(f"#!/bin/sh\ntouch {started}\nexit 1\n")
     java.chmod(java.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("LOADFLEET_JAVA", str(java))
     spec = gatling_spec()
-    spec.requests[0].checks.append(job_pb2.Check(name="welcome", body_contains="Welcome"))
+    spec.requests[0].checks.append(job_pb2.Check(name="welcome", body_regex="[[:alpha:]]"))
     spec.requests[0].path = "/account/${user}"
     sent = []
     outcome = asyncio.run(JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append).run())
     assert outcome is Outcome.FAILED and not started.exists()
     state, message = states(sent)[-1]
     assert state == agent_pb2.JOB_STATE_FAILED
-    assert "requests[0] (home).checks; requests[0] (home).path: a template at byte 9" in message, message
+    assert "requests[0] (home).checks[0].body_regex: '[[:alpha:]]' holds a POSIX class" in message, message
     assert message.endswith("use `driver: engine`")
 
 

@@ -287,14 +287,45 @@ def test_open_model_without_a_session_takes_checks_and_builtins():
     assert parse_plan(yaml.safe_dump(doc)).requests[0].checks[0].status == ("200", "404")
 
 
-def test_gatling_refuses_journeys_with_a_pointer_to_the_engine():
-    found = problems(login(driver="gatling"))
-    paths = {p for p, m in found if "use `driver: engine`" in m}
-    assert {"workload.requests[0].check", "workload.requests[0].extract", LOGIN_PATH} <= paths
-    assert "workload.session.once" in paths
+def test_gatling_runs_the_login_journey_as_the_engine_does():
+    plan = parse_plan(yaml.safe_dump(login(driver="gatling")))
+    assert [len(r.checks) for r in plan.requests] == [1, 1, 3]
+    assert plan.session is not None and len(plan.session.once) == 2
 
 
-def test_gatling_takes_plain_requests_and_dollars_not_before_a_brace():
+@pytest.mark.parametrize(
+    "replace, path, words",
+    [
+        (
+            {"workload__requests__2__check__2__json_path__path": "$.items[?(@.n > 1)]"},
+            f"{ACCOUNT}.check[2].json_path.path",
+            "Gatling's JSONPath reads filters",
+        ),
+        (
+            {"workload__requests__2__extract__0": {"var": "items", "json_path": "$..[?@.n]"}},
+            f"{ACCOUNT}.extract[0].json_path",
+            "Gatling's JSONPath reads filters",
+        ),
+        (
+            {"workload__requests__2__extract__0__regex": "items=(?P<n>\\d+)"},
+            f"{ACCOUNT}.extract[0].regex",
+            "write (?<name>...)",
+        ),
+        (
+            {"workload__requests__2__check__0__body_regex": "[[:alpha:]]+"},
+            f"{ACCOUNT}.check[0].body_regex",
+            "a POSIX class",
+        ),
+    ],
+)
+def test_gatling_refuses_what_java_or_its_jsonpath_read_otherwise(replace, path, words):
+    found = problems(login(driver="gatling", **replace))
+    assert [(p, "use `driver: engine`" in m and words in m) for p, m in found] == [(path, True)]
+    # The engine driver takes the same plan.
+    parse_plan(yaml.safe_dump(login(**replace)))
+
+
+def test_gatling_takes_plain_requests_dollars_and_escaped_templates():
     doc = {
         "driver": "gatling",
         "duration_s": 5,
@@ -304,10 +335,10 @@ def test_gatling_takes_plain_requests_and_dollars_not_before_a_brace():
     }
     assert parse_plan(yaml.safe_dump(doc)).requests[0].body == "cost $5 and $$"
     doc["workload"]["requests"][0]["body"] = "literal $${x}"
-    assert any("driver: engine" in m for _, m in problems(doc))
+    assert parse_plan(yaml.safe_dump(doc)).requests[0].body == "literal $${x}"
 
 
-def test_gatling_refuses_a_jar_turned_off_which_it_cannot_do():
+def test_gatling_takes_a_jar_turned_off_emptied_before_each_request():
     doc = {
         "driver": "gatling",
         "duration_s": 5,
@@ -315,7 +346,7 @@ def test_gatling_refuses_a_jar_turned_off_which_it_cannot_do():
         "workload": {"requests": [{"path": "/a"}], "cookies": False},
         "load": {"model": "closed", "clients": 1},
     }
-    assert [p for p, m in problems(doc) if "cannot be turned off" in m] == ["workload.cookies"]
+    assert parse_plan(yaml.safe_dump(doc)).cookies.enabled is False
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,10 @@ Gatling's intervals exactly like engines'.
 Commands go to the JVM's stdin as lines: `stop` (graceful with the hook); end of stdin makes
 it halt, so an agent that dies leaves no orphan load.
 
-A journey's parts JobSimulation does not map yet (extractions, checks, `once`, variables,
-templates, a cookie jar turned off) refuse the job before a JVM starts, as the plan's
-validation does; a template-free text reaches the JVM with its escapes applied (`$${` is a
-literal `${`), as the engine would send it (gatling_journeys.py).
+A journey (templates, extractions, checks, `once`, on_fail rules) reaches the JVM as the
+controller made it and JobSimulation runs it as the engine does; what Gatling's libraries
+would read otherwise (JSONPath filters, Rust-only regex syntax) refuses the job before a JVM
+starts, as the plan's validation does (gatling_journeys.py).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from loadfleet.wire import DEFAULT_INTERVAL_MS
 from .child import ChildProcess, start_child
 from .errors import EngineError
 from .gatling_console import ConsoleCounts
-from .gatling_journeys import literal_spec, refuse_journeys
+from .gatling_journeys import refuse_journeys
 from .gatling_project import ProjectBuild
 
 EVENT_PREFIX = "##loadfleet "
@@ -208,11 +208,11 @@ class GatlingProcess(ChildProcess):
         cls, install: GatlingInstall, spec: job_pb2.JobSpec, project: ProjectBuild | None = None
     ) -> GatlingProcess:
         """Starts the JVM on `spec` (returns at once; then `wait_ready`); JobRefused, with no
-        JVM started, when the job is a journey this driver does not run."""
+        JVM started, when the job holds what this driver reads otherwise than the engine."""
         refuse_journeys(spec)
         workdir = tempfile.TemporaryDirectory(prefix=f"loadfleet-gatling-{spec.job_id.replace('/', '-')}-")
         job_file = Path(workdir.name) / "job.json"
-        job_file.write_text(job_json(literal_spec(spec)))
+        job_file.write_text(job_json(spec))
         try:
             proc = await start_child(install.command(spec, job_file, Path(workdir.name) / "results", project))
         except EngineError:

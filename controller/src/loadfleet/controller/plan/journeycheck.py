@@ -4,7 +4,7 @@ extracts, or one read before any request of the session extracts it ("a template
 never be filled": `once`, then `steps`), variables named as built-ins, regexes the engine's
 regex crate cannot run (look-around, backreferences) or over its bound, status sets, check
 names (unique, at most 64 bytes), journeys where no user exists (the open model without a
-session) and on the Gatling driver, which does not map them yet.
+session), and what the Gatling driver reads otherwise than the engine (gatlingjourney.py).
 
 Only requests written inline carry journeys (a manifest's are plain files), so the n-th
 request is `workload.requests[n]`.
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.errors import Problem
 from loadfleet.controller.model.load import LoadModel
+from loadfleet.controller.plan.gatlingjourney import gatling_journey_problems
 from loadfleet.controller.plan.journeys import (
     EXTRACT_PREFIX,
     MAX_CHECK_NAME_BYTES,
@@ -36,16 +37,13 @@ from loadfleet.controller.plan.patterns import regex_problems
 from loadfleet.controller.plan.templates import (
     BUILTIN_NAMES,
     ErrorKind,
-    Literal,
     Piece,
     TemplateError,
     TemplateNames,
-    is_static,
     parse_template,
     variables_read,
 )
 
-_GATLING = "the gatling driver does not run journeys yet (checks, extractions, templates, `once`): use `driver: engine`"
 _NO_USERS = "an open model without a session has no users"
 
 
@@ -141,19 +139,6 @@ def _reads(texts: Iterator[tuple[str, str]], names: TemplateNames) -> list[tuple
         except TemplateError:
             continue
     return read
-
-
-def _templated(request: Request, names: TemplateNames) -> bool:
-    """The request holds a template (or an escaped `$${`): its text is not sent as written."""
-    for _, text in _templates(request, ""):
-        try:
-            pieces = _parsed(text, names)
-        except TemplateError:
-            return True
-        written = "".join(p.text for p in pieces if isinstance(p, Literal))
-        if "${" in text and not (is_static(pieces) and written == text):
-            return True
-    return False
 
 
 # ---- extractions and checks -----------------------------------------------------------
@@ -300,11 +285,9 @@ def _never_filled(place: str, var: str, where: str) -> Problem:
 
 
 def _model_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[Problem]:
-    if facts.driver is Driver.GATLING:
-        return _gatling_problems(requests, facts)
+    problems = gatling_journey_problems(requests) if facts.driver is Driver.GATLING else []
     if facts.has_users:
-        return []
-    problems = []
+        return problems
     if facts.cookies_given:
         problems.append(Problem("workload.cookies", f"{_NO_USERS}, so no cookie jar: give the workload a session"))
     names = TemplateNames(variables=frozenset(variables(requests)))
@@ -319,21 +302,4 @@ def _model_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[Pr
                 why = f"{_NO_USERS} to {check.on_fail}: use continue"
                 problems.append(Problem(f"{path}.check[{j}].on_fail", why))
         problems += [Problem(place, f"{_NO_USERS}: templates read built-ins only, not {var}") for place, var in reads]
-    return problems
-
-
-def _gatling_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[Problem]:
-    names = TemplateNames(variables=frozenset(variables(requests)))
-    problems = []
-    for i, request in enumerate(requests):
-        path = f"workload.requests[{i}]"
-        given = (("check", request.checks), ("extract", request.extracts))
-        problems += [Problem(f"{path}.{key}", _GATLING) for key, journey in given if journey]
-        if _templated(request, names):
-            problems.append(Problem(path, _GATLING))
-    if facts.session and facts.session.once:
-        problems.append(Problem("workload.session.once", _GATLING))
-    if facts.cookies_off:
-        why = "the gatling driver keeps a cookie jar per user that cannot be turned off: use `driver: engine`"
-        problems.append(Problem("workload.cookies", why))
     return problems

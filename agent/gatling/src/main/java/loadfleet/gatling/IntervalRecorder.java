@@ -71,6 +71,11 @@ final class IntervalRecorder {
     long sentLate;
     long maxSendLagUs;
     long notSent;
+    // A journey's declared checks (then extractions) by name: {passed, failed}, in first-seen
+    // order (the job's order). Bounded by the job: at most 16 checks + 16 extractions a request.
+    final Map<String, long[]> checks = new LinkedHashMap<>();
+    long usersStopped;
+    long sessionsRestarted;
     final Histogram latency = new Histogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS);
   }
 
@@ -136,6 +141,32 @@ final class IntervalRecorder {
       if (failed != null) {
         cell.checkFailed++;
         sample(now, new Sample(target, request, ErrorKind.CHECK, failed.message(), failed.check()));
+      }
+    }
+  }
+
+  /**
+   * A journey response judged by JobSimulation ({@link Judge}): every declared check counted,
+   * each failure sampled under its check's name, the response counted once in check_failed when
+   * it failed any (the implicit status check included), and its user's next move counted.
+   */
+  void judged(String target, String request, Answer answer, Judge.Verdict verdict) {
+    synchronized (this) {
+      response(target, request, answer, null);
+      long now = System.currentTimeMillis();
+      Cell cell = cell(now, target, request);
+      for (Judge.Count count : verdict.counts()) {
+        cell.checks.computeIfAbsent(count.name(), k -> new long[2])[count.failure() == null ? 0 : 1]++;
+        if (count.failure() != null) {
+          sample(now, new Sample(target, request, ErrorKind.CHECK, count.failure(), count.name()));
+        }
+      }
+      // A response counts once; the implicit status check is counted here, unsampled (as the engine).
+      cell.checkFailed += verdict.failed() ? 1 : 0;
+      switch (verdict.then()) {
+        case RESTART -> cell.sessionsRestarted++;
+        case STOP -> cell.usersStopped++;
+        default -> { }
       }
     }
   }
@@ -235,6 +266,13 @@ final class IntervalRecorder {
     a.maxSendLagUs = Math.max(a.maxSendLagUs, b.maxSendLagUs);
     a.notSent += b.notSent;
     a.latency.add(b.latency);
+    b.checks.forEach((name, counts) -> {
+      long[] sum = a.checks.computeIfAbsent(name, k -> new long[2]);
+      sum[0] += counts[0];
+      sum[1] += counts[1];
+    });
+    a.usersStopped += b.usersStopped;
+    a.sessionsRestarted += b.sessionsRestarted;
     return a;
   }
 
@@ -267,6 +305,11 @@ final class IntervalRecorder {
       // This hook judges every response (Gatling's KO), so check_failed is the driver's count.
       s.put("check_failed", cell.checkFailed);
       s.put("checks_reported", true);
+      ArrayNode checks = s.putArray("checks");
+      cell.checks.forEach((name, counts) ->
+          checks.addObject().put("name", name).put("passed", counts[0]).put("failed", counts[1]));
+      s.put("users_stopped", cell.usersStopped);
+      s.put("sessions_restarted", cell.sessionsRestarted);
       if (cell.latency.getTotalCount() > 0) {
         s.put("latency_histogram", encode(cell.latency));
       }

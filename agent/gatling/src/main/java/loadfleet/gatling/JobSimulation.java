@@ -7,11 +7,12 @@ import static io.gatling.javaapi.core.CoreDsl.constantUsersPerSec;
 import static io.gatling.javaapi.core.CoreDsl.doIf;
 import static io.gatling.javaapi.core.CoreDsl.doSwitch;
 import static io.gatling.javaapi.core.CoreDsl.exec;
+import static io.gatling.javaapi.core.CoreDsl.exitHereIf;
 import static io.gatling.javaapi.core.CoreDsl.nothingFor;
 import static io.gatling.javaapi.core.CoreDsl.onCase;
 import static io.gatling.javaapi.core.CoreDsl.pause;
-import static io.gatling.javaapi.core.CoreDsl.repeat;
 import static io.gatling.javaapi.core.CoreDsl.scenario;
+import static io.gatling.javaapi.http.HttpDsl.flushCookieJar;
 import static io.gatling.javaapi.http.HttpDsl.http;
 import static io.gatling.javaapi.http.HttpDsl.status;
 
@@ -36,7 +37,6 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -66,6 +66,8 @@ public final class JobSimulation extends Simulation {
   // The engine's implicit status check: a response is ok when its status is 200-399.
   private static final int OK_STATUS_LOW = 200;
   private static final int OK_STATUS_HIGH = 399;
+  // Whether a user ran its session's `once` steps since it started or restarted.
+  private static final String ONCE_DONE = "loadfleet.once_done";
 
   private final HttpServer warmUpServer;
   private final JsonNode spec;
@@ -74,6 +76,11 @@ public final class JobSimulation extends Simulation {
   private final List<String> targets = new ArrayList<>();
   private final List<Long> targetWeights = new ArrayList<>();
   private final List<JsonNode> requests = new ArrayList<>();
+  private final List<JourneyRequest> built = new ArrayList<>();
+  // The job's variables (a journey's), their session attributes cleared by a restart.
+  private final List<String> variables = new ArrayList<>();
+  private final long firstUser;
+  private final boolean cookiesOff;
 
   public JobSimulation() {
     String path = System.getProperty("loadfleet.job");
@@ -93,11 +100,15 @@ public final class JobSimulation extends Simulation {
     if (targets.isEmpty() || requests.isEmpty()) {
       throw new IllegalArgumentException("the job has no targets or no requests");
     }
+    spec.path("variables").forEach(v -> variables.add(v.asText()));
+    firstUser = spec.path("first_user").asLong(0);
+    cookiesOff = spec.path("cookies").path("off").asBoolean(false);
     for (int r = 0; r < requests.size(); r++) {
       String method = method(requests.get(r));
       if (!METHODS.contains(method)) {
         throw new IllegalArgumentException("requests[" + r + "].method: " + method + " is none of " + METHODS);
       }
+      built.add(JourneyRequest.of(requests.get(r), r, variables, JourneyRequest.maxBodyBytes(spec), method));
     }
     int intervalMs = spec.path("interval_ms").asInt(0) > 0 ? spec.path("interval_ms").asInt() : 1000;
     long startAt = spec.path("start_at_ms").asLong();
@@ -236,20 +247,57 @@ public final class JobSimulation extends Simulation {
     return System.nanoTime() + (wallClockMs - System.currentTimeMillis()) * 1_000_000;
   }
 
-  /** What a client or user does until the end: the job's session, or weighted picks with think time. */
+  /**
+   * What a client or user does until the end: the job's session (its `once` steps first and again
+   * after a restart, then its steps, `repeat` rounds or until the end), or weighted picks with
+   * think time. After each request the user follows its verdict (Judge.Then): a stop ends the
+   * user (Gatling's exitHere), a restart skips the rest of the round, then starts afresh (no
+   * variables, an empty cookie jar, `once` again); rounds done stay done, as in the engine.
+   */
   private ChainBuilder clients(JsonNode think) {
     JsonNode session = spec.path("session");
     if (session.path("steps").isEmpty()) {
-      return asLongAs(s -> stats.running()).on(pickAndSend(false).exec(think(think)));
+      return asLongAs(s -> stats.running()).on(pickAndSend(false).exec(afterRequest()).exec(restartIfAsked())
+          .exec(think(think)));
+    }
+    ChainBuilder once = exec(s -> s);
+    for (JsonNode step : session.path("once")) {
+      once = once.exec(step(step));
     }
     ChainBuilder steps = exec(s -> s);
     for (JsonNode step : session.get("steps")) {
-      int request = step.path("request").asInt(0);
-      steps = steps.exec(doIf(s -> stats.running()).then(sendTo(request).exec(think(step.path("think_after")))));
+      steps = steps.exec(step(step));
     }
     int times = session.path("repeat").asInt(0);
-    return times > 0 ? repeat(times).on(doIf(s -> stats.running()).then(steps))
-        : asLongAs(s -> stats.running()).on(steps);
+    ChainBuilder round = exec(restartIfAsked())
+        .doIf(s -> !s.getBoolean(ONCE_DONE)).then(once.exec(s -> s.set(ONCE_DONE, !restarting(s))))
+        .exec(steps)
+        .exec(s -> restarting(s) ? s : s.set(Template.ITERATION, s.getLong(Template.ITERATION) + 1));
+    return exec(s -> s.set(ONCE_DONE, session.path("once").isEmpty()).set(Template.ITERATION, 0L))
+        .asLongAs(s -> stats.running() && (times == 0 || s.getLong(Template.ITERATION) < times)).on(round);
+  }
+
+  /** One step of a session: skipped once the load ends or the round is being restarted. */
+  private ChainBuilder step(JsonNode step) {
+    return doIf(s -> stats.running() && !restarting(s))
+        .then(sendTo(step.path("request").asInt(0)).exec(afterRequest()).exec(think(step.path("think_after"))));
+  }
+
+  /** A user whose request's verdict says stop ends here (counted in users_stopped). */
+  private static ChainBuilder afterRequest() {
+    return exitHereIf(s -> Judge.Then.STOP.name().equals(s.getString(LoadfleetStats.THEN)));
+  }
+
+  private static boolean restarting(Session s) {
+    return Judge.Then.RESTART.name().equals(s.getString(LoadfleetStats.THEN));
+  }
+
+  /** After a restart: a new user's session (no variables, an empty jar, `once` due again). */
+  private ChainBuilder restartIfAsked() {
+    List<String> attributes = new ArrayList<>(List.of(LoadfleetStats.THEN, ONCE_DONE));
+    variables.forEach(v -> attributes.add(Template.attribute(v)));
+    return doIf(JobSimulation::restarting).then(exec(s -> s.removeAll(attributes.toArray(String[]::new))
+        .set(ONCE_DONE, spec.path("session").path("once").isEmpty())).exec(flushCookieJar()));
   }
 
   private ChainBuilder think(JsonNode think) {
@@ -302,24 +350,31 @@ public final class JobSimulation extends Simulation {
 
   private ChainBuilder send(int t, int r, boolean open) {
     String target = targets.get(t);
-    JsonNode spec = requests.get(r);
-    String name = spec.path("name").asText();
-    String url = target + spec.path("path").asText("/");
+    JourneyRequest spec = built.get(r);
+    String name = spec.name();
+    Template path = spec.path();
+    HttpRequestActionBuilder request = http(s -> name).httpRequest(spec.method(),
+        s -> target + Template.utf8Of(path.render(s, firstUser)));
     // The engine's implicit status check replaces Gatling's default (2xx and 304): a 3xx is ok.
-    HttpRequestActionBuilder request = http(s -> name).httpRequest(method(spec), s -> url)
-        .check(status().gte(OK_STATUS_LOW), status().lte(OK_STATUS_HIGH));
-    for (JsonNode header : spec.path("headers")) {
-      String value = header.path("value").asText();
-      request = request.header(header.path("name").asText(), s -> value);
+    // A judged request is judged by Judge alone: Gatling's check only keeps its default away.
+    request = spec.judge() == null ? request.check(status().gte(OK_STATUS_LOW), status().lte(OK_STATUS_HIGH))
+        : request.check(status().gte(0));
+    for (int h = 0; h < spec.headerNames().size(); h++) {
+      Template value = spec.headerValues().get(h);
+      request = request.header(spec.headerNames().get(h), s -> Template.utf8Of(value.render(s, firstUser)));
     }
-    if (spec.hasNonNull("body") && !spec.get("body").asText().isEmpty()) {
-      request = request.body(ByteArrayBody(Base64.getDecoder().decode(spec.get("body").asText())));
+    if (spec.body() != null) {
+      Template body = spec.body();
+      request = request.body(ByteArrayBody(s -> body.render(s, firstUser).getBytes(StandardCharsets.ISO_8859_1)));
     }
-    ChainBuilder timed = stats.timed(target, name, request);
+    ChainBuilder timed = stats.timed(target, name, request, spec.judge(), firstUser);
+    // `cookies: false`: the user's jar is emptied before each request, so no Cookie header is
+    // ever sent (Gatling's jar cannot be turned off; a cookie extraction reads Set-Cookie itself).
+    ChainBuilder sent = cookiesOff ? exec(flushCookieJar()).exec(timed) : timed;
     return open ? exec(s -> {
       stats.scheduled(target, name);
       return s;
-    }).exec(timed) : timed;
+    }).exec(sent) : sent;
   }
 
   /** A request's method, GET when the job leaves it out. */

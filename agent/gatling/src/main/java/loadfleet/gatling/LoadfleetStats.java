@@ -9,6 +9,10 @@ import io.gatling.javaapi.core.ChainBuilder;
 import io.gatling.javaapi.core.Session;
 import io.gatling.javaapi.http.HttpRequestActionBuilder;
 import io.netty.handler.codec.http.HttpHeaders;
+import java.nio.charset.StandardCharsets;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -55,6 +59,8 @@ public final class LoadfleetStats {
    * latency counts from then (coordinated omission corrected) and the send lag is recorded.
    */
   public static final String DUE_NS = "loadfleet.due_ns";
+  /** After a journey request: what its user does next, a {@link Judge.Then} name. */
+  static final String THEN = "loadfleet.then";
 
   private final IntervalRecorder recorder;
   private final long endAtMs;
@@ -64,6 +70,8 @@ public final class LoadfleetStats {
   // after it, which records it with its verdict. At most one entry per user (one request of a
   // user is in flight at a time), removed by that action.
   private final ConcurrentHashMap<Long, IntervalRecorder.Answer> answers = new ConcurrentHashMap<>();
+  // A journey response's status, headers and body, kept the same way until it is judged.
+  private final ConcurrentHashMap<Long, Judge.Seen> seen = new ConcurrentHashMap<>();
   private final ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "loadfleet-ticker");
     t.setDaemon(true);
@@ -121,6 +129,17 @@ public final class LoadfleetStats {
    * succeeded: the KO is counted here, it does not carry over to the next request.
    */
   public ChainBuilder timed(String target, String name, HttpRequestActionBuilder request) {
+    return timed(target, name, request, null, 0);
+  }
+
+  /**
+   * {@code request} measured and, when {@code judge} is given, judged as a journey request: the
+   * response's status, headers and body (up to the job's max_body_bytes) are kept from Gatling's
+   * response processing to the action after it, which runs the extractions and checks on them,
+   * stores the values found in the user's session, counts every check and leaves what the user
+   * does next in {@link #THEN}. Gatling's own verdict is then only for a request without a response.
+   */
+  ChainBuilder timed(String target, String name, HttpRequestActionBuilder request, Judge judge, long firstUser) {
     return exec(session -> {
           inFlight.incrementAndGet();
           long now = System.nanoTime();
@@ -140,13 +159,51 @@ public final class LoadfleetStats {
               new IntervalRecorder.Answer(response.status().code(), latencyUs, responseBytes(response),
                   requestBytes(response)),
               IntervalRecorder.Answer::then);
+          if (judge != null) {
+            seen.put(session.userId(), seen(response, latencyUs, judge.maxBodyBytes()));
+          }
           return response;
         }))
         .exec(session -> {
           inFlight.decrementAndGet();
-          record(target, name, session);
-          return session.removeAll(T0, DUE_NS).markAsSucceeded();
+          Session after = judge == null ? session : judged(target, name, session, judge, firstUser);
+          if (judge == null) {
+            record(target, name, session);
+          }
+          return after.removeAll(T0, DUE_NS).markAsSucceeded();
         });
+  }
+
+  /**
+   * A journey request that just ended: a response judged (values into the session, {@link #THEN}
+   * set), or an error (the user goes on, as in the engine).
+   */
+  private Session judged(String target, String name, Session session, Judge judge, long firstUser) {
+    String reason = ErrorCapture.take(session.userId());
+    IntervalRecorder.Answer answer = answers.remove(session.userId());
+    Judge.Seen response = seen.remove(session.userId());
+    if (answer == null || response == null) {
+      recorder.error(target, name, ErrorCapture.classify(reason), reason);
+      return session.set(THEN, Judge.Then.CONTINUE.name());
+    }
+    Judge.Verdict verdict = judge.judge(response, session, firstUser);
+    recorder.judged(target, name, answer, verdict);
+    Session after = session;
+    for (Map.Entry<String, String> v : verdict.values().entrySet()) {
+      after = after.set(Template.attribute(v.getKey()), v.getValue());
+    }
+    return after.set(THEN, verdict.then().name());
+  }
+
+  private static Judge.Seen seen(Response response, long latencyUs, int maxBodyBytes) {
+    List<Map.Entry<String, String>> headers = new ArrayList<>();
+    for (Map.Entry<String, String> h : response.headers()) {
+      headers.add(new AbstractMap.SimpleImmutableEntry<>(h.getKey(), h.getValue()));
+    }
+    byte[] body = response.body().bytes();
+    int kept = Math.min(body.length, maxBodyBytes);
+    String text = new String(body, 0, kept, StandardCharsets.ISO_8859_1);
+    return new Judge.Seen(response.status().code(), headers, text, latencyUs);
   }
 
   /** The outcome of the user's request that just ended: a response and its verdict, or an error. */
