@@ -113,8 +113,8 @@ load: {model: closed, clients: 1}
         confined=False,
     )
     assert [(r.name, r.path, r.weight) for r in plan.requests] == [
-        ("class0", "/class0/a.html", 35000),
-        ("class1", "/class1/b.html", 50500),
+        ("class0", "/class0/a.html", 70),
+        ("class1", "/class1/b.html", 101),  # 35 : 50.5 exactly
     ]
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,12 @@ from loadfleet.controller.plan.schema import plan_schema
 from loadfleet.controller.plan.yamlcore import MAX_NUMBER_CHARS
 from loadfleet.wire.files import FileRefused, read_regular
 
-# Manifest weights are percentages with decimals; requests carry integer weights.
-MANIFEST_WEIGHT_SCALE = 1000
+# Manifest weights are any non-negative numbers (the lab writes each file's fraction of all
+# requests, e.g. 0.01 / 36); requests carry integer weights in the same proportions. A weight
+# is read back as the nearest fraction with a denominator up to this: a float written from a
+# fraction like 1/3600 is that fraction again (another one that near has a denominator past
+# a million).
+MAX_WEIGHT_DENOMINATOR = 10**6
 # The problems of one manifest listed before the rest are summed up.
 MAX_MANIFEST_PROBLEMS = 20
 
@@ -48,7 +53,8 @@ def read_manifest(path: Path) -> list[dict[str, Any]]:
     plan request documents ({"name", "path", "weight"}); or FileProblems.
 
     Format (written by loadfleet.targets): {"files": [{"path": "/class0/f.html",
-    "class": "class0", "weight": 1.25, "bytes": 812, ...}, ...]}; weights are percentages.
+    "class": "class0", "weight": 0.0097, "bytes": 812, ...}, ...]}; a file is requested in
+    proportion to its weight, exactly (integer_weights).
     """
     try:
         data = read_regular(path, yamlsafe.MAX_DOCUMENT_BYTES)
@@ -63,18 +69,36 @@ def read_manifest(path: Path) -> list[dict[str, Any]]:
     if len(files) > _MAX_REQUESTS:
         raise FileProblems([f"{path} lists {len(files):,} files; a plan holds at most {_MAX_REQUESTS:,} requests"])
     problems: list[str] = []
-    requests = []
     for i, entry in enumerate(files):
-        found = _entry_problems(entry)
-        problems += [f"files[{i}]{p}" for p in found]
-        if not found:
-            weight = max(1, round(entry["weight"] * MANIFEST_WEIGHT_SCALE))
-            requests.append({"name": entry["class"], "path": entry["path"], "weight": weight})
+        problems += [f"files[{i}]{p}" for p in _entry_problems(entry)]
     if len(problems) > MAX_MANIFEST_PROBLEMS:
         problems[MAX_MANIFEST_PROBLEMS:] = [f"... and {len(problems) - MAX_MANIFEST_PROBLEMS:,} more problems"]
     if problems:
         raise FileProblems(problems)
-    return requests
+    weights = integer_weights([entry["weight"] for entry in files])
+    if not any(weights):
+        raise FileProblems([f"{path}: every file has weight 0; at least one must be requested"])
+    return [
+        {"name": entry["class"], "path": entry["path"], "weight": weight}
+        for entry, weight in zip(files, weights, strict=True)
+    ]
+
+
+def integer_weights(weights: list[float]) -> list[int]:
+    """Integer weights in exactly the proportions of `weights` (each read as a fraction, see
+    MAX_WEIGHT_DENOMINATOR): scaled by their denominators' least common multiple, divided by
+    the numerators' greatest common divisor. When that would pass a request weight's bound,
+    the largest weight becomes the bound and the others their share of it, rounded (within
+    half a unit in a billion of the largest; a weight above 0 stays at least 1)."""
+    fractions = [Fraction(w).limit_denominator(MAX_WEIGHT_DENOMINATOR) for w in weights]
+    scale = math.lcm(*(f.denominator for f in fractions))
+    exact = [int(f * scale) for f in fractions]
+    divisor = math.gcd(*exact) or 1
+    exact = [e // divisor for e in exact]
+    if max(exact) <= _MAX_REQUEST_WEIGHT:
+        return exact
+    largest = max(fractions)
+    return [max(1, round(f / largest * _MAX_REQUEST_WEIGHT)) if f else 0 for f in fractions]
 
 
 def _request_schema() -> dict[str, Any]:
@@ -84,7 +108,7 @@ def _request_schema() -> dict[str, Any]:
 
 # The schema's bounds on requests, so a manifest is refused where an inline list would be.
 _MAX_REQUESTS: int = _request_schema()["maxItems"]
-_MAX_WEIGHT: float = _request_schema()["items"]["properties"]["weight"]["maximum"] / MANIFEST_WEIGHT_SCALE
+_MAX_REQUEST_WEIGHT: int = _request_schema()["items"]["properties"]["weight"]["maximum"]
 
 
 def _entry_problems(entry: object) -> list[str]:
@@ -98,9 +122,9 @@ def _entry_problems(entry: object) -> list[str]:
     if isinstance(weight, _Unreadable):
         problems.append(f".weight: {weight}")
     elif isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        problems.append(f".weight: a number (a percentage), not {_kind(weight)}")
-    elif not 0 <= weight <= _MAX_WEIGHT:
-        problems.append(f".weight: {weight!r} is not between 0 and {_MAX_WEIGHT:,.0f}")
+        problems.append(f".weight: a number (its share of the requests), not {_kind(weight)}")
+    elif not 0 <= weight <= _MAX_REQUEST_WEIGHT:
+        problems.append(f".weight: {weight!r} is not between 0 and {_MAX_REQUEST_WEIGHT:,}")
     return problems
 
 
