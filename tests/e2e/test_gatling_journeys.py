@@ -8,15 +8,22 @@ and no row is added. Short (one JVM each, its start-up is most of the time)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 
+from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.targets.journeylab import JourneyLab, parse_journey_spec
-from support.procs import program
+from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
+from loadfleet.wire.stats import StatsRow, merge_rows
+from support.procs import free_port, program
 
 pytestmark = [pytest.mark.e2e, pytest.mark.process]
 
@@ -115,3 +122,167 @@ def test_a_wrong_token_on_gatling_is_the_check_logged_in_failing_by_name(lab, tm
     assert any("logged in" in reason for reason in summary["verdict"]["reasons"]), summary["verdict"]
     assert lab.app.cart_rows() == {}
     assert logged(lab, "POST /cart.php", 200) == 0
+
+
+# ---- every kind of extraction, check and template, judged by JobSimulation ------------------
+
+JSON_BODY = b'{"token": "t/1 x", "items": [{"id": 7}, {"id": 8}], "ok": true}'
+FORM_BODY = b'<form><input type="hidden" value="a&amp;b" name="csrf"></form>'
+
+
+class Journeyed(BaseHTTPRequestHandler):
+    """/json: a JSON body, a header and two Set-Cookie of one name; /form: a form; /echo: 200,
+    recording what came (path, cookie, a header, body); any other path: 404."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    seen: list[tuple[str, str, str, bytes]]
+
+    def answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        route = self.path.split("?")[0]
+        if route == "/echo":
+            self.seen.append((self.path, self.headers.get("Cookie", ""), self.headers.get("X-Sid", ""), body))
+        out = {"/json": JSON_BODY, "/form": FORM_BODY, "/echo": b"echoed"}.get(route, b"gone")
+        self.send_response(404 if out == b"gone" else 200)
+        self.send_header("Content-Type", "application/json" if route == "/json" else "text/plain")
+        if route == "/json":
+            self.send_header("X-Req", 'a"b')
+            self.send_header("Set-Cookie", "sid=s1; Path=/")
+            self.send_header("Set-Cookie", "sid=s2; Path=/")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    do_GET = do_POST = answer
+
+    def log_message(self, *args: object) -> None:
+        """Quiet: the test checks what it recorded."""
+
+
+def journey_spec(url: str) -> job_pb2.JobSpec:
+    """2 users, each: /json (extractions of every JSON and head kind, checks passing and one
+    failing), /form (form field), /echo (templates of each value and filter), /gone (a 404 whose
+    check stops the user): one round each, so every count is exact."""
+    extract = job_pb2.Extract
+    never = job_pb2.Check(name="never", body_lacks="token")
+    found = job_pb2.Check(name="found", status=["2xx"], on_fail=job_pb2.ON_FAIL_STOP)
+    json_checks = [
+        job_pb2.Check(name="json ok", status=["2xx"], json_path=job_pb2.JsonCondition(path="$.ok", equals="true")),
+        job_pb2.Check(name="has items", json_path=job_pb2.JsonCondition(path="$.items[0].id", exists=True)),
+        job_pb2.Check(name="typed", header=job_pb2.HeaderCondition(name="content-type", contains="json")),
+        job_pb2.Check(name="fast", latency_below_ms=5000, body_regex=r"\"ok\": *true"),
+        never,
+    ]
+    requests = [
+        job_pb2.RequestSpec(
+            name="json",
+            path="/json",
+            extracts=[
+                extract(var=0, json_pointer="/token"),
+                extract(var=1, json_path="$.items[*].id", occurrence=1),
+                extract(var=2, header="x-req"),
+                extract(var=3, cookie="sid"),
+                extract(var=4, status=True),
+                extract(var=5, regex=r'"id": (\d+)', occurrence=1),
+            ],
+            checks=json_checks,
+        ),
+        job_pb2.RequestSpec(name="form", path="/form", extracts=[extract(var=6, form_field="csrf")]),
+        job_pb2.RequestSpec(
+            name="echo",
+            method="POST",
+            path="/echo?t=${token:url}&u=${user}&i=${iteration}",
+            headers=[job_pb2.Header(name="X-Sid", value="${sid}")],
+            body=b'{"h": "${hdr:json}", "s": "${second}", "c": "${code}", "r": "${re}", "f": "${csrf}", "l": "$${x}"}',
+            checks=[job_pb2.Check(name="echoed", status=["200"], body_contains="echo")],
+        ),
+        job_pb2.RequestSpec(name="gone", path="/gone", checks=[found]),
+    ]
+    return job_pb2.JobSpec(
+        job_id="journey",
+        driver=job_pb2.DRIVER_GATLING,
+        targets=[job_pb2.Target(url=url, weight=1)],
+        requests=requests,
+        variables=["token", "second", "hdr", "sid", "code", "re", "csrf"],
+        session=job_pb2.Session(steps=[job_pb2.SessionStep(request=r) for r in range(4)]),
+        keep_alive=True,
+        load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=2)),
+        first_user=10,
+        interval_ms=1000,
+        # A JVM took 3-6 s to start here, over 10 s with the machine busy: load starts after it.
+        start_at_ms=int((time.time() + 20) * 1000),
+        duration_ms=3000,
+    )
+
+
+def test_jobsimulation_judges_every_kind_of_extraction_and_check_as_the_engine():
+    seen: list[tuple[str, str, str, bytes]] = []
+    handler = type("Handler", (Journeyed,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.2", free_port("127.0.0.2")), handler)
+    thread = threading.Thread(target=server.serve_forever, name="journeyed", daemon=True)
+    thread.start()
+    try:
+        outcome, sent = run_job(journey_spec(f"http://127.0.0.2:{server.server_port}"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert outcome is Outcome.FINISHED, sent[-3:]
+    body = b'{"h": "a\\"b", "s": "8", "c": "200", "r": "8", "f": "a&b", "l": "${x}"}'
+    # Each user once (the 404 stops it), as the fleet-wide users 10 and 11.
+    assert sorted(seen) == [(f"/echo?t=t%2F1%20x&u={u}&i=0", "sid=s2", "s2", body) for u in (10, 11)]
+    rows = rows_by_request(sent)
+    assert {name: (row.requests, row.check_failed) for name, row in rows.items()} == {
+        "json": (2, 2),
+        "form": (2, 0),
+        "echo": (2, 0),
+        "gone": (2, 2),
+    }
+    counts = {(name, check): (c.passed, c.failed) for name, row in rows.items() for check, c in row.checks.items()}
+    passed = {"json ok", "has items", "typed", "fast", "extract token", "extract second", "extract hdr"}
+    passed |= {"extract sid", "extract code", "extract re"}
+    assert counts == {
+        **{("json", name): (2, 0) for name in passed},
+        ("json", "never"): (0, 2),
+        ("form", "extract csrf"): (2, 0),
+        ("echo", "echoed"): (2, 0),
+        ("gone", "found"): (0, 2),
+    }
+    assert list(rows["json"].checks)[:5] == ["json ok", "has items", "typed", "fast", "never"]
+    assert check_samples(sent) == {
+        ("json", "never", "body contains 'token'"),
+        ("gone", "found", "status 404 not in [2xx]"),
+    }
+    assert rows["gone"].users_stopped == 2
+
+
+def run_job(spec: job_pb2.JobSpec) -> tuple[Outcome, list[agent_pb2.AgentMessage]]:
+    """A job through the agent's JobRunner, on a real Gatling JVM."""
+    sent: list[agent_pb2.AgentMessage] = []
+
+    async def go() -> Outcome:
+        runner = JobRunner(agent_pb2.Assignment(spec=spec), "/nonexistent-engine", sent.append)
+        return await asyncio.wait_for(runner.run(), 120)
+
+    return asyncio.run(go()), sent
+
+
+def rows_by_request(sent) -> dict[str, StatsRow]:
+    rows = [
+        StatsRow.from_proto(s)
+        for m in sent
+        if m.WhichOneof("body") == "interval"
+        for s in m.interval.report.stats
+        if s.target != "*"
+    ]
+    return {request: row for (_target, request), row in merge_rows(rows).items()}
+
+
+def check_samples(sent) -> set[tuple[str, str, str]]:
+    return {
+        (e.request, e.check, e.message)
+        for m in sent
+        if m.WhichOneof("body") == "interval"
+        for e in m.interval.report.error_samples
+        if e.kind == stats_pb2.ERROR_KIND_CHECK
+    }
