@@ -28,6 +28,7 @@ from .daemon import LOCAL, LabError, Launcher, LocalLauncher, Upstream, free_por
 from .fusemount import NGINX_OPEN_FILE_CACHE, FuseMount, is_mounted, unmount
 from .haproxy import HaproxyServer
 from .hostlab import NFS_PORT, FleetProcess, LabHosts, teardown
+from .journeyapp import DEFAULT_WORKERS, JourneyApp
 from .mariadb import MariaDbServer
 from .nfs import GaneshaServer
 from .nfsstats import ClientStats, client_stats
@@ -44,7 +45,15 @@ STATE_FILE = "lab.json"
 FILE_KINDS = ("nginx", "apache", "php", "tomcat", "yaws")
 # A server a spec names (ServerSpec.kind).
 Server = (
-    NginxServer | ApacheServer | PhpServer | TomcatServer | YawsServer | MariaDbServer | HaproxyServer | VarnishServer
+    NginxServer
+    | ApacheServer
+    | PhpServer
+    | TomcatServer
+    | YawsServer
+    | MariaDbServer
+    | HaproxyServer
+    | VarnishServer
+    | JourneyApp
 )
 
 
@@ -202,6 +211,17 @@ class Lab:
         if spec.kind == "mariadb":
             return MariaDbServer(
                 *args, self.state_dir, spec.name, seed=spec.seed, items=spec.items, categories=spec.categories, **common
+            )
+        if spec.kind == "journey":
+            # The login, account and cart pages on the spec's mariadb (started before it).
+            return JourneyApp(
+                *args,
+                self.state_dir,
+                spec.name,
+                database=self.server(spec.database or ""),
+                workers=spec.workers or DEFAULT_WORKERS,
+                users=spec.users,
+                **common,
             )
         backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
         if spec.kind == "haproxy":

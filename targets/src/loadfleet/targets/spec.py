@@ -12,8 +12,12 @@ validated as a whole (every problem names its field; nothing is started on a bad
       - {name: shop, kind: php, database: db, listen: "127.0.0.8:0"}
       - {name: java, kind: tomcat, listen: "127.0.0.9:0"}
       - {name: erlang, kind: yaws, listen: "127.0.0.10:0"}
+      - {name: shopdb, kind: mariadb, listen: "127.0.0.11:0"}
+      - {name: login, kind: journey, database: shopdb, users: 1000, workers: 4, listen: "127.0.0.12:0"}
 
-Load balancers (haproxy, varnish) name their backends, a php server its database;
+Load balancers (haproxy, varnish) name their backends, a php server its database, a journey
+server (journeyapp.py: the login, account and cart pages of issue 30's journeys) the mariadb
+server it keeps its accounts and cart in (one journey server per mariadb; loopback only);
 `LabSpec.servers` comes in start order, every server after the ones it needs.
 
 A lab may instead place its servers on hosts of their own, network namespaces on one bridge
@@ -37,15 +41,18 @@ import yaml
 from .apache import DEFAULT_MPM, MPMS
 from .caps import machine_cpus
 from .daemon import check_loopback
+from .journeyapp import DEFAULT_USERS, MAX_USERS
 from .mariadb import DEFAULT_CATEGORIES, DEFAULT_ITEMS, DEFAULT_SEED, MAX_ROWS
 from .php import DEFAULT_COST, DEFAULT_FRONT, DEFAULT_MAX_AGE_S, FRONTS, MAX_COST, MAX_MAX_AGE_S
 from .profiles import DEFAULT_PROFILE, PROFILES
 from .varnish import DEFAULT_CACHE
 from .workload import WORKLOAD_KINDS, WorkloadSpec
 
-KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "mariadb", "tomcat", "yaws")
+KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "mariadb", "tomcat", "yaws", "journey")
 BALANCERS = ("haproxy", "varnish")
-HTTP_KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "tomcat", "yaws")
+HTTP_KINDS = ("nginx", "apache", "php", "haproxy", "varnish", "tomcat", "yaws", "journey")
+# Kinds that need a mariadb server of the spec (php may have one).
+DATABASE_KINDS = ("journey",)
 COMMON_FIELDS = ("name", "kind", "listen", "cpus", "cpu_pct")
 # A field's test of its value, and what the value must be (for the problem's message).
 Check = tuple[Callable[[Any], object], str]
@@ -61,6 +68,7 @@ KIND_FIELDS = {
     "mariadb": ("seed", "items", "categories"),
     "tomcat": (),
     "yaws": (),
+    "journey": ("database", "workers", "users"),
 }
 WORKLOAD_FIELDS = {"tree": ("scale",), "single": ("bytes",), "files30k": ("count",), "files100k": ("count",)}
 MAX_WORKERS = 256
@@ -95,7 +103,8 @@ class ServerSpec:
     cost: int = DEFAULT_COST  # php: SHA-256 rounds per page by default
     backends: tuple[str, ...] = ()  # haproxy, varnish: names of other servers
     cache: bool = DEFAULT_CACHE  # varnish
-    database: str | None = None  # php: name of a mariadb server, for the database pages
+    database: str | None = None  # php, journey: name of a mariadb server (php: the database pages)
+    users: int = DEFAULT_USERS  # journey: accounts user0..user<users-1>, seeded at start
     seed: int = DEFAULT_SEED  # mariadb: same seed, same rows
     items: int = DEFAULT_ITEMS  # mariadb: rows of `items`
     categories: int = DEFAULT_CATEGORIES  # mariadb: rows of `categories`
@@ -290,6 +299,7 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     host, port = _address(placed, entry, kind, problems)
     if kind in BALANCERS and "backends" not in entry:
         problems.append(f"{where}.backends: a {kind} needs the names of the servers it balances over")
+    problems += _database_kind_problems(placed, entry, kind)
     fields = {k: entry[k] for k in (*KIND_FIELDS[kind], "cpus", "cpu_pct") if k in entry}
     _check_fields(where, fields, problems)
     if len(problems) > before:
@@ -301,6 +311,16 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
         if key in fields:
             fields[key] = tuple(fields[key])
     return ServerSpec(name, kind, host, port, on=placed.on, **fields)
+
+
+def _database_kind_problems(placed: Placed, entry: dict[str, Any], kind: str) -> list[str]:
+    """A journey server names its mariadb server and runs on loopback."""
+    problems = []
+    if kind in DATABASE_KINDS and "database" not in entry:
+        problems.append(f"{placed.where}.database: a {kind} server needs the name of the spec's mariadb server")
+    if kind == "journey" and placed.on:
+        problems.append(f"{placed.where}.kind: a journey server runs on loopback only (under servers:, not a host)")
+    return problems
 
 
 def _unknown_server_fields(placed: Placed, entry: dict[str, Any], kind: str) -> list[str]:
@@ -371,6 +391,7 @@ def _check_fields(where: str, fields: dict[str, Any], problems: list[str]) -> No
         "categories": (lambda v: _is_int(v) and 1 <= v <= MAX_ROWS, f"an integer from 1 to {MAX_ROWS}"),
         "profile": (lambda v: v in PROFILES, f"one of {', '.join(PROFILES)}"),
         "max_age_s": (lambda v: _is_int(v) and 0 <= v <= MAX_MAX_AGE_S, f"an integer from 0 to {MAX_MAX_AGE_S}"),
+        "users": (lambda v: _is_int(v) and 1 <= v <= MAX_USERS, f"an integer from 1 to {MAX_USERS}"),
         **CAP_CHECKS,
     }
     for key, value in fields.items():
@@ -412,9 +433,23 @@ def _backend_problems(servers: list[ServerSpec], placed: list[Placed]) -> list[s
                 problems.append(f"{at}.backends: '{backend}' is a {by_name[backend].kind} server, not an HTTP server")
         if server.database and by_name.get(server.database, server).kind != "mariadb":
             problems.append(f"{at}.database: '{server.database}' is not a mariadb server of this spec")
+    problems += _shared_database_problems(servers, where)
     if not problems and len(_start_order(servers)) < len(servers):
         cyclic = sorted(s.name for s in servers if s not in _start_order(servers))
         problems.append(f"servers: backends form a cycle among {', '.join(cyclic)}")
+    return problems
+
+
+def _shared_database_problems(servers: list[ServerSpec], where: dict[object, str]) -> list[str]:
+    """One journey server per mariadb server: each keeps its accounts in its database `journey`."""
+    problems = []
+    journeys: dict[str | None, str] = {}  # mariadb server -> its journey server
+    for server in servers:
+        if server.kind == "journey" and journeys.setdefault(server.database, server.name) != server.name:
+            other = journeys[server.database]
+            problems.append(
+                f"{where[server.name]}.database: '{server.database}' holds the journey server '{other}''s data already"
+            )
     return problems
 
 
