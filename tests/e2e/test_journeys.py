@@ -2,7 +2,9 @@
 lab's PHP app (journeyapp.py) on MariaDB, checked from the server's side. The cart rows each user
 left in the database are what the run counts as ok `add-to-cart` responses, every one of the 20
 users (user0..user19, unique across the agents) added rows; with a broken CSRF token every
-login is a 403 that the run counts as a failure of the check `logged in`, and no row is added."""
+login is a 403 that the run counts as a failure of the check `logged in`, and no row is added.
+The issue's "done when": the same on 4 agents, against the app started as a lab server of kind
+`journey` (loadfleet-lab's Lab, spec.py), its database agreeing with the run's counts."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ import pytest
 import yaml
 
 from loadfleet.targets.journeylab import JourneyLab, parse_journey_spec
+from loadfleet.targets.lab import Lab
+from loadfleet.targets.spec import parse_spec
 from support.procs import program
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.process]
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "plans/journey-login.yaml"
@@ -55,10 +59,11 @@ def journey_plan(tmp_path: Path, *, csrf: str | None = None) -> Path:
     return path
 
 
-def run(plan: Path, url: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+def run(plan: Path, url: str, tmp_path: Path, agents: int = 2) -> tuple[subprocess.CompletedProcess[str], dict]:
     runs = tmp_path / "runs"
+    local = ["--local", str(agents)]
     result = subprocess.run(
-        [program("loadfleet"), "run", str(plan), "--local", "2", "--target", f"app={url}", "--runs-dir", str(runs)],
+        [program("loadfleet"), "run", str(plan), *local, "--target", f"app={url}", "--runs-dir", str(runs)],
         capture_output=True,
         text=True,
         timeout=DURATION_S + 80,
@@ -75,8 +80,12 @@ def request_entry(summary: dict, name: str) -> dict:
 
 def logged(lab, request: str, status: int) -> int:
     """Requests nginx logged as `request` ("POST /cart.php") answered with `status`."""
+    return logged_by(lab.app, request, status)
+
+
+def logged_by(app, request: str, status: int) -> int:
     needle = f'"{request} HTTP/1.1" {status} '
-    return sum(needle in line for line in lab.app.access_log.read_text().splitlines())
+    return sum(needle in line for line in app.access_log.read_text().splitlines())
 
 
 def test_the_cart_rows_in_the_database_are_the_runs_ok_cart_responses(lab, tmp_path):
@@ -104,3 +113,34 @@ def test_a_broken_token_counts_every_login_as_the_check_logged_in_failing(lab, t
     assert login["figures"]["ok"] == 0 and login["status"].get("4xx") == refused
     assert lab.app.cart_rows() == {}
     assert logged(lab, "POST /cart.php", 200) == 0
+
+
+@pytest.fixture
+def lab_server(tmp_path):
+    """The journeys app as a server of a lab spec (kind journey), on its mariadb server."""
+    spec = {
+        "workload": {"kind": "single"},
+        "servers": [
+            {"name": "db", "kind": "mariadb", "items": 1, "categories": 1, "listen": "127.0.0.78:0"},
+            {"name": "app", "kind": "journey", "database": "db", "workers": 2, "users": 100, "listen": "127.0.0.79:0"},
+        ],
+    }
+    with Lab(parse_spec(spec), tmp_path / "lab") as lab:
+        yield lab.server("app")
+
+
+def test_the_login_journey_on_4_agents_agrees_with_the_database(lab_server, tmp_path):
+    result, summary = run(journey_plan(tmp_path), lab_server.url, tmp_path, agents=4)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert len(summary["agents"]) == 4 and all(a["figures"]["requests"] > 0 for a in summary["agents"])
+    rows = lab_server.cart_rows()
+    cart = request_entry(summary, "add-to-cart")
+    assert cart["figures"]["ok"] > 0
+    assert sum(rows.values()) == cart["figures"]["ok"] == logged_by(lab_server, "POST /cart.php", 200), (rows, cart)
+    assert set(rows) == {f"user{n}" for n in range(CLIENTS)}  # ${user} is unique across the four agents
+    login = request_entry(summary, "login")
+    assert login["checks"]["logged in"]["failed"] == 0
+    assert login["checks"]["logged in"]["passed"] == logged_by(lab_server, "POST /login.php", 302) >= CLIENTS
+    account = request_entry(summary, "account")
+    assert account["checks"]["account page"]["failed"] == 0
+    assert account["checks"]["account page"]["passed"] == logged_by(lab_server, "GET /account.php", 200)
