@@ -36,8 +36,27 @@ final class Template {
 
   enum Builtin { USER, AGENT, ITERATION, UUID, NOW_MS, RANDOM }
 
+  /**
+   * A template the engine would refuse: its kind as tests/wire/template_cases.json names it
+   * (unterminated, empty, unknown_variable, unknown_data, unknown_filter, bad_random), the byte
+   * offset of its {@code ${} and the name it refused.
+   */
+  static final class TemplateError extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+    final String kind;
+    final int offset;
+    final String name;
+
+    TemplateError(String field, String kind, int offset, String name, String why) {
+      super(field + ": " + why + " at byte " + offset);
+      this.kind = kind;
+      this.offset = offset;
+      this.name = name;
+    }
+  }
+
   /** A literal (text set) or a reference (variable or built-in), with its filter. */
-  private record Piece(String text, String variable, Builtin builtin, Filter filter, long low, long high) {}
+  record Piece(String text, String variable, Builtin builtin, Filter filter, long low, long high) {}
 
   private final List<Piece> pieces;
   private final String literal;
@@ -96,7 +115,7 @@ final class Template {
       int open = run - 1;
       int close = text.indexOf('}', run);
       if (close < 0) {
-        throw new IllegalArgumentException(field + ": the template at byte " + open + " has no closing }");
+        throw new TemplateError(field, "unterminated", open, "", "a template without its closing }");
       }
       if (lit.length() > 0) {
         pieces.add(new Piece(lit.toString(), null, null, Filter.NONE, 0, 0));
@@ -112,43 +131,67 @@ final class Template {
   }
 
   private static Piece reference(String inside, List<String> variables, String field, int at) {
-    String where = field + ": ${" + inside + "} at byte " + at;
-    int colon = inside.lastIndexOf(':');
+    // The first `:` ends the name: `${csrf:url:json}` has the filter "url:json" (refused).
+    int colon = inside.indexOf(':');
     String name = colon < 0 ? inside : inside.substring(0, colon);
+    if (name.isEmpty()) {
+      throw new TemplateError(field, "empty", at, "", "${" + inside + "} names nothing");
+    }
     Filter filter = Filter.NONE;
     if (colon >= 0) {
       String f = inside.substring(colon + 1);
       filter = switch (f) {
         case "url" -> Filter.URL;
         case "json" -> Filter.JSON;
-        default -> throw new IllegalArgumentException(where + ": unknown filter " + f + " (url or json)");
+        default -> throw new TemplateError(field, "unknown_filter", at, f, "unknown filter " + f + " (url or json)");
       };
     }
-    if (name.isEmpty()) {
-      throw new IllegalArgumentException(where + ": an empty reference");
-    }
-    if (name.startsWith("random(") && name.endsWith(")")) {
-      String[] bounds = name.substring(7, name.length() - 1).split(",", -1);
-      try {
-        long low = Long.parseUnsignedLong(bounds[0].strip().replaceFirst("^\\+", ""));
-        long high = Long.parseUnsignedLong(bounds[1].strip().replaceFirst("^\\+", ""));
-        if (bounds.length != 2 || Long.compareUnsigned(low, high) > 0) {
-          throw new NumberFormatException();
-        }
-        return new Piece(null, null, Builtin.RANDOM, filter, low, high);
-      } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
-        throw new IllegalArgumentException(where + ": random(low,high) wants whole numbers, low <= high");
-      }
+    if (name.equals("random") || name.startsWith("random(")) {
+      return random(name, filter, field, at);
     }
     for (Builtin b : Builtin.values()) {
       if (b != Builtin.RANDOM && b.name().toLowerCase().equals(name)) {
         return new Piece(null, null, b, filter, 0, 0);
       }
     }
+    int dot = name.indexOf('.');
+    if (dot >= 0) {
+      // Data sets (per-user rows) are not in jobs yet: every data set is unknown.
+      String data = name.substring(0, dot);
+      throw new TemplateError(field, "unknown_data", at, data, "${" + inside + "}: no data set " + data + " in the job");
+    }
     if (!variables.contains(name)) {
-      throw new IllegalArgumentException(where + ": " + name + " is no variable of the job");
+      throw new TemplateError(field, "unknown_variable", at, name, "${" + inside + "}: " + name + " is no variable of the job");
     }
     return new Piece(null, name, null, filter, 0, 0);
+  }
+
+  /** {@code random(low,high)}: whole numbers of the u64 range, low <= high, blanks around them. */
+  private static Piece random(String name, Filter filter, String field, int at) {
+    TemplateError bad = new TemplateError(field, "bad_random", at, name, "${" + name + "}: random(low,high) wants "
+        + "whole numbers from 0 to 2^64 - 1, low <= high");
+    if (!name.startsWith("random(") || !name.endsWith(")")) {
+      throw bad;
+    }
+    String[] bounds = name.substring(7, name.length() - 1).split(",", -1);
+    if (bounds.length != 2) {
+      throw bad;
+    }
+    try {
+      long low = Long.parseUnsignedLong(bounds[0].strip());
+      long high = Long.parseUnsignedLong(bounds[1].strip());
+      if (Long.compareUnsigned(low, high) > 0) {
+        throw bad;
+      }
+      return new Piece(null, null, Builtin.RANDOM, filter, low, high);
+    } catch (NumberFormatException e) {
+      throw bad;
+    }
+  }
+
+  /** The pieces in order (literal text joined), for the shared case table's test. */
+  List<Piece> pieces() {
+    return pieces;
   }
 
   /** True when the text has no reference: it renders to the same text for every user. */
