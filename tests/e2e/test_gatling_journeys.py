@@ -117,7 +117,10 @@ def test_a_wrong_token_on_gatling_is_the_check_logged_in_failing_by_name(lab, tm
     refused = logged(lab, "POST /login.php", 403)
     assert refused > USERS  # every user started again after each refusal (on_fail: restart)
     assert login["checks"]["logged in"]["passed"] == 0
-    assert login["checks"]["logged in"]["failed"] == login["figures"]["check_failed"] == refused
+    failed, late = login["checks"]["logged in"]["failed"], sum(summary["late_requests"].values())
+    # Every refusal nginx logged is in the figures, or reported after its interval was published
+    # (late_requests, per agent, any request: a JVM on a busy machine may answer last).
+    assert failed == login["figures"]["check_failed"] <= refused <= failed + late, (failed, late, refused)
     assert login["figures"]["ok"] == 0
     assert any("logged in" in reason for reason in summary["verdict"]["reasons"]), summary["verdict"]
     assert lab.app.cart_rows() == {}
