@@ -3,6 +3,7 @@ package loadfleet.gatling;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.gatling.jsonpath.JsonPath;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -34,7 +35,7 @@ record Extraction(String name, String variable, Kind kind, String argument, Patt
     Kind kind = null;
     String argument = "";
     for (Kind k : Kind.values()) {
-      String key = k.name().toLowerCase();
+      String key = k.name().toLowerCase(Locale.ROOT);
       if (e.has(key)) {
         kind = k;
         argument = Template.bytesOf(e.get(key).asText());

@@ -88,7 +88,7 @@ final class JourneyCheck {
     for (JsonNode item : items) {
       String text = item.asText();
       int[] range = statusRange(text);
-      if (range == null) {
+      if (range.length == 0) {
         throw new IllegalArgumentException(field + ": '" + text + "' is no code in 100..=599, class like '2xx' "
             + "or range like '200-299'");
       }
@@ -99,6 +99,7 @@ final class JourneyCheck {
     return (s, p, session, u) -> codes.get(s.status()) ? null : "status " + s.status() + " not in " + shown;
   }
 
+  /** {low, high} of a code, class or range; empty when it is none (checks.rs status_range). */
   static int[] statusRange(String item) {
     try {
       int low;
@@ -114,9 +115,9 @@ final class JourneyCheck {
         low = high = Integer.parseInt(item.strip());
       }
       boolean valid = low >= 100 && high <= 599 && low <= high;
-      return valid ? new int[] {low, high} : null;
+      return valid ? new int[] {low, high} : new int[0];
     } catch (NumberFormatException e) {
-      return null;
+      return new int[0];
     }
   }
 

@@ -4,6 +4,7 @@ import io.gatling.javaapi.core.Session;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -150,7 +151,7 @@ final class Template {
       return random(name, filter, field, at);
     }
     for (Builtin b : Builtin.values()) {
-      if (b != Builtin.RANDOM && b.name().toLowerCase().equals(name)) {
+      if (b != Builtin.RANDOM && b.name().toLowerCase(Locale.ROOT).equals(name)) {
         return new Piece(null, null, b, filter, 0, 0);
       }
     }

@@ -9,6 +9,7 @@ import java.io.File;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * JobSimulation's template parser on the shared case table (tests/wire/template_cases.json),
@@ -55,14 +56,14 @@ public final class TemplateCases {
     if (p.variable() != null) {
       node.put("var", p.variable());
     } else {
-      node.put("builtin", p.builtin().name().toLowerCase());
+      node.put("builtin", p.builtin().name().toLowerCase(Locale.ROOT));
       if (p.builtin() == Template.Builtin.RANDOM) {
         node.put("low", new java.math.BigInteger(Long.toUnsignedString(p.low())));
         node.put("high", new java.math.BigInteger(Long.toUnsignedString(p.high())));
       }
     }
     if (p.filter() != Template.Filter.NONE) {
-      node.put("filter", p.filter().name().toLowerCase());
+      node.put("filter", p.filter().name().toLowerCase(Locale.ROOT));
     }
     return node;
   }
