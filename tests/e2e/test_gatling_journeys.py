@@ -163,7 +163,7 @@ class Journeyed(BaseHTTPRequestHandler):
         """Quiet: the test checks what it recorded."""
 
 
-def journey_spec(url: str) -> job_pb2.JobSpec:
+def journey_spec(url: str, cookies_off: bool = False) -> job_pb2.JobSpec:
     """2 users, each: /json (extractions of every JSON and head kind, checks passing and one
     failing), /form (form field), /echo (templates of each value and filter), /gone (a 404 whose
     check stops the user): one round each, so every count is exact."""
@@ -212,6 +212,7 @@ def journey_spec(url: str) -> job_pb2.JobSpec:
         keep_alive=True,
         load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=2)),
         first_user=10,
+        cookies=job_pb2.Cookies(off=cookies_off),
         interval_ms=1000,
         # A JVM took 3-6 s to start here, over 10 s with the machine busy: load starts after it.
         start_at_ms=int((time.time() + 20) * 1000),
@@ -219,21 +220,25 @@ def journey_spec(url: str) -> job_pb2.JobSpec:
     )
 
 
-def test_jobsimulation_judges_every_kind_of_extraction_and_check_as_the_engine():
+@pytest.mark.parametrize("cookies_off", [False, True], ids=["jar", "cookies-off"])
+def test_jobsimulation_judges_every_kind_of_extraction_and_check_as_the_engine(cookies_off):
     seen: list[tuple[str, str, str, bytes]] = []
     handler = type("Handler", (Journeyed,), {"seen": seen})
     server = ThreadingHTTPServer(("127.0.0.2", free_port("127.0.0.2")), handler)
     thread = threading.Thread(target=server.serve_forever, name="journeyed", daemon=True)
     thread.start()
     try:
-        outcome, sent = run_job(journey_spec(f"http://127.0.0.2:{server.server_port}"))
+        outcome, sent = run_job(journey_spec(f"http://127.0.0.2:{server.server_port}", cookies_off))
     finally:
         server.shutdown()
         server.server_close()
     assert outcome is Outcome.FINISHED, sent[-3:]
     body = b'{"h": "a\\"b", "s": "8", "c": "200", "r": "8", "f": "a&b", "l": "${x}"}'
     # Each user once (the 404 stops it), as the fleet-wide users 10 and 11.
-    assert sorted(seen) == [(f"/echo?t=t%2F1%20x&u={u}&i=0", "sid=s2", "s2", body) for u in (10, 11)]
+    # Gatling's jar sends the cookie back; `cookies: false` empties it before each request, while
+    # the cookie's value is still extracted from Set-Cookie.
+    cookie = "" if cookies_off else "sid=s2"
+    assert sorted(seen) == [(f"/echo?t=t%2F1%20x&u={u}&i=0", cookie, "s2", body) for u in (10, 11)]
     rows = rows_by_request(sent)
     assert {name: (row.requests, row.check_failed) for name, row in rows.items()} == {
         "json": (2, 2),
