@@ -96,19 +96,19 @@ def print_verdicts(study_id: str, verdicts) -> None:
     counts = {s: sum(v.status is s for v in verdicts) for s in Status}
     print(
         f"study {study_id}: {counts[Status.HOLDS]} hold, {counts[Status.FAILS]} fail, "
+        f"{counts[Status.NOT_ENOUGH_PASSES]} have not enough passes, "
         f"{counts[Status.NOT_EVALUABLE]} cannot be evaluated"
     )
     for verdict in verdicts:
-        held, evaluated = verdict.passes_holding()
-        passes = f" (holds in {held} of {evaluated} passes)" if evaluated else ""
+        passes = f" ({verdict.reason})" if verdict.reason else ""
         if verdict.status is Status.NOT_EVALUABLE:
             why = verdict.reason
             if verdict.finding.reproducible_here != "yes":
                 why += f" [on this lab: {verdict.finding.reproducible_here}]"
-            print(f"  {verdict.status.value.upper():14} {verdict.finding.id}: {why}")
+            print(f"  {verdict.status.value.upper():17} {verdict.finding.id}: {why}")
         else:
             print(
-                f"  {verdict.status.value.upper():14} {verdict.finding.id}: {format_value(verdict.value)} "
+                f"  {verdict.status.value.upper():17} {verdict.finding.id}: {format_value(verdict.value)} "
                 f"{verdict.finding.comparison} {verdict.finding.threshold}{passes}"
             )
 
@@ -205,7 +205,7 @@ def evaluate_studies(args: argparse.Namespace, studies: list[str], findings: lis
         if args.tables and runs:
             out = study_dir / "tables.md"
             study = STUDIES[study_id]
-            out.write_text(study_tables(study_id, study.title, runs, verdicts, study.note, observations))
+            out.write_text(study_tables(study_id, study.title, runs, verdicts, study.note, observations, study_dir))
             log(f"wrote {out}")
     return documents, evaluated_any
 

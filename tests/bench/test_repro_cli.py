@@ -44,7 +44,9 @@ def test_the_kept_evidence_gives_the_committed_tables(study):
     --tables) after changing the evaluator, the findings or the evidence."""
     runs, observations = stored_runs(EVIDENCE / study), read_observations(EVIDENCE / study)
     verdicts = evaluate_findings(load_findings(EVIDENCE / "findings.yaml", study), observations)
-    expected = study_tables(study, STUDIES[study].title, runs, verdicts, STUDIES[study].note, observations)
+    expected = study_tables(
+        study, STUDIES[study].title, runs, verdicts, STUDIES[study].note, observations, EVIDENCE / study
+    )
     assert (EVIDENCE / study / "tables.md").read_text() == expected
     for cell, _summary in runs:
         assert {"study", "cell", "vars", "pass", "run_id", "levels", "command"} <= set(cell)

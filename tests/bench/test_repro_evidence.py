@@ -59,7 +59,7 @@ def test_a_step_is_placed_by_its_cell_level_and_fields():
 
 
 def test_stored_runs_are_read_back_evaluated_and_tabled(tmp_path):
-    for pass_no in (1, 2):
+    for pass_no in (1, 2, 3):
         for setup, mean in (("haproxy", 10.0), ("varnish", 1.0 * pass_no)):
             run_dir = tmp_path / "runs" / f"run-{setup}-{pass_no}"
             run_dir.mkdir(parents=True)
@@ -71,19 +71,19 @@ def test_stored_runs_are_read_back_evaluated_and_tabled(tmp_path):
             store_run(run_dir, tmp_path / "001", cell_record(setup, pass_no))
     stored = tmp_path / "001" / "run-varnish-1"
     assert sorted(p.name for p in stored.iterdir()) == ["cell.json", "steps.csv", "summary.json"]
-    assert len(stored_runs(tmp_path / "001")) == 4
+    assert len(stored_runs(tmp_path / "001")) == 6
     observations = read_observations(tmp_path / "001")
-    assert len(observations) == 8
+    assert len(observations) == 12
     finding = judged_finding(
         "reduction(mean_ms[setup=varnish,page=static,users=max,spawn_rate=max], "
         "mean_ms[setup=haproxy,page=static,users=max,spawn_rate=max])"
     )
     verdicts = evaluate_findings([finding], observations)
-    assert verdicts[0].status is Status.HOLDS and verdicts[0].passes_holding() == (2, 2)
+    assert verdicts[0].status is Status.HOLDS and verdicts[0].passes_holding() == (3, 3)
     markdown = study_tables("001", "title", stored_runs(tmp_path / "001"), verdicts)
-    assert "| varnish-static | users=4000, spawn_rate=800 | 2 of 2 |" in markdown
-    assert "1.50 ± 0.71" in markdown  # varnish's mean over its two passes
-    assert "`001-x`" in markdown and "1 hold, 0 fail, 0 cannot be evaluated" in markdown
+    assert "| varnish-static | users=4000, spawn_rate=800 | 3 of 3 |" in markdown
+    assert "2.00 ± 1.00" in markdown  # varnish's mean over its three passes
+    assert "`001-x`" in markdown and "1 hold, 0 fail, 0 have not enough passes, 0 cannot be evaluated" in markdown
 
 
 def test_every_study_names_its_levels():

@@ -213,7 +213,7 @@ def test_study_003_scales_its_runs_to_the_papers_four_minutes():
 
 def test_the_papers_findings_over_time_hold_or_fail_on_runs_shaped_like_the_paper(tmp_path):
     study_dir = tmp_path / "003"
-    for pass_no in (1, 2):
+    for pass_no in (1, 2, 3):  # a finding holds only in 3 passes or more
         write_run(tmp_path, study_dir, "erlang", pass_no, erlang)
         write_run(tmp_path, study_dir, "apache-worker", pass_no, apache)
     assert (study_dir / "run-erlang-1" / INTERVALS_FILE).exists()
@@ -230,7 +230,7 @@ def test_the_papers_findings_over_time_hold_or_fail_on_runs_shaped_like_the_pape
     }
     got = {fid: (v.status, v.value) for fid, v in verdicts.items()}
     assert got == {fid: (status, pytest.approx(value)) for fid, (status, value) in expected.items()}
-    assert verdicts["003-erlang-errors-in-phase-two"].passes_holding() == (2, 2)
+    assert verdicts["003-erlang-errors-in-phase-two"].passes_holding() == (3, 3)
 
 
 def test_the_tables_show_each_cells_users_over_time(tmp_path):
@@ -248,8 +248,9 @@ def test_the_tables_show_each_cells_users_over_time(tmp_path):
 
 def test_a_run_without_errors_fails_the_errors_findings_and_holds_its_users_throughout(tmp_path):
     study_dir = tmp_path / "003"
-    write_run(tmp_path, study_dir, "erlang", 1, no_errors(erlang))
-    write_run(tmp_path, study_dir, "apache-worker", 1, no_errors(apache))
+    for pass_no in (1, 2, 3):
+        write_run(tmp_path, study_dir, "erlang", pass_no, no_errors(erlang))
+        write_run(tmp_path, study_dir, "apache-worker", pass_no, no_errors(apache))
     verdicts = verdicts_of(study_dir)
     assert verdicts["003-erlang-errors-in-phase-two"].status is Status.FAILS
     assert verdicts["003-erlang-errors-in-phase-two"].value == math.inf
@@ -261,8 +262,9 @@ def test_a_run_without_errors_fails_the_errors_findings_and_holds_its_users_thro
 
 def test_runs_without_a_users_column_have_no_concurrent_users(tmp_path):
     study_dir = tmp_path / "003"
-    write_run(tmp_path, study_dir, "erlang", 1, erlang, with_users=False)
-    write_run(tmp_path, study_dir, "apache-worker", 1, apache, with_users=False)
+    for pass_no in (1, 2, 3):
+        write_run(tmp_path, study_dir, "erlang", pass_no, erlang, with_users=False)
+        write_run(tmp_path, study_dir, "apache-worker", pass_no, apache, with_users=False)
     verdicts = verdicts_of(study_dir)
     for fid in ("003-concurrent-users-ratio", "003-erlang-65000-concurrent", "003-apache-concurrent-cap"):
         assert verdicts[fid].status is Status.NOT_EVALUABLE, fid
@@ -285,6 +287,7 @@ def test_older_passes_without_intervals_count_in_no_figure_over_time(tmp_path):
     (old / INTERVALS_FILE).unlink()
     write_run(tmp_path, study_dir, "erlang", 2, erlang)
     verdict = verdicts_of(study_dir)["003-erlang-errors-in-phase-two"]
-    assert (verdict.status, verdict.value) == (Status.HOLDS, 156)
+    assert (verdict.status, verdict.value) == (Status.NOT_ENOUGH_PASSES, 156)
+    assert "not enough passes (1 of 3)" in verdict.reason
     assert [(p, s) for p, s, _ in verdict.passes] == [(1, Status.NOT_EVALUABLE), (2, Status.HOLDS)]
     assert verdict.passes_holding() == (1, 1)

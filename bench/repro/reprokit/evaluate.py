@@ -19,40 +19,57 @@ selector that leaves several cells open, only steps that were left out): never a
 
 from __future__ import annotations
 
-import enum
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .cellmath import arith as _arith
+from .cellmath import by_level as _by_level
+from .cellmath import cell_var as _cell_var
+from .cellmath import of_cells as _of_cells
+from .cellmath import onset as _onset
+from .cellmath import scalar_of as _scalar
+from .cellmath import slope as _slope
 from .metric import BinOp, Call, Each, Fig, Num, Sel, VarRef, parse_metric
+from .observation import (
+    EPSILON,
+    CellFails,
+    CellSet,
+    EmptySelection,
+    Grain,
+    NotEvaluable,
+    Observation,
+    fmt,
+    number,
+    same,
+    within,
+)
+
+__all__ = [
+    "CellFails",
+    "CellSet",
+    "EmptySelection",
+    "Grain",
+    "NotEvaluable",
+    "Observation",
+    "Scrutiny",
+    "evaluate_metric",
+    "grain_of",
+    "number",
+    "same",
+]
+
+_fmt, _within = fmt, within
 
 # Figures computed from ok_rps over a closed-loop client sweep (findings.yaml's header).
 DERIVED_OVER_CLIENTS = {"avg_ok_rps": "mean", "max_ok_rps": "max"}
-EPSILON = 1e-9
 TIME_VAR = "t"
+MAX_REASONS_SHOWN = 2  # distinct reasons for invalid steps quoted in a verdict (the tables list every step)
 RUN_FIGURES = frozenset({"first_error_s"})  # one value per run
 INTERVAL_FIGURES = frozenset({"concurrent_users", "error_rps"})  # only per interval, never per step
 ABSENT_FIGURE_REASONS = {
     "concurrent_users": "the runs have no concurrent-users figure (their intervals have no `users` column)",
 }
-
-
-class Grain(enum.Enum):
-    """What an observation's figures are over."""
-
-    STEP = "step"  # a step's measured intervals
-    INTERVAL = "interval"  # one interval of a run's time series
-    RUN = "run"  # the whole run
-
-
-@dataclass(frozen=True)
-class Observation:
-    vars: Mapping[str, object]  # str or float values
-    figures: Mapping[str, float]
-    pass_no: int = 1
-    run_id: str = ""
-    left_out: str = ""  # why the step's figures are not used ("" = they are)
-    grain: Grain = Grain.STEP
 
 
 def grain_of(fig: Fig) -> Grain:
@@ -64,80 +81,40 @@ def grain_of(fig: Fig) -> Grain:
     return Grain.STEP
 
 
-class NotEvaluable(Exception):
-    """The runs lack something the metric needs; the message says what."""
+@dataclass
+class Scrutiny:
+    """The steps a metric's figures read, the invalid ones among them (excluded), for the verdict's text."""
 
+    read: set = field(default_factory=set)  # every step a figure selected (by id)
+    invalid: set = field(default_factory=set)  # those loadfleet marked invalid
+    invalid_reasons: set = field(default_factory=set)
 
-class EmptySelection(NotEvaluable):
-    """No observation matches a selector (a level `@ each` may skip)."""
-
-
-@dataclass(frozen=True)
-class CellSet:
-    """A figure's value per cell: ((vars as sorted pairs, value), ...)."""
-
-    cells: tuple
-    label: str
-
-    def scalar(self) -> float:
-        if not self.cells:
-            raise EmptySelection(f"no cell for {self.label}")
-        if len(self.cells) > 1:
-            open_vars = sorted(
-                {
-                    k
-                    for key, _ in self.cells
-                    for k, v in key
-                    if len({dict(c)[k] for c, _ in self.cells if k in dict(c)}) > 1
-                }
-            )
-            raise NotEvaluable(
-                f"{self.label} leaves {len(self.cells)} cells open (they differ in "
-                f"{', '.join(open_vars)}); the metric must fix them"
-            )
-        return self.cells[0][1]
-
-
-def number(value):
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def same(a, b) -> bool:
-    na, nb = number(a), number(b)
-    if na is not None and nb is not None:
-        return abs(na - nb) < EPSILON
-    return str(a).lower() == str(b).lower()
-
-
-def _within(value, low, high) -> bool:
-    nv, nl, nh = number(value), number(low), number(high)
-    if None not in (nv, nl, nh):
-        return nl - EPSILON <= nv <= nh + EPSILON
-    text, low_s, high_s = str(value).lower(), str(low).lower(), str(high).lower()
-    return len(text) == len(low_s) == len(high_s) and low_s <= text <= high_s
-
-
-def _fmt(value) -> str:
-    numeric = number(value)
-    if numeric is None:
-        return str(value)
-    return str(int(numeric)) if numeric.is_integer() else f"{numeric:g}"
+    def text(self) -> str:
+        if not self.invalid:
+            return ""
+        shown = sorted(self.invalid_reasons)[:MAX_REASONS_SHOWN]
+        more = len(self.invalid_reasons) - len(shown)
+        reasons = "; ".join(shown) + (f"; {more} more" if more > 0 else "")
+        return f"{len(self.invalid)} of {len(self.read)} steps invalid, excluded ({reasons})"
 
 
 class _Evaluator:
     def __init__(self, observations: list[Observation]):
-        self.observations = [o for o in observations if not o.left_out]
-        self.left_out = [o for o in observations if o.left_out]
+        self.observations = [o for o in observations if o.usable]
+        # A step that failed in its window is left out; one that measured nothing under load is
+        # not (it fails its cell), nor is an invalid one (excluded, but counted: `scrutiny`).
+        self.left_out = [o for o in observations if o.left_out and not o.fails_cell]
+        self.strict_pool = [
+            o for o in observations if o.grain is Grain.STEP and not o.usable and o not in self.left_out
+        ]
         self.known_vars = {k for o in observations for k in o.vars}
+        self.scrutiny = Scrutiny()
 
     # -- figures ---------------------------------------------------------------------------
-    def select(self, sels, env: Mapping[str, object], grain: Grain = Grain.STEP) -> list[Observation]:
-        chosen = [o for o in self.observations if o.grain is grain]
+    def select(
+        self, sels, env: Mapping[str, object], grain: Grain = Grain.STEP, pool: list[Observation] | None = None
+    ) -> list[Observation]:
+        chosen = [o for o in (self.observations if pool is None else pool) if o.grain is grain]
         for var, value in env.items():
             chosen = [o for o in chosen if var in o.vars and same(o.vars[var], value)]
         scope = chosen  # `max`/`min`: the extreme level run in the study, not in what is left
@@ -230,7 +207,7 @@ class _Evaluator:
             )
         if grain is Grain.RUN and any(sel.var == TIME_VAR for sel in fig.sels):
             raise NotEvaluable(f"{fig.text()}: {fig.name} is a figure of a whole run, it takes no selector on t")
-        chosen = self.select(fig.sels, env, grain)
+        chosen = self._strict_steps(fig, env) if grain is Grain.STEP else self.select(fig.sels, env, grain)
         base = "ok_rps" if fig.name in DERIVED_OVER_CLIENTS else fig.name
         if grain is Grain.INTERVAL:
             chosen = _with_interval_figure(chosen, base, fig.text())
@@ -245,6 +222,30 @@ class _Evaluator:
         if fig.name in DERIVED_OVER_CLIENTS:
             cells = self._over_clients(cells, DERIVED_OVER_CLIENTS[fig.name], fig.text())
         return CellSet(tuple(cells), fig.text())
+
+    def _strict_steps(self, fig: Fig, env) -> list[Observation]:
+        """The usable steps a figure reads. A step among them that measured no request under load
+        fails the cell (CellFails); invalid ones are excluded and counted in `scrutiny`. `max` and
+        `min` are the extreme levels run, invalid or not: a top level that is invalid is not
+        replaced by a lower one."""
+        everything = self.select(fig.sels, env, Grain.STEP, pool=self.observations + self.strict_pool)
+        broken = [o for o in everything if o.fails_cell]
+        if broken:
+            where = ", ".join(f"{k}={_fmt(v)}" for k, v in broken[0].vars.items())
+            raise CellFails(f"{fig.text()}: {where}: {broken[0].fails_cell} (run {broken[0].run_id})")
+        for o in everything:
+            key = id(o)  # the observations outlive the evaluation: their ids stay theirs
+            self.scrutiny.read.add(key)
+            if o.invalid:
+                self.scrutiny.invalid.add(key)
+                self.scrutiny.invalid_reasons.add(o.invalid)
+        usable = [o for o in everything if o.usable]
+        if not usable:
+            raise NotEvaluable(
+                f"every step of {fig.text()} is invalid ({len(everything)} excluded: "
+                f"{'; '.join(sorted({o.invalid for o in everything}))})"
+            )
+        return usable
 
     @staticmethod
     def _over_clients(cells, how: str, label: str):
@@ -380,83 +381,19 @@ def _with_interval_figure(chosen: list[Observation], name: str, label: str) -> l
     return [o for o in chosen if o.figures.get(name) is not None]
 
 
-def _cell_var(key, name):
-    value = dict(key).get(name)
-    if number(value) is None:
-        raise NotEvaluable(f"variable {name!r} is not a number in every cell")
-    return number(value)
-
-
-def _scalar(value):
-    return value.scalar() if isinstance(value, CellSet) else value
-
-
-def _arith(op: str, a, b) -> float:
-    a, b = _scalar(a), _scalar(b)
-    if op == "*":
-        return a * b
-    if abs(b) < EPSILON:
-        raise NotEvaluable("division by 0")
-    return a / b
-
-
-def _only(cells: CellSet, var: str, level) -> float:
-    matching = [(k, v) for k, v in cells.cells if var in dict(k) and same(dict(k)[var], level)]
-    if not matching:
-        raise NotEvaluable(f"no run with {var}={_fmt(level)} for {cells.label}")
-    return CellSet(tuple(matching), f"{cells.label} at {var}={_fmt(level)}").scalar()
-
-
-def _by_level(cells: CellSet, over: str | None) -> dict:
-    if not over:
-        raise NotEvaluable("the function needs over=VAR")
-    levels = defaultdict(list)
-    for key, value in cells.cells:
-        if over not in dict(key):
-            raise NotEvaluable(f"no variable {over!r} in the runs ({cells.label})")
-        levels[dict(key)[over]].append((key, value))
-    return {
-        level: CellSet(tuple(group), f"{cells.label} at {over}={_fmt(level)}").scalar()
-        for level, group in levels.items()
-    }
-
-
-def _of_cells(node: Call, cells: CellSet):
-    """max, mean: over the cells; growth: the cell at one level of a variable over the one at another."""
-    if node.fn in ("max", "mean"):
-        if not cells.cells:
-            raise EmptySelection(f"no cell for {cells.label}")
-        values = [v for _, v in cells.cells]
-        return max(values) if node.fn == "max" else sum(values) / len(values)
-    ((var, (start, end)),) = dict(node.kwargs).items()
-    at = {lvl: _only(cells, var, lvl) for lvl in (start, end)}
-    if abs(at[start]) < EPSILON:
-        raise NotEvaluable(f"growth: {cells.label} is 0 at {var}={_fmt(start)}")
-    return at[end] / at[start]
-
-
-def _onset(numeric: dict, label: str, over) -> float:
-    """The first level whose value exceeds twice the value at the lowest level."""
-    xs = sorted(numeric)
-    base = numeric[xs[0]]
-    for x in xs[1:]:
-        if numeric[x] > 2 * base:
-            return x
-    raise NotEvaluable(f"no onset: {label} never exceeds twice its value at {over}={_fmt(xs[0])}")
-
-
-def _slope(points: dict) -> float:
-    n = len(points)
-    mean_x = sum(points) / n
-    mean_y = sum(points.values()) / n
-    sxx = sum((x - mean_x) ** 2 for x in points)
-    return sum((x - mean_x) * (y - mean_y) for x, y in points.items()) / sxx
-
-
 def evaluate_metric(metric: str, observations: list[Observation]):
     """The metric's value over the observations (those left out only explain why a selection is
-    empty); NotEvaluable (or MetricSyntaxError) if it has none."""
-    return _Evaluator(observations).value(parse_metric(metric), {}) if observations else _no_runs()
+    empty); NotEvaluable (or MetricSyntaxError) if it has none, CellFails if a cell it reads
+    measured nothing under load."""
+    return scrutinised_metric(metric, observations)[0]
+
+
+def scrutinised_metric(metric: str, observations: list[Observation]) -> tuple[object, Scrutiny]:
+    """As evaluate_metric, with the steps its figures read and the invalid ones excluded."""
+    if not observations:
+        _no_runs()
+    evaluator = _Evaluator(observations)
+    return evaluator.value(parse_metric(metric), {}), evaluator.scrutiny
 
 
 def _no_runs():

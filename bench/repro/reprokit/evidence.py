@@ -22,8 +22,9 @@ import json
 import shutil
 from pathlib import Path
 
-from .evaluate import Observation
-from .intervals import keep_cluster_intervals, read_time_observations
+from .intervals import keep_cluster_intervals, read_interval_rows, read_plan, read_time_observations
+from .late import Late, late_failures, strict_error_pct
+from .observation import Observation
 
 STORED_FILES = ("summary.json", "steps.csv", "plan.yaml")
 CELL_FILE = "cell.json"
@@ -87,7 +88,8 @@ def lost_after_window(step: dict, losses: list[dict]) -> bool:
 def left_out_reason(step: dict, losses: list[dict] = ()) -> str:
     """Why a step's figures are not used: it failed during its measured intervals (e.g. an engine
     lost in the middle of them, so its load was not what the level says), or it measured nothing
-    (its figures would read as 0). A step that failed only after its measured window is used."""
+    with no load offered (its figures would read as 0). A step that failed only after its measured
+    window is used; one that measured nothing under load fails its cell (`cell_failure`)."""
     if step.get("state") not in USABLE_STEP_STATES and not lost_after_window(step, list(losses)):
         return f"step {step.get('state')}" + (", load lost in the measured window" if step.get("losses") else "")
     if not step.get("requests", 1):
@@ -95,9 +97,44 @@ def left_out_reason(step: dict, losses: list[dict] = ()) -> str:
     return ""
 
 
-def step_observation(cell: dict, step: dict, losses: list[dict] = ()) -> Observation:
-    """The observation of one step of a stored run (`losses`: the summary's); `left_out` says why
-    when its figures are not used."""
+def cell_failure(step: dict) -> str:
+    """Why a step fails its cell: it measured no request while clients or users were offered (a
+    server that answered nothing in the window is a result, not a gap in the data)."""
+    offered = float(step.get("offered") or 0)
+    if step.get("requests", 1) or offered <= 0:
+        return ""
+    conns = step.get("concurrent_conns")
+    held = f", {conns:g} connections open" if conns else ""
+    return f"step {step.get('name')} measured 0 requests with {offered:g} offered{held}"
+
+
+def invalid_reason(step: dict) -> str:
+    """Why loadfleet marked the step invalid (summary.json `validity`), "" when it did not."""
+    if step.get("validity") != "invalid":
+        return ""
+    return f"invalid: {step.get('validity_reasons') or 'marked so by loadfleet'}"
+
+
+def design_figures(cell: dict, step: dict, plan: dict) -> dict[str, float]:
+    """What a step's design allows it to see (design.py reads them): its measured window, the
+    seconds its load lasts (the sweep's step_s; warm-up + window without one: a response counted
+    in the window started after the step's load did), the request timeout."""
+    window_s = float(step.get("measured_s") or 0)
+    sweep = cell.get("sweep") or plan.get("sweep") or {}
+    load_s = float(sweep.get("step_s") or 0) or float(sweep.get("warmup_s") or 0) + window_s
+    figures = {"window_s": window_s, "load_s": load_s}
+    request_ms = (plan.get("timeouts") or {}).get("request_ms")
+    if request_ms:
+        figures["request_timeout_s"] = float(request_ms) / 1000
+    return figures
+
+
+def step_observation(
+    cell: dict, step: dict, losses: list[dict] = (), late: Late | None = None, plan: dict | None = None
+) -> Observation:
+    """The observation of one step of a stored run (`losses`: the summary's; `late`: its failures
+    after the window, late.py; `plan`: the plan as it ran); `left_out`, `invalid` and `fails_cell`
+    say why when its figures are not used."""
     variables = dict(cell.get("vars", {}))
     levels = cell.get("levels") or []
     index = int(step.get("level_index", 1)) - 1
@@ -109,22 +146,38 @@ def step_observation(cell: dict, step: dict, losses: list[dict] = ()) -> Observa
     figures["generator_bound"] = 1.0 if step.get("generator_bound") else 0.0
     figures["losses"] = float(step.get("losses") or 0)
     figures["lost_after_window"] = 1.0 if lost_after_window(step, list(losses)) else 0.0
+    if "error_pct" in figures:
+        figures["window_error_pct"] = figures["error_pct"]
+        figures["error_pct"] = strict_error_pct(step, late)
+    figures["late_failed"] = late.failed if late else 0.0
+    figures.update(design_figures(cell, step, plan or {}))
     return Observation(
         vars=variables,
         figures=figures,
         pass_no=int(cell.get("pass", 1)),
         run_id=str(cell.get("run_id", "")),
         left_out=left_out_reason(step, losses),
+        invalid=invalid_reason(step),
+        fails_cell=cell_failure(step),
     )
+
+
+def run_step_observations(run_dir: Path, cell: dict, summary: dict) -> list[Observation]:
+    """The observations of every step of a stored run, failures after their windows attributed."""
+    plan = read_plan(run_dir)
+    late = late_failures(summary, plan, read_interval_rows(run_dir))
+    losses = summary.get("losses") or []
+    return [
+        step_observation(cell, step, losses, late.get(str(step.get("name"))), plan) for step in summary.get("steps", [])
+    ]
 
 
 def read_observations(study_dir: Path) -> list[Observation]:
     observations = []
     for run_dir in stored_run_dirs(study_dir):
         cell, summary = _read_run(run_dir)
-        losses = summary.get("losses") or []
-        observations += [step_observation(cell, step, losses) for step in summary.get("steps", [])]
         try:
+            observations += run_step_observations(run_dir, cell, summary)
             observations += read_time_observations(run_dir, cell, summary)
         except (OSError, ValueError, KeyError) as exc:
             raise EvidenceError(f"{run_dir}: malformed intervals or plan: {exc!r}") from exc

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,9 @@ import yaml
 from .evidence import store_run
 from .studies import Cell, Study, level_records, load_s, paper_s_per_run_s
 
+# The labs' servers are not restarted between cells (a lab is up for the whole study); what the
+# evidence shows instead is the machine's idle share and load average just before each cell.
+SERVERS_BEFORE = "not restarted; idle share recorded"
 RUN_SLACK_S = 90  # a run's bound beyond its steps: agents starting, the last interval, summary
 LAB_TIMEOUT_S = 300
 ACCEPTED_EXITS = (0, 3)  # finished; ended by a stop condition (its steps are still evidence)
@@ -76,10 +80,37 @@ def run_bound_s(plan: dict) -> float:
 
 
 def _niced(command: list[str], options: RunOptions, cpus: str = "") -> list[str]:
+    """`command` niced, and pinned to `cpus` with taskset when given (an unpinned generator would
+    spread over the servers' cores: refused rather than run silently unpinned)."""
     prefix = ["nice", "-n", str(options.nice)]
-    if cpus and shutil.which("taskset"):
+    if cpus:
+        if not shutil.which("taskset"):
+            raise RunnerError(f"taskset not found: the generator must run pinned to CPU(s) {cpus}")
         prefix += ["taskset", "-c", cpus]
     return prefix + command
+
+
+IDLE_SAMPLE_S = 1.0  # how long the CPU's idle share is sampled before each cell
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(idle + iowait, total) jiffies of all CPUs from /proc/stat; None where there is none."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields)
+
+
+def idle_before(sample_s: float = IDLE_SAMPLE_S) -> float | None:
+    """The machine's idle CPU share (%) over `sample_s` seconds: recorded before each cell, so that a
+    cell measured beside another load (servers still busy draining the last cell, a build) shows."""
+    first = _cpu_times()
+    time.sleep(sample_s)
+    second = _cpu_times()
+    if not first or not second or second[1] <= first[1]:
+        return None
+    return 100.0 * (second[0] - first[0]) / (second[1] - first[1])
 
 
 class LabSession:
@@ -148,8 +179,8 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
     for name, url in cell.targets.items():
         command += ["--target", f"{name}={url}"]
     command = _niced(command, options, study.generator_cpus)
+    load, idle = _loadavg(), idle_before()  # before the cell: the servers were idle or not
     started = dt.datetime.now(dt.UTC)
-    load = _loadavg()
     bound = run_bound_s(plan)
     try:
         done = subprocess.run(command, cwd=options.repo, capture_output=True, text=True, timeout=bound)
@@ -180,6 +211,8 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         "generator_cpus": study.generator_cpus,
         "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "loadavg_1m": load,
+        "idle_pct_before": idle,
+        "servers_before": SERVERS_BEFORE,
         "exit_code": done.returncode,
         "state": summary.get("state"),
     }

@@ -8,9 +8,10 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
 from .evaluate import Grain, Observation
-from .evidence import step_observation
+from .evidence import run_step_observations, step_observation
 from .verdicts import Status, Verdict, format_value
 
 COLUMNS = (
@@ -36,15 +37,26 @@ def _level_label(variables: dict, names: list[str]) -> str:
     return ", ".join(f"{n}={plain(variables[n])}" for n in names if n in variables)
 
 
-def cells_table(runs: list[tuple[dict, dict]]) -> str:
+def _run_steps(cell: dict, summary: dict, study_dir: Path | None) -> list[Observation]:
+    """A run's step observations, with its failures after the windows when its files are at hand."""
+    run_dir = Path(study_dir) / str(cell.get("run_id")) if study_dir else None
+    if run_dir and run_dir.is_dir():
+        return run_step_observations(run_dir, cell, summary)
+    return [step_observation(cell, step, summary.get("losses") or []) for step in summary.get("steps", [])]
+
+
+def _count(passes: dict, attr: str) -> int:
+    return sum(1 for obs in passes.values() for o in obs if getattr(o, attr))
+
+
+def cells_table(runs: list[tuple[dict, dict]], study_dir: Path | None = None) -> str:
     """Per cell and level: each figure as mean ± sample stddev over the passes, the per-pass means."""
     per_pass = defaultdict(lambda: defaultdict(list))  # (cell, level) -> pass -> observations
     order = []
     for cell, summary in runs:
         level_names = list(cell.get("level_vars", [])) + list(cell.get("step_vars", {}))
         level_names += [k for k in (cell.get("levels") or [{}])[0] if k not in level_names]
-        for step in summary.get("steps", []):
-            obs = step_observation(cell, step, summary.get("losses") or [])
+        for obs in _run_steps(cell, summary, study_dir):
             key = (cell["cell"], _level_label(obs.vars, level_names))
             if key not in order:
                 order.append(key)
@@ -53,14 +65,15 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
         ["cell", "level", "passes"]
         + [label for _, label, _ in COLUMNS]
         + ["mean ms per pass", "generator-bound", "engine lost after the window", "passes left out"]
+        + ["invalid (excluded)", "no request under load (cell fails)", "failed after the window"]
     )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     cells = list(dict.fromkeys(cell for cell, _ in order))
     for key in sorted(order, key=lambda k: cells.index(k[0])):  # grouped by cell, levels as run
         ran = per_pass[key]
-        left_out = sorted({o.left_out for obs in ran.values() for o in obs if o.left_out})
-        n_left = sum(all(o.left_out for o in obs) for obs in ran.values())
-        passes = {p: [o for o in obs if not o.left_out] for p, obs in ran.items()}
+        left_out = sorted({o.left_out for obs in ran.values() for o in obs if o.left_out and not o.fails_cell})
+        n_left = sum(all(o.left_out and not o.fails_cell for o in obs) for obs in ran.values())
+        passes = {p: [o for o in obs if o.usable] for p, obs in ran.items()}
         passes = {p: obs for p, obs in passes.items() if obs}
         means = {
             name: [
@@ -77,18 +90,27 @@ def cells_table(runs: list[tuple[dict, dict]]) -> str:
             f"{bound} of {len(passes)}",
             f"{late} of {len(passes)}",
             f"{n_left} ({'; '.join(left_out)})" if n_left else "0",
+            str(_count(ran, "invalid")),
+            str(_count(ran, "fails_cell")),
+            " / ".join(f"{o.figures.get('late_failed', 0):,.0f}" for obs in ran.values() for o in obs),
         ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
 def runs_table(runs: list[tuple[dict, dict]]) -> str:
-    lines = ["| run | cell | pass | started (UTC) | load 1 min | state | steps |", "|---|---|---:|---|---:|---|---:|"]
+    lines = [
+        "| run | cell | pass | started (UTC) | load 1 min | CPU idle before % | servers | generator CPUs | state "
+        "| steps |",
+        "|---|---|---:|---|---:|---:|---|---|---|---:|",
+    ]
     for cell, summary in sorted(runs, key=lambda r: r[0].get("started_utc", "")):
-        load = cell.get("loadavg_1m")
+        load, idle = cell.get("loadavg_1m"), cell.get("idle_pct_before")
         lines.append(
             f"| `{cell.get('run_id')}` | {cell.get('cell')} | {cell.get('pass')} | {cell.get('started_utc', '')} "
-            f"| {'' if load is None else f'{load:.1f}'} | {summary.get('state')} | {len(summary.get('steps', []))} |"
+            f"| {'' if load is None else f'{load:.1f}'} | {'' if idle is None else f'{idle:.0f}'} "
+            f"| {cell.get('servers_before', 'not recorded')} | {cell.get('generator_cpus') or 'not pinned'} "
+            f"| {summary.get('state')} | {len(summary.get('steps', []))} |"
         )
     return "\n".join(lines)
 
@@ -147,7 +169,8 @@ def verdict_row(verdict: Verdict) -> str:
 
 def verdicts_table(verdicts: list[Verdict]) -> str:
     lines = [
-        "| finding | wanted | verdict | value (means over passes) | passes holding | why not evaluable |",
+        "| finding | wanted | verdict | value (means over passes) | passes holding "
+        "| how judged, or why not evaluable |",
         "|---|---|---|---|---|---|",
     ]
     return "\n".join(lines + [verdict_row(v) for v in verdicts])
@@ -160,6 +183,7 @@ def study_tables(
     verdicts: list[Verdict],
     note: str = "",
     observations: Sequence[Observation] = (),
+    study_dir: Path | None = None,
 ) -> str:
     passes = sorted({c.get("pass") for c, _ in runs})
     starts = sorted(c.get("started_utc", "") for c, _ in runs)
@@ -175,6 +199,7 @@ def study_tables(
         f"{len(runs)} runs in {len(passes)} passes, {starts[0] if starts else '-'} to {starts[-1] if starts else '-'};"
         + (f" load average (1 min) at their starts {min(loads):.1f}–{max(loads):.1f}." if loads else ""),
         f"Verdicts: {counts[Status.HOLDS]} hold, {counts[Status.FAILS]} fail, "
+        f"{counts[Status.NOT_ENOUGH_PASSES]} have not enough passes, "
         f"{counts[Status.NOT_EVALUABLE]} cannot be evaluated.",
     ]
     if note:
@@ -188,9 +213,18 @@ def study_tables(
         "its measured intervals (an agent's engine lost, so its load was not the level's) or measured "
         'nothing is left out, and the figures are over the others. "engine lost after the window": '
         "steps marked failed only because an engine was killed as silent after the measured intervals "
-        "had ended (while draining slow requests at the step's end); their figures are whole and used.",
+        "had ended (while draining slow requests at the step's end); their figures are whole and used. "
+        '"invalid": steps loadfleet marked invalid (generator-bound, too few intervals, ...), excluded '
+        'from every figure and counted in the verdicts. "no request under load": steps that measured '
+        '0 requests while load was offered; a finding that reads their cell fails. "failed after the '
+        'window": per step, in run order, the failures after its measured window attributed to it '
+        "(from the run's intervals, or its totals as an upper bound: bench/repro/reprokit/late.py); "
+        '"error %" counts them.',
         "",
-        cells_table(runs),
+        "Verdicts are strict: a finding holds only when it holds in every pass of at least three (or the "
+        'passes\' 95 % interval excludes its threshold); with fewer it is "not enough passes".',
+        "",
+        cells_table(runs, study_dir),
         "",
     ]
     over_time = time_table(observations)
