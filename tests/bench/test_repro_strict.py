@@ -218,3 +218,23 @@ def test_the_idle_share_before_a_cell_is_a_percentage(monkeypatch):
     assert runner.idle_before(0) == pytest.approx(50.0)
     monkeypatch.setattr(runner, "_cpu_times", lambda: None)
     assert runner.idle_before(0) is None
+
+
+def test_a_figure_over_a_client_sweep_needs_every_level_of_it():
+    rows = [
+        Observation({"server": "nginx", "cpus": k, "clients": c}, {"ok_rps": r}, p, f"r{p}")
+        for p in (1, 2, 3)
+        for k, c, r in ((1, 1, 100.0), (1, 16, 300.0), (8, 1, 400.0), (8, 16, 1600.0))
+    ]
+    metric = "ratio(avg_ok_rps[cpus=8], avg_ok_rps[cpus=1]) @ each server"
+    assert judged(metric, ">=", 4, rows).status is Status.HOLDS  # (400 + 1600) / (100 + 300) = 5
+    # Clients=16 at 8 CPUs invalid in every pass: the average over clients=1 alone (4.0) is no answer.
+    marked = [
+        replace(o, invalid="invalid: generator-bound") if o.vars["cpus"] == 8 and o.vars["clients"] == 16 else o
+        for o in rows
+    ]
+    result = judged(metric, ">=", 4, marked)
+    assert result.status is Status.NOT_EVALUABLE and "only invalid steps ran at clients=16, cpus=8" in result.reason
+    # Invalid in one pass only: the other passes still have the level.
+    one = [replace(o, invalid="invalid: x") if o.pass_no == 1 and o.vars == marked[3].vars else o for o in rows]
+    assert judged(metric, ">=", 4, one).status is not Status.NOT_EVALUABLE

@@ -240,6 +240,8 @@ class _Evaluator:
                 self.scrutiny.invalid.add(key)
                 self.scrutiny.invalid_reasons.add(o.invalid)
         usable = [o for o in everything if o.usable]
+        if fig.name in DERIVED_OVER_CLIENTS:
+            _whole_sweeps(fig, everything, usable)
         if not usable:
             raise NotEvaluable(
                 f"every step of {fig.text()} is invalid ({len(everything)} excluded: "
@@ -365,6 +367,19 @@ class _Evaluator:
         if not results:
             raise NotEvaluable(f"no level of {node.var} has the cells: {skipped[0]}")
         return {k: (v.scalar() if isinstance(v, CellSet) else v) for k, v in results.items()}
+
+
+def _whole_sweeps(fig: Fig, everything: list[Observation], usable: list[Observation]) -> None:
+    """A figure over a client sweep needs every level of it: an average or peak over the levels left
+    when some are invalid would compare sweeps of different clients (NotEvaluable instead)."""
+
+    def levels(observations):
+        return {tuple(sorted((k, str(v)) for k, v in o.vars.items())) for o in observations}
+
+    missing = levels(everything) - levels(usable)
+    if missing:
+        where = "; ".join(", ".join(f"{k}={v}" for k, v in key) for key in sorted(missing))
+        raise NotEvaluable(f"{fig.text()} is over a client sweep, and only invalid steps ran at {where}")
 
 
 _NOUNS = {Grain.STEP: "usable step", Grain.INTERVAL: "interval", Grain.RUN: "run"}
