@@ -50,6 +50,10 @@ def journey_plan(tmp_path: Path, *, csrf: str | None = None) -> Path:
     plan["duration_s"] = DURATION_S
     plan["load"]["clients"] = CLIENTS
     plan["thresholds"] = [t for t in plan["thresholds"] if t["metric"] != "latency"]
+    if csrf is None:
+        # Up to 4 agents, PHP and MariaDB on 2 shared cores: intervals may be judged
+        # generator-bound, which says nothing of the counts checked here.
+        plan["verdict"] = {"inconclusive": "pass"}
     if csrf is not None:
         [login] = [r for r in plan["workload"]["requests"] if r["name"] == "login"]
         assert "${csrf:url}" in login["body"]
