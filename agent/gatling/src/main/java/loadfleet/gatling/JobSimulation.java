@@ -51,9 +51,17 @@ import java.util.concurrent.ThreadLocalRandom;
  * connection per request, closed clients and user populations (spawn rate) with think time and
  * sessions, open arrival rates (constant or randomized), barrier start, duration, timeouts.
  * A response is ok when its status is 200-399 (the engine's implicit status check): any other
- * status is a response that failed a check. Not supported (the controller refuses such plans
- * for this driver, the agent such jobs): stages, request budgets, a journey's checks,
- * extractions, templates and once-steps.
+ * status is a response that failed a check.
+ *
+ * <p>Journeys run as in the engine: templates in paths, header values and bodies (Template,
+ * rendered per request from the user's session), extractions and named checks judged on every
+ * response (Judge, through LoadfleetStats), `once` steps, on_fail / on_missing (stop: the user
+ * exits; restart: the rest of the round is skipped, then variables and Gatling's cookie jar are
+ * emptied and `once` runs again) and `cookies.off` (the jar emptied before each request).
+ *
+ * <p>Not supported (the controller refuses such plans for this driver, the agent such jobs):
+ * stages, request budgets, sessions in the open model, JSONPath filters and Rust-only regex
+ * syntax.
  */
 public final class JobSimulation extends Simulation {
   private static final String PICK = "loadfleet.pick";
