@@ -7,13 +7,16 @@ placed it in the study.
     cluster_intervals.csv  its cluster totals per interval (intervals.py); runs stored before
                            these were kept have none
     cell.json              {study, cell, vars, pass, level_vars, levels, step_vars, plan, targets,
-                            lab_specs, command, started_utc, loadavg_1m, exit_code,
-                            paper_s_per_run_s}
+                            lab_specs, command, generator_cpus, started_utc, loadavg_1m,
+                            idle_pct_before, servers_before, exit_code, paper_s_per_run_s}
 
 `read_observations` turns every step of every stored run into an `Observation`: the cell's
 variables, plus the step's level (`levels[level_index - 1]`, e.g. {users: 4000, spawn_rate: 800})
 and the step fields named by `step_vars` (e.g. {"cpus": "servers"}); and, for a run stored with
-its intervals, every interval and the run itself (intervals.py).
+its intervals, every interval and the run itself (intervals.py). A step's observation says why
+its figures are not used (`left_out`: failed in its window; `invalid`: loadfleet marked it so;
+`fails_cell`: it measured nothing under load), and its `error_pct` counts the failures after its
+window (late.py).
 """
 
 from __future__ import annotations
