@@ -161,7 +161,8 @@ def verdict_row(verdict: Verdict) -> str:
         wanted = f"{finding.comparison} {threshold}"
     held, evaluated = verdict.passes_holding()
     passes = f"{held} of {evaluated}" if evaluated else ""
-    value = format_value(verdict.value) if verdict.status is not Status.NOT_EVALUABLE else ""
+    shown = verdict.value is not None and verdict.status is not Status.NOT_EVALUABLE
+    value = format_value(verdict.value) if shown else ""  # None: a cell failed before any value
     status = f"**{verdict.status.value}**" if verdict.status is Status.FAILS else verdict.status.value
     reason = verdict.reason.replace("|", "\\|")
     return f"| `{finding.id}` | {wanted} | {status} | {value} | {passes} | {reason} |"
@@ -211,7 +212,8 @@ def study_tables(
         "Each figure is the mean over the passes ± its sample standard deviation (the passes' spread); "
         '"passes": passes whose step is used, of the passes that ran it; a step that failed during '
         "its measured intervals (an agent's engine lost, so its load was not the level's) or measured "
-        'nothing is left out, and the figures are over the others. "engine lost after the window": '
+        "nothing with no load offered is left out, and the figures are over the others. "
+        '"engine lost after the window": '
         "steps marked failed only because an engine was killed as silent after the measured intervals "
         "had ended (while draining slow requests at the step's end); their figures are whole and used. "
         '"invalid": steps loadfleet marked invalid (generator-bound, too few intervals, ...), excluded '
