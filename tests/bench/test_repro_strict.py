@@ -238,3 +238,16 @@ def test_a_figure_over_a_client_sweep_needs_every_level_of_it():
     # Invalid in one pass only: the other passes still have the level.
     one = [replace(o, invalid="invalid: x") if o.pass_no == 1 and o.vars == marked[3].vars else o for o in rows]
     assert judged(metric, ">=", 4, one).status is not Status.NOT_EVALUABLE
+
+
+def test_a_verdict_quotes_at_most_two_reasons_for_invalid_steps():
+    from bench.repro.reprokit.evaluate import MAX_REASONS_SHOWN, Scrutiny
+
+    assert MAX_REASONS_SHOWN == 2
+    scrutiny = Scrutiny(
+        read={1, 2, 3, 4}, invalid={1, 2, 3}, invalid_reasons={"invalid: a", "invalid: b", "invalid: c"}
+    )
+    assert scrutiny.text() == "3 of 4 steps invalid, excluded (invalid: a; invalid: b; 1 more)"
+    two = Scrutiny(read={1, 2}, invalid={1}, invalid_reasons={"invalid: a"})
+    assert two.text() == "1 of 2 steps invalid, excluded (invalid: a)"
+    assert Scrutiny(read={1}).text() == ""
