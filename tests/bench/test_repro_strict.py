@@ -3,6 +3,7 @@ trip it, and left alone by ones that do not. Synthetic observations and files, n
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -10,11 +11,20 @@ import pytest
 
 from bench.repro.reprokit import runner
 from bench.repro.reprokit.design import design_flags
-from bench.repro.reprokit.evaluate import Observation, scrutinised_metric
-from bench.repro.reprokit.evidence import cell_failure, invalid_reason, step_observation
+from bench.repro.reprokit.evaluate import MAX_REASONS_SHOWN, Observation, Scrutiny, scrutinised_metric
+from bench.repro.reprokit.evidence import (
+    cell_failure,
+    invalid_reason,
+    read_observations,
+    step_observation,
+    store_run,
+    stored_runs,
+)
 from bench.repro.reprokit.findings import Finding
 from bench.repro.reprokit.intervals import IntervalRow
 from bench.repro.reprokit.late import Late, Source, from_intervals, from_totals, strict_error_pct
+from bench.repro.reprokit.studies import STUDIES
+from bench.repro.reprokit.tables import study_tables
 from bench.repro.reprokit.verdicts import MIN_PASSES, Status, confidence_interval, evaluate_findings
 
 REDUCTION = "reduction(mean_ms[setup=varnish,users=max], mean_ms[setup=haproxy,users=max])"  # varnish's cut
@@ -207,8 +217,6 @@ def test_the_generator_runs_pinned_and_is_refused_unpinned(monkeypatch):
 
 
 def test_every_study_pins_its_generator():
-    from bench.repro.reprokit.studies import STUDIES
-
     assert all(study.generator_cpus for study in STUDIES.values())
 
 
@@ -241,8 +249,6 @@ def test_a_figure_over_a_client_sweep_needs_every_level_of_it():
 
 
 def test_a_verdict_quotes_at_most_two_reasons_for_invalid_steps():
-    from bench.repro.reprokit.evaluate import MAX_REASONS_SHOWN, Scrutiny
-
     assert MAX_REASONS_SHOWN == 2
     scrutiny = Scrutiny(
         read={1, 2, 3, 4}, invalid={1, 2, 3}, invalid_reasons={"invalid: a", "invalid: b", "invalid: c"}
@@ -251,3 +257,37 @@ def test_a_verdict_quotes_at_most_two_reasons_for_invalid_steps():
     two = Scrutiny(read={1, 2}, invalid={1}, invalid_reasons={"invalid: a"})
     assert two.text() == "1 of 2 steps invalid, excluded (invalid: a)"
     assert Scrutiny(read={1}).text() == ""
+
+
+def test_the_tables_show_invalid_dead_and_late_steps_and_what_each_cell_ran_beside(tmp_path):
+    def step(name, level, requests, **extra):
+        base = {"name": name, "level_index": level, "offered": 1000.0, "state": "finished", "requests": requests}
+        return {**base, "mean_ms": 2.0, "p99_ms": 5.0, "error_pct": 0.0, "ok_rps": 50.0, **extra}
+
+    run_dir = tmp_path / "runs" / "run-1"
+    run_dir.mkdir(parents=True)
+    steps = [step("s1", 1, 0, concurrent_conns=1000.0), step("s2", 2, 100, validity="invalid", validity_reasons="x")]
+    summary = {"state": "finished", "steps": steps, "total": {"figures": {"failed": 7}}}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    record = {
+        "study": "001",
+        "cell": "varnish-php",
+        "vars": {"setup": "varnish"},
+        "pass": 1,
+        "run_id": "run-1",
+        "level_vars": ["users"],
+        "levels": [{"users": 1000}, {"users": 3000}],
+        "started_utc": "2026-11-28T13:00:00Z",
+        "loadavg_1m": 1.5,
+        "idle_pct_before": 87.0,
+        "servers_before": runner.SERVERS_BEFORE,
+        "generator_cpus": "0",
+    }
+    store_run(run_dir, tmp_path / "001", record)
+    observations = read_observations(tmp_path / "001")
+    assert [o.figures["late_failed"] for o in observations] == [7.0, 7.0]  # from the totals: 7 - 0
+    markdown = study_tables("001", "t", stored_runs(tmp_path / "001"), [], "", observations, tmp_path / "001")
+    assert "| varnish-php | users=1000 | 0 of 1 |" in markdown
+    assert markdown.count("| 0 | 0 | 1 | 7 |") == 1  # users=1000: no request under load, 7 failed after
+    assert markdown.count("| 0 | 1 | 0 | 7 |") == 1  # users=3000: invalid, excluded
+    assert "| 1.5 | 87 | not restarted; idle share recorded | 0 | finished | 2 |" in markdown
