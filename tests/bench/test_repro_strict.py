@@ -11,7 +11,7 @@ import pytest
 
 from bench.repro.reprokit import runner
 from bench.repro.reprokit.design import design_flags
-from bench.repro.reprokit.evaluate import MAX_REASONS_SHOWN, Observation, Scrutiny, scrutinised_metric
+from bench.repro.reprokit.evaluate import Observation, scrutinised_metric
 from bench.repro.reprokit.evidence import (
     cell_failure,
     invalid_reason,
@@ -23,6 +23,7 @@ from bench.repro.reprokit.evidence import (
 from bench.repro.reprokit.findings import Finding
 from bench.repro.reprokit.intervals import IntervalRow
 from bench.repro.reprokit.late import Late, Source, from_intervals, from_totals, strict_error_pct
+from bench.repro.reprokit.strict import MAX_REASONS_SHOWN, Scrutiny
 from bench.repro.reprokit.studies import STUDIES
 from bench.repro.reprokit.tables import study_tables
 from bench.repro.reprokit.verdicts import MIN_PASSES, Status, confidence_interval, evaluate_findings

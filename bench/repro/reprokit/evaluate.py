@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from .cellmath import arith as _arith
 from .cellmath import by_level as _by_level
@@ -44,6 +43,7 @@ from .observation import (
     same,
     within,
 )
+from .strict import Scrutiny, whole_sweeps
 
 __all__ = [
     "CellFails",
@@ -64,7 +64,7 @@ _fmt, _within = fmt, within
 # Figures computed from ok_rps over a closed-loop client sweep (findings.yaml's header).
 DERIVED_OVER_CLIENTS = {"avg_ok_rps": "mean", "max_ok_rps": "max"}
 TIME_VAR = "t"
-MAX_REASONS_SHOWN = 2  # distinct reasons for invalid steps quoted in a verdict (the tables list every step)
+
 RUN_FIGURES = frozenset({"first_error_s"})  # one value per run
 INTERVAL_FIGURES = frozenset({"concurrent_users", "error_rps"})  # only per interval, never per step
 ABSENT_FIGURE_REASONS = {
@@ -79,23 +79,6 @@ def grain_of(fig: Fig) -> Grain:
     if fig.name in INTERVAL_FIGURES or any(sel.var == TIME_VAR for sel in fig.sels):
         return Grain.INTERVAL
     return Grain.STEP
-
-
-@dataclass
-class Scrutiny:
-    """The steps a metric's figures read, the invalid ones among them (excluded), for the verdict's text."""
-
-    read: set = field(default_factory=set)  # every step a figure selected (by id)
-    invalid: set = field(default_factory=set)  # those loadfleet marked invalid
-    invalid_reasons: set = field(default_factory=set)
-
-    def text(self) -> str:
-        if not self.invalid:
-            return ""
-        shown = sorted(self.invalid_reasons)[:MAX_REASONS_SHOWN]
-        more = len(self.invalid_reasons) - len(shown)
-        reasons = "; ".join(shown) + (f"; {more} more" if more > 0 else "")
-        return f"{len(self.invalid)} of {len(self.read)} steps invalid, excluded ({reasons})"
 
 
 class _Evaluator:
@@ -241,7 +224,7 @@ class _Evaluator:
                 self.scrutiny.invalid_reasons.add(o.invalid)
         usable = [o for o in everything if o.usable]
         if fig.name in DERIVED_OVER_CLIENTS:
-            _whole_sweeps(fig, everything, usable)
+            whole_sweeps(fig, everything, usable)
         if not usable:
             raise NotEvaluable(
                 f"every step of {fig.text()} is invalid ({len(everything)} excluded: "
@@ -367,19 +350,6 @@ class _Evaluator:
         if not results:
             raise NotEvaluable(f"no level of {node.var} has the cells: {skipped[0]}")
         return {k: (v.scalar() if isinstance(v, CellSet) else v) for k, v in results.items()}
-
-
-def _whole_sweeps(fig: Fig, everything: list[Observation], usable: list[Observation]) -> None:
-    """A figure over a client sweep needs every level of it: an average or peak over the levels left
-    when some are invalid would compare sweeps of different clients (NotEvaluable instead)."""
-
-    def levels(observations):
-        return {tuple(sorted((k, str(v)) for k, v in o.vars.items())) for o in observations}
-
-    missing = levels(everything) - levels(usable)
-    if missing:
-        where = "; ".join(", ".join(f"{k}={v}" for k, v in key) for key in sorted(missing))
-        raise NotEvaluable(f"{fig.text()} is over a client sweep, and only invalid steps ran at {where}")
 
 
 _NOUNS = {Grain.STEP: "usable step", Grain.INTERVAL: "interval", Grain.RUN: "run"}
