@@ -292,3 +292,12 @@ def test_the_tables_show_invalid_dead_and_late_steps_and_what_each_cell_ran_besi
     assert markdown.count("| 0 | 0 | 1 | 7 |") == 1  # users=1000: no request under load, 7 failed after
     assert markdown.count("| 0 | 1 | 0 | 7 |") == 1  # users=3000: invalid, excluded
     assert "| 1.5 | 87 | not restarted; idle share recorded | 0 | finished | 2 |" in markdown
+
+
+def test_steps_that_lost_an_engine_after_their_window_are_counted_in_the_verdict():
+    rows = [o for p in (1, 2, 3) for o in lb(p)]
+    lost = replace(rows[1], figures={**rows[1].figures, "lost_after_window": 1.0})
+    result = judged(REDUCTION, ">=", 0.5, [lost, *rows[:1], *rows[2:]])
+    assert result.status is Status.HOLDS  # its window's figures are used
+    assert "1 of 6 steps lost an engine after their window" in result.reason
+    assert "lost an engine" not in judged(REDUCTION, ">=", 0.5, rows).reason

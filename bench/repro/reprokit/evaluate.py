@@ -222,6 +222,8 @@ class _Evaluator:
             if o.invalid:
                 self.scrutiny.invalid.add(key)
                 self.scrutiny.invalid_reasons.add(o.invalid)
+            if o.figures.get("lost_after_window") and o.usable:
+                self.scrutiny.lost_after.add(key)
         usable = [o for o in everything if o.usable]
         if fig.name in DERIVED_OVER_CLIENTS:
             whole_sweeps(fig, everything, usable)

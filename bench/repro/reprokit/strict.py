@@ -19,14 +19,23 @@ class Scrutiny:
     read: set = field(default_factory=set)  # every step a figure selected (by id)
     invalid: set = field(default_factory=set)  # those loadfleet marked invalid
     invalid_reasons: set = field(default_factory=set)
+    # Used steps whose engine was killed after the window with requests in flight: their figures
+    # are the window's, but those requests' outcomes are in no figure (not even the run's totals).
+    lost_after: set = field(default_factory=set)
 
     def text(self) -> str:
-        if not self.invalid:
-            return ""
-        shown = sorted(self.invalid_reasons)[:MAX_REASONS_SHOWN]
-        more = len(self.invalid_reasons) - len(shown)
-        reasons = "; ".join(shown) + (f"; {more} more" if more > 0 else "")
-        return f"{len(self.invalid)} of {len(self.read)} steps invalid, excluded ({reasons})"
+        parts = []
+        if self.invalid:
+            shown = sorted(self.invalid_reasons)[:MAX_REASONS_SHOWN]
+            more = len(self.invalid_reasons) - len(shown)
+            reasons = "; ".join(shown) + (f"; {more} more" if more > 0 else "")
+            parts.append(f"{len(self.invalid)} of {len(self.read)} steps invalid, excluded ({reasons})")
+        if self.lost_after:
+            parts.append(
+                f"{len(self.lost_after)} of {len(self.read)} steps lost an engine after their window "
+                "(its requests then in flight are in no figure)"
+            )
+        return "; ".join(parts)
 
 
 def whole_sweeps(fig: Fig, everything: list[Observation], usable: list[Observation]) -> None:
