@@ -55,7 +55,6 @@ class JourneyFacts:
     driver: Driver
     session: Session | None
     cookies_given: bool  # `workload.cookies` is a mapping (a jar's caps)
-    cookies_off: bool = False  # `workload.cookies: false`
 
     @property
     def has_users(self) -> bool:

@@ -256,7 +256,6 @@ def _journey_problems(doc: dict[str, Any], requests: list[Request]) -> list[Prob
         driver=Driver(doc.get("driver", DEFAULT_DRIVER)),
         session=_session(workload.get("session")),
         cookies_given=isinstance(workload.get("cookies"), dict),
-        cookies_off=workload.get("cookies") is False,
     )
     return shapes + journey_problems(requests, facts)
 
