@@ -107,9 +107,27 @@ def test_bad_input_exits_2_with_a_message(runs, capsys, args, says):
     assert says in capsys.readouterr().err
 
 
-def test_the_gate_takes_exactly_two_runs(runs, capsys):
-    assert main(["compare", *(str(runs[r]) for r in ("base", "same", "slow")), *GATES]) == EXIT_BAD_INPUT
-    assert "3 were given" in capsys.readouterr().err
+def test_the_gate_needs_a_baseline_and_a_candidate(runs, capsys):
+    assert main(["compare", str(runs["base"]), *GATES]) == EXIT_BAD_INPUT
+    assert "needs a baseline run and a candidate run" in capsys.readouterr().err
+
+
+def test_every_output_says_how_many_baselines_the_gate_used(runs, tmp_path, capsys):
+    junit, markdown = tmp_path / "gate.xml", tmp_path / "gate.md"
+    argv = ["compare", *(str(runs[r]) for r in ("base", "same", "slow")), *GATES]
+    assert main([*argv, "--junit", str(junit), "--markdown", str(markdown)]) == EXIT_THRESHOLD_FAILED
+    out = capsys.readouterr().out
+    assert "base base-run, same-run, candidate slow-run" in out and "method: 2 baseline runs" in out
+    assert "2 baseline runs" in junit.read_text() and "2 baseline runs" in markdown.read_text()
+    assert main([*argv, "--json"]) == EXIT_THRESHOLD_FAILED
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["baselines"] == 2 and doc["base_runs"] == ["base-run", "same-run"]
+
+
+def test_a_single_baseline_says_between_run_variance_is_not_included(runs, capsys):
+    assert compare(runs, "base", "same", *GATES, "--json") == EXIT_OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["baselines"] == 1 and "between-run variance not included" in doc["method"]
 
 
 def test_a_missing_run_directory_exits_2(runs, tmp_path, capsys):

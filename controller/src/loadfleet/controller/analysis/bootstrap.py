@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -54,6 +54,25 @@ def chunks(rng: np.random.Generator, n: int, resamples: int = RESAMPLES) -> Iter
     in the same order, for the same generator state)."""
     for first in range(0, resamples, CHUNK):
         yield multiplicities(rng, n, min(CHUNK, resamples - first))
+
+
+def two_level_chunks(
+    rng: np.random.Generator, sizes: Sequence[int], resamples: int = RESAMPLES
+) -> Iterator[np.ndarray]:
+    """A two-level (hierarchical) bootstrap of several runs, CHUNK rows at a time: each row
+    draws len(sizes) runs with replacement (Davison and Hinkley 1997, §3.8), then a
+    moving-block resample of each drawn run's intervals (a run drawn twice gets two).
+    Columns: the runs' intervals side by side (sizes[0] of the first run's, then the second's)."""
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    for first in range(0, resamples, CHUNK):
+        rows = min(CHUNK, resamples - first)
+        drawn = rng.integers(0, len(sizes), size=(rows, len(sizes)))
+        weights = np.zeros((rows, int(offsets[-1])), dtype=np.int64)
+        for slot in range(len(sizes)):
+            for run, n in enumerate(sizes):
+                held = (drawn[:, slot] == run)[:, None]
+                weights[:, offsets[run] : offsets[run + 1]] += multiplicities(rng, n, rows) * held
+        yield weights
 
 
 def percentile_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:

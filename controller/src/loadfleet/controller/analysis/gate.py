@@ -15,6 +15,13 @@ reads as a pass):
     pass         the interval's bad-side end lies within the tolerance
     inconclusive otherwise: the runs cannot tell
 
+With two or more baseline runs of the plan (compare BASE... CANDIDATE), the base's figures
+come from a two-level bootstrap (the baseline runs drawn with replacement, then blocks within
+each: bootstrap.two_level_chunks) over their pooled intervals, and the candidate's resamples
+carry a run offset drawn with the between-run spread the baselines show (baselines.py), which
+its one run cannot show (docs/ci.md "Several baseline runs"). With one baseline the gate is as
+it was, and its method says that between-run variance is not included.
+
 Every figure is inconclusive, whatever its interval, when the runs cannot be compared: a run
 not finished, fewer than MIN_INTERVALS usable intervals, more than MAX_INVALID_SHARE of its
 measured intervals invalid, or plans that differ (unless allowed); a latency figure is when a
@@ -28,7 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from loadfleet.controller.analysis import bootstrap
+from loadfleet.controller.analysis import baselines, bootstrap
 from loadfleet.controller.analysis.gaterun import GateRun, Intervals, plan_differences
 from loadfleet.controller.analysis.gatespec import GatedFigure, GateSpec
 from loadfleet.controller.model.gateresult import GateFigure, GateOutcome, GateReport
@@ -46,6 +53,7 @@ class _Values:
 
     point: float
     resampled: np.ndarray
+    runs: tuple[_Values, ...] = ()  # each baseline run's own, when the base is 2+ runs pooled
 
 
 def judge(
@@ -57,29 +65,56 @@ def judge(
     resamples: int = bootstrap.RESAMPLES,
 ) -> GateReport:
     """The gate's report on `specs` (in their order) for these two runs."""
-    reasons = comparability(base, candidate, allow_plan_change=allow_plan_change)
+    return judge_runs([base], candidate, specs, allow_plan_change=allow_plan_change, resamples=resamples)
+
+
+def judge_runs(
+    bases: Sequence[GateRun],
+    candidate: GateRun,
+    specs: Sequence[GateSpec],
+    *,
+    allow_plan_change: bool = False,
+    resamples: int = bootstrap.RESAMPLES,
+) -> GateReport:
+    """The gate's report on `specs` (in their order) for a candidate run against one or more
+    baseline runs of its plan (base_run: their ids, comma-separated)."""
+    if not bases:
+        raise ValueError("the gate needs at least one baseline run")
+    reasons = comparability_runs(bases, candidate, allow_plan_change=allow_plan_change)
     figures = sorted({s.figure for s in specs}, key=list(GatedFigure).index)
-    seeds = bootstrap.seed_of(base.run_id, candidate.run_id).spawn(2)
-    values = [
-        _figures(run, figures, np.random.default_rng(seed), resamples) for run, seed in zip((base, candidate), seeds)
-    ]
-    runs = (base, candidate)
+    # One baseline: the seeds of the two-run gate (spawn's first children do not depend on how many).
+    seeds = bootstrap.seed_of(*(b.run_id for b in bases), candidate.run_id).spawn(3)
+    rngs = [np.random.default_rng(seed) for seed in seeds]
+    if len(bases) == 1:
+        base_values = _figures(bases[0], figures, rngs[0], resamples)
+    else:
+        base_values = _baseline_figures(bases, figures, rngs[0], resamples)
+    candidate_values = _figures(candidate, figures, rngs[1], resamples)
+    offsets = rngs[2].standard_normal(resamples)  # the candidate's run offsets, in units of τ
+    runs = (*bases, candidate)
     judged = tuple(
-        _judge_figure(spec, runs, (values[0].get(spec.figure), values[1].get(spec.figure)), reasons) for spec in specs
+        _judge_figure(spec, runs, (base_values.get(spec.figure), candidate_values.get(spec.figure)), reasons, offsets)
+        for spec in specs
     )
     return GateReport(
-        base_run=base.run_id,
+        base_run=", ".join(b.run_id for b in bases),
         candidate_run=candidate.run_id,
         figures=judged,
-        method=_method(base, candidate, resamples),
+        method=_method(bases, candidate, resamples),
         inconclusive_reasons=tuple(reasons),
     )
 
 
 def comparability(base: GateRun, candidate: GateRun, *, allow_plan_change: bool = False) -> list[str]:
     """Why the two runs cannot be compared at all; [] when they can."""
+    return comparability_runs([base], candidate, allow_plan_change=allow_plan_change)
+
+
+def comparability_runs(bases: Sequence[GateRun], candidate: GateRun, *, allow_plan_change: bool = False) -> list[str]:
+    """Why the runs cannot be compared at all, each named; [] when they can."""
     reasons = []
-    for role, run in (("base", base), ("candidate", candidate)):
+    base_role = "base" if len(bases) == 1 else "baseline"
+    for role, run in (*((base_role, b) for b in bases), ("candidate", candidate)):
         if run.state != FINISHED:
             reasons.append(f"the {role} run {run.run_id} is {run.state or 'of unknown state'}, not {FINISHED}")
         if run.intervals.n < MIN_INTERVALS:
@@ -93,7 +128,7 @@ def comparability(base: GateRun, candidate: GateRun, *, allow_plan_change: bool 
                 f"(more than {MAX_INVALID_SHARE * 100:g} %): its figures are partly its generators'"
             )
     if not allow_plan_change:
-        reasons += _plan_reasons(base, candidate)
+        reasons += [r for base in bases for r in _plan_reasons(base, candidate)]
     return reasons
 
 
@@ -106,15 +141,33 @@ def _plan_reasons(base: GateRun, candidate: GateRun) -> list[str]:
     if not keys:
         return []
     shown = ", ".join(keys[:_SHOWN_KEYS]) + (f" and {len(keys) - _SHOWN_KEYS} more" if len(keys) > _SHOWN_KEYS else "")
-    return [f"the plans differ in {shown} (--allow-plan-change accepts that)"]
+    return [
+        f"the plans differ in {shown} (runs {base.run_id} and {candidate.run_id}; --allow-plan-change accepts that)"
+    ]
 
 
-def _method(base: GateRun, candidate: GateRun, resamples: int) -> str:
-    nb, nc = base.intervals.n, candidate.intervals.n
-    return (
-        f"moving-block bootstrap over measured valid intervals (base {nb} in blocks of "
-        f"{bootstrap.block_length(nb)}, candidate {nc} in blocks of {bootstrap.block_length(nc)}), "
+RECOMMENDED_BASELINES = 3  # fewer estimate the between-run spread from 1 degree of freedom, or none
+
+
+def _method(bases: Sequence[GateRun], candidate: GateRun, resamples: int) -> str:
+    nc = candidate.intervals.n
+    tail = (
+        f"candidate {nc} in blocks of {bootstrap.block_length(nc)}), "
         f"{resamples:,} resamples, {bootstrap.CONFIDENCE * 100:g} % percentile interval"
+    )
+    if len(bases) == 1:
+        nb = bases[0].intervals.n
+        return (
+            f"1 baseline run: between-run variance not included (gate against {RECOMMENDED_BASELINES} or more "
+            f"baseline runs to include it); moving-block bootstrap over measured valid intervals (base {nb} in "
+            f"blocks of {bootstrap.block_length(nb)}, {tail}"
+        )
+    sizes = "+".join(str(b.intervals.n) for b in bases)
+    advice = f" ({RECOMMENDED_BASELINES} or more recommended)" if len(bases) < RECOMMENDED_BASELINES else ""
+    return (
+        f"{len(bases)} baseline runs{advice}: between-run variance included; two-level bootstrap (baseline "
+        f"runs drawn with replacement, then moving blocks within each) over measured valid intervals "
+        f"(baselines {sizes}; the candidate given the baselines' between-run spread, {tail}"
     )
 
 
@@ -132,6 +185,26 @@ def _figures(
     point = _weighted(intervals, np.ones((1, intervals.n)), figures)
     parts = [_weighted(intervals, w.astype(np.float64), figures) for w in bootstrap.chunks(rng, intervals.n, resamples)]
     return {f: _Values(float(point[f][0]), np.concatenate([p[f] for p in parts])) for f in figures}
+
+
+def _baseline_figures(
+    bases: Sequence[GateRun], figures: list[GatedFigure], rng: np.random.Generator, resamples: int
+) -> dict[GatedFigure, _Values]:
+    """Each figure over the baselines' usable intervals pooled and over two-level resamples of
+    them, with each run's own (for the spread between runs); none when a run has fewer than 2."""
+    if any(b.intervals.n < 2 for b in bases):
+        return {}
+    pooled = baselines.pool([b.intervals for b in bases])
+    point = _weighted(pooled, np.ones((1, pooled.n)), figures)
+    sizes = [b.intervals.n for b in bases]
+    parts = [
+        _weighted(pooled, w.astype(np.float64), figures) for w in bootstrap.two_level_chunks(rng, sizes, resamples)
+    ]
+    each = [_figures(b, figures, rng, resamples) for b in bases]
+    return {
+        f: _Values(float(point[f][0]), np.concatenate([p[f] for p in parts]), tuple(e[f] for e in each))
+        for f in figures
+    }
 
 
 def _weighted(intervals: Intervals, weights: np.ndarray, figures: list[GatedFigure]) -> dict[GatedFigure, np.ndarray]:
@@ -211,11 +284,12 @@ def _change(base: np.ndarray | float, candidate: np.ndarray | float, relative: b
 
 def _judge_figure(
     spec: GateSpec,
-    runs: tuple[GateRun, GateRun],
+    runs: tuple[GateRun, ...],
     values: tuple[_Values | None, _Values | None],
     run_reasons: list[str],
+    offsets: np.ndarray,
 ) -> GateFigure:
-    """One figure's verdict; base and candidate in that order in `runs` and `values`."""
+    """One figure's verdict; `runs` the baselines then the candidate, `values` the base's and the candidate's."""
     blank = GateFigure(
         spec.figure.value, spec.text, None, None, None, None, None, spec.relative, GateOutcome.INCONCLUSIVE
     )
@@ -226,7 +300,8 @@ def _judge_figure(
     problem = _figure_problem(spec, runs, base, candidate)
     if problem:
         return replace(shown, reason=problem)
-    low, high = bootstrap.percentile_interval(_change(base.resampled, candidate.resampled, spec.relative))
+    resampled = _with_run_spread(base, candidate, spec.relative, offsets)
+    low, high = bootstrap.percentile_interval(_change(base.resampled, resampled, spec.relative))
     change = float(_change(base.point, candidate.point, spec.relative))
     shown = replace(shown, change=_finite(change), low=_finite(low), high=_finite(high))
     outcome = outcome_of(low, high, spec.tolerance, worse_up=spec.figure.worse_up)
@@ -235,7 +310,7 @@ def _judge_figure(
     return replace(shown, outcome=outcome)
 
 
-def _figure_problem(spec: GateSpec, runs: tuple[GateRun, GateRun], base: _Values, candidate: _Values) -> str:
+def _figure_problem(spec: GateSpec, runs: tuple[GateRun, ...], base: _Values, candidate: _Values) -> str:
     """Why this figure cannot be judged though the runs can be compared; "" when it can."""
     if spec.figure.latency:
         empty = [r.run_id for r in runs if not r.intervals.ok.sum()]
@@ -243,9 +318,25 @@ def _figure_problem(spec: GateSpec, runs: tuple[GateRun, GateRun], base: _Values
             return f"run {', '.join(empty)} had no ok response: its latency is of nothing"
     if spec.relative and base.point == 0:
         return f"the base's {spec.figure.value} is 0: a change in % of it means nothing (give an absolute tolerance)"
-    if np.isnan(base.resampled).any() or np.isnan(candidate.resampled).any():
+    if any(np.isnan(v.resampled).any() for v in (base, candidate, *base.runs)):
         return "some resamples hold no response: too few responses to tell"
     return ""
+
+
+def _with_run_spread(base: _Values, candidate: _Values, relative: bool, offsets: np.ndarray) -> np.ndarray:
+    """The candidate's resamples, each moved by a run offset τ·z (z standard normal, seeded):
+    its one run shows its intervals' noise but not how far a run of the plan falls from
+    another, which the baselines show (baselines.between_run_sd). τ in shares of the
+    baselines' figure when the tolerance is relative (a run effect scales latency), else in
+    its unit. One baseline: unchanged (nothing to estimate τ from)."""
+    if not base.runs:
+        return candidate.resampled
+    scale = abs(base.point) if relative else 1.0  # relative: base.point ≠ 0 (_figure_problem)
+    points = np.array([r.point for r in base.runs]) / scale
+    tau = baselines.between_run_sd(points, [r.resampled / scale for r in base.runs])
+    if relative:
+        return candidate.resampled * (1 + tau * offsets)
+    return candidate.resampled + tau * scale * offsets
 
 
 def _finite(value: float) -> float | None:

@@ -1,5 +1,6 @@
 """`loadfleet compare`: runs side by side, as a table (or JSON) and an HTML file of their curves;
-with `--gate`, the regression gate on two runs (analysis/gate.py): a verdict per gated figure
+with `--gate`, the regression gate on a candidate run against one or more baseline runs
+(analysis/gate.py): a verdict per gated figure
 and the exit code 0 (pass or improvement), 4 (a regression) or 5 (inconclusive)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from loadfleet.controller.analysis.gate import judge
+from loadfleet.controller.analysis.gate import RECOMMENDED_BASELINES, judge_runs
 from loadfleet.controller.analysis.gaterun import read_gate_run
 from loadfleet.controller.analysis.gatespec import check_request_gates, parse_gate
 from loadfleet.controller.model.errors import EXIT_INCONCLUSIVE, EXIT_OK, UsageError
@@ -37,11 +38,13 @@ def add_parser(commands: Subcommands, name: str) -> None:
         help="compare runs side by side (table, and HTML with overlaid curves), or gate a change (--gate)",
         description="Print the runs' totals side by side (changes against the first run) and write\n"
         "an HTML file with their req/s and p99 curves overlaid, aligned at their start.\n\n"
-        "With --gate, judge whether the second run (the candidate) got worse than the first\n"
-        "(the base) beyond a tolerance, with a 95 % confidence interval: exit 0 pass or\n"
-        "improvement, 4 regression, 5 inconclusive, 2 bad input (docs/results.md, 'Gating a change').",
+        "With --gate, judge whether the last run (the candidate) got worse than the others\n"
+        "(baseline runs of the same plan) beyond a tolerance, with a 95 % confidence interval;\n"
+        f"with {RECOMMENDED_BASELINES} or more baselines the interval includes the variance between runs.\n"
+        "Exit 0 pass or improvement, 4 regression, 5 inconclusive, 2 bad input (docs/ci.md).",
         epilog="examples:\n  loadfleet compare runs/A runs/B --out before-after.html\n"
-        "  loadfleet compare runs/base runs/new --gate p99_ms:+10% --gate error_pct:+0.5 --gate ok_rps:-5%",
+        "  loadfleet compare runs/base runs/new --gate p99_ms:+10% --gate error_pct:+0.5 --gate ok_rps:-5%\n"
+        "  loadfleet compare baseline/* runs/new --gate p90_ms:+10%   (several baselines)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="two or more run directories")
@@ -56,7 +59,7 @@ def add_parser(commands: Subcommands, name: str) -> None:
 
 
 def _add_gate_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("regression gate (two runs: BASE CANDIDATE)")
+    g = p.add_argument_group("regression gate (runs: BASE... CANDIDATE, the baselines runs of one plan)")
     g.add_argument(
         "--gate",
         action="append",
@@ -105,15 +108,15 @@ def compare_runs(run_dirs: list[Path], out: Path, as_json: bool) -> int:
 
 def gate_runs(args: argparse.Namespace) -> int:
     """The gate's report printed (and written as --junit, --markdown, --out asked); its exit code."""
-    if len(args.run_dirs) != 2:
-        raise UsageError(f"--gate compares two runs, BASE and CANDIDATE; {len(args.run_dirs)} were given")
+    if len(args.run_dirs) < 2:
+        raise UsageError("--gate needs a baseline run and a candidate run (BASE... CANDIDATE); 1 was given")
     specs = [parse_gate(value) for value in args.gate]
     if args.gate_request is not None:
         check_request_gates(specs, args.gate_request)
     outputs = ci_outputs(args)  # checked writable before the runs are read
     latency = any(s.figure.latency for s in specs)
-    base, candidate = (read_gate_run(d, request=args.gate_request, latency=latency) for d in args.run_dirs)
-    gated = judge(base, candidate, specs, allow_plan_change=args.allow_plan_change)
+    *bases, candidate = (read_gate_run(d, request=args.gate_request, latency=latency) for d in args.run_dirs)
+    gated = judge_runs(bases, candidate, specs, allow_plan_change=args.allow_plan_change)
     if args.out is not None:
         report.write_compare([report.load_run(d) for d in args.run_dirs], args.out)
     if outputs.junit is not None:
@@ -121,13 +124,19 @@ def gate_runs(args: argparse.Namespace) -> int:
     if outputs.markdown is not None:
         report.write_file(outputs.markdown, gate_markdown(gated))
     if args.json:
-        print(json.dumps(gate_json(gated), indent=2))
+        print(json.dumps(gate_json(gated, [b.run_id for b in bases]), indent=2))
     else:
         print(gate_text(gated, inconclusive_ok=args.inconclusive_ok))
     code = gated.exit_code
     return EXIT_OK if code == EXIT_INCONCLUSIVE and args.inconclusive_ok else code
 
 
-def gate_json(gated: GateReport) -> dict[str, object]:
-    """The GateReport as JSON, with its exit code (before --inconclusive-ok)."""
-    return {**dataclasses.asdict(gated), "exit_code": gated.exit_code}
+def gate_json(gated: GateReport, base_runs: list[str]) -> dict[str, object]:
+    """The GateReport as JSON, with the baseline runs it used (base_run: their ids joined) and
+    its exit code (before --inconclusive-ok)."""
+    return {
+        **dataclasses.asdict(gated),
+        "baselines": len(base_runs),
+        "base_runs": base_runs,
+        "exit_code": gated.exit_code,
+    }
