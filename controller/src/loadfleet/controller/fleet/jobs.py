@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from loadfleet.controller.fleet.scheduler import EngineShare
 from loadfleet.controller.plan.model import Plan
-from loadfleet.wire.stats import StatsRow
+from loadfleet.wire.stats import TOTAL, StatsRow
 
 
 class JobState(enum.Enum):
@@ -63,11 +64,35 @@ class JobReport:
 class ReportLimits:
     """What an agent's report for a job may hold, checked before anything is decoded: rows
     only for the plan's (target, request) pairs (any names when a Gatling project names
-    its own requests) plus the agent's `*`/`*` total, and histograms of a sane size."""
+    its own requests) plus the agent's `*`/`*` total, checks only of the names the row's
+    request declares, and histograms of a sane size."""
 
     keys: frozenset[tuple[str, str]] | None
     max_rows: int
     max_histogram_bytes: int = 256 * 1024
+    # Per request name, the check and extraction names its rows may carry; under `*` those
+    # of every request (the total's). None: any names (a Gatling project's own simulation
+    # names its checks). O(requests × 32 names): the plan's, at most 16 + 16 per request.
+    check_names: Mapping[str, frozenset[str]] | None = None
+
+    @classmethod
+    def of_plan(cls, plan: Plan, *, max_unnamed_rows: int) -> ReportLimits:
+        """A job's limits from its plan: its (target, request) pairs and declared checks, or
+        any names and `max_unnamed_rows` rows when a Gatling project names its own requests."""
+        if plan.gatling and plan.gatling.project:
+            return cls(keys=None, max_rows=max_unnamed_rows)
+        names = sorted({r.name for r in plan.requests})
+        keys = frozenset((t.url, n) for t in plan.targets for n in names) | {(TOTAL, TOTAL)}
+        return cls(keys=keys, max_rows=len(keys), check_names=declared_checks(plan))
+
+
+def declared_checks(plan: Plan) -> dict[str, frozenset[str]]:
+    """Per request, the names a driver counts its checks under: each check's, and each
+    extraction's "extract <variable>" (journeys.Extract.name, as the engine and the Gatling
+    driver name it); the implicit status check has none (it is counted in check_failed).
+    Under `*`, every request's."""
+    names = {r.name: frozenset([*(c.name for c in r.checks), *(e.name for e in r.extracts)]) for r in plan.requests}
+    return {**names, TOTAL: frozenset().union(*names.values())}
 
 
 @dataclass(frozen=True)

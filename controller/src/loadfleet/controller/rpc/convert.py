@@ -259,13 +259,18 @@ def _names_problem(s: stats_pb2.IntervalStats, limits: ReportLimits) -> str | No
 def _check_names_problem(s: stats_pb2.IntervalStats, limits: ReportLimits) -> str | None:
     """Check names past their bounds, looked at before any becomes a key (wire/checks.py): a
     request's row names at most its 16 checks and 16 extractions, the `*`/`*` total those of
-    every row (the report's other rows)."""
+    every row (the report's other rows); and, for a job whose plan declares them
+    (limits.check_names), only those its request declares, as a row only of the job's keys."""
     checks = s.checks
     if not checks:
         return None
     most = MAX_CHECKS_PER_ROW * max(1, limits.max_rows - 1) if s.target == TOTAL else MAX_CHECKS_PER_ROW
     if problem := names_problem((c.name for c in checks), most):
         return f"the row ({s.target!r}, {s.request!r}) has {problem}"
+    if limits.check_names is not None:
+        declared = limits.check_names.get(s.request, frozenset())
+        if undeclared := next((c.name for c in checks if c.name not in declared), None):
+            return f"the row ({s.target!r}, {s.request!r}) names {undeclared!r}, which is no check of its request"
     return None
 
 
