@@ -307,6 +307,32 @@ def check_by_agent(title, series, run):
         assert sum(r["sum"] for r in rows_of(series)) == run.total
 
 
+def check_attempts_and_ok_by_target(title, series, run):
+    """Each target's req/s beside its ok/s: the stopped server's refused connects are attempts
+    that are not ok, the other target's ok/s stays with its req/s."""
+    check_by_target(title, series, run)
+    rates = _rates_by_tag(series, "target")
+    assert any(ok < req * 0.9 for req, ok in rates[run.targets[1]]), "the stopped server's refused connects"
+
+
+def check_attempts_and_ok_by_agent(title, series, run):
+    """Each agent's req/s beside its ok/s: the agent left running when the server stopped saw
+    its refused connects as attempts that are not ok."""
+    check_by_agent(title, series, run)
+    rates = _rates_by_tag(series, "agent")
+    assert any(ok < req * 0.9 for req, ok in rates["a1"]), "the stopped server's refused connects"
+
+
+def _rates_by_tag(series, tag):
+    """(req/s, ok/s) per bucket of each series' tag value; ok/s is never above req/s."""
+    rates = {}
+    for s in series:
+        rows = [r for r in rows_of([s]) if r["req/s"] is not None]
+        assert rows and all(r["ok/s"] <= r["req/s"] * (1 + 1e-9) for r in rows), s["tags"]
+        rates[s["tags"][tag]] = [(r["req/s"], r["ok/s"]) for r in rows]
+    return rates
+
+
 def check_controller(title, series, run):
     """The controller's samples, a second apart, during the run."""
     rows = [r for r in rows_of(series) if r["max"] is not None]
@@ -408,9 +434,9 @@ PANEL_CHECKS = {
     "Requests/s and ok/s": check_attempts_and_ok,
     "Thresholds": check_thresholds,
     "Latency percentiles (cluster, exact merge)": check_latency,
-    "Requests/s by target": check_by_target,
-    "Per-target requests/s": check_by_target,
-    "Requests/s by agent": check_by_agent,
+    "Requests/s and ok/s by target": check_attempts_and_ok_by_target,
+    "Per-target requests/s and ok/s": check_attempts_and_ok_by_target,
+    "Requests/s and ok/s by agent": check_attempts_and_ok_by_agent,
     "Agent CPU (generator health)": check_by_agent,
     "Agent CPU": check_by_agent,
     "Requests by agent": check_by_agent,
