@@ -77,6 +77,12 @@ def phase_cells(phases: PhaseFigures | None) -> list[object]:
     return [_cell(v) for v in phase_values(phases).values()]
 
 
+# A step's latency columns: empty cells, not 0 ms, when no response of the step carried a
+# latency (its figures' latency is None: the latency of nothing, as summary.json's null and
+# intervals.csv's empty cells).
+LATENCY_COLUMNS = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms")
+
+
 # Per target of the plan, these of its figures get a `<figure> <url>` column in steps.csv.
 TARGET_COLUMNS = ("rps", "mean_ms", "p99_ms", "error_pct")
 
@@ -104,6 +110,8 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
         doc["rps_per_server"] = r.rps_per_server
         # The saturated resource in words (summary.json keeps its parts); empty when none was seen.
         doc["bottleneck"] = r.bottleneck.describe() if r.bottleneck else ""
+        if r.figures().latency is None:
+            doc.update(dict.fromkeys(LATENCY_COLUMNS, ""))
         row = [_cell(doc[c]) for c in STEP_COLUMNS] + phase_cells(r.phases)
         by_url = {t.url: t for t in r.targets}
         row += [
