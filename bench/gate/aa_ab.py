@@ -1,25 +1,33 @@
-"""The regression gate's evidence: pairs of real runs on a lab, judged by `loadfleet compare --gate`.
+"""The regression gate's evidence: real runs on a lab, each candidate judged by `loadfleet compare
+--gate` against the most recent baseline runs before it, as a pipeline keeping main's last runs does.
 
-Run:  .venv/bin/python -m bench.gate.aa_ab [--pairs 20] [--duration-s 30] [--work build/gate-aa-ab]
+Run:  .venv/bin/python -m bench.gate.aa_ab [--pairs 20] [--baselines 3] [--duration-s 30]
+                                          [--work build/gate-aa-ab-baselines]
 
 A lab of one nginx behind two real HAProxies on loopback: `base` holds every request
 `--base-delay-ms` (a service of a few milliseconds, as an application's is) and `slow` holds it
 `--slowdown-ms` longer (haproxy.py `delay_ms`, a Lua sleep). The servers run on one core, each run
 (`loadfleet run --local 1`) on the other. Then:
 
-- A/A: `--pairs` pairs of runs of the same plan against `base`: the gate must pass (exit 0);
-- A/B: `--pairs` pairs, the baseline against `base`, the candidate against `slow`: the gate must
-  find the regression (exit 4).
+The runs form one sequence of A runs (against `base`) and B runs (against `slow`): first
+`--baselines` A runs, then `--pairs` A runs and `--pairs` B runs interleaved (A then B, then B
+then A, alternating, so a drift of the machine does not always favour one arm). Each run after
+the first ones is a candidate, gated against the `--baselines` most recent A runs before it
+(an A candidate then becomes a baseline of the runs after it, as a merged change does):
 
-The order of a pair alternates (the candidate first in every other pair), so a drift of the
-machine over the hour does not always favour one side. The slowdown actually added is measured
-on the lab before the runs (a sequential probe of both proxies) and kept with the results.
+- A/A: a candidate A run: the gate must pass (exit 0);
+- A/B: a candidate B run: the gate must find the regression (exit 4).
 
-The experiment takes about (2 × pairs × 2) × (duration + ~8 s): 80 runs of 30 s ≈ 50 min. Run it
-on an otherwise idle machine (no build beside it). It resumes: each finished pair is kept in
-`WORK/pairs.jsonl`; run the same command again and it goes on from the next pair. The results
-(rates, each pair's verdicts, changes and intervals, the measured slowdown, the exact command)
-go to bench/gate/results/<date>-aa-ab.json.
+With --baselines 1 it is the two-run gate of the first experiment (2026-11-28-aa-ab.json), but
+on this sequence. The slowdown actually added is measured on the lab before the runs (a
+sequential probe of both proxies) and kept with the results.
+
+The experiment takes about (baselines + 2 × pairs) × (duration + ~8 s): 43 runs of 30 s ≈ 30 min.
+Run it on an otherwise idle machine (no build beside it). It resumes: each finished run is kept
+in `WORK/runs.jsonl` and each verdict in `WORK/pairs.jsonl`; run the same command again and it
+goes on from the next run. The results (rates, each candidate's verdicts, changes, intervals and
+baselines, the measured slowdown, the exact command) go to
+bench/gate/results/<date>-aa-ab-baselines.json.
 """
 
 from __future__ import annotations
@@ -51,16 +59,29 @@ SERVER_CORE, RUN_CORE = 1, 0
 GATES = ("p90_ms:+10%", "mean_ms:+10%", "ok_rps:-10%")
 PROBE_REQUESTS = 300
 RUN_TIMEOUT_EXTRA_S = 120  # a run's start-up, warm-up and summary beyond its duration
+BASELINES = 3  # the A runs a candidate is gated against (docs/ci.md recommends 3 or more)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One run of the sequence: its place, its arm ("A" against base, "B" against slow) and, for
+    a candidate, what it tests ("A/A" or "A/B") and its index among them (-1: a first baseline)."""
+
+    place: int
+    arm: str
+    kind: str = ""
+    index: int = -1
 
 
 @dataclass(frozen=True)
 class Pair:
     kind: str  # "A/A" or "A/B"
     index: int
-    base_run: str
+    base_runs: list[str]  # the baselines, oldest first
     candidate_run: str
     exit_code: int
     figures: list[dict]  # the gate's figures as `compare --json` gives them
+    method: str = ""  # the gate's method, which says how many baselines it used
 
     @property
     def as_expected(self) -> bool:
@@ -72,31 +93,45 @@ def main() -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     plan = write_plan(work, args)
+    slots = schedule(args.pairs, args.baselines)
     if args.dry_run:
-        for kind, index, first_is_base in schedule(args.pairs):
-            print(f"{kind} pair {index}: {'base then candidate' if first_is_base else 'candidate then base'}")
+        for slot in slots:
+            against = [b.place for b in recent_a(slots, slot, args.baselines)]
+            role = f"candidate {slot.kind} {slot.index}, gated against runs {against}" if slot.kind else "baseline"
+            print(f"run {slot.place}: {slot.arm} ({role})")
         print(f"plan: {plan}\ngates: {' '.join(args.gate)}")
         return 0
-    done = read_pairs(work)
+    runs, done = read_runs(work), read_pairs(work)
     with lab(work, args.base_delay_ms, args.slowdown_ms) as (base_url, slow_url):
         slowdown = probe_slowdown(base_url, slow_url)
         print(f"slowdown measured on the lab: +{slowdown['added_median_ms']:.2f} ms (median of {PROBE_REQUESTS})")
-        for kind, index, first_is_base in schedule(args.pairs):
-            if (kind, index) in done:
-                continue
-            pair = run_pair(args, plan, work, kind, index, first_is_base, base_url, slow_url)
-            done[(kind, index)] = pair
-            with (work / "pairs.jsonl").open("a") as f:
-                f.write(json.dumps(asdict(pair)) + "\n")
-            verdict = "as expected" if pair.as_expected else "NOT as expected"
-            print(f"{kind} pair {index}: exit {pair.exit_code} ({verdict})")
+        urls = {"A": base_url, "B": slow_url}
+        for slot in slots:
+            if slot.place not in runs:
+                runs[slot.place] = run_once(plan, work, urls[slot.arm], args.duration_s)
+                with (work / "runs.jsonl").open("a") as f:
+                    f.write(json.dumps({"place": slot.place, "arm": slot.arm, "run_dir": str(runs[slot.place])}) + "\n")
+            if slot.kind and (slot.kind, slot.index) not in done:
+                bases = [runs[b.place] for b in recent_a(slots, slot, args.baselines)]
+                pair = gate_candidate(args, slot, bases, runs[slot.place])
+                done[(slot.kind, slot.index)] = pair
+                with (work / "pairs.jsonl").open("a") as f:
+                    f.write(json.dumps(asdict(pair)) + "\n")
+                verdict = "as expected" if pair.as_expected else "NOT as expected"
+                print(f"{slot.kind} {slot.index} (against {len(bases)}): exit {pair.exit_code} ({verdict})")
     write_results(args, list(done.values()), slowdown)
     return 0
 
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--pairs", type=int, default=20, help="pairs of each kind, A/A and A/B (default 20)")
+    p.add_argument("--pairs", type=int, default=20, help="candidates of each kind, A/A and A/B (default 20)")
+    p.add_argument(
+        "--baselines",
+        type=int,
+        default=BASELINES,
+        help=f"the most recent A runs each candidate is gated against (default {BASELINES})",
+    )
     p.add_argument("--duration-s", type=int, default=30, help="each run's measured seconds (default 30)")
     p.add_argument("--clients", type=int, default=8, help="closed-model clients of each run (default 8)")
     p.add_argument("--base-delay-ms", type=int, default=3, help="the base proxy's hold per request (default 3)")
@@ -106,18 +141,30 @@ def parse_args() -> argparse.Namespace:
         action="append",
         help=f"a --gate of compare (repeatable; default {' '.join(GATES)})".replace("%", "%%"),
     )
-    p.add_argument("--work", type=Path, default=REPO / "build" / "gate-aa-ab", help="runs and the resume file")
+    p.add_argument(
+        "--work", type=Path, default=REPO / "build" / "gate-aa-ab-baselines", help="runs and the resume files"
+    )
     p.add_argument("--dry-run", action="store_true", help="print the schedule and the plan; run nothing")
     args = p.parse_args()
     args.gate = args.gate or list(GATES)
+    if args.pairs < 1 or args.baselines < 1:
+        p.error("--pairs and --baselines must be at least 1")
     return args
 
 
-def schedule(pairs: int) -> Iterator[tuple[str, int, bool]]:
-    """(kind, index, whether the baseline runs first): A/A and A/B interleaved, order alternating."""
+def schedule(pairs: int, baselines: int) -> list[Slot]:
+    """`baselines` A runs, then the candidates: A/A and A/B interleaved, their order alternating."""
+    slots = [Slot(place, "A") for place in range(baselines)]
     for index in range(pairs):
-        for kind in ("A/A", "A/B"):
-            yield kind, index, index % 2 == 0
+        kinds = ("A/A", "A/B") if index % 2 == 0 else ("A/B", "A/A")
+        for kind in kinds:
+            slots.append(Slot(len(slots), "A" if kind == "A/A" else "B", kind, index))
+    return slots
+
+
+def recent_a(slots: list[Slot], slot: Slot, baselines: int) -> list[Slot]:
+    """The `baselines` most recent A runs before `slot`, oldest first."""
+    return [s for s in slots[: slot.place] if s.arm == "A"][-baselines:]
 
 
 def write_plan(work: Path, args: argparse.Namespace) -> Path:
@@ -204,22 +251,11 @@ def latencies_ms(url: str) -> list[float]:
     return out
 
 
-def run_pair(
-    args: argparse.Namespace,
-    plan: Path,
-    work: Path,
-    kind: str,
-    index: int,
-    first_is_base: bool,
-    base_url: str,
-    slow_url: str,
-) -> Pair:
-    roles = {"base": base_url, "candidate": base_url if kind == "A/A" else slow_url}
-    order = ["base", "candidate"] if first_is_base else ["candidate", "base"]
-    runs = {role: run_once(plan, work, roles[role], args.duration_s) for role in order}
+def gate_candidate(args: argparse.Namespace, slot: Slot, bases: list[Path], candidate: Path) -> Pair:
+    """`loadfleet compare BASE... CANDIDATE --gate ... --json` on the runs, as a pipeline calls it."""
     gates = [a for g in args.gate for a in ("--gate", g)]
     done = subprocess.run(
-        [*loadfleet(), "compare", str(runs["base"]), str(runs["candidate"]), *gates, "--json"],
+        [*loadfleet(), "compare", *map(str, bases), str(candidate), *gates, "--json"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -227,7 +263,15 @@ def run_pair(
     if done.returncode not in (0, 4, 5):
         raise SystemExit(f"compare failed (exit {done.returncode}): {done.stderr.strip()}")
     report = json.loads(done.stdout)
-    return Pair(kind, index, runs["base"].name, runs["candidate"].name, done.returncode, report.get("figures", []))
+    return Pair(
+        slot.kind,
+        slot.index,
+        [b.name for b in bases],
+        candidate.name,
+        done.returncode,
+        report.get("figures", []),
+        report.get("method", ""),
+    )
 
 
 def run_once(plan: Path, work: Path, url: str, duration_s: int) -> Path:
@@ -243,6 +287,15 @@ def run_once(plan: Path, work: Path, url: str, duration_s: int) -> Path:
 def loadfleet() -> list[str]:
     """The CLI of this checkout's virtualenv (the one running this bench)."""
     return [str(Path(sys.executable).with_name("loadfleet"))]
+
+
+def read_runs(work: Path) -> dict[int, Path]:
+    """The runs done so far, by their place in the sequence."""
+    path = work / "runs.jsonl"
+    if not path.exists():
+        return {}
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {int(line["place"]): Path(line["run_dir"]) for line in lines}
 
 
 def read_pairs(work: Path) -> dict[tuple[str, int], Pair]:
@@ -261,15 +314,16 @@ def write_results(args: argparse.Namespace, pairs: list[Pair], slowdown: dict) -
     }
     for kind, rate in rates.items():
         goal = "pass (exit 0)" if kind == "A/A" else "caught (exit 4)"
-        print(f"{kind}: {rate['as_expected']} of {rate['pairs']} pairs {goal}")
+        print(f"{kind}: {rate['as_expected']} of {rate['pairs']} candidates {goal}")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC)
-    path = RESULTS_DIR / f"{stamp:%Y-%m-%d}-aa-ab.json"
+    path = RESULTS_DIR / f"{stamp:%Y-%m-%d}-aa-ab-baselines.json"
     fields = {
         "date": stamp.isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.gate.aa_ab", *sys.argv[1:]]),
         "machine": {"nproc": os.cpu_count(), "kernel": os.uname().release},
         "gates": args.gate,
+        "baselines": args.baselines,
         "duration_s": args.duration_s,
         "clients": args.clients,
         "base_delay_ms": args.base_delay_ms,

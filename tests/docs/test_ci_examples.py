@@ -12,8 +12,8 @@ system gives, said where they happen:
 - the setup lines (`apt-get`, `make setup`) do not run: they install packages and build for
   minutes; the checkout's `.venv` stands in for what `make setup` builds;
 - `uses:` steps (checkout, cache, reporters) are the CI system's own and do not run; the
-  baseline the cache would restore is this run's own directory (an A/A of one run), copied in
-  just before the gate;
+  baselines the cache would restore are 3 copies of this run's own directory (an A/A of one run
+  against 3 baselines, so the several-baseline gate runs), copied in just before the gate;
 - conditions on the branch (`github.ref`, `CI_COMMIT_BRANCH`) read as a pipeline on main;
 - `$GITHUB_PATH` and `$GITHUB_STEP_SUMMARY` are files here, read as the runner reads them.
 """
@@ -40,7 +40,7 @@ _YAML = re.compile(r"^```yaml[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL
 _VENV_BIN = Path(sys.executable).parent
 
 # A step's bound: the lab starts in seconds, the run is 30 s on 2 local agents (plus their
-# start and the summary), the gate reads two run directories.
+# start and the summary), the gate reads four run directories.
 STEP_TIMEOUT_S = 120
 
 # Lines that do not run here, by how they begin: why.
@@ -100,7 +100,8 @@ def test_the_doc_has_a_github_workflow_and_a_gitlab_job_with_the_run_and_the_gat
         assert "loadfleet-lab up" in text and "loadfleet-lab down" in text
         assert f"loadfleet run {PLAN_PATH} --local 2" in _logical(text)
         assert re.search(r"loadfleet run .*--threshold .*--junit \S+ --markdown \S+", _logical(text))
-        assert re.search(r"loadfleet compare baseline runs/\*/ --gate \S+ --gate \S+", _logical(text))
+        assert re.search(r"loadfleet compare baselines/\*/ runs/\*/ --gate \S+ --gate \S+", _logical(text))
+        assert "head -n -3" in text  # main keeps its last 3 runs as the baselines
         assert any(s.always and "loadfleet-lab down" in s.script for s in steps)  # the lab stops on failure
 
 
@@ -125,10 +126,17 @@ def runnable(script: str) -> tuple[str, list[str]]:
             lines.append(line)
     gate = next((i for i, line in enumerate(lines) if line.strip().startswith("loadfleet compare")), None)
     if gate is not None:
-        # before the job's own `if [ -d baseline ]`, which must find what the cache would restore
-        guard = next((i for i in range(gate, -1, -1) if lines[i].strip().startswith("if [ -d baseline ]")), gate)
-        lines.insert(guard, "[ -d baseline ] || cp -r runs/*/ baseline  # the CI cache's stand-in")
+        # before the job's own `if [ -d baselines ]`, which must find what the cache would restore
+        guard = next((i for i in range(gate, -1, -1) if lines[i].strip().startswith("if [ -d baselines ]")), gate)
+        lines.insert(guard, BASELINES_STAND_IN)
     return "\n".join(lines) + "\n", left_out
+
+
+# The CI cache's stand-in: main's last 3 runs, here 3 copies of this one (named to sort first).
+BASELINES_STAND_IN = (
+    "[ -d baselines ] || { mkdir baselines && for i in 1 2 3; do cp -r runs/*/ baselines/0-main-$i; done; }"
+    "  # the CI cache's stand-in"
+)
 
 
 def _help(*command: str) -> str:
@@ -242,7 +250,9 @@ def test_the_ci_example_runs_as_written(system, tmp_path):
     assert summary.startswith("✅"), summary
     assert len([p for p in (cwd / "runs").iterdir() if p.is_dir()]) == 1
     xmlschema.XMLSchema(SCHEMA).validate(cwd / "gate.xml")
-    assert (cwd / "gate.md").read_text(encoding="utf-8").startswith("✅")  # an A/A of one run passes
+    gate_md = (cwd / "gate.md").read_text(encoding="utf-8")
+    assert gate_md.startswith("✅") and "3 baseline runs" in gate_md  # an A/A of one run passes
+    assert len(list((cwd / "baselines").iterdir())) == 3  # the run kept, the oldest copy dropped
     if system == "github":
         assert Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8").startswith(summary)
 
@@ -254,9 +264,8 @@ def test_the_ci_example_runs_as_written(system, tmp_path):
         ("make setup", ": setup left out\n", ["make setup"]),
         ("loadfleet run p.yaml \\\n  --junit r.xml", "loadfleet run p.yaml --junit r.xml\n", []),
         (
-            "loadfleet compare baseline runs/*/ --gate p99_ms:+10%",
-            "[ -d baseline ] || cp -r runs/*/ baseline  # the CI cache's stand-in\n"
-            "loadfleet compare baseline runs/*/ --gate p99_ms:+10%\n",
+            "loadfleet compare baselines/*/ runs/*/ --gate p99_ms:+10%",
+            f"{BASELINES_STAND_IN}\nloadfleet compare baselines/*/ runs/*/ --gate p99_ms:+10%\n",
             [],
         ),
     ],
