@@ -44,7 +44,6 @@ from loadfleet.controller.run.pipeline import RunPipeline
 from loadfleet.controller.run.records import JobEnded, KneeRecorded, ShareLost, StepHalted, StepStarted
 from loadfleet.controller.stream.contract import AGENT_DETAIL_MAX_ROWS, StepWindow
 from loadfleet.controller.stream.window import ClosedInterval, IntervalWindow, Outcome
-from loadfleet.wire.stats import TOTAL
 
 log = logging.getLogger(__name__)
 
@@ -132,11 +131,7 @@ class StepRunner:
 
     @cached_property  # the plan does not change: computed once, not at every report
     def _limits(self) -> ReportLimits:
-        names = sorted({r.name for r in self._plan.requests})
-        if self._plan.gatling and self._plan.gatling.project:  # the simulation names its requests
-            return ReportLimits(keys=None, max_rows=MAX_UNNAMED_ROWS)
-        keys = frozenset((t.url, n) for t in self._plan.targets for n in names) | {(TOTAL, TOTAL)}
-        return ReportLimits(keys=keys, max_rows=len(keys))
+        return ReportLimits.of_plan(self._plan, max_unnamed_rows=MAX_UNNAMED_ROWS)
 
     # ---- a step's life -----------------------------------------------------------
 
