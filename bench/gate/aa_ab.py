@@ -25,9 +25,11 @@ sequential probe of both proxies) and kept with the results.
 The experiment takes about (baselines + 2 × pairs) × (duration + ~8 s): 43 runs of 30 s ≈ 30 min.
 Run it on an otherwise idle machine (no build beside it). It resumes: each finished run is kept
 in `WORK/runs.jsonl` and each verdict in `WORK/pairs.jsonl`; run the same command again and it
-goes on from the next run. The results (rates, each candidate's verdicts, changes, intervals and
-baselines, the measured slowdown, the exact command) go to
-bench/gate/results/<date>-aa-ab-baselines.json.
+goes on from the next run. The results (rates, each candidate's verdicts, changes, intervals
+and baselines, the measured slowdown, the exact command) go to
+bench/gate/results/<date>-aa-ab-baselines.json; a smoke's (a few short runs, e.g. `--pairs 1
+--duration-s 22 --work /tmp/gate-smoke --results /tmp/gate-smoke`) go elsewhere, out of the
+evidence.
 """
 
 from __future__ import annotations
@@ -143,6 +145,9 @@ def parse_args() -> argparse.Namespace:
     )
     p.add_argument(
         "--work", type=Path, default=REPO / "build" / "gate-aa-ab-baselines", help="runs and the resume files"
+    )
+    p.add_argument(
+        "--results", type=Path, default=RESULTS_DIR, help="where the results file goes (a smoke's: elsewhere)"
     )
     p.add_argument("--dry-run", action="store_true", help="print the schedule and the plan; run nothing")
     args = p.parse_args()
@@ -315,9 +320,9 @@ def write_results(args: argparse.Namespace, pairs: list[Pair], slowdown: dict) -
     for kind, rate in rates.items():
         goal = "pass (exit 0)" if kind == "A/A" else "caught (exit 4)"
         print(f"{kind}: {rate['as_expected']} of {rate['pairs']} candidates {goal}")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    args.results.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC)
-    path = RESULTS_DIR / f"{stamp:%Y-%m-%d}-aa-ab-baselines.json"
+    path = args.results.resolve() / f"{stamp:%Y-%m-%d}-aa-ab-baselines.json"
     fields = {
         "date": stamp.isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.gate.aa_ab", *sys.argv[1:]]),
@@ -333,7 +338,7 @@ def write_results(args: argparse.Namespace, pairs: list[Pair], slowdown: dict) -
         "pairs": [asdict(p) for p in sorted(pairs, key=lambda p: (p.kind, p.index))],
     }
     path.write_text(json.dumps(fields, indent=1) + "\n")
-    print(f"results: {path.relative_to(REPO)}")
+    print(f"results: {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
     return path
 
 
