@@ -114,7 +114,7 @@ class StepMeter:
             else 0.0
         )
         f = figures_of(total, seconds)
-        lat = f.latency or Latency()  # no response: the step's latency figures stay 0
+        lat = f.latency or Latency()  # no response: 0 placeholders, latency_measured False
         per_target = merge_rows(rows, request=TOTAL)
         return StepResult(
             name=spec.name,
@@ -145,6 +145,7 @@ class StepMeter:
             per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
             targets=tuple(target_figures(row, seconds) for _, row in sorted(per_target.items())) if seconds else (),
             phases=f.phases,
+            latency_measured=f.latency is not None,
         )
 
 
@@ -162,6 +163,7 @@ def target_figures(row: StatsRow, seconds: float) -> TargetFigures:
         p50_ms=lat.p50_ms,
         p99_ms=lat.p99_ms,
         error_pct=f.error_pct,
+        latency_measured=f.latency is not None,
     )
 
 

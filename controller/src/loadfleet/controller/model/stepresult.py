@@ -34,6 +34,9 @@ class TargetFigures:
     p50_ms: float
     p99_ms: float
     error_pct: float
+    # False when no response to it carried a latency (figures.latency_of None): its latency
+    # fields are then 0 only as placeholders (the latency of nothing: an empty cell, null).
+    latency_measured: bool = True
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class StepResult:
     # Where the measured responses' time went (figures.PhaseFigures); None when the driver
     # measured no phase (Gatling).
     phases: PhaseFigures | None = None
+    # False when no response of the step carried a latency (figures.latency_of None): its
+    # latency fields are then 0 only as placeholders, and figures() says None.
+    latency_measured: bool = True
 
     @property
     def rps_per_server(self) -> float:
@@ -135,6 +141,8 @@ class StepResult:
                 p50_ms=self.p50_ms,
                 p90_ms=self.p90_ms,
                 p99_ms=self.p99_ms,
-            ),
+            )
+            if self.latency_measured
+            else None,
             phases=self.phases,
         )

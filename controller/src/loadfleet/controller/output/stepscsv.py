@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from loadfleet.controller.model.csvcells import safe_row
 from loadfleet.controller.model.figures import WAITING_PERCENTILES, PhaseFigures
-from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.controller.model.stepresult import StepResult, TargetFigures
 from loadfleet.wire.phases import PHASE_NAMES
 
 STEP_COLUMNS = (
@@ -114,11 +114,7 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
             doc.update(dict.fromkeys(LATENCY_COLUMNS, ""))
         row = [_cell(doc[c]) for c in STEP_COLUMNS] + phase_cells(r.phases)
         by_url = {t.url: t for t in r.targets}
-        row += [
-            _cell(getattr(by_url[u], "achieved_rps" if c == "rps" else c)) if u in by_url else ""
-            for u in target_urls
-            for c in TARGET_COLUMNS
-        ]
+        row += [_target_cell(by_url[u], c) if u in by_url else "" for u in target_urls for c in TARGET_COLUMNS]
         loads = {h.host: h for h in r.hosts}
         row += [
             _cell(getattr(loads[host], field)) if host in loads else ""
@@ -127,6 +123,13 @@ def steps_csv(results: list[StepResult], target_urls: list[str]) -> str:
         ]
         writer.writerow(safe_row(row))
     return out.getvalue()
+
+
+def _target_cell(t: TargetFigures, column: str) -> object:
+    """A target's figure in a step; its latency of nothing an empty cell (LATENCY_COLUMNS)."""
+    if column in LATENCY_COLUMNS and not t.latency_measured:
+        return ""
+    return _cell(getattr(t, "achieved_rps" if column == "rps" else column))
 
 
 def _cell(v: object) -> object:

@@ -290,10 +290,12 @@ def step_target_points(
                 ("achieved_rps", t.achieved_rps),
                 ("ok_rps", t.ok_rps),
                 ("requests", t.requests),
-                ("mean_ms", t.mean_ms),
-                ("stddev_ms", t.stddev_ms),
-                ("p50_ms", t.p50_ms),
-                ("p99_ms", t.p99_ms),
+                # The latency of nothing (no response carried one) is no field, not 0.
+                *(
+                    (("mean_ms", t.mean_ms), ("stddev_ms", t.stddev_ms), ("p50_ms", t.p50_ms), ("p99_ms", t.p99_ms))
+                    if t.latency_measured
+                    else ()
+                ),
                 ("error_pct", t.error_pct),
             ),
             time_ms=start_ms,
