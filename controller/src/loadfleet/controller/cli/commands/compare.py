@@ -40,7 +40,8 @@ def add_parser(commands: Subcommands, name: str) -> None:
         "an HTML file with their req/s and p99 curves overlaid, aligned at their start.\n\n"
         "With --gate, judge whether the last run (the candidate) got worse than the others\n"
         "(baseline runs of the same plan) beyond a tolerance, with a 95 % confidence interval;\n"
-        f"with {RECOMMENDED_BASELINES} or more baselines the interval includes the variance between runs.\n"
+        f"with 2 or more baselines ({RECOMMENDED_BASELINES} or more recommended) the interval includes\n"
+        "the variance between runs.\n"
         "Exit 0 pass or improvement, 4 regression, 5 inconclusive, 2 bad input (docs/ci.md).",
         epilog="examples:\n  loadfleet compare runs/A runs/B --out before-after.html\n"
         "  loadfleet compare runs/base runs/new --gate p99_ms:+10% --gate error_pct:+0.5 --gate ok_rps:-5%\n"
