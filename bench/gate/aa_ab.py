@@ -58,7 +58,13 @@ SERVER_CORE, RUN_CORE = 1, 0
 # Chosen before the experiment's runs: p90 and not p99, because a 30 s run's slowest percent is a
 # few hundred responses whose p99 moves by ±15-50 % between resamples of the same run (docs/ci.md);
 # a smoke pair on a busy machine gave p99 CIs 40 points wide. A p99 gate is the longer run's.
-GATES = ("p90_ms:+10%", "mean_ms:+10%", "ok_rps:-10%")
+# p90 within +15 %, not +10 % as in the first experiment (2026-11-28-aa-ab.json), chosen from that
+# experiment before this one's runs: its A/A p90 changes spread with a standard deviation of 4.2 %,
+# so one run strays by σ ≈ 3 %, and an honest interval against 3 baselines is ±1.96·σ·√(4/3) ≈ ±7 %:
+# 19 of 20 unchanged runs pass only a tolerance above 3.6·σ·√(4/3) ≈ 12.5 % (docs/ci.md "Several
+# baseline runs"). Mean and ok/s strayed by σ ≈ 2 % (8.4 % needed): +10 % stays. The slowdown
+# (≈ +50 % on p90) is far beyond either.
+GATES = ("p90_ms:+15%", "mean_ms:+10%", "ok_rps:-10%")
 PROBE_REQUESTS = 300
 RUN_TIMEOUT_EXTRA_S = 120  # a run's start-up, warm-up and summary beyond its duration
 BASELINES = 3  # the A runs a candidate is gated against (docs/ci.md recommends 3 or more)
