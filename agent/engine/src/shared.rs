@@ -68,8 +68,20 @@ impl Shared {
         }
     }
 
+    /// A user found no row of a unique feed left: with `stop_user` it ends, counted as stopped
+    /// under `slot`; with `stop_run` the engine's load ends (`take_ticket`), not counted.
+    pub fn out_of_rows(&self, slot: usize) {
+        let halted = self.job.journeys.as_ref().and_then(|j| j.feed.as_ref()).is_some_and(|f| f.halted());
+        if !halted {
+            self.stats.borrow_mut().user_stopped(slot);
+        }
+    }
+
     /// Permission to start one more request: false once the budget is spent.
     pub fn take_ticket(&self) -> bool {
+        if self.job.journeys.as_ref().and_then(|j| j.feed.as_ref()).is_some_and(|f| f.halted()) {
+            return false; // a unique feed ran out of rows and the plan stops the run
+        }
         let started = self.started.get();
         let budget = self.max_requests.get();
         if budget > 0 && started >= budget {
