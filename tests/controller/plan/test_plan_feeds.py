@@ -102,7 +102,9 @@ def test_a_file_over_the_bound_or_not_regular_is_refused(tmp_path):
     path = plan_file(tmp_path, "x")
     (tmp_path / "accounts.csv").unlink()
     os.mkfifo(tmp_path / "accounts.csv")  # a FIFO would block a reader forever
-    assert problems(path) == [f"workload.feed.file: {tmp_path / 'accounts.csv'}: a FIFO (named pipe), not a regular file"]
+    assert problems(path) == [
+        f"workload.feed.file: {tmp_path / 'accounts.csv'}: a FIFO (named pipe), not a regular file"
+    ]
     (tmp_path / "accounts.csv").unlink()
     assert "No such file" in problems(path)[0]
 

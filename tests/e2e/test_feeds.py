@@ -1,0 +1,120 @@
+"""Test data end to end (docs/plans.md, "Test data"): a `unique` CSV of accounts used by 2 local
+agents against the lab's PHP login app (journeyapp.py) on MariaDB. Each arriving user takes the
+next row of its engine's slice, logs in as that account and adds one cart row; once the rows are
+taken the later arrivals stop. The database then holds exactly one cart row per account, and
+the run directory's ledger.csv says every row was used, by which agent, adding up to the file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loadfleet.targets.journeylab import JourneyLab, parse_journey_spec
+from support.procs import program
+
+pytestmark = pytest.mark.e2e
+
+ACCOUNTS = 30  # rows of the CSV: user0..user29 of the app's 100 accounts
+RATE = 20  # arriving users a second across the fleet: 60 arrivals for 30 rows
+DURATION_S = 3
+
+
+@pytest.fixture
+def lab(tmp_path):
+    spec = {
+        "workload": {"kind": "single"},
+        "servers": [
+            {"name": "db", "kind": "mariadb", "items": 1, "categories": 1, "listen": "127.0.0.76:0"},
+            {"name": "app", "kind": "journey", "database": "db", "workers": 2, "users": 100, "listen": "127.0.0.77:0"},
+        ],
+    }
+    with JourneyLab(parse_journey_spec(spec), tmp_path / "lab") as running:
+        yield running
+
+
+def feed_plan(tmp_path: Path) -> Path:
+    rows = [["user", "password"], *([f"user{n}", f"pw{n}"] for n in range(ACCOUNTS))]
+    with (tmp_path / "accounts.csv").open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    plan = {
+        "name": "feed-login",
+        "duration_s": DURATION_S,
+        "targets": [{"name": "app", "url": "http://127.0.0.1:1"}],
+        "workload": {
+            "feed": {"name": "accounts", "file": "accounts.csv", "mode": "unique", "on_exhausted": "stop_user"},
+            "requests": [
+                {
+                    "name": "login-page",
+                    "path": "/login.php",
+                    "weight": 0,
+                    "extract": [{"var": "csrf", "form_field": "csrf", "on_missing": "stop"}],
+                },
+                {
+                    "name": "login",
+                    "method": "POST",
+                    "path": "/login.php",
+                    "weight": 0,
+                    "headers": {"Content-Type": "application/x-www-form-urlencoded"},
+                    "body": "user=${accounts.user:url}&password=${accounts.password:url}&csrf=${csrf:url}",
+                    "check": [{"name": "logged in", "status": [302], "on_fail": "stop"}],
+                },
+                {
+                    "name": "add-to-cart",
+                    "method": "POST",
+                    "path": "/cart.php",
+                    "headers": {"Content-Type": "application/x-www-form-urlencoded"},
+                    "body": "item=1",
+                    "check": [{"name": "cart row added", "status": [200]}],
+                },
+            ],
+            "session": {
+                "once": [{"request": "login-page"}, {"request": "login"}],
+                "steps": [{"request": "add-to-cart"}],
+                "repeat": 1,
+            },
+        },
+        "load": {"model": "open", "rate": RATE},
+    }
+    path = tmp_path / "feed.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    return path
+
+
+def test_each_row_of_a_unique_csv_is_used_once_across_two_agents_and_the_ledger_says_so(lab, tmp_path):
+    runs = tmp_path / "runs"
+    command = [program("loadfleet"), "run", str(feed_plan(tmp_path)), "--local", "2"]
+    result = subprocess.run(
+        [*command, "--target", f"app={lab.app.url}", "--runs-dir", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=DURATION_S + 80,
+    )
+    [run_dir] = [p.parent for p in runs.glob("*/summary.json")]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # The server's side: one login and one cart row per account of the file, none twice.
+    assert lab.app.cart_rows() == {f"user{n}": 1 for n in range(ACCOUNTS)}
+    with (run_dir / "ledger.csv").open() as f:
+        ledger = list(csv.DictReader(f))
+    assert [int(r["row"]) for r in ledger] == list(range(1, ACCOUNTS + 1))  # adds up to the file
+    assert {r["state"] for r in ledger} == {"used"}
+    agents = [r["agent"] for r in ledger]
+    assert len(set(agents)) == 2, agents  # both agents held rows: each its contiguous slice
+    assert agents == sorted(agents, key=agents.index)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    [login] = [e for e in summary["requests"] if e["name"] == "login"]
+    logged_in = login["checks"]["logged in"]
+    assert (logged_in["passed"], logged_in["failed"]) == (ACCOUNTS, 0)
+    # The arrivals after the last row ended at once (on_exhausted: stop_user), sending nothing.
+    assert logged(lab, "POST /login.php", 302) == ACCOUNTS
+    assert logged(lab, "GET /login.php", 200) == ACCOUNTS
+
+
+def logged(lab, request: str, status: int) -> int:
+    """Requests nginx logged as `request` ("POST /cart.php") answered with `status`."""
+    needle = f'"{request} HTTP/1.1" {status} '
+    return sum(needle in line for line in lab.app.access_log.read_text().splitlines())
