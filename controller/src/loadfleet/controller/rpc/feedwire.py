@@ -17,6 +17,12 @@ _ON_EXHAUSTED = {
 }
 
 
+def add_feed(spec: job_pb2.JobSpec, feed: Feed | None, rows: tuple[int, int]) -> None:
+    """Gives `spec` the plan's feed, if it has one (an agent's slice `rows` of a unique one)."""
+    if feed is not None:
+        spec.feed.CopyFrom(feed_to_proto(feed, rows))
+
+
 def feed_to_proto(feed: Feed, rows: tuple[int, int]) -> job_pb2.FeedSpec:
     """The feed an agent gets: a unique feed's slice `rows` of the file, or every row."""
     start, end = rows if feed.mode is FeedMode.UNIQUE else (0, len(feed.rows))
