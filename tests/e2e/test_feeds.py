@@ -112,6 +112,8 @@ def test_each_row_of_a_unique_csv_is_used_once_across_two_agents_and_the_ledger_
     assert len(set(agents)) == 2, agents  # both agents held rows: each its contiguous slice
     assert agents == sorted(agents, key=agents.index)
     summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["feed_rows"] == {"used": ACCOUNTS, "in_flight_at_loss": 0, "unused": 0}
+    assert f"feed rows: {ACCOUNTS} used, 0 in flight at loss, 0 unused of {ACCOUNTS} (ledger.csv)" in result.stdout
     [login] = [e for e in summary["requests"] if e["name"] == "login"]
     logged_in = login["checks"]["logged in"]
     assert (logged_in["passed"], logged_in["failed"]) == (ACCOUNTS, 0)
@@ -152,6 +154,8 @@ def test_a_killed_agents_rows_are_in_flight_and_the_database_agrees_with_the_led
     in_flight = {row for row, r in ledger.items() if r["state"] == "in_flight_at_loss"}
     assert in_flight and all(ledger[row]["agent"] == "a4" for row in in_flight)
     assert by_state["used"] and by_state["unused"]
+    counts = {"used": len(by_state["used"]), "in_flight_at_loss": len(in_flight), "unused": len(by_state["unused"])}
+    assert summary["feed_rows"] == counts and sum(counts.values()) == 100
     for row in by_state["unused"]:
         assert f"user{row}" not in carts, row  # the ledger says nobody took it: the database agrees
     for name in carts:
