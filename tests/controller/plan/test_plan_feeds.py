@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from loadfleet.controller.model.credentials import REDACTED
 from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.plan.feeds import MAX_FEED_BYTES, MAX_FEED_ROWS, Feed, FeedMode, OnExhausted
 from loadfleet.controller.plan.parse import load_plan, parse_plan
+from loadfleet.controller.plan.redact import redact_plan_yaml
 
 PLAN = """
 name: feed
@@ -145,3 +147,12 @@ def test_where_rows_cannot_be_taken_the_plan_is_refused(tmp_path, change, path, 
     plan.write_text(text)
     found = problems(plan)
     assert any(p.startswith(f"{path}:") and words in p for p in found), found
+
+
+def test_the_run_directorys_plan_keeps_no_credential_column_and_reads_back(tmp_path):
+    plan = load_plan(plan_file(tmp_path, "user,password\nuser0,pw0\nuser1,pw1\n"))
+    stored = redact_plan_yaml(plan.to_yaml())
+    assert "pw0" not in stored and "user1" in stored
+    assert parse_plan(stored).feed.rows == (("user0", REDACTED), ("user1", REDACTED))
+    free = load_plan(plan_file(tmp_path, "user,item\nuser0,7\n", body="user=${accounts.user}&item=${accounts.item}"))
+    assert redact_plan_yaml(free.to_yaml()) == free.to_yaml()  # no credential column: as it was
