@@ -41,7 +41,13 @@ def lab(tmp_path):
 
 
 def feed_plan(
-    tmp_path: Path, *, accounts: int = ACCOUNTS, rate: int = RATE, duration_s: int = DURATION_S, url: str = ""
+    tmp_path: Path,
+    *,
+    accounts: int = ACCOUNTS,
+    rate: int = RATE,
+    duration_s: int = DURATION_S,
+    url: str = "",
+    on_exhausted: str = "stop_user",
 ) -> Path:
     rows = [["user", "password"], *([f"user{n}", f"pw{n}"] for n in range(accounts))]
     with (tmp_path / "accounts.csv").open("w", newline="") as f:
@@ -51,7 +57,7 @@ def feed_plan(
         "duration_s": duration_s,
         "targets": [{"name": "app", "url": url or "http://127.0.0.1:1"}],  # --target gives the lab's
         "workload": {
-            "feed": {"name": "accounts", "file": "accounts.csv", "mode": "unique", "on_exhausted": "stop_user"},
+            "feed": {"name": "accounts", "file": "accounts.csv", "mode": "unique", "on_exhausted": on_exhausted},
             "requests": [
                 {
                     "name": "login-page",
@@ -91,14 +97,19 @@ def feed_plan(
     return path
 
 
-def test_each_row_of_a_unique_csv_is_used_once_across_two_agents_and_the_ledger_says_so(lab, tmp_path):
+@pytest.mark.parametrize("on_exhausted", ["stop_user", "stop_run"])
+def test_each_row_of_a_unique_csv_is_used_once_across_two_agents_and_the_ledger_says_so(lab, tmp_path, on_exhausted):
+    """stop_user: later arrivals end at once; stop_run: each engine ends its load when its rows
+    are taken, so a run planned for 8 s ends after its 30 rows (1.5 s of arrivals)."""
     runs = tmp_path / "runs"
-    command = [program("loadfleet"), "run", str(feed_plan(tmp_path)), "--local", "2"]
+    duration_s = DURATION_S if on_exhausted == "stop_user" else 8
+    plan = feed_plan(tmp_path, on_exhausted=on_exhausted, duration_s=duration_s)
+    command = [program("loadfleet"), "run", str(plan), "--local", "2"]
     result = subprocess.run(
         [*command, "--target", f"app={lab.app.url}", "--runs-dir", str(runs)],
         capture_output=True,
         text=True,
-        timeout=DURATION_S + 80,
+        timeout=duration_s + 80,
     )
     [run_dir] = [p.parent for p in runs.glob("*/summary.json")]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -113,6 +124,11 @@ def test_each_row_of_a_unique_csv_is_used_once_across_two_agents_and_the_ledger_
     assert agents == sorted(agents, key=agents.index)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["feed_rows"] == {"used": ACCOUNTS, "in_flight_at_loss": 0, "unused": 0}
+    stopped = summary["total"]["figures"]["users_stopped"]
+    if on_exhausted == "stop_user":
+        assert stopped > 0  # the arrivals after the last row, each ended at once
+    else:
+        assert stopped == 0 and summary["duration_s"] <= duration_s / 2, summary["duration_s"]  # ended early
     assert f"feed rows: {ACCOUNTS} used, 0 in flight at loss, 0 unused of {ACCOUNTS} (ledger.csv)" in result.stdout
     [login] = [e for e in summary["requests"] if e["name"] == "login"]
     logged_in = login["checks"]["logged in"]

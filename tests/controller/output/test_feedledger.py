@@ -6,7 +6,9 @@ import io
 
 import pytest
 
-from loadfleet.controller.output.feedledger import FeedLedger, RowState
+from loadfleet.controller.output.diskwriter import DiskWriter
+from loadfleet.controller.output.feedledger import LEDGER_FILE, FeedLedger, LedgerOutput, RowState
+from loadfleet.controller.output.rundisk import DiskTrouble
 from loadfleet.controller.stream.contract import AgentRows, FinalInterval, StepWindow
 from loadfleet.wire.feedranges import count_rows, join_ranges, split_rows
 from loadfleet.wire.stats import StatsRow
@@ -70,3 +72,15 @@ def test_merged_rows_join_their_engines_ranges_and_survive_the_wire():
     row.add(StatsRow("t", "r", feed_taken=[(3, 5)]))
     assert row.feed_taken == [(0, 5), (10, 12)]
     assert StatsRow.from_proto(row.to_proto()).feed_taken == [(0, 5), (10, 12)]
+
+
+def test_a_ledger_without_slices_is_not_written(tmp_path):
+    """After a takeover the step's slices are unknown: no ledger.csv rather than a wrong one."""
+    ledger = FeedLedger(3)
+    output = LedgerOutput(ledger, tmp_path, DiskTrouble(tmp_path), DiskWriter())
+    output.on_interval(interval({"a": [(0, 1)]}))
+    output.on_run_end()
+    assert not ledger.assigned and not (tmp_path / LEDGER_FILE).exists()
+    ledger.assign({"a": (0, 3)})
+    output.on_run_end()
+    assert (tmp_path / LEDGER_FILE).read_text().splitlines()[1:] == ["1,used,a", "2,unused,a", "3,unused,a"]

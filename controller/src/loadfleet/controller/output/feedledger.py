@@ -11,6 +11,9 @@ up to the file:
   side tells), and no other engine took it (the lost agent's rows are not redistributed);
 - `unused`: no engine took it.
 
+The ledger lives in the controller's memory, not in the run's journal: a run a restarted
+controller took over writes no ledger.csv (its rows taken before the restart are unknown to it).
+
 Bounds: per agent its slice and its taken rows as joined ranges, at most one per engine of
 the agent (each engine takes its part of the slice in order): O(engines) for the run.
 """
@@ -51,6 +54,11 @@ class FeedLedger:
     def assign(self, slices: dict[str, tuple[int, int]]) -> None:
         """The agents' slices of the file, as the step's assignments gave them."""
         self._slices = dict(slices)
+
+    @property
+    def assigned(self) -> bool:
+        """The step's slices are known (not after a takeover): the ledger can be told."""
+        return bool(self._slices)
 
     def on_interval(self, interval: FinalInterval) -> None:
         for agent in interval.agents:
@@ -101,6 +109,8 @@ class LedgerOutput:
         pass
 
     def on_run_end(self) -> None:
+        if not self.ledger.assigned:
+            return
         text = self.ledger.csv_text()
         path = self._run_dir / LEDGER_FILE
         self._disk.submit(lambda: self._trouble.attempt(LEDGER_FILE, lambda: write_atomic(path, text)), len(text))

@@ -305,7 +305,7 @@ class RunPipeline:
         run's intervals takes seconds the event loop owes other runs), the journal closed, and
         the summary to every follower; returns it as published (with the files a full disk
         left incomplete, if any)."""
-        if self.ledger is not None:
+        if self.ledger is not None and self.ledger.ledger.assigned:
             summary = replace(summary, feed_rows={s.value: n for s, n in self.ledger.ledger.counts().items()})
         if self._output is not None:  # before the stream's end closes the sinks
             self._output.on_thresholds(summary.thresholds, at_ms=int(time.time() * 1000))
