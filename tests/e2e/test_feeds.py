@@ -124,6 +124,8 @@ def test_each_row_of_a_unique_csv_is_used_once_across_two_agents_and_the_ledger_
     assert agents == sorted(agents, key=agents.index)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["feed_rows"] == {"used": ACCOUNTS, "in_flight_at_loss": 0, "unused": 0}
+    report = (run_dir / "report.html").read_text()
+    assert "<h2>Test data</h2>" in report and f"<td>{ACCOUNTS}</td><td>used</td>" in report
     stopped = summary["total"]["figures"]["users_stopped"]
     if on_exhausted == "stop_user":
         assert stopped > 0  # the arrivals after the last row, each ended at once
