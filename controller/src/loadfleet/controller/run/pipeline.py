@@ -309,6 +309,7 @@ class RunPipeline:
             summary = replace(summary, feed_rows={s.value: n for s, n in self.ledger.ledger.counts().items()})
         if self._output is not None:  # before the stream's end closes the sinks
             self._output.on_thresholds(summary.thresholds, at_ms=int(time.time() * 1000))
+            self._output.on_feed_rows(summary.feed_rows, at_ms=int(time.time() * 1000))
         if self._journal is not None:
             self._stream.run_end()
             await self.disk.drained()  # the run directory's files whole before the report reads them
