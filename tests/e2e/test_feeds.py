@@ -48,6 +48,7 @@ def feed_plan(
     duration_s: int = DURATION_S,
     url: str = "",
     on_exhausted: str = "stop_user",
+    mode: str = "unique",
 ) -> Path:
     rows = [["user", "password"], *([f"user{n}", f"pw{n}"] for n in range(accounts))]
     with (tmp_path / "accounts.csv").open("w", newline="") as f:
@@ -57,7 +58,7 @@ def feed_plan(
         "duration_s": duration_s,
         "targets": [{"name": "app", "url": url or "http://127.0.0.1:1"}],  # --target gives the lab's
         "workload": {
-            "feed": {"name": "accounts", "file": "accounts.csv", "mode": "unique", "on_exhausted": on_exhausted},
+            "feed": {"name": "accounts", "file": "accounts.csv", "mode": mode, "on_exhausted": on_exhausted},
             "requests": [
                 {
                     "name": "login-page",
@@ -181,3 +182,27 @@ def test_a_killed_agents_rows_are_in_flight_and_the_database_agrees_with_the_led
     # A live agent's used rows logged in, but for a user cut short by the run's end (one a second).
     cut = [row for row in by_state["used"] if ledger[row]["agent"] != "a4" and f"user{row}" not in carts]
     assert len(cut) <= 3, cut
+
+
+@pytest.mark.parametrize("mode", ["circular", "random"])
+def test_circular_and_random_rows_are_taken_again_and_keep_no_ledger(lab, tmp_path, mode):
+    """5 accounts for 60 arriving users: every user logs in as one of the file's accounts, each
+    account many times (circular: every account; random: whichever were drawn), no ledger."""
+    runs = tmp_path / "runs"
+    plan = feed_plan(tmp_path, accounts=5, mode=mode)
+    command = [program("loadfleet"), "run", str(plan), "--local", "2"]
+    result = subprocess.run(
+        [*command, "--target", f"app={lab.app.url}", "--runs-dir", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=DURATION_S + 80,
+    )
+    [run_dir] = [p.parent for p in runs.glob("*/summary.json")]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    carts = lab.app.cart_rows()
+    assert set(carts) <= {f"user{n}" for n in range(5)}, carts
+    assert sum(carts.values()) == logged(lab, "POST /login.php", 302) > 5  # rows taken again
+    if mode == "circular":
+        assert set(carts) == {f"user{n}" for n in range(5)}
+    assert not (run_dir / "ledger.csv").exists()
+    assert json.loads((run_dir / "summary.json").read_text())["feed_rows"] == {}
