@@ -58,7 +58,8 @@ def feed_plan(
         "duration_s": duration_s,
         "targets": [{"name": "app", "url": url or "http://127.0.0.1:1"}],  # --target gives the lab's
         "workload": {
-            "feed": {"name": "accounts", "file": "accounts.csv", "mode": mode, "on_exhausted": on_exhausted},
+            "feed": {"name": "accounts", "file": "accounts.csv", "mode": mode}
+            | ({"on_exhausted": on_exhausted} if mode == "unique" else {}),
             "requests": [
                 {
                     "name": "login-page",

@@ -130,6 +130,7 @@ def test_the_controller_reads_no_file_a_plan_names(tmp_path):
     [
         (("name: feed", "name: feed\ndriver: gatling"), "workload.feed", "gatling driver does not read data"),
         (("load: {model: closed, clients: 4}", "load: {model: open, rate: 5}"), "workload.feed", "no users"),
+        (("mode: unique}", "mode: random, on_exhausted: wrap}"), "workload.feed.on_exhausted", "a random feed takes"),
         (
             ("duration_s: 10", "sweep: {step_s: 5, steps: [2, 4]}"),
             "workload.feed.mode",

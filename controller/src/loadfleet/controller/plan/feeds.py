@@ -69,13 +69,10 @@ class Feed:
     def to_doc(self) -> dict[str, Any]:
         text = io.StringIO()
         csv.writer(text, lineterminator="\n").writerows(self.rows)
-        return {
-            "name": self.name,
-            "mode": self.mode.value,
-            "on_exhausted": self.on_exhausted.value,
-            "columns": list(self.columns),
-            "rows_csv": text.getvalue(),
-        }
+        doc = {"name": self.name, "mode": self.mode.value, "columns": list(self.columns), "rows_csv": text.getvalue()}
+        if self.mode is FeedMode.UNIQUE:
+            doc["on_exhausted"] = self.on_exhausted.value
+        return doc
 
 
 class FeedProblems(Exception):
@@ -234,6 +231,9 @@ def _use_problems(feed: Feed, doc: dict[str, Any]) -> list[Problem]:
     if doc["load"]["model"] == "open" and not (doc.get("workload") or {}).get("session"):
         why = "an open model without a session has no users to take rows: give the workload a session"
         problems.append(Problem("workload.feed", why))
+    if feed.mode is not FeedMode.UNIQUE and "on_exhausted" in doc["workload"]["feed"]:
+        why = f"only a unique feed runs out of rows (a {feed.mode} feed takes them again): leave it out"
+        problems.append(Problem("workload.feed.on_exhausted", why))
     if feed.mode is FeedMode.UNIQUE and "sweep" in doc:
         why = "unique rows are split over one step's engines: a sweep would use them again in each step (use circular)"
         problems.append(Problem("workload.feed.mode", why))
