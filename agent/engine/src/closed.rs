@@ -29,6 +29,11 @@ pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receive
             },
             None => (job.request_choice.pick(&mut user.rng), None),
         };
+        if user.starved {
+            shared.out_of_rows(slot.0.unwrap_or_default());
+            shared.retire(id);
+            break;
+        }
         if !shared.take_ticket() {
             break;
         }

@@ -14,6 +14,7 @@ use url::Url;
 
 use crate::checks::{Check, Condition, HeaderTest, JsonTest};
 use crate::extract::Extractor;
+use crate::feed::Feed;
 use crate::jar::{JarLimits, DEFAULT_MAX_BYTES, DEFAULT_MAX_COOKIES};
 use crate::template::{Names, Piece, Place, Template};
 use crate::vars::Vars;
@@ -105,6 +106,8 @@ pub struct Journeys {
     /// against — the target and the path's fixed start (up to its first value or `?`).
     pub urls: Vec<Url>,
     targets: usize,
+    /// The job's data file (feed.rs): each user's row comes from it.
+    pub feed: Option<Feed>,
 }
 
 impl Journeys {
@@ -129,18 +132,22 @@ impl Journeys {
         }
         let jar = jar_limits(spec.cookies.as_ref()).map_err(|e| problems.push(e)).ok().flatten();
         let max_body_bytes = max_body_bytes(spec.max_body_bytes).map_err(|e| problems.push(e)).unwrap_or(0);
+        let feed = spec.feed.as_ref().map(|f| Feed::from_spec(f, spec.first_user));
+        let feed = feed.transpose().map_err(|e| problems.push(e)).ok().flatten();
+        let columns: Vec<_> = feed.iter().map(Feed::data_columns).collect();
+        let names_of = Names { variables: &spec.variables, data: &columns };
         let mut check_names = vec![Vec::new(); names];
         let mut requests = Vec::new();
         for (i, r) in spec.requests.iter().enumerate() {
             let journeyed = jar.is_some() || is_journey(r);
-            let built = journeyed.then(|| build_request(spec, r, &mut check_names[name_of[i]]));
+            let built = journeyed.then(|| build_request(spec, &names_of, r, &mut check_names[name_of[i]]));
             match built {
                 Some(Ok(journey)) => requests.push(Some(journey)),
                 Some(Err(errors)) => problems.extend(errors.into_iter().map(|e| format!("requests[{i}].{e}"))),
                 None => requests.push(None),
             }
         }
-        let urls = urls(spec).map_err(|e| problems.push(e)).unwrap_or_default();
+        let urls = urls(spec, &names_of).map_err(|e| problems.push(e)).unwrap_or_default();
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -154,6 +161,7 @@ impl Journeys {
             hosts: spec.targets.iter().map(|t| host_header(&t.url).to_string()).collect(),
             urls,
             targets: spec.targets.len(),
+            feed,
         }))
     }
 }
@@ -189,11 +197,15 @@ fn max_body_bytes(value: u32) -> Result<usize, String> {
 }
 
 /// One request's journey; its problems start with the field (`path: ...`).
-fn build_request(spec: &pb::JobSpec, r: &pb::RequestSpec, counters: &mut Vec<String>) -> Result<Journey, Vec<String>> {
-    let names = Names { variables: &spec.variables, data: &[] };
+fn build_request(
+    spec: &pb::JobSpec,
+    names: &Names<'_>,
+    r: &pb::RequestSpec,
+    counters: &mut Vec<String>,
+) -> Result<Journey, Vec<String>> {
     let mut problems = Vec::new();
     let mut template = |field: String, text: &[u8], place: Place| {
-        Template::parse(text, &names, place).map_err(|e| problems.push(format!("{field}: {e}"))).ok()
+        Template::parse(text, names, place).map_err(|e| problems.push(format!("{field}: {e}"))).ok()
     };
     let path = template("path".into(), r.path.as_bytes(), Place::Path);
     let mut headers = Vec::new();
@@ -205,7 +217,7 @@ fn build_request(spec: &pb::JobSpec, r: &pb::RequestSpec, counters: &mut Vec<Str
         headers.extend(value.map(|v| (header.name.clone(), v)));
     }
     let body = template("body".into(), &r.body, Place::Body);
-    let checks = build_checks(r, &names, counters, &mut problems);
+    let checks = build_checks(r, names, counters, &mut problems);
     let extractions = build_extractions(spec, r, counters, &mut problems);
     let (Some(path), Some(body), true) = (path, body, problems.is_empty()) else { return Err(problems) };
     let needs_body =
@@ -349,11 +361,10 @@ fn extractor(e: &pb::Extract) -> Result<Extractor, String> {
 }
 
 /// Per (request, target): the target's URL and the request path's fixed start.
-fn urls(spec: &pb::JobSpec) -> Result<Vec<Url>, String> {
-    let names = Names { variables: &spec.variables, data: &[] };
+fn urls(spec: &pb::JobSpec, names: &Names<'_>) -> Result<Vec<Url>, String> {
     let mut urls = Vec::new();
     for (i, r) in spec.requests.iter().enumerate() {
-        let fixed = match Template::parse(r.path.as_bytes(), &names, Place::Path) {
+        let fixed = match Template::parse(r.path.as_bytes(), names, Place::Path) {
             Ok(path) => fixed_path(&path),
             Err(_) => "/".to_string(), // refused above with its message
         };

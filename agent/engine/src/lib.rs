@@ -15,6 +15,7 @@ pub mod dial;
 pub mod encode;
 pub mod extract;
 pub mod failure;
+pub mod feed;
 pub mod head;
 pub mod histogram;
 pub mod http;

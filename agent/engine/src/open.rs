@@ -200,7 +200,7 @@ pub async fn work(shared: Rc<Shared>, backlog: Rc<Backlog>, mut control: watch::
             continue;
         }
         shared.stats.borrow_mut().sent(slot, lag.as_micros() as u64);
-        user.restart();
+        user.restart(job);
         connections.request_for(due.target, due.request, Some(due.at), &mut user).await;
         shared.stats.borrow_mut().user_leaves(slot);
         if control.borrow().stopped {

@@ -131,7 +131,7 @@ impl Run {
                         break;
                     }
                     if now >= boundary {
-                        report(self.shared.stats.borrow_mut().take_report(job, interval_start, false));
+                        report(self.interval_report(interval_start, false));
                         interval_start = boundary;
                     }
                 }
@@ -139,7 +139,17 @@ impl Run {
             }
         }
         self.wind_down().await;
-        report(self.shared.stats.borrow_mut().take_report(job, interval_start, true));
+        report(self.interval_report(interval_start, true));
+    }
+
+    /// The interval's statistics, with the feed's rows first taken in it (feed.rs).
+    fn interval_report(&self, interval_start: i64, last: bool) -> pb::IntervalReport {
+        let job = &self.shared.job;
+        let mut report = self.shared.stats.borrow_mut().take_report(job, interval_start, last);
+        if let Some(feed) = job.journeys.as_ref().and_then(|j| j.feed.as_ref()) {
+            feed.report_taken(&mut report, &job.targets[0].url, &job.names[0]);
+        }
+        report
     }
 
     /// Waits for the barrier (or a stop before it); returns the load's origin, the instant of

@@ -68,8 +68,19 @@ impl Shared {
         }
     }
 
+    /// A user found no row of a unique feed left: with `stop_user` it ends, counted as stopped
+    /// under `slot`; with `stop_run` the engine's load ends (`take_ticket`), not counted.
+    pub fn out_of_rows(&self, slot: usize) {
+        if !self.feed_halted() {
+            self.stats.borrow_mut().user_stopped(slot);
+        }
+    }
+
     /// Permission to start one more request: false once the budget is spent.
     pub fn take_ticket(&self) -> bool {
+        if self.feed_halted() {
+            return false; // a unique feed ran out of rows and the plan stops the run
+        }
         let started = self.started.get();
         let budget = self.max_requests.get();
         if budget > 0 && started >= budget {
@@ -83,10 +94,16 @@ impl Shared {
         &self.recent_heads[request * self.job.targets.len() + target]
     }
 
-    /// Every request of the budget started and ended (never with no budget).
+    /// Every request of the budget started and ended (never with no budget), or a unique
+    /// feed's rows ran out under `stop_run` and the requests in flight ended: the load is done.
     pub fn budget_spent(&self) -> bool {
         let budget = self.max_requests.get();
-        budget > 0 && self.started.get() >= budget && self.in_flight.get() == 0
+        let spent = budget > 0 && self.started.get() >= budget;
+        (spent || self.feed_halted()) && self.in_flight.get() == 0
+    }
+
+    fn feed_halted(&self) -> bool {
+        self.job.journeys.as_ref().and_then(|j| j.feed.as_ref()).is_some_and(|f| f.halted())
     }
 
     pub fn retire(&self, client: u32) {

@@ -8,6 +8,7 @@
 //! judged in — kept between requests, but shrunk back to RETAINED_BUFFER_BYTES after an
 //! outsized request, so a user holds at most that much of them between requests.
 
+use crate::feed::Take;
 use crate::jar::Jar;
 use crate::job::{Job, Session, SessionStep};
 use crate::journey::OnFail;
@@ -32,6 +33,10 @@ pub struct UserState {
     pub scratch: Vec<u8>,
     /// Target picks, think times and templates' random values.
     pub rng: Rng,
+    /// Its row of the job's feed (feed.rs), taken when its session starts; None: no feed, or
+    /// a unique feed ran out of rows (`starved`).
+    pub row: Option<u32>,
+    pub starved: bool,
 }
 
 impl UserState {
@@ -39,7 +44,7 @@ impl UserState {
     pub fn new(job: &Job, local: u64, seed: u64) -> UserState {
         let journeys = job.journeys.as_ref();
         let slots = journeys.map_or(0, |j| j.variables);
-        UserState {
+        let mut user = UserState {
             index: journeys.map_or(0, |j| j.first_user).saturating_add(local),
             vars: Vars::new(slots).expect("the job checked its variables"),
             jar: journeys.and_then(|j| j.jar.map(|limits| Jar::new(limits, j.urls.len()))),
@@ -47,11 +52,25 @@ impl UserState {
             write_buf: Vec::new(),
             scratch: Vec::new(),
             rng: Rng::new(seed),
-        }
+            row: None,
+            starved: false,
+        };
+        user.take_row(job);
+        user
     }
 
-    /// A new session, as a new user would start it: no variables, an empty jar.
-    pub fn restart(&mut self) {
+    /// A session starts: the user takes its row of the job's feed, if it has one.
+    fn take_row(&mut self, job: &Job) {
+        let Some(feed) = job.journeys.as_ref().and_then(|j| j.feed.as_ref()) else { return };
+        (self.row, self.starved) = match feed.take(&mut self.rng) {
+            Take::Row(row) => (Some(row), false),
+            Take::Exhausted => (None, true),
+        };
+    }
+
+    /// A new session, as a new user would start it: no variables, an empty jar, the next row.
+    pub fn restart(&mut self, job: &Job) {
+        self.take_row(job);
         self.vars.reset();
         if let Some(jar) = &mut self.jar {
             if !jar.is_empty() {
@@ -128,7 +147,7 @@ pub fn follow(
     match then {
         OnFail::Continue => true,
         OnFail::Restart => {
-            user.restart();
+            user.restart(&shared.job);
             if let Some(walker) = walker {
                 walker.restart();
             }
@@ -165,6 +184,8 @@ mod tests {
             write_buf: Vec::new(),
             scratch: Vec::new(),
             rng: Rng::new(1),
+            row: None,
+            starved: false,
         }
     }
 

@@ -94,6 +94,10 @@ async fn visit(
         if control.borrow().stopped {
             break;
         }
+        if user.starved {
+            shared.out_of_rows(slot);
+            break;
+        }
         if let Some(at) = due {
             shared.stats.borrow_mut().sent(slot, at.elapsed().as_micros() as u64);
         } else {

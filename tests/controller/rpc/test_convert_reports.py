@@ -66,6 +66,8 @@ def hostile(field: str, value) -> agent_pb2.AgentInterval:
     for stats in pb.report.stats:
         if field == "errors":
             stats.errors.add(kind=value[0], count=value[1])
+        elif field == "feed_taken":
+            stats.feed_taken.extend(stats_pb2.FeedRange(start=start, end=end) for start, end in value)
         else:
             setattr(stats, field, value)
     return pb
@@ -96,6 +98,9 @@ def hostile(field: str, value) -> agent_pb2.AgentInterval:
         ("errors", (stats_pb2.ERROR_KIND_TIMEOUT, 2**40 + 1), "errors of a kind"),
         ("status_2xx", 11, "more than its 10 requests"),  # failed = requests - ok would be negative
         ("errors", (stats_pb2.ERROR_KIND_TIMEOUT, 1), "11 responses and errors"),  # 10 2xx already
+        ("feed_taken", [(2 * i, 2 * i + 1) for i in range(1025)], "1,025 ranges of feed rows"),  # 1 per engine
+        ("feed_taken", [(0, 2**32 + 1)], "ranges of feed rows"),
+        ("feed_taken", [(2 * i, 2 * i + 1) for i in range(1024)], None),
     ],
 )
 def test_a_count_or_kind_no_interval_can_hold_refuses_the_report(field, value, refused):

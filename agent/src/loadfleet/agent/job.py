@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire import DEFAULT_INTERVAL_MS
+from loadfleet.wire.feedranges import split_rows
 from loadfleet.wire.stats import merge_reports
 
 from .artifacts import artifact_messages
@@ -61,7 +62,20 @@ def engine_specs(assignment: agent_pb2.Assignment) -> list[job_pb2.JobSpec]:
         spec.first_user = first_user
         first_user += users_of(share.load)
         specs.append(spec)
+    unique = (job_pb2.FEED_MODE_UNSPECIFIED, job_pb2.FEED_MODE_UNIQUE)
+    if assignment.spec.HasField("feed") and assignment.spec.feed.mode in unique:
+        split_feed(assignment.spec.feed, specs)
     return specs
+
+
+def split_feed(feed: job_pb2.FeedSpec, specs: list[job_pb2.JobSpec]) -> None:
+    """A unique feed's slice split over the engines exactly, each engine a contiguous part
+    (the controller's split, fleet/feedsplit.py), so no two engines hold a row."""
+    first = feed.first_row
+    for spec, (start, end) in zip(specs, split_rows(first, first + len(feed.rows), len(specs))):
+        del spec.feed.rows[:]
+        spec.feed.rows.extend(feed.rows[start - first : end - first])
+        spec.feed.first_row = start
 
 
 def users_of(load: job_pb2.LoadShare) -> int:

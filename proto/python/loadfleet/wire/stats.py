@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from loadfleet.v1 import stats_pb2
 
 from .checks import CheckCount, add_checks, checks_from_proto, checks_to_proto
+from .feedranges import join_ranges
 from .histogram import EMPTY, HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS, Histogram
 from .phases import Phases
 
@@ -108,6 +109,10 @@ class StatsRow:
     # Users ended by a plan rule (on_fail or on_missing: stop), and sessions started again.
     users_stopped: int = 0
     sessions_restarted: int = 0
+    # A unique feed's rows first taken in this span: [start, end) ranges of the file's row
+    # indices, sorted and joined (feedranges.py). An engine takes its slice in order, so
+    # there is at most one range per engine whose rows were taken.
+    feed_taken: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -160,6 +165,8 @@ class StatsRow:
             add_checks(self.checks, other.checks)
         self.users_stopped += other.users_stopped
         self.sessions_restarted += other.sessions_restarted
+        if other.feed_taken:
+            self.feed_taken = join_ranges(self.feed_taken + other.feed_taken)
         self.requests += other.requests
         self.status = [a + b for a, b in zip(self.status, other.status)]
         for kind, count in other.errors.items():
@@ -220,6 +227,7 @@ class StatsRow:
             checks=checks_from_proto(pb),
             users_stopped=pb.users_stopped,
             sessions_restarted=pb.sessions_restarted,
+            feed_taken=join_ranges([(r.start, r.end) for r in pb.feed_taken]) if pb.feed_taken else [],
         )
 
     def to_proto(self, *, buckets: bool = False) -> stats_pb2.IntervalStats:
@@ -254,6 +262,7 @@ class StatsRow:
             checks_reported=self.checks_reported,
             users_stopped=self.users_stopped,
             sessions_restarted=self.sessions_restarted,
+            feed_taken=[stats_pb2.FeedRange(start=a, end=b) for a, b in self.feed_taken],
         )
         packed = self.histogram.to_buckets() if buckets else None
         if packed is not None:

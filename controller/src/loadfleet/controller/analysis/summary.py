@@ -94,6 +94,8 @@ class RunSummary:
     # they make (analysis/thresholds.py); the CLI exits 4 when it failed.
     thresholds: tuple[ThresholdResult, ...] = ()
     verdict: RunVerdict | None = None
+    # A unique feed's rows by their state in ledger.csv (used, in_flight_at_loss, unused).
+    feed_rows: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)

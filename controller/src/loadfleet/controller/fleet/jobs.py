@@ -43,6 +43,8 @@ class JobAssignment:
     plan: Plan
     engines: tuple[EngineShare, ...]
     start_at_ms: int
+    # A unique feed: the file's rows [start, end) this agent's engines hold (feedsplit.py).
+    feed_rows: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)

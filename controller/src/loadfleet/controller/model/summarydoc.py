@@ -255,6 +255,8 @@ class SummaryDoc:
     # The thresholds' results and the run's verdict; None in a summary written before verdicts.
     thresholds: tuple[ThresholdResult, ...] = ()
     verdict: RunVerdict | None = None
+    # A unique feed's rows by their state in ledger.csv; empty without one.
+    feed_rows: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> SummaryDoc:

@@ -122,9 +122,18 @@ def summary_table(s: run_pb2.RunSummary, doc: dict[str, Any]) -> str:
         )
     if summary.controller:
         lines.append("controller: " + summary.controller.describe())
+    lines += feed_lines(summary.feed_rows)
     total = summary.total.figures
     checks = checks_lines(check_lines_of(summary), total.users_stopped, total.sessions_restarted)
     return "\n".join(lines + checks + thresholds_table(summary))
+
+
+def feed_lines(rows: dict[str, int]) -> list[str]:
+    """A unique feed's rows by their state in ledger.csv; nothing without one."""
+    if not rows:
+        return []
+    states = ", ".join(f"{n:,} {state.replace('_', ' ')}" for state, n in rows.items())
+    return [f"feed rows: {states} of {sum(rows.values()):,} (ledger.csv)"]
 
 
 def thresholds_table(summary: SummaryDoc) -> list[str]:

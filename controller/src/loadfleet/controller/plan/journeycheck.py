@@ -55,6 +55,8 @@ class JourneyFacts:
     driver: Driver
     session: Session | None
     cookies_given: bool  # `workload.cookies` is a mapping (a jar's caps)
+    # The plan's data file (`workload.feed`): its name and columns, read as ${name.column}.
+    data: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def has_users(self) -> bool:
@@ -72,8 +74,12 @@ def check_names(requests: Sequence[Request]) -> frozenset[str]:
     return frozenset(c.name for r in requests for c in r.checks) | {e.name for r in requests for e in r.extracts}
 
 
+def _names(requests: Sequence[Request], facts: JourneyFacts) -> TemplateNames:
+    return TemplateNames(variables=frozenset(variables(requests)), data=dict(facts.data))
+
+
 def journey_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[Problem]:
-    names = TemplateNames(variables=frozenset(variables(requests)))
+    names = _names(requests, facts)
     problems = []
     if len(names.variables) > MAX_VARIABLES:
         problems.append(
@@ -87,7 +93,7 @@ def journey_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[P
         problems += _duplicate_extract_problems(request.extracts, path)
     problems += _check_name_problems(requests)
     if facts.session:
-        problems += _session_order_problems(requests, facts.session)
+        problems += _session_order_problems(requests, facts.session, facts)
     problems += _model_problems(requests, facts)
     return problems
 
@@ -125,6 +131,9 @@ def _one_template_problem(where: str, text: str, names: TemplateNames) -> Proble
         if exc.kind is ErrorKind.UNKNOWN_VARIABLE:
             known = ", ".join(sorted(names.variables)) or "none: no request extracts a variable"
             message += f"; the plan's variables: {known}"
+        elif exc.kind in (ErrorKind.UNKNOWN_DATA, ErrorKind.UNKNOWN_COLUMN):
+            known = "; ".join(f"{name}: {', '.join(columns)}" for name, columns in names.data.items())
+            message += f" (the plan's data, workload.feed: {known or 'none'})"
         return Problem(where, message)
     return None
 
@@ -245,11 +254,11 @@ def _check_name_problems(requests: Sequence[Request]) -> list[Problem]:
 # ---- the session and the model ----------------------------------------------------------
 
 
-def _session_order_problems(requests: Sequence[Request], session: Session) -> list[Problem]:
+def _session_order_problems(requests: Sequence[Request], session: Session, facts: JourneyFacts) -> list[Problem]:
     """A variable read before any request of the session (once, then steps) extracts it
     would be empty the first time: "a template that can never be filled"."""
     by_name = {r.name: (i, r) for i, r in enumerate(requests)}
-    names = TemplateNames(variables=frozenset(variables(requests)))
+    names = _names(requests, facts)
     extracted: set[str] = set()
     problems: dict[tuple[str, str], Problem] = {}  # one per template and variable
     steps = [(f"once[{k}]", s) for k, s in enumerate(session.once)]
@@ -289,7 +298,7 @@ def _model_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[Pr
         return problems
     if facts.cookies_given:
         problems.append(Problem("workload.cookies", f"{_NO_USERS}, so no cookie jar: give the workload a session"))
-    names = TemplateNames(variables=frozenset(variables(requests)))
+    names = _names(requests, facts)
     for i, request in enumerate(requests):
         path = f"workload.requests[{i}]"
         if request.extracts:

@@ -13,6 +13,7 @@ from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.load import Load, Think
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.course import SWEEP_LEVEL
+from loadfleet.controller.plan.feeds import Feed
 from loadfleet.controller.plan.journeys import Check, Cookies, Extract
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
@@ -141,6 +142,8 @@ class Plan:
     thresholds: tuple[Threshold, ...] = ()
     verdict: VerdictRules = VerdictRules()
     cookies: Cookies = Cookies()
+    # The data file's rows (`workload.feed`), carried inline to the controller.
+    feed: Feed | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "driver", Driver(self.driver))  # "gatling" reads as Driver.GATLING
@@ -187,6 +190,8 @@ class Plan:
             doc["session"] = _session_doc(self.session)
         if self.cookies != Cookies():
             doc["cookies"] = self.cookies.to_doc()
+        if self.feed:
+            doc["feed"] = self.feed.to_doc()
         return doc
 
     def _verdict_doc(self) -> dict[str, Any]:

@@ -1,14 +1,11 @@
 """Plans: YAML text -> a validated, frozen `Plan`.
 
-Validation reports every problem at once, each with its path in the plan
-(`targets[1].weight`), and never changes anything. Structure is checked against the
-published JSON Schema (planschema.py, `plan.schema.json`), meaning (URLs, weights,
-the manifest) by the checks below, how the plan runs (load model, sweep, driver) by
-plancourse.py, and its journeys (checks, extractions, templates, `once`) by journeycheck.py.
-A workload manifest is read here (planfiles.py, with a plan's own bounds),
-on the machine that has the file, and turned into explicit requests, so a resolved plan
-is self-contained and can be sent to a remote controller; the controller's own check of
-that resolved plan runs here too, so `validate` accepts only what the controller will.
+Validation reports every problem at once, each with its path in the plan (`targets[1].weight`),
+and never changes anything. Structure is checked against the published JSON Schema (schema.py,
+`plan.schema.json`), meaning (URLs, weights, the manifest) by the checks below, how the plan runs
+(load model, sweep, driver) by course.py, its journeys by journeycheck.py, its data file by feeds.py.
+A manifest and a data file are read here, where they are (with bounds), and sent inline: a resolved
+plan is self-contained, and the controller's own check of it runs here too (`_check_as_sent`).
 
 Plans are untrusted input: the YAML is read by `yamlsafe` (size, encoding, depth,
 aliases, duplicate keys, non-finite numbers), every number has a maximum that fits its
@@ -32,6 +29,7 @@ from loadfleet.controller.model.load import Load, LoadModel, Think
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.course import course_problems, resolve
+from loadfleet.controller.plan.feeds import Feed, plan_feed
 from loadfleet.controller.plan.journeycheck import JourneyFacts, check_names, extract_sources_problem, journey_problems
 from loadfleet.controller.plan.journeys import Check, Cookies, Extract
 from loadfleet.controller.plan.model import (
@@ -149,13 +147,14 @@ def _parse_doc(
     problems = _replace_target_urls(doc, target_urls or {})
     if problems:
         raise PlanError(problems)
-    problems = _confinement_problems(doc) if confined else []
-    if problems:
-        raise PlanError(problems)
-    problems, requests = _meaning_problems(doc, base_dir)
+    feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
+    problems = (_confinement_problems(doc) if confined else []) + problems
     if problems:
         raise PlanError(_capped(problems))
-    plan = _build(doc, requests, default_name, base_dir)
+    problems, requests = _meaning_problems(doc, base_dir, feed)
+    if problems:
+        raise PlanError(_capped(problems))
+    plan = _build(doc, requests, default_name, base_dir, feed)
     if not confined:
         _check_as_sent(plan, inline_requests=len(doc.get("workload", {}).get("requests", [])))
     return plan
@@ -220,7 +219,9 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _meaning_problems(doc: dict[str, Any], base_dir: Path | None) -> tuple[list[Problem], list[Request]]:
+def _meaning_problems(
+    doc: dict[str, Any], base_dir: Path | None, feed: Feed | None
+) -> tuple[list[Problem], list[Request]]:
     problems = _target_problems(doc["targets"])
     workload = doc.get("workload", {})  # absent only when a Gatling project defines it
     requests = [_request(r) for r in workload.get("requests", [])]
@@ -239,10 +240,10 @@ def _meaning_problems(doc: dict[str, Any], base_dir: Path | None) -> tuple[list[
     session = workload.get("session")
     if session:
         problems += _session_problems(doc, session, requests)
-    return problems + _journey_problems(doc, requests), requests
+    return problems + _journey_problems(doc, requests, feed), requests
 
 
-def _journey_problems(doc: dict[str, Any], requests: list[Request]) -> list[Problem]:
+def _journey_problems(doc: dict[str, Any], requests: list[Request], feed: Feed | None) -> list[Problem]:
     """Checks, extractions, templates and `once` (journeycheck.py)."""
     workload = doc.get("workload", {})
     shapes = [
@@ -256,6 +257,7 @@ def _journey_problems(doc: dict[str, Any], requests: list[Request]) -> list[Prob
         driver=Driver(doc.get("driver", DEFAULT_DRIVER)),
         session=_session(workload.get("session")),
         cookies_given=isinstance(workload.get("cookies"), dict),
+        data=((feed.name, feed.columns),) if feed else (),
     )
     return shapes + journey_problems(requests, facts)
 
@@ -344,14 +346,14 @@ def _request(doc: dict[str, Any]) -> Request:
     )
 
 
-def _build(doc: dict[str, Any], requests: list[Request], default_name: str, base_dir: Path | None = None) -> Plan:
+def _build(doc: dict[str, Any], requests: list[Request], name: str, base_dir: Path | None, feed: Feed | None) -> Plan:
     load = doc["load"]
     timeouts = doc.get("timeouts", {})
     agents = doc.get("agents", {})
     influx = doc.get("sinks", {}).get("influxdb")
     sweep = Sweep.from_doc(doc.get("sweep"))
     return Plan(
-        name=doc.get("name", default_name),
+        name=doc.get("name", name),
         duration_s=sweep.step_s * sweep.total_steps if sweep else float(doc["duration_s"]),
         interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
         targets=tuple(
@@ -381,6 +383,7 @@ def _build(doc: dict[str, Any], requests: list[Request], default_name: str, base
         thresholds=tuple(threshold_from_doc(t) for t in doc.get("thresholds", [])),
         verdict=verdict_from_doc(doc.get("verdict")),
         cookies=Cookies.from_doc(doc.get("workload", {}).get("cookies")),
+        feed=feed,
     )
 
 

@@ -8,13 +8,18 @@ those values replaced, so it still reads back as a plan (and shows which headers
 
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import replace
 
 from loadfleet.controller.model.credentials import REDACTED, is_sensitive, redact_query
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.model import Plan
 
-_NOTE = "# Values of credential headers and query parameters are redacted in the run directory (docs/security.md).\n"
+_NOTE = (
+    "# Values of credential headers, query parameters and feed columns are redacted in the run directory"
+    " (docs/security.md).\n"
+)
 
 
 def _redacted_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -46,7 +51,27 @@ def redact_plan_yaml(plan_yaml: str) -> str:
                 if is_sensitive(name) and headers[name] != REDACTED:
                     headers[name] = REDACTED
                     changed = True
+    changed = _redact_feed((workload or {}).get("feed")) or changed
     return _NOTE + yamlsafe.dump(doc) if changed else plan_yaml
+
+
+def _redact_feed(feed: object) -> bool:
+    """A feed's cells in columns named like credentials (`password`, `api_key`) replaced in
+    place; whether any was."""
+    if not isinstance(feed, dict) or not isinstance(feed.get("rows_csv"), str):
+        return False
+    secret = [i for i, name in enumerate(feed.get("columns", ())) if isinstance(name, str) and is_sensitive(name)]
+    if not secret:
+        return False
+    rows = [row[:] for row in csv.reader(io.StringIO(feed["rows_csv"], newline=""))]
+    for row in rows:
+        for i in secret:
+            if i < len(row):
+                row[i] = REDACTED
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    feed["rows_csv"] = text.getvalue()
+    return True
 
 
 def has_redactions(plan: Plan) -> bool:

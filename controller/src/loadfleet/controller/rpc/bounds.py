@@ -44,6 +44,10 @@ MAX_RUNNING_JOBS = 1024  # jobs an agent says it runs as it reconnects
 # a second, more than any fleet sends in one interval; and 2^24 reports of that size still
 # fit the uint64 in which the controller sends sums on (RunInfo.requests), so a run's total
 # cannot overflow in the life of a controller.
+# A unique feed's rows an agent says it took in an interval: one range per engine, joined.
+MAX_FEED_RANGES = MAX_ENGINES_PER_AGENT
+# A row number of a feed (a data file has at most 100,000 rows: plan/feeds.py).
+MAX_FEED_ROW = 2**32
 MAX_COUNT = 2**40  # requests, responses, errors, connections, users, phase counts of a row
 MAX_BYTES = 2**50  # bytes in or out of one row in one interval (a PiB)
 MAX_US = 2**40  # a largest time in microseconds (send lag, a phase's max): 12.7 days
@@ -119,6 +123,12 @@ def hello_problems(hello: agent_pb2.Hello) -> list[str]:
     return [p for what, text in texts if (p := _length_problem(what, text))]
 
 
+def _feed_problem(where: str, row: StatsRow) -> str | None:
+    if len(row.feed_taken) > MAX_FEED_RANGES or any(end > MAX_FEED_ROW for _, end in row.feed_taken):
+        return f"{where} reports {len(row.feed_taken):,} ranges of feed rows (at most {MAX_FEED_RANGES:,} below 2^32)"
+    return None
+
+
 def row_problem(row: StatsRow) -> str | None:
     """What is impossible about one row of one interval: a count past what an interval could
     hold, an error kind this controller does not know (proto3 enums are open), or more
@@ -137,7 +147,7 @@ def row_problem(row: StatsRow) -> str | None:
     )
     if most > MAX_COUNT:
         return f"{where} counts {most:,}, more than one interval can hold ({MAX_COUNT:,})"
-    if problem := _errors_problem(where, row):
+    if problem := _errors_problem(where, row) or _feed_problem(where, row):
         return problem
     ended = sum(row.status) + sum(row.errors.values())
     if ended > row.requests:

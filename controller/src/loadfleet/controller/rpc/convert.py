@@ -22,6 +22,7 @@ from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, Proc
 from loadfleet.controller.model.load import Load, LoadModel, Think, ThinkKind
 from loadfleet.controller.plan.model import SessionStep
 from loadfleet.controller.rpc import bounds
+from loadfleet.controller.rpc.feedwire import add_feed
 from loadfleet.controller.rpc.journeyconvert import add_journey
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.checks import MAX_CHECKS_PER_ROW, names_problem
@@ -344,6 +345,7 @@ def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
             job_pb2.Session(steps=steps(session.steps), repeat=session.repeat, once=steps(session.once))
         )
     add_journey(spec, plan)
+    add_feed(spec, plan.feed, a.feed_rows)
     return spec
 
 

@@ -40,10 +40,12 @@ from loadfleet.controller.model.stepresult import StepResult, StepState
 from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output import rundir
 from loadfleet.controller.output.diskwriter import DiskWriter
+from loadfleet.controller.output.feedledger import FeedLedger, LedgerOutput
 from loadfleet.controller.output.rundisk import DiskTrouble
 from loadfleet.controller.output.sinks import Sink
 from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.watchers import Watchers
+from loadfleet.controller.plan.feeds import FeedMode
 from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.steps import StepSpec
 from loadfleet.controller.run.journal import CHECKPOINT_INTERVALS, RunJournal
@@ -99,6 +101,9 @@ class RunPipeline:
         self._publisher = Publisher(lambda settles: self.disk.then(functools.partial(_settle_all, settle, settles)))
         self._event_times: dict[EventKind, int] = {}
         self._stream = Stream([self.watchers, *filter(None, [self._output])])
+        unique = plan.feed is not None and plan.feed.mode is FeedMode.UNIQUE
+        ledger = FeedLedger(len(plan.feed.rows)) if plan.feed and unique else None
+        self.ledger = LedgerOutput(ledger, run_dir, self.trouble, self.disk) if ledger else None
 
     def _watch(self, on_stop: Callable[[StopReason], None]) -> ThresholdWatch:
         """The plan's thresholds: live events, an abort through the stop conditions' path, the
@@ -168,6 +173,7 @@ class RunPipeline:
                 None,
                 [
                     self.writer,
+                    self.ledger,
                     self.totals,
                     self.meter,
                     self.generators,
@@ -201,6 +207,11 @@ class RunPipeline:
             if self._journal.intervals_since_checkpoint >= CHECKPOINT_INTERVALS:
                 yield
                 self.checkpoint(watermark_ms=closed.end_ms, late=late)
+
+    def ledger_slices(self, slices: dict[str, tuple[int, int]]) -> None:
+        """The agents' slices of a unique feed (fleet/feedsplit.py), for ledger.csv."""
+        if self.ledger is not None:
+            self.ledger.ledger.assign(slices)
 
     def settle(self, agent_id: str, seq: int) -> None:
         """Settles an agent's message once the intervals closed so far are published."""
@@ -294,8 +305,11 @@ class RunPipeline:
         run's intervals takes seconds the event loop owes other runs), the journal closed, and
         the summary to every follower; returns it as published (with the files a full disk
         left incomplete, if any)."""
+        if self.ledger is not None and self.ledger.ledger.assigned:
+            summary = replace(summary, feed_rows={s.value: n for s, n in self.ledger.ledger.counts().items()})
         if self._output is not None:  # before the stream's end closes the sinks
             self._output.on_thresholds(summary.thresholds, at_ms=int(time.time() * 1000))
+            self._output.on_feed_rows(summary.feed_rows, at_ms=int(time.time() * 1000))
         if self._journal is not None:
             self._stream.run_end()
             await self.disk.drained()  # the run directory's files whole before the report reads them

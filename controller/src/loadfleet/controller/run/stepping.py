@@ -19,6 +19,7 @@ from functools import cached_property
 from loadfleet.controller.analysis.genbound import is_loopback
 from loadfleet.controller.analysis.progress import RunProgress
 from loadfleet.controller.fleet.agents import AgentRecord, AgentRegistry
+from loadfleet.controller.fleet.feedsplit import feed_slices
 from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits, job_id_for
 from loadfleet.controller.fleet.losses import FleetLosses, Loss, StepShares
 from loadfleet.controller.fleet.scheduler import (
@@ -140,10 +141,16 @@ class StepRunner:
         plan = steps.step_plan(self._plan, spec)
         shares = split_over_engines(plan.load, plan.max_requests, [(a.agent_id, a.identity.cores) for a in agents])
         step = self._open(spec, plan, shares, first=first)
+        rows = feed_slices(plan.feed, shares)
+        self._pipeline.ledger_slices(rows)
         for share in shares:
             start_at_ms = step.window.load_start_ms
             assignment = JobAssignment(
-                job_id=step.window.job_id, plan=plan, engines=share.engines, start_at_ms=start_at_ms
+                job_id=step.window.job_id,
+                plan=plan,
+                engines=share.engines,
+                start_at_ms=start_at_ms,
+                feed_rows=rows.get(share.agent_id, (0, 0)),
             )
             record = self._registry.get(share.agent_id)
             assert record is not None and record.link is not None  # as `agents`: nothing awaited since

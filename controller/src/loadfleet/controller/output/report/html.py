@@ -16,6 +16,7 @@ from loadfleet.controller.model.figures import CHECK_ERRORS
 from loadfleet.controller.model.summarydoc import Entry, SummaryDoc
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.checks import checks_section
+from loadfleet.controller.output.report.feed import feed_section
 from loadfleet.controller.output.report.page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
 from loadfleet.controller.output.report.phases import phases_section
 from loadfleet.controller.output.report.rundata import Points, RunData
@@ -55,6 +56,7 @@ def render_report(run: RunData) -> str:
         summary_table(s),
         *_latency_note(s),
         *checks_section(run),
+        *feed_section(run),
         *phases_section(s),
         *_gatling_section(run),
         *_hosts_section(s),

@@ -29,6 +29,7 @@ from loadfleet.controller.model.thresholdresult import ThresholdResult
 from loadfleet.controller.model.verdict import VALID, verdict_of
 from loadfleet.controller.output.sinks import DropCounting, Sink
 from loadfleet.controller.output.sinks.checkpoints import check_points
+from loadfleet.controller.output.sinks.feedpoints import feed_points
 from loadfleet.controller.output.sinks.lineproto import Point
 from loadfleet.controller.output.sinks.points import (
     agent_point,
@@ -144,6 +145,10 @@ class InfluxOutput:
         """The thresholds' results at the run's end (RunSummary.thresholds), stamped `at_ms`;
         their state changes during the run came as events."""
         self._add(threshold_points(run_id=self.run_id, results=results, at_ms=at_ms))
+
+    def on_feed_rows(self, rows: dict[str, int], at_ms: int) -> None:
+        """A unique feed's rows by ledger state at the run's end (RunSummary.feed_rows)."""
+        self._add(feed_points(run_id=self.run_id, rows=rows, at_ms=at_ms))
 
     def on_event(self, event: Event) -> None:
         self._add([event_point(run_id=self.run_id, event=event)])
