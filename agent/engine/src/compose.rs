@@ -35,7 +35,7 @@ pub fn compose(
 ) -> Result<(), String> {
     let UserState { index, vars, jar, iteration, write_buf: out, rng, .. } = user;
     out.clear();
-    let mut ctx = Context { vars, row: None, user: *index, agent: 0, iteration: *iteration, now_ms, rng };
+    let mut ctx = Context { vars, row: None, user: *index, agent: journeys.agent, iteration: *iteration, now_ms, rng };
     out.extend_from_slice(journey.method.as_bytes());
     out.push(b' ');
     journey.path.render_into(out, &mut ctx).map_err(|e| format!("path: {e}"))?;

@@ -27,6 +27,7 @@ pub mod open;
 pub mod pattern;
 pub mod phases;
 pub mod reactor;
+pub mod redirect;
 pub mod response;
 pub mod rng;
 pub mod row;
