@@ -108,6 +108,8 @@ class StatsRow:
     # Users ended by a plan rule (on_fail or on_missing: stop), and sessions started again.
     users_stopped: int = 0
     sessions_restarted: int = 0
+    # Redirect hops followed by the requests of the row (a request answered after two counts 2).
+    redirects: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -160,6 +162,7 @@ class StatsRow:
             add_checks(self.checks, other.checks)
         self.users_stopped += other.users_stopped
         self.sessions_restarted += other.sessions_restarted
+        self.redirects += other.redirects
         self.requests += other.requests
         self.status = [a + b for a, b in zip(self.status, other.status)]
         for kind, count in other.errors.items():
@@ -220,6 +223,7 @@ class StatsRow:
             checks=checks_from_proto(pb),
             users_stopped=pb.users_stopped,
             sessions_restarted=pb.sessions_restarted,
+            redirects=pb.redirects,
         )
 
     def to_proto(self, *, buckets: bool = False) -> stats_pb2.IntervalStats:
@@ -254,6 +258,7 @@ class StatsRow:
             checks_reported=self.checks_reported,
             users_stopped=self.users_stopped,
             sessions_restarted=self.sessions_restarted,
+            redirects=self.redirects,
         )
         packed = self.histogram.to_buckets() if buckets else None
         if packed is not None:

@@ -42,6 +42,9 @@ class JobAssignment:
     plan: Plan
     engines: tuple[EngineShare, ...]
     start_at_ms: int
+    # ${agent}: the agent's index among the agents given a share of the step, in the order
+    # split_over_engines lists them (0, 1, ...), as first_user numbers users.
+    agent_index: int = 0
 
 
 @dataclass(frozen=True)

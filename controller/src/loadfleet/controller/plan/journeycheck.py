@@ -46,6 +46,9 @@ from loadfleet.controller.plan.templates import (
 )
 
 _GATLING = "the gatling driver does not run journeys yet (checks, extractions, templates, `once`): use `driver: engine`"
+_GATLING_REDIRECTS = (
+    "the gatling driver does not follow redirects (loadfleet's simulation turns them off): use `driver: engine`"
+)
 _NO_USERS = "an open model without a session has no users"
 
 
@@ -329,6 +332,8 @@ def _gatling_problems(requests: Sequence[Request], facts: JourneyFacts) -> list[
         path = f"workload.requests[{i}]"
         given = (("check", request.checks), ("extract", request.extracts))
         problems += [Problem(f"{path}.{key}", _GATLING) for key, journey in given if journey]
+        if request.redirects:
+            problems.append(Problem(f"{path}.redirects", _GATLING_REDIRECTS))
         if _templated(request, names):
             problems.append(Problem(path, _GATLING))
     if facts.session and facts.session.once:

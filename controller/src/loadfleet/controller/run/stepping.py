@@ -145,10 +145,14 @@ class StepRunner:
         plan = steps.step_plan(self._plan, spec)
         shares = split_over_engines(plan.load, plan.max_requests, [(a.agent_id, a.identity.cores) for a in agents])
         step = self._open(spec, plan, shares, first=first)
-        for share in shares:
+        for agent_index, share in enumerate(shares):
             start_at_ms = step.window.load_start_ms
             assignment = JobAssignment(
-                job_id=step.window.job_id, plan=plan, engines=share.engines, start_at_ms=start_at_ms
+                job_id=step.window.job_id,
+                plan=plan,
+                engines=share.engines,
+                start_at_ms=start_at_ms,
+                agent_index=agent_index,
             )
             record = self._registry.get(share.agent_id)
             assert record is not None and record.link is not None  # as `agents`: nothing awaited since
