@@ -10,6 +10,7 @@ use url::Url;
 use crate::capture::Inspection;
 use crate::compose::{compose, now_ms, Destination};
 use crate::head::RecentHead;
+use crate::hop;
 use crate::http::{self, Connection, Handshakes};
 use crate::inspect::{judge, Judged, Seen};
 use crate::journey::OnFail;
@@ -19,7 +20,7 @@ use crate::shared::Shared;
 use crate::socket::Socket;
 use crate::stats::Outcome;
 use crate::timer::Timer;
-use crate::user::UserState;
+use crate::user::{UserState, RETAINED_BUFFER_BYTES};
 use crate::wire::pb::ErrorKind;
 
 /// How long a client waits after a connect failed for want of the generator's own
@@ -120,7 +121,8 @@ pub struct Connections {
     connect_timer: Timer,
     request_timer: Timer,
     /// A redirect's previous request, while its hop's is built (redirect.rs): one request's
-    /// bytes (at most MAX_REQUEST_BYTES), kept for the next hop.
+    /// bytes, kept for the next hop; shrunk back to RETAINED_BUFFER_BYTES after the hops, as a
+    /// user's buffers are.
     hop_buf: Vec<u8>,
 }
 
@@ -241,7 +243,7 @@ impl Connections {
                     Err(_) => break, // a path the engine wrote is always a URL's
                 },
             };
-            let hop = match redirect::next_hop(journeys, (status, inspection), &url, user, &mut self.hop_buf, now_ms) {
+            let hop = match hop::next_hop(journeys, (status, inspection), &url, user, &mut self.hop_buf, now_ms) {
                 Some(Ok(hop)) => hop,
                 not_followed => {
                     if let Some(Err(message)) = not_followed {
@@ -262,6 +264,9 @@ impl Connections {
             *ended = ended.then(next);
             hops += 1;
             from = Some(hop.url);
+        }
+        if self.hop_buf.capacity() > RETAINED_BUFFER_BYTES {
+            self.hop_buf = Vec::new();
         }
         (hops, from.filter(|_| hops > 0))
     }

@@ -17,6 +17,7 @@ pub mod extract;
 pub mod failure;
 pub mod head;
 pub mod histogram;
+pub mod hop;
 pub mod http;
 pub mod inspect;
 pub mod jar;

@@ -16,11 +16,8 @@
 
 use url::Url;
 
-use crate::capture::Inspection;
-use crate::journey::Journeys;
 use crate::phases::Phases;
 use crate::template::MAX_REQUEST_BYTES;
-use crate::user::UserState;
 
 /// The most redirects a request may follow (validate says so too: plan/journeys.py).
 pub const MAX_REDIRECTS_LIMIT: u32 = 20;
@@ -99,7 +96,8 @@ impl Origins {
     }
 }
 
-fn same_origin(a: &Url, b: &Url) -> bool {
+/// Whether two URLs have one origin (scheme, host, port).
+pub fn same_origin(a: &Url, b: &Url) -> bool {
     a.scheme() == b.scheme() && a.host() == b.host() && a.port_or_known_default() == b.port_or_known_default()
 }
 
@@ -203,44 +201,6 @@ pub fn write_hop(previous: &[u8], hop: HopRequest<'_>, out: &mut Vec<u8>) -> Res
         ));
     }
     Ok(())
-}
-
-/// What follows a response of `status` (kept in `inspection`) to the request in
-/// `user.write_buf`, sent to `from`: None when it is no redirect to follow (not a redirect
-/// status, or no Location); else the hop, its request written into `user.write_buf` (`spare`
-/// takes the previous one), or why the hop is refused. The response's Set-Cookie lines go
-/// into the user's jar first, for `from`.
-pub fn next_hop(
-    journeys: &Journeys,
-    (status, inspection): (u16, &Inspection),
-    from: &Url,
-    user: &mut UserState,
-    spare: &mut Vec<u8>,
-    now_ms: u64,
-) -> Option<Result<Hop, String>> {
-    let rewrite = rewrite(status, method_of(&user.write_buf))?;
-    let location = inspection.header_lines().find(|(name, _)| name.eq_ignore_ascii_case(b"location"))?.1;
-    if let Some(jar) = &mut user.jar {
-        for (_, value) in inspection.header_lines().filter(|(name, _)| name.eq_ignore_ascii_case(b"set-cookie")) {
-            jar.store(value, from, now_ms);
-        }
-    }
-    let hop = match journeys.origins.locate(from, location) {
-        Ok(hop) => hop,
-        Err(message) => return Some(Err(message)),
-    };
-    let cookie = match &mut user.jar {
-        Some(jar) => jar.header_for_url(&hop.url, now_ms),
-        None => &[],
-    };
-    let cross_origin = !same_origin(from, &hop.url);
-    let request =
-        HopRequest { rewrite, path: hop.path_and_query(), host: &journeys.hosts[hop.target], cookie, cross_origin };
-    if let Err(message) = write_hop(&user.write_buf, request, spare) {
-        return Some(Err(message));
-    }
-    std::mem::swap(spare, &mut user.write_buf);
-    Some(Ok(hop))
 }
 
 /// The phases of a response reached through hops: each phase summed over them (a hop that
