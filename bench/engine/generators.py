@@ -81,10 +81,12 @@ def run_engine(
     wrap: Sequence[str] = (),
     max_requests: int = 0,
     arrivals: Arrivals | None = None,
+    shape: Callable[[job_pb2.JobSpec], None] | None = None,
 ) -> Measurement:
     """One closed-model job of `clients` clients against url+path for `duration_s` (or until
     `max_requests` requests, if set).
-    `wrap` is put before the command (e.g. a `perf stat` that counts the engine's system calls)."""
+    `wrap` is put before the command (e.g. a `perf stat` that counts the engine's system calls);
+    `shape` changes the job before it is sent (e.g. journey.py's requests and session)."""
     argv = [*wrap, "taskset", "-c", str(GENERATOR_CORE), str(engine)]
     with open(log or os.devnull, "ab") as stderr:  # the child keeps its own descriptor
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
@@ -104,6 +106,8 @@ def run_engine(
             spec.max_requests = max_requests
             if arrivals:
                 _arrive(spec, arrivals)
+            if shape:
+                shape(spec)
             proc.stdin.write(frame(engine_pb2.EngineCommand(start=spec).SerializeToString()))
             proc.stdin.flush()
             reports = _collect(proc, watch)

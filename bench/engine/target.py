@@ -53,11 +53,12 @@ def write_files(docroot: Path, sizes_bytes: dict[str, int]) -> None:
         (docroot / name).write_bytes(b"x" * size)
 
 
-def start_nginx(state_dir: Path, docroot: Path) -> BenchNginx:
-    """Starts nginx (1 worker, access log off) and pins its master and worker to SERVER_CORE.
-    On a failed pin the server is stopped again before the error propagates."""
+def start_nginx(state_dir: Path, docroot: Path, extra_conf: str = "") -> BenchNginx:
+    """Starts nginx (1 worker, access log off, `extra_conf` in its server block) and pins its
+    master and worker to SERVER_CORE. On a failed pin the server is stopped again before the
+    error propagates."""
     server = BenchNginx(
-        HOST, free_port(), docroot, state_dir, "nginx", workers=1, extra_conf="        access_log off;\n"
+        HOST, free_port(), docroot, state_dir, "nginx", workers=1, extra_conf="        access_log off;\n" + extra_conf
     )
     server.start()
     try:
@@ -71,10 +72,18 @@ def start_nginx(state_dir: Path, docroot: Path) -> BenchNginx:
 
 
 @contextlib.contextmanager
-def served_files(prefix: str, sizes_bytes: dict[str, int], *, fd_limit: int) -> Iterator[tuple[str, Path]]:
+def served_files(
+    prefix: str,
+    sizes_bytes: dict[str, int],
+    *,
+    fd_limit: int,
+    extra_conf: str = "",
+    contents: dict[str, bytes] | None = None,
+) -> Iterator[tuple[str, Path]]:
     """What every engine bench runs in: the open-files limit raised to `fd_limit`, this process
     on the server's core (off the generator's), and nginx serving files of `sizes_bytes` from a
-    new work directory (named with `prefix`). Yields (the server's URL, the work directory);
+    new work directory (named with `prefix`), and files of `contents` beside them, with
+    `extra_conf` in its server block. Yields (the server's URL, the work directory);
     stops nginx and removes the directory at the end."""
     raise_fd_limit(fd_limit)
     os.sched_setaffinity(0, {SERVER_CORE})
@@ -82,7 +91,9 @@ def served_files(prefix: str, sizes_bytes: dict[str, int], *, fd_limit: int) -> 
     server = None
     try:
         write_files(work / "docroot", sizes_bytes)
-        server = start_nginx(work / "state", work / "docroot")
+        for name, data in (contents or {}).items():
+            (work / "docroot" / name).write_bytes(data)
+        server = start_nginx(work / "state", work / "docroot", extra_conf)
         yield server.url, work
     finally:
         if server:

@@ -31,8 +31,8 @@ def test_merged_percentiles_equal_one_histogram_of_all_samples(percentile):
 
 
 def test_merge_adds_counts_and_keeps_keys_apart():
-    a = StatsRow("t1", "r", requests=3, status=[0, 2, 0, 1, 0], errors={1: 2}, bytes_in=100, users=7)
-    b = StatsRow("t1", "r", requests=4, status=[0, 4, 0, 0, 0], errors={1: 1, 3: 5}, bytes_in=50, users=5)
+    a = StatsRow("t1", "r", requests=3, status=[0, 2, 0, 1, 0], errors={1: 2}, bytes_in=100, users=7, redirects=2)
+    b = StatsRow("t1", "r", requests=4, status=[0, 4, 0, 0, 0], errors={1: 1, 3: 5}, bytes_in=50, users=5, redirects=6)
     c = StatsRow("t2", "r", requests=1, status=[0, 1, 0, 0, 0], users=1)
     merged = merge_rows([a, b, c])
     # Users are a gauge of the same instant on different drivers: they add up.
@@ -40,6 +40,7 @@ def test_merge_adds_counts_and_keeps_keys_apart():
     assert merged[("t1", "r")].requests == 7
     assert merged[("t1", "r")].errors == {1: 3, 3: 5}
     assert merged[("t1", "r")].bytes_in == 150
+    assert merged[("t1", "r")].redirects == 8
     assert merged[("t2", "r")].requests == 1
     total = merge_rows([a, b, c], target="*", request="*")[("*", "*")]
     assert total.requests == 8
@@ -182,10 +183,11 @@ def _added(parts: list[StatsRow]) -> StatsRow:
 
 def test_checks_round_trip_in_the_plans_order_with_users_stopped_and_sessions_restarted():
     row = _judged(8, 2, 3, **{"logged in": (7, 3), "extract csrf": (10, 0), "account": (0, 0)})
-    row.users_stopped, row.sessions_restarted = 2, 1
+    row.users_stopped, row.sessions_restarted, row.redirects = 2, 1, 4
     pb = row.to_proto(buckets=True)
     assert [c.name for c in pb.checks] == ["logged in", "extract csrf", "account"]
     assert (pb.check_failed, pb.checks_reported, pb.users_stopped, pb.sessions_restarted) == (3, True, 2, 1)
+    assert pb.redirects == 4
     back = StatsRow.from_proto(pb)
     assert back == row and list(back.checks) == ["logged in", "extract csrf", "account"]
 

@@ -36,7 +36,7 @@ pub fn compose(
     let UserState { index, vars, jar, iteration, write_buf: out, rng, row, .. } = user;
     out.clear();
     let row = journeys.feed.as_ref().zip(*row).map(|(feed, at)| feed.row(at));
-    let mut ctx = Context { vars, row, user: *index, agent: 0, iteration: *iteration, now_ms, rng };
+    let mut ctx = Context { vars, row, user: *index, agent: journeys.agent, iteration: *iteration, now_ms, rng };
     out.extend_from_slice(journey.method.as_bytes());
     out.push(b' ');
     journey.path.render_into(out, &mut ctx).map_err(|e| format!("path: {e}"))?;

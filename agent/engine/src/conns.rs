@@ -5,18 +5,22 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use url::Url;
+
 use crate::capture::Inspection;
 use crate::compose::{compose, now_ms, Destination};
 use crate::head::RecentHead;
+use crate::hop;
 use crate::http::{self, Connection, Handshakes};
 use crate::inspect::{judge, Judged, Seen};
 use crate::journey::OnFail;
 use crate::phases::Phases;
+use crate::redirect;
 use crate::shared::Shared;
 use crate::socket::Socket;
 use crate::stats::Outcome;
 use crate::timer::Timer;
-use crate::user::UserState;
+use crate::user::{UserState, RETAINED_BUFFER_BYTES};
 use crate::wire::pb::ErrorKind;
 
 /// How long a client waits after a connect failed for want of the generator's own
@@ -71,6 +75,37 @@ impl Ended {
     fn failed(kind: ErrorKind, message: String, bytes_out: u64) -> Self {
         Ended { outcome: Outcome::Failed { kind, message }, bytes_in: 0, bytes_out, at: None }
     }
+
+    /// A request that went on to a redirect's hop, which ended `next`: how the hop ended,
+    /// with the bytes and phases of both.
+    fn then(&self, next: Ended) -> Ended {
+        let outcome = match (&self.outcome, next.outcome) {
+            (Outcome::Response { phases: before, .. }, Outcome::Response { status, phases }) => {
+                Outcome::Response { status, phases: redirect::add_phases(before, &phases) }
+            }
+            (_, outcome) => outcome,
+        };
+        Ended {
+            outcome,
+            bytes_in: self.bytes_in + next.bytes_in,
+            bytes_out: self.bytes_out + next.bytes_out,
+            at: next.at,
+        }
+    }
+
+    /// A request whose redirect was refused (never sent), with the bytes of what it exchanged.
+    fn refused(&self, message: String) -> Ended {
+        let outcome = Outcome::Failed { kind: ErrorKind::RedirectRefused, message };
+        Ended { outcome, bytes_in: self.bytes_in, bytes_out: self.bytes_out, at: None }
+    }
+}
+
+/// A journey request: its target, its index in the job, and its statistics slot.
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    target: usize,
+    request: usize,
+    slot: usize,
 }
 
 pub struct Connections {
@@ -85,6 +120,10 @@ pub struct Connections {
     /// The connect and request timeouts of this driver's requests (see `timer.rs`).
     connect_timer: Timer,
     request_timer: Timer,
+    /// A redirect's previous request, while its hop's is built (redirect.rs): one request's
+    /// bytes, kept for the next hop; shrunk back to RETAINED_BUFFER_BYTES after the hops, as a
+    /// user's buffers are.
+    hop_buf: Vec<u8>,
 }
 
 impl Connections {
@@ -96,6 +135,7 @@ impl Connections {
             spare_sockets: Vec::new(),
             connect_timer: Timer::new(shared.job.connect_timeout),
             request_timer: Timer::new(shared.job.request_timeout),
+            hop_buf: Vec::new(),
         }
     }
 
@@ -159,15 +199,76 @@ impl Connections {
             recent_head: shared.recent_head(target, request),
             inspection: Some(&mut inspection),
         };
-        let ended = self.send(target, exchange, slot, started).await;
+        let mut ended = self.send(target, exchange, slot, started).await;
+        let mut last_url = None;
+        if journey.max_redirects > 0 {
+            let (hops, url) =
+                self.follow(Route { target, request, slot }, &mut ended, &mut inspection, user, now_ms).await;
+            shared.stats.borrow_mut().redirected(slot, hops);
+            last_url = url;
+        }
         let at = ended.at;
         let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
-        let seen = Seen { status: 0, latency_us, url_key: journeys.url_key(request, target), now_ms };
+        let url = last_url.as_ref().unwrap_or(&journeys.urls[journeys.url_key(request, target)]);
+        let seen = Seen { status: 0, latency_us, url, now_ms };
         let then = record_journey(&shared, (request, slot), ended, seen, &inspection, user);
         shared.inspections.borrow_mut().give_back(inspection, journeys.max_body_bytes);
         user.request_done();
         shared.in_flight.set(shared.in_flight.get() - 1);
         Sent { responded: at.is_some(), then }
+    }
+
+    /// Follows the redirects of a journey request whose first exchange `ended` (redirect.rs),
+    /// each hop a new exchange on its target's connection, with its own timeouts; `ended`
+    /// becomes the last exchange's, with the bytes and phases of every hop. Returns the hops
+    /// followed and, after a hop, the URL of the last response.
+    async fn follow(
+        &mut self,
+        route: Route,
+        ended: &mut Ended,
+        inspection: &mut Inspection,
+        user: &mut UserState,
+        now_ms: u64,
+    ) -> (u32, Option<Url>) {
+        let shared = Rc::clone(&self.shared);
+        let (journeys, journey) = shared.job.journey(route.request).expect("a journey request");
+        let mut from = None;
+        let mut hops = 0;
+        while hops < journey.max_redirects {
+            let Outcome::Response { status, .. } = ended.outcome else { break };
+            let url = match from.take() {
+                Some(url) => url,
+                None => match journeys.origins.url_of(route.target, redirect::path_of(&user.write_buf)) {
+                    Ok(url) => url,
+                    Err(_) => break, // a path the engine wrote is always a URL's
+                },
+            };
+            let hop = match hop::next_hop(journeys, (status, inspection), &url, user, &mut self.hop_buf, now_ms) {
+                Some(Ok(hop)) => hop,
+                not_followed => {
+                    if let Some(Err(message)) = not_followed {
+                        *ended = ended.refused(message);
+                    }
+                    from = Some(url);
+                    break;
+                }
+            };
+            inspection.start(journey.needs_body, journeys.max_body_bytes);
+            let exchange = Exchange {
+                wire: &user.write_buf,
+                head: journey.head,
+                recent_head: shared.recent_head(hop.target, route.request),
+                inspection: Some(inspection),
+            };
+            let next = self.send(hop.target, exchange, route.slot, Instant::now()).await;
+            *ended = ended.then(next);
+            hops += 1;
+            from = Some(hop.url);
+        }
+        if self.hop_buf.capacity() > RETAINED_BUFFER_BYTES {
+            self.hop_buf = Vec::new();
+        }
+        (hops, from.filter(|_| hops > 0))
     }
 
     pub fn close_all(&mut self) {
@@ -303,7 +404,7 @@ fn record_journey(
     shared: &Shared,
     (request, slot): (usize, usize),
     Ended { outcome, bytes_in, bytes_out, .. }: Ended,
-    mut seen: Seen,
+    mut seen: Seen<'_>,
     inspection: &Inspection,
     user: &mut UserState,
 ) -> OnFail {

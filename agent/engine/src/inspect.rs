@@ -5,6 +5,8 @@
 //! when no check of the request names statuses. What the user does next is the strongest
 //! of the failures' rules.
 
+use url::Url;
+
 use crate::capture::Inspection;
 use crate::journey::{Journey, Journeys, OnFail};
 use crate::response::{HeaderLine, Response};
@@ -17,11 +19,12 @@ const MAX_LINES: usize = 64;
 
 /// What the response was, besides what the inspection kept.
 #[derive(Debug, Clone, Copy)]
-pub struct Seen {
+pub struct Seen<'u> {
     pub status: u16,
     pub latency_us: u64,
-    /// The jar's URL key of the request and target.
-    pub url_key: usize,
+    /// The URL the response came from (its Set-Cookie is stored for it): the request's
+    /// (`Journeys::urls`), or its last redirect hop's.
+    pub url: &'u Url,
     pub now_ms: u64,
 }
 
@@ -37,7 +40,7 @@ pub struct Judged {
 pub fn judge(
     journeys: &Journeys,
     journey: &Journey,
-    seen: Seen,
+    seen: Seen<'_>,
     inspection: &Inspection,
     user: &mut UserState,
     stats: &mut Stats,
@@ -47,7 +50,7 @@ pub fn judge(
     let mut count = 0;
     for (name, value) in inspection.header_lines().take(MAX_LINES) {
         if let (Some(jar), true) = (&mut user.jar, name.eq_ignore_ascii_case(b"set-cookie")) {
-            jar.store(value, &journeys.urls[seen.url_key], seen.now_ms);
+            jar.store(value, seen.url, seen.now_ms);
         }
         lines[count] = HeaderLine { name, value };
         count += 1;
@@ -76,7 +79,7 @@ pub fn judge(
             vars: &user.vars,
             row: None,
             user: user.index,
-            agent: 0,
+            agent: journeys.agent,
             iteration: user.iteration,
             now_ms: seen.now_ms,
             rng: &mut user.rng,
@@ -153,7 +156,7 @@ mod tests {
         inspection.keep_body(body.as_bytes());
         let mut user = UserState::new(job, 0, 1);
         let mut stats = Stats::new(job);
-        let seen = Seen { status, latency_us: 1000, url_key: journeys.url_key(0, 0), now_ms: 1_700_000_000_000 };
+        let seen = Seen { status, latency_us: 1000, url: &journeys.urls[0], now_ms: 1_700_000_000_000 };
         let judged = judge(journeys, journey, seen, &inspection, &mut user, &mut stats, 0);
         // A request ended, so that the interval has a row for the slot.
         let ended = crate::stats::Outcome::Failed { kind: pb::ErrorKind::Other, message: String::new() };

@@ -275,6 +275,18 @@ impl Jar {
         &self.header
     }
 
+    /// The `Cookie:` header's value for a URL that has no key (a redirect's hop): selected
+    /// afresh, not cached.
+    pub fn header_for_url(&mut self, url: &Url, now_ms: u64) -> &[u8] {
+        self.purge(now_ms);
+        let selection = self.select(url);
+        if self.header_of != (self.generation, selection) {
+            self.render(selection);
+            self.header_of = (self.generation, selection);
+        }
+        &self.header
+    }
+
     /// Which entries cookie_store says `url` gets.
     fn select(&self, url: &Url) -> u64 {
         let mut selection = 0u64;

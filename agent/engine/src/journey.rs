@@ -16,6 +16,7 @@ use crate::checks::{Check, Condition, HeaderTest, JsonTest};
 use crate::extract::Extractor;
 use crate::feed::Feed;
 use crate::jar::{JarLimits, DEFAULT_MAX_BYTES, DEFAULT_MAX_COOKIES};
+use crate::redirect::{Origins, MAX_REDIRECTS_LIMIT};
 use crate::template::{Names, Piece, Place, Template};
 use crate::vars::Vars;
 use crate::wire::pb;
@@ -84,6 +85,8 @@ pub struct Journey {
     pub implicit_status: bool,
     /// An extraction or a check reads the body: it is captured (up to `max_body_bytes`).
     pub needs_body: bool,
+    /// Redirects followed (redirect.rs), at most MAX_REDIRECTS_LIMIT; 0: none.
+    pub max_redirects: u32,
 }
 
 #[derive(Debug)]
@@ -97,6 +100,10 @@ pub struct Journeys {
     pub max_body_bytes: usize,
     /// ${user} of local user i is first_user + i.
     pub first_user: u64,
+    /// ${agent}: the agent's index in the run (JobSpec.agent_index).
+    pub agent: u32,
+    /// Where a redirect's hop may go: the targets' origins.
+    pub origins: Origins,
     /// Per request name (Job::names): its checks', then its extractions' names, in the plan's
     /// order (several requests of one name share the counters of equal names).
     pub check_names: Vec<Vec<String>>,
@@ -148,6 +155,7 @@ impl Journeys {
             }
         }
         let urls = urls(spec, &names_of).map_err(|e| problems.push(e)).unwrap_or_default();
+        let origins = Origins::new(spec.targets.iter().map(|t| t.url.as_str())).map_err(|e| problems.push(e));
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -157,6 +165,8 @@ impl Journeys {
             jar,
             max_body_bytes,
             first_user: spec.first_user,
+            agent: spec.agent_index,
+            origins: origins.unwrap_or_default(),
             check_names,
             hosts: spec.targets.iter().map(|t| host_header(&t.url).to_string()).collect(),
             urls,
@@ -166,12 +176,13 @@ impl Journeys {
     }
 }
 
-/// Whether a request needs the journey path whatever the cookies: a template, an extraction
-/// or a check.
+/// Whether a request needs the journey path whatever the cookies: a template, an extraction,
+/// a check or redirects to follow.
 fn is_journey(r: &pb::RequestSpec) -> bool {
     let templated = |text: &[u8]| text.windows(2).any(|w| w == b"${");
     !r.extracts.is_empty()
         || !r.checks.is_empty()
+        || r.max_redirects > 0
         || templated(r.path.as_bytes())
         || r.headers.iter().any(|h| templated(h.value.as_bytes()))
         || templated(&r.body)
@@ -219,6 +230,10 @@ fn build_request(
     let body = template("body".into(), &r.body, Place::Body);
     let checks = build_checks(r, names, counters, &mut problems);
     let extractions = build_extractions(spec, r, counters, &mut problems);
+    if r.max_redirects > MAX_REDIRECTS_LIMIT {
+        problems
+            .push(format!("max_redirects: {} is over the {MAX_REDIRECTS_LIMIT} a request may follow", r.max_redirects));
+    }
     let (Some(path), Some(body), true) = (path, body, problems.is_empty()) else { return Err(problems) };
     let needs_body =
         extractions.iter().any(|e| e.extractor.needs_body()) || checks.iter().any(|c| c.check.needs_body());
@@ -233,6 +248,7 @@ fn build_request(
         needs_body,
         extractions,
         checks,
+        max_redirects: r.max_redirects,
     })
 }
 

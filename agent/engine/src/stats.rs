@@ -13,8 +13,24 @@ const LATE_AFTER_US: u64 = 1000;
 /// Error messages sent per interval; enough to see what is wrong without a flood.
 const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
 /// ErrorKind values (stats.proto), UNSPECIFIED included: a slot's error counts are indexed by
-/// them. ERROR_KIND_CHECK (10) is never counted there (a response came), only sampled.
-const ERROR_KINDS: usize = 13;
+/// them (`error_index`). ERROR_KIND_CHECK (10) is never counted there (a response came), only
+/// sampled. REDIRECT_REFUSED (40) has the last index.
+const ERROR_KINDS: usize = 14;
+const REDIRECT_REFUSED_INDEX: usize = 13;
+
+fn error_index(kind: pb::ErrorKind) -> usize {
+    match kind {
+        pb::ErrorKind::RedirectRefused => REDIRECT_REFUSED_INDEX,
+        kind => kind as usize,
+    }
+}
+
+fn error_kind(index: usize) -> i32 {
+    match index {
+        REDIRECT_REFUSED_INDEX => pb::ErrorKind::RedirectRefused as i32,
+        index => index as i32,
+    }
+}
 /// The implicit status check's statuses (unless a check of the request names statuses).
 pub const IMPLICIT_OK: std::ops::Range<u16> = 200..400;
 
@@ -52,6 +68,8 @@ struct Slot {
     check_failed: u64,
     users_stopped: u64,
     sessions_restarted: u64,
+    /// Redirect hops followed by the slot's requests (redirect.rs).
+    redirects: u64,
 }
 
 impl Slot {
@@ -77,6 +95,7 @@ impl Slot {
             check_failed: 0,
             users_stopped: 0,
             sessions_restarted: 0,
+            redirects: 0,
         }
     }
 
@@ -85,7 +104,7 @@ impl Slot {
         (self.requests, self.bytes_in, self.bytes_out, self.opened, self.closed) = (0, 0, 0, 0, 0);
         (self.scheduled, self.sent_late, self.max_send_lag_us, self.not_sent) = (0, 0, 0, 0);
         self.send_lag_sum_us = 0;
-        (self.check_failed, self.users_stopped, self.sessions_restarted) = (0, 0, 0);
+        (self.check_failed, self.users_stopped, self.sessions_restarted, self.redirects) = (0, 0, 0, 0);
         self.checks.fill([0; 2]);
         self.status = [0; 5];
         self.errors = [0; ERROR_KINDS];
@@ -109,7 +128,7 @@ impl Slot {
                 .iter()
                 .enumerate()
                 .filter(|(_, &n)| n > 0)
-                .map(|(kind, &count)| pb::ErrorCount { kind: kind as i32, count })
+                .map(|(index, &count)| pb::ErrorCount { kind: error_kind(index), count })
                 .collect(),
             bytes_in: self.bytes_in,
             bytes_out: self.bytes_out,
@@ -132,6 +151,7 @@ impl Slot {
             checks_reported: true, // every response is judged, by its checks or the implicit one
             users_stopped: self.users_stopped,
             sessions_restarted: self.sessions_restarted,
+            redirects: self.redirects,
             latency_missing: false, // the engine measures every response
             ..Default::default()    // latency_buckets: the agent's form, not the engine's
         };
@@ -224,6 +244,11 @@ impl Stats {
         self.slots[slot].users_stopped += 1;
     }
 
+    /// A request followed `hops` redirects (counted whatever its end).
+    pub fn redirected(&mut self, slot: usize, hops: u32) {
+        self.slots[slot].redirects += u64::from(hops);
+    }
+
     /// A user's session started again (on_fail or on_missing: restart).
     pub fn session_restarted(&mut self, slot: usize) {
         self.slots[slot].sessions_restarted += 1;
@@ -242,7 +267,7 @@ impl Stats {
                 s.phases.record(&phases);
             }
             Outcome::Failed { kind, message } => {
-                s.errors[kind as usize] += 1;
+                s.errors[error_index(kind)] += 1;
                 if self.samples.len() < ERROR_SAMPLES_PER_INTERVAL {
                     self.samples.push(Sample { slot, kind, message, check: None });
                 }

@@ -83,3 +83,14 @@ def test_the_progress_line_marks_the_share_of_checks_passed_only_when_something_
     checked = progress_line(run_pb2.IntervalSummary(agents=1, checks_passed=199, checks_failed=1))
     assert checked.endswith("  chk 99.5%")
     assert "chk" not in progress_line(run_pb2.IntervalSummary(agents=1))
+
+
+def test_the_summary_says_the_redirects_followed_only_when_any():
+    from loadfleet.controller.output.console import summary_table
+    from loadfleet.v1 import run_pb2
+
+    summary = run_pb2.RunSummary(run_id="r1", state=run_pb2.RUN_STATE_FINISHED, total=run_pb2.Totals(name="total"))
+    said = summary_table(summary, {"total": {"name": "total", "figures": {"redirects": 1_500}}}).splitlines()
+    assert "redirects followed: 1,500 (latency, phases and bytes include every hop)" in said
+    quiet = summary_table(summary, {"total": {"name": "total", "figures": {"redirects": 0}}})
+    assert "redirects" not in quiet

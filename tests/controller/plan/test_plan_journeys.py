@@ -436,3 +436,30 @@ def test_a_status_as_written_reads_back_equal(status):
     plan = parse_plan(yaml.safe_dump(login(workload__requests__2__check__0__status=status)))
     assert plan.requests[2].checks[0].status == tuple(status)
     assert parse_plan(plan.to_yaml()) == plan
+
+
+def _redirecting(redirects: object, driver: str = "engine") -> dict:
+    return {
+        "driver": driver,
+        "duration_s": 5,
+        "targets": [{"url": "http://127.0.0.2:8080"}],
+        "workload": {"requests": [{"path": "/a", "redirects": redirects}]},
+        "load": {"model": "closed", "clients": 1},
+    }
+
+
+def test_redirects_read_round_trip_and_default_to_none():
+    plan = parse_plan(yaml.safe_dump(_redirecting(3)))
+    assert plan.requests[0].redirects == 3
+    assert parse_plan(plan.to_yaml()) == plan
+    assert parse_plan(LOGIN).requests[0].redirects == 0
+
+
+@pytest.mark.parametrize("redirects", [21, -1, "3"])
+def test_redirects_out_of_0_to_20_are_named_by_path(redirects):
+    assert [p for p, _ in problems(_redirecting(redirects))] == ["workload.requests[0].redirects"]
+
+
+def test_gatling_refuses_redirects_with_a_pointer_to_the_engine():
+    found = problems(_redirecting(2, driver="gatling"))
+    assert found == [("workload.requests[0].redirects", found[0][1])] and "driver: engine" in found[0][1]

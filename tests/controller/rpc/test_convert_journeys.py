@@ -115,3 +115,20 @@ def test_each_agent_gets_the_fleet_wide_index_of_its_first_user():
     plan = plan_of([{"path": "/"}])  # 4 clients
     agents = (("a", 2), ("b", 1), ("c", 1))  # engines of 1 client each
     assert [spec_of(plan, agents, agent=i).first_user for i in range(3)] == [0, 2, 3]
+
+
+def test_redirects_reach_the_spec_per_request():
+    spec = spec_of(plan_of([{"path": "/a", "redirects": 5}, {"path": "/b"}]))
+    assert [r.max_redirects for r in spec.requests] == [5, 0]
+
+
+def test_the_assignment_s_agent_index_is_the_spec_s():
+    plan = plan_of([{"path": "/${agent}"}])
+    shares = split_over_engines(plan.load, plan.max_requests, [("a", 1), ("b", 1)])
+    specs = [
+        assignment_to_proto(
+            JobAssignment(job_id="r/s", plan=plan, engines=s.engines, start_at_ms=2**41, agent_index=i)
+        ).assignment.spec
+        for i, s in enumerate(shares)
+    ]
+    assert [s.agent_index for s in specs] == [0, 1]

@@ -113,6 +113,8 @@ class StatsRow:
     # indices, sorted and joined (feedranges.py). An engine takes its slice in order, so
     # there is at most one range per engine whose rows were taken.
     feed_taken: list[tuple[int, int]] = field(default_factory=list)
+    # Redirect hops followed by the requests of the row (a request answered after two counts 2).
+    redirects: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -167,6 +169,7 @@ class StatsRow:
         self.sessions_restarted += other.sessions_restarted
         if other.feed_taken:
             self.feed_taken = join_ranges(self.feed_taken + other.feed_taken)
+        self.redirects += other.redirects
         self.requests += other.requests
         self.status = [a + b for a, b in zip(self.status, other.status)]
         for kind, count in other.errors.items():
@@ -228,6 +231,7 @@ class StatsRow:
             users_stopped=pb.users_stopped,
             sessions_restarted=pb.sessions_restarted,
             feed_taken=join_ranges([(r.start, r.end) for r in pb.feed_taken]) if pb.feed_taken else [],
+            redirects=pb.redirects,
         )
 
     def to_proto(self, *, buckets: bool = False) -> stats_pb2.IntervalStats:
@@ -263,6 +267,7 @@ class StatsRow:
             users_stopped=self.users_stopped,
             sessions_restarted=self.sessions_restarted,
             feed_taken=[stats_pb2.FeedRange(start=a, end=b) for a, b in self.feed_taken],
+            redirects=self.redirects,
         )
         packed = self.histogram.to_buckets() if buckets else None
         if packed is not None:

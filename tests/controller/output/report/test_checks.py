@@ -4,6 +4,7 @@ over a bucket of intervals; no section for a run without checks."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -118,3 +119,14 @@ def test_the_failures_chart_has_a_line_of_responses_that_failed_a_check(checked_
     assert sorted(by_name) == ["connect_refused", "failed a check"]
     assert [y for _, y in by_name["failed a check"].points] == [0, 0, 48, 0, 0, 0]  # per second, 1 s intervals
     assert "failed a check" not in {s.name for s in failure_series(load_run(synthetic_run))}
+
+
+def test_redirects_followed_are_said_under_checks(synthetic_run):
+    path = synthetic_run / "summary.json"
+    doc = json.loads(path.read_text())
+    doc["total"]["figures"]["redirects"] = 1_234
+    path.write_text(json.dumps(doc))
+    write_report(synthetic_run)
+    html = (synthetic_run / REPORT_FILE).read_text()
+    assert "<h2>Checks</h2>" in html
+    assert "Redirects followed: 1,234 (checks judged the last hop&#x27;s response" in html

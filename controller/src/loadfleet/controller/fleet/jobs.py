@@ -45,6 +45,9 @@ class JobAssignment:
     start_at_ms: int
     # A unique feed: the file's rows [start, end) this agent's engines hold (feedsplit.py).
     feed_rows: tuple[int, int] = (0, 0)
+    # ${agent}: the agent's index among the agents given a share of the step, in the order
+    # split_over_engines lists them (0, 1, ...), as first_user numbers users.
+    agent_index: int = 0
 
 
 @dataclass(frozen=True)

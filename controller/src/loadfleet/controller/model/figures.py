@@ -114,6 +114,8 @@ class Figures:
     # Users ended by a plan rule (on_fail or on_missing: stop), and sessions started again.
     users_stopped: int = 0
     sessions_restarted: int = 0
+    # Redirect hops followed (plan `redirects`); the row's responses are the last hops'.
+    redirects: int = 0
 
 
 def latency_of(row: StatsRow) -> Latency | None:
@@ -178,6 +180,7 @@ def figures_of(row: StatsRow, seconds: float, latency: Latency | None = None) ->
         checks={name: CheckFigures.of(count) for name, count in row.checks.items()},
         users_stopped=row.users_stopped,
         sessions_restarted=row.sessions_restarted,
+        redirects=row.redirects,
     )
 
 

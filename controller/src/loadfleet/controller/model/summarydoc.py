@@ -84,6 +84,7 @@ class EntryFigures:
     check_pass_pct: float | None = None
     users_stopped: int = 0
     sessions_restarted: int = 0
+    redirects: int = 0  # redirect hops followed (plan `redirects`)
 
 
 @dataclass(frozen=True)

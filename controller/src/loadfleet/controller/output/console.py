@@ -124,6 +124,8 @@ def summary_table(s: run_pb2.RunSummary, doc: dict[str, Any]) -> str:
         lines.append("controller: " + summary.controller.describe())
     lines += feed_lines(summary.feed_rows)
     total = summary.total.figures
+    if total.redirects:
+        lines.append(f"redirects followed: {total.redirects:,} (latency, phases and bytes include every hop)")
     checks = checks_lines(check_lines_of(summary), total.users_stopped, total.sessions_restarted)
     return "\n".join(lines + checks + thresholds_table(summary))
 

@@ -94,6 +94,8 @@ INTERVAL_COLUMNS = (
     ]
     + [f"{name}_ms" for name, _ in PERCENTILES]
     + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
+    # Redirect hops followed by the row's requests (plan `redirects`).
+    + ["redirects"]
     # Phases: count, exact sum and max per phase (sums and counts add up across rows and
     # intervals; docs/results.md), then percentiles of waiting. Zero when not measured.
     + [f"{name}_{what}" for name in PHASE_NAMES for what in ("count", "sum_ms", "max_ms")]
@@ -357,6 +359,7 @@ def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) ->
         row.sent_late,
         round(row.max_send_lag_us / 1000, 3),
         row.not_sent,
+        row.redirects,
         *_phase_cells(row, f),
     ]
 

@@ -4,7 +4,7 @@ Gatling driver"), each refused by its path in the plan with what to do instead.
 JobSimulation (agent/gatling) runs a journey's templates, extractions, checks, `once`,
 on_fail / on_missing rules and `cookies: false` as the engine does, judging every response
 itself. Two things differ from the engine's libraries and are refused rather than run with
-other results:
+other results (and `redirects`, which JobSimulation does not follow):
 
 - JSONPath filters (`?(...)`): Gatling's JSONPath reads them by its own rules, not RFC
   9535's (the engine's serde_json_path); dot, index, wildcard, slices and `..` agree.
@@ -25,6 +25,7 @@ from loadfleet.controller.plan.journeys import ExtractSource, HeaderTest
 from loadfleet.controller.plan.model import Request
 
 _ENGINE = "use `driver: engine`"
+_NO_REDIRECTS = "the gatling driver does not follow redirects (loadfleet's simulation turns them off)"
 # Rust regex syntax Java's java.util.regex reads otherwise (or not at all).
 _RUST_ONLY_REGEX = {"(?P<": "a named group (?P<name>...): write (?<name>...)", "[[:": "a POSIX class [[:name:]]"}
 
@@ -33,6 +34,8 @@ def gatling_journey_problems(requests: Sequence[Request]) -> list[Problem]:
     """The journey parts of `requests` the gatling driver refuses, by path."""
     problems = []
     for i, request in enumerate(requests):
+        if request.redirects:  # JobSimulation turns Gatling's redirect following off
+            problems.append(Problem(f"workload.requests[{i}].redirects", f"{_NO_REDIRECTS}; {_ENGINE}"))
         for where, path in _json_paths(request, f"workload.requests[{i}]"):
             if "?" in path:
                 why = f"{path!r}: Gatling's JSONPath reads filters (?...) by other rules than the engine's; {_ENGINE}"

@@ -53,6 +53,9 @@ class Request:
     # A journey's (journeys.py): run on each response, the extractions first.
     extracts: tuple[Extract, ...] = ()
     checks: tuple[Check, ...] = ()
+    # Redirects followed (0: none; at most 20, the schema and the engine say so), each hop to
+    # a plan target only.
+    redirects: int = 0
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,8 @@ def _request_doc(r: Request) -> dict[str, Any]:
         doc["check"] = [c.to_doc() for c in r.checks]
     if r.extracts:
         doc["extract"] = [e.to_doc() for e in r.extracts]
+    if r.redirects:
+        doc["redirects"] = r.redirects
     return doc
 
 

@@ -343,6 +343,7 @@ def _request(doc: dict[str, Any]) -> Request:
         body=doc.get("body", ""),
         extracts=tuple(Extract.from_doc(e) for e in doc.get("extract", [])),
         checks=tuple(Check.from_doc(c) for c in doc.get("check", [])),
+        redirects=doc.get("redirects", 0),
     )
 
 

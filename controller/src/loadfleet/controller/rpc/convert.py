@@ -206,7 +206,7 @@ def _checks_problem(rows: list[StatsRow], parts: tuple[StatsRow, ...], total: St
     response: ERROR_KIND_CHECK is for samples only), or a total naming a check no row has."""
     for row in rows:
         where = f"the row ({row.target!r}, {row.request!r})"
-        counts = [row.reported_check_failed, row.users_stopped, row.sessions_restarted]
+        counts = [row.reported_check_failed, row.users_stopped, row.sessions_restarted, row.redirects]
         counts += [n for c in row.checks.values() for n in (c.passed, c.failed)]
         if max(counts) > bounds.MAX_COUNT:
             return f"{where} counts {max(counts):,} in its checks, more than one interval can hold"
@@ -325,6 +325,7 @@ def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
         driver=_DRIVERS[plan.driver],
         # The agent's first user: its engines' users are numbered on from here (scheduler.py).
         first_user=a.engines[0].first_user if a.engines else 0,
+        agent_index=a.agent_index,  # ${agent} (fleet/jobs.py)
     )
     if plan.gatling:
         spec.gatling.CopyFrom(

@@ -22,13 +22,14 @@ _ON_FAIL = {
 
 def add_journey(spec: job_pb2.JobSpec, plan: Plan) -> None:
     """Fills `spec` (its requests already in the plan's order) with the plan's journey:
-    the variables, each request's extractions and checks, and the cookie jar."""
+    the variables, each request's extractions, checks and redirects, and the cookie jar."""
     names = variables(plan.requests)
     slots = {name: slot for slot, name in enumerate(names)}
     spec.variables.extend(names)
     for request_pb, request in zip(spec.requests, plan.requests, strict=True):
         request_pb.extracts.extend(extract_to_proto(e, slots[e.var]) for e in request.extracts)
         request_pb.checks.extend(check_to_proto(c) for c in request.checks)
+        request_pb.max_redirects = request.redirects
     if plan.cookies != Cookies():
         spec.cookies.CopyFrom(cookies_to_proto(plan.cookies))
 

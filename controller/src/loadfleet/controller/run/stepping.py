@@ -143,7 +143,7 @@ class StepRunner:
         step = self._open(spec, plan, shares, first=first)
         rows = feed_slices(plan.feed, shares)
         self._pipeline.ledger_slices(rows)
-        for share in shares:
+        for agent_index, share in enumerate(shares):
             start_at_ms = step.window.load_start_ms
             assignment = JobAssignment(
                 job_id=step.window.job_id,
@@ -151,6 +151,7 @@ class StepRunner:
                 engines=share.engines,
                 start_at_ms=start_at_ms,
                 feed_rows=rows.get(share.agent_id, (0, 0)),
+                agent_index=agent_index,
             )
             record = self._registry.get(share.agent_id)
             assert record is not None and record.link is not None  # as `agents`: nothing awaited since

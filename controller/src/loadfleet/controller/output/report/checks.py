@@ -1,5 +1,6 @@
 """report.html's "Checks": the run's checks worst first (the console's table: checktable.py),
-failed ones in red, the users the plan's rules stopped and the sessions they restarted, and
+failed ones in red, the users the plan's rules stopped and the sessions they restarted, the
+redirect hops the requests followed (plan `redirects`: their responses are the last hops'), and
 the pass rate over time — of every check together (intervals.csv's `check_pass_pct`) and of
 the worst checks each (checks.csv, checkseries.py).
 
@@ -60,6 +61,12 @@ def pass_rate_chart(run: RunData) -> Chart:
 def _stopped_text(run: RunData) -> str:
     total = run.summary_doc.total.figures
     stopped, restarted = total.users_stopped, total.sessions_restarted
-    if not stopped and not restarted:
-        return ""
-    return f"Users stopped by the plan's rules: {stopped:,}; sessions restarted: {restarted:,}."
+    said = []
+    if stopped or restarted:
+        said.append(f"Users stopped by the plan's rules: {stopped:,}; sessions restarted: {restarted:,}.")
+    if total.redirects:
+        said.append(
+            f"Redirects followed: {total.redirects:,} (checks judged the last hop's response; latency, "
+            "phases and bytes include every hop)."
+        )
+    return " ".join(said)
