@@ -13,8 +13,9 @@ const LATE_AFTER_US: u64 = 1000;
 /// Error messages sent per interval; enough to see what is wrong without a flood.
 const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
 /// ErrorKind values (stats.proto), UNSPECIFIED included: a slot's error counts are indexed by
-/// them. ERROR_KIND_CHECK (10) is never counted there (a response came), only sampled.
-const ERROR_KINDS: usize = 13;
+/// them. ERROR_KIND_CHECK (10) is never counted there (a response came), only sampled. The
+/// HTTP/2 kinds are 20..=27.
+const ERROR_KINDS: usize = 28;
 /// The implicit status check's statuses (unless a check of the request names statuses).
 pub const IMPLICIT_OK: std::ops::Range<u16> = 200..400;
 

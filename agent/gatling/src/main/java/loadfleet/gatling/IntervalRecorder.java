@@ -39,7 +39,10 @@ final class IntervalRecorder {
   enum ErrorKind {
     // stats.proto's ErrorKind in its order (tests/wire/test_error_kinds.py compares them).
     // CHECK is for samples only: a response that failed a check counts in check_failed.
-    CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER, LOCAL_PORTS, LOCAL_FDS, CHECK, TEMPLATE;
+    // The H2_ kinds are the native engine's HTTP/2 (this driver refuses HTTP/2 targets for now).
+    CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER, LOCAL_PORTS, LOCAL_FDS, CHECK, TEMPLATE,
+    H2_RST_INTERNAL, H2_REFUSED_STREAM, H2_RST_CANCEL, H2_RST_ENHANCE_YOUR_CALM, H2_RST_OTHER, H2_GOAWAY_UNPROCESSED,
+    H2_GOAWAY, H2_PROTOCOL;
 
     String protoName() {
       return "ERROR_KIND_" + name();
