@@ -166,3 +166,19 @@ fn h2c_to_an_http1_server_says_so() {
     let sample = reports.iter().flat_map(|r| &r.error_samples).next().expect("a sample");
     assert!(sample.message.contains("does not speak h2c"), "{}", sample.message);
 }
+
+#[test]
+fn the_open_model_runs_over_h2c_with_latency_from_the_due_time() {
+    let (url, counts) = start_h2c_server(Behaviour::default());
+    let mut spec = open_job(&url, "/ok", 400.0, false, 600);
+    spec.targets[0].protocol = pb::HttpProtocol::H2c.into();
+    let reports = Engine::spawn().run(spec);
+    thread::sleep(Duration::from_millis(100));
+    let requests = total(&reports, |s| s.requests);
+    assert!((200..=240).contains(&requests), "{requests} requests at 400/s for 0.6 s");
+    assert_eq!(total(&reports, |s| s.status_2xx), requests);
+    assert_eq!(requests, counts.responses.load(Ordering::Relaxed));
+    assert_eq!(histogram_count(&reports), requests, "every response's latency is recorded");
+    // The server holds each stream 2 ms: latency from the due time includes it.
+    assert!(latency(&reports).value_at_quantile(0.5) >= 2000);
+}
