@@ -182,3 +182,26 @@ fn the_open_model_runs_over_h2c_with_latency_from_the_due_time() {
     // The server holds each stream 2 ms: latency from the due time includes it.
     assert!(latency(&reports).value_at_quantile(0.5) >= 2000);
 }
+
+#[test]
+fn over_tls_auto_falls_back_to_http1_and_h2_says_alpn_did_not_choose_it() {
+    // The test TLS server offers no ALPN: HTTP/1.1 only.
+    let server = start_tls_server();
+    let mut spec = closed_job(&[(&server.url, 1)], vec![get("r", "/", 1)], 2, 500, 250);
+    spec.targets[0].protocol = pb::HttpProtocol::Auto.into();
+    let reports = Engine::spawn().run(spec);
+    thread::sleep(Duration::from_millis(100));
+    let requests = total(&reports, |s| s.requests);
+    assert!(requests > 20, "{requests} requests");
+    assert_eq!(total(&reports, |s| s.status_2xx), requests);
+    assert_eq!(requests, server.served.responses.load(Ordering::Relaxed));
+
+    let mut spec = closed_job(&[(&server.url, 1)], vec![get("r", "/", 1)], 1, 300, 300);
+    spec.targets[0].protocol = pb::HttpProtocol::H2.into();
+    let reports = Engine::spawn().run(spec);
+    let requests = total(&reports, |s| s.requests);
+    assert!(requests > 0);
+    assert_eq!(errors_of(&reports, ErrorKind::H2Protocol), requests);
+    let sample = reports.iter().flat_map(|r| &r.error_samples).next().expect("a sample");
+    assert!(sample.message.contains("did not select h2 by ALPN"), "{}", sample.message);
+}
