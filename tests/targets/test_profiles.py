@@ -170,3 +170,13 @@ def test_php_fpm_stock_pool_is_debians_www_conf(tmp_path):
 def test_a_stock_php_server_takes_no_workers():
     with pytest.raises(SpecError, match="PHP-FPM pool"):
         parse_spec({"servers": [{"kind": "php", "profile": "stock", "workers": 4, "listen": "127.0.0.2:0"}]})
+
+
+def test_nginx_http2_listens_h2_over_tls_and_h2c_in_clear(tmp_path):
+    """`http2=True`: the listen line gains http2 (nginx 1.22's way), after ssl when there is TLS."""
+    h2 = NginxServer("127.0.0.2", 18443, tmp_path, tmp_path, "h2", tls=True, http2=True).config()
+    h2c = NginxServer("127.0.0.2", 18080, tmp_path, tmp_path, "h2c", http2=True).config()
+    plain = NginxServer("127.0.0.2", 18081, tmp_path, tmp_path, "h1").config()
+    assert "listen 127.0.0.2:18443 ssl http2;" in h2
+    assert "listen 127.0.0.2:18080 http2;" in h2c
+    assert "listen 127.0.0.2:18081;" in plain

@@ -9,6 +9,8 @@ use url::Url;
 
 use crate::capture::Inspection;
 use crate::compose::{compose, now_ms, Destination};
+use crate::h2lane::Lane;
+use crate::h2send::{self, H2Ended, H2Exchange};
 use crate::head::RecentHead;
 use crate::hop;
 use crate::http::{self, Connection, Handshakes};
@@ -124,6 +126,8 @@ pub struct Connections {
     /// bytes, kept for the next hop; shrunk back to RETAINED_BUFFER_BYTES after the hops, as a
     /// user's buffers are.
     hop_buf: Vec<u8>,
+    /// This driver's lane on HTTP/2 connections (h2pool.rs), from its first HTTP/2 request.
+    lane: Option<Lane>,
 }
 
 impl Connections {
@@ -136,6 +140,7 @@ impl Connections {
             connect_timer: Timer::new(shared.job.connect_timeout),
             request_timer: Timer::new(shared.job.request_timeout),
             hop_buf: Vec::new(),
+            lane: None,
         }
     }
 
@@ -275,15 +280,20 @@ impl Connections {
         for target in 0..self.held.len() {
             self.close(target, false);
         }
+        self.lane = None;
     }
 
     /// One exchange on the target's connection (connecting if needed), from `started`.
     async fn send(&mut self, target: usize, mut exchange: Exchange<'_>, slot: usize, mut started: Instant) -> Ended {
         let shared = Rc::clone(&self.shared);
         let job = &shared.job;
-        let mut bytes_out = 0;
-        // Set when this request opened a connection (the one its response came on).
-        let mut handshakes = None;
+        // handshakes: set when this request opened a connection (the one its response came on).
+        let (mut bytes_out, mut handshakes) = (0, None);
+        if job.targets[target].h2.speaks_h2() {
+            if let Some(ended) = self.send_h2(target, &mut exchange, slot, started).await {
+                return ended;
+            }
+        }
         loop {
             let reused = self.reuse(target, slot);
             if !reused {
@@ -329,6 +339,23 @@ impl Connections {
                 }
             }
         }
+    }
+
+    /// The exchange over HTTP/2 (h2send.rs); None when ALPN chose HTTP/1.1 for an `auto` target.
+    async fn send_h2(
+        &mut self,
+        target: usize,
+        exchange: &mut Exchange<'_>,
+        slot: usize,
+        started: Instant,
+    ) -> Option<Ended> {
+        let shared = Rc::clone(&self.shared);
+        let lane = self.lane.get_or_insert_with(|| Lane::take(&shared)).index;
+        let inspection = exchange.inspection.as_deref_mut();
+        let h2 = H2Exchange { target, slot, lane, wire: exchange.wire, head: exchange.head, inspection };
+        let timers = (&mut self.connect_timer, &mut self.request_timer);
+        let H2Ended { outcome, bytes_in, bytes_out, at } = h2send::send(&shared, h2, started, timers).await?;
+        Some(Ended { outcome, bytes_in, bytes_out, at })
     }
 
     /// Whether the target has a kept-alive connection; if so, it now carries a request of `slot`.

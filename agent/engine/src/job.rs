@@ -365,7 +365,8 @@ mod tests {
     fn given_addresses_are_used_in_turn_and_the_host_is_not_resolved() {
         let tls = crate::tls::client_config(false);
         let addresses = vec!["127.0.0.2:8080".to_string(), "[::1]:8081".to_string()];
-        let target = pb::Target { url: "https://no-such-host.invalid:8443".into(), weight: 1, addresses };
+        let target =
+            pb::Target { url: "https://no-such-host.invalid:8443".into(), weight: 1, addresses, ..Default::default() };
         let parsed = parse_target(&target, &tls).unwrap();
         let turns: Vec<String> = (0..3).map(|_| parsed.next_addr().to_string()).collect();
         assert_eq!(turns, ["127.0.0.2:8080", "[::1]:8081", "127.0.0.2:8080"]);
@@ -375,7 +376,7 @@ mod tests {
         spec.targets[0].addresses = vec!["127.0.0.1:1".into(), "localhost:80".into()];
         let err = Job::from_spec(&spec).err().unwrap();
         assert!(err.contains("targets[0].addresses[1]: 'localhost:80' is not ip:port"), "{err}");
-        spec.targets[0] = pb::Target { url: "http://no-such-host.invalid:80".into(), weight: 1, addresses: vec![] };
+        spec.targets[0] = pb::Target { url: "http://no-such-host.invalid:80".into(), weight: 1, ..Default::default() };
         let err = Job::from_spec(&spec).err().unwrap();
         assert!(err.contains("targets[0].url: cannot resolve 'no-such-host.invalid:80'"), "{err}");
     }

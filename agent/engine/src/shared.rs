@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use crate::capture::Pool;
+use crate::h2pool::H2Pool;
 use crate::head::RecentHead;
 use crate::http::DISCARD_BUFFER_BYTES;
 use crate::job::Job;
@@ -49,6 +50,8 @@ pub struct Shared {
     max_requests: Rc<Cell<u64>>,
     /// Clients that completed their sessions' repetitions: not started again.
     retired: RefCell<HashSet<u32>>,
+    /// The job's HTTP/2 connections, shared by its drivers (h2pool.rs).
+    pub h2: H2Pool,
 }
 
 impl Shared {
@@ -56,6 +59,7 @@ impl Shared {
     pub fn new(job: Job, reactor: Rc<Reactor>, max_requests: Rc<Cell<u64>>) -> Self {
         Shared {
             stats: RefCell::new(Stats::new(&job)),
+            h2: H2Pool::new(&job),
             recent_heads: (0..job.requests.len() * job.targets.len()).map(|_| RefCell::default()).collect(),
             job,
             in_flight: Cell::new(0),

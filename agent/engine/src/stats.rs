@@ -14,9 +14,9 @@ const LATE_AFTER_US: u64 = 1000;
 const ERROR_SAMPLES_PER_INTERVAL: usize = 10;
 /// ErrorKind values (stats.proto), UNSPECIFIED included: a slot's error counts are indexed by
 /// them (`error_index`). ERROR_KIND_CHECK (10) is never counted there (a response came), only
-/// sampled. REDIRECT_REFUSED (40) has the last index.
-const ERROR_KINDS: usize = 14;
-const REDIRECT_REFUSED_INDEX: usize = 13;
+/// sampled. The HTTP/2 kinds are 20..=27; REDIRECT_REFUSED (40) has the last index.
+const ERROR_KINDS: usize = 29;
+const REDIRECT_REFUSED_INDEX: usize = 28;
 
 fn error_index(kind: pb::ErrorKind) -> usize {
     match kind {

@@ -1,9 +1,11 @@
 //! A target as the engine connects to it: the plan's URL (its statistics' key), the
-//! addresses connections go to in turn, and the TLS setup of an https target.
+//! addresses connections go to in turn, the TLS setup of an https target, and the HTTP
+//! version it is loaded with (h2target.rs).
 
 use std::cell::Cell;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use crate::h2target::H2Target;
 use crate::http;
 use crate::wire::pb;
 
@@ -16,6 +18,8 @@ pub struct Target {
     next_addr: Cell<usize>,
     /// https targets: the handshake's configuration and server name.
     pub tls: Option<http::Tls>,
+    /// HTTP/1.1 or HTTP/2, and the streams per HTTP/2 connection (h2target.rs).
+    pub h2: H2Target,
 }
 
 impl Target {
@@ -56,15 +60,16 @@ pub fn parse_target(target: &pb::Target, tls_config: &std::sync::Arc<rustls::Cli
         };
         target.addresses.iter().enumerate().map(parse).collect::<Result<Vec<SocketAddr>, String>>()?
     };
+    let h2 = H2Target::from_proto(target, https)?;
     let tls = if https {
         let host = with_port[..with_port.rfind(':').expect("has a port")].trim_matches(|c| c == '[' || c == ']');
         let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|e| format!("url: '{host}' is not a TLS server name: {e}"))?;
-        Some(http::Tls { config: std::sync::Arc::clone(tls_config), server_name })
+        Some(http::Tls { config: h2.tls_config(tls_config), server_name })
     } else {
         None
     };
-    Ok(Target { url: url.to_string(), addrs, next_addr: Cell::new(0), tls })
+    Ok(Target { url: url.to_string(), addrs, next_addr: Cell::new(0), tls, h2 })
 }
 
 fn has_port(authority: &str) -> bool {
@@ -81,7 +86,7 @@ mod tests {
     #[test]
     fn ipv6_and_default_port() {
         let tls = crate::tls::client_config(false);
-        let target = |url: &str| pb::Target { url: url.into(), weight: 1, addresses: vec![] };
+        let target = |url: &str| pb::Target { url: url.into(), weight: 1, ..Default::default() };
         assert_eq!(parse_target(&target("http://[::1]:81"), &tls).unwrap().next_addr().port(), 81);
         assert_eq!(parse_target(&target("http://127.0.0.1"), &tls).unwrap().next_addr().port(), 80);
         let https = parse_target(&target("https://127.0.0.1"), &tls).unwrap();

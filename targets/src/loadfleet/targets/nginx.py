@@ -44,6 +44,9 @@ def nginx_program() -> str:
 class NginxServer(LabServer):
     """nginx serving `docroot`; `extra_conf` goes into its server block (e.g. a fastcgi location).
     `tls`: https on the port, with a self-signed certificate made at start (`cert.pem`, `key.pem`).
+    `http2`: HTTP/2 on the port: with `tls`, h2 by ALPN (and HTTP/1.1 for clients that do not offer
+    h2); without, h2c by prior knowledge only (nginx then answers no HTTP/1.1 on the port). The
+    access log's "$request" shows the version each request came in (HTTP/2.0).
     `profile`: `lab` (the lab's tuning, `workers` worker processes) or `stock` (Debian's
     nginx.conf and default site, profiles.py; `workers` does not apply)."""
 
@@ -60,11 +63,13 @@ class NginxServer(LabServer):
         workers: int = 1,
         extra_conf: str = "",
         tls: bool = False,
+        http2: bool = False,
         profile: str = DEFAULT_PROFILE,
         launcher: Launcher = LOCAL,
     ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         self.workers, self.extra_conf, self.tls, self.profile = workers, extra_conf, tls, Profile(profile)
+        self.http2 = http2
         self.scheme = "https" if tls else "http"
         self.docroot = Path(docroot).resolve()
 
@@ -77,7 +82,7 @@ class NginxServer(LabServer):
         return self.dir / "error.log"
 
     def config(self) -> str:
-        listen = host_port(self.host, self.port) + (" ssl" if self.tls else "")
+        listen = host_port(self.host, self.port) + (" ssl" if self.tls else "") + (" http2" if self.http2 else "")
         user = "user root;\n" if os.geteuid() == 0 else ""
         temp = self.dir / "tmp"
         if self.profile is Profile.STOCK:

@@ -15,6 +15,7 @@ from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.course import SWEEP_LEVEL
 from loadfleet.controller.plan.feeds import Feed
 from loadfleet.controller.plan.journeys import Check, Cookies, Extract
+from loadfleet.controller.plan.protocol import DEFAULT_MAX_STREAMS, HttpProtocol
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.controller.plan.thresholds import Threshold, VerdictRules, threshold_doc, verdict_doc
@@ -34,11 +35,21 @@ class Target:
     url: str
     weight: int = 1
     name: str = ""  # for `--target NAME=URL` (target_urls) to replace its url
+    protocol: HttpProtocol = HttpProtocol.HTTP1
+    max_streams: int = DEFAULT_MAX_STREAMS  # HTTP/2 only (protocol.py)
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Target:
+        protocol = HttpProtocol(doc.get("protocol", HttpProtocol.HTTP1.value))
+        streams = doc.get("max_streams", DEFAULT_MAX_STREAMS)
+        return cls(doc["url"].rstrip("/"), doc.get("weight", 1), doc.get("name", ""), protocol, streams)
 
     def to_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"url": self.url, "weight": self.weight}
         if self.name:
             doc["name"] = self.name
+        if self.protocol.is_h2:
+            doc["protocol"], doc["max_streams"] = self.protocol.value, self.max_streams
         return doc
 
 

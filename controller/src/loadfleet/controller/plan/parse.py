@@ -46,6 +46,7 @@ from loadfleet.controller.plan.model import (
     SessionStep,
     Target,
 )
+from loadfleet.controller.plan.protocol import protocol_problems
 from loadfleet.controller.plan.schema import plan_schema as plan_schema  # re-exported: the CLI and tests read it here
 from loadfleet.controller.plan.schema import schema_problems
 from loadfleet.controller.plan.shorthand import add_cli_thresholds, cli_threshold_problem
@@ -222,7 +223,7 @@ def _short(text: str, limit: int = 80) -> str:
 def _meaning_problems(
     doc: dict[str, Any], base_dir: Path | None, feed: Feed | None
 ) -> tuple[list[Problem], list[Request]]:
-    problems = _target_problems(doc["targets"])
+    problems = _target_problems(doc["targets"]) + protocol_problems(doc)
     workload = doc.get("workload", {})  # absent only when a Gatling project defines it
     requests = [_request(r) for r in workload.get("requests", [])]
     if "manifest" in workload:
@@ -357,9 +358,7 @@ def _build(doc: dict[str, Any], requests: list[Request], name: str, base_dir: Pa
         name=doc.get("name", name),
         duration_s=sweep.step_s * sweep.total_steps if sweep else float(doc["duration_s"]),
         interval_ms=doc.get("interval_ms", DEFAULT_INTERVAL_MS),
-        targets=tuple(
-            Target(url=t["url"].rstrip("/"), weight=t.get("weight", 1), name=t.get("name", "")) for t in doc["targets"]
-        ),
+        targets=tuple(Target.from_doc(t) for t in doc["targets"]),
         requests=tuple(requests),
         keep_alive=doc.get("workload", {}).get("keep_alive", True),
         tls_verify=doc.get("workload", {}).get("tls_verify", False),

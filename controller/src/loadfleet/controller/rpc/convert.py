@@ -24,6 +24,7 @@ from loadfleet.controller.plan.model import SessionStep
 from loadfleet.controller.rpc import bounds
 from loadfleet.controller.rpc.feedwire import add_feed
 from loadfleet.controller.rpc.journeyconvert import add_journey
+from loadfleet.controller.rpc.targetconvert import target_to_proto
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.checks import MAX_CHECKS_PER_ROW, names_problem
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
@@ -301,7 +302,7 @@ def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
     plan = a.plan
     spec = job_pb2.JobSpec(
         job_id=a.job_id,
-        targets=[job_pb2.Target(url=t.url, weight=t.weight) for t in plan.targets],
+        targets=[target_to_proto(t) for t in plan.targets],
         requests=[
             job_pb2.RequestSpec(
                 name=r.name,
