@@ -10,7 +10,7 @@ from loadfleet.controller.fleet.jobs import JobAssignment
 from loadfleet.controller.fleet.scheduler import split_over_engines
 from loadfleet.controller.plan.feeds import Feed, FeedMode
 from loadfleet.controller.plan.parse import parse_plan
-from loadfleet.controller.rpc.convert import assignment_to_proto
+from loadfleet.controller.rpc.jobconvert import assignment_to_proto
 from loadfleet.v1 import job_pb2
 
 PLAN = """

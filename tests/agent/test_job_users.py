@@ -8,7 +8,7 @@ from loadfleet.controller.fleet.jobs import JobAssignment
 from loadfleet.controller.fleet.scheduler import split_over_engines
 from loadfleet.controller.model.load import Load, Stage
 from loadfleet.controller.plan.parse import parse_plan
-from loadfleet.controller.rpc.convert import assignment_to_proto
+from loadfleet.controller.rpc.jobconvert import assignment_to_proto
 from loadfleet.v1 import agent_pb2, job_pb2
 
 

@@ -27,7 +27,7 @@ from loadfleet.controller.fleet.scheduler import split_over_engines
 from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.plan.parse import load_plan, parse_plan
 from loadfleet.controller.plan.steps import expand, step_plan
-from loadfleet.controller.rpc.convert import assignment_to_proto
+from loadfleet.controller.rpc.jobconvert import assignment_to_proto
 from support.lanes import examples
 from support.procs import REPO
 

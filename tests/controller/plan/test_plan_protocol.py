@@ -11,7 +11,7 @@ from loadfleet.controller.fleet.scheduler import split_over_engines
 from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.plan.parse import parse_plan
 from loadfleet.controller.plan.protocol import DEFAULT_MAX_STREAMS, HttpProtocol
-from loadfleet.controller.rpc.convert import assignment_to_proto
+from loadfleet.controller.rpc.jobconvert import assignment_to_proto
 from loadfleet.v1 import job_pb2
 
 

@@ -1,4 +1,4 @@
-"""A plan's journey in the JobSpec an agent receives (rpc/journeyconvert.py, convert._job_spec):
+"""A plan's journey in the JobSpec an agent receives (rpc/journeyconvert.py, jobconvert._job_spec):
 every check, extraction, variable slot, `once` step and jar cap as the plan says it."""
 
 from pathlib import Path
@@ -9,7 +9,7 @@ from loadfleet.controller.fleet.jobs import JobAssignment
 from loadfleet.controller.fleet.scheduler import split_over_engines
 from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.parse import load_plan, parse_plan
-from loadfleet.controller.rpc.convert import assignment_to_proto
+from loadfleet.controller.rpc.jobconvert import assignment_to_proto
 from loadfleet.v1 import job_pb2
 
 PLANS = Path(__file__).parents[3] / "plans"

@@ -1,6 +1,7 @@
-"""Protobuf <-> controller dataclasses on the agents' side (AgentService); runconvert.py is
-the operators' side (RunService). The two are the only modules of the controller that read
-or build protobuf messages besides the servicers' plumbing.
+"""Protobuf -> controller dataclasses on the agents' side (AgentService): what agents say;
+jobconvert.py builds what they are told (a job), runconvert.py is the operators' side
+(RunService). They are the only modules of the controller that read or build protobuf
+messages besides the servicers' plumbing.
 
 An agent's message is checked here as it enters (bounds.py): a Hello or a report past a
 bound is refused (BadHello, BadReport), every text is made printable and cut, a heartbeat's
@@ -13,19 +14,12 @@ import math
 from dataclasses import asdict
 
 from loadfleet.controller.fleet.agents import AgentIdentity, ClockOffset
-from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits
-from loadfleet.controller.fleet.scheduler import EngineShare, combine
+from loadfleet.controller.fleet.jobs import EngineFailure, JobReport, JobState, ReportLimits
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
-from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
-from loadfleet.controller.model.load import Load, LoadModel, Think, ThinkKind
-from loadfleet.controller.plan.model import SessionStep
 from loadfleet.controller.rpc import bounds
-from loadfleet.controller.rpc.feedwire import add_feed
-from loadfleet.controller.rpc.journeyconvert import add_journey
-from loadfleet.controller.rpc.targetconvert import target_to_proto
-from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
+from loadfleet.v1 import agent_pb2, stats_pb2
 from loadfleet.wire.checks import MAX_CHECKS_PER_ROW, names_problem
 from loadfleet.wire.histogram import EMPTY, HistogramError, decode_buckets
 from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
@@ -285,82 +279,6 @@ _JOB_STATES: dict[int, JobState] = {
 }
 
 
-_DRIVERS = {Driver.ENGINE: job_pb2.DRIVER_ENGINE, Driver.GATLING: job_pb2.DRIVER_GATLING}
-
-
-def assignment_to_proto(a: JobAssignment) -> agent_pb2.ControllerMessage:
-    return agent_pb2.ControllerMessage(
-        assignment=agent_pb2.Assignment(
-            spec=_job_spec(a),
-            engines=adjust_to_proto(a.job_id, a.engines).adjust.engines,
-            lease_ms=round(a.plan.agents.lease_s * 1000),
-        )
-    )
-
-
-def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
-    plan = a.plan
-    spec = job_pb2.JobSpec(
-        job_id=a.job_id,
-        targets=[target_to_proto(t) for t in plan.targets],
-        requests=[
-            job_pb2.RequestSpec(
-                name=r.name,
-                method=r.method,
-                path=r.path,
-                weight=r.weight,
-                headers=[job_pb2.Header(name=k, value=v) for k, v in r.headers],
-                body=r.body.encode(),
-            )
-            for r in plan.requests
-        ],
-        keep_alive=plan.keep_alive,
-        tls_verify=plan.tls_verify,
-        connect_timeout_ms=plan.connect_timeout_ms,
-        request_timeout_ms=plan.request_timeout_ms,
-        load=load_to_proto(combine([e.load for e in a.engines])),
-        start_at_ms=a.start_at_ms,
-        duration_ms=int(plan.duration_s * 1000),
-        interval_ms=plan.interval_ms,
-        max_requests=sum(e.max_requests for e in a.engines),
-        driver=_DRIVERS[plan.driver],
-        # The agent's first user: its engines' users are numbered on from here (scheduler.py).
-        first_user=a.engines[0].first_user if a.engines else 0,
-        agent_index=a.agent_index,  # ${agent} (fleet/jobs.py)
-    )
-    if plan.gatling:
-        spec.gatling.CopyFrom(
-            job_pb2.GatlingOptions(
-                project=plan.gatling.project, simulation=plan.gatling.simulation, html_report=plan.gatling.html_report
-            )
-        )
-    if plan.session:
-        names = [r.name for r in plan.requests]
-
-        def steps(walk: tuple[SessionStep, ...]) -> list[job_pb2.SessionStep]:
-            return [
-                job_pb2.SessionStep(request=names.index(s.request), think_after=think_to_proto(s.think)) for s in walk
-            ]
-
-        session = plan.session
-        spec.session.CopyFrom(
-            job_pb2.Session(steps=steps(session.steps), repeat=session.repeat, once=steps(session.once))
-        )
-    add_journey(spec, plan)
-    add_feed(spec, plan.feed, a.feed_rows)
-    return spec
-
-
-def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.ControllerMessage:
-    return agent_pb2.ControllerMessage(
-        adjust=agent_pb2.Adjust(
-            job_id=job_id,
-            load=load_to_proto(combine([e.load for e in engines])),
-            engines=[agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in engines],
-        )
-    )
-
-
 def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> EngineFailure:
     """An engine's end as its agent tells it; its texts printable, its last words on one
     line (lines joined by " | "), the end of them kept."""
@@ -375,28 +293,3 @@ def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> Eng
         stderr_tail=printable(lines[-bounds.MAX_STDERR_TAIL :], bounds.MAX_STDERR_TAIL),
         reported_requests=min(pb.reported_requests, bounds.MAX_TOTAL),
     )
-
-
-def think_to_proto(think: Think) -> job_pb2.ThinkTime:
-    if think.kind is ThinkKind.UNIFORM:
-        return job_pb2.ThinkTime(uniform=job_pb2.UniformThink(min_ms=think.ms, max_ms=think.max_ms))
-    if think.kind is ThinkKind.EXPONENTIAL:
-        return job_pb2.ThinkTime(exponential_mean_ms=think.ms)
-    return job_pb2.ThinkTime(fixed_ms=think.ms)
-
-
-def load_to_proto(load: Load) -> job_pb2.LoadShare:
-    share = job_pb2.LoadShare(
-        stages=[job_pb2.Stage(duration_ms=round(s.duration_s * 1000), target=s.target) for s in load.stages]
-    )
-    if load.model is LoadModel.CLOSED:
-        share.closed.CopyFrom(job_pb2.ClosedModel(clients=load.clients, think=think_to_proto(load.think)))
-    elif load.model is LoadModel.OPEN:
-        share.open.CopyFrom(
-            job_pb2.OpenModel(rate_per_s=load.rate, poisson=load.poisson, max_connections=load.max_connections)
-        )
-    else:
-        share.users.CopyFrom(
-            job_pb2.UsersModel(users=load.users, spawn_rate_per_s=load.spawn_rate, think=think_to_proto(load.think))
-        )
-    return share
