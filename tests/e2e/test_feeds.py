@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadfleet.targets.journeylab import JourneyLab, parse_journey_spec
+from support.journeyapp import journey_app
 from support.procs import program
 
 pytestmark = pytest.mark.e2e
@@ -29,14 +29,7 @@ DURATION_S = 3
 
 @pytest.fixture
 def lab(tmp_path):
-    spec = {
-        "workload": {"kind": "single"},
-        "servers": [
-            {"name": "db", "kind": "mariadb", "items": 1, "categories": 1, "listen": "127.0.0.76:0"},
-            {"name": "app", "kind": "journey", "database": "db", "workers": 2, "users": 100, "listen": "127.0.0.77:0"},
-        ],
-    }
-    with JourneyLab(parse_journey_spec(spec), tmp_path / "lab") as running:
+    with journey_app(tmp_path / "lab", users=100, db_address="127.0.0.76", app_address="127.0.0.77") as running:
         yield running
 
 

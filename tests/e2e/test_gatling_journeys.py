@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from loadfleet.agent.job import JobRunner, Outcome
-from loadfleet.targets.journeylab import JourneyLab, parse_journey_spec
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire.stats import StatsRow, merge_rows
+from support.journeyapp import journey_app
 from support.procs import free_port, program
 
 pytestmark = [pytest.mark.e2e, pytest.mark.process]
@@ -36,14 +36,7 @@ EXIT_THRESHOLD_FAILED = 4
 
 @pytest.fixture
 def lab(tmp_path):
-    spec = {
-        "workload": {"kind": "single"},
-        "servers": [
-            {"name": "db", "kind": "mariadb", "items": 1, "categories": 1, "listen": "127.0.0.76:0"},
-            {"name": "app", "kind": "journey", "database": "db", "workers": 2, "users": 20, "listen": "127.0.0.77:0"},
-        ],
-    }
-    with JourneyLab(parse_journey_spec(spec), tmp_path / "lab") as running:
+    with journey_app(tmp_path / "lab", users=20, db_address="127.0.0.76", app_address="127.0.0.77") as running:
         yield running
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loadfleet.targets.journeylab import JourneyLab, parse_journey_spec
 from loadfleet.targets.lab import Lab
 from loadfleet.targets.spec import parse_spec
+from support.journeyapp import journey_app
 from support.procs import program
 
 pytestmark = [pytest.mark.e2e, pytest.mark.process]
@@ -31,14 +31,7 @@ EXIT_THRESHOLD_FAILED = 4
 
 @pytest.fixture
 def lab(tmp_path):
-    spec = {
-        "workload": {"kind": "single"},
-        "servers": [
-            {"name": "db", "kind": "mariadb", "items": 1, "categories": 1, "listen": "127.0.0.74:0"},
-            {"name": "app", "kind": "journey", "database": "db", "workers": 2, "users": 100, "listen": "127.0.0.75:0"},
-        ],
-    }
-    with JourneyLab(parse_journey_spec(spec), tmp_path / "lab") as running:
+    with journey_app(tmp_path / "lab", users=100, db_address="127.0.0.74", app_address="127.0.0.75") as running:
         yield running
 
 
