@@ -4,8 +4,8 @@ Validation reports every problem at once, each with its path in the plan (`targe
 and never changes anything. Structure is checked against the published JSON Schema (schema.py,
 `plan.schema.json`), meaning (URLs, weights, the manifest) by the checks below, how the plan runs
 (load model, sweep, driver) by course.py, its journeys by journeycheck.py, its data file by feeds.py.
-A manifest and a data file are read here, where they are (with bounds), and sent inline: a resolved
-plan is self-contained, and the controller's own check of it runs here too (`_check_as_sent`).
+A manifest, a data file and body files (bodyfiles.py) are read here, where they are, and sent
+inline: a resolved plan is self-contained; the controller's own check of it runs here too.
 
 Plans are untrusted input: the YAML is read by `yamlsafe` (size, encoding, depth,
 aliases, duplicate keys, non-finite numbers), every number has a maximum that fits its
@@ -28,6 +28,7 @@ from loadfleet.controller.model.errors import PlanError, Problem
 from loadfleet.controller.model.load import Load, LoadModel, Think
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
+from loadfleet.controller.plan.bodyfiles import inline_body_files
 from loadfleet.controller.plan.course import course_problems, resolve
 from loadfleet.controller.plan.feeds import Feed, plan_feed
 from loadfleet.controller.plan.journeycheck import JourneyFacts, check_names, extract_sources_problem, journey_problems
@@ -149,6 +150,7 @@ def _parse_doc(
     if problems:
         raise PlanError(problems)
     feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
+    problems += inline_body_files(doc, base_dir, confined=confined)
     problems = (_confinement_problems(doc) if confined else []) + problems
     if problems:
         raise PlanError(_capped(problems))
@@ -187,13 +189,8 @@ def _confinement_problems(doc: dict[str, Any]) -> list[Problem]:
     """What a confined plan may not do: make its reader open files."""
     problems = []
     if "manifest" in doc.get("workload", {}):
-        problems.append(
-            Problem(
-                "workload.manifest",
-                "the controller reads no files named by a plan: "
-                "`loadfleet run` reads the manifest and sends its requests inline",
-            )
-        )
+        why = "the controller reads no files named by a plan: `loadfleet run` reads the manifest and sends its requests"
+        problems.append(Problem("workload.manifest", why + " inline"))
     project = doc.get("gatling", {}).get("project")
     if project is not None and not Path(project).is_absolute():
         problems.append(
