@@ -16,6 +16,7 @@ import pytest
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
 from loadfleet.controller.output.sinks.checkpoints import check_points
+from loadfleet.controller.output.sinks.feedpoints import feed_points
 from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.wire.checks import CheckCount
@@ -140,6 +141,7 @@ def test_every_dashboard_panel_shows_a_sweep_with_a_lost_agent_and_a_stop(cluste
     )
     write_thresholds(influx, summary["run_id"])
     write_checks(influx, summary["run_id"])
+    write_feed_rows(influx, summary["run_id"])
     check_dashboards(influx, summary, [web.url for web in webs])
 
 
@@ -183,6 +185,21 @@ def write_checks(influx, run_id):
         points += check_points(run_id=run_id, step="main", interval_start_ms=start_ms + 1000 * i, rows=rows.values())
     assert len(points) == 8
     influx_writer(InfluxConfig(url=influx.url, bucket=BUCKET))([p.line() for p in points])
+
+
+# A unique feed's ledger as the controller writes it at the run's end (the sweep's plan has no
+# feed): state -> rows.
+FEED_ROWS = {"used": 28, "in_flight_at_loss": 2, "unused": 5}
+
+
+def write_feed_rows(influx, run_id):
+    points = feed_points(run_id=run_id, rows=FEED_ROWS, at_ms=int(time.time() * 1000) - 1000)
+    influx_writer(InfluxConfig(url=influx.url, bucket=BUCKET))([p.line() for p in points])
+
+
+def check_feed_rows(title, series, run):
+    """A row per ledger state, its rows as written."""
+    assert {s["tags"]["state"]: first_row(s)["rows"] for s in series} == FEED_ROWS
 
 
 def check_pass_rate(title, series, run):
@@ -376,7 +393,10 @@ def check_targets_per_step(title, series, run):
     assert sorted(rows) == sorted(expected) and {url for _, url in rows} == set(run.targets)
     for key, row in rows.items():
         assert row["achieved_rps"] == pytest.approx(expected[key]["achieved_rps"], rel=1e-9)
-        assert row["p99_ms"] == pytest.approx(expected[key]["p99_ms"], rel=1e-9)
+        if expected[key]["latency_measured"]:
+            assert row["p99_ms"] == pytest.approx(expected[key]["p99_ms"], rel=1e-9)
+        else:  # a target that gave no response in the step (the stopped one): no latency, not 0
+            assert row["p99_ms"] is None and expected[key]["requests"] > 0
 
 
 def check_phases(title, series, run):
@@ -453,5 +473,6 @@ PANEL_CHECKS = {
     "Agents lost and joined": check_agents_lost,
     "Checks: pass rate": check_pass_rate,
     "Checks": check_checks_table,
+    "Test data: feed rows": check_feed_rows,
 }
 PANEL_PREFIX_CHECKS = [("Controller", check_controller), ("Monitored hosts:", check_monitored_hosts)]

@@ -20,6 +20,7 @@ from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
 from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output.sinks.checkpoints import check_points
+from loadfleet.controller.output.sinks.feedpoints import feed_points
 from loadfleet.controller.output.sinks.influx import InfluxConfig, influx_writer
 from loadfleet.controller.output.sinks.output import InfluxOutput
 from loadfleet.controller.output.sinks.points import (
@@ -211,6 +212,7 @@ def fill(influx) -> None:
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.THRESHOLD_FAILING, P99.text, at_ms=start_ms + 6000)))
     output.on_thresholds((P99, NO_DATA), at_ms=now_ms)
+    points += feed_points(run_id=RUN_ID, rows={"used": 28, "in_flight_at_loss": 2, "unused": 0}, at_ms=now_ms)
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
 
 
@@ -290,6 +292,7 @@ def all_points() -> dict:
             start_ms=0,
             targets=[_target_figures("http://127.0.0.2:80")],
         )[0],
+        "feed_rows": feed_points(run_id=RUN_ID, rows={"used": 3}, at_ms=0)[0],
     }
 
 
@@ -327,6 +330,7 @@ def test_the_doc_has_examples_of_every_measurement():
         "controller",
         "threshold",
         "check",
+        "feed_rows",
     ):
         assert any(f'FROM "{measurement}"' in q for q in queries)
 
