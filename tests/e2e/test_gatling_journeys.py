@@ -188,7 +188,7 @@ def journey_spec(url: str, cookies_off: bool = False) -> job_pb2.JobSpec:
         job_pb2.RequestSpec(
             name="echo",
             method="POST",
-            path="/echo?t=${token:url}&u=${user}&i=${iteration}",
+            path="/echo?t=${token:url}&u=${user}&i=${iteration}&a=${agent}",
             headers=[job_pb2.Header(name="X-Sid", value="${sid}")],
             body=b'{"h": "${hdr:json}", "s": "${second}", "c": "${code}", "r": "${re}", "f": "${csrf}", "l": "$${x}"}',
             checks=[job_pb2.Check(name="echoed", status=["200"], body_contains="echo")],
@@ -205,6 +205,7 @@ def journey_spec(url: str, cookies_off: bool = False) -> job_pb2.JobSpec:
         keep_alive=True,
         load=job_pb2.LoadShare(closed=job_pb2.ClosedModel(clients=2)),
         first_user=10,
+        agent_index=3,
         cookies=job_pb2.Cookies(off=cookies_off),
         interval_ms=1000,
         # A JVM took 3-6 s to start here, over 10 s with the machine busy: load starts after it.
@@ -231,7 +232,7 @@ def test_jobsimulation_judges_every_kind_of_extraction_and_check_as_the_engine(c
     # Gatling's jar sends the cookie back; `cookies: false` empties it before each request, while
     # the cookie's value is still extracted from Set-Cookie.
     cookie = "" if cookies_off else "sid=s2"
-    assert sorted(seen) == [(f"/echo?t=t%2F1%20x&u={u}&i=0", cookie, "s2", body) for u in (10, 11)]
+    assert sorted(seen) == [(f"/echo?t=t%2F1%20x&u={u}&i=0&a=3", cookie, "s2", body) for u in (10, 11)]
     rows = rows_by_request(sent)
     assert {name: (row.requests, row.check_failed) for name, row in rows.items()} == {
         "json": (2, 2),

@@ -88,6 +88,7 @@ public final class JobSimulation extends Simulation {
   // The job's variables (a journey's), their session attributes cleared by a restart.
   private final List<String> variables = new ArrayList<>();
   private final long firstUser;
+  private final long agentIndex;
   private final boolean cookiesOff;
 
   public JobSimulation() {
@@ -110,6 +111,7 @@ public final class JobSimulation extends Simulation {
     }
     spec.path("variables").forEach(v -> variables.add(v.asText()));
     firstUser = spec.path("first_user").asLong(0);
+    agentIndex = spec.path("agent_index").asLong(0);
     cookiesOff = spec.path("cookies").path("off").asBoolean(false);
     for (int r = 0; r < requests.size(); r++) {
       String method = method(requests.get(r));
@@ -224,7 +226,7 @@ public final class JobSimulation extends Simulation {
       long early = Math.max(0, stats.startAtMs() - System.currentTimeMillis() - ARRIVAL_LEAD_MS);
       long durationMs = stats.endAtMs() - stats.startAtMs() + ARRIVAL_LEAD_MS;
       ScenarioBuilder users = scenario("loadfleet-open")
-          .exec(s -> s.set(DUE_MS, arrivals.next()))
+          .exec(s -> s.set(DUE_MS, arrivals.next()).set(Template.AGENT, agentIndex))
           .doIf(s -> s.getLong(DUE_MS) < stats.endAtMs()).then(
               pauseUntil(s -> s.getLong(DUE_MS))
                   .exec(s -> s.set(LoadfleetStats.DUE_NS, nanoTimeAt(s.getLong(DUE_MS))))
@@ -263,6 +265,10 @@ public final class JobSimulation extends Simulation {
    * variables, an empty cookie jar, `once` again); rounds done stay done, as in the engine.
    */
   private ChainBuilder clients(JsonNode think) {
+    return exec(s -> s.set(Template.AGENT, agentIndex)).exec(rounds(think));
+  }
+
+  private ChainBuilder rounds(JsonNode think) {
     JsonNode session = spec.path("session");
     if (session.path("steps").isEmpty()) {
       return asLongAs(s -> stats.running()).on(pickAndSend(false).exec(afterRequest()).exec(restartIfAsked())

@@ -32,6 +32,8 @@ final class Template {
 
   /** Session attribute of the user's iteration (rounds of the session's steps completed). */
   static final String ITERATION = "loadfleet.iteration";
+  // ${agent}: the job's agent_index, set on each user's session when it starts.
+  static final String AGENT = "loadfleet.agent";
 
   enum Filter { NONE, URL, JSON }
 
@@ -224,8 +226,8 @@ final class Template {
     return switch (p.builtin()) {
       // Gatling numbers its users from 1 in each JVM; the fleet-wide index adds first_user.
       case USER -> Long.toUnsignedString(firstUser + session.userId() - 1);
-      // As the engine: every driver of an agent renders agent 0 (docs/plans.md "Journeys").
-      case AGENT -> "0";
+      // As the engine: every driver of an agent renders the job's agent_index.
+      case AGENT -> String.valueOf(session.contains(AGENT) ? session.getLong(AGENT) : 0);
       case ITERATION -> String.valueOf(session.contains(ITERATION) ? session.getLong(ITERATION) : 0);
       case UUID -> UUID.randomUUID().toString();
       case NOW_MS -> String.valueOf(System.currentTimeMillis());
