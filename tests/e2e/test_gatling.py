@@ -31,8 +31,8 @@ from loadfleet.agent.guard import LoadPolicy
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.plan.parse import parse_plan
-from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
-from loadfleet.wire.stats import StatsRow, merge_rows
+from loadfleet.v1 import agent_pb2, job_pb2
+from support.agentmessages import check_samples, rows_by_request
 from support.cluster import write_plan
 from support.procs import free_port, program
 
@@ -489,27 +489,6 @@ public class CheckedSimulation extends Simulation {
   }
 }
 """
-
-
-def rows_by_request(sent) -> dict[str, StatsRow]:
-    rows = [
-        StatsRow.from_proto(s)
-        for m in sent
-        if m.WhichOneof("body") == "interval"
-        for s in m.interval.report.stats
-        if s.target != "*"
-    ]
-    return {request: row for (_target, request), row in merge_rows(rows).items()}
-
-
-def check_samples(sent) -> set[tuple[str, str, str]]:
-    return {
-        (e.request, e.check, e.message)
-        for m in sent
-        if m.WhichOneof("body") == "interval"
-        for e in m.interval.report.error_samples
-        if e.kind == stats_pb2.ERROR_KIND_CHECK
-    }
 
 
 def test_a_user_projects_failed_checks_are_failed_responses_not_ok_ones(webs, tmp_path, offline_maven):

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from loadfleet.agent.job import JobRunner, Outcome
-from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
-from loadfleet.wire.stats import StatsRow, merge_rows
+from loadfleet.v1 import agent_pb2, job_pb2
+from support.agentmessages import check_samples, rows_by_request
 from support.journeyapp import journey_app
 from support.procs import free_port, program
 
@@ -267,24 +267,3 @@ def run_job(spec: job_pb2.JobSpec) -> tuple[Outcome, list[agent_pb2.AgentMessage
         return await asyncio.wait_for(runner.run(), 120)
 
     return asyncio.run(go()), sent
-
-
-def rows_by_request(sent) -> dict[str, StatsRow]:
-    rows = [
-        StatsRow.from_proto(s)
-        for m in sent
-        if m.WhichOneof("body") == "interval"
-        for s in m.interval.report.stats
-        if s.target != "*"
-    ]
-    return {request: row for (_target, request), row in merge_rows(rows).items()}
-
-
-def check_samples(sent) -> set[tuple[str, str, str]]:
-    return {
-        (e.request, e.check, e.message)
-        for m in sent
-        if m.WhichOneof("body") == "interval"
-        for e in m.interval.report.error_samples
-        if e.kind == stats_pb2.ERROR_KIND_CHECK
-    }
