@@ -2,12 +2,11 @@
 //! RST_STREAM codes a server uses under load each have their own; GOAWAY apart from them), and
 //! whether the server never processed the request (RFC 9113 8.7), so that it may go again.
 
-use std::io;
-
 use h2::Reason;
 
 use crate::failure::Failure;
 use crate::h2live::Sniff;
+use crate::http::io_error_kind;
 use crate::wire::pb::ErrorKind;
 
 /// A request the server did not process.
@@ -49,16 +48,8 @@ pub fn h2_failure(error: &h2::Error, sniff: &Sniff, sent: bool) -> (Failure, Opt
         return (Failure::new(kind, message), unprocessed);
     }
     if let Some(e) = error.get_io() {
-        let kind = match e.kind() {
-            io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::BrokenPipe
-            | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
-            io::ErrorKind::TimedOut => ErrorKind::Timeout,
-            _ => ErrorKind::Other,
-        };
         // A connection that broke before the request went out: it never reached the server.
-        return (Failure::new(kind, message), (!sent).then_some(Unprocessed::Connection));
+        return (Failure::new(io_error_kind(e), message), (!sent).then_some(Unprocessed::Connection));
     }
     if !sent {
         // The connection refused a new stream (it is going away or gone): not the server's

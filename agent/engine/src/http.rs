@@ -340,14 +340,18 @@ impl Connection {
     }
 }
 
-fn io_failure(doing: &str, e: &io::Error) -> Failure {
-    let kind = match e.kind() {
+/// The error kind of a broken exchange's I/O error, on HTTP/1.1 and HTTP/2 (h2error.rs) alike.
+pub fn io_error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
         | io::ErrorKind::BrokenPipe
         | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
         io::ErrorKind::TimedOut => ErrorKind::Timeout,
         _ => ErrorKind::Other,
-    };
-    Failure::new(kind, format!("{doing}: {e}"))
+    }
+}
+
+fn io_failure(doing: &str, e: &io::Error) -> Failure {
+    Failure::new(io_error_kind(e), format!("{doing}: {e}"))
 }
