@@ -28,7 +28,7 @@ in `WORK/runs.jsonl` and each verdict in `WORK/pairs.jsonl`; run the same comman
 goes on from the next run. The results (rates, each candidate's verdicts, changes, intervals
 and baselines, the measured slowdown, the exact command) go to
 bench/gate/results/<date>-aa-ab-baselines.json; a smoke's (a few short runs, e.g. `--pairs 1
---duration-s 22 --work /tmp/gate-smoke --results /tmp/gate-smoke`) go elsewhere, out of the
+--duration-s 22 --work build/gate-smoke --results build/gate-smoke`) go elsewhere, out of the
 evidence.
 """
 
