@@ -40,6 +40,19 @@ def requests_by_target(summary: dict) -> dict[str, int]:
     return {t["name"]: t["figures"]["requests"] for t in summary["targets"]}
 
 
+def assert_counted_as_logged(summary: dict, logged: dict[str, int]) -> None:
+    """What the run counted equals what each server logged (`logged`: url -> lines), every one > 0.
+    A report the controller published without (late on a busy machine) is counted apart, per agent,
+    in `late_requests`: then only the sum can be checked, and it must still be exact."""
+    counted = {url: requests_by_target(summary)[url] for url in logged}
+    late = sum(summary["late_requests"].values())
+    assert all(n > 0 for n in logged.values()), logged
+    if late:
+        assert sum(counted.values()) + late == sum(logged.values()), (counted, late, logged)
+    else:
+        assert counted == logged, logged
+
+
 def assert_bodies_match(url: str, lab: Lab, n: int = 4) -> None:
     files = json.loads(lab.manifest.read_text())["files"]
     for entry in files[:: max(1, len(files) // n)]:
@@ -83,9 +96,7 @@ def test_web_servers_serve_the_tree_under_real_load(open_dir, run_load):
     with Lab(spec, open_dir / "lab") as lab:
         summary = run_load([s.url for s in lab.servers], manifest=lab.manifest)
         assert only_2xx(summary), summary["total"]
-        counted = requests_by_target(summary)
-        for server in lab.servers:
-            assert counted[server.url] == server.access_log_lines() > 0, server.name
+        assert_counted_as_logged(summary, {s.url: s.access_log_lines() for s in lab.servers})
         for server in lab.servers:
             assert_bodies_match(server.url, lab)
 
@@ -130,9 +141,9 @@ def test_php_pages_under_real_load_behind_nginx_and_apache(open_dir, run_load):
     with Lab(spec, open_dir / "lab") as lab:
         summary = run_load([s.url for s in lab.servers], requests=[{"path": "/page.php?cost=300"}])
         assert only_2xx(summary), summary["total"]
-        counted = requests_by_target(summary)
+        assert_counted_as_logged(summary, {s.url: s.access_log_lines() for s in lab.servers})
         for server in lab.servers:
-            assert counted[server.url] == server.access_log_lines() == server.pool.requests() > 0, server.name
+            assert server.access_log_lines() == server.pool.requests(), server.name
             with urllib.request.urlopen(server.page_url + "?cost=300") as response:
                 digest = re.search(r'id="digest">(\w+)<', response.read().decode()).group(1)
             expected = "loadfleet"
@@ -358,11 +369,10 @@ def test_apache_and_php_serve_an_nfs_docroot_byte_identical(open_dir, run_load):
         webs = [lab.server("ap"), lab.server("php")]
         summary = run_load([w.url for w in webs], manifest=lab.manifest, duration_s=1)
         assert only_2xx(summary), summary["total"]
-        counted = requests_by_target(summary)
+        assert_counted_as_logged(summary, {w.url: w.access_log_lines() for w in webs})
         exported = open_dir / "lab" / "export"
         checked = json.loads(lab.manifest.read_text())["files"][::4]
         for web in webs:
-            assert counted[web.url] == web.access_log_lines() > 0, web.name
             for entry in checked:
                 with urllib.request.urlopen(web.url + entry["path"]) as response:
                     assert response.read() == (exported / entry["path"].lstrip("/")).read_bytes(), entry["path"]
@@ -400,7 +410,8 @@ def test_nginx_serves_https_with_a_self_signed_certificate(open_dir, run_load):
         assert only_2xx(summary), summary["total"]
         figures = summary["total"]["figures"]
         # What the engine read after decryption is what nginx sent: headers and bodies.
-        assert figures["requests"] == web.access_log_lines() and figures["bytes_in"] == web.bytes_sent()
+        assert_counted_as_logged(summary, {web.url: web.access_log_lines()})
+        assert summary["late_requests"] or figures["bytes_in"] == web.bytes_sent()
         assert figures["bytes_in"] > figures["requests"] * 30 * 1024
         # The certificate is valid for the listen address: verification against it passes.
         trusted = ssl.create_default_context(cafile=str(web.dir / "cert.pem"))
