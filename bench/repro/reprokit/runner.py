@@ -224,8 +224,12 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
     for step in summary.get("steps", []):
         log(
             f"    {step['name']}: offered {step['offered']:g}, ok/s {step['ok_rps']:.1f}, "
-            f"mean {step['mean_ms']:.2f} ms,"
-            f" p99 {step['p99_ms']:.1f} ms, errors {step['error_pct']:.2f} %"
+            + (
+                f"mean {step['mean_ms']:.2f} ms, p99 {step['p99_ms']:.1f} ms,"
+                if step.get("mean_ms") is not None  # null: no response carried a latency
+                else "no latency (no response),"
+            )
+            + f" errors {step['error_pct']:.2f} %"
             f"{', generator-bound' if step.get('generator_bound') else ''}"
         )
     if done.returncode not in ACCEPTED_EXITS:  # stored all the same: a failed run is evidence too

@@ -38,7 +38,7 @@ def figure(outcome: GateOutcome, name: str = "p99_ms", reason: str = "") -> Gate
 
 def report(*figures: GateFigure, reasons: tuple[str, ...] = ()) -> GateReport:
     return GateReport(
-        base_run="20261123-071223-c3c8",
+        base_runs=("20261123-071223-c3c8",),
         candidate_run="20261124-081500-a1b2",
         figures=figures,
         method="moving-block bootstrap, 2,000 resamples, 95 % interval",

@@ -16,7 +16,7 @@ def figure(outcome: GateOutcome, name: str = "p99_ms", reason: str = "") -> Gate
 
 
 def report(*figures: GateFigure, reasons: tuple[str, ...] = ()) -> GateReport:
-    return GateReport("base-run", "cand-run", figures, "moving-block bootstrap", reasons)
+    return GateReport(("base-run",), "cand-run", figures, "moving-block bootstrap", reasons)
 
 
 @pytest.mark.parametrize(

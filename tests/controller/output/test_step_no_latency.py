@@ -1,11 +1,15 @@
 """A step whose target only refused connections: its latency is nothing in steps.csv (empty
-cells, the step's and the target's), and its figures say None (the step point leaves it out)."""
+cells, the step's and the target's), null in summary.json, "-" on the console, and its figures
+say None (the step point leaves it out)."""
 
 import csv
 import io
 
 from loadfleet.controller.analysis.steps import StepMeter
+from loadfleet.controller.analysis.summary import summarize
+from loadfleet.controller.analysis.totals import RunTotals
 from loadfleet.controller.model.stepresult import StepState
+from loadfleet.controller.output.console import steps_table
 from loadfleet.controller.output.sinks.points import step_target_points
 from loadfleet.controller.output.stepscsv import LATENCY_COLUMNS, steps_csv
 from loadfleet.controller.plan.parse import parse_plan
@@ -45,3 +49,26 @@ def test_the_step_target_point_of_a_target_without_a_response_has_no_latency_fie
     [target] = refused_step().targets
     [point] = step_target_points(run_id="r", step="s1", servers=1, offered=4, start_ms=0, targets=[target])
     assert [k for k, _ in point.fields] == ["offered", "achieved_rps", "ok_rps", "requests", "error_pct"]
+
+
+def test_summary_json_has_null_latency_for_the_step_and_its_target_and_the_console_a_dash():
+    result = refused_step()
+    summary = summarize(
+        run_id="r",
+        plan_name="refused",
+        state="finished",
+        message="",
+        run_dir="",
+        started_ms=10_000,
+        totals=RunTotals(),
+        agent_ids=["a1"],
+        events=[],
+        steps=(result,),
+    ).to_json()
+    [step] = summary["steps"]
+    assert [step[k] for k in ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms")] == [None] * 5
+    assert step["requests"] == 120 and step["achieved_rps"] > 0  # the attempts are still figures
+    [target] = step["targets"]
+    assert [target[k] for k in ("mean_ms", "stddev_ms", "p50_ms", "p99_ms")] == [None] * 4
+    line = steps_table(summary).splitlines()[1].split()
+    assert line[0] == "s1" and line[7:9] == ["-", "-"], line  # mean and p99

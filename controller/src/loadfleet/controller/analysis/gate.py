@@ -97,7 +97,7 @@ def judge_runs(
         for spec in specs
     )
     return GateReport(
-        base_run=", ".join(b.run_id for b in bases),
+        base_runs=tuple(b.run_id for b in bases),
         candidate_run=candidate.run_id,
         figures=judged,
         method=_method(bases, candidate, resamples),

@@ -103,10 +103,24 @@ class RunSummary:
             doc[key] = [e.to_json() for e in entries]
         doc["total"] = self.total.to_json()
         doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
+        for step in doc["steps"]:
+            _latency_of_nothing_is_null(step)
+            for target in step["targets"]:
+                _latency_of_nothing_is_null(target)
         doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
         doc["suspect_steps"] = [s.name for s in self.steps if s.validity is Validity.SUSPECT]
         doc["usl"] = self.usl.to_json() if self.usl else None
         return doc
+
+
+# A step's (or a step's target's) latency fields: 0 placeholders in StepResult when no response
+# carried a latency (latency_measured false), null in summary.json, as the totals' `latency` is.
+_STEP_LATENCY = ("mean_ms", "stddev_ms", "p50_ms", "p90_ms", "p99_ms")
+
+
+def _latency_of_nothing_is_null(entry: dict[str, Any]) -> None:
+    if not entry["latency_measured"]:
+        entry.update({key: None for key in _STEP_LATENCY if key in entry})
 
 
 def _named(name: str, row: StatsRow, seconds: float) -> NamedFigures:

@@ -36,12 +36,21 @@ class GateFigure:
 
 @dataclass(frozen=True)
 class GateReport:
-    base_run: str
+    base_runs: tuple[str, ...]  # the baseline runs' ids, oldest first (one: the two-run gate)
     candidate_run: str
     figures: tuple[GateFigure, ...]
     method: str  # the statistics in words: "moving-block bootstrap, 2,000 resamples, 95 % interval"
     # Why no figure could be judged at all (a run not finished, plans differ, too few intervals).
     inconclusive_reasons: tuple[str, ...] = ()
+
+    @property
+    def base_run(self) -> str:
+        """The baselines' ids in one line, as every output names them."""
+        return ", ".join(self.base_runs)
+
+    @property
+    def baselines(self) -> int:
+        return len(self.base_runs)
 
     @property
     def exit_code(self) -> int:

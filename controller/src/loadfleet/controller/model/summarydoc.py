@@ -112,9 +112,10 @@ class StepTarget:
     achieved_rps: float = 0
     ok_rps: float = 0
     error_pct: float = 0
-    mean_ms: float = 0
-    p50_ms: float = 0
-    p99_ms: float = 0
+    # None: no response to it carried a latency (the latency of nothing is not 0).
+    mean_ms: float | None = 0
+    p50_ms: float | None = 0
+    p99_ms: float | None = 0
 
 
 # The sentence analysis/genbound.py's `describe` puts between a generator-bound step's own
@@ -135,10 +136,11 @@ class Step:
     ok_rps: float = 0
     bytes_per_s: float = 0
     error_pct: float = 0
-    mean_ms: float = 0
-    stddev_ms: float = 0
-    p50_ms: float = 0
-    p99_ms: float = 0
+    # None: no response of the step carried a latency (the latency of nothing is not 0).
+    mean_ms: float | None = 0
+    stddev_ms: float | None = 0
+    p50_ms: float | None = 0
+    p99_ms: float | None = 0
     concurrent_conns: float = 0
     peak_users: int = 0  # a summary of before users were counted has none
     generator_bound: bool = False

@@ -322,6 +322,11 @@ def closing_lines(doc: dict[str, Any], run_dir: str) -> list[str]:
     return lines
 
 
+def _ms(value: float | None) -> str:
+    """A step's latency, or "-" when no response carried one (summary.json's null)."""
+    return NONE if value is None else f"{value:.2f}"
+
+
 def _step_lines(st: Step, width: int) -> list[str]:
     """A step's line (its figures, then what to know about it), and its targets' when several."""
     values = (
@@ -331,8 +336,8 @@ def _step_lines(st: Step, width: int) -> list[str]:
         f"{st.ok_rps:.1f}",
         f"{st.bytes_per_s / 1e6:.2f}",
         f"{st.error_pct:.2f}",
-        f"{st.mean_ms:.2f}",
-        f"{st.p99_ms:.2f}",
+        _ms(st.mean_ms),
+        _ms(st.p99_ms),
         f"{st.concurrent_conns:.0f}",
         st.peak_users,
     )
@@ -345,7 +350,7 @@ def _step_lines(st: Step, width: int) -> list[str]:
     if len(st.targets) > 1:  # servers side by side in the same minutes
         lines += [
             f"  {t.url}: {t.achieved_rps:.1f} req/s, {t.ok_rps:.1f} ok/s, {t.error_pct:.2f} % errors, "
-            f"mean {t.mean_ms:.2f} ms, p99 {t.p99_ms:.2f} ms"
+            f"mean {_ms(t.mean_ms)} ms, p99 {_ms(t.p99_ms)} ms"
             for t in st.targets
         ]
     return lines

@@ -100,7 +100,12 @@ def gate_junit(report: GateReport) -> str:
     cases = [_gate_case(f) for f in report.figures]
     reasons = "; ".join(report.inconclusive_reasons)
     cases.append(_Case("runs comparable", skipped=reasons or None, out=report.method))
-    properties = [("base_run", report.base_run), ("candidate_run", report.candidate_run), ("method", report.method)]
+    properties = [
+        ("base_run", report.base_run),
+        ("baselines", str(report.baselines)),
+        ("candidate_run", report.candidate_run),
+        ("method", report.method),
+    ]
     for figure in report.figures:
         properties += _gate_properties(figure)
     return _document([_suite("gate", cases, properties)])

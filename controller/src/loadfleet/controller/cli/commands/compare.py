@@ -125,19 +125,19 @@ def gate_runs(args: argparse.Namespace) -> int:
     if outputs.markdown is not None:
         report.write_file(outputs.markdown, gate_markdown(gated))
     if args.json:
-        print(json.dumps(gate_json(gated, [b.run_id for b in bases]), indent=2))
+        print(json.dumps(gate_json(gated), indent=2))
     else:
         print(gate_text(gated, inconclusive_ok=args.inconclusive_ok))
     code = gated.exit_code
     return EXIT_OK if code == EXIT_INCONCLUSIVE and args.inconclusive_ok else code
 
 
-def gate_json(gated: GateReport, base_runs: list[str]) -> dict[str, object]:
-    """The GateReport as JSON, with the baseline runs it used (base_run: their ids joined) and
-    its exit code (before --inconclusive-ok)."""
+def gate_json(gated: GateReport) -> dict[str, object]:
+    """The GateReport as JSON: its baseline runs (base_runs, and base_run: their ids joined),
+    how many, and its exit code (before --inconclusive-ok)."""
     return {
         **dataclasses.asdict(gated),
-        "baselines": len(base_runs),
-        "base_runs": base_runs,
+        "base_run": gated.base_run,
+        "baselines": gated.baselines,
         "exit_code": gated.exit_code,
     }

@@ -183,9 +183,7 @@ def _targets_section(summary: dict[str, Any]) -> list[str]:
             f"{t.achieved_rps:,.1f}",
             f"{t.ok_rps:,.1f}",
             f"{t.error_pct:.2f}",
-            f"{t.mean_ms:,.2f}",
-            f"{t.p50_ms:,.2f}",
-            f"{t.p99_ms:,.2f}",
+            *("-" if ms is None else f"{ms:,.2f}" for ms in (t.mean_ms, t.p50_ms, t.p99_ms)),
         ]
         for s in steps
         for t in s.targets

@@ -49,7 +49,8 @@ def _load_charts(
         return tuple(
             Series(
                 _servers(n) if n and len(by_servers) > 1 else field.removesuffix("_ms").replace("_", " "),
-                tuple(sorted((float(s["offered"]), float(s.get(field) or 0)) for s in group)),
+                # A step without a latency (null: no response) has no point on a latency line.
+                tuple(sorted((float(s["offered"]), float(s[field])) for s in group if s.get(field) is not None)),
             )
             for n, group in sorted(by_servers.items())
         )
