@@ -63,6 +63,11 @@ impl Job {
     /// Checks the spec, then builds the job from it; the error names every field that is
     /// wrong (`validate`), in the order of the spec's fields.
     pub fn from_spec(spec: &pb::JobSpec) -> Result<Job, String> {
+        // A job of one scenario: an agent that splits scenarios needs an engine that runs them
+        // (docs/proposals/scenarios.md §11); refused with a message, never a crash.
+        if !spec.scenarios.is_empty() {
+            return Err(format!("scenarios: {} given; this engine runs one scenario per job", spec.scenarios.len()));
+        }
         let checked = validate(spec).map_err(|problems| problems.join("; "))?;
         Ok(build(spec, checked))
     }
@@ -309,6 +314,14 @@ mod tests {
         );
         assert_eq!(job.interval_ms, 1000);
         assert_eq!(job.request_timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_spec_with_scenarios_is_refused_with_a_message() {
+        let mut s = spec();
+        s.scenarios = vec![pb::ScenarioSpec { name: "browse".into(), job: Some(spec()), start_after_ms: 0 }];
+        let err = Job::from_spec(&s).err().unwrap();
+        assert_eq!(err, "scenarios: 1 given; this engine runs one scenario per job");
     }
 
     #[test]

@@ -72,6 +72,7 @@ async fn first_job(commands: &mut mpsc::UnboundedReceiver<Command>) -> Option<pb
             }
             Some(Command::Adjust(_)) => eprintln!("loadfleet-engine: adjust before start ignored"),
             Some(Command::Budget(_)) => eprintln!("loadfleet-engine: budget before start ignored"),
+            Some(Command::ScenarioAdjust(_)) => eprintln!("loadfleet-engine: scenario adjust before start ignored"),
             None => return None,
         }
     }
@@ -104,6 +105,8 @@ async fn steer(run: Run, commands: &mut mpsc::UnboundedReceiver<Command>) {
                 Command::Stop(_) => steering.stop(),
                 Command::Budget(budget) => steering.raise_budget(budget.max_requests),
                 Command::Start(_) => eprintln!("loadfleet-engine: a job is already running; start ignored"),
+                // Only a job with scenarios has scenario shares, and prepare refuses those.
+                Command::ScenarioAdjust(_) => eprintln!("loadfleet-engine: scenario adjust of a plain job ignored"),
             },
         }
     }
