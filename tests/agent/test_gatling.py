@@ -369,7 +369,7 @@ def test_latency_missing_survives_every_merge():
     (merged,) = merge_rows([measured, counted]).values()
     assert merged.latency_missing and merged.requests == 3 and merged.histogram.total == 1
     assert StatsRow.from_proto(merged.to_proto()).latency_missing
-    assert not merge_rows([measured])[("t", "r")].latency_missing
+    assert not merge_rows([measured])[("", "t", "r")].latency_missing
 
 
 @pytest.mark.parametrize(

@@ -180,7 +180,7 @@ def fill(influx) -> None:
         sample = ControllerSample(at + 1000, loop_lag_ms=700.0 if i == 4 else 2.0, cpu_pct=30.0, rss_mb=90.0, agents=2)
         output.on_controller(sample)
         controller.on_controller(sample)  # its stall becomes a controller_stalled event
-    total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("*", "*")]
+    total = merge_rows([_row("*", "*", 300)], target="*", request="*")[("", "*", "*")]
     points.append(
         step_point(
             run_id=RUN_ID,
@@ -251,7 +251,7 @@ def all_points() -> dict:
     """One point of each measurement with every field the code can write."""
     row = _row("http://127.0.0.2:80", "home", 5)
     row.scheduled, row.sent_late, row.max_send_lag_us, row.not_sent = 6, 1, 2500, 1
-    total = merge_rows([row], target="*", request="*")[("*", "*")]
+    total = merge_rows([row], target="*", request="*")[("", "*", "*")]
     return {
         "http": http_points(
             run_id=RUN_ID, step="main", scope=Scope.AGENT, agent="a1", interval_start_ms=0, interval_ms=1000, rows=[row]

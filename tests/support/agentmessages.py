@@ -16,7 +16,7 @@ def rows_by_request(sent) -> dict[str, StatsRow]:
         for s in m.interval.report.stats
         if s.target != "*"
     ]
-    return {request: row for (_target, request), row in merge_rows(rows).items()}
+    return {request: row for (_scenario, _target, request), row in merge_rows(rows).items()}
 
 
 def check_samples(sent) -> set[tuple[str, str, str]]:

@@ -46,7 +46,7 @@ def test_a_row_without_phases_stays_without_and_costs_no_field():
     pb = row.to_proto(buckets=True)
     assert not any(getattr(pb, f) for f in ("connect_count", "waiting_count", "waiting_buckets", "waiting_histogram"))
     assert StatsRow.from_proto(pb).phases is None
-    assert merge_rows([row, row])[("t", "r")].phases is None
+    assert merge_rows([row, row])[("", "t", "r")].phases is None
 
 
 def test_unmeasured_phases_share_one_empty_phase():
@@ -63,7 +63,7 @@ def test_merged_phases_equal_the_phases_of_all_responses_at_once():
         StatsRow.from_proto(_phased("t", "r", p, connects_us=c, receive_us=9).to_proto(buckets=True))
         for p, c in zip(parts, connects)
     ]
-    merged = merge_rows(rows)[("t", "r")]
+    merged = merge_rows(rows)[("", "t", "r")]
     everything = _phased(
         "t", "r", [w for p in parts for w in p], connects_us=[c for cs in connects for c in cs], receive_us=9
     )
@@ -80,7 +80,7 @@ def test_add_equals_merge_rows_and_starts_from_a_row_without_phases():
     held = StatsRow("t", "r")
     held.add(a)
     held.add(b)
-    assert held.phases == merge_rows([a, b])[("t", "r")].phases
+    assert held.phases == merge_rows([a, b])[("", "t", "r")].phases
     assert held.phases.connect == Phase(3, 1_020, 900) and held.phases.tls == Phase(1, 400, 400)
     assert held.phases.waiting == Phase(3, 5_300, 5_000)
     assert a.phases.connect == Phase(2, 120, 70), "the added row is not modified"

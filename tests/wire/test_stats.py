@@ -23,7 +23,7 @@ def test_merged_percentiles_equal_one_histogram_of_all_samples(percentile):
     rng = random.Random(7)
     parts = [[int(rng.lognormvariate(8, 1.5)) + 1 for _ in range(n)] for n in (10, 500, 3000, 1)]
     rows = [StatsRow.from_proto(_row("t", "r", p, requests=len(p)).to_proto()) for p in parts]
-    merged = merge_rows(rows)[("t", "r")]
+    merged = merge_rows(rows)[("", "t", "r")]
     everything = Histogram.of([v for p in parts for v in p])
     assert merged.histogram == everything
     assert merged.histogram.percentiles([percentile]) == everything.percentiles([percentile])
@@ -36,13 +36,13 @@ def test_merge_adds_counts_and_keeps_keys_apart():
     c = StatsRow("t2", "r", requests=1, status=[0, 1, 0, 0, 0], users=1)
     merged = merge_rows([a, b, c])
     # Users are a gauge of the same instant on different drivers: they add up.
-    assert (merged[("t1", "r")].users, merged[("t2", "r")].users) == (12, 1)
-    assert merged[("t1", "r")].requests == 7
-    assert merged[("t1", "r")].errors == {1: 3, 3: 5}
-    assert merged[("t1", "r")].bytes_in == 150
-    assert merged[("t1", "r")].redirects == 8
-    assert merged[("t2", "r")].requests == 1
-    total = merge_rows([a, b, c], target="*", request="*")[("*", "*")]
+    assert (merged[("", "t1", "r")].users, merged[("", "t2", "r")].users) == (12, 1)
+    assert merged[("", "t1", "r")].requests == 7
+    assert merged[("", "t1", "r")].errors == {1: 3, 3: 5}
+    assert merged[("", "t1", "r")].bytes_in == 150
+    assert merged[("", "t1", "r")].redirects == 8
+    assert merged[("", "t2", "r")].requests == 1
+    total = merge_rows([a, b, c], target="*", request="*")[("", "*", "*")]
     assert total.requests == 8
     assert a.requests == 3, "inputs are not modified"
 
@@ -76,7 +76,7 @@ def test_an_agents_report_ends_with_its_total_and_a_drivers_total_is_not_merged_
     r2 = merge_reports([r1], with_total=True)  # e.g. a driver that already sends a total
     merged = merge_reports([r1, r2], with_total=True)
     rows = [StatsRow.from_proto(s) for s in merged.stats]
-    assert [r.key for r in rows] == [("t", "a"), ("t", "b"), (TOTAL, TOTAL)]
+    assert [r.key for r in rows] == [("", "t", "a"), ("", "t", "b"), ("", TOTAL, TOTAL)]
     assert [r.requests for r in rows] == [2, 4, 6]
     assert rows[-1].histogram == Histogram.of([5, 7, 9, 5, 7, 9])
 
@@ -105,7 +105,7 @@ def test_the_send_lag_sum_round_trips_and_merges_by_addition_in_rows_and_reports
     row = _open(7_900, 2_500, 3)
     pb = row.to_proto(buckets=True)
     assert pb.send_lag_sum_us == 7_900 and StatsRow.from_proto(pb) == row
-    merged = merge_rows([row, _open(100, 900, 0), _open(0, 0, 0)])[("t", "r")]
+    merged = merge_rows([row, _open(100, 900, 0), _open(0, 0, 0)])[("", "t", "r")]
     assert (merged.send_lag_sum_us, merged.max_send_lag_us, merged.sent_late) == (8_000, 2_500, 3)
     reports = [stats_pb2.IntervalReport(interval_start_ms=0, interval_ms=1000, stats=[row.to_proto()])] * 2
     rows = [StatsRow.from_proto(s) for s in merge_reports(reports, with_total=True).stats]
@@ -168,7 +168,7 @@ def test_ok_is_responses_without_a_failed_check_and_failed_the_rest(row, check_f
     ],
 )
 def test_merged_check_failed_is_the_sum_of_each_rows_own_rule(parts, reported, check_failed):
-    for merged in (merge_rows(parts)[("t", "r")], _added(parts)):
+    for merged in (merge_rows(parts)[("", "t", "r")], _added(parts)):
         assert (merged.checks_reported, merged.check_failed) == (reported, check_failed)
         assert merged.ok == sum(p.ok for p in parts) and merged.failed == sum(p.failed for p in parts)
     assert [p.check_failed for p in parts] == [StatsRow.from_proto(p.to_proto()).check_failed for p in parts]
@@ -205,9 +205,9 @@ def test_checks_merge_by_name_and_a_total_row_adds_the_same_name_of_different_re
     again = _judged(2, 0, 0, **{"extract csrf": (2, 0), "status ok": (2, 0)})
     account.request = "account"
     merged = merge_rows([login, account, again])
-    assert merged[("t", "r")].checks == {"status ok": CheckCount(6, 1), "extract csrf": CheckCount(7, 0)}
-    assert list(merged[("t", "r")].checks) == ["status ok", "extract csrf"]  # first seen first
-    total = merge_rows([login, account, again], target=TOTAL, request=TOTAL)[(TOTAL, TOTAL)]
+    assert merged[("", "t", "r")].checks == {"status ok": CheckCount(6, 1), "extract csrf": CheckCount(7, 0)}
+    assert list(merged[("", "t", "r")].checks) == ["status ok", "extract csrf"]  # first seen first
+    total = merge_rows([login, account, again], target=TOTAL, request=TOTAL)[("", TOTAL, TOTAL)]
     assert total.checks == {
         "status ok": CheckCount(7, 3),
         "extract csrf": CheckCount(7, 0),

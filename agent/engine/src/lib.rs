@@ -42,6 +42,7 @@ pub mod response;
 pub mod rng;
 pub mod row;
 pub mod run;
+pub mod scenarios;
 pub mod shared;
 pub mod socket;
 pub mod stats;

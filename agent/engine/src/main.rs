@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use loadfleet_engine::job::Job;
 use loadfleet_engine::load::Load;
-use loadfleet_engine::run::Run;
+use loadfleet_engine::reactor::Reactor;
+use loadfleet_engine::run::{Run, Steering};
+use loadfleet_engine::scenarios::Scenarios;
 use loadfleet_engine::wire::{emit, pb, read_frame};
 use pb::engine_command::Command;
 use pb::engine_event::Event;
@@ -48,14 +50,14 @@ async fn engine() -> ExitCode {
     let Some(spec) = first_job(&mut commands).await else {
         return ExitCode::SUCCESS;
     };
-    let run = match prepare(&spec) {
-        Ok(run) => run,
+    let prepared = match prepare(&spec) {
+        Ok(prepared) => prepared,
         Err(message) => {
             emit(Event::Failed(pb::EngineFailed { message }));
             return ExitCode::from(1);
         }
     };
-    steer(run, &mut commands).await;
+    steer(prepared, &mut commands).await;
     emit(Event::Finished(pb::EngineFinished {}));
     ExitCode::SUCCESS
 }
@@ -72,40 +74,74 @@ async fn first_job(commands: &mut mpsc::UnboundedReceiver<Command>) -> Option<pb
             }
             Some(Command::Adjust(_)) => eprintln!("loadfleet-engine: adjust before start ignored"),
             Some(Command::Budget(_)) => eprintln!("loadfleet-engine: budget before start ignored"),
+            Some(Command::ScenarioAdjust(_)) => eprintln!("loadfleet-engine: scenario adjust before start ignored"),
             None => return None,
         }
     }
 }
 
+/// A job as it runs: a plain job's one run, or the runs of its scenarios on one reactor.
+enum Prepared {
+    Plain(Run),
+    Scenarios(Scenarios),
+}
+
 /// The run of the job, or why it cannot run (the spec's problems, or the reactor's failure).
-fn prepare(spec: &pb::JobSpec) -> Result<Run, String> {
-    let job = Job::from_spec(spec).inspect_err(|message| {
+fn prepare(spec: &pb::JobSpec) -> Result<Prepared, String> {
+    let mut jobs = Job::scenarios_from_spec(spec).inspect_err(|message| {
         eprintln!("loadfleet-engine: cannot run job {}: {message}", spec.job_id);
     })?;
-    Run::new(job).map_err(|e| {
+    let reactor = Reactor::new().map_err(|e| {
         let message = format!("cannot start the engine's reactor: {e}");
         eprintln!("loadfleet-engine: {message}");
         message
+    })?;
+    Ok(if spec.scenarios.is_empty() {
+        Prepared::Plain(Run::with_reactor(jobs.pop().expect("a plain spec is one job"), reactor))
+    } else {
+        Prepared::Scenarios(Scenarios::new(jobs, spec.start_at_ms, &reactor))
     })
 }
 
 /// Runs the job to its end, following the agent's commands meanwhile.
-async fn steer(run: Run, commands: &mut mpsc::UnboundedReceiver<Command>) {
-    let steering = run.steering();
-    let mut running = tokio::task::spawn_local(run.execute(|report| emit(Event::Interval(report))));
+async fn steer(prepared: Prepared, commands: &mut mpsc::UnboundedReceiver<Command>) {
+    let report = |report| emit(Event::Interval(report));
+    let (steerings, mut running) = match prepared {
+        Prepared::Plain(run) => (vec![run.steering()], tokio::task::spawn_local(run.execute(report))),
+        Prepared::Scenarios(scenarios) => (scenarios.steerings(), tokio::task::spawn_local(scenarios.execute(report))),
+    };
     loop {
         tokio::select! {
             _ = &mut running => break,
-            Some(command) = commands.recv() => match command {
-                Command::Adjust(share) => match Load::from_proto(&share) {
-                    Ok(load) => steering.adjust(load),
-                    Err(e) => eprintln!("loadfleet-engine: adjust ignored: {e}"),
-                },
-                Command::Stop(_) => steering.stop(),
-                Command::Budget(budget) => steering.raise_budget(budget.max_requests),
-                Command::Start(_) => eprintln!("loadfleet-engine: a job is already running; start ignored"),
-            },
+            Some(command) = commands.recv() => follow(command, &steerings),
         }
+    }
+}
+
+/// One command of the agent for a running job: adjust and budget act on the first (a plain
+/// job's only) scenario, scenario_adjust on the scenario it names, stop on all.
+fn follow(command: Command, steerings: &[Steering]) {
+    match command {
+        Command::Adjust(share) => match Load::from_proto(&share) {
+            Ok(load) => steerings[0].adjust(load),
+            Err(e) => eprintln!("loadfleet-engine: adjust ignored: {e}"),
+        },
+        Command::Stop(_) => steerings.iter().for_each(Steering::stop),
+        Command::Budget(budget) => steerings[0].raise_budget(budget.max_requests),
+        Command::ScenarioAdjust(adjust) => {
+            let Some(steering) = steerings.get(adjust.scenario as usize) else {
+                let count = steerings.len();
+                eprintln!("loadfleet-engine: adjust of scenario {} ignored: {count} scenario(s)", adjust.scenario);
+                return;
+            };
+            match adjust.load.as_ref().map(Load::from_proto) {
+                Some(Ok(load)) => steering.adjust(load),
+                Some(Err(e)) => eprintln!("loadfleet-engine: adjust of scenario {} ignored: {e}", adjust.scenario),
+                None => {}
+            }
+            steering.raise_budget(adjust.max_requests);
+        }
+        Command::Start(_) => eprintln!("loadfleet-engine: a job is already running; start ignored"),
     }
 }
 

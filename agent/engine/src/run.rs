@@ -52,11 +52,12 @@ impl Steering {
     }
 }
 
+/// The time in milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-async fn sleep_until_ms(at_ms: i64) {
+pub async fn sleep_until_ms(at_ms: i64) {
     loop {
         let wait = at_ms - now_ms();
         if wait <= 0 {
@@ -79,26 +80,45 @@ pub struct Run {
 impl Run {
     /// Must be called inside the engine's LocalSet (the reactor starts a local task).
     pub fn new(job: Job) -> std::io::Result<Self> {
+        Ok(Run::with_reactor(job, Reactor::new()?))
+    }
+
+    /// A run on a reactor it may share with other runs (the scenarios of one job, scenarios.rs).
+    pub fn with_reactor(job: Job, reactor: Rc<Reactor>) -> Self {
         let think = job.load.think;
         let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
         let budget = Rc::new(Cell::new(job.max_requests));
-        let shared = Shared::new(job, Reactor::new()?, Rc::clone(&budget));
-        Ok(Run {
+        let shared = Shared::new(job, reactor, Rc::clone(&budget));
+        Run {
             shared: Rc::new(shared),
             control,
             steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)), budget },
             backlog: Rc::new(Backlog::default()),
             visitors: None,
             tasks: Vec::new(),
-        })
+        }
     }
 
     pub fn steering(&self) -> Steering {
         self.steering.clone()
     }
 
+    /// What the run's drivers share: its job and statistics (scenarios.rs takes its reports).
+    pub fn shared(&self) -> Rc<Shared> {
+        Rc::clone(&self.shared)
+    }
+
     /// Produces the load and calls `report` for every interval, the last one with final set.
-    pub async fn execute(mut self, mut report: impl FnMut(pb::IntervalReport)) {
+    pub async fn execute(self, mut report: impl FnMut(pb::IntervalReport)) {
+        let shared = self.shared();
+        let last = self.drive(|start| report(interval_report(&shared, start, false))).await;
+        report(interval_report(&shared, last, true));
+    }
+
+    /// Produces the load from the job's start to its end (duration, stop or budget), calls
+    /// `boundary` with each interval's start as the interval ends, and winds down; returns the
+    /// start of the last, partial interval. Idle (level 0) until an adjust gives it a level.
+    pub async fn drive(mut self, mut boundary_passed: impl FnMut(i64)) -> i64 {
         let job = &Rc::clone(&self.shared).job;
         let interval = job.interval_ms as i64;
         let start_ms = job.start_at_ms.max(now_ms());
@@ -131,7 +151,7 @@ impl Run {
                         break;
                     }
                     if now >= boundary {
-                        report(self.interval_report(interval_start, false));
+                        boundary_passed(interval_start);
                         interval_start = boundary;
                     }
                 }
@@ -139,17 +159,7 @@ impl Run {
             }
         }
         self.wind_down().await;
-        report(self.interval_report(interval_start, true));
-    }
-
-    /// The interval's statistics, with the feed's rows first taken in it (feed.rs).
-    fn interval_report(&self, interval_start: i64, last: bool) -> pb::IntervalReport {
-        let job = &self.shared.job;
-        let mut report = self.shared.stats.borrow_mut().take_report(job, interval_start, last);
-        if let Some(feed) = job.journeys.as_ref().and_then(|j| j.feed.as_ref()) {
-            feed.report_taken(&mut report, &job.targets[0].url, &job.names[0]);
-        }
-        report
+        interval_start
     }
 
     /// Waits for the barrier (or a stop before it); returns the load's origin, the instant of
@@ -245,4 +255,14 @@ impl Run {
             }
         }
     }
+}
+
+/// The interval's statistics of a run, with the feed's rows first taken in it (feed.rs).
+pub fn interval_report(shared: &Shared, interval_start: i64, last: bool) -> pb::IntervalReport {
+    let job = &shared.job;
+    let mut report = shared.stats.borrow_mut().take_report(job, interval_start, last);
+    if let Some(feed) = job.journeys.as_ref().and_then(|j| j.feed.as_ref()) {
+        feed.report_taken(&mut report, &job.targets[0].url, &job.names[0]);
+    }
+    report
 }

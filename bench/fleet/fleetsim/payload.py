@@ -129,7 +129,7 @@ def build_templates(
         rows = [realistic_row(target, request, rng.choice(pool), rng) for target, request in pairs]
         protos = [row.to_proto(buckets=total_row) for row in rows]
         if total_row:
-            total = merge_rows(rows, target=TOTAL, request=TOTAL)[(TOTAL, TOTAL)]
+            total = merge_rows(rows, target=TOTAL, request=TOTAL)[("", TOTAL, TOTAL)]
             protos.append(total.to_proto(buckets=True))
         fields = b"".join(bytes_field(_REPORT_STATS, p.SerializeToString()) for p in protos)
         templates.append(IntervalTemplate(fields, sum(r.requests for r in rows), len(protos)))

@@ -62,7 +62,7 @@ def row(target=APP, request="page", *, ok=0, s5xx=0, latency_ms=(), waiting_ms=(
 
 def interval(at_s: int, *rows: StatsRow, window: StepWindow | None = None, invalid: bool = False) -> FinalInterval:
     window = window or step()
-    total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
+    total = merge_rows(rows, target=TOTAL, request=TOTAL).get(("", TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
     verdict = Verdict(Validity.INVALID) if invalid else Verdict()
     return FinalInterval(window, window.load_start_ms + at_s * 1000, (), tuple(rows), total, verdict=verdict)
 

@@ -35,7 +35,7 @@ def test_memory_is_per_key_and_agent_not_per_interval():
     for i in range(500):
         totals.on_interval(interval(step, 1000 * i, a=[row(5, latencies=[100 + i % 50])], b=[row(5)]))
     assert len(totals.by_key) == 1 and len(totals.by_agent) == 2 and len(totals.spans) == 1
-    assert totals.total().requests == 5000 and totals.by_key[("http://t:1", "r")].histogram.buckets == 50
+    assert totals.total().requests == 5000 and totals.by_key[("", "http://t:1", "r")].histogram.buckets == 50
 
 
 def test_a_snapshot_restores_the_same_totals():

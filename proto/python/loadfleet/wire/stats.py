@@ -71,7 +71,7 @@ def error_kind_name(kind: int) -> str:
 
 @dataclass
 class StatsRow:
-    """Counts and latency of one (target, request) over some span of time."""
+    """Counts and latency of one (scenario, target, request) over some span of time."""
 
     target: str
     request: str
@@ -115,10 +115,14 @@ class StatsRow:
     feed_taken: list[tuple[int, int]] = field(default_factory=list)
     # Redirect hops followed by the requests of the row (a request answered after two counts 2).
     redirects: int = 0
+    # The scenario of the row (plan `scenarios:`): "" in a plain run (and from an agent of
+    # before scenarios), "*" in a total row over the scenarios of a scenario run. Last, so
+    # that rows are still made as StatsRow(target, request, ...).
+    scenario: str = ""
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.target, self.request)
+    def key(self) -> tuple[str, str, str]:
+        return (self.scenario, self.target, self.request)
 
     @property
     def responses(self) -> int:
@@ -206,6 +210,7 @@ class StatsRow:
         """The row of a message; `histogram` and `waiting`: its latency and waiting
         histograms, already decoded (a report's rows are decoded at once: `decode_buckets`)."""
         return cls(
+            scenario=pb.scenario,
             target=pb.target,
             request=pb.request,
             requests=pb.requests,
@@ -239,6 +244,7 @@ class StatsRow:
         form an agent sends its controller (histogram.py)."""
         s1, s2, s3, s4, s5 = self.status
         pb = stats_pb2.IntervalStats(
+            scenario=self.scenario,
             target=self.target,
             request=self.request,
             requests=self.requests,
@@ -286,23 +292,31 @@ def histogram_of(pb: stats_pb2.IntervalStats) -> Histogram:
     return Histogram.decode(pb.latency_histogram)
 
 
-def merge_rows(
-    rows: Iterable[StatsRow], *, target: str | None = None, request: str | None = None
-) -> dict[tuple[str, str], StatsRow]:
-    """Merges rows with the same (target, request) key into fresh rows.
+RowKey = tuple[str, str, str]  # (scenario, target, request)
 
-    Passing `target` and/or `request` replaces that part of every key, e.g.
-    `request="*"` merges all requests of each target, and both give one grand total.
-    The inputs are never modified.
+
+def merge_rows(
+    rows: Iterable[StatsRow], *, scenario: str | None = None, target: str | None = None, request: str | None = None
+) -> dict[RowKey, StatsRow]:
+    """Merges rows with the same (scenario, target, request) key into fresh rows.
+
+    Passing `scenario`, `target` and/or `request` replaces that part of every key, e.g.
+    `request="*"` merges all requests of each target (of each scenario), and target and
+    request `*` give one total per scenario (one grand total in a plain run, whose rows all
+    have the scenario ""). The inputs are never modified.
     """
-    merged: dict[tuple[str, str], StatsRow] = {}
-    histograms: dict[tuple[str, str], list[Histogram]] = {}
-    waiting: dict[tuple[str, str], list[Histogram]] = {}
+    merged: dict[RowKey, StatsRow] = {}
+    histograms: dict[RowKey, list[Histogram]] = {}
+    waiting: dict[RowKey, list[Histogram]] = {}
     for row in rows:
-        key = (target if target is not None else row.target, request if request is not None else row.request)
+        key = (
+            scenario if scenario is not None else row.scenario,
+            target if target is not None else row.target,
+            request if request is not None else row.request,
+        )
         into = merged.get(key)
         if into is None:
-            into = merged[key] = StatsRow(target=key[0], request=key[1])
+            into = merged[key] = StatsRow(scenario=key[0], target=key[1], request=key[2])
             histograms[key] = []
         into.add_counts(row)
         if row.histogram:
@@ -319,15 +333,20 @@ def merge_rows(
 
 
 def total_row(rows: Iterable[StatsRow]) -> StatsRow:
-    """All rows merged into one `*`/`*` row."""
-    return merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
+    """All rows merged into one `*`/`*` row; its scenario is "" when every row's is (a plain
+    run: the key `("", "*", "*")`, as before scenarios) and `*` otherwise (over scenarios)."""
+    rows = list(rows)
+    scenario = "" if all(not r.scenario for r in rows) else TOTAL
+    merged = merge_rows(rows, scenario=scenario, target=TOTAL, request=TOTAL)
+    return merged.get((scenario, TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL, scenario=scenario)
 
 
 def merge_reports(
     reports: Iterable[stats_pb2.IntervalReport], *, with_total: bool = False, buckets: bool = False
 ) -> stats_pb2.IntervalReport:
     """Merges reports of the same interval from several drivers into one report; with
-    `with_total`, a `*`/`*` row of everything follows the per-(target, request) rows, and
+    `with_total`, a `*`/`*` row of everything (`total_row`) follows the per-(scenario,
+    target, request) rows, and
     with `buckets` histograms are in the bucket form (what an agent sends its controller)."""
     reports = list(reports)
     if not reports:

@@ -15,7 +15,7 @@ from loadfleet.controller.model.stepresult import StepResult, StepState, TargetF
 from loadfleet.controller.model.verdict import Validity, worst
 from loadfleet.controller.plan.steps import StepSpec
 from loadfleet.controller.stream.contract import FinalInterval, StepEnd, StepWindow
-from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
+from loadfleet.wire.stats import TOTAL, RowKey, StatsRow, merge_rows, total_row
 
 
 class StepMeter:
@@ -28,7 +28,7 @@ class StepMeter:
         self._step = ""
         self._agent_requests: dict[str, int] = {}
         self._agent_busiest: dict[str, int] = {}
-        self._rows: dict[tuple[str, str], StatsRow] = {}
+        self._rows: dict[RowKey, StatsRow] = {}
         self._active_sum = 0
         self._users_sum = 0
         self._users_peak = 0
@@ -51,7 +51,7 @@ class StepMeter:
         for row in interval.cluster:
             held = self._rows.get(row.key)
             if held is None:
-                held = self._rows[row.key] = StatsRow(*row.key)
+                held = self._rows[row.key] = StatsRow(row.target, row.request, scenario=row.scenario)
             held.add(row)
         self._active_sum += interval.total.active_connections
         self._users_sum += interval.total.users
@@ -107,7 +107,7 @@ class StepMeter:
         mine = self._step == step.name
         rows = list(self._rows.values()) if mine else []
         intervals = self._intervals if mine else 0
-        total = merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL), StatsRow(TOTAL, TOTAL))
+        total = total_row(rows)
         seconds = (
             (min(self._last_ms + step.interval_ms, step.load_end_ms) - self._first_ms) / 1000
             if mine and self._first_ms is not None
@@ -142,7 +142,9 @@ class StepMeter:
             concurrent_conns=self._active_sum / intervals if intervals else 0.0,
             concurrent_users=self._users_sum / intervals if intervals else 0.0,
             peak_users=self._users_peak if mine else 0,
-            per_server_rps={t: row.requests / seconds for (t, _), row in sorted(per_target.items())} if seconds else {},
+            per_server_rps={t: row.requests / seconds for (_, t, _), row in sorted(per_target.items())}
+            if seconds
+            else {},
             targets=tuple(target_figures(row, seconds) for _, row in sorted(per_target.items())) if seconds else (),
             phases=f.phases,
             latency_measured=f.latency is not None,

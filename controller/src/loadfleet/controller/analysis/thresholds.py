@@ -39,7 +39,7 @@ from loadfleet.controller.model.thresholdresult import Outcome, RunVerdict, Thre
 from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.plan.thresholds import Metric, NoData, OverKind, Threshold, VerdictRules
 from loadfleet.controller.stream.contract import FinalInterval, StepEnd
-from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
+from loadfleet.wire.stats import StatsRow, total_row
 
 # The implicit threshold of `verdict.require_success`.
 SOME_OK = Threshold(name="some response was ok", metric=Metric.OK, limit=0, below=False)
@@ -158,7 +158,7 @@ class ThresholdWatch:
             return interval.total
         url = self._targets.get(target, target)
         rows = [r for r in interval.cluster if (r.target == url if target else r.request == request)]
-        return merge_rows(rows, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
+        return total_row(rows)
 
     # ---- live ---------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from loadfleet.controller.model.codec import from_doc, row_from_doc, row_to_doc, to_doc
 from loadfleet.controller.stream.contract import FinalInterval, StepEnd
-from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
+from loadfleet.wire.stats import TOTAL, RowKey, StatsRow, merge_rows, total_row
 
 
 @dataclass
@@ -35,7 +35,7 @@ class _Span:
 
 @dataclass
 class RunTotals:
-    by_key: dict[tuple[str, str], StatsRow] = field(default_factory=dict)
+    by_key: dict[RowKey, StatsRow] = field(default_factory=dict)
     by_agent: dict[str, StatsRow] = field(default_factory=dict)
     spans: dict[str, _Span] = field(default_factory=dict)  # step name -> its span
 
@@ -60,10 +60,12 @@ class RunTotals:
         pass
 
     @staticmethod
-    def _fold(into: dict[Any, StatsRow], key: str | tuple[str, str], row: StatsRow, *, histogram: bool = True) -> None:
+    def _fold(into: dict[Any, StatsRow], key: str | RowKey, row: StatsRow, *, histogram: bool = True) -> None:
         held = into.get(key)
         if held is None:
-            held = into[key] = StatsRow(TOTAL, TOTAL) if isinstance(key, str) else StatsRow(*key)
+            held = into[key] = (
+                StatsRow(TOTAL, TOTAL) if isinstance(key, str) else StatsRow(key[1], key[2], scenario=key[0])
+            )
         if histogram:
             held.add(row)
         else:
@@ -98,12 +100,10 @@ class RunTotals:
         return bool(self.spans)
 
     def total(self) -> StatsRow:
-        return merge_rows(self.by_key.values(), target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(
-            TOTAL, TOTAL
-        )
+        return total_row(self.by_key.values())
 
     def by_target(self) -> dict[str, StatsRow]:
-        return {t: row for (t, _), row in merge_rows(self.by_key.values(), request=TOTAL).items()}
+        return {t: row for (_, t, _), row in merge_rows(self.by_key.values(), request=TOTAL).items()}
 
     def by_request(self) -> dict[str, StatsRow]:
-        return {r: row for (_, r), row in merge_rows(self.by_key.values(), target=TOTAL).items()}
+        return {r: row for (_, _, r), row in merge_rows(self.by_key.values(), target=TOTAL).items()}

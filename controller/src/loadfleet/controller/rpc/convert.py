@@ -169,8 +169,8 @@ def report_from_proto(
     for row in rows:
         if problem := bounds.row_problem(row):
             raise BadReport(problem)
-    totals = [r for r in rows if r.key == (TOTAL, TOTAL)]
-    parts = tuple(r for r in rows if r.key != (TOTAL, TOTAL))
+    totals = [r for r in rows if (r.target, r.request) == (TOTAL, TOTAL)]
+    parts = tuple(r for r in rows if (r.target, r.request) != (TOTAL, TOTAL))
     total = totals[0] if totals else total_row(parts)
     if len(totals) > 1 or total.requests != sum(r.requests for r in parts):
         raise BadReport("its total row does not add up to its rows")

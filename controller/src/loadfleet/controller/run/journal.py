@@ -160,9 +160,9 @@ class LoggedInterval:
     missing: tuple[str, ...]
 
     def final(self, window: StepWindow) -> FinalInterval:
-        from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
+        from loadfleet.wire.stats import total_row
 
-        total = merge_rows(self.cluster, target=TOTAL, request=TOTAL).get((TOTAL, TOTAL)) or StatsRow(TOTAL, TOTAL)
+        total = total_row(self.cluster)
         return FinalInterval(
             step=window,
             start_ms=self.start_ms,
