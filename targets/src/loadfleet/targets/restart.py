@@ -6,7 +6,9 @@ with the whole machine, and no server restart empties it.
 `loadfleet-lab up` keeps a copy of the lab's spec in the state directory (SPEC_COPY); a
 restart rebuilds the named servers from it with the ports recorded in lab.json, stops them
 (dependents first) and starts them again (dependencies first). The NFS server and mounts of a
-lab with `nfs:` stay up. Labs with hosts (network namespaces) are not restarted yet.
+lab with `nfs:` stay up. In a lab with hosts (network namespaces) each server starts again on
+its host, from the network recorded in lab.json (no namespace or guard route changes); the
+hosts' monitors follow the servers by PID file.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .caps import CpuCap, CpuGroup
 from .daemon import LabError, stop_pid
 from .lab import STATE_FILE, Lab
+from .netns import LabNetwork
 from .spec import ServerSpec, load_spec
 
 SPEC_COPY = "lab-spec.yaml"
@@ -66,10 +70,10 @@ def restart_lab(state_dir: Path, wanted: list[str]) -> list[Restarted]:
     if not copy.exists():
         raise LabError(f"no lab spec in {state_dir} ({SPEC_COPY}; was the lab started with loadfleet-lab up?)")
     spec = load_spec(copy)
-    if spec.hosts:
-        raise LabError("restarting a lab with hosts (network namespaces) is not supported yet; use down and up")
     lab = Lab(spec, state_dir)
     state = lab.state()
+    if lab.hosts:
+        _reattach_hosts(lab, state)
     entries = {e["name"]: e for e in state.get("servers", [])}
     stop, start = restart_order([s.name for s in spec.servers], wanted)
     for name in stop:
@@ -100,6 +104,24 @@ def _start(lab: Lab, entries: dict[str, dict[str, Any]], start: list[str], save:
             save()
         lab.servers.append(server)  # running or not: dependents read its address and credentials
     return done
+
+
+def _reattach_hosts(lab: Lab, state: dict[str, Any]) -> None:
+    """The running lab's hosts as launchers (their namespaces and CPU caps, as `up` made them) and
+    their NFS mounts, so that servers start again on the hosts they ran on."""
+    assert lab.hosts is not None
+    if not state.get("network"):
+        raise LabError(f"lab.json in {lab.state_dir} records no network for the spec's hosts (is the lab up?)")
+    net = LabNetwork.reattach(state["network"])
+    for spec in lab.spec.hosts:
+        # The same cgroup as at `up` (named by the network's tag and the host; create is idempotent).
+        group = CpuGroup.create(f"{net.tag}-{spec.name}", spec.cpu_pct) if spec.cpu_pct else None
+        lab.hosts.hosts[spec.name] = dataclasses.replace(
+            net.hosts[spec.name], confine=CpuCap(spec.cpus, group).confine()
+        )
+    for entry in state.get("servers", []):
+        if entry.get("mountpoint") and entry["name"].startswith("nfs-mount-"):
+            lab.hosts.mounts[entry["name"].removeprefix("nfs-mount-")] = Path(entry["mountpoint"])
 
 
 def _pinned(spec: ServerSpec, entry: dict[str, Any]) -> ServerSpec:
