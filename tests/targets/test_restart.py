@@ -2,11 +2,14 @@
 the same ports with new PIDs, the balancer still forwarding to its restarted backends."""
 
 import json
+import socket
 import subprocess
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 
+from loadfleet.targets.daemon import stop_pid
 from loadfleet.targets.restart import UnknownServers, restart_order
 from support.procs import pid_alive, program
 
@@ -78,6 +81,23 @@ def test_cli_restart_gives_new_pids_on_the_same_ports_and_the_balancer_forwards(
             assert all(pid_alive(p) for p in after[name]["pids"])
             assert not any(pid_alive(p) for p in before[name]["pids"])
         assert [_get(after["lb"]["url"]) for _ in range(4)] == [200] * 4  # both backends, round robin
+
+        only_lb = subprocess.run([*lab, "restart", "--state-dir", str(state), "lb"], capture_output=True, text=True)
+        assert only_lb.returncode == 0, only_lb.stderr
+        last = _servers(state)
+        pids += last["lb"]["pids"]
+        assert "restarted lb:" in only_lb.stdout and "web1" not in only_lb.stdout
+        assert last["web1"]["pids"] == after["web1"]["pids"] and last["lb"]["pids"] != after["lb"]["pids"]
+        assert _get(last["lb"]["url"]) == 200
+
+        # Another process takes web2's port while it restarts: exit 1, naming the server.
+        stop_pid(last["web2"]["pid"])
+        address = urlsplit(last["web2"]["url"])
+        with socket.create_server((address.hostname, address.port)):
+            failed = subprocess.run(
+                [*lab, "restart", "--state-dir", str(state), "web2"], capture_output=True, text=True
+            )
+        assert failed.returncode == 1 and "web2" in failed.stderr, failed.stderr
     finally:
         down = subprocess.run([*lab, "down", "--state-dir", str(state)], capture_output=True, text=True)
     assert down.returncode == 0, down.stderr
