@@ -2,6 +2,7 @@
 warm, a restart that fails. `loadfleet-lab restart` itself is faked at the process boundary
 (tests/targets/test_restart.py runs the real one)."""
 
+import json
 import subprocess
 
 import pytest
@@ -62,3 +63,36 @@ def test_a_lab_that_does_not_restart_stops_the_cell_with_its_error(monkeypatch):
     monkeypatch.setattr(restarts.subprocess, "run", run)
     with pytest.raises(restarts.RestartError, match=r"build/a failed \(1\): .*bind failed"):
         restarts.restart_labs(LABS, CELL, command, ".")
+
+
+def test_a_cells_evidence_records_its_restart_next_to_the_load_average(tmp_path, monkeypatch):
+    """run_cell with both commands faked (the lab's restart, the run): cell.json has the restart."""
+    from bench.repro.reprokit import runner
+    from bench.repro.reprokit.studies import Study
+
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans/p.yaml").write_text("name: p\nduration_s: 1\n")
+    run_dir = tmp_path / "runs" / "run-1"
+    run_dir.mkdir(parents=True)
+    order: list[str] = []
+
+    def run(argv, **kwargs):
+        if "restart" in argv:
+            order.append("restart")
+            return subprocess.CompletedProcess(argv, 0, OUTPUT[argv[argv.index("--state-dir") + 1]], "")
+        order.append("run")
+        summary = {"run_id": "run-1", "run_dir": str(run_dir), "state": "finished", "steps": []}
+        return subprocess.CompletedProcess(argv, 0, json.dumps(summary), "")
+
+    monkeypatch.setattr(restarts.subprocess, "run", run)
+    monkeypatch.setattr(runner, "idle_before", lambda: 90.0)  # the 1 s CPU sample is not under test
+    study = Study("900", "t", LABS[:1], (CELL,), {}, ())
+    options = runner.RunOptions(repo=tmp_path, evidence_dir=tmp_path / "evidence", work_dir=tmp_path / "work")
+    stored = runner.run_cell(study, CELL, 1, options, lambda line: None)
+    cell = json.loads((stored / "cell.json").read_text())
+    assert order == ["restart", "run"]  # the servers restarted before the cell, not after
+    assert cell["servers_before"].startswith("restarted 2 servers in ")
+    [lab] = cell["restart"]["labs"]
+    assert lab["state_dir"] == "build/a" and [s["name"] for s in lab["servers"]] == ["web1", "lb"]
+    assert lab["servers"][0]["new_pids"] == [200, 201]
+    assert "loadavg_1m" in cell and cell["idle_pct_before"] == 90.0
