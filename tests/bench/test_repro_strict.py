@@ -281,7 +281,7 @@ def test_the_tables_show_invalid_dead_and_late_steps_and_what_each_cell_ran_besi
         "started_utc": "2026-11-28T13:00:00Z",
         "loadavg_1m": 1.5,
         "idle_pct_before": 87.0,
-        "servers_before": runner.SERVERS_BEFORE,
+        "servers_before": "not restarted; idle share recorded",  # as runs stored before restarts say
         "generator_cpus": "0",
     }
     store_run(run_dir, tmp_path / "001", record)

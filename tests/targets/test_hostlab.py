@@ -264,3 +264,28 @@ def test_a_lab_hosts_monitor_watches_its_servers_by_pid_file_and_reads_haproxys_
         f"--pid-file=lb2={tmp_path / 'pids' / 'lb2.pid'}",
     ]
     assert (tmp_path / "pids" / "lb2.pid").read_text() == "4242\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_cli_restart_of_a_lab_on_hosts_keeps_addresses_and_the_balancer_forwards(hosted, tmp_path):
+    state_dir, seen = hosted
+    spec = tmp_path / "hosts.yaml"
+    spec.write_text(
+        "workload: {kind: tree, scale: 0.1, seed: 3}\n"
+        "hosts:\n  web1: {servers: [nginx]}\n  lb: {servers: [{name: lb, kind: haproxy, backends: [web1]}]}\n"
+    )
+    up = lab("up", str(spec), "--state-dir", str(state_dir))
+    assert up.returncode == 0, up.stderr
+    before = {e["name"]: e for e in json.loads((state_dir / "lab.json").read_text())["servers"]}
+    seen.update(json.loads((state_dir / "lab.json").read_text()))
+    done = lab("restart", "--state-dir", str(state_dir))
+    assert done.returncode == 0, done.stderr
+    state = json.loads((state_dir / "lab.json").read_text())
+    seen["servers"] = [*before.values(), *state["servers"]]  # the fixture checks none of them stays
+    after = {e["name"]: e for e in state["servers"]}
+    for name in ("web1", "lb"):
+        assert after[name]["url"] == before[name]["url"] and after[name]["host"] == before[name]["host"]
+        assert not set(after[name]["pids"]) & set(before[name]["pids"]), f"{name} was not restarted"
+    netns = {h["name"]: h["netns"] for h in state["network"]["hosts"]}["web1"]
+    curl = ["nsenter", f"--net=/var/run/netns/{netns}", "--", *CURL, after["lb"]["url"] + "/manifest.json"]
+    assert subprocess.run(curl, capture_output=True, text=True, timeout=10).stdout == "200"

@@ -8,7 +8,10 @@ placed it in the study.
                            these were kept have none
     cell.json              {study, cell, vars, pass, level_vars, levels, step_vars, plan, targets,
                             lab_specs, command, generator_cpus, started_utc, loadavg_1m,
-                            idle_pct_before, servers_before, exit_code, paper_s_per_run_s}
+                            idle_pct_before, servers_before, restart, exit_code, paper_s_per_run_s}
+                           restart: {restarted, labs: [{state_dir, started_utc, seconds, servers:
+                           [{name, kind, old_pids, new_pids}]}], kept_warm_because} (restarts.py);
+                           runs stored before restarts were kept have none
 
 `read_observations` turns every step of every stored run into an `Observation`: the cell's
 variables, plus the step's level (`levels[level_index - 1]`, e.g. {users: 4000, spawn_rate: 800})

@@ -6,6 +6,7 @@ Progress goes to `log` (stderr from the CLI), one line per event.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -20,11 +21,9 @@ from pathlib import Path
 import yaml
 
 from .evidence import store_run
-from .studies import Cell, Study, level_records, load_s, paper_s_per_run_s
+from .restarts import RestartError, restart_labs
+from .studies import Cell, LabSpec, Study, level_records, load_s, paper_s_per_run_s
 
-# The labs' servers are not restarted between cells (a lab is up for the whole study); what the
-# evidence shows instead is the machine's idle share and load average just before each cell.
-SERVERS_BEFORE = "not restarted; idle share recorded"
 RUN_SLACK_S = 90  # a run's bound beyond its steps: agents starting, the last interval, summary
 LAB_TIMEOUT_S = 300
 ACCEPTED_EXITS = (0, 3)  # finished; ended by a stop condition (its steps are still evidence)
@@ -155,6 +154,10 @@ class LabSession:
         return False
 
 
+def _restart_command(lab: LabSpec, options: RunOptions) -> list[str]:
+    return _niced([_tool("loadfleet-lab"), "restart", "--state-dir", lab.state_dir], options)
+
+
 def _loadavg() -> float | None:
     try:
         return os.getloadavg()[0]
@@ -179,6 +182,11 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
     for name, url in cell.targets.items():
         command += ["--target", f"{name}={url}"]
     command = _niced(command, options, study.generator_cpus)
+    try:  # the servers restarted (or kept warm) just before the load average and idle share
+        restart = restart_labs(study.labs, cell, lambda lab: _restart_command(lab, options), str(options.repo))
+    except RestartError as exc:
+        raise RunnerError(str(exc)) from exc
+    log(f"  {cell.name}: servers {restart.summary}")
     load, idle = _loadavg(), idle_before()  # before the cell: the servers were idle or not
     started = dt.datetime.now(dt.UTC)
     bound = run_bound_s(plan)
@@ -212,7 +220,8 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "loadavg_1m": load,
         "idle_pct_before": idle,
-        "servers_before": SERVERS_BEFORE,
+        "servers_before": restart.summary,
+        "restart": dataclasses.asdict(restart),
         "exit_code": done.returncode,
         "state": summary.get("state"),
     }

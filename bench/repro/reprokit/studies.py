@@ -33,6 +33,9 @@ class Cell:
     vars: dict
     plan: str
     targets: dict = field(default_factory=dict)  # plan target name -> URL
+    # Why the lab's servers are NOT restarted before this cell (e.g. a soak that must keep its warm
+    # state); empty: they are restarted (restarts.py).
+    keep_warm: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """loadfleet-lab: bring a local web cluster up or down — on loopback, or on hosts of its own
 (network namespaces) with a controller and agents — and run commands on its hosts.
 
-Exit codes: 0 done, 1 a server could not be started or stopped, 2 bad usage or spec; `exec`
+Exit codes: 0 done, 1 a server could not be started or stopped (`restart`: with its error
+log's tail), 2 bad usage or spec (`restart`: a server name the lab does not have); `exec`
 exits with its command's code.
 """
 
@@ -17,6 +18,7 @@ from .daemon import LabError
 from .hostlab import run_on_host
 from .lab import Lab, LabSpec, SpecError, load_spec
 from .netns import guard_present, list_namespaces
+from .restart import UnknownServers, keep_spec, restart_lab
 from .spec import parse_spec
 from .workload import DEFAULT_FILE_COUNT, DEFAULT_SINGLE_BYTES, WORKLOAD_KINDS, WorkloadSpec, generate
 
@@ -31,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
         "agents) serving a generated workload, for loadfleet demos, tests and reproductions.",
         epilog="example: loadfleet-lab up targets/specs/quickstart.yaml --state-dir build/lab && "
         "loadfleet-lab down --state-dir build/lab; with hosts: loadfleet-lab exec --state-dir build/lab ctrl -- "
-        "loadfleet run plan.yaml",
+        "loadfleet run plan.yaml; before a measurement: loadfleet-lab restart --state-dir build/lab. "
+        "Exit codes: 0 done, 1 a server could not be started or stopped, 2 bad usage, spec or server name.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="generate the workload tree (if needed) and start the servers")
@@ -55,7 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("host", help="a host of the lab spec, e.g. ctrl")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="e.g. -- loadfleet run plan.yaml")
-    for p in (sub.choices[name] for name in ("up", "down", "status", "exec")):
+    restart = sub.add_parser(
+        "restart",
+        help="stop and start servers of a running lab on the same addresses and ports (all by default, "
+        "in dependency order), so a measurement starts from fresh servers",
+    )
+    restart.add_argument("servers", nargs="*", metavar="SERVER", help="names of the lab spec (default: all)")
+    for p in (sub.choices[name] for name in ("up", "down", "status", "exec", "restart")):
         p.add_argument("--state-dir", type=Path, required=True, help="where configs, logs, PIDs and the docroot live")
     return parser
 
@@ -64,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "up":
-            return _up(load_spec(args.spec), args.state_dir)
+            return _up(load_spec(args.spec), args.state_dir, args.spec)
+        if args.command == "restart":
+            return _restart(args.state_dir, args.servers)
         if args.command == "tree":
             manifest = generate(args.docroot, _workload_from_args(args))
             print(
@@ -93,11 +104,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-def _up(spec: LabSpec, state_dir: Path) -> int:
+def _restart(state_dir: Path, names: list[str]) -> int:
+    try:
+        restarted = restart_lab(state_dir, names)
+    except UnknownServers as exc:
+        print(f"loadfleet-lab: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for r in restarted:
+        old, new = " ".join(map(str, r.old_pids)), " ".join(map(str, r.new_pids))
+        print(f"restarted {r.name}: {r.url} ({r.kind}, pid {old} -> {new}, {r.seconds:.1f} s)")
+    return EXIT_OK
+
+
+def _up(spec: LabSpec, state_dir: Path, spec_path: Path) -> int:
     lab = Lab(spec, state_dir)
     if any(e["alive"] for e in lab.status()) or lab.state().get("network"):
         print(f"loadfleet-lab: error: a lab is already up in {state_dir} (loadfleet-lab down first)", file=sys.stderr)
         return EXIT_FAILED
+    keep_spec(spec_path, state_dir)
     lab.up()
     for entry in lab.status():
         where = f" on {entry['host']}" if entry.get("host") else ""
