@@ -136,3 +136,41 @@ def test_a_plan_with_scenarios_holds_no_plan_level_load() -> None:
     scenario = Scenario("a", (Request("r", "/"),), Load(LoadModel.CLOSED, clients=1))
     with pytest.raises(AssertionError):
         Plan("p", 10, (Target("http://127.0.0.1:1"),), (Request("r", "/"),), IDLE_LOAD, scenarios=(scenario,))
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: d.update(stop={"latency": {"scenario": "chekout", "above_ms": 9, "for_s": 5}}),
+            ("stop.latency.scenario", "'checkout'?"),
+        ),
+        (
+            lambda d: d.update(thresholds=[{"metric": "error_pct", "scenario": "brwse", "below": 1}]),
+            ("thresholds[0].scenario", "did you mean 'browse'?"),
+        ),
+        (
+            lambda d: d.update(
+                thresholds=[{"metric": "error_pct", "scenario": "checkout", "request": "product", "below": 1}]
+            ),
+            ("thresholds[0].request", "scenario checkout has no request 'product' (pay)"),
+        ),
+        (
+            lambda d: (d.pop("duration_s"), d.update(sweep={"steps": [1, 2], "step_s": 10})),
+            ("sweep.scenario", "name the one the sweep steps (browse, checkout)"),
+        ),
+    ],
+)
+def test_references_name_declared_scenarios(change: Any, expected: tuple[str, str]) -> None:
+    doc = shop_doc()
+    change(doc)
+    found = problems_of(with_doc(doc))
+    assert any(path == expected[0] and expected[1] in message for path, message in found), found
+
+
+def test_a_plain_plan_names_no_scenario() -> None:
+    plain = "targets: [{url: 'http://127.0.0.1:1'}]\nduration_s: 5\nworkload: {requests: [{path: /}]}\n"
+    plain += "load: {model: closed, clients: 1}\nthresholds: [{metric: error_pct, scenario: default, below: 1}]\n"
+    assert problems_of(plain) == [
+        ("thresholds[0].scenario", "no scenario named 'default': the plan has no scenarios (leave scenario out)")
+    ]

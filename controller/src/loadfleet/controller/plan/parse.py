@@ -45,7 +45,7 @@ from loadfleet.controller.plan.model import (
     Target,
 )
 from loadfleet.controller.plan.protocol import protocol_problems
-from loadfleet.controller.plan.scenarios import NOT_RUNNABLE, scenario_problems
+from loadfleet.controller.plan.scenarios import NOT_RUNNABLE, reference_problems, scenario_problems
 from loadfleet.controller.plan.schema import plan_schema as plan_schema  # re-exported: the CLI and tests read it here
 from loadfleet.controller.plan.schema import schema_problems
 from loadfleet.controller.plan.shorthand import add_cli_thresholds, cli_threshold_problem
@@ -150,6 +150,7 @@ def _parse_doc(
         raise PlanError(problems)
     if "scenarios" in doc:  # checked, then refused: the run path takes one scenario (issue 31)
         problems = _target_problems(doc["targets"]) + protocol_problems(doc) + scenario_problems(doc)
+        problems += reference_problems(doc)
         raise PlanError(_capped([*problems, NOT_RUNNABLE]))
     feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
     problems += inline_body_files(doc, base_dir, confined=confined)
@@ -236,7 +237,7 @@ def _meaning_problems(
         problems.append(Problem("workload", "at least one request needs a weight above 0"))
 
     problems += course_problems(doc, base_dir)
-    problems += threshold_problems(doc.get("thresholds", []), _plan_facts(doc, requests))
+    problems += threshold_problems(doc.get("thresholds", []), _plan_facts(doc, requests)) + reference_problems(doc)
     session = workload.get("session")
     if session:
         problems += _session_problems(doc, session, requests)

@@ -8,6 +8,7 @@ checked in full, then refused with one problem at `scenarios` (`NOT_RUNNABLE`).
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -218,3 +219,37 @@ def _timing_problems(doc: dict[str, Any], scenario: dict[str, Any], path: str) -
     if start >= run_s > 0:
         return [Problem(f"{path}.start_after_s", f"starts at {start:g} s, not before the run's end at {run_s:g} s")]
     return []
+
+
+def reference_problems(doc: dict[str, Any]) -> list[Problem]:
+    """`scenario` in the sweep, the stop conditions and the thresholds names a declared
+    scenario (a plain plan has none to name); a sweep over several scenarios names one."""
+    scenarios = {s["name"]: s for s in doc.get("scenarios", [])}
+    refs = [("sweep.scenario", doc.get("sweep", {}))]
+    refs += [(f"stop.{kind}.scenario", cond) for kind, cond in doc.get("stop", {}).items()]
+    refs += [(f"thresholds[{i}].scenario", t) for i, t in enumerate(doc.get("thresholds", []))]
+    problems = [
+        Problem(path, _unknown(holder["scenario"], sorted(scenarios)))
+        for path, holder in refs
+        if "scenario" in holder and holder["scenario"] not in scenarios
+    ]
+    sweep = doc.get("sweep", {})
+    if "sweep" in doc and len(scenarios) > 1 and "scenario" not in sweep:
+        why = f"the plan has {len(scenarios)} scenarios: name the one the sweep steps ({', '.join(scenarios)})"
+        problems.append(Problem("sweep.scenario", why))
+    for i, threshold in enumerate(doc.get("thresholds", [])):
+        scenario = scenarios.get(threshold.get("scenario", ""))
+        if scenario and "request" in threshold:
+            names = [request_from_doc(r).name for r in scenario["workload"].get("requests", [])]
+            if threshold["request"] not in names:
+                why = f"scenario {scenario['name']} has no request {threshold['request']!r} ({', '.join(names)})"
+                problems.append(Problem(f"thresholds[{i}].request", why))
+    return problems
+
+
+def _unknown(name: str, known: list[str]) -> str:
+    if not known:
+        return f"no scenario named {name!r}: the plan has no scenarios (leave scenario out)"
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"scenarios: {', '.join(known)}"
+    return f"no scenario named {name!r} ({hint})"
