@@ -21,6 +21,7 @@ from loadfleet.controller.plan.scenarios import (
     ScenarioTarget,
     scenarios_from_doc,
 )
+from loadfleet.controller.plan.shorthand import ShorthandError, shorthand_doc
 
 SHOP = """
 name: shop-mix
@@ -174,3 +175,19 @@ def test_a_plain_plan_names_no_scenario() -> None:
     assert problems_of(plain) == [
         ("thresholds[0].scenario", "no scenario named 'default': the plan has no scenarios (leave scenario out)")
     ]
+
+
+def test_the_threshold_shorthand_takes_a_scenario_before_its_target_or_request() -> None:
+    doc = shorthand_doc("scenario=checkout:request=pay:p99_ms<300@step")
+    assert (doc["scenario"], doc["request"], doc["below_ms"], doc["over"]) == ("checkout", "pay", 300, "step")
+    assert shorthand_doc("scenario=browse:error_pct<1") == {"scenario": "browse", "metric": "error_pct", "below": 1}
+    with pytest.raises(ShorthandError, match="scenario=NAME:"):
+        shorthand_doc("scenario=:p99_ms<1")
+    found = problems_of_cli(SHOP, "scenario=chekout:p99_ms<300")
+    assert any(p.startswith("--threshold") and "did you mean 'checkout'?" in m for p, m in found), found
+
+
+def problems_of_cli(text: str, spec: str) -> list[tuple[str, str]]:
+    with pytest.raises(PlanError) as exc:
+        parse_plan(textwrap.dedent(text), thresholds=(spec,))
+    return [(p.path, p.message) for p in exc.value.problems]
