@@ -205,7 +205,7 @@ def test_thresholds_and_verdict_round_trip_through_the_resolved_plan(text):
             "a grace of -1 s: give 0 s or more",
         ),
         ("{metric: ok, above: 1, on_no_data: maybe}", "thresholds[0].on_no_data", "'maybe' is not one of"),
-        ("{metric: ok, above: 1, scenario: a}", "thresholds[0]", "'scenario' was unexpected"),
+        ("{metric: ok, above: 1, scenario: a}", "thresholds[0].scenario", "the plan has no scenarios"),
     ],
 )
 def test_each_mistake_is_named_by_its_path(entry, path, fragment):

@@ -12,9 +12,10 @@ boundary so that all drivers' intervals line up.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from loadfleet.controller.model.load import Load, LoadModel, Stage, split_load
+from loadfleet.controller.model.load import IDLE_LOAD, Load, LoadModel, Stage, split_load
 
 # The most engines one agent runs (one per core it offers): an agent's Hello offering more
 # cores is refused (rpc/convert.py), so the work of splitting load is bounded by what the
@@ -31,6 +32,18 @@ class EngineShare:
     max_requests: int = 0
     # The fleet-wide index of the engine's first user (JobSpec.first_user of the agent's first
     # engine; the agent numbers its other engines on in the same order, agent job.py).
+    first_user: int = 0
+    # With several scenarios (split_scenarios): this engine's share of each plan scenario, in
+    # the plan's order (None: idle in it); `load` is then IDLE_LOAD. Empty for a plain plan.
+    scenarios: tuple[ScenarioShare | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScenarioShare:
+    """One engine's share of one scenario; its users are numbered from `first_user`."""
+
+    load: Load
+    max_requests: int = 0
     first_user: int = 0
 
 
@@ -61,7 +74,7 @@ class AgentShare:
 def split_over_engines(load: Load, max_requests: int, agents: list[tuple[str, int]]) -> list[AgentShare]:
     """Shares for (agent_id, cores) pairs, one engine per core (at most
     MAX_ENGINES_PER_AGENT); agents with no work are left out."""
-    slots = [agent_id for agent_id, cores in agents for _ in range(min(max(1, cores), MAX_ENGINES_PER_AGENT))]
+    slots = _slots(agents)
     parts = split_load(load, max_requests, [1] * len(slots))
     shares: dict[str, list[EngineShare]] = {}
     first_user = 0
@@ -70,6 +83,36 @@ def split_over_engines(load: Load, max_requests: int, agents: list[tuple[str, in
             shares.setdefault(agent_id, []).append(EngineShare(*part, first_user=first_user))
             first_user += users_of(part[0])
     return [AgentShare(agent_id, tuple(shares[agent_id])) for agent_id, _ in agents if agent_id in shares]
+
+
+def split_scenarios(scenarios: Sequence[tuple[Load, int]], agents: list[tuple[str, int]]) -> list[AgentShare]:
+    """Shares of several scenarios ((load, budget) each, in the plan's order): each split
+    exactly over all engine slots on its own, so its totals add up fleet-wide. `split_exact`
+    gives remainders to the first slots, so each scenario's slots are rotated by the peaks
+    of the scenarios before it: a 3-client and a 2-client scenario load five engines, not
+    the first three twice. Users are numbered fleet-wide and disjoint across scenarios."""
+    slots = _slots(agents)
+    if not slots:
+        return []
+    per_slot: list[list[ScenarioShare | None]] = [[] for _ in slots]
+    first_user = offset = 0
+    for load, budget in scenarios:
+        parts = split_load(load, budget, [1] * len(slots))
+        for slot, shares in enumerate(per_slot):
+            part = parts[(slot - offset) % len(slots)]
+            shares.append(None if part is None else ScenarioShare(*part, first_user=first_user))
+            first_user += users_of(part[0]) if part else 0
+        offset = (offset + math.ceil(load.peak)) % len(slots)
+    engines: dict[str, list[EngineShare]] = {}
+    for agent_id, shares in zip(slots, per_slot, strict=True):
+        if any(shares):
+            engines.setdefault(agent_id, []).append(EngineShare(IDLE_LOAD, scenarios=tuple(shares)))
+    return [AgentShare(agent_id, tuple(engines[agent_id])) for agent_id, _ in agents if agent_id in engines]
+
+
+def _slots(agents: list[tuple[str, int]]) -> list[str]:
+    """One engine slot per core of each agent (at least one, at most MAX_ENGINES_PER_AGENT)."""
+    return [agent_id for agent_id, cores in agents for _ in range(min(max(1, cores), MAX_ENGINES_PER_AGENT))]
 
 
 def combine(parts: list[Load]) -> Load:

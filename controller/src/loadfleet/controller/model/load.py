@@ -144,6 +144,11 @@ class Load:
         )
 
 
+# No load at all: the plan-level load of a plan whose scenarios each hold their own
+# (plan/scenarios.py), so a reader of `plan.load` missed there sees no load and fails loudly.
+IDLE_LOAD = Load(LoadModel.CLOSED)
+
+
 def split_exact(total: int, weights: list[int]) -> list[int]:
     """Splits `total` into whole parts proportional to `weights`, summing to `total`.
 

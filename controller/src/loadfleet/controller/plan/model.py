@@ -10,15 +10,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
-from loadfleet.controller.model.load import Load, Think
+from loadfleet.controller.model.load import IDLE_LOAD, Load
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.course import SWEEP_LEVEL
 from loadfleet.controller.plan.feeds import Feed
-from loadfleet.controller.plan.journeys import Check, Cookies, Extract
-from loadfleet.controller.plan.protocol import DEFAULT_MAX_STREAMS, HttpProtocol
+from loadfleet.controller.plan.journeys import Cookies
+from loadfleet.controller.plan.scenarios import DEFAULT_SCENARIO, Scenario
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.controller.plan.thresholds import Threshold, VerdictRules, threshold_doc, verdict_doc
+from loadfleet.controller.plan.workload import Request as Request  # re-exported: moved to workload.py
+from loadfleet.controller.plan.workload import Session as Session
+from loadfleet.controller.plan.workload import SessionStep as SessionStep
+from loadfleet.controller.plan.workload import Target as Target
+from loadfleet.controller.plan.workload import request_doc, session_doc
 from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 DEFAULT_CONNECT_TIMEOUT_MS = 3000
@@ -28,61 +33,6 @@ DEFAULT_REQUEST_TIMEOUT_MS = 10000
 
 
 DEFAULT_AGENT_WAIT_S = 30.0
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    weight: int = 1
-    name: str = ""  # for `--target NAME=URL` (target_urls) to replace its url
-    protocol: HttpProtocol = HttpProtocol.HTTP1
-    max_streams: int = DEFAULT_MAX_STREAMS  # HTTP/2 only (protocol.py)
-
-    @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> Target:
-        protocol = HttpProtocol(doc.get("protocol", HttpProtocol.HTTP1.value))
-        streams = doc.get("max_streams", DEFAULT_MAX_STREAMS)
-        return cls(doc["url"].rstrip("/"), doc.get("weight", 1), doc.get("name", ""), protocol, streams)
-
-    def to_doc(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"url": self.url, "weight": self.weight}
-        if self.name:
-            doc["name"] = self.name
-        if self.protocol.is_h2:
-            doc["protocol"], doc["max_streams"] = self.protocol.value, self.max_streams
-        return doc
-
-
-@dataclass(frozen=True)
-class Request:
-    name: str
-    path: str
-    method: str = "GET"
-    weight: int = 1
-    headers: tuple[tuple[str, str], ...] = ()
-    body: str = ""
-    # A journey's (journeys.py): run on each response, the extractions first.
-    extracts: tuple[Extract, ...] = ()
-    checks: tuple[Check, ...] = ()
-    # Redirects followed (0: none; at most 20, the schema and the engine say so), each hop to
-    # a plan target only.
-    redirects: int = 0
-
-
-@dataclass(frozen=True)
-class SessionStep:
-    request: str
-    think: Think = Think()
-
-
-@dataclass(frozen=True)
-class Session:
-    """What each client or user does: `once` (a login) when it starts and after a restart,
-    then these requests in order, `repeat` times (0: until the end)."""
-
-    steps: tuple[SessionStep, ...]
-    repeat: int = 0
-    once: tuple[SessionStep, ...] = ()
 
 
 class LossPolicy(enum.StrEnum):
@@ -158,9 +108,33 @@ class Plan:
     cookies: Cookies = Cookies()
     # The data file's rows (`workload.feed`), carried inline to the controller.
     feed: Feed | None = None
+    # The declared scenarios (plan/scenarios.py); empty for a plain plan, whose one scenario
+    # is the plan-level workload and load (each_scenario). With scenarios, the plan-level
+    # requests, load, session and budget are empty and idle.
+    scenarios: tuple[Scenario, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "driver", Driver(self.driver))  # "gatling" reads as Driver.GATLING
+        if self.scenarios:
+            plain = (self.requests, self.load, self.session, self.max_requests)
+            assert plain == ((), IDLE_LOAD, None, 0), "a plan with scenarios has no plan-level load or workload"
+
+    def each_scenario(self) -> tuple[Scenario, ...]:
+        """The declared scenarios, or the one implicit `default` of a plain plan."""
+        if self.scenarios:
+            return self.scenarios
+        implicit = Scenario(
+            name=DEFAULT_SCENARIO,
+            requests=self.requests,
+            load=self.load,
+            session=self.session,
+            keep_alive=self.keep_alive,
+            tls_verify=self.tls_verify,
+            cookies=self.cookies,
+            max_requests=self.max_requests,
+            implicit=True,
+        )
+        return (implicit,)
 
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
@@ -176,11 +150,15 @@ class Plan:
         }
         if self.max_requests:
             doc["budget"] = {"requests": self.max_requests}
+        if self.scenarios:  # each holds its own workload, load and budget
+            del doc["workload"], doc["load"]
+            doc["scenarios"] = [s.to_doc() for s in self.scenarios]
         if self.influxdb:
             doc["sinks"] = {"influxdb": {k: v for k, v in asdict(self.influxdb).items() if v}}
         if self.sweep:
             del doc["duration_s"]
-            doc["load"].pop(SWEEP_LEVEL[self.load.model], None)
+            # A sweep over one of several scenarios (sweep.scenario) is S2's, not yet built.
+            doc.get("load", {}).pop(SWEEP_LEVEL[self.load.model], None)
             doc["sweep"] = self.sweep.to_doc()
         if self.stop:
             doc["stop"] = self.stop.to_doc()
@@ -191,17 +169,17 @@ class Plan:
         if self.gatling:
             doc["gatling"] = {k: v for k, v in asdict(self.gatling).items() if v}
             if self.gatling.project:  # the simulation is the workload
-                del doc["workload"]
+                doc.pop("workload", None)
         return yamlsafe.dump(doc | self._verdict_doc())
 
     def _workload_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "keep_alive": self.keep_alive,
             "tls_verify": self.tls_verify,
-            "requests": [_request_doc(r) for r in self.requests],
+            "requests": [request_doc(r) for r in self.requests],
         }
         if self.session:
-            doc["session"] = _session_doc(self.session)
+            doc["session"] = session_doc(self.session)
         if self.cookies != Cookies():
             doc["cookies"] = self.cookies.to_doc()
         if self.feed:
@@ -216,32 +194,6 @@ class Plan:
         if self.verdict != VerdictRules():
             doc["verdict"] = verdict_doc(self.verdict)
         return doc
-
-
-def _request_doc(r: Request) -> dict[str, Any]:
-    doc = {"name": r.name, "method": r.method, "path": r.path, "weight": r.weight}
-    if r.headers:
-        doc["headers"] = dict(r.headers)
-    if r.body:
-        doc["body"] = r.body
-    if r.checks:
-        doc["check"] = [c.to_doc() for c in r.checks]
-    if r.extracts:
-        doc["extract"] = [e.to_doc() for e in r.extracts]
-    if r.redirects:
-        doc["redirects"] = r.redirects
-    return doc
-
-
-def _session_doc(s: Session) -> dict[str, Any]:
-    doc: dict[str, Any] = {"steps": [_step_doc(st) for st in s.steps], "repeat": s.repeat}
-    if s.once:
-        doc["once"] = [_step_doc(st) for st in s.once]
-    return doc
-
-
-def _step_doc(step: SessionStep) -> dict[str, Any]:
-    return {"request": step.request, "think": step.think.to_doc()}
 
 
 def _agents_doc(a: AgentSelection) -> dict[str, Any]:

@@ -22,17 +22,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from loadfleet.controller.model.credentials import redact_query
 from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.errors import PlanError, Problem
-from loadfleet.controller.model.load import Load, LoadModel, Think
+from loadfleet.controller.model.load import Load, LoadModel
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.bodyfiles import inline_body_files
 from loadfleet.controller.plan.course import course_problems, resolve
 from loadfleet.controller.plan.feeds import Feed, plan_feed
 from loadfleet.controller.plan.journeycheck import JourneyFacts, check_names, extract_sources_problem, journey_problems
-from loadfleet.controller.plan.journeys import Check, Cookies, Extract
+from loadfleet.controller.plan.journeys import Cookies
 from loadfleet.controller.plan.model import (
     DEFAULT_AGENT_WAIT_S,
     DEFAULT_CONNECT_TIMEOUT_MS,
@@ -43,17 +42,17 @@ from loadfleet.controller.plan.model import (
     LossPolicy,
     Plan,
     Request,
-    Session,
-    SessionStep,
     Target,
 )
 from loadfleet.controller.plan.protocol import protocol_problems
+from loadfleet.controller.plan.scenarios import NOT_RUNNABLE, reference_problems, scenario_problems
 from loadfleet.controller.plan.schema import plan_schema as plan_schema  # re-exported: the CLI and tests read it here
 from loadfleet.controller.plan.schema import schema_problems
 from loadfleet.controller.plan.shorthand import add_cli_thresholds, cli_threshold_problem
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.controller.plan.thresholds import PlanFacts, threshold_from_doc, threshold_problems, verdict_from_doc
+from loadfleet.controller.plan.workload import request_from_doc, session_from_doc
 from loadfleet.wire import DEFAULT_INTERVAL_MS
 from loadfleet.wire.allowlist import ipv4_form_problem
 
@@ -149,6 +148,10 @@ def _parse_doc(
     problems = _replace_target_urls(doc, target_urls or {})
     if problems:
         raise PlanError(problems)
+    if "scenarios" in doc:  # checked, then refused: the run path takes one scenario (issue 31)
+        problems = _target_problems(doc["targets"]) + protocol_problems(doc) + scenario_problems(doc)
+        problems += reference_problems(doc)
+        raise PlanError(_capped([*problems, NOT_RUNNABLE]))
     feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
     problems += inline_body_files(doc, base_dir, confined=confined)
     problems = (_confinement_problems(doc) if confined else []) + problems
@@ -222,10 +225,10 @@ def _meaning_problems(
 ) -> tuple[list[Problem], list[Request]]:
     problems = _target_problems(doc["targets"]) + protocol_problems(doc)
     workload = doc.get("workload", {})  # absent only when a Gatling project defines it
-    requests = [_request(r) for r in workload.get("requests", [])]
+    requests = [request_from_doc(r) for r in workload.get("requests", [])]
     if "manifest" in workload:
         try:
-            requests += [_request(r) for r in planfiles.read_manifest(resolve(workload["manifest"], base_dir))]
+            requests += [request_from_doc(r) for r in planfiles.read_manifest(resolve(workload["manifest"], base_dir))]
         except planfiles.FileProblems as exc:
             problems += [Problem("workload.manifest", message) for message in exc.messages]
     elif "requests" not in workload and "workload" in doc:
@@ -234,7 +237,7 @@ def _meaning_problems(
         problems.append(Problem("workload", "at least one request needs a weight above 0"))
 
     problems += course_problems(doc, base_dir)
-    problems += threshold_problems(doc.get("thresholds", []), _plan_facts(doc, requests))
+    problems += threshold_problems(doc.get("thresholds", []), _plan_facts(doc, requests)) + reference_problems(doc)
     session = workload.get("session")
     if session:
         problems += _session_problems(doc, session, requests)
@@ -253,7 +256,7 @@ def _journey_problems(doc: dict[str, Any], requests: list[Request], feed: Feed |
     facts = JourneyFacts(
         model=LoadModel(doc["load"]["model"]),
         driver=Driver(doc.get("driver", DEFAULT_DRIVER)),
-        session=_session(workload.get("session")),
+        session=session_from_doc(workload.get("session")),
         cookies_given=isinstance(workload.get("cookies"), dict),
         data=((feed.name, feed.columns),) if feed else (),
     )
@@ -323,28 +326,6 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def _session(doc: dict[str, Any] | None) -> Session | None:
-    if not doc:
-        return None
-    steps = tuple(SessionStep(s["request"], Think.from_doc(s.get("think"))) for s in doc["steps"])
-    once = tuple(SessionStep(s["request"], Think.from_doc(s.get("think"))) for s in doc.get("once", []))
-    return Session(steps, doc.get("repeat", 0), once)
-
-
-def _request(doc: dict[str, Any]) -> Request:
-    return Request(
-        name=doc.get("name", redact_query(doc["path"])),  # a name is shown everywhere, a credential nowhere
-        path=doc["path"],
-        method=doc.get("method", "GET"),
-        weight=doc.get("weight", 1),
-        headers=tuple(sorted(doc.get("headers", {}).items())),
-        body=doc.get("body", ""),
-        extracts=tuple(Extract.from_doc(e) for e in doc.get("extract", [])),
-        checks=tuple(Check.from_doc(c) for c in doc.get("check", [])),
-        redirects=doc.get("redirects", 0),
-    )
-
-
 def _build(doc: dict[str, Any], requests: list[Request], name: str, base_dir: Path | None, feed: Feed | None) -> Plan:
     load = doc["load"]
     timeouts = doc.get("timeouts", {})
@@ -360,7 +341,7 @@ def _build(doc: dict[str, Any], requests: list[Request], name: str, base_dir: Pa
         keep_alive=doc.get("workload", {}).get("keep_alive", True),
         tls_verify=doc.get("workload", {}).get("tls_verify", False),
         load=Load.from_doc(load),
-        session=_session(doc.get("workload", {}).get("session")),
+        session=session_from_doc(doc.get("workload", {}).get("session")),
         max_requests=doc.get("budget", {}).get("requests", 0),
         connect_timeout_ms=timeouts.get("connect_ms", DEFAULT_CONNECT_TIMEOUT_MS),
         request_timeout_ms=timeouts.get("request_ms", DEFAULT_REQUEST_TIMEOUT_MS),

@@ -17,11 +17,12 @@ from loadfleet.controller.model.errors import PlanError, Problem
 from loadfleet.controller.plan.thresholds import Metric
 
 SHORTHAND_GRAMMAR = """\
---threshold [target=NAME:|request=NAME:]FIGURE(<|>)LIMIT[@run|@step|@window=30s]
+--threshold [scenario=NAME:][target=NAME:|request=NAME:]FIGURE(<|>)LIMIT[@run|@step|@window=30s]
   FIGURE: p99_ms p99.9_ms mean_ms min_ms max_ms stddev_ms (latency), waiting.p90_ms
   waiting.mean_ms waiting.max_ms, connect.mean_ms tls.max_ms receiving.mean_ms (phases: mean,
   max), error_pct rps ok_rps requests ok, check_pass_pct[CHECK NAME]
-examples: --threshold 'p99_ms<250' --threshold 'request=account:error_pct<1@step'"""
+examples: --threshold 'p99_ms<250' --threshold 'request=account:error_pct<1@step'
+  --threshold 'scenario=checkout:request=pay:p99_ms<300@step'"""
 
 _COUNT_FIGURES = {m.value: m for m in (Metric.ERROR_PCT, Metric.RPS, Metric.OK_RPS, Metric.REQUESTS, Metric.OK)}
 # [metric.]stat_ms; the stat is checked against the metric with the plan (thresholds.py).
@@ -37,7 +38,7 @@ class ShorthandError(ValueError):
 def shorthand_doc(text: str) -> dict[str, Any]:
     """The plan entry a `--threshold` stands for; ShorthandError if it is not one."""
     doc: dict[str, Any] = {}
-    rest = _scope(text.strip(), doc)
+    rest = _scope(_scope(text.strip(), doc, ("scenario",)), doc, ("target", "request"))
     rest = _figure(rest, doc)
     if not rest or rest[0] not in "<>":
         raise ShorthandError("after the figure comes < or > and a limit (p99_ms<250)")
@@ -48,8 +49,8 @@ def shorthand_doc(text: str) -> dict[str, Any]:
     return doc
 
 
-def _scope(text: str, doc: dict[str, Any]) -> str:
-    for scope in ("target", "request"):
+def _scope(text: str, doc: dict[str, Any], scopes: tuple[str, ...]) -> str:
+    for scope in scopes:
         if text.startswith(scope + "="):
             name, colon, rest = text[len(scope) + 1 :].partition(":")
             if not colon or not name:
