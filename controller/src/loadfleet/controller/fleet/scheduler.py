@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from loadfleet.controller.model.codec import OMIT_DEFAULT
 from loadfleet.controller.model.load import IDLE_LOAD, Load, LoadModel, Stage, split_load
 
 # The most engines one agent runs (one per core it offers): an agent's Hello offering more
@@ -34,8 +35,9 @@ class EngineShare:
     # engine; the agent numbers its other engines on in the same order, agent job.py).
     first_user: int = 0
     # With several scenarios (split_scenarios): this engine's share of each plan scenario, in
-    # the plan's order (None: idle in it); `load` is then IDLE_LOAD. Empty for a plain plan.
-    scenarios: tuple[ScenarioShare | None, ...] = ()
+    # the plan's order (None: idle in it); `load` is then IDLE_LOAD. Empty for a plain plan,
+    # and then not in the journal (a plain run's journal as before scenarios).
+    scenarios: tuple[ScenarioShare | None, ...] = field(default=(), metadata={OMIT_DEFAULT: True})
 
 
 @dataclass(frozen=True)

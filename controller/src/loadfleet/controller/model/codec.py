@@ -27,6 +27,12 @@ def row_from_doc(doc: str) -> StatsRow:
     return StatsRow.from_proto(stats_pb2.IntervalStats.FromString(base64.b64decode(doc)))
 
 
+# A field's metadata flag: left out of the document while it holds its default, so a record
+# written before the field existed and one written after, without using it, are the same bytes
+# (and read back alike: from_doc leaves a missing field to its default).
+OMIT_DEFAULT = "journal_omit_default"
+
+
 def to_doc(value: object) -> Any:
     """`value` as JSON values (dicts, lists, strings, numbers, booleans, None)."""
     if isinstance(value, StatsRow):
@@ -34,7 +40,11 @@ def to_doc(value: object) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if dataclasses.is_dataclass(value):
-        return {f.name: to_doc(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: to_doc(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (f.metadata.get(OMIT_DEFAULT) and getattr(value, f.name) == f.default)
+        }
     if isinstance(value, (list, tuple)):
         return [to_doc(v) for v in value]
     if isinstance(value, dict):
