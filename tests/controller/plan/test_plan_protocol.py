@@ -57,7 +57,7 @@ def test_protocols_parse_with_their_defaults_and_round_trip():
         ({"url": "https://127.0.0.2:443", "protocol": "h2c"}, "engine", "targets[0].protocol", "is https (use h2)"),
         ({"url": "http://127.0.0.2:80", "protocol": "h2"}, "engine", "targets[0].protocol", "h2 needs TLS"),
         ({"url": "http://127.0.0.2:80", "protocol": "auto"}, "engine", "targets[0].protocol", "auto needs TLS"),
-        ({"url": "http://127.0.0.2:80", "protocol": "h2c"}, "gatling", "targets[0].protocol", "use `driver: engine`"),
+        ({"url": "http://127.0.0.2:80", "protocol": "h2c"}, "gatling", "targets[0].protocol", "cannot load h2c"),
         ({"url": "http://127.0.0.2:80", "max_streams": 5}, "engine", "targets[0].max_streams", "HTTP/2 only"),
         ({"url": "http://127.0.0.2:80", "protocol": "h3"}, "engine", "targets[0].protocol", "is not one of"),
         ({"url": "http://127.0.0.2:80", "protocol": "h2c", "max_streams": 0}, "engine", "targets[0].max_streams", ""),
@@ -92,3 +92,10 @@ def test_the_job_spec_carries_protocol_and_streams():
         (job_pb2.HTTP_PROTOCOL_H2C, DEFAULT_MAX_STREAMS),
         (job_pb2.HTTP_PROTOCOL_AUTO, DEFAULT_MAX_STREAMS),
     ]
+
+
+@pytest.mark.parametrize("protocol", ["h2", "auto"])
+def test_the_gatling_driver_takes_h2_over_tls(protocol):
+    # Gatling's enableHttp2 negotiates h2 by ALPN: https targets pass, h2c stays refused above.
+    plan = parse_plan(plan_text({"url": "https://127.0.0.2:443", "protocol": protocol}, driver="gatling"))
+    assert [t.protocol.value for t in plan.targets] == [protocol]

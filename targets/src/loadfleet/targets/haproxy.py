@@ -10,6 +10,17 @@ a known slowdown injected into a real server, as the regression gate's experimen
 (bench/gate). HAProxy's timers tick in milliseconds and a Lua sleep yields to its scheduler, so
 the delay added is at least `delay_ms` and more on a busy host (2 ms measured as +3.5 ms on an
 idle one): measure it, do not assume it.
+
+`front` picks what the frontend speaks to clients (issue 32): "http1" (plain HTTP/1.1), "h2"
+(TLS with ALPN h2 then http/1.1, on a self-signed certificate) or "h2c" (cleartext HTTP/2 with
+prior knowledge, `proto h2` on the bind). The backends stay HTTP/1.1 whatever the front: in
+`mode http` HAProxy ends each h2 stream and balances it as its own request. `mode tcp` is a
+connection-level balancer instead: it forwards bytes, so every stream of one client connection
+reaches the same backend (which must then speak the front's protocol itself).
+
+Each request (in `mode tcp`, each connection) is one "access " line on HAProxy's stdout, which
+`start` sends to `haproxy.log`: `%HV` is the front's HTTP version ("HTTP/2.0" over h2), `%s`
+the backend server that took it, so a test can count both.
 """
 
 from __future__ import annotations
@@ -19,10 +30,14 @@ from pathlib import Path
 from loadfleet.agent.servercounters import CounterError, haproxy_counters, haproxy_show_stat
 
 from .daemon import LOCAL, LabError, LabServer, Launcher, Upstream, check_upstreams, find_program, host_port, log_tail
+from .tls import self_signed_cert
 
 BACKEND_GROUP = "group"
 STATS_TIMEOUT_S = 5.0
 MAX_DELAY_MS = 10_000  # longer than any lab's client timeout: a slowdown, not an outage
+FRONTS = ("http1", "h2", "h2c")
+MODES = ("http", "tcp")
+ACCESS = "access "  # the first word of every access log line (`access_lines`)
 
 
 def haproxy_program() -> str:
@@ -45,13 +60,47 @@ class HaproxyServer(LabServer):
         *,
         launcher: Launcher = LOCAL,
         delay_ms: int = 0,
+        front: str = "http1",
+        mode: str = "http",
     ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         check_upstreams(launcher, list(backends), what=f"haproxy {name}")
         if not 0 <= delay_ms <= MAX_DELAY_MS:
             raise LabError(f"haproxy {name}: delay_ms must be 0 to {MAX_DELAY_MS}, not {delay_ms}")
+        if front not in FRONTS:
+            raise LabError(f"haproxy {name}: front must be one of {', '.join(FRONTS)}, not {front!r}")
+        if mode not in MODES:
+            raise LabError(f"haproxy {name}: mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode == "tcp" and delay_ms:
+            raise LabError(f"haproxy {name}: delay_ms needs mode http (a Lua http-request action)")
         self.backends = list(backends)
         self.delay_ms = delay_ms
+        self.front = front
+        self.mode = mode
+
+    @property
+    def pem(self) -> Path:
+        """Certificate and key in one file, as HAProxy's `crt` reads them."""
+        return self.dir / "front.pem"
+
+    def bind_line(self) -> str:
+        address = host_port(self.host, self.port)
+        if self.mode == "tcp":  # bytes pass through: TLS and h2 are the backends' to speak
+            return f"bind {address}"
+        if self.front == "h2":
+            return f"bind {address} ssl crt {self.pem} alpn h2,http/1.1"
+        if self.front == "h2c":
+            return f"bind {address} proto h2"
+        return f"bind {address}"
+
+    def log_format(self) -> str:
+        if self.mode == "tcp":
+            return f'log-format "{ACCESS}tcp %s"'
+        return f'log-format "{ACCESS}%HV %ST %s"'
+
+    def access_lines(self) -> list[str]:
+        """The access log's lines (one per request, in mode tcp one per connection)."""
+        return [line for line in self.log.read_text().splitlines() if line.startswith(ACCESS)]
 
     @property
     def delay_script(self) -> Path:
@@ -73,9 +122,17 @@ class HaproxyServer(LabServer):
         return f"""global
     stats socket {self.stats_socket} mode 600 level admin
     maxconn 8192
+    # One thread: with several, HAProxy drops the odd stdout log line (a few in 20,000 seen,
+    # while `show stat` counted them all), and the tests count those lines.
+    nbthread 1
+    log stdout format raw local0
 {lua_load}
 defaults
-    mode http
+    mode {self.mode}
+    log global
+    # The readiness probe's connect-and-close would log a <BADREQ> line: not a request.
+    option dontlognull
+    {self.log_format()}
     maxconn 8192
     timeout connect 5s
     timeout client 60s
@@ -83,7 +140,7 @@ defaults
     timeout http-keep-alive 60s
 
 frontend {self.name}
-    bind {host_port(self.host, self.port)}
+    {self.bind_line()}
 {delay}    default_backend {BACKEND_GROUP}
 
 backend {BACKEND_GROUP}
@@ -97,6 +154,10 @@ backend {BACKEND_GROUP}
             self.delay_script.write_text(
                 f'core.register_action("delay", {{ "http-req" }}, function(txn) core.msleep({self.delay_ms}) end)\n'
             )
+        if self.front == "h2" and self.mode == "http":
+            cert, key = self_signed_cert(self.dir, self.host)
+            self.pem.write_text(cert.read_text() + key.read_text())
+            self.pem.chmod(0o600)
         conf.write_text(self.config())
         self.log.write_text("")
         proc = self.start_listening(

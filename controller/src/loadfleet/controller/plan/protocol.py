@@ -37,7 +37,7 @@ class HttpProtocol(enum.Enum):
 
 
 def protocol_problems(doc: dict[str, Any]) -> list[Problem]:
-    """Each target's protocol fits its URL's scheme; the Gatling driver gets no HTTP/2 target."""
+    """Each target's protocol fits its URL's scheme; the Gatling driver gets no h2c target."""
     gatling = doc.get("driver", DEFAULT_DRIVER) == Driver.GATLING
     return [problem for i, target in enumerate(doc["targets"]) for problem in _target_problems(i, target, gatling)]
 
@@ -51,8 +51,10 @@ def _target_problems(i: int, target: dict[str, Any], gatling: bool) -> list[Prob
         problems.append(Problem(path, f"h2c is HTTP/2 over cleartext TCP; '{url}' is https (use h2)"))
     elif protocol in (HttpProtocol.H2, HttpProtocol.AUTO) and not https:
         problems.append(Problem(path, f"{protocol.value} needs TLS (ALPN); '{url}' is http (use h2c for cleartext)"))
-    if gatling and protocol.is_h2:
-        problems.append(Problem(path, "the gatling driver does not load HTTP/2 yet: use `driver: engine`"))
+    if gatling and protocol is HttpProtocol.H2C:
+        # Gatling enables HTTP/2 only by ALPN over TLS (`enableHttp2`): no prior knowledge.
+        words = "the gatling driver cannot load h2c (HTTP/2 over TLS only): use `driver: engine`"
+        problems.append(Problem(path, words))
     if "max_streams" in target and not protocol.is_h2:
         problems.append(Problem(f"targets[{i}].max_streams", "HTTP/2 only: give protocol h2, h2c or auto"))
     return problems

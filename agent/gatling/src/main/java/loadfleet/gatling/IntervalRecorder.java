@@ -39,7 +39,7 @@ final class IntervalRecorder {
   enum ErrorKind {
     // stats.proto's ErrorKind in its order (tests/wire/test_error_kinds.py compares them).
     // CHECK is for samples only: a response that failed a check counts in check_failed.
-    // The H2_ kinds are the native engine's HTTP/2 (this driver refuses HTTP/2 targets for now),
+    // The H2_ kinds are the native engine's HTTP/2 (this driver leaves HTTP/2 to Gatling, which reports no frame-level errors),
     // REDIRECT_REFUSED its redirects (this driver refuses plan redirects).
     CONNECT_REFUSED, CONNECT_TIMEOUT, TIMEOUT, RESET, PROTOCOL, TLS, OTHER, LOCAL_PORTS, LOCAL_FDS, CHECK, TEMPLATE,
     H2_RST_INTERNAL, H2_REFUSED_STREAM, H2_RST_CANCEL, H2_RST_ENHANCE_YOUR_CALM, H2_RST_OTHER, H2_GOAWAY_UNPROCESSED,

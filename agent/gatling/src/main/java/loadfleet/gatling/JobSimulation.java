@@ -133,6 +133,10 @@ public final class JobSimulation extends Simulation {
       protocol = protocol.connectionHeader("close");
     }
     protocol = protocol.hostNameAliases(checkedAddresses(spec.path("targets")));
+    if (wantsHttp2(spec.path("targets"))) {
+      // Gatling offers h2 then http/1.1 by ALPN over TLS (no h2c: the controller refuses that).
+      protocol = protocol.enableHttp2();
+    }
     JsonNode load = spec.path("load");
     if (load.has("open")) {
       protocol = protocol.shareConnections();
@@ -186,6 +190,17 @@ public final class JobSimulation extends Simulation {
    * The keys are hosts as Gatling's own URL parser gives them (IPv6 in brackets): the text its
    * resolver is asked for. A target without checked addresses stops the job (fail closed).
    */
+  /** Whether a target asks for HTTP/2 (protocol h2 or auto; the JSON omits the default http1). */
+  static boolean wantsHttp2(JsonNode targets) {
+    for (JsonNode t : targets) {
+      String p = t.path("protocol").asText("");
+      if (p.equals("HTTP_PROTOCOL_H2") || p.equals("HTTP_PROTOCOL_AUTO")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   static Map<String, List<String>> checkedAddresses(JsonNode targets) {
     Map<String, List<String>> aliases = new LinkedHashMap<>();
     for (JsonNode t : targets) {
