@@ -47,6 +47,8 @@ class Adjustable(Protocol):
 
     async def adjust(self, load: job_pb2.LoadShare, max_requests: int) -> None: ...
 
+    async def adjust_scenario(self, scenario: int, load: job_pb2.LoadShare, max_requests: int) -> None: ...
+
 
 @runtime_checkable
 class Announcing(Protocol):

@@ -70,6 +70,12 @@ class EngineProcess(ChildProcess):
             if max_requests:
                 await self._send(engine_pb2.EngineCommand(budget=engine_pb2.EngineBudget(max_requests=max_requests)))
 
+    async def adjust_scenario(self, scenario: int, load: job_pb2.LoadShare, max_requests: int) -> None:
+        """A new share of one scenario of the job (its position in JobSpec.scenarios)."""
+        adjust = engine_pb2.ScenarioAdjust(scenario=scenario, load=load, max_requests=max_requests)
+        with contextlib.suppress(EngineError):
+            await self._send(engine_pb2.EngineCommand(scenario_adjust=adjust))
+
     async def stop(self) -> None:
         """Graceful: in-flight requests finish, the partial interval is reported."""
         with contextlib.suppress(EngineError):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import math
 import signal
 import time
 from collections.abc import Callable
@@ -22,12 +21,13 @@ from collections.abc import Callable
 from loadfleet.v1 import agent_pb2, job_pb2, stats_pb2
 from loadfleet.wire import DEFAULT_INTERVAL_MS
 from loadfleet.wire.feedranges import split_rows
-from loadfleet.wire.stats import merge_reports
+from loadfleet.wire.stats import TOTAL, merge_reports
 
 from .artifacts import artifact_messages
 from .drivers import Adjustable, Announcing, ArtifactSource, Driver, launch_drivers
 from .errors import EngineError
 from .guard import LoadPolicy
+from .scenarioshares import changed_scenarios, scenario_engine_spec, scenario_index, users_of
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,8 @@ def engine_specs(assignment: agent_pb2.Assignment) -> list[job_pb2.JobSpec]:
     so `${user}` is unique across the fleet."""
     if not assignment.engines:
         return [assignment.spec]
+    if assignment.spec.scenarios:
+        return [scenario_engine_spec(assignment.spec, share) for share in assignment.engines]
     specs = []
     first_user = assignment.spec.first_user
     for share in assignment.engines:
@@ -76,21 +78,6 @@ def split_feed(feed: job_pb2.FeedSpec, specs: list[job_pb2.JobSpec]) -> None:
         del spec.feed.rows[:]
         spec.feed.rows.extend(feed.rows[start - first : end - first])
         spec.feed.first_row = start
-
-
-def users_of(load: job_pb2.LoadShare) -> int:
-    """How many users a share can have at once: the peak of its clients or users, stages
-    included, rounded up (the controller's scheduler.users_of); the open model's arrivals
-    are not numbered here (0)."""
-    model = load.WhichOneof("model")
-    if model == "closed":
-        start = load.closed.clients
-    elif model == "users":
-        start = load.users.users
-    else:
-        return 0
-    peak: float = max([float(start), *(s.target for s in load.stages)])
-    return math.ceil(peak)
 
 
 class JobRunner:
@@ -121,6 +108,11 @@ class JobRunner:
         self._engines: list[Driver] = []
         self._live: set[int] = set()
         self._reported: dict[int, int] = {}  # engine -> requests it reported
+        # engine -> scenario index -> requests its share reported: bounded by the engines
+        # times the job's scenarios (names not in the spec are not counted).
+        self._reported_by_scenario: dict[int, dict[int, int]] = {}
+        self._scenario_of = scenario_index(local.spec)
+        self._shares = list(local.engines)  # each engine's current share (adjust's base)
         self._last_report_s: dict[int, float] = {}  # engine -> when it last reported (monotonic)
         self._silent: set[int] = set()  # engines killed for falling silent
         self._pending: dict[int, dict[int, stats_pb2.IntervalReport]] = {}
@@ -167,7 +159,18 @@ class JobRunner:
         for index, share in enumerate(shares):
             engine = self._engines[index] if index < len(self._engines) else None
             if index in self._live and isinstance(engine, Adjustable):
-                await engine.adjust(share.load, share.max_requests)
+                if self.spec.scenarios:
+                    await self._adjust_scenarios(index, engine, share)
+                else:
+                    await engine.adjust(share.load, share.max_requests)
+
+    async def _adjust_scenarios(self, index: int, engine: Adjustable, share: agent_pb2.EngineShare) -> None:
+        """One `scenario_adjust` per scenario whose share changed on this engine."""
+        old = self._shares[index] if index < len(self._shares) else agent_pb2.EngineShare()
+        for change in changed_scenarios(self.spec, old, share):
+            await engine.adjust_scenario(change.scenario, change.load, change.max_requests)
+        if index < len(self._shares):
+            self._shares[index] = share
 
     async def stop(self) -> None:
         """Graceful stop: engines finish in-flight requests and report the partial interval."""
@@ -248,6 +251,10 @@ class JobRunner:
                         how=how or failure,
                         stderr_tail=engine.stderr_tail(),
                         reported_requests=self._reported.get(index, 0),
+                        reported=[
+                            agent_pb2.ScenarioCount(scenario=scenario, requests=requests)
+                            for scenario, requests in sorted(self._reported_by_scenario.get(index, {}).items())
+                        ],
                     )
                 )
             )
@@ -289,6 +296,10 @@ class JobRunner:
 
     def _collect(self, index: int, report: stats_pb2.IntervalReport) -> None:
         self._reported[index] = self._reported.get(index, 0) + sum(s.requests for s in report.stats)
+        counts = self._reported_by_scenario.setdefault(index, {})
+        for row in report.stats:
+            if (scenario := self._scenario_of.get(row.scenario)) is not None and row.target != TOTAL:
+                counts[scenario] = counts.get(scenario, 0) + row.requests
         self._last_report_s[index] = time.monotonic()
         self._pending.setdefault(report.interval_start_ms, {})[index] = report
         self._flush_complete()
@@ -307,6 +318,10 @@ class JobRunner:
     def _emit(self, reports: dict[int, stats_pb2.IntervalReport]) -> None:
         merged = merge_reports(reports.values(), with_total=True, buckets=True)
         merged.interval_start_ms += self._clock_offset_ms
+        if self.spec.scenarios:  # the total over scenarios, even in an interval with no rows
+            for row in merged.stats:
+                if row.target == TOTAL and row.request == TOTAL:
+                    row.scenario = TOTAL
         self._send(agent_pb2.AgentMessage(interval=agent_pb2.AgentInterval(job_id=self.job_id, report=merged)))
 
     def _report_state(self, outcome: Outcome, message: str) -> Outcome:

@@ -173,7 +173,7 @@ class Agent:
             hostname=socket.gethostname(),
             cores=self.config.cores,
             version=__version__,
-            capabilities=["engine", "gatling"],
+            capabilities=["engine", "gatling", "scenarios"],
             labels=dict(self.config.labels),
             allow_targets=self.config.policy.allow.texts(),
             gatling_root=str(self.config.policy.gatling_root or ""),
