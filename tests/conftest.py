@@ -16,6 +16,7 @@ import pytest
 
 from support.lanes import in_unit_lane
 from support.procs import Processes
+from support.xdist_groups import group_of
 
 # Tests in these folders (under tests/) run real processes by design.
 PROCESS_FOLDERS = frozenset({"e2e", "targets", "chaos", "deploy"})
@@ -28,6 +29,9 @@ def pytest_collection_modifyitems(config, items) -> None:
         started = folder in PROCESS_FOLDERS or item.get_closest_marker("e2e") is not None
         if started or "processes" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.process)
+        group = group_of(Path(str(item.path)), _TESTS)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.support import procs
+from support import procs
 
 
 @pytest.mark.parametrize(("worker", "index"), [("gw0", 0), ("gw3", 3), ("", None), ("main", None)])
@@ -49,3 +49,13 @@ def test_the_offset_wraps_at_the_blocks_end(monkeypatch):
 def test_serial_runs_ask_the_kernel(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     assert procs.free_port() >= 1024
+
+
+def test_grouped_modules_exist_and_get_their_group():
+    from support.xdist_groups import GROUP_OF_MODULE, group_of
+
+    tests_dir = procs.REPO / "tests"
+    for module, group in GROUP_OF_MODULE.items():
+        assert (tests_dir / module).is_file(), module
+        assert group_of(tests_dir / module, tests_dir) == group
+    assert group_of(tests_dir / "test_free_port.py", tests_dir) is None
