@@ -23,6 +23,8 @@ PROCESS_FOLDERS = frozenset({"e2e", "targets", "chaos", "deploy"})
 _TESTS = Path(__file__).parent
 
 
+# tryfirst: pytest-xdist reads the xdist_group marks in its own hook of this name (--dist loadgroup).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         folder = Path(str(item.path)).relative_to(_TESTS).parts[0]
