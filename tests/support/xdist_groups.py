@@ -15,7 +15,9 @@ GROUP_OF_MODULE = {
     "controller/analysis/test_selfwatch.py": "timing",
     "e2e/test_phases.py": "timing",
     "e2e/test_sweeps.py": "timing",
+    "e2e/test_keepalive.py": "timing",  # exits "within 15 s" failed once at -n 3
     "bench/test_bench_scripts.py": "timing",
+    "chaos/test_fleet_faults.py": "timing",  # clock-offset event missed once at -n 3
     "targets/test_mariadb.py": "mariadb",
     "targets/test_dbpages.py": "mariadb",
     "targets/test_spec_journey.py": "mariadb",
