@@ -64,7 +64,7 @@ $(VENV)/.installed: proto/pyproject.toml proto/setup.py proto/loadfleet/v1/*.pro
 	$(BIN)/maturin build --release --quiet --manifest-path agent/engine/Cargo.toml --out $(ENGINE_WHEEL_DIR)
 	$(BIN)/maturin build --release --quiet --locked --manifest-path $(NATIVE)/Cargo.toml --out $(NATIVE_WHEEL_DIR)
 	$(PY) -m pip install -q --force-reinstall --no-deps $(ENGINE_WHEEL_DIR)/loadfleet_engine-*.whl $(NATIVE_WHEEL_DIR)/loadfleet_buckets-*.whl
-	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest hypothesis xmlschema==4.3.2 $(LINTERS)
+	$(PY) -m pip install -q -e proto -e targets -e controller -e agent pytest pytest-xdist==3.8.0 hypothesis xmlschema==4.3.2 $(LINTERS)
 	touch $@
 
 python-deps: $(VENV)/.installed
@@ -184,14 +184,19 @@ $(BIN)/lint-imports: | python-deps
 test-engine:
 	cargo test --release --quiet --manifest-path agent/engine/Cargo.toml
 
+# PYTEST_WORKERS > 1 runs the tests in that many pytest-xdist workers (`make test PYTEST_WORKERS=3`);
+# --dist loadgroup keeps the tests of one xdist_group on one worker. Serial (1) by default.
+PYTEST_WORKERS ?= 1
+PYTEST_PARALLEL := $(if $(filter-out 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup)
+
 # --durations: the 30 slowest tests end the log, where CI shows where the suite's time goes.
 test-python:
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q --durations=30 tests
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q $(PYTEST_PARALLEL) --durations=30 tests
 
 # The edit-test loop's lane: every test that starts no process (tests/conftest.py), in about
 # a minute. Needs the venv only (make python-deps); `make test` runs these and the rest.
 test-unit: python-deps
-	LOADFLEET_TEST_LANE=unit $(BIN)/pytest -q -m "not process" tests
+	LOADFLEET_TEST_LANE=unit $(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not process" tests
 
 clean:
 	rm -rf $(VENV) build $(DIST) $(REPORT_VENDOR) agent/engine/target $(NATIVE)/target agent/gatling/target proto/python/loadfleet/v1

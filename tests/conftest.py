@@ -16,18 +16,24 @@ import pytest
 
 from support.lanes import in_unit_lane
 from support.procs import Processes
+from support.xdist_groups import group_of
 
 # Tests in these folders (under tests/) run real processes by design.
 PROCESS_FOLDERS = frozenset({"e2e", "targets", "chaos", "deploy"})
 _TESTS = Path(__file__).parent
 
 
+# tryfirst: pytest-xdist reads the xdist_group marks in its own hook of this name (--dist loadgroup).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         folder = Path(str(item.path)).relative_to(_TESTS).parts[0]
         started = folder in PROCESS_FOLDERS or item.get_closest_marker("e2e") is not None
         if started or "processes" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.process)
+        group = group_of(Path(str(item.path)), _TESTS)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

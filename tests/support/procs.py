@@ -17,10 +17,42 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+# Under pytest-xdist each worker (PYTEST_XDIST_WORKER=gw0, gw1, ...) takes its ports from its own
+# block below the kernel's ephemeral range (32768+ on Linux), so two workers never pick the same
+# free port between one's probe and its server's bind. Serial runs keep asking the kernel (port 0).
+_WORKER_PORT_BASE = 20000
+_WORKER_PORT_BLOCK = 1000  # ports per worker: 12 workers fit below 32768
+_next_port_offset = 0  # the next offset tried in this worker's block; wraps at the block's end
+
+
+def _worker_index() -> int | None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else None
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    index = _worker_index()
+    if index is None:
+        with socket.socket() as s:
+            s.bind((host, 0))
+            return s.getsockname()[1]
+    return _free_port_in_block(host, _WORKER_PORT_BASE + index * _WORKER_PORT_BLOCK)
+
+
+def _free_port_in_block(host: str, base: int) -> int:
+    """The next port of this worker's block that binds now; successive calls move on, so a
+    test that asks for several ports before starting its servers gets distinct ones."""
+    global _next_port_offset
+    for _ in range(_WORKER_PORT_BLOCK):
+        port = base + _next_port_offset
+        _next_port_offset = (_next_port_offset + 1) % _WORKER_PORT_BLOCK
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port on {host} in {base}..{base + _WORKER_PORT_BLOCK - 1}")
 
 
 def wait_for_port(host: str, port: int, timeout_s: float = 10.0) -> None:
