@@ -32,6 +32,17 @@ def test_split_needs_a_positive_weight():
         split_exact(3, [0, 0])
 
 
+@pytest.mark.parametrize("clients, budget", [(2, 1000), (1, 7), (3, 10), (5, 1001)])
+def test_a_budget_goes_whole_to_the_engines_with_clients_when_clients_are_fewer_than_slots(clients, budget):
+    # 2 clients on 4 cores: the 2 engines that send carry the whole budget (it once gave
+    # 250 to each of 4 slots and dropped the 2 idle ones' 500, so the run stopped at half).
+    shares = split_over_engines(Load("closed", clients=clients), budget, [("a", 4), ("b", 2)])
+    engines = [e for s in shares for e in s.engines]
+    assert sum(e.max_requests for e in engines) == budget
+    assert sum(e.load.clients for e in engines) == clients
+    assert all(e.load.clients > 0 and e.max_requests > 0 for e in engines)
+
+
 def test_agents_with_no_share_are_left_out():
     shares = split_over_engines(Load("closed", clients=3), 0, [("a", 2), ("b", 2), ("c", 2), ("d", 2)])
     assert [(s.agent_id, s.load.clients, len(s.engines)) for s in shares] == [("a", 2, 2), ("b", 1, 1)]

@@ -169,7 +169,10 @@ def split_load(load: Load, max_requests: int, weights: list[int]) -> list[tuple[
     """The load and request budget of each slot; None for a slot that gets no work.
 
     Closed stages are split per stage so that each stage's total stays exact; a slot
-    whose clients or users are 0 throughout, or whose budget share is 0, gets nothing.
+    whose clients or users are 0 throughout gets nothing, and the budget is split over
+    the other slots only (2 clients over 4 slots: the budget goes to the 2 with a client,
+    not half of it to slots that never send). A slot whose budget share is 0 (a budget
+    smaller than the slots) gets nothing either.
     """
     total = sum(weights)
     whole = {
@@ -177,11 +180,10 @@ def split_load(load: Load, max_requests: int, weights: list[int]) -> list[tuple[
         "users": split_exact(load.users, weights),
         "max_connections": split_exact(load.max_connections, weights),
     }
-    budgets = split_exact(max_requests, weights)
     stage_clients = (
         [split_exact(round(s.target), weights) for s in load.stages] if load.model is LoadModel.CLOSED else []
     )
-    parts: list[tuple[Load, int] | None] = []
+    loads: list[Load] = []
     for i, weight in enumerate(weights):
         part = load.part(weight, total, {k: v[i] for k, v in whole.items()})
         if stage_clients:
@@ -190,6 +192,11 @@ def split_load(load: Load, max_requests: int, weights: list[int]) -> list[tuple[
             )
         if load.model is LoadModel.OPEN and load.max_connections:
             part = replace(part, max_connections=max(1, part.max_connections))
-        idle = (part.peak == 0 if load.model is not LoadModel.OPEN else False) or (max_requests and budgets[i] == 0)
-        parts.append(None if idle else (part, budgets[i]))
-    return parts
+        loads.append(part)
+    sending = [load.model is LoadModel.OPEN or part.peak > 0 for part in loads]
+    budget_weights = [w if on else 0 for w, on in zip(weights, sending)]
+    budgets = split_exact(max_requests, budget_weights) if any(budget_weights) else [0] * len(weights)
+    return [
+        (part, budget) if on and not (max_requests and budget == 0) else None
+        for part, budget, on in zip(loads, budgets, sending)
+    ]
