@@ -10,9 +10,6 @@ use crate::target::{parse_target, Target};
 use crate::wire::pb;
 
 pub const DEFAULT_INTERVAL_MS: u32 = 1000;
-/// Scenarios one job may hold: each has its own per-job structures (recent heads, journeys,
-/// users), so this bounds the engine's memory per job (the plan's validate says the same).
-pub const MAX_SCENARIOS: usize = 16;
 const DEFAULT_CONNECT_TIMEOUT_MS: u32 = 3000;
 const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 10000;
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
@@ -75,38 +72,6 @@ impl Job {
         }
         let checked = validate(spec).map_err(|problems| problems.join("; "))?;
         Ok(build(spec, checked))
-    }
-
-    /// The jobs of a spec: without `scenarios` the spec's own job (a plain job); with them one
-    /// job per scenario, in order, each its nested spec with the outer job's id, interval,
-    /// start (plus the scenario's `start_after_ms`) and timeouts laid over it. A problem of a
-    /// scenario starts with its path and name: `scenarios[1] (checkout): load: ...`.
-    pub fn scenarios_from_spec(spec: &pb::JobSpec) -> Result<Vec<Job>, String> {
-        if spec.scenarios.is_empty() {
-            return Ok(vec![Job::from_spec(spec)?]);
-        }
-        if spec.scenarios.len() > MAX_SCENARIOS {
-            return Err(format!("scenarios: {} given, at most {MAX_SCENARIOS}", spec.scenarios.len()));
-        }
-        let mut problems = Vec::new();
-        let mut jobs = Vec::new();
-        for (i, scenario) in spec.scenarios.iter().enumerate() {
-            let mut nested = scenario.job.clone().unwrap_or_default();
-            nested.job_id.clone_from(&spec.job_id);
-            nested.interval_ms = spec.interval_ms;
-            nested.start_at_ms = spec.start_at_ms + i64::from(scenario.start_after_ms);
-            nested.connect_timeout_ms = spec.connect_timeout_ms;
-            nested.request_timeout_ms = spec.request_timeout_ms;
-            match Job::from_spec(&nested) {
-                Ok(job) => jobs.push(Job { scenario: scenario.name.clone(), ..job }),
-                Err(e) => problems.push(format!("scenarios[{i}] ({}): {e}", scenario.name)),
-            }
-        }
-        if problems.is_empty() {
-            Ok(jobs)
-        } else {
-            Err(problems.join("; "))
-        }
     }
 
     /// The journey of request `request`, if it takes the journey path.
@@ -315,10 +280,11 @@ fn render(r: &pb::RequestSpec, host: &str, keep_alive: bool) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn spec() -> pb::JobSpec {
+    /// A valid spec of one request (scenarios.rs's tests nest it too).
+    pub(crate) fn spec() -> pb::JobSpec {
         pb::JobSpec {
             job_id: "j".into(),
             targets: vec![pb::Target { url: "http://127.0.0.1:8080".into(), weight: 1, ..Default::default() }],
@@ -352,39 +318,6 @@ mod tests {
         );
         assert_eq!(job.interval_ms, 1000);
         assert_eq!(job.request_timeout, Duration::from_secs(10));
-    }
-
-    #[test]
-    fn a_scenario_s_job_takes_the_outer_fields_and_its_problems_name_it() {
-        let scenario = |name: &str, job: pb::JobSpec, start_after_ms| pb::ScenarioSpec {
-            name: name.into(),
-            job: Some(job),
-            start_after_ms,
-        };
-        let outer = |scenarios| pb::JobSpec {
-            job_id: "outer".into(),
-            start_at_ms: 5000,
-            interval_ms: 500,
-            scenarios,
-            ..Default::default()
-        };
-        let jobs = Job::scenarios_from_spec(&outer(vec![scenario("browse", spec(), 0), scenario("buy", spec(), 2000)]))
-            .unwrap();
-        let seen: Vec<_> =
-            jobs.iter().map(|j| (j.scenario.as_str(), j.id.as_str(), j.start_at_ms, j.interval_ms)).collect();
-        assert_eq!(seen, [("browse", "outer", 5000, 500), ("buy", "outer", 7000, 500)]);
-        let plain = Job::scenarios_from_spec(&spec()).unwrap();
-        assert_eq!((plain.len(), plain[0].scenario.as_str()), (1, ""));
-        let mut nested = spec();
-        nested.scenarios = vec![scenario("inner", spec(), 0)];
-        let mut no_load = spec();
-        no_load.load = None;
-        let err =
-            Job::scenarios_from_spec(&outer(vec![scenario("a", nested, 0), scenario("b", no_load, 0)])).err().unwrap();
-        assert_eq!(
-            err,
-            "scenarios[0] (a): scenarios: a scenario's job cannot have scenarios of its own; scenarios[1] (b): load: no load model"
-        );
     }
 
     #[test]

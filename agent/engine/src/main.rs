@@ -3,11 +3,10 @@
 
 use std::process::ExitCode;
 
-use loadfleet_engine::job::Job;
 use loadfleet_engine::load::Load;
 use loadfleet_engine::reactor::Reactor;
 use loadfleet_engine::run::{Run, Steering};
-use loadfleet_engine::scenarios::Scenarios;
+use loadfleet_engine::scenarios::{self, Scenarios};
 use loadfleet_engine::wire::{emit, pb, read_frame};
 use pb::engine_command::Command;
 use pb::engine_event::Event;
@@ -88,7 +87,7 @@ enum Prepared {
 
 /// The run of the job, or why it cannot run (the spec's problems, or the reactor's failure).
 fn prepare(spec: &pb::JobSpec) -> Result<Prepared, String> {
-    let mut jobs = Job::scenarios_from_spec(spec).inspect_err(|message| {
+    let mut jobs = scenarios::jobs_of(spec).inspect_err(|message| {
         eprintln!("loadfleet-engine: cannot run job {}: {message}", spec.job_id);
     })?;
     let reactor = Reactor::new().map_err(|e| {

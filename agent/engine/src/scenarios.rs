@@ -12,9 +12,45 @@ use crate::run::{interval_report, now_ms, sleep_until_ms, Run, Steering};
 use crate::shared::Shared;
 use crate::wire::pb;
 
+/// Scenarios one job may hold: each has its own per-job structures (recent heads, journeys,
+/// users), so this bounds the engine's memory per job (the plan's validate says the same).
+pub const MAX_SCENARIOS: usize = 16;
+
 /// Error samples in one joined report: as many as one run's report holds (stats.rs), so
 /// 16 scenarios cannot send 16 times the samples the controller expects.
 const ERROR_SAMPLES_PER_REPORT: usize = 10;
+
+/// The jobs of a spec: without `scenarios` the spec's own job (a plain job); with them one
+/// job per scenario, in order, each its nested spec with the outer job's id, interval,
+/// start (plus the scenario's `start_after_ms`) and timeouts laid over it. A problem of a
+/// scenario starts with its path and name: `scenarios[1] (checkout): load: ...`.
+pub fn jobs_of(spec: &pb::JobSpec) -> Result<Vec<Job>, String> {
+    if spec.scenarios.is_empty() {
+        return Ok(vec![Job::from_spec(spec)?]);
+    }
+    if spec.scenarios.len() > MAX_SCENARIOS {
+        return Err(format!("scenarios: {} given, at most {MAX_SCENARIOS}", spec.scenarios.len()));
+    }
+    let mut problems = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, scenario) in spec.scenarios.iter().enumerate() {
+        let mut nested = scenario.job.clone().unwrap_or_default();
+        nested.job_id.clone_from(&spec.job_id);
+        nested.interval_ms = spec.interval_ms;
+        nested.start_at_ms = spec.start_at_ms + i64::from(scenario.start_after_ms);
+        nested.connect_timeout_ms = spec.connect_timeout_ms;
+        nested.request_timeout_ms = spec.request_timeout_ms;
+        match Job::from_spec(&nested) {
+            Ok(job) => jobs.push(Job { scenario: scenario.name.clone(), ..job }),
+            Err(e) => problems.push(format!("scenarios[{i}] ({}): {e}", scenario.name)),
+        }
+    }
+    if problems.is_empty() {
+        Ok(jobs)
+    } else {
+        Err(problems.join("; "))
+    }
+}
 
 pub struct Scenarios {
     runs: Vec<Run>,
@@ -24,7 +60,7 @@ pub struct Scenarios {
 }
 
 impl Scenarios {
-    /// The runs of `jobs` (Job::scenarios_from_spec) on one reactor; `start_at_ms`: the outer
+    /// The runs of `jobs` (jobs_of) on one reactor; `start_at_ms`: the outer
     /// job's start (a scenario's own start may be later).
     pub fn new(jobs: Vec<Job>, start_at_ms: i64, reactor: &Rc<Reactor>) -> Self {
         let interval_ms = jobs.first().map_or(1000, |j| j.interval_ms as i64);
@@ -83,4 +119,41 @@ fn joined(shareds: &[Rc<Shared>], interval_start: i64, last: bool) -> pb::Interv
         out.error_samples.extend(part.error_samples.into_iter().take(room));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::tests::spec;
+
+    #[test]
+    fn a_scenario_s_job_takes_the_outer_fields_and_its_problems_name_it() {
+        let scenario = |name: &str, job: pb::JobSpec, start_after_ms| pb::ScenarioSpec {
+            name: name.into(),
+            job: Some(job),
+            start_after_ms,
+        };
+        let outer = |scenarios| pb::JobSpec {
+            job_id: "outer".into(),
+            start_at_ms: 5000,
+            interval_ms: 500,
+            scenarios,
+            ..Default::default()
+        };
+        let jobs = jobs_of(&outer(vec![scenario("browse", spec(), 0), scenario("buy", spec(), 2000)])).unwrap();
+        let seen: Vec<_> =
+            jobs.iter().map(|j| (j.scenario.as_str(), j.id.as_str(), j.start_at_ms, j.interval_ms)).collect();
+        assert_eq!(seen, [("browse", "outer", 5000, 500), ("buy", "outer", 7000, 500)]);
+        let plain = jobs_of(&spec()).unwrap();
+        assert_eq!((plain.len(), plain[0].scenario.as_str()), (1, ""));
+        let mut nested = spec();
+        nested.scenarios = vec![scenario("inner", spec(), 0)];
+        let mut no_load = spec();
+        no_load.load = None;
+        let err = jobs_of(&outer(vec![scenario("a", nested, 0), scenario("b", no_load, 0)])).err().unwrap();
+        assert_eq!(
+            err,
+            "scenarios[0] (a): scenarios: a scenario's job cannot have scenarios of its own; scenarios[1] (b): load: no load model"
+        );
+    }
 }
