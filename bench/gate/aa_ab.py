@@ -2,7 +2,7 @@
 --gate` against the most recent baseline runs before it, as a pipeline keeping main's last runs does.
 
 Run:  .venv/bin/python -m bench.gate.aa_ab [--pairs 20] [--baselines 3] [--duration-s 30]
-                                          [--work build/gate-aa-ab-baselines]
+                                          [--work build/gate-aa-ab-baselines-N]
 
 A lab of one nginx behind two real HAProxies on loopback: `base` holds every request
 `--base-delay-ms` (a service of a few milliseconds, as an application's is) and `slow` holds it
@@ -25,9 +25,10 @@ sequential probe of both proxies) and kept with the results.
 The experiment takes about (baselines + 2 × pairs) × (duration + ~8 s): 43 runs of 30 s ≈ 30 min.
 Run it on an otherwise idle machine (no build beside it). It resumes: each finished run is kept
 in `WORK/runs.jsonl` and each verdict in `WORK/pairs.jsonl`; run the same command again and it
-goes on from the next run. The results (rates, each candidate's verdicts, changes, intervals
-and baselines, the measured slowdown, the exact command) go to
-bench/gate/results/<date>-aa-ab-baselines.json; a smoke's (a few short runs, e.g. `--pairs 1
+goes on from the next run (WORK/settings.json refuses a resume with other settings). The
+results (rates, each candidate's verdicts, changes, intervals and baselines, the measured
+slowdown, the exact command) go to
+bench/gate/results/<date>-aa-ab-baselines-<N>.json; a smoke's (a few short runs, e.g. `--pairs 1
 --duration-s 22 --work build/gate-smoke --results build/gate-smoke`) go elsewhere, out of the
 evidence.
 """
@@ -109,6 +110,10 @@ def main() -> int:
             print(f"run {slot.place}: {slot.arm} ({role})")
         print(f"plan: {plan}\ngates: {' '.join(args.gate)}")
         return 0
+    refused = settings_mismatch(work, args)
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     runs, done = read_runs(work), read_pairs(work)
     with lab(work, args.base_delay_ms, args.slowdown_ms) as (base_url, slow_url):
         slowdown = probe_slowdown(base_url, slow_url)
@@ -150,7 +155,7 @@ def parse_args() -> argparse.Namespace:
         help=f"a --gate of compare (repeatable; default {' '.join(GATES)})".replace("%", "%%"),
     )
     p.add_argument(
-        "--work", type=Path, default=REPO / "build" / "gate-aa-ab-baselines", help="runs and the resume files"
+        "--work", type=Path, help="runs and the resume files (default build/gate-aa-ab-baselines-N, N baselines)"
     )
     p.add_argument(
         "--results", type=Path, default=RESULTS_DIR, help="where the results file goes (a smoke's: elsewhere)"
@@ -158,6 +163,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--dry-run", action="store_true", help="print the schedule and the plan; run nothing")
     args = p.parse_args()
     args.gate = args.gate or list(GATES)
+    args.work = args.work or REPO / "build" / f"gate-aa-ab-baselines-{args.baselines}"
     if args.pairs < 1 or args.baselines < 1:
         p.error("--pairs and --baselines must be at least 1")
     return args
@@ -300,6 +306,33 @@ def loadfleet() -> list[str]:
     return [str(Path(sys.executable).with_name("loadfleet"))]
 
 
+def settings_mismatch(work: Path, args: argparse.Namespace) -> str:
+    """Why the runs kept in WORK cannot be resumed with these arguments ("" when they can).
+
+    A resumed sequence must be the same experiment: its runs and verdicts were made with the
+    settings first recorded in WORK/settings.json. Only --pairs may grow (it appends slots)."""
+    settings = {
+        "baselines": args.baselines,
+        "duration_s": args.duration_s,
+        "clients": args.clients,
+        "base_delay_ms": args.base_delay_ms,
+        "slowdown_ms": args.slowdown_ms,
+        "gates": args.gate,
+    }
+    path = work / "settings.json"
+    if not path.exists():
+        path.write_text(json.dumps(settings, indent=1) + "\n")
+        return ""
+    kept = json.loads(path.read_text())
+    changed = [f"{key} {kept.get(key)} -> {value}" for key, value in settings.items() if kept.get(key) != value]
+    if not changed:
+        return ""
+    return (
+        f"{work} holds runs of another experiment ({'; '.join(changed)}): "
+        "give a new --work to start this one, or the same arguments to resume that one"
+    )
+
+
 def read_runs(work: Path) -> dict[int, Path]:
     """The runs done so far, by their place in the sequence."""
     path = work / "runs.jsonl"
@@ -328,7 +361,8 @@ def write_results(args: argparse.Namespace, pairs: list[Pair], slowdown: dict) -
         print(f"{kind}: {rate['as_expected']} of {rate['pairs']} candidates {goal}")
     args.results.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC)
-    path = args.results.resolve() / f"{stamp:%Y-%m-%d}-aa-ab-baselines.json"
+    # The number of baselines is in the name: experiments on one day with different ones are kept apart.
+    path = args.results.resolve() / f"{stamp:%Y-%m-%d}-aa-ab-baselines-{args.baselines}.json"
     fields = {
         "date": stamp.isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.gate.aa_ab", *sys.argv[1:]]),
