@@ -101,7 +101,7 @@ def test_the_doc_has_a_github_workflow_and_a_gitlab_job_with_the_run_and_the_gat
         assert f"loadfleet run {PLAN_PATH} --local 2" in _logical(text)
         assert re.search(r"loadfleet run .*--threshold .*--junit \S+ --markdown \S+", _logical(text))
         assert re.search(r"loadfleet compare baselines/\*/ runs/\*/ --gate \S+ --gate \S+", _logical(text))
-        assert "head -n -3" in text  # main keeps its last 3 runs as the baselines
+        assert "head -n -10" in text  # main keeps its last 10 runs as the baselines
         assert any(s.always and "loadfleet-lab down" in s.script for s in steps)  # the lab stops on failure
 
 
@@ -132,9 +132,9 @@ def runnable(script: str) -> tuple[str, list[str]]:
     return "\n".join(lines) + "\n", left_out
 
 
-# The CI cache's stand-in: main's last 3 runs, here 3 copies of this one (named to sort first).
+# The CI cache's stand-in: main's last 10 runs, here 10 copies of this one (named to sort first).
 BASELINES_STAND_IN = (
-    "[ -d baselines ] || { mkdir baselines && for i in 1 2 3; do cp -r runs/*/ baselines/0-main-$i; done; }"
+    "[ -d baselines ] || { mkdir baselines && for i in $(seq 10); do cp -r runs/*/ baselines/0-main-$i; done; }"
     "  # the CI cache's stand-in"
 )
 
@@ -251,8 +251,8 @@ def test_the_ci_example_runs_as_written(system, tmp_path):
     assert len([p for p in (cwd / "runs").iterdir() if p.is_dir()]) == 1
     xmlschema.XMLSchema(SCHEMA).validate(cwd / "gate.xml")
     gate_md = (cwd / "gate.md").read_text(encoding="utf-8")
-    assert gate_md.startswith("✅") and "3 baseline runs" in gate_md  # an A/A of one run passes
-    assert len(list((cwd / "baselines").iterdir())) == 3  # the run kept, the oldest copy dropped
+    assert gate_md.startswith("✅") and "10 baseline runs" in gate_md  # an A/A of one run passes
+    assert len(list((cwd / "baselines").iterdir())) == 10  # the run kept, the oldest copy dropped
     if system == "github":
         assert Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8").startswith(summary)
 

@@ -69,6 +69,7 @@ SKIP: dict[str, str] = {
     "docs/benchmarks.md: PYTHONPATH=tests .venv/bin/python -m bench.sink.bench": _BENCH,
     "docs/benchmarks.md: .venv/bin/python -m bench.gate.aa_ab --pairs 20 --duration-s 30": _BENCH,
     "docs/benchmarks.md: .venv/bin/python -m bench.gate.aa_ab --pairs 20 --baselines 3 --duration-s 30": _BENCH,
+    "docs/benchmarks.md: .venv/bin/python -m bench.gate.aa_ab --pairs 20 --baselines 10 --duration-s 30": _BENCH,
     "docs/cli.md: loadfleet-agent --controller ctrl:7700 --id web1 --monitor --target http://10.0.0.7:8080 "
     "--process nginx": _MONITOR,
     "docs/cli.md: loadfleet-agent --controller ctrl:7700 --id lb1 --monitor --role lb --process haproxy": _MONITOR,
