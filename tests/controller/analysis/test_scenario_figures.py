@@ -179,6 +179,7 @@ def test_a_plain_step_has_no_scenarios_and_its_curve_point_is_its_own():
     meter.on_interval(interval(step, step.load_start_ms, a=[row(4, latencies=[1000] * 4)]))
     result = meter.result(StepSpec("main", 1, 1, 1), step, StepState.FINISHED)
     assert result.scenarios == () and result.swept is None
+    assert not {"scenarios", "agent_scenario"} & set(meter.snapshot())  # a plain run's journal as before
     assert result.curve_point == (result.ok_rps, result.p99_ms, result.error_pct) and result.ok_rps == 4
 
 
