@@ -9,25 +9,70 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from loadfleet.controller.model.codec import row_from_doc, row_to_doc
+from loadfleet.controller.model.codec import from_doc, row_from_doc, row_to_doc, to_doc
 from loadfleet.controller.model.figures import Latency, figures_of
-from loadfleet.controller.model.stepresult import StepResult, StepState, TargetFigures
+from loadfleet.controller.model.stepresult import ScenarioStepResult, StepResult, StepState, TargetFigures
 from loadfleet.controller.model.verdict import Validity, worst
 from loadfleet.controller.plan.steps import StepSpec
 from loadfleet.controller.stream.contract import FinalInterval, StepEnd, StepWindow
 from loadfleet.wire.stats import TOTAL, RowKey, StatsRow, merge_rows, total_row
 
 
+@dataclass
+class _ScenarioMeter:
+    """One scenario's part of the running step: its measured intervals with rows, folded."""
+
+    row: StatsRow
+    users_sum: int = 0
+    intervals: int = 0
+    first_ms: int = 0
+    last_ms: int = 0
+
+    def add(self, total: StatsRow, start_ms: int) -> None:
+        self.row.add(total)
+        self.users_sum += total.users
+        self.first_ms = start_ms if not self.intervals else self.first_ms
+        self.last_ms = start_ms
+        self.intervals += 1
+
+    def result(self, step: StepWindow, swept: bool) -> ScenarioStepResult:
+        seconds = (min(self.last_ms + step.interval_ms, step.load_end_ms) - self.first_ms) / 1000
+        f = figures_of(self.row, seconds)
+        lat = f.latency or Latency()
+        return ScenarioStepResult(
+            name=self.row.scenario,
+            measured_s=seconds,
+            intervals=self.intervals,
+            requests=self.row.requests,
+            ok=self.row.ok,
+            achieved_rps=f.rps if seconds > 0 else 0.0,
+            ok_rps=self.row.ok / seconds if seconds > 0 else 0.0,
+            mean_ms=lat.mean_ms,
+            p50_ms=lat.p50_ms,
+            p90_ms=lat.p90_ms,
+            p99_ms=lat.p99_ms,
+            error_pct=f.error_pct,
+            concurrent_users=self.users_sum / self.intervals,
+            swept=swept,
+            latency_measured=f.latency is not None,
+        )
+
+
 class StepMeter:
     """The running step's figures over its measured intervals (warm-up and a sweep step's
     final interval left out; see stream.StepWindow). Holds the step's cluster rows per
-    (target, request), each agent's requests over the whole step (what its share of a budget
-    used) and its busiest interval, and a few sums: O(targets × requests + agents)."""
+    (scenario, target, request), each agent's requests over the whole step (what its share of
+    a budget used; in a run with scenarios also per (agent, scenario)) and its busiest
+    interval, a folded row per scenario, and a few sums:
+    O(scenarios × targets × requests + agents × scenarios)."""
 
     def __init__(self) -> None:
         self._step = ""
         self._agent_requests: dict[str, int] = {}
         self._agent_busiest: dict[str, int] = {}
+        # (agent, scenario) -> [requests, busiest interval]; only in a run with scenarios.
+        self._agent_scenario: dict[tuple[str, str], list[int]] = {}
+        self._scenarios: dict[str, _ScenarioMeter] = {}
         self._rows: dict[RowKey, StatsRow] = {}
         self._active_sum = 0
         self._users_sum = 0
@@ -46,8 +91,17 @@ class StepMeter:
             requests = agent.total.requests
             self._agent_requests[agent.agent_id] = self._agent_requests.get(agent.agent_id, 0) + requests
             self._agent_busiest[agent.agent_id] = max(self._agent_busiest.get(agent.agent_id, 0), requests)
+        if interval.scenario_totals:
+            self._count_scenarios(interval)
         if not interval.measured:
             return
+        for total in interval.scenario_totals:
+            meter = self._scenarios.get(total.scenario)
+            if meter is None:
+                meter = self._scenarios[total.scenario] = _ScenarioMeter(
+                    StatsRow(TOTAL, TOTAL, scenario=total.scenario)
+                )
+            meter.add(total, interval.start_ms)
         for row in interval.cluster:
             held = self._rows.get(row.key)
             if held is None:
@@ -60,10 +114,24 @@ class StepMeter:
         self._first_ms = interval.start_ms if self._first_ms is None else self._first_ms
         self._last_ms = interval.start_ms
 
-    def agent_use(self, step: str, agent_id: str) -> tuple[int, int]:
-        """The agent's requests in `step` as published so far, and its busiest interval."""
+    def _count_scenarios(self, interval: FinalInterval) -> None:
+        for agent in interval.agents:
+            counts: dict[str, int] = {}
+            for row in agent.rows:
+                counts[row.scenario] = counts.get(row.scenario, 0) + row.requests
+            for scenario, requests in counts.items():
+                held = self._agent_scenario.setdefault((agent.agent_id, scenario), [0, 0])
+                held[0] += requests
+                held[1] = max(held[1], requests)
+
+    def agent_use(self, step: str, agent_id: str, scenario: str | None = None) -> tuple[int, int]:
+        """The agent's requests in `step` as published so far, and its busiest interval: of
+        all its load, or of one scenario's share."""
         if step != self._step:
             return 0, 0
+        if scenario is not None:
+            requests, busiest = self._agent_scenario.get((agent_id, scenario), (0, 0))
+            return requests, busiest
         return self._agent_requests.get(agent_id, 0), self._agent_busiest.get(agent_id, 0)
 
     def has(self, step: str, start_ms: int) -> bool:
@@ -90,6 +158,16 @@ class StepMeter:
             "last_ms": self._last_ms,
             "agent_requests": self._agent_requests,
             "agent_busiest": self._agent_busiest,
+            **self._scenario_snapshot(),
+        }
+
+    def _scenario_snapshot(self) -> dict[str, Any]:
+        """The per-scenario part of the snapshot; none in a plain run (its journal unchanged)."""
+        if not self._scenarios and not self._agent_scenario:
+            return {}
+        return {
+            "scenarios": [to_doc(m) for m in self._scenarios.values()],
+            "agent_scenario": [[a, s, *use] for (a, s), use in self._agent_scenario.items()],
         }
 
     def restore(self, doc: dict[str, Any]) -> None:
@@ -101,6 +179,9 @@ class StepMeter:
         self._first_ms, self._last_ms = doc["first_ms"], doc["last_ms"]
         self._agent_requests = dict(doc.get("agent_requests", {}))
         self._agent_busiest = dict(doc.get("agent_busiest", {}))
+        meters = [from_doc(_ScenarioMeter, m) for m in doc.get("scenarios", [])]
+        self._scenarios = {m.row.scenario: m for m in meters}
+        self._agent_scenario = {(a, s): [n, busiest] for a, s, n, busiest in doc.get("agent_scenario", [])}
 
     def result(self, spec: StepSpec, step: StepWindow, state: StepState) -> StepResult:
         """The step's figures; call once its end has been published."""
@@ -148,6 +229,9 @@ class StepMeter:
             targets=tuple(target_figures(row, seconds) for _, row in sorted(per_target.items())) if seconds else (),
             phases=f.phases,
             latency_measured=f.latency is not None,
+            scenarios=tuple(self._scenarios[n].result(step, n == spec.scenario) for n in sorted(self._scenarios))
+            if mine
+            else (),
         )
 
 

@@ -17,12 +17,14 @@ from loadfleet.controller.fleet.losses import Loss
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import Figures, errors_by_name, figures_of
 from loadfleet.controller.model.hostsamples import HostLoad
+from loadfleet.controller.model.load import LoadModel
 from loadfleet.controller.model.selfsample import ControllerLoad
-from loadfleet.controller.model.stepresult import StepResult
+from loadfleet.controller.model.stepresult import ScenarioStepResult, StepResult
 from loadfleet.controller.model.thresholdresult import RunVerdict, ThresholdResult
 from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.plan.model import Plan
-from loadfleet.wire.stats import TOTAL, StatsRow
+from loadfleet.controller.plan.steps import swept_scenario
+from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,46 @@ class NamedFigures:
         doc = asdict(self)
         doc["checks"] = doc["figures"].pop("checks")
         return doc
+
+
+@dataclass(frozen=True)
+class ScenarioSummary:
+    """One scenario of a plan with `scenarios:` (summary.json's `scenarios`): what it was
+    asked to run, and its figures over the run (over the seconds in which it had rows) and
+    in each step."""
+
+    name: str
+    model: str  # closed | open | users
+    load: str  # its load in words ("400 clients")
+    start_after_s: float
+    duration_s: float | None  # None: to the end of the run (or step)
+    budget: int  # requests; 0: none
+    total: NamedFigures
+    targets: tuple[NamedFigures, ...]
+    requests: tuple[NamedFigures, ...]
+    steps: tuple[tuple[str, ScenarioStepResult], ...]  # (step name, its figures there)
+
+    def to_json(self) -> dict[str, Any]:
+        total = self.total.to_json()
+        return {
+            "name": self.name,
+            "model": self.model,
+            "load": self.load,
+            "start_after_s": self.start_after_s,
+            "duration_s": self.duration_s,
+            "budget": self.budget,
+            "total": total,
+            "targets": [t.to_json() for t in self.targets],
+            "requests": [r.to_json() for r in self.requests],
+            "checks": total["checks"],
+            "steps": [_step_json(step, figures) for step, figures in self.steps],
+        }
+
+
+def _step_json(step: str, figures: ScenarioStepResult) -> dict[str, Any]:
+    doc = {"step": step, **asdict(figures)}
+    _latency_of_nothing_is_null(doc)
+    return doc
 
 
 @dataclass(frozen=True)
@@ -96,15 +138,25 @@ class RunSummary:
     verdict: RunVerdict | None = None
     # A unique feed's rows by their state in ledger.csv (used, in_flight_at_loss, unused).
     feed_rows: dict[str, int] = field(default_factory=dict)
+    # Each scenario of a plan with `scenarios:`, in the plan's order; the figures above are
+    # over all of them. Empty (and absent from summary.json) for a plain plan.
+    scenarios: tuple[ScenarioSummary, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
         for key, entries in (("targets", self.targets), ("requests", self.requests), ("agents", self.agents)):
             doc[key] = [e.to_json() for e in entries]
+        doc.pop("scenarios")
+        if self.scenarios:
+            doc["scenarios"] = [s.to_json() for s in self.scenarios]
         doc["total"] = self.total.to_json()
         doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
         for step in doc["steps"]:
             _latency_of_nothing_is_null(step)
+            if not step["scenarios"]:  # a plain plan's steps: as before scenarios
+                del step["scenarios"]
+            for scenario in step.get("scenarios", []):
+                _latency_of_nothing_is_null(scenario)
             for target in step["targets"]:
                 _latency_of_nothing_is_null(target)
         doc["generator_bound_steps"] = [s.name for s in self.steps if s.generator_bound]
@@ -179,7 +231,8 @@ def summarize_run(
     (sweep.py). `measured` holds what the run's consumers measured besides (events left
     out, target outages, hosts, the controller's health)."""
     sweep = plan.sweep
-    found = analyze(progress.results, plan.load.model, server_sweep=bool(sweep.servers)) if sweep else None
+    model = _swept_model(plan)
+    found = analyze(progress.results, model, server_sweep=bool(sweep.servers)) if sweep else None
     levels = (
         {"levels": found.levels, "scalability": found.scalability, "usl": found.usl, "analysis_notes": found.notes}
         if found
@@ -201,9 +254,45 @@ def summarize_run(
         skipped_steps=tuple(progress.skipped),
         knees=found.knees if found else tuple(progress.knees.values()),
         **levels,
-        load_model=plan.load.model.value,
+        load_model=model.value,
+        scenarios=scenario_summaries(plan, totals, progress.results),
         stop=progress.stop,
         losses=tuple(progress.losses),
         clock_offsets_ms=dict(sorted(progress.clock_offsets_ms.items())),
         **measured,
     )
+
+
+def _swept_model(plan: Plan) -> LoadModel:
+    """The load model whose levels `offered` counts: the swept scenario's in a plan with
+    scenarios (without a sweep: its first scenario's), else the plan's."""
+    if not plan.scenarios:
+        return plan.load.model
+    swept = swept_scenario(plan)
+    return next((s.load.model for s in plan.scenarios if s.name == swept), plan.scenarios[0].load.model)
+
+
+def scenario_summaries(plan: Plan, totals: RunTotals, results: list[StepResult]) -> tuple[ScenarioSummary, ...]:
+    """summary.json's `scenarios`: one entry per declared scenario, in the plan's order."""
+    entries = []
+    for scenario in plan.scenarios:
+        held = totals.scenarios.get(scenario.name)
+        seconds = held.seconds if held else 0.0
+        rows = totals.scenario_rows(scenario.name)
+        by_target = merge_rows(rows, request=TOTAL)
+        by_request = merge_rows(rows, target=TOTAL)
+        entries.append(
+            ScenarioSummary(
+                name=scenario.name,
+                model=scenario.load.model.value,
+                load=scenario.load.describe(),
+                start_after_s=scenario.start_after_s,
+                duration_s=scenario.duration_s,
+                budget=scenario.max_requests,
+                total=_named(scenario.name, held.row if held else StatsRow(TOTAL, TOTAL), seconds),
+                targets=tuple(_named(t, row, seconds) for (_, t, _), row in sorted(by_target.items())),
+                requests=tuple(_named(r, row, seconds) for (_, _, r), row in sorted(by_request.items())),
+                steps=tuple((r.name, f) for r in results for f in r.scenarios if f.name == scenario.name),
+            )
+        )
+    return tuple(entries)

@@ -11,6 +11,9 @@ The fit's N is the number of servers when the sweep varies it (X: each count's b
 every repetition of it a point), else the level when it is a concurrency (clients or
 users; every step a point). Requests/s (open model) are not a concurrency: no fit then.
 
+In a plan with scenarios, a step's point (throughput, p99, errors) is its swept scenario's
+(`StepResult.curve_point`): the other scenarios' constant load is background, not the curve.
+
 Where monitors saw a saturated resource (bottleneck.py) at the knee's level or the level
 after it, the knee's note names it; without a knee, the note names the first saturated
 resource of the sweep, with its step.
@@ -83,10 +86,11 @@ def level_points(results: list[StepResult]) -> list[LevelPoint]:
     groups: dict[str, list[StepResult]] = {}
     for r in results:
         groups.setdefault(r.level, []).append(r)
-    return [
-        LevelPoint.of(name, rs[0].offered, [r.ok_rps for r in rs], [r.p99_ms for r in rs], [r.error_pct for r in rs])
-        for name, rs in groups.items()
-    ]
+    points = []
+    for name, rs in groups.items():
+        ok_rps, p99_ms, error_pct = zip(*(r.curve_point for r in rs), strict=True)
+        points.append(LevelPoint.of(name, rs[0].offered, list(ok_rps), list(p99_ms), list(error_pct)))
+    return points
 
 
 def analyze(results: list[StepResult], model: LoadModel, *, server_sweep: bool) -> Analysis:
@@ -114,7 +118,7 @@ def usl_fit(kept: list[StepResult], model: LoadModel, *, server_sweep: bool) -> 
         return None, "USL: no fit: an open model's levels are request rates, not a concurrency"
     else:
         basis = "clients" if model is LoadModel.CLOSED else "users"
-        points = [(r.offered, r.ok_rps) for r in kept]
+        points = [(r.offered, r.curve_point[0]) for r in kept]
     try:
         fit = fit_usl(points)
     except NotEnoughPoints as exc:
@@ -129,10 +133,10 @@ def _server_points(kept: list[StepResult]) -> list[tuple[float, float]]:
         by_level.setdefault((r.servers, r.level), []).append(r)
     best: dict[int, list[StepResult]] = {}
     for (servers, _), rs in by_level.items():
-        mean = sum(r.ok_rps for r in rs) / len(rs)
-        if servers not in best or mean > sum(r.ok_rps for r in best[servers]) / len(best[servers]):
+        mean = sum(r.curve_point[0] for r in rs) / len(rs)
+        if servers not in best or mean > sum(r.curve_point[0] for r in best[servers]) / len(best[servers]):
             best[servers] = rs
-    return [(servers, r.ok_rps) for servers, rs in sorted(best.items()) for r in rs]
+    return [(servers, r.curve_point[0]) for servers, rs in sorted(best.items()) for r in rs]
 
 
 def _left_out(names: list[str]) -> str:

@@ -2,7 +2,9 @@
 whole run into one tally, each step into its own, or a rolling window of the last
 `window_s` seconds (a step at a time: a window never spans two steps' loads).
 
-A fold is fed each measured, valid interval's tally of the threshold's scope; it says
+A fold is fed each measured, valid interval's tally of the threshold's scope (a scope within
+one scenario: only the intervals in which that scenario has rows, so a window or step is the
+scenario's own intervals, and a scenario that never ran leaves the fold unjudged); it says
 whether the threshold fails now (live), and at the end its `Judged`: the worst value, whether
 any step or window failed and which steps. State: O(1) tallies for `run`, O(1) plus a value
 per step for `step`, and at most `MAX_WINDOW_INTERVALS` tallies for a window. A tally holds

@@ -6,7 +6,9 @@ failed).
 `ThresholdWatch` consumes `FinalInterval`s like the stop conditions (stops.py). Only measured
 intervals count (warm-up and a sweep's final interval left out, as for steps). The scope's
 row of an interval is the cluster's total, or the exact merge of its rows of one target or
-one request (wire/stats.py); each threshold folds it over the run, each step or a rolling
+one request (wire/stats.py), of every scenario or of one (`scenario`: an interval in which the
+scenario has no rows is not its interval, so a scenario that never ran is judged by
+`on_no_data`); each threshold folds it over the run, each step or a rolling
 window (thresholdfolds.py) and reads its metric from that (thresholdvalues.py). An interval
 judged invalid (its figures are the generators' limit, genbound.py) is left out of every
 threshold and counted: when more than a tenth of the measured intervals were, a threshold
@@ -136,14 +138,17 @@ class ThresholdWatch:
         self.measured_intervals += 1
         excluded = interval.verdict.validity is Validity.INVALID
         self.excluded_intervals += excluded
-        tallies: dict[tuple[str, str], Tally] = {}
+        tallies: dict[tuple[str, str, str], Tally | None] = {}
         for watched in self._watched:
             if excluded and not watched.implicit:
                 continue
-            key = (watched.threshold.target, watched.threshold.request)
+            key = (watched.threshold.scenario, watched.threshold.target, watched.threshold.request)
             if key not in tallies:
-                tallies[key] = Tally.of(self._scope_row(interval, *key), seconds)
-            self._judge(watched, watched.fold.add(step.name, tallies[key]), interval)
+                row = self._scope_row(interval, *key)
+                tallies[key] = None if row is None else Tally.of(row, seconds)
+            tally = tallies[key]
+            if tally is not None:
+                self._judge(watched, watched.fold.add(step.name, tally), interval)
         self.check_aborts(step.name)
 
     def on_step_end(self, end: StepEnd) -> None:
@@ -153,11 +158,17 @@ class ThresholdWatch:
     def on_run_end(self) -> None:
         pass
 
-    def _scope_row(self, interval: FinalInterval, target: str, request: str) -> StatsRow:
-        if not target and not request:
-            return interval.total
+    def _scope_row(self, interval: FinalInterval, scenario: str, target: str, request: str) -> StatsRow | None:
+        """The scope's row of the interval; None when the scope's scenario has no rows in it."""
+        whole = interval.scenario_total(scenario) if scenario else interval.total
+        if whole is None or (not target and not request):
+            return whole
         url = self._targets.get(target, target)
-        rows = [r for r in interval.cluster if (r.target == url if target else r.request == request)]
+        rows = [
+            r
+            for r in interval.cluster
+            if (r.target == url if target else r.request == request) and (not scenario or r.scenario == scenario)
+        ]
         return total_row(rows)
 
     # ---- live ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from loadfleet.controller.model.codec import OMIT_DEFAULT
 from loadfleet.controller.model.figures import Figures, Latency, PhaseFigures
 from loadfleet.controller.model.hostsamples import Bottleneck, HostLoad
 from loadfleet.controller.model.verdict import Validity
@@ -37,6 +38,29 @@ class TargetFigures:
     # False when no response to it carried a latency (figures.latency_of None): its latency
     # fields are then 0 only as placeholders (the latency of nothing: an empty cell, null).
     latency_measured: bool = True
+
+
+@dataclass(frozen=True)
+class ScenarioStepResult:
+    """One scenario's figures over a step's measured intervals in which it had rows (plan
+    `scenarios:`); `swept` marks the scenario whose level the step set (its figures are the
+    step's point on the saturation curve and for the knee)."""
+
+    name: str
+    measured_s: float
+    intervals: int
+    requests: int
+    ok: int
+    achieved_rps: float
+    ok_rps: float
+    mean_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    error_pct: float
+    concurrent_users: float = 0.0
+    swept: bool = False
+    latency_measured: bool = True  # as StepResult's: False, the latency fields are placeholders
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,23 @@ class StepResult:
     # False when no response of the step carried a latency (figures.latency_of None): its
     # latency fields are then 0 only as placeholders, and figures() says None.
     latency_measured: bool = True
+    # Each scenario's figures, by name (empty for a plain plan): the figures above are over
+    # every scenario together.
+    scenarios: tuple[ScenarioStepResult, ...] = field(default=(), metadata={OMIT_DEFAULT: True})
+
+    @property
+    def swept(self) -> ScenarioStepResult | None:
+        """The swept scenario's figures (a sweep over one of a plan's scenarios), or None."""
+        return next((s for s in self.scenarios if s.swept), None)
+
+    @property
+    def curve_point(self) -> tuple[float, float, float]:
+        """(ok/s, p99 ms, error %) of what the step's level set: the swept scenario's, or
+        the whole step's in a plain plan. The knee and the USL fit read these."""
+        swept = self.swept
+        if swept is None:
+            return self.ok_rps, self.p99_ms, self.error_pct
+        return swept.ok_rps, swept.p99_ms, swept.error_pct
 
     @property
     def rps_per_server(self) -> float:

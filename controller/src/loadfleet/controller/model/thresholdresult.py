@@ -21,7 +21,7 @@ class Outcome(enum.StrEnum):
 class ThresholdResult:
     name: str
     text: str  # the limit in words: "p99 latency < 250 ms"
-    scope: str  # cluster | target NAME | request NAME
+    scope: str  # cluster | target NAME | request NAME | scenario NAME[, target NAME | , request NAME]
     over: str  # run | step | window 30 s
     limit: float
     unit: str  # ms, %, /s or ""

@@ -157,8 +157,7 @@ class Plan:
             doc["sinks"] = {"influxdb": {k: v for k, v in asdict(self.influxdb).items() if v}}
         if self.sweep:
             del doc["duration_s"]
-            # A sweep over one of several scenarios (sweep.scenario) is S2's, not yet built.
-            doc.get("load", {}).pop(SWEEP_LEVEL[self.load.model], None)
+            self._leave_level_out(doc)
             doc["sweep"] = self.sweep.to_doc()
         if self.stop:
             doc["stop"] = self.stop.to_doc()
@@ -171,6 +170,15 @@ class Plan:
             if self.gatling.project:  # the simulation is the workload
                 doc.pop("workload", None)
         return yamlsafe.dump(doc | self._verdict_doc())
+
+    def _leave_level_out(self, doc: dict[str, Any]) -> None:
+        """A sweep's steps set the level: of the plan's load, or of the swept scenario's."""
+        assert self.sweep is not None
+        doc.get("load", {}).pop(SWEEP_LEVEL[self.load.model], None)
+        swept = self.sweep.scenario or (self.scenarios[0].name if self.scenarios else "")
+        for scenario in doc.get("scenarios", []):
+            if scenario["name"] == swept:
+                scenario["load"].pop(SWEEP_LEVEL[scenario["load"]["model"]], None)
 
     def _workload_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {

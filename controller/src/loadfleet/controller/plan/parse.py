@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from loadfleet.controller.model.driver import DEFAULT_DRIVER, Driver
 from loadfleet.controller.model.errors import PlanError, Problem
-from loadfleet.controller.model.load import Load, LoadModel
+from loadfleet.controller.model.load import IDLE_LOAD, Load, LoadModel
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.bodyfiles import inline_body_files
@@ -45,7 +46,13 @@ from loadfleet.controller.plan.model import (
     Target,
 )
 from loadfleet.controller.plan.protocol import protocol_problems
-from loadfleet.controller.plan.scenarios import NOT_RUNNABLE, reference_problems, scenario_problems
+from loadfleet.controller.plan.scenarios import (
+    NOT_RUNNABLE,
+    course_problems_of_scenarios,
+    reference_problems,
+    scenario_problems,
+    scenarios_from_doc,
+)
 from loadfleet.controller.plan.schema import plan_schema as plan_schema  # re-exported: the CLI and tests read it here
 from loadfleet.controller.plan.schema import schema_problems
 from loadfleet.controller.plan.shorthand import add_cli_thresholds, cli_threshold_problem
@@ -114,12 +121,14 @@ def parse_plan(
     confined: bool = True,
     target_urls: Mapping[str, str] | None = None,
     thresholds: Sequence[str] = (),
+    runnable_only: bool = True,
 ) -> Plan:
     """Validates a plan. `confined` (the default, and the controller's only mode): the plan
     may name no file (a manifest, a relative Gatling project) since nothing is read on its
     behalf; `loadfleet run` resolves those where the plan file is and sends them inline.
     `thresholds` (`--threshold`, shorthand.py) are appended to the plan's own before it is
-    checked, so they meet the same checks; their problems are named `--threshold[N]`."""
+    checked, so they meet the same checks; their problems are named `--threshold[N]`.
+    `runnable_only` False (tests only): a good plan with `scenarios:` is not refused."""
     try:
         doc = yamlsafe.load(text)
     except yamlsafe.YamlProblem as exc:
@@ -127,10 +136,10 @@ def parse_plan(
     if not isinstance(doc, dict):
         raise PlanError([Problem("", "a plan must be a YAML mapping")])
     if not thresholds:
-        return _parse_doc(doc, base_dir, default_name, confined, target_urls)
+        return _parse_doc(doc, base_dir, default_name, confined, target_urls, runnable_only)
     own = add_cli_thresholds(doc, thresholds)
     try:
-        return _parse_doc(doc, base_dir, default_name, confined, target_urls)
+        return _parse_doc(doc, base_dir, default_name, confined, target_urls, runnable_only)
     except PlanError as exc:
         raise PlanError([cli_threshold_problem(p, own) for p in exc.problems]) from None
 
@@ -141,6 +150,7 @@ def _parse_doc(
     default_name: str,
     confined: bool,
     target_urls: Mapping[str, str] | None,
+    runnable_only: bool = True,
 ) -> Plan:
     problems = schema_problems(doc)
     if problems:
@@ -149,9 +159,10 @@ def _parse_doc(
     if problems:
         raise PlanError(problems)
     if "scenarios" in doc:  # checked, then refused: the run path takes one scenario (issue 31)
-        problems = _target_problems(doc["targets"]) + protocol_problems(doc) + scenario_problems(doc)
-        problems += reference_problems(doc)
-        raise PlanError(_capped([*problems, NOT_RUNNABLE]))
+        problems = _scenario_plan_problems(doc)
+        if problems or runnable_only:
+            raise PlanError(_capped([*problems, NOT_RUNNABLE] if runnable_only else problems))
+        return _build(doc, [], default_name, base_dir, None)
     feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
     problems += inline_body_files(doc, base_dir, confined=confined)
     problems = (_confinement_problems(doc) if confined else []) + problems
@@ -164,6 +175,16 @@ def _parse_doc(
     if not confined:
         _check_as_sent(plan, inline_requests=len(doc.get("workload", {}).get("requests", [])))
     return plan
+
+
+def _scenario_plan_problems(doc: dict[str, Any]) -> list[Problem]:
+    problems = _target_problems(doc["targets"]) + protocol_problems(doc) + scenario_problems(doc)
+    references = reference_problems(doc)
+    requests = [request_from_doc(r) for s in doc["scenarios"] for r in s["workload"].get("requests", [])]
+    facts = replace(_plan_facts(doc, requests), requests_known=True)
+    named = {p.path for p in references}  # a request not in its scenario: said there once
+    own = [p for p in threshold_problems(doc.get("thresholds", []), facts) if p.path not in named]
+    return problems + course_problems_of_scenarios(doc) + references + own
 
 
 def _replace_target_urls(doc: dict[str, Any], target_urls: Mapping[str, str]) -> list[Problem]:
@@ -327,7 +348,7 @@ def _url_problem(url: str) -> str | None:
 
 
 def _build(doc: dict[str, Any], requests: list[Request], name: str, base_dir: Path | None, feed: Feed | None) -> Plan:
-    load = doc["load"]
+    load = doc.get("load")
     timeouts = doc.get("timeouts", {})
     agents = doc.get("agents", {})
     influx = doc.get("sinks", {}).get("influxdb")
@@ -340,7 +361,7 @@ def _build(doc: dict[str, Any], requests: list[Request], name: str, base_dir: Pa
         requests=tuple(requests),
         keep_alive=doc.get("workload", {}).get("keep_alive", True),
         tls_verify=doc.get("workload", {}).get("tls_verify", False),
-        load=Load.from_doc(load),
+        load=Load.from_doc(load) if load else IDLE_LOAD,  # none: each scenario has its own
         session=session_from_doc(doc.get("workload", {}).get("session")),
         max_requests=doc.get("budget", {}).get("requests", 0),
         connect_timeout_ms=timeouts.get("connect_ms", DEFAULT_CONNECT_TIMEOUT_MS),
@@ -362,6 +383,7 @@ def _build(doc: dict[str, Any], requests: list[Request], name: str, base_dir: Pa
         verdict=verdict_from_doc(doc.get("verdict")),
         cookies=Cookies.from_doc(doc.get("workload", {}).get("cookies")),
         feed=feed,
+        scenarios=scenarios_from_doc(doc),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from loadfleet.controller.model.errors import Problem
 from loadfleet.controller.model.load import Load
-from loadfleet.controller.plan.course import load_problems
+from loadfleet.controller.plan.course import load_problems, sweep_problems
 from loadfleet.controller.plan.journeys import Cookies
 from loadfleet.controller.plan.workload import (
     Request,
@@ -162,9 +162,9 @@ def _name_problems(scenarios: list[dict[str, Any]]) -> list[Problem]:
 
 def _one_scenario_problems(doc: dict[str, Any], scenario: dict[str, Any], path: str) -> list[Problem]:
     problems = _target_problems(doc["targets"], scenario.get("targets", []), path)
-    problems += [
-        Problem(f"{path}.{p.path}", p.message) for p in load_problems(scenario["load"], sweeping="sweep" in doc)
-    ]
+    swept = swept_index(doc)
+    sweeping = swept is not None and doc["scenarios"][swept] is scenario
+    problems += [Problem(f"{path}.{p.path}", p.message) for p in load_problems(scenario["load"], sweeping=sweeping)]
     problems += _workload_problems(scenario["workload"], f"{path}.workload")
     return problems + _timing_problems(doc, scenario, path)
 
@@ -219,6 +219,44 @@ def _timing_problems(doc: dict[str, Any], scenario: dict[str, Any], path: str) -
     if start >= run_s > 0:
         return [Problem(f"{path}.start_after_s", f"starts at {start:g} s, not before the run's end at {run_s:g} s")]
     return []
+
+
+def swept_index(doc: dict[str, Any]) -> int | None:
+    """The place in `scenarios` of the scenario the plan's sweep steps: the one `sweep.scenario`
+    names, or the plan's only one; None without a sweep or when that names none."""
+    if "sweep" not in doc:
+        return None
+    names = [s["name"] for s in doc.get("scenarios", [])]
+    name = doc["sweep"].get("scenario", names[0] if len(names) == 1 else None)
+    return names.index(name) if name in names else None
+
+
+def course_problems_of_scenarios(doc: dict[str, Any]) -> list[Problem]:
+    """The duration or sweep of a plan with scenarios, checked as course.py checks a plain
+    plan's, the sweep against its swept scenario's load; and every scenario keeps a target
+    among each step's first `sweep.servers` targets."""
+    swept = swept_index(doc)
+    if "sweep" in doc and swept is None:
+        return []  # reference_problems names the scenario to sweep
+    load = doc["scenarios"][swept]["load"] if swept is not None else {"model": "closed"}
+    prefix = f"scenarios[{swept}]."
+    problems = [
+        Problem(prefix + p.path if p.path.startswith("load") else p.path, p.message)
+        for p in sweep_problems({**doc, "load": load})
+    ]
+    return problems + _servers_problems(doc)
+
+
+def _servers_problems(doc: dict[str, Any]) -> list[Problem]:
+    problems = []
+    for i, k in enumerate(doc.get("sweep", {}).get("servers", [])):
+        names = {t.get("name") for t in doc["targets"][:k]}
+        for scenario in doc["scenarios"]:
+            picked = [t if isinstance(t, str) else t["name"] for t in scenario.get("targets", [])]
+            if picked and not names.intersection(picked):
+                why = f"scenario {scenario['name']} has no target among the first {k} target(s) of this step"
+                problems.append(Problem(f"sweep.servers[{i}]", why))
+    return problems
 
 
 def reference_problems(doc: dict[str, Any]) -> list[Problem]:

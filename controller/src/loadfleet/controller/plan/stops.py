@@ -1,5 +1,6 @@
 """A plan's stop conditions: end a run early when the cluster's error rate or a latency
 statistic passes its limit for long enough (the watch over the stream is analysis/stops.py).
+A condition with a `scenario` watches that scenario's figures only; it still ends the whole run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from loadfleet.wire.stats import StatsRow
 class ErrorStop:
     above_pct: float
     for_s: float
+    scenario: str = ""  # the scenario watched; "": the whole run
 
 
 class Statistic(enum.StrEnum):
@@ -30,6 +32,7 @@ class LatencyStop:
     above_ms: float
     for_s: float
     statistic: Statistic = Statistic.PERCENTILE
+    scenario: str = ""  # the scenario watched; "": the whole run
 
     @property
     def label(self) -> str:
@@ -53,12 +56,13 @@ class StopConditions:
             return None
         err, lat = doc.get("error_pct"), doc.get("latency")
         return cls(
-            error_pct=ErrorStop(float(err["above"]), float(err["for_s"])) if err else None,
+            error_pct=ErrorStop(float(err["above"]), float(err["for_s"]), err.get("scenario", "")) if err else None,
             latency=LatencyStop(
                 float(lat.get("percentile", 99)),
                 float(lat["above_ms"]),
                 float(lat["for_s"]),
                 Statistic(lat.get("statistic", Statistic.PERCENTILE)),
+                lat.get("scenario", ""),
             )
             if lat
             else None,
@@ -68,6 +72,8 @@ class StopConditions:
         doc: dict[str, Any] = {}
         if self.error_pct:
             doc["error_pct"] = {"above": self.error_pct.above_pct, "for_s": self.error_pct.for_s}
+            if self.error_pct.scenario:
+                doc["error_pct"]["scenario"] = self.error_pct.scenario
         if self.latency:
             doc["latency"] = {
                 "percentile": self.latency.percentile,
@@ -75,4 +81,6 @@ class StopConditions:
                 "for_s": self.latency.for_s,
                 "statistic": self.latency.statistic.value,
             }
+            if self.latency.scenario:
+                doc["latency"]["scenario"] = self.latency.scenario
         return doc

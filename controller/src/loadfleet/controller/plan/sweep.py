@@ -17,6 +17,9 @@ class Sweep:
     # Per level, the users model's spawn rate for that step (a [users, spawn_rate] step);
     # 0: the plan's load.spawn_rate. Empty: every step uses the plan's.
     spawn_rates: tuple[float, ...] = ()
+    # The scenario whose level the steps set (plan `scenarios:`); "": the plan's only one
+    # (the implicit one of a plain plan, or a plan's single declared scenario).
+    scenario: str = ""
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any] | None) -> Sweep | None:
@@ -32,6 +35,7 @@ class Sweep:
             servers=tuple(doc.get("servers", ())),
             stop_at_knee=doc.get("stop_at_knee", False),
             spawn_rates=rates if any(rates) else (),
+            scenario=doc.get("scenario", ""),
         )
 
     def spawn_rate(self, level_index: int) -> float:
@@ -48,6 +52,8 @@ class Sweep:
             doc["servers"] = list(self.servers)
         if self.stop_at_knee:
             doc["stop_at_knee"] = True
+        if self.scenario:
+            doc["scenario"] = self.scenario
         return doc
 
     @property

@@ -94,7 +94,8 @@ class Abort:
 class Threshold:
     """One limit: `metric` (with `stat` for a time metric) of the scope's merged figures over
     `over` must stay below `limit` (`below`) or above it. The scope is the cluster, or at most
-    one of `target` and `request` by name; `check` names the check of CHECK_PASS_PCT."""
+    one of `target` and `request` by name, either within one `scenario` (plan `scenarios:`)
+    or over all of them; `check` names the check of CHECK_PASS_PCT."""
 
     name: str  # as written, or the text of the limit when unnamed ("p99 latency < 250 ms")
     metric: Metric
@@ -107,15 +108,16 @@ class Threshold:
     over: Over = Over()
     abort: Abort | None = None
     on_no_data: NoData = NoData.FAIL
+    scenario: str = ""  # "": every scenario (the whole run)
 
     @property
     def scope(self) -> str:
-        """`cluster`, `target app` or `request account`."""
-        if self.target:
-            return f"target {self.target}"
-        if self.request:
-            return f"request {self.request}"
-        return "cluster"
+        """`cluster`, `target app`, `request account`, `scenario checkout` or `scenario
+        checkout, request pay`."""
+        within = f"target {self.target}" if self.target else f"request {self.request}" if self.request else ""
+        if self.scenario:
+            return f"scenario {self.scenario}" + (f", {within}" if within else "")
+        return within or "cluster"
 
     @property
     def unit(self) -> str:
@@ -338,6 +340,7 @@ def threshold_from_doc(doc: dict[str, Any]) -> Threshold:
         over=_over(doc.get("over", OverKind.RUN.value)),
         abort=_abort(doc.get("abort", False)),
         on_no_data=NoData(doc.get("on_no_data", NoData.FAIL)),
+        scenario=doc.get("scenario", ""),
     )
     return replace(threshold, name=doc.get("name") or threshold.text)
 
@@ -362,7 +365,8 @@ def threshold_doc(t: Threshold) -> dict[str, Any]:
     if t.stat:
         doc["stat"] = t.stat.label
     doc[("below" if t.below else "above") + ("_ms" if t.metric.is_time else "")] = t.limit
-    doc.update({k: v for k, v in (("target", t.target), ("request", t.request), ("check", t.check)) if v})
+    scope = (("scenario", t.scenario), ("target", t.target), ("request", t.request), ("check", t.check))
+    doc.update({k: v for k, v in scope if v})
     # Always said: a sweep's plan must say it, and the resolved plan is checked again.
     doc["over"] = {"window_s": t.over.window_s} if t.over.kind is OverKind.WINDOW else t.over.kind.value
     if t.abort:

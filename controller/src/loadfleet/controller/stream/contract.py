@@ -31,7 +31,7 @@ from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.model.verdict import VALID, Verdict
-from loadfleet.wire.stats import StatsRow
+from loadfleet.wire.stats import TOTAL, StatsRow, merge_rows
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,9 @@ class FinalInterval:
     lost: tuple[str, ...] = ()  # agents of the step lost before it was published (not waited for)
     # Whether it measures the targets or the generators (genbound.py), judged as it is published.
     verdict: Verdict = VALID
+    # In a run with scenarios, one (scenario, *, *) row per scenario with rows in it, by name
+    # (`scenario_totals_of`); empty in a plain run. At most MAX_SCENARIOS (plan/scenarios.py).
+    scenario_totals: tuple[StatsRow, ...] = ()
     # Each row's figures, computed once for all consumers (percentiles cost CPU).
     _figures: dict[int, Figures] = field(default_factory=dict, compare=False, repr=False)
 
@@ -132,6 +135,18 @@ class FinalInterval:
     @property
     def measured(self) -> bool:
         return self.step.measures(self.start_ms)
+
+    def scenario_total(self, name: str) -> StatsRow | None:
+        """The scenario's `*`/`*` row of this interval; None when it has no rows in it (not
+        started, ended, or idle)."""
+        return next((row for row in self.scenario_totals if row.scenario == name), None)
+
+
+def scenario_totals_of(cluster: Iterable[StatsRow]) -> tuple[StatsRow, ...]:
+    """One `*`/`*` row per scenario of the cluster's rows, by name; none for a plain run's
+    rows (scenario "")."""
+    by_key = merge_rows((row for row in cluster if row.scenario), target=TOTAL, request=TOTAL)
+    return tuple(by_key[key] for key in sorted(by_key))
 
 
 # Agent rows per interval (agents × targets × requests) up to which outputs get every

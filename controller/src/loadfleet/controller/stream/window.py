@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from loadfleet.controller.fleet.jobs import JobReport
-from loadfleet.controller.stream.contract import AgentRows, FinalInterval, StepWindow
+from loadfleet.controller.stream.contract import AgentRows, FinalInterval, StepWindow, scenario_totals_of
 from loadfleet.wire.stats import StatsRow, merge_rows, total_row
 
 # Intervals an agent was missing from, remembered to tell a late report from a resend.
@@ -49,6 +49,12 @@ class HeldReport:
     rows: tuple[StatsRow, ...]
     total: StatsRow
     seqs: list[int]
+
+    def requests_of(self, scenario: str | None = None) -> int:
+        """Its requests: all (its total), or those of one scenario (the sum of its rows)."""
+        if scenario is None:
+            return self.total.requests
+        return sum(row.requests for row in self.rows if row.scenario == scenario)
 
 
 @dataclass
@@ -84,15 +90,17 @@ class ClosedInterval:
             total=total_row(cluster),
             missing=self.missing,
             lost=self.lost,
+            scenario_totals=scenario_totals_of(cluster),
         )
 
     def seqs(self) -> list[tuple[str, int]]:
         """(agent, message number) of every copy of every report in it."""
         return [(agent, seq) for agent, report in self.reports.items() for seq in report.seqs]
 
-    def requests_of(self, agent_id: str) -> int:
+    def requests_of(self, agent_id: str, scenario: str | None = None) -> int:
+        """The agent's requests in this interval: all, or those of one scenario."""
         report = self.reports.get(agent_id)
-        return report.total.requests if report else 0
+        return report.requests_of(scenario) if report else 0
 
 
 class IntervalWindow:
@@ -173,9 +181,10 @@ class IntervalWindow:
         interval.waiting.discard(agent)
         return Outcome.ACCEPTED
 
-    def held_requests(self, agent_id: str) -> int:
-        """Requests in the agent's reports accepted into intervals still open."""
-        return sum(i.reports[agent_id].total.requests for i in self._open.values() if agent_id in i.reports)
+    def held_requests(self, agent_id: str, scenario: str | None = None) -> int:
+        """Requests in the agent's reports accepted into intervals still open: all, or those
+        of one scenario (per (agent, scenario): what a lost share of it had used)."""
+        return sum(i.reports[agent_id].requests_of(scenario) for i in self._open.values() if agent_id in i.reports)
 
     def agent_ended(self, agent_id: str) -> None:
         """The agent's job ended: it sends nothing after what it has sent."""
