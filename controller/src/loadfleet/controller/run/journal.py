@@ -34,7 +34,7 @@ from loadfleet.controller.output.diskwriter import DiskWriter
 from loadfleet.controller.output.rundir import Offsets, write_atomic
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
 from loadfleet.controller.run.records import JournalRecord
-from loadfleet.controller.stream.contract import AgentRows, FinalInterval, StepWindow
+from loadfleet.controller.stream.contract import AgentRows, FinalInterval, StepWindow, scenario_totals_of
 from loadfleet.v1 import journal_pb2
 from loadfleet.wire.framing import FramingError, frame, parse_frames
 from loadfleet.wire.stats import StatsRow
@@ -170,6 +170,7 @@ class LoggedInterval:
             cluster=self.cluster,
             total=total,
             missing=self.missing,
+            scenario_totals=scenario_totals_of(self.cluster),  # a taken-over run keeps its scenarios' figures
         )
 
 
