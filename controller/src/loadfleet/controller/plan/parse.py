@@ -28,7 +28,7 @@ from loadfleet.controller.model.load import Load, LoadModel
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.bodyfiles import inline_body_files
-from loadfleet.controller.plan.course import course_problems, resolve
+from loadfleet.controller.plan.course import course_problems, driver_problems, resolve
 from loadfleet.controller.plan.feeds import Feed, plan_feed
 from loadfleet.controller.plan.journeycheck import JourneyFacts, check_names, extract_sources_problem, journey_problems
 from loadfleet.controller.plan.journeys import Cookies
@@ -150,7 +150,7 @@ def _parse_doc(
         raise PlanError(problems)
     if "scenarios" in doc:  # checked, then refused: the run path takes one scenario (issue 31)
         problems = _target_problems(doc["targets"]) + protocol_problems(doc) + scenario_problems(doc)
-        problems += reference_problems(doc)
+        problems += reference_problems(doc) + driver_problems(doc)
         raise PlanError(_capped([*problems, NOT_RUNNABLE]))
     feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
     problems += inline_body_files(doc, base_dir, confined=confined)
