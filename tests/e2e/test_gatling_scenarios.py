@@ -1,13 +1,14 @@
 """A job of several scenarios on a real Gatling JVM (agent/gatling's JobSimulation, built by
 `make gatling`) through the agent's JobRunner, against two nginx servers on loopback: each
 scenario is a population of its own, its rows carry its name and add up to what its server
-logged, a scenario starting later sends nothing before its start nor after its end, and a
-scenario with no share on this agent is left out. The JobSpec is built here as the controller
+logged, each sends only from its start to its end, `${user}` counts each population's users
+from its share's first_user, and a scenario with no share on this agent is left out. The JobSpec is built here as the controller
 will build it (plans with scenarios are still refused publicly, issue 31)."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import Counter
 
@@ -21,14 +22,15 @@ pytestmark = pytest.mark.process
 # The JVM takes 3-9 s to start on 2 busy cores (docs/gatling.md): load starts after that.
 LEAD_MS = 9000
 DURATION_MS = 6000
-BUY_AFTER_MS = 2000
-BUY_FOR_MS = 3000
+BUY_FOR_MS = 3000  # buy: open arrivals from the barrier for 3 s
+BROWSE_AFTER_MS = 3000  # browse: closed clients from 3 s to the end
+BROWSE_FIRST_USER = 40
 
 
-def scenario(name: str, url: str, load: job_pb2.LoadShare, after_ms: int = 0, for_ms: int = 0) -> job_pb2.ScenarioSpec:
+def scenario(name: str, url: str, load: job_pb2.LoadShare, path: str, after_ms: int = 0, for_ms: int = 0):
     job = job_pb2.JobSpec(
         targets=[job_pb2.Target(url=url, weight=1)],
-        requests=[job_pb2.RequestSpec(name=f"{name}-page", method="GET", path="/index.html", weight=1)],
+        requests=[job_pb2.RequestSpec(name=f"{name}-page", method="GET", path=path, weight=1)],
         keep_alive=True,
         load=load,
         duration_ms=for_ms,
@@ -46,15 +48,16 @@ def two_scenario_job(browse_url: str, buy_url: str) -> agent_pb2.Assignment:
         duration_ms=DURATION_MS,
         interval_ms=1000,
         scenarios=[
-            scenario("browse", browse_url, browse, for_ms=DURATION_MS),
-            scenario("buy", buy_url, buy, after_ms=BUY_AFTER_MS, for_ms=BUY_FOR_MS),
+            scenario("buy", buy_url, buy, "/index.html", for_ms=BUY_FOR_MS),
+            # ${user}: its users' fleet-wide indexes, from the share's first_user.
+            scenario("browse", browse_url, browse, "/index.html?u=${user}", after_ms=BROWSE_AFTER_MS),
             # No share of it on this agent: left out of the JVM's setUp.
-            scenario("idle", browse_url, browse, for_ms=DURATION_MS),
+            scenario("idle", browse_url, browse, "/index.html"),
         ],
     )
     shares = [
-        agent_pb2.ScenarioShare(scenario=0, load=browse, first_user=0),
-        agent_pb2.ScenarioShare(scenario=1, load=buy),
+        agent_pb2.ScenarioShare(scenario=0, load=buy),
+        agent_pb2.ScenarioShare(scenario=1, load=browse, first_user=BROWSE_FIRST_USER),
     ]
     return agent_pb2.Assignment(spec=spec, engines=[agent_pb2.EngineShare(scenarios=shares)])
 
@@ -66,12 +69,8 @@ def test_two_scenarios_are_two_populations_whose_rows_match_their_servers(webs):
     outcome = asyncio.run(asyncio.wait_for(runner.run(), 90))
     assert outcome is Outcome.FINISHED, [m.job_status.message for m in sent if m.HasField("job_status")]
 
-    rows = [
-        (m.interval.report.interval_start_ms, s)
-        for m in sent
-        if m.HasField("interval")
-        for s in m.interval.report.stats
-    ]
+    reports = [m.interval.report for m in sent if m.HasField("interval")]
+    rows = [(r.interval_start_ms, s) for r in reports for s in r.stats]
     requests = Counter()
     for _, s in rows:
         if s.target != "*":
@@ -85,13 +84,16 @@ def test_two_scenarios_are_two_populations_whose_rows_match_their_servers(webs):
     assert {s.request for _, s in rows if s.scenario == "buy"} == {"buy-page"}
 
     start_ms = assignment.spec.start_at_ms
-    buy = Counter()
+    by_interval = {"buy": Counter(), "browse": Counter()}
     for t, s in rows:
-        if s.scenario == "buy":
-            buy[t] += s.requests
-    assert min(t for t, n in buy.items() if n) >= start_ms + BUY_AFTER_MS, "buy starts at its offset"
-    # After its end only requests in flight then (25/s while it runs).
-    assert sum(n for t, n in buy.items() if t >= start_ms + BUY_AFTER_MS + BUY_FOR_MS) <= 2, sorted(buy.items())
-    browse_starts = [t for t, s in rows if s.scenario == "browse" and s.requests]
-    assert max(browse_starts) >= start_ms + BUY_AFTER_MS + BUY_FOR_MS, "browse runs on after buy's end"
-    assert max(browse_starts) < start_ms + DURATION_MS
+        if s.scenario in by_interval:
+            by_interval[s.scenario][t] += s.requests
+    buy, browse = by_interval["buy"], by_interval["browse"]
+    # buy's due times start at the barrier; after its end only requests in flight then (25/s before).
+    assert min(t for t, n in buy.items() if n) >= start_ms
+    assert sum(n for t, n in buy.items() if t >= start_ms + BUY_FOR_MS) <= 2, sorted(buy.items())
+    assert min(t for t, n in browse.items() if n) >= start_ms + BROWSE_AFTER_MS, "browse starts at its offset"
+    assert max(t for t, n in browse.items() if n) == start_ms + DURATION_MS - 1000, "and runs to the end"
+    # Gatling numbers users across populations (buy's arrivals came first): browse's own count.
+    users = set(re.findall(r"\?u=(\d+) ", webs[0].server.access_log.read_text()))
+    assert users == {str(BROWSE_FIRST_USER), str(BROWSE_FIRST_USER + 1)}

@@ -38,9 +38,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Closed clients and users are Gatling users injected at once that loop until the end (not
  * Gatling's closed injection, which replaces a user after each run of the scenario: a session's
- * `once` steps, `repeat` and ${user} would start over); they are injected ARRIVAL_LEAD_MS before
- * their start (nothingFor the rest of the offset) and wait for it exactly. Open arrivals draw
- * their due times from {@link Arrivals} and count latency from them.
+ * `once` steps, `repeat` and ${user} would start over); those of a scenario that starts after the
+ * barrier are injected ARRIVAL_LEAD_MS before its start (nothingFor until then) and wait for it
+ * exactly. Open arrivals draw their due times from {@link Arrivals} and count latency from them.
  */
 final class Population {
   private static final String PICK = "loadfleet.pick";
@@ -114,7 +114,10 @@ final class Population {
     if (load.has("open")) {
       return open(load.get("open"));
     }
-    Duration offset = Duration.ofMillis(Math.max(0, part.startAtMs() - stats.startAtMs() - ARRIVAL_LEAD_MS));
+    // A scenario starting after the barrier: its users come ARRIVAL_LEAD_MS before its start
+    // (not idle in Gatling since its start); from the barrier, at Gatling's start as ever.
+    Duration offset = Duration.ofMillis(part.startAtMs() > stats.startAtMs()
+        ? Math.max(0, part.startAtMs() - System.currentTimeMillis() - ARRIVAL_LEAD_MS) : 0);
     if (load.has("users")) {
       JsonNode users = load.get("users");
       double spawn = users.path("spawn_rate_per_s").asDouble(0);
