@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from loadfleet.v1 import engine_pb2, job_pb2
 
 from .engine import EngineProcess
-from .gatling import GatlingProcess, find_gatling
+from .gatling import GatlingProcess, find_gatling, jvm_job
 from .gatling_project import build_project
 from .guard import LoadPolicy
 
@@ -83,10 +83,11 @@ async def launch_drivers(
     job_spec, engine_specs = await policy.confine(job_spec, engine_specs)
     if is_gatling(job_spec):
         install = find_gatling()
-        project = job_spec.gatling.project
+        spec = jvm_job(job_spec, engine_specs)  # with scenarios, the agent's share of each
+        project = spec.gatling.project
         # A user's project is compiled first (once per content), then runs like JobSimulation.
         build = await build_project(Path(project), install.hook_classes) if project else None
-        gatling = await GatlingProcess.spawn(install, job_spec, build)
+        gatling = await GatlingProcess.spawn(install, spec, build)
         started(gatling)
         await gatling.wait_ready()
         return

@@ -39,10 +39,11 @@ from loadfleet.v1 import engine_pb2, job_pb2
 from loadfleet.wire import DEFAULT_INTERVAL_MS
 
 from .child import ChildProcess, start_child
-from .errors import EngineError
+from .errors import EngineError, JobRefused
 from .gatling_console import ConsoleCounts
 from .gatling_journeys import refuse_journeys
 from .gatling_project import ProjectBuild
+from .scenarioshares import users_of
 
 EVENT_PREFIX = "##loadfleet "
 GATLING_HOME_ENV = "LOADFLEET_GATLING_HOME"
@@ -93,6 +94,50 @@ def job_json(spec: job_pb2.JobSpec) -> str:
     """The job as JobSimulation reads it: protobuf's JSON mapping with the .proto field names."""
     text: str = json_format.MessageToJson(spec, preserving_proto_field_name=True)
     return text
+
+
+def jvm_job(job: job_pb2.JobSpec, engine_specs: list[job_pb2.JobSpec]) -> job_pb2.JobSpec:
+    """The job of the agent's one JVM. A plain job's load is already the agent's whole share;
+    with scenarios, each scenario's load and budget are the sums of the agent's engine shares of
+    it (a scenario with none stays at level 0: JobSimulation leaves it out), and its users are
+    numbered from the first of them (the controller numbers an agent's engines contiguously).
+    JobRefused for scenarios in a user's project, whose simulation sets its own populations."""
+    if not job.scenarios or not engine_specs:
+        return job
+    if job.gatling.project:
+        raise JobRefused(
+            "a Gatling project's simulation sets its own populations; a job with scenarios "
+            "runs on loadfleet's JobSimulation (leave gatling.project out)"
+        )
+    spec = job_pb2.JobSpec()
+    spec.CopyFrom(job)
+    for i, scenario in enumerate(spec.scenarios):
+        shares = [e.scenarios[i].job for e in engine_specs]
+        scenario.job.load.CopyFrom(summed_load([s.load for s in shares]))
+        scenario.job.max_requests = sum(s.max_requests for s in shares)
+        numbered = [s.first_user for s in shares if users_of(s.load) > 0]
+        scenario.job.first_user = min(numbered, default=shares[0].first_user)
+    return spec
+
+
+def summed_load(loads: list[job_pb2.LoadShare]) -> job_pb2.LoadShare:
+    """Shares of one model added up: clients, users, spawn rates, rates and stage targets
+    (as the controller's scheduler.combine); think time and the rest from the first."""
+    total = job_pb2.LoadShare()
+    total.CopyFrom(loads[0])
+    for load in loads[1:]:
+        # Only the model's own fields: writing another's would switch the oneof to it.
+        if total.HasField("closed"):
+            total.closed.clients += load.closed.clients
+        if total.HasField("users"):
+            total.users.users += load.users.users
+            total.users.spawn_rate_per_s += load.users.spawn_rate_per_s
+        if total.HasField("open"):
+            total.open.rate_per_s += load.open.rate_per_s
+            total.open.max_connections += load.open.max_connections
+        for stage, more in zip(total.stages, load.stages):
+            stage.target += more.target
+    return total
 
 
 def share_properties(spec: job_pb2.JobSpec, job_file: Path) -> dict[str, str]:

@@ -42,6 +42,8 @@ def journey_problems(spec: job_pb2.JobSpec) -> list[str]:
             for syntax, what in RUST_ONLY_REGEX.items()
             if syntax in pattern
         ]
+    for i, scenario in enumerate(spec.scenarios):  # each scenario's own requests
+        problems += [f"scenarios[{i}] ({scenario.name}).{p}" for p in journey_problems(scenario.job)]
     return problems
 
 

@@ -49,22 +49,30 @@ class LoadPolicy:
         """The job and its per-driver specs with checked addresses; JobRefused when not allowed."""
         self._check_project(job)
         addresses = await self.checked_addresses(job)
+        # A scenario's targets are its own (JobSpec.scenarios[i].job): each is checked too.
+        nested = [
+            await self.checked_addresses(s.job, f"scenarios[{i}] ({s.name}).") for i, s in enumerate(job.scenarios)
+        ]
         confined = []
         for spec in (job, *shares):
             copy = job_pb2.JobSpec()
             copy.CopyFrom(spec)
             for target, checked in zip(copy.targets, addresses):
                 target.addresses[:] = checked
+            for scenario, checked_nested in zip(copy.scenarios, nested):
+                for target, checked in zip(scenario.job.targets, checked_nested):
+                    target.addresses[:] = checked
             confined.append(copy)
         return confined[0], confined[1:]
 
-    async def checked_addresses(self, job: job_pb2.JobSpec) -> list[list[str]]:
-        """Per target, its addresses as "ip:port", each checked against the allow-list."""
+    async def checked_addresses(self, job: job_pb2.JobSpec, field: str = "") -> list[list[str]]:
+        """Per target, its addresses as "ip:port", each checked against the allow-list;
+        `field` introduces the targets in a refusal (a scenario's)."""
         urls = [t.url for t in job.targets]
         for i, url in enumerate(urls):
             problem = ipv4_form_problem(url_host_port(url)[0])
             if problem:
-                raise JobRefused(f"targets[{i}] {url}: {problem}")
+                raise JobRefused(f"{field}targets[{i}] {url}: {problem}")
         hosts = {url_host_port(url) for url in urls} | {(e.host, 0) for e in self.allow.host_entries if e.host}
         resolved = dict(zip(hosts, await asyncio.gather(*(_resolve(h, p) for h, p in hosts))))
         named = {e: set(resolved[(e.host, 0)]) for e in self.allow.host_entries if e.host}
@@ -73,12 +81,12 @@ class LoadPolicy:
             host, port = url_host_port(url)
             addresses = resolved[(host, port)]
             if not addresses:
-                raise JobRefused(f"targets[{i}] {url}: cannot resolve {host!r} on this agent")
+                raise JobRefused(f"{field}targets[{i}] {url}: cannot resolve {host!r} on this agent")
             for address in addresses:
                 if not self.allow.allows(address, port, named):
                     shown = f" ({host} is {address})" if host != str(address) else ""
                     raise JobRefused(
-                        f"targets[{i}] {url}{shown}: {socket_address(address, port)} is outside this "
+                        f"{field}targets[{i}] {url}{shown}: {socket_address(address, port)} is outside this "
                         f"agent's allow-list ({self.allow}); its operator can extend it with "
                         "--allow-targets (docs/security.md)"
                     )

@@ -75,19 +75,37 @@ SWEEP_LEVEL = {"closed": "clients", "open": "rate", "users": "users"}
 
 
 def driver_problems(doc: dict[str, Any]) -> list[Problem]:
-    """What the Gatling driver cannot run (docs/gatling.md)."""
+    """What the Gatling driver cannot run (docs/gatling.md), in the plan or in each scenario."""
     if doc.get("driver", DEFAULT_DRIVER) != Driver.GATLING:
         return []
+    problems = [_refused("sweep", "sweeps (each step would start a JVM)")] if "sweep" in doc else []
+    if "scenarios" not in doc:
+        return _course_refusals(doc, "") + problems
+    if "project" in doc.get("gatling", {}):
+        why = (
+            "a Gatling project's simulation sets its own populations; scenarios need loadfleet's "
+            "JobSimulation (leave gatling.project out)"
+        )
+        problems.append(Problem("gatling.project", why))
+    for i, scenario in enumerate(doc["scenarios"]):
+        problems += _course_refusals(scenario, f"scenarios[{i}].")
+        if scenario["load"]["model"] == "open" and "session" in scenario["workload"]:
+            why = "arriving users who walk a session (open model) need the engine driver"
+            problems.append(Problem(f"scenarios[{i}].workload.session", why))
+    return problems
+
+
+def _course_refusals(part: dict[str, Any], prefix: str) -> list[Problem]:
+    """Stages and budgets of a plan without scenarios, or of one scenario (`prefix`)."""
     unsupported = [
-        ("load.stages", "stages" in doc["load"], "stages"),
-        ("budget", "budget" in doc, "request budgets"),
-        ("sweep", "sweep" in doc, "sweeps (each step would start a JVM)"),
+        ("load.stages", "stages" in part.get("load", {}), "stages"),
+        ("budget", "budget" in part, "request budgets"),
     ]
-    return [
-        Problem(path, f"the gatling driver does not run {what}; use driver: engine")
-        for path, present, what in unsupported
-        if present
-    ]
+    return [_refused(f"{prefix}{path}", what) for path, present, what in unsupported if present]
+
+
+def _refused(path: str, what: str) -> Problem:
+    return Problem(path, f"the gatling driver does not run {what}; use driver: engine")
 
 
 def gatling_problems(doc: dict[str, Any], base_dir: Path | None) -> list[Problem]:

@@ -29,7 +29,7 @@ from loadfleet.controller.model.load import IDLE_LOAD, Load, LoadModel
 from loadfleet.controller.plan import manifest as planfiles
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.bodyfiles import inline_body_files
-from loadfleet.controller.plan.course import course_problems, resolve
+from loadfleet.controller.plan.course import course_problems, driver_problems, resolve
 from loadfleet.controller.plan.feeds import Feed, plan_feed
 from loadfleet.controller.plan.journeycheck import JourneyFacts, check_names, extract_sources_problem, journey_problems
 from loadfleet.controller.plan.journeys import Cookies
@@ -184,7 +184,7 @@ def _scenario_plan_problems(doc: dict[str, Any]) -> list[Problem]:
     facts = replace(_plan_facts(doc, requests), requests_known=True)
     named = {p.path for p in references}  # a request not in its scenario: said there once
     own = [p for p in threshold_problems(doc.get("thresholds", []), facts) if p.path not in named]
-    return problems + course_problems_of_scenarios(doc) + references + own
+    return problems + course_problems_of_scenarios(doc) + references + own + driver_problems(doc)
 
 
 def _replace_target_urls(doc: dict[str, Any], target_urls: Mapping[str, str]) -> list[Problem]:

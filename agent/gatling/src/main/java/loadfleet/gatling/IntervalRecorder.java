@@ -13,7 +13,8 @@ import java.util.TreeMap;
 import org.HdrHistogram.Histogram;
 
 /**
- * Per-interval statistics per (target, request), the same fields as loadfleet's IntervalStats.
+ * Per-interval statistics per (scenario, target, request), the same fields as loadfleet's
+ * IntervalStats; the scenario is "" in a job without scenarios (its rows carry none, as before).
  *
  * <p>A request counts in the interval in which it ended; intervals are wall-clock multiples of
  * {@code intervalMs} from {@code startAtMs}. A request that ends in an interval already taken (a
@@ -84,6 +85,8 @@ final class IntervalRecorder {
   }
 
   private static final class Bucket {
+    // By (scenario, target, request): at most the job's scenarios (16) times its targets times
+    // its request names, the bound the controller checks for a report (MAX_ROWS_PER_REPORT).
     final Map<List<String>, Cell> cells = new LinkedHashMap<>();
     final List<Sample> samples = new ArrayList<>();
   }
@@ -133,10 +136,10 @@ final class IntervalRecorder {
    * passed. The response and its verdict count together, in one interval: a row never holds
    * more failed checks than responses.
    */
-  void response(String target, String request, Answer answer, CheckFailure failed) {
+  void response(String scenario, String target, String request, Answer answer, CheckFailure failed) {
     synchronized (this) {
       long now = System.currentTimeMillis();
-      Cell cell = cell(now, target, request);
+      Cell cell = cell(now, scenario, target, request);
       cell.requests++;
       cell.status[Math.max(1, Math.min(5, answer.status() / 100)) - 1]++;
       cell.bytesIn += answer.bytesIn();
@@ -154,11 +157,11 @@ final class IntervalRecorder {
    * each failure sampled under its check's name, the response counted once in check_failed when
    * it failed any (the implicit status check included), and its user's next move counted.
    */
-  void judged(String target, String request, Answer answer, Judge.Verdict verdict) {
+  void judged(String scenario, String target, String request, Answer answer, Judge.Verdict verdict) {
     synchronized (this) {
-      response(target, request, answer, null);
+      response(scenario, target, request, answer, null);
       long now = System.currentTimeMillis();
-      Cell cell = cell(now, target, request);
+      Cell cell = cell(now, scenario, target, request);
       for (Judge.Count count : verdict.counts()) {
         cell.checks.computeIfAbsent(count.name(), k -> new long[2])[count.failure() == null ? 0 : 1]++;
         if (count.failure() != null) {
@@ -176,10 +179,10 @@ final class IntervalRecorder {
   }
 
   /** A request that ended without a response ({@code kind} is never CHECK: that is a response). */
-  void error(String target, String request, ErrorKind kind, String message) {
+  void error(String scenario, String target, String request, ErrorKind kind, String message) {
     synchronized (this) {
       long now = System.currentTimeMillis();
-      Cell cell = cell(now, target, request);
+      Cell cell = cell(now, scenario, target, request);
       cell.requests++;
       cell.errors[kind.ordinal()]++;
       sample(now, new Sample(target, request, kind, message, ""));
@@ -195,9 +198,9 @@ final class IntervalRecorder {
   }
 
   /** Open model: a request went out {@code lagUs} after it was due. */
-  void sent(String target, String request, long lagUs) {
+  void sent(String scenario, String target, String request, long lagUs) {
     synchronized (this) {
-      Cell cell = cell(System.currentTimeMillis(), target, request);
+      Cell cell = cell(System.currentTimeMillis(), scenario, target, request);
       if (lagUs > LATE_AFTER_US) {
         cell.sentLate++;
       }
@@ -205,16 +208,16 @@ final class IntervalRecorder {
     }
   }
 
-  void notSent(String target, String request) {
+  void notSent(String scenario, String target, String request) {
     synchronized (this) {
-      cell(System.currentTimeMillis(), target, request).notSent++;
+      cell(System.currentTimeMillis(), scenario, target, request).notSent++;
     }
   }
 
   /** Open model: a request fell due. */
-  void scheduled(String target, String request) {
+  void scheduled(String scenario, String target, String request) {
     synchronized (this) {
-      cell(System.currentTimeMillis(), target, request).scheduled++;
+      cell(System.currentTimeMillis(), scenario, target, request).scheduled++;
     }
   }
 
@@ -223,9 +226,9 @@ final class IntervalRecorder {
     return Math.max(Math.min(intervalAt(nowMs), lastIndex), nextToTake);
   }
 
-  private Cell cell(long nowMs, String target, String request) {
+  private Cell cell(long nowMs, String scenario, String target, String request) {
     return buckets.computeIfAbsent(indexAt(nowMs), i -> new Bucket())
-        .cells.computeIfAbsent(List.of(target, request), k -> new Cell());
+        .cells.computeIfAbsent(List.of(scenario, target, request), k -> new Cell());
   }
 
   /**
@@ -288,8 +291,11 @@ final class IntervalRecorder {
     ArrayNode stats = report.putArray("stats");
     bucket.cells.forEach((key, cell) -> {
       ObjectNode s = stats.addObject();
-      s.put("target", key.get(0));
-      s.put("request", key.get(1));
+      s.put("target", key.get(1));
+      s.put("request", key.get(2));
+      if (!key.get(0).isEmpty()) {
+        s.put("scenario", key.get(0));  // a job's scenario (stats.proto IntervalStats.scenario)
+      }
       s.put("requests", cell.requests);
       for (int i = 0; i < 5; i++) {
         s.put("status_" + (i + 1) + "xx", cell.status[i]);

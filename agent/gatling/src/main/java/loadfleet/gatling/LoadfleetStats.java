@@ -65,6 +65,9 @@ public final class LoadfleetStats {
   private final IntervalRecorder recorder;
   private final long endAtMs;
   private final long drainTimeoutMs;
+  // Rows keyed by the Gatling scenario of the user (JobSimulation's scenarios are the job's);
+  // otherwise "": a simulation's own scenario names are not the plan's.
+  private final boolean byScenario;
   private final AtomicLong inFlight = new AtomicLong();
   // The response of a user's measured request, from Gatling's response processing to the action
   // after it, which records it with its verdict. At most one entry per user (one request of a
@@ -84,9 +87,19 @@ public final class LoadfleetStats {
   private boolean finished;
 
   public LoadfleetStats(long startAtMs, int intervalMs, long endAtMs, long drainTimeoutMs) {
+    this(startAtMs, intervalMs, endAtMs, drainTimeoutMs, false);
+  }
+
+  /**
+   * With {@code byScenario}, each row counts under its user's Gatling scenario
+   * ({@code session.scenario()}) and its stats line says so ({@code scenario}): JobSimulation names
+   * its populations as the job's scenarios.
+   */
+  LoadfleetStats(long startAtMs, int intervalMs, long endAtMs, long drainTimeoutMs, boolean byScenario) {
     this.recorder = new IntervalRecorder(startAtMs, intervalMs, endAtMs);
     this.endAtMs = endAtMs;
     this.drainTimeoutMs = drainTimeoutMs;
+    this.byScenario = byScenario;
     ErrorCapture.install();
   }
 
@@ -117,7 +130,17 @@ public final class LoadfleetStats {
 
   /** True while load should go on: before the end time and not stopped. */
   public boolean running() {
-    return !stopping && System.currentTimeMillis() < endAtMs;
+    return running(endAtMs);
+  }
+
+  /** True while load ending at {@code untilMs} (a population's end) should go on. */
+  boolean running(long untilMs) {
+    return !stopping && System.currentTimeMillis() < untilMs;
+  }
+
+  /** The scenario the rows of this user's requests count under ("" unless by scenario). */
+  String scenarioOf(Session session) {
+    return byScenario ? session.scenario() : "";
   }
 
   /**
@@ -149,7 +172,7 @@ public final class LoadfleetStats {
             return started.set(T0, now);
           }
           long due = started.getLong(DUE_NS);
-          recorder.sent(target, name, Math.max(0, (now - due) / 1000));
+          recorder.sent(scenarioOf(started), target, name, Math.max(0, (now - due) / 1000));
           return started.set(T0, due);
         })
         .exec(request.transformResponse((response, session) -> {
@@ -183,11 +206,11 @@ public final class LoadfleetStats {
     IntervalRecorder.Answer answer = answers.remove(session.userId());
     Judge.Seen response = seen.remove(session.userId());
     if (answer == null || response == null) {
-      recorder.error(target, name, ErrorCapture.classify(reason), reason);
+      recorder.error(scenarioOf(session), target, name, ErrorCapture.classify(reason), reason);
       return session.set(THEN, Judge.Then.CONTINUE.name());
     }
     Judge.Verdict verdict = judge.judge(response, session, firstUser);
-    recorder.judged(target, name, answer, verdict);
+    recorder.judged(scenarioOf(session), target, name, answer, verdict);
     Session after = session;
     for (Map.Entry<String, String> v : verdict.values().entrySet()) {
       after = after.set(Template.attribute(v.getKey()), v.getValue());
@@ -212,21 +235,26 @@ public final class LoadfleetStats {
     // stale reason (a request outside the hook) is never given to a later one.
     String reason = ErrorCapture.take(session.userId());
     IntervalRecorder.Answer answer = answers.remove(session.userId());
+    String scenario = scenarioOf(session);
     if (answer == null) {
-      recorder.error(target, name, ErrorCapture.classify(reason), reason);
+      recorder.error(scenario, target, name, ErrorCapture.classify(reason), reason);
     } else {
-      recorder.response(target, name, answer, session.isFailed() ? CheckFailure.of(reason) : null);
+      recorder.response(scenario, target, name, answer, session.isFailed() ? CheckFailure.of(reason) : null);
     }
   }
 
   /** Open model: a request of (target, name) fell due now. */
   public void scheduled(String target, String name) {
-    recorder.scheduled(target, name);
+    scheduled("", target, name);
+  }
+
+  void scheduled(String scenario, String target, String name) {
+    recorder.scheduled(scenario, target, name);
   }
 
   /** Open model: a due request was dropped (it fell due after the end of the load). */
   public void notSent(String target, String name) {
-    recorder.notSent(target, name);
+    recorder.notSent("", target, name);
   }
 
   /** Prints `ready` and starts reporting intervals; call when the simulation starts. */

@@ -34,6 +34,9 @@ final class Template {
   static final String ITERATION = "loadfleet.iteration";
   // ${agent}: the job's agent_index, set on each user's session when it starts.
   static final String AGENT = "loadfleet.agent";
+  // ${user}: the user's index in its population (from 0), set on each user's session when it
+  // starts; without it (a session of no population) Gatling's userId, which counts from 1.
+  static final String USER = "loadfleet.user";
 
   enum Filter { NONE, URL, JSON }
 
@@ -224,8 +227,9 @@ final class Template {
       return v == null ? "" : v;
     }
     return switch (p.builtin()) {
-      // Gatling numbers its users from 1 in each JVM; the fleet-wide index adds first_user.
-      case USER -> Long.toUnsignedString(firstUser + session.userId() - 1);
+      // The fleet-wide index: first_user plus the user's index in its population (Gatling's
+      // userId counts across every population of the JVM).
+      case USER -> Long.toUnsignedString(firstUser + (session.contains(USER) ? session.getLong(USER) : session.userId() - 1));
       // As the engine: every driver of an agent renders the job's agent_index.
       case AGENT -> String.valueOf(session.contains(AGENT) ? session.getLong(AGENT) : 0);
       case ITERATION -> String.valueOf(session.contains(ITERATION) ? session.getLong(ITERATION) : 0);
