@@ -1,12 +1,14 @@
 """HTTP/2 end to end (issue 32), on real parts: `loadfleet run --local` loads nginx over h2
 (TLS, ALPN) and h2c (cleartext, prior knowledge); what the run counts equals what nginx
-logged, and nginx's log shows every request came in HTTP/2.0. An HTTP/1.1-only nginx given
+logged, and nginx's log shows every request came in HTTP/2.0. A server's stream limit shows as
+the queueing phase, and active streams stay within it. An HTTP/1.1-only nginx given
 `h2c` makes the run count h2_protocol errors, on the console too, and exit 4 rather than 0 in
 silence (the error sample's words, "does not speak h2c", are tested in the engine's tests/h2.rs:
 samples do not reach the run directory yet)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 from pathlib import Path
@@ -88,3 +90,63 @@ def test_h2c_to_an_http1_server_is_a_protocol_error_that_says_why(docroot, tmp_p
     assert requests > 0
     assert total["errors"] == {"h2_protocol": requests}, total
     assert f"h2_protocol {requests:,}" in console
+
+
+def h2c_run(server: NginxServer, tmp_path: Path, max_streams: int) -> tuple[dict, list[dict[str, str]]]:
+    """8 closed-model clients sharing h2c connections (`max_streams` 8 or more): the summary, and
+    intervals.csv's cluster total rows."""
+    plan = write_plan(
+        tmp_path / f"plan-{max_streams}.yaml",
+        duration_s=1.5,
+        targets=[{"url": f"http://{HOST}:{server.port}", "protocol": "h2c", "max_streams": max_streams}],
+        workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
+        load={"model": "closed", "clients": 8},
+    )
+    runs = tmp_path / f"runs-{max_streams}"
+    argv = [program("loadfleet"), "run", str(plan), "--local", "1", "--json", "--runs-dir", str(runs)]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    assert result.returncode == 0, result.stderr
+    (intervals,) = runs.glob("*/intervals.csv")
+    with intervals.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["scope"] == "cluster" and r["target"] == "*"]
+    return json.loads(result.stdout), rows
+
+
+def phases_of(summary: dict) -> tuple[dict, float]:
+    figures = summary["total"]["figures"]
+    return figures["phases"], figures["latency"]["mean_ms"]
+
+
+def test_a_servers_stream_limit_is_queueing_and_streams_stay_within_it(docroot, tmp_path):
+    """nginx allowing 1 stream per connection: 8 clients sharing a connection wait for it in
+    `queueing` (most of their latency), never more than 1 stream is open per connection at an
+    interval's end; with streams to spare (max_streams 100, nginx's 128) nothing queues. The
+    phases add up to no more than the latency either way."""
+    one_stream = "        http2_max_concurrent_streams 1;\n"
+    limited = NginxServer(HOST, free_port(HOST), docroot, tmp_path / "nginx", "one", http2=True, extra_conf=one_stream)
+    free = NginxServer(HOST, free_port(HOST), docroot, tmp_path / "nginx", "many", http2=True)
+    try:
+        limited.start()
+        free.start()
+        queued, queued_rows = h2c_run(limited, tmp_path, max_streams=8)
+        spare, spare_rows = h2c_run(free, tmp_path, max_streams=100)
+    finally:
+        limited.stop()
+        free.stop()
+    for summary in (queued, spare):
+        assert summary["total"]["errors"] == {}, summary["total"]
+        phases, mean_ms = phases_of(summary)
+        names = ("queueing", "connect", "tls", "waiting", "receiving")
+        assert phases["queueing"]["count"] == phases["responses"] > 20, phases
+        assert sum(phases[n]["per_response_ms"] for n in names) <= mean_ms * 1.01, phases
+    (phases, mean_ms), (spare_phases, _) = phases_of(queued), phases_of(spare)
+    queueing_ms = phases["queueing"]["per_response_ms"]
+    assert queueing_ms > 0.4 * mean_ms, f"{queueing_ms} ms of {mean_ms} ms queued behind 1 stream"
+    assert spare_phases["queueing"]["per_response_ms"] < 0.25 * queueing_ms, spare_phases
+    for rows, per_connection in ((queued_rows, 1), (spare_rows, 100)):
+        assert rows
+        assert all(int(r["active_streams"]) <= int(r["active_conns"]) * per_connection for r in rows), rows
+    # The clients of an engine share a connection: most of the time a stream is in flight on
+    # it, and with streams to spare several are.
+    assert max(int(r["active_streams"]) for r in queued_rows) >= 1
+    assert max(int(r["active_streams"]) for r in spare_rows) > max(int(r["active_conns"]) for r in spare_rows)

@@ -402,6 +402,8 @@ def check_targets_per_step(title, series, run):
 def check_phases(title, series, run):
     rows = [r for r in rows_of(series) if r["waiting"] is not None]
     assert rows and all(r["waiting"] > 0 and r["receiving"] >= 0 for r in rows)
+    # Closed model on HTTP/1.1: each client's connection is its own, nothing queues.
+    assert all(r["queueing"] == 0 for r in rows)
     assert any(r["connect"] for r in rows)  # the clients' connections opened in the first step
 
 
@@ -410,13 +412,19 @@ def check_phases_per_step(title, series, run):
     assert sorted(rows) == sorted(run.steps)
     for name, row in rows.items():
         phases = run.steps[name]["phases"]
-        for phase in ("connect", "tls", "waiting", "receiving"):
+        for phase in ("queueing", "connect", "tls", "waiting", "receiving"):
             assert row[phase] == pytest.approx(phases[phase]["per_response_ms"], rel=1e-9)
         assert row["other"] == pytest.approx(phases["other_ms"], rel=1e-9)
         assert row["ttfb_p99"] == pytest.approx(phases["waiting_p99_ms"], rel=1e-9)
         assert row["waiting"] > 0 and row["tls"] == 0  # plain HTTP
-        in_phases = sum(row[p] for p in ("connect", "tls", "waiting", "receiving", "other"))
+        in_phases = sum(row[p] for p in ("queueing", "connect", "tls", "waiting", "receiving", "other"))
         assert in_phases >= row["mean_ms"] * (1 - 1e-9)  # what no phase covers fills up to the mean
+
+
+def check_streams(title, series, run):
+    """An HTTP/1.1 run opens connections and no stream (tests/e2e/test_h2.py: a run on h2)."""
+    rows = [r for r in rows_of(series) if r["connections"] is not None]
+    assert rows and all(r["streams"] == 0 for r in rows) and any(r["connections"] for r in rows)
 
 
 def check_ttfb(title, series, run):
@@ -465,6 +473,7 @@ PANEL_CHECKS = {
     "Monitored hosts' CPU per step": check_hosts_per_step,
     "Targets side by side per step": check_targets_per_step,
     "Where the time goes (ms per response)": check_phases,
+    "HTTP/2 streams": check_streams,
     "Where the time goes per step (ms per response)": check_phases_per_step,
     "Time to first byte (waiting, cluster, exact merge)": check_ttfb,
     "p99 drift from the first hour": check_drift,

@@ -66,6 +66,7 @@ def doc_queries() -> list[str]:
 
 def _row(target: str, request: str, n: int) -> StatsRow:
     row = StatsRow(target, request, requests=n + 1, bytes_in=n * 500, bytes_out=n * 80, active_connections=2)
+    row.active_streams = 3
     row.status[1] = n
     # A journey's request: one response in each interval failed its check (a 200 without the page's text).
     row.checks_reported, row.reported_check_failed = True, 1
@@ -78,6 +79,7 @@ def _row(target: str, request: str, n: int) -> StatsRow:
         waiting=Phase(n, 700 * n, 900),
         receiving=Phase(n, 50 * n, 80),
         waiting_histogram=Histogram.of(700 + i for i in range(n)),
+        queueing=Phase(n, 100 * n, 400),
     )
     return row
 

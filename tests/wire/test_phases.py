@@ -11,7 +11,7 @@ from loadfleet.wire.phases import NO_PHASE, Phase, Phases
 from loadfleet.wire.stats import TOTAL, StatsRow, merge_reports, merge_rows, total_row
 
 
-def _phased(target, request, waits_us, *, connects_us=(), tls_us=(), receive_us=0):
+def _phased(target, request, waits_us, *, connects_us=(), tls_us=(), receive_us=0, queue_us=0):
     """A row of len(waits_us) responses as an engine would report it."""
     n = len(waits_us)
     phase = lambda values: Phase(len(values), sum(values), max(values)) if values else NO_PHASE  # noqa: E731
@@ -27,14 +27,17 @@ def _phased(target, request, waits_us, *, connects_us=(), tls_us=(), receive_us=
             waiting=phase(list(waits_us)),
             receiving=phase([receive_us] * n),
             waiting_histogram=Histogram.of(waits_us),
+            queueing=phase([queue_us] * n),
         ),
     )
 
 
 @pytest.mark.parametrize("buckets", [False, True], ids=["v2", "packed"])
 def test_a_row_with_phases_round_trips_through_protobuf(buckets):
-    row = _phased("t", "r", [300, 4_000, 90_000], connects_us=[120], tls_us=[800], receive_us=25)
+    row = _phased("t", "r", [300, 4_000, 90_000], connects_us=[120], tls_us=[800], receive_us=25, queue_us=7)
+    row.active_streams = 2
     pb = row.to_proto(buckets=buckets)
+    assert (pb.queueing_count, pb.queueing_sum_us, pb.queueing_max_us, pb.active_streams) == (3, 21, 7, 2)
     assert (pb.waiting_buckets != b"") == buckets and (pb.waiting_histogram != b"") != buckets
     assert (pb.connect_count, pb.connect_sum_us, pb.connect_max_us) == (1, 120, 120)
     back = StatsRow.from_proto(pb)
@@ -59,6 +62,13 @@ def test_merged_phases_equal_the_phases_of_all_responses_at_once():
     rng = random.Random(17)
     parts = [[int(rng.lognormvariate(7, 1.2)) + 1 for _ in range(n)] for n in (1, 40, 700, 3)]
     connects = [[rng.randint(30, 3_000) for _ in range(n // 2)] for n in (1, 40, 700, 3)]
+    rows = [
+        StatsRow.from_proto(_phased("t", "r", p, connects_us=c, receive_us=9, queue_us=i).to_proto(buckets=True))
+        for i, (p, c) in enumerate(zip(parts, connects))
+    ]
+    merged = merge_rows(rows)[("", "t", "r")]
+    queued = [i for i, p in enumerate(parts) for _ in p]
+    assert merged.phases.queueing == Phase(len(queued), sum(queued), max(queued))
     rows = [
         StatsRow.from_proto(_phased("t", "r", p, connects_us=c, receive_us=9).to_proto(buckets=True))
         for p, c in zip(parts, connects)

@@ -34,9 +34,11 @@ def test_merge_adds_counts_and_keeps_keys_apart():
     a = StatsRow("t1", "r", requests=3, status=[0, 2, 0, 1, 0], errors={1: 2}, bytes_in=100, users=7, redirects=2)
     b = StatsRow("t1", "r", requests=4, status=[0, 4, 0, 0, 0], errors={1: 1, 3: 5}, bytes_in=50, users=5, redirects=6)
     c = StatsRow("t2", "r", requests=1, status=[0, 1, 0, 0, 0], users=1)
+    a.active_streams, b.active_streams = 3, 4
     merged = merge_rows([a, b, c])
-    # Users are a gauge of the same instant on different drivers: they add up.
+    # Users and streams are gauges of the same instant on different drivers: they add up.
     assert (merged[("", "t1", "r")].users, merged[("", "t2", "r")].users) == (12, 1)
+    assert (merged[("", "t1", "r")].active_streams, merged[("", "t2", "r")].active_streams) == (7, 0)
     assert merged[("", "t1", "r")].requests == 7
     assert merged[("", "t1", "r")].errors == {1: 3, 3: 5}
     assert merged[("", "t1", "r")].bytes_in == 150

@@ -95,6 +95,15 @@ impl Ended {
         }
     }
 
+    /// The response's queueing with the wait before its driver began it added (open model:
+    /// from its due time until a worker took it up; `due` is `started` otherwise).
+    fn queued_since(mut self, due: Instant, started: Instant) -> Ended {
+        if let Outcome::Response { phases, .. } = &mut self.outcome {
+            phases.queueing += started.saturating_duration_since(due);
+        }
+        self
+    }
+
     /// A request whose redirect was refused (never sent), with the bytes of what it exchanged.
     fn refused(&self, message: String) -> Ended {
         let outcome = Outcome::Failed { kind: ErrorKind::RedirectRefused, message };
@@ -160,7 +169,8 @@ impl Connections {
             recent_head: shared.recent_head(target, request),
             inspection: None,
         };
-        let Ended { outcome, bytes_in, bytes_out, at } = self.send(target, exchange, slot, started).await;
+        let ended = self.send(target, exchange, slot, started).await.queued_since(due, started);
+        let Ended { outcome, bytes_in, bytes_out, at } = ended;
         let latency_us = at.map_or(0, |at| (at - due).as_micros() as u64);
         shared.stats.borrow_mut().record(slot, outcome, latency_us, bytes_in, bytes_out);
         shared.in_flight.set(shared.in_flight.get() - 1);
@@ -204,7 +214,7 @@ impl Connections {
             recent_head: shared.recent_head(target, request),
             inspection: Some(&mut inspection),
         };
-        let mut ended = self.send(target, exchange, slot, started).await;
+        let mut ended = self.send(target, exchange, slot, started).await.queued_since(due, started);
         let mut last_url = None;
         if journey.max_redirects > 0 {
             let (hops, url) =
@@ -400,6 +410,9 @@ impl Connections {
             self.close(target, true);
         }
         let phases = Phases {
+            // HTTP/1.1: the connection is this driver's own; the wait for it is the open
+            // model's, added by `queued_since`.
+            queueing: Duration::ZERO,
             connect: handshakes.map(|h| h.connect),
             tls: handshakes.and_then(|h| h.tls),
             waiting: response.waiting,

@@ -67,6 +67,7 @@ pub async fn send(
     let mut tried = false;
     loop {
         let slot = shared.h2.slot(exchange.target, exchange.lane);
+        let attempt_at = Instant::now();
         let (live, handshakes) = match connection(shared, &exchange, &slot, started, connect_timer).await {
             Ok(Some(pair)) => pair,
             Ok(None) => return None,
@@ -76,7 +77,11 @@ pub async fn send(
             }
         };
         let from = Instant::now();
-        let sent = stream(live.send.clone(), &converted, exchange.head, exchange.inspection.as_deref_mut());
+        // Waiting for a lane-mate to open the connection is queueing; opening it oneself is
+        // connect and TLS.
+        let for_connection = if handshakes.is_none() { from - attempt_at } else { Duration::ZERO };
+        let gauge = (&**shared, exchange.slot);
+        let sent = stream(live.send.clone(), &converted, exchange.head, exchange.inspection.as_deref_mut(), gauge);
         let result = match request_timer.run(from, sent).await {
             Some(Ok(response)) => Ok(response),
             Some(Err(Attempt { error, sent })) => Err(h2_failure(&error, &live.sniff, sent)),
@@ -86,7 +91,10 @@ pub async fn send(
             )),
         };
         match result {
-            Ok(response) => return Some(responded(response, handshakes, bytes_out)),
+            Ok(mut response) => {
+                response.queued += for_connection;
+                return Some(responded(response, handshakes, bytes_out));
+            }
             Err((failure, unprocessed)) => {
                 if unprocessed != Some(Unprocessed::StreamOnly) {
                     shared.h2.discard(exchange.target, &slot);
@@ -139,7 +147,8 @@ async fn connection<'s>(
 struct Received {
     status: u16,
     bytes_in: u64,
-    /// Waiting for a stream the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS).
+    /// Waiting for a stream the connection allows (max_streams, the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS), and for a connection a lane-mate opened.
     queued: Duration,
     waiting: Duration,
     receiving: Duration,
@@ -152,22 +161,51 @@ struct Attempt {
     sent: bool,
 }
 
+/// One of our HTTP/2 streams, counted open (IntervalStats.active_streams) while this lives:
+/// from when the connection let it go out until its response ended, failed or timed out.
+struct OpenStream<'a> {
+    shared: &'a Shared,
+    slot: usize,
+}
+
+impl<'a> OpenStream<'a> {
+    fn count((shared, slot): (&'a Shared, usize)) -> Self {
+        shared.stats.borrow_mut().stream_opened(slot);
+        OpenStream { shared, slot }
+    }
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        self.shared.stats.borrow_mut().stream_closed(self.slot);
+    }
+}
+
 async fn stream(
     send: SendRequest<Bytes>,
     converted: &Converted,
     head: bool,
     mut inspection: Option<&mut Inspection>,
+    gauge: (&Shared, usize),
 ) -> Result<Received, Attempt> {
     let unsent = |error| Attempt { error, sent: false };
-    let queued_at = Instant::now();
+    // At once: a fresh clone of the connection's handle has no stream of its own pending.
     let mut send = send.ready().await.map_err(unsent)?;
-    let queued = queued_at.elapsed();
+    let queued_at = Instant::now();
     let end_of_stream = converted.body.is_empty();
     let (response, mut body_stream) = send.send_request(converted.request.clone(), end_of_stream).map_err(unsent)?;
     if !end_of_stream {
         body_stream.send_data(converted.body.clone(), true).map_err(unsent)?;
     }
+    // A stream beyond what the connection allows waits in the h2 crate's queue until another
+    // ends; `ready` returns when this one has left it. It returns at once when the stream did
+    // not fill the connection (the crate's `is_full`, against the streams open now): requests
+    // that come together on a connection with room for fewer than all of them count the wait
+    // of those beyond it in `waiting`, until the connection is full (then every wait is seen).
+    let _send = send.ready().await.map_err(unsent)?;
+    let _open = OpenStream::count(gauge);
     let written = Instant::now();
+    let queued = written - queued_at;
     let sent = |error| Attempt { error, sent: true };
     let response = response.await.map_err(sent)?;
     let first = Instant::now();
@@ -193,8 +231,8 @@ fn responded(received: Received, handshakes: Option<crate::dial::Handshakes>, by
     let phases = Phases {
         connect: handshakes.map(|h| h.connect),
         tls: handshakes.and_then(|h| h.tls),
-        // The wait for a stream the server allows is part of waiting for the response.
-        waiting: received.queued + received.waiting,
+        queueing: received.queued,
+        waiting: received.waiting,
         receiving: received.receiving,
     };
     H2Ended {

@@ -211,6 +211,7 @@ pub fn add_phases(a: &Phases, b: &Phases) -> Phases {
         (x, y) => x.or(y),
     };
     Phases {
+        queueing: a.queueing + b.queueing,
         connect: sum(a.connect, b.connect),
         tls: sum(a.tls, b.tls),
         waiting: a.waiting + b.waiting,

@@ -53,6 +53,8 @@ struct Slot {
     active: u64,
     /// A gauge too: users in progress whose current or last request is this slot's.
     users: u64,
+    /// A gauge too: HTTP/2 streams open (past queueing, response not ended) of this slot.
+    streams: u64,
     latency: Histogram<u64>,
     phases: PhaseStats,
     // Open model: sends due, sent late, the worst lag, and dropped for want of a connection;
@@ -84,6 +86,7 @@ impl Slot {
             closed: 0,
             active: 0,
             users: 0,
+            streams: 0,
             latency: new_histogram(),
             phases: PhaseStats::default(),
             scheduled: 0,
@@ -99,7 +102,7 @@ impl Slot {
         }
     }
 
-    /// Zeroes the interval's counts; the gauges (connections, users) carry over.
+    /// Zeroes the interval's counts; the gauges (connections, users, streams) carry over.
     fn start_interval(&mut self) {
         (self.requests, self.bytes_in, self.bytes_out, self.opened, self.closed) = (0, 0, 0, 0, 0);
         (self.scheduled, self.sent_late, self.max_send_lag_us, self.not_sent) = (0, 0, 0, 0);
@@ -136,6 +139,7 @@ impl Slot {
             connections_closed: self.closed,
             active_connections: self.active,
             users: self.users,
+            active_streams: self.streams,
             latency_histogram: encode_histogram(&self.latency),
             scheduled: self.scheduled,
             sent_late: self.sent_late,
@@ -165,6 +169,7 @@ impl Slot {
             && self.closed == 0
             && self.active == 0
             && self.users == 0
+            && self.streams == 0
             && self.scheduled == 0
             && self.not_sent == 0
             && self.users_stopped == 0
@@ -313,6 +318,15 @@ impl Stats {
             self.slots[from].active = self.slots[from].active.saturating_sub(1);
             self.slots[to].active += 1;
         }
+    }
+
+    /// An HTTP/2 stream of the slot went out (h2send.rs), or ended.
+    pub fn stream_opened(&mut self, slot: usize) {
+        self.slots[slot].streams += 1;
+    }
+
+    pub fn stream_closed(&mut self, slot: usize) {
+        self.slots[slot].streams = self.slots[slot].streams.saturating_sub(1);
     }
 
     /// A user began (a client's first request; an open-model request fell due).

@@ -110,6 +110,12 @@ fn clients_share_connections_up_to_max_streams() {
     assert_eq!(counts.connections.load(Ordering::Relaxed), 3);
     let most = counts.most_concurrent.load(Ordering::Relaxed);
     assert!((2..=10).contains(&most), "{most} streams at once on a connection");
+    // Room for every stream: nothing queues (a stream leaves h2's queue at the next write).
+    let queueing = mean_us(&reports, |s| (s.queueing_count, s.queueing_sum_us));
+    assert!(queueing < 1000.0, "{queueing:.0} µs queueing with streams to spare");
+    assert_phases_add_up(&reports);
+    let streams = most_streams(&reports);
+    assert!((1..=25).contains(&streams), "{streams} streams open at an interval's end, 25 clients");
 }
 
 #[test]
@@ -123,6 +129,40 @@ fn the_servers_stream_limit_queues_requests() {
     assert_eq!(requests, counts.responses.load(Ordering::Relaxed));
     assert_eq!(counts.connections.load(Ordering::Relaxed), 1);
     assert_eq!(counts.most_concurrent.load(Ordering::Relaxed), 2, "never more streams than SETTINGS allow");
+    // 8 clients on 2 streams, each held 2 ms: a request waits for about 3 others.
+    let (queueing, waiting) = (
+        mean_us(&reports, |s| (s.queueing_count, s.queueing_sum_us)),
+        mean_us(&reports, |s| (s.waiting_count, s.waiting_sum_us)),
+    );
+    assert_eq!(total(&reports, |s| s.queueing_count), requests, "every response has a queueing phase");
+    assert!(queueing >= 2000.0, "{queueing:.0} µs queueing behind a limit of 2 streams");
+    assert!(waiting < queueing, "the wait for a stream is queueing, not waiting ({waiting:.0} µs)");
+    assert_phases_add_up(&reports);
+    let streams = most_streams(&reports);
+    assert!((1..=2).contains(&streams), "{streams} streams open at an interval's end on 1 connection × 2");
+}
+
+/// Mean of a phase over every row, µs.
+fn mean_us(reports: &[pb::IntervalReport], phase: fn(&pb::IntervalStats) -> (u64, u64)) -> f64 {
+    let (count, sum) = reports.iter().flat_map(|r| &r.stats).map(phase).fold((0, 0), |a, p| (a.0 + p.0, a.1 + p.1));
+    sum as f64 / count.max(1) as f64
+}
+
+/// The phases are parts of the latency: their sums add up to at most the latency's sum (from
+/// the histogram, whose values are within 0.1 %), and to most of it (writing the request and
+/// the h2 handshake are the rest).
+fn assert_phases_add_up(reports: &[pb::IntervalReport]) {
+    let phases: u64 =
+        total(reports, |s| s.queueing_sum_us + s.connect_sum_us + s.tls_sum_us + s.waiting_sum_us + s.receiving_sum_us);
+    let histogram = latency(reports);
+    let latency_sum = histogram.mean() * histogram.len() as f64;
+    assert!(phases as f64 <= latency_sum * 1.001, "phases {phases} µs > latency {latency_sum:.0} µs");
+    assert!(phases as f64 >= latency_sum * 0.8, "phases {phases} µs of a latency of {latency_sum:.0} µs");
+}
+
+/// Active streams at an interval's end, summed over rows, at most over the intervals.
+fn most_streams(reports: &[pb::IntervalReport]) -> u64 {
+    reports.iter().map(|r| r.stats.iter().map(|s| s.active_streams).sum()).max().unwrap_or(0)
 }
 
 #[test]

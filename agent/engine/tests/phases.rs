@@ -41,6 +41,10 @@ fn receiving(r: &[pb::IntervalReport]) -> Phase {
     phase(r, |s| (s.receiving_count, s.receiving_sum_us, s.receiving_max_us))
 }
 
+fn queueing(r: &[pb::IntervalReport]) -> Phase {
+    phase(r, |s| (s.queueing_count, s.queueing_sum_us, s.queueing_max_us))
+}
+
 fn responses(reports: &[pb::IntervalReport]) -> u64 {
     total(reports, |s| s.status_1xx + s.status_2xx + s.status_3xx + s.status_4xx + s.status_5xx)
 }
@@ -80,6 +84,8 @@ fn a_slow_first_byte_is_waiting() {
     let receiving = receiving(&reports);
     assert_eq!(receiving.count, responses);
     assert_small("receiving", receiving.mean_ms, delay);
+    let queueing = queueing(&reports);
+    assert_eq!((queueing.count, queueing.max_ms), (responses, 0.0), "a closed model's client never waits");
 
     // The time-to-first-byte histogram holds every response, and its median is the delay.
     let mut histogram = loadfleet_engine::histogram::new_histogram();
@@ -160,4 +166,29 @@ fn a_slow_tls_handshake_is_tls() {
     assert_small("connect", connect(&reports).mean_ms, delay);
     assert_small("waiting", waiting(&reports).mean_ms, delay);
     assert_small("receiving", receiving(&reports).mean_ms, delay);
+}
+
+#[test]
+fn an_open_model_waiting_for_a_free_connection_is_queueing() {
+    // 2 connections of 50 ms requests serve 40/s; 60/s fall due, so requests wait for one.
+    let server = start_server();
+    let mut spec = open_job(&server.url, "/slow/50", 60.0, false, 1000);
+    if let Some(pb::LoadShare { model: Some(pb::load_share::Model::Open(open)), .. }) = spec.load.as_mut() {
+        open.max_connections = 2;
+    }
+    let reports = Engine::spawn().run(spec);
+    let responses = responses(&reports);
+    assert!(responses >= 30, "{responses} responses");
+    let (queueing, waiting) = (queueing(&reports), waiting(&reports));
+    assert_eq!(queueing.count, responses);
+    assert!(queueing.mean_ms >= 20.0, "{:.1} ms queueing for a connection", queueing.mean_ms);
+    assert_within_10_percent("waiting", waiting.mean_ms, server.served.mean_delay_ms());
+    // The phases are parts of the latency (from the due time), and hold nearly all of it.
+    let phases_ms = [queueing, connect(&reports), waiting, receiving(&reports)]
+        .iter()
+        .map(|p| p.mean_ms * p.count as f64)
+        .sum::<f64>();
+    let histogram = latency(&reports);
+    let latency_ms = histogram.mean() * histogram.len() as f64 / 1000.0;
+    assert!(phases_ms <= latency_ms * 1.001 && phases_ms >= latency_ms * 0.9, "{phases_ms:.0} of {latency_ms:.0} ms");
 }

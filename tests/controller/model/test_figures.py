@@ -40,6 +40,7 @@ def _phased_row() -> StatsRow:
             waiting=Phase(4, 4000, 1600),
             receiving=Phase(4, 800, 300),
             waiting_histogram=Histogram.of([400, 800, 1200, 1600]),
+            queueing=Phase(4, 600, 500),
         ),
     )
 
@@ -51,9 +52,10 @@ def test_phase_figures_are_exact_means_and_add_up_to_the_mean_latency():
     assert p.connect == PhaseTime(count=1, mean_ms=0.4, max_ms=0.4, per_response_ms=0.1)
     assert p.tls.per_response_ms == 0.25 and p.waiting.mean_ms == 1.0 and p.receiving.per_response_ms == 0.2
     assert p.waiting_p50_ms == pytest.approx(0.8, rel=1e-3) and p.waiting_p99_ms == pytest.approx(1.6, rel=1e-3)
-    in_phases = sum(t.per_response_ms for t in (p.connect, p.tls, p.waiting, p.receiving))
+    assert p.queueing == PhaseTime(count=4, mean_ms=0.15, max_ms=0.5, per_response_ms=0.15)
+    in_phases = sum(t.per_response_ms for t in (p.queueing, p.connect, p.tls, p.waiting, p.receiving))
     assert in_phases + p.other_ms == pytest.approx(f.latency.mean_ms)
-    assert p.other_ms == pytest.approx(2.5 - 1.55, rel=1e-2)
+    assert p.other_ms == pytest.approx(2.5 - 1.7, rel=1e-2)
 
 
 @pytest.mark.parametrize("phases", [None, Phases()], ids=["no driver measured", "nothing measured"])

@@ -80,6 +80,9 @@ def test_the_progress_line_shows_users_under_their_header():
     # The header's last column is users, right-aligned over the line's last figure.
     assert PROGRESS_HEADER.split()[-1] == "users" and line.split()[-2:] == ["7", "4321"]
     assert len(line) == len(PROGRESS_HEADER)
+    # HTTP/2 streams open follow the users, on runs that have any.
+    h2 = progress_line(run_pb2.IntervalSummary(interval_start_ms=0, agents=3, users=40, active_streams=12))
+    assert h2.split()[-3:] == ["40", "12", "streams"]
 
 
 def test_a_fleets_shares_are_summed_up_not_listed():
@@ -154,6 +157,7 @@ def test_the_time_table_splits_a_response_into_phases_and_is_left_out_without_th
         waiting=Phase(2, 3000, 2000),
         receiving=Phase(2, 200, 100),
         waiting_histogram=Histogram.of([1000, 2000]),
+        queueing=Phase(2, 400, 300),
     )
     doc = {
         "total": _figures_doc(phases),
@@ -161,9 +165,11 @@ def test_the_time_table_splits_a_response_into_phases_and_is_left_out_without_th
     }
     lines = phases_table(doc).splitlines()
     assert lines[0].startswith("where the time goes") and "waiting" in lines[0]
-    # per response: connect 0.3, tls 0, waiting 1.5, receiving 0.1, other: the mean (3.001 by the histogram) - 1.9
-    assert lines[1].split() == ["total", "2", "0.300", "0.000", "1.500", "0.100", "1.101", "1.00", "2.00", "0.300", "-"]
-    assert lines[2] == "targets" and lines[3].split()[:3] == ["http://a", "2", "0.300"]
+    # per response: queueing 0.2, connect 0.3, tls 0, waiting 1.5, receiving 0.1, other: the mean (3.001 by the
+    # histogram) - 2.1
+    expected = ["total", "2", "0.200", "0.300", "0.000", "1.500", "0.100", "0.901", "1.00", "2.00", "0.300", "-"]
+    assert lines[1].split() == expected
+    assert lines[2] == "targets" and lines[3].split()[:4] == ["http://a", "2", "0.200", "0.300"]
     assert lines[4].split() == ["http://b", "-"]
     assert phases_table({"total": _figures_doc(None)}) == ""
 

@@ -1,8 +1,9 @@
-"""Where a response's time went: connect, TLS, waiting (time to first byte) and receiving.
+"""Where a response's time went: queueing, connect, TLS, waiting (time to first byte) and
+receiving.
 
 A driver that measures phases reports, per interval and (target, request), for each phase
 how many responses it was measured for, the exact sum and the largest value (stats.proto
-fields 30..41), and a histogram of waiting (42, or 43 as packed buckets between agent and
+fields 30..41, and 110..112 for queueing), and a histogram of waiting (42, or 43 as packed buckets between agent and
 controller). `Phases` holds them and merges exactly: counts and sums add, maxima take the
 larger, the waiting histograms merge like the latency histogram. Means are sum / count, so
 they are exact for any merge of drivers, agents and intervals.
@@ -23,7 +24,7 @@ from .histogram import EMPTY, Histogram
 __all__ = ["NO_PHASE", "PHASE_NAMES", "Phase", "Phases", "waiting_histogram_of"]
 
 # In the order they happen; stats.proto's fields are <name>_count, <name>_sum_us, <name>_max_us.
-PHASE_NAMES = ("connect", "tls", "waiting", "receiving")
+PHASE_NAMES = ("queueing", "connect", "tls", "waiting", "receiving")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ NO_PHASE = Phase()
 
 @dataclass(slots=True)
 class Phases:
-    """The four phases of a row's responses, and the histogram of their waiting.
+    """The five phases of a row's responses, and the histogram of their waiting.
 
     Mutable like the StatsRow that holds it: `add_counts` merges into this one."""
 
@@ -63,6 +64,8 @@ class Phases:
     waiting: Phase = NO_PHASE
     receiving: Phase = NO_PHASE
     waiting_histogram: Histogram = EMPTY
+    # Last, so that positional construction of the four older phases keeps its meaning.
+    queueing: Phase = NO_PHASE
 
     @property
     def responses(self) -> int:
@@ -75,15 +78,16 @@ class Phases:
         self.tls += other.tls
         self.waiting += other.waiting
         self.receiving += other.receiving
+        self.queueing += other.queueing
 
     def copy_counts(self) -> Phases:
         """A new Phases with these counts and no histogram (Phase values are shared, being frozen)."""
-        return Phases(self.connect, self.tls, self.waiting, self.receiving)
+        return Phases(self.connect, self.tls, self.waiting, self.receiving, queueing=self.queueing)
 
     @classmethod
     def from_proto(cls, pb: stats_pb2.IntervalStats, waiting_histogram: Histogram | None = None) -> Phases | None:
         """The phases of a message; None when it has none. `waiting_histogram`: already decoded."""
-        if not (pb.waiting_count or pb.connect_count or pb.tls_count or pb.receiving_count):
+        if not (pb.waiting_count or pb.connect_count or pb.tls_count or pb.receiving_count or pb.queueing_count):
             return None
         return cls(
             connect=Phase(pb.connect_count, pb.connect_sum_us, pb.connect_max_us) if pb.connect_count else NO_PHASE,
@@ -93,6 +97,9 @@ class Phases:
                 Phase(pb.receiving_count, pb.receiving_sum_us, pb.receiving_max_us) if pb.receiving_count else NO_PHASE
             ),
             waiting_histogram=waiting_histogram if waiting_histogram is not None else waiting_histogram_of(pb),
+            queueing=(
+                Phase(pb.queueing_count, pb.queueing_sum_us, pb.queueing_max_us) if pb.queueing_count else NO_PHASE
+            ),
         )
 
     def write_to(self, pb: stats_pb2.IntervalStats, *, buckets: bool = False) -> None:

@@ -86,6 +86,8 @@ class StatsRow:
     # Users in progress at the end of the interval (a gauge like active_connections; the
     # IntervalStats message says what a user is).
     users: int = 0
+    # HTTP/2 streams open at the end of the interval (a gauge like users).
+    active_streams: int = 0
     histogram: Histogram = EMPTY
     # Open model: requests due, sent late (> 1 ms), the worst send lag, never sent, and the
     # exact sum of every sent request's send lag (0: not measured, as by Gatling).
@@ -153,7 +155,7 @@ class StatsRow:
         return sum(self.errors.values())
 
     def add(self, other: StatsRow) -> None:
-        """Merges `other` into this row exactly. Gauges (active connections, users) add too:
+        """Merges `other` into this row exactly. Gauges (active connections, users, streams) add too:
         rows merged this way must be from the same interval, different drivers. To merge
         many rows, `merge_rows` is cheaper (it merges their histograms at once)."""
         self.add_counts(other)
@@ -184,6 +186,7 @@ class StatsRow:
         self.connections_closed += other.connections_closed
         self.active_connections += other.active_connections
         self.users += other.users
+        self.active_streams += other.active_streams
         self.scheduled += other.scheduled
         self.sent_late += other.sent_late
         self.max_send_lag_us = max(self.max_send_lag_us, other.max_send_lag_us)
@@ -222,6 +225,7 @@ class StatsRow:
             connections_closed=pb.connections_closed,
             active_connections=pb.active_connections,
             users=pb.users,
+            active_streams=pb.active_streams,
             histogram=histogram if histogram is not None else histogram_of(pb),
             scheduled=pb.scheduled,
             sent_late=pb.sent_late,
@@ -261,6 +265,7 @@ class StatsRow:
             connections_closed=self.connections_closed,
             active_connections=self.active_connections,
             users=self.users,
+            active_streams=self.active_streams,
             scheduled=self.scheduled,
             sent_late=self.sent_late,
             max_send_lag_us=self.max_send_lag_us,

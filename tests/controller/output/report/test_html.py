@@ -292,3 +292,18 @@ def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path,
     assert names == [*(f"a{n}" for n in range(11, 20)), "other agents (11)"]
     other = [r for r in agents if r.agent == "other agents (11)"]
     assert len(other) == 10 and other[0].values["rps"] == sum(range(11)), "the others' sum per interval"
+
+
+@pytest.mark.parametrize(
+    ("streams", "names"), [((0, 0), ["users", "connections"]), ((0, 12), ["users", "connections", "HTTP/2 streams"])]
+)
+def test_the_concurrency_chart_shows_http2_streams_only_when_a_run_had_some(streams, names):
+    from loadfleet.controller.output.report.html import concurrency_series
+
+    rows = tuple(
+        IntervalRow(i * 1000, "cluster", "", "*", "*", {"users": 8.0, "active_conns": 2.0, "active_streams": float(n)})
+        for i, n in enumerate(streams)
+    )
+    series = concurrency_series(RunData(Path("."), {}, (), rows, (), ()))
+    assert [s.name for s in series] == names
+    assert [v for _, v in series[-1].points] == ([2.0, 2.0] if len(names) == 2 else [0.0, 12.0])

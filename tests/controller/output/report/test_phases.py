@@ -12,7 +12,7 @@ from loadfleet.wire.phases import Phase, Phases
 from loadfleet.wire.stats import StatsRow
 
 
-def _entry(name: str, waiting_us: int, phases: bool = True) -> dict:
+def _entry(name: str, waiting_us: int, phases: bool = True, queueing_us: int = 0) -> dict:
     row = StatsRow(
         "t",
         "r",
@@ -24,6 +24,7 @@ def _entry(name: str, waiting_us: int, phases: bool = True) -> dict:
             waiting=Phase(2, 2 * waiting_us, waiting_us),
             receiving=Phase(2, 100, 50),
             waiting_histogram=Histogram.of([waiting_us] * 2),
+            queueing=Phase(2, 2 * queueing_us, queueing_us),
         )
         if phases
         else None,
@@ -34,7 +35,7 @@ def _entry(name: str, waiting_us: int, phases: bool = True) -> dict:
 def test_one_bar_per_entry_with_a_segment_per_measured_phase():
     summary = {
         "total": _entry("*", 3000),
-        "targets": [_entry("http://a", 1000), _entry("http://b", 5000)],
+        "targets": [_entry("http://a", 1000), _entry("http://b", 5000, queueing_us=2000)],
         "requests": [_entry("home", 3000)],
     }
     html = "".join(phases_section(summary))
@@ -43,6 +44,8 @@ def test_one_bar_per_entry_with_a_segment_per_measured_phase():
     assert labels == ["total", "target http://a", "target http://b"]  # one request: no bar of its own
     titles = re.findall(r"<title>([^<]+)</title>", html)
     assert "target http://b: waiting (time to first byte) 5.000 ms" in titles
+    assert "target http://b: queueing (for a worker, connection or stream) 2.000 ms" in titles
+    assert not any(t.startswith("target http://a: queueing") for t in titles), "nothing queued: no segment"
     assert not any("TLS" in t for t in titles), "a phase not measured has no segment"
     assert html.count("<tr>") == 1 + 3  # the table: its header, a row per bar
 

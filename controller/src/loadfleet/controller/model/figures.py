@@ -53,8 +53,8 @@ class PhaseTime:
 @dataclass(frozen=True)
 class PhaseFigures:
     """Where the responses' time went (docs/metrics.md defines each phase). The per-response
-    means of the four phases and `other_ms` (what no phase covers: waiting for a connection or
-    a send slot, writing the request) add up to the mean latency."""
+    means of the five phases and `other_ms` (what no phase covers: writing the request, an
+    HTTP/2 handshake) add up to the mean latency."""
 
     responses: int
     connect: PhaseTime
@@ -65,6 +65,8 @@ class PhaseFigures:
     waiting_p50_ms: float = 0.0
     waiting_p90_ms: float = 0.0
     waiting_p99_ms: float = 0.0
+    # Waiting for a free worker, connection or HTTP/2 stream (a driver of before it: none).
+    queueing: PhaseTime = PhaseTime()
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,10 @@ class Phases:
     other_ms: float = 0
     waiting_p50_ms: float = 0
     waiting_p99_ms: float = 0
+    queueing: PhaseTime = PhaseTime()  # absent from a summary of before it: 0
 
     def phase(self, name: str) -> PhaseTime:
-        """connect, tls, waiting or receiving (wire.phases.PHASE_NAMES)."""
+        """queueing, connect, tls, waiting or receiving (wire.phases.PHASE_NAMES)."""
         time: PhaseTime = getattr(self, name)
         return time
 

@@ -20,6 +20,7 @@ from loadfleet.controller.output.report.checktable import (
     pct_text,
 )
 from loadfleet.v1 import run_pb2
+from loadfleet.wire.phases import PHASE_NAMES
 
 # `req/s` counts attempts (a refused connect is one), `ok/s` successes: never one number for both.
 PROGRESS_HEADER = (
@@ -38,6 +39,8 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
         else ""
     )
     missing += f"  ({s.lost_agents} lost)" if s.lost_agents else ""
+    # HTTP/2 runs only: an HTTP/1.1 run's line keeps its columns.
+    streams = f"  {s.active_streams} streams" if s.active_streams else ""
     missing += threshold_mark(s.failing_thresholds)
     if s.validity in (run_pb2.VALIDITY_SUSPECT, run_pb2.VALIDITY_INVALID):
         verdict = run_pb2.Validity.Name(s.validity).removeprefix("VALIDITY_")
@@ -47,7 +50,7 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
     p50, p99 = (f"{s.p50_ms:.2f}", f"{s.p99_ms:.2f}") if measured else (NONE, NONE)
     return (
         f"{clock:>8}  {s.agents:>6}  {s.rps:>10.1f}  {s.ok_rps:>10.1f}  {s.mb_per_s:>8.2f}  {p50:>8}  "
-        f"{p99:>8}  {s.errors:>7}  {s.users:>7}{check_mark(s.checks_passed, s.checks_failed)}{missing}"
+        f"{p99:>8}  {s.errors:>7}  {s.users:>7}{streams}{check_mark(s.checks_passed, s.checks_failed)}{missing}"
     )
 
 
@@ -183,6 +186,7 @@ LATENCY_NOT_MEASURED = (
 
 _PHASE_COLUMNS = (
     ("responses", 10),
+    ("queueing", 8),
     ("connect", 8),
     ("tls", 8),
     ("waiting", 8),
@@ -218,7 +222,7 @@ def phases_table(doc: dict[str, Any]) -> str:
             continue
         values = (
             f"{phases.responses}",
-            *(f"{phases.phase(p).per_response_ms:.3f}" for p in ("connect", "tls", "waiting", "receiving")),
+            *(f"{phases.phase(p).per_response_ms:.3f}" for p in PHASE_NAMES),
             f"{phases.other_ms:.3f}",
             f"{phases.waiting_p50_ms:.2f}",
             f"{phases.waiting_p99_ms:.2f}",

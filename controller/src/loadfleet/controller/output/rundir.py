@@ -85,6 +85,8 @@ INTERVAL_COLUMNS = (
         "conns_closed",
         "active_conns",
         "users",
+        # HTTP/2 streams open at the interval's end (a gauge like users; 0 on HTTP/1.1).
+        "active_streams",
         "rps",
         "ok_rps",
         "mb_per_s",
@@ -351,6 +353,7 @@ def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) ->
         row.connections_closed,
         row.active_connections,
         row.users,
+        row.active_streams,
         round(f.rps, 3),
         round(f.ok_rps, 3),
         round(f.mb_per_s, 6),

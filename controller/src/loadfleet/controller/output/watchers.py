@@ -35,6 +35,7 @@ class IntervalUpdate:
     verdict: Verdict = VALID  # generator health (genbound.py)
     users: int = 0  # users in progress at the interval's end (IntervalStats.users)
     failing_thresholds: tuple[str, ...] = ()  # the plan's thresholds failing as of this interval, by name
+    active_streams: int = 0  # HTTP/2 streams open at the interval's end (IntervalStats.active_streams)
 
 
 # What a follower hears: each interval, each event, then the run's summary.
@@ -114,6 +115,7 @@ class Watchers:
             interval.verdict,
             interval.total.users,
             self._failing_thresholds(),
+            interval.total.active_streams,
         )
         self._put(update)
 

@@ -141,6 +141,7 @@ def row_problem(row: StatsRow) -> str | None:
         row.connections_closed,
         row.active_connections,
         row.users,
+        row.active_streams,
         row.scheduled,
         row.sent_late,
         row.not_sent,

@@ -102,6 +102,7 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         validity=_VALIDITIES[u.verdict.validity],
         validity_reasons=u.verdict.reasons_text(),
         users=_u64(u.users),
+        active_streams=_u64(u.active_streams),
         ok_rps=f.ok_rps,
         latency_measured=f.latency is not None,
         failing_thresholds=u.failing_thresholds,

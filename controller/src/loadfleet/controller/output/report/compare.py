@@ -37,6 +37,7 @@ METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
 # Where a response's time went (summary.json's `phases`): each phase's share of the mean
 # latency, and time to first byte's p99. None for a run whose driver measured no phase.
 PHASE_METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("queueing_ms", "queueing ms/response", fmt_ms),
     ("connect_ms", "connect ms/response", fmt_ms),
     ("tls_ms", "TLS ms/response", fmt_ms),
     ("waiting_ms", "waiting ms/response", fmt_ms),

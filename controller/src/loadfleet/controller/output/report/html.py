@@ -251,6 +251,15 @@ def failures_text(entry: Entry) -> str:
     return ", ".join(parts) or "-"
 
 
+def concurrency_series(run: RunData) -> tuple[Series, ...]:
+    """Users and connections; HTTP/2 streams too when a run had any (a line at 0 says nothing)."""
+    series = [Series("users", run.total_series("users")), Series("connections", run.total_series("active_conns"))]
+    streams = run.total_series("active_streams")
+    if any(value > 0 for _, value in streams):
+        series.append(Series("HTTP/2 streams", streams))
+    return tuple(series)
+
+
 def charts(run: RunData) -> list[Chart]:
     markers = tuple(
         Marker(run.seconds(e.at_ms if e.at_ms is not None else 0), f"{e.kind}: {e.text}")
@@ -265,7 +274,7 @@ def charts(run: RunData) -> list[Chart]:
         Chart(
             "Concurrent users and open connections (cluster)",
             "users, connections",
-            (Series("users", run.total_series("users")), Series("connections", run.total_series("active_conns"))),
+            concurrency_series(run),
             markers=markers,
         ),
         Chart("Requests/s by target", "req/s", tuple(busiest(run.by_target("rps"), "other targets")), markers=markers),

@@ -1,5 +1,5 @@
 """report.html's "Where the time goes": per target and request, a response's mean latency
-split into its phases (connect, TLS, waiting, receiving, and what no phase covers) as
+split into its phases (queueing, connect, TLS, waiting, receiving, and what no phase covers) as
 stacked bars, and a table of the same figures (summary.json's `figures.phases`).
 
 Contract: `phases_section(summary)` returns HTML elements (an empty list when no driver
@@ -17,15 +17,17 @@ from loadfleet.controller.output.report.svg import PALETTE
 
 # The segments of a bar, in the order they happen, with the summary's field of each.
 SEGMENTS = (
+    ("queueing (for a worker, connection or stream)", "queueing"),
     ("connect", "connect"),
     ("TLS", "tls"),
     ("waiting (time to first byte)", "waiting"),
     ("receiving", "receiving"),
-    ("other (queueing, writing the request)", "other"),
+    ("other (writing the request)", "other"),
 )
 HEADERS = (
     "",
     "responses",
+    "queueing ms",
     "connect ms",
     "TLS ms",
     "waiting ms",

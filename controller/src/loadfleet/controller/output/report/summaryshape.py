@@ -114,7 +114,7 @@ def _phases_ok(phases: object) -> bool:
         return True
     if not isinstance(phases, dict) or not all(_is_number(phases.get(k, 0)) for k in _PHASE_FIGURES):
         return False
-    times = [phases.get(name, {}) for name in ("connect", "tls", "waiting", "receiving")]
+    times = [phases.get(name, {}) for name in ("queueing", "connect", "tls", "waiting", "receiving")]
     return all(isinstance(t, dict) and all(_is_number(t.get(k, 0)) for k in _PHASE_TIMES) for t in times)
 
 

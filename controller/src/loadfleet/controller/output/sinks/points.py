@@ -97,6 +97,7 @@ def _http_fields(row: StatsRow, f: Figures) -> tuple[Field, ...]:
         ("error_pct", f.error_pct),
         ("active_conns", row.active_connections),
         ("users", row.users),
+        ("active_streams", row.active_streams),  # HTTP/2 streams open at the interval's end
         ("redirects", row.redirects),  # redirect hops followed (plan `redirects`)
         ("conns_opened", row.connections_opened),
         ("conns_closed", row.connections_closed),
