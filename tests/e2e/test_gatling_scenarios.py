@@ -2,8 +2,9 @@
 `make gatling`) through the agent's JobRunner, against two nginx servers on loopback: each
 scenario is a population of its own, its rows carry its name and add up to what its server
 logged, each sends only from its start to its end, `${user}` counts each population's users
-from its share's first_user, and a scenario with no share on this agent is left out. The JobSpec is built here as the controller
-will build it (plans with scenarios are still refused publicly, issue 31)."""
+from its share's first_user, and a scenario with no share on this agent is left out. The
+JobSpec is built here as the controller will build it (plans with scenarios are still refused
+publicly, issue 31)."""
 
 from __future__ import annotations
 
