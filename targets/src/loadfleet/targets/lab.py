@@ -225,7 +225,7 @@ class Lab:
             )
         backends = [Upstream(b.name, b.host, b.port) for b in map(self.server, spec.backends)]
         if spec.kind == "haproxy":
-            return HaproxyServer(*args, self.state_dir, spec.name, backends, **common)
+            return HaproxyServer(*args, self.state_dir, spec.name, backends, front=spec.front, mode=spec.mode, **common)
         if spec.kind == "varnish":
             return VarnishServer(*args, self.state_dir, spec.name, backends, cache=spec.cache, **common)
         raise LabError(f"server kind '{spec.kind}' is not one of {', '.join(KINDS)}")

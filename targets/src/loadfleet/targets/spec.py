@@ -41,6 +41,8 @@ import yaml
 from .apache import DEFAULT_MPM, MPMS
 from .caps import machine_cpus
 from .daemon import check_loopback
+from .haproxy import FRONTS as HAPROXY_FRONTS
+from .haproxy import MODES as HAPROXY_MODES
 from .journeyapp import DEFAULT_USERS, MAX_USERS
 from .mariadb import DEFAULT_CATEGORIES, DEFAULT_ITEMS, DEFAULT_SEED, MAX_ROWS
 from .php import DEFAULT_COST, DEFAULT_FRONT, DEFAULT_MAX_AGE_S, FRONTS, MAX_COST, MAX_MAX_AGE_S
@@ -63,7 +65,7 @@ KIND_FIELDS = {
     "nginx": ("workers", "tls", "profile"),
     "apache": ("mpm", "profile"),
     "php": ("front", "mpm", "workers", "cost", "database", "max_age_s", "profile"),
-    "haproxy": ("backends",),
+    "haproxy": ("backends", "front", "mode"),
     "varnish": ("backends", "cache"),
     "mariadb": ("seed", "items", "categories"),
     "tomcat": (),
@@ -99,7 +101,8 @@ class ServerSpec:
     workers: int | None = None  # nginx worker processes, PHP-FPM children
     tls: bool = False  # nginx: https with a self-signed certificate
     mpm: str = DEFAULT_MPM  # apache, php with front apache
-    front: str = DEFAULT_FRONT  # php: nginx or apache
+    front: str = DEFAULT_FRONT  # php: nginx or apache; haproxy: http1, h2 or h2c (HAPROXY_FRONTS)
+    mode: str = "http"  # haproxy: http (balances each request, each h2 stream) or tcp (each connection)
     cost: int = DEFAULT_COST  # php: SHA-256 rounds per page by default
     backends: tuple[str, ...] = ()  # haproxy, varnish: names of other servers
     cache: bool = DEFAULT_CACHE  # varnish
@@ -300,8 +303,8 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     if kind in BALANCERS and "backends" not in entry:
         problems.append(f"{where}.backends: a {kind} needs the names of the servers it balances over")
     problems += _database_kind_problems(placed, entry, kind)
-    fields = {k: entry[k] for k in (*KIND_FIELDS[kind], "cpus", "cpu_pct") if k in entry}
-    _check_fields(where, fields, problems)
+    fields = _kind_fields(kind, entry)
+    _check_fields(where, kind, fields, problems)
     if len(problems) > before:
         return None
     if (problem := _combination_problem(where, kind, fields)) is not None:
@@ -311,6 +314,14 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
         if key in fields:
             fields[key] = tuple(fields[key])
     return ServerSpec(name, kind, host, port, on=placed.on, **fields)
+
+
+def _kind_fields(kind: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry's fields of its kind, with the defaults that differ by kind."""
+    fields = {k: entry[k] for k in (*KIND_FIELDS[kind], "cpus", "cpu_pct") if k in entry}
+    if kind == "haproxy":  # its front is what it speaks to clients, not a php server's web server
+        fields.setdefault("front", HAPROXY_FRONTS[0])
+    return fields
 
 
 def _database_kind_problems(placed: Placed, entry: dict[str, Any], kind: str) -> list[str]:
@@ -341,6 +352,8 @@ def _combination_problem(where: str, kind: str, fields: dict[str, Any]) -> str |
     """A problem of fields that are each valid but not together."""
     if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
         return f"{where}.categories: must not be more than items (every category has an item)"
+    if kind == "haproxy" and fields.get("mode") == "tcp" and fields["front"] != HAPROXY_FRONTS[0]:
+        return f"{where}.front: a mode tcp haproxy passes bytes through (the backends speak TLS or h2): leave front out"
     if kind == "php" and "mpm" in fields and fields.get("front", DEFAULT_FRONT) != "apache":
         return f"{where}.mpm: only for front: apache (an nginx front has no MPM)"
     if fields.get("profile") == "stock" and "workers" in fields and kind in ("nginx", "php"):
@@ -373,11 +386,13 @@ def _address(placed: Placed, entry: dict[str, Any], kind: str, problems: list[st
     return host, port
 
 
-def _check_fields(where: str, fields: dict[str, Any], problems: list[str]) -> None:
+def _check_fields(where: str, kind: str, fields: dict[str, Any], problems: list[str]) -> None:
+    fronts = HAPROXY_FRONTS if kind == "haproxy" else FRONTS
     checks: dict[str, Check] = {
         "workers": (lambda v: _is_int(v) and 1 <= v <= MAX_WORKERS, f"an integer from 1 to {MAX_WORKERS}"),
         "mpm": (lambda v: v in MPMS, f"one of {', '.join(MPMS)}"),
-        "front": (lambda v: v in FRONTS, f"one of {', '.join(FRONTS)}"),
+        "front": (lambda v: v in fronts, f"one of {', '.join(fronts)}"),
+        "mode": (lambda v: v in HAPROXY_MODES, f"one of {', '.join(HAPROXY_MODES)}"),
         "cost": (lambda v: _is_int(v) and 0 <= v <= MAX_COST, f"an integer from 0 to {MAX_COST}"),
         "backends": (
             lambda v: isinstance(v, list) and v and all(isinstance(b, str) for b in v) and len(set(v)) == len(v),
