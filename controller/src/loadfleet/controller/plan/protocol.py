@@ -53,6 +53,8 @@ def _target_problems(i: int, target: dict[str, Any], gatling: bool) -> list[Prob
         problems.append(Problem(path, f"{protocol.value} needs TLS (ALPN); '{url}' is http (use h2c for cleartext)"))
     if gatling and protocol.is_h2:
         problems.append(Problem(path, "the gatling driver does not load HTTP/2 yet: use `driver: engine`"))
+    if gatling and "tls" in target:
+        problems.append(Problem(f"targets[{i}].tls", "the gatling driver takes no TLS options: use `driver: engine`"))
     if "max_streams" in target and not protocol.is_h2:
         problems.append(Problem(f"targets[{i}].max_streams", "HTTP/2 only: give protocol h2, h2c or auto"))
     return problems
