@@ -151,7 +151,9 @@ fn check_targets(spec: &pb::JobSpec, problems: &mut Vec<String>) -> Vec<Target> 
         .targets
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| parse_target(t, &tls_config).map_err(|e| problems.push(format!("targets[{i}].{e}"))).ok())
+        .filter_map(|(i, t)| {
+            parse_target(t, &tls_config, spec.tls_verify).map_err(|e| problems.push(format!("targets[{i}].{e}"))).ok()
+        })
         .collect();
     if spec.targets.is_empty() {
         problems.push("targets: at least one target is needed".into());
@@ -376,7 +378,7 @@ pub(crate) mod tests {
         let addresses = vec!["127.0.0.2:8080".to_string(), "[::1]:8081".to_string()];
         let target =
             pb::Target { url: "https://no-such-host.invalid:8443".into(), weight: 1, addresses, ..Default::default() };
-        let parsed = parse_target(&target, &tls).unwrap();
+        let parsed = parse_target(&target, &tls, false).unwrap();
         let turns: Vec<String> = (0..3).map(|_| parsed.next_addr().to_string()).collect();
         assert_eq!(turns, ["127.0.0.2:8080", "[::1]:8081", "127.0.0.2:8080"]);
         assert!(parsed.tls.is_some(), "the server name comes from the URL");

@@ -33,7 +33,12 @@ impl Target {
 
 /// `http[s]://host:port` (no path) to the addresses to connect to (the agent's, or the
 /// host resolved) and, for https, the TLS setup. Errors start with the field at fault.
-pub fn parse_target(target: &pb::Target, tls_config: &std::sync::Arc<rustls::ClientConfig>) -> Result<Target, String> {
+/// `verify`: the job's tls_verify, for a target with its own TLS options.
+pub fn parse_target(
+    target: &pb::Target,
+    tls_config: &std::sync::Arc<rustls::ClientConfig>,
+    verify: bool,
+) -> Result<Target, String> {
     let url = &target.url;
     let (rest, default_port, https) = match url.split_once("://") {
         Some(("http", rest)) => (rest, 80, false),
@@ -63,9 +68,14 @@ pub fn parse_target(target: &pb::Target, tls_config: &std::sync::Arc<rustls::Cli
     let h2 = H2Target::from_proto(target, https)?;
     let tls = if https {
         let host = with_port[..with_port.rfind(':').expect("has a port")].trim_matches(|c| c == '[' || c == ']');
-        let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
-            .map_err(|e| format!("url: '{host}' is not a TLS server name: {e}"))?;
-        Some(http::Tls { config: h2.tls_config(tls_config), server_name })
+        let server_name = crate::tls::server_name(target.tls.as_ref(), host)?;
+        let config = match &target.tls {
+            Some(options) => crate::tls::target_config(verify, options)?,
+            None => std::sync::Arc::clone(tls_config),
+        };
+        Some(http::Tls { config: h2.tls_config(&config), server_name })
+    } else if target.tls.is_some() {
+        return Err(format!("tls: '{url}' is not https; TLS options need an https:// URL"));
     } else {
         None
     };
@@ -87,10 +97,22 @@ mod tests {
     fn ipv6_and_default_port() {
         let tls = crate::tls::client_config(false);
         let target = |url: &str| pb::Target { url: url.into(), weight: 1, ..Default::default() };
-        assert_eq!(parse_target(&target("http://[::1]:81"), &tls).unwrap().next_addr().port(), 81);
-        assert_eq!(parse_target(&target("http://127.0.0.1"), &tls).unwrap().next_addr().port(), 80);
-        let https = parse_target(&target("https://127.0.0.1"), &tls).unwrap();
+        assert_eq!(parse_target(&target("http://[::1]:81"), &tls, false).unwrap().next_addr().port(), 81);
+        assert_eq!(parse_target(&target("http://127.0.0.1"), &tls, false).unwrap().next_addr().port(), 80);
+        let https = parse_target(&target("https://127.0.0.1"), &tls, false).unwrap();
         assert_eq!(https.next_addr().port(), 443);
         assert!(https.tls.is_some());
+    }
+
+    #[test]
+    fn tls_options_need_an_https_url() {
+        let tls = crate::tls::client_config(false);
+        let target = |url: &str| pb::Target { url: url.into(), weight: 1, ..Default::default() };
+        let mut plain = target("http://127.0.0.1:81");
+        plain.tls = Some(pb::TargetTls::default());
+        assert!(parse_target(&plain, &tls, false).err().unwrap().starts_with("tls: "));
+        let mut https = target("https://127.0.0.1:443");
+        https.tls = Some(pb::TargetTls { sni: "lab.test".into(), ..Default::default() });
+        assert!(parse_target(&https, &tls, false).unwrap().tls.is_some());
     }
 }

@@ -58,6 +58,7 @@ from loadfleet.controller.plan.schema import schema_problems
 from loadfleet.controller.plan.shorthand import add_cli_thresholds, cli_threshold_problem
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
+from loadfleet.controller.plan.targettls import inline_tls_files
 from loadfleet.controller.plan.thresholds import PlanFacts, threshold_from_doc, threshold_problems, verdict_from_doc
 from loadfleet.controller.plan.workload import request_from_doc, session_from_doc
 from loadfleet.wire import DEFAULT_INTERVAL_MS
@@ -165,6 +166,7 @@ def _parse_doc(
         return _build(doc, [], default_name, base_dir, None)
     feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
     problems += inline_body_files(doc, base_dir, confined=confined)
+    problems += inline_tls_files(doc, base_dir, confined=confined)
     problems = (_confinement_problems(doc) if confined else []) + problems
     if problems:
         raise PlanError(_capped(problems))

@@ -55,6 +55,8 @@ def _target_problems(i: int, target: dict[str, Any], gatling: bool) -> list[Prob
         # Gatling enables HTTP/2 only by ALPN over TLS (`enableHttp2`): no prior knowledge.
         words = "the gatling driver cannot load h2c (HTTP/2 over TLS only): use `driver: engine`"
         problems.append(Problem(path, words))
+    if gatling and "tls" in target:
+        problems.append(Problem(f"targets[{i}].tls", "the gatling driver takes no TLS options: use `driver: engine`"))
     if "max_streams" in target and not protocol.is_h2:
         problems.append(Problem(f"targets[{i}].max_streams", "HTTP/2 only: give protocol h2, h2c or auto"))
     return problems

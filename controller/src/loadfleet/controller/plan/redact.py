@@ -17,8 +17,8 @@ from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.model import Plan
 
 _NOTE = (
-    "# Values of credential headers, query parameters and feed columns are redacted in the run directory"
-    " (docs/security.md).\n"
+    "# Values of credential headers, query parameters, feed columns and TLS client keys are redacted in the run"
+    " directory (docs/security.md).\n"
 )
 
 
@@ -29,7 +29,11 @@ def _redacted_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, 
 def redact_plan(plan: Plan) -> Plan:
     """The plan with every credential header and query value replaced by REDACTED."""
     requests = tuple(replace(r, headers=_redacted_headers(r.headers), path=redact_query(r.path)) for r in plan.requests)
-    return replace(plan, requests=requests)
+    targets = tuple(
+        replace(t, tls=replace(t.tls, client_key_pem=REDACTED)) if t.tls and t.tls.client_key_pem else t
+        for t in plan.targets
+    )
+    return replace(plan, requests=requests, targets=targets)
 
 
 def redact_plan_yaml(plan_yaml: str) -> str:
@@ -52,7 +56,19 @@ def redact_plan_yaml(plan_yaml: str) -> str:
                     headers[name] = REDACTED
                     changed = True
     changed = _redact_feed((workload or {}).get("feed")) or changed
+    changed = _redact_client_keys(doc.get("targets") if isinstance(doc, dict) else None) or changed
     return _NOTE + yamlsafe.dump(doc) if changed else plan_yaml
+
+
+def _redact_client_keys(targets: object) -> bool:
+    """Each target's TLS client key (targettls.py) replaced in place; whether any was."""
+    changed = False
+    for target in targets if isinstance(targets, list) else []:
+        tls = target.get("tls") if isinstance(target, dict) else None
+        if isinstance(tls, dict) and tls.get("client_key_pem") not in (None, REDACTED):
+            tls["client_key_pem"] = REDACTED
+            changed = True
+    return changed
 
 
 def _redact_feed(feed: object) -> bool:

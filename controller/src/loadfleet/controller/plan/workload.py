@@ -12,6 +12,7 @@ from loadfleet.controller.model.credentials import redact_query
 from loadfleet.controller.model.load import Think
 from loadfleet.controller.plan.journeys import Check, Extract
 from loadfleet.controller.plan.protocol import DEFAULT_MAX_STREAMS, HttpProtocol
+from loadfleet.controller.plan.targettls import TargetTls
 
 
 @dataclass(frozen=True)
@@ -21,12 +22,14 @@ class Target:
     name: str = ""  # for `--target NAME=URL` (target_urls) to replace its url
     protocol: HttpProtocol = HttpProtocol.HTTP1
     max_streams: int = DEFAULT_MAX_STREAMS  # HTTP/2 only (protocol.py)
+    tls: TargetTls | None = None  # https only (targettls.py)
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Target:
         protocol = HttpProtocol(doc.get("protocol", HttpProtocol.HTTP1.value))
         streams = doc.get("max_streams", DEFAULT_MAX_STREAMS)
-        return cls(doc["url"].rstrip("/"), doc.get("weight", 1), doc.get("name", ""), protocol, streams)
+        tls = TargetTls.from_doc(doc["tls"]) if "tls" in doc else None
+        return cls(doc["url"].rstrip("/"), doc.get("weight", 1), doc.get("name", ""), protocol, streams, tls)
 
     def to_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"url": self.url, "weight": self.weight}
@@ -34,6 +37,8 @@ class Target:
             doc["name"] = self.name
         if self.protocol.is_h2:
             doc["protocol"], doc["max_streams"] = self.protocol.value, self.max_streams
+        if self.tls is not None:
+            doc["tls"] = self.tls.to_doc()
         return doc
 
 
