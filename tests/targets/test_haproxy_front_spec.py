@@ -68,3 +68,14 @@ def test_a_lab_spec_h2c_front_is_loaded_over_h2c(open_dir):
     assert total["errors"] == {}, total
     assert lines and all(line.startswith("access HTTP/2.0 200 ") for line in lines), lines[:3]
     assert total["figures"]["requests"] == len(lines)
+
+
+def test_an_mtls_nginx_is_a_spec_field_and_no_balancer_backend():
+    servers = {
+        s.name: s for s in parse_spec({"servers": [{"name": "web1", "mtls": True, "listen": f"{HOST}:0"}]}).servers
+    }
+    assert servers["web1"].mtls
+    with pytest.raises(SpecError, match=r"servers\[0\].mtls: 'yes' must be true or false"):
+        parse_spec({"servers": [{"mtls": "yes", "listen": f"{HOST}:0"}]})
+    with pytest.raises(SpecError, match="'web1' serves https"):
+        parse_spec({"servers": [{"name": "web1", "mtls": True, "listen": f"{HOST}:0"}, {**lb(), "backends": ["web1"]}]})

@@ -253,6 +253,7 @@ class Lab:
                 workers=spec.workers or 1,
                 extra_conf=extra,
                 tls=spec.tls,
+                mtls=spec.mtls,
                 profile=spec.profile,
                 **common,
             )

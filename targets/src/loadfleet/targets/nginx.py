@@ -19,6 +19,7 @@ from .daemon import (
     pid_alive,
     stop_pid,
 )
+from .pki import lab_pki
 from .profiles import (
     DEFAULT_PROFILE,
     NGINX_STOCK_EVENTS,
@@ -33,6 +34,9 @@ from .tls import self_signed_cert
 
 # $bytes_sent lets a test compare the bytes a load driver counted with what nginx sent.
 LOG_FORMAT = '$remote_addr "$request" $status $bytes_sent $msec'  # $msec: when it was logged, s.ms
+# An mTLS server's tls.log: the protocol, "r" for a resumed session ("." not), the SNI sent and the
+# client certificate's verification (SUCCESS, NONE, FAILED:reason), then the status.
+TLS_LOG_FORMAT = "$ssl_protocol $ssl_session_reused $ssl_server_name $ssl_client_verify $status"
 # Older names, kept for importers of this module.
 _alive = pid_alive
 
@@ -47,6 +51,9 @@ class NginxServer(LabServer):
     `http2`: HTTP/2 on the port: with `tls`, h2 by ALPN (and HTTP/1.1 for clients that do not offer
     h2); without, h2c by prior knowledge only (nginx then answers no HTTP/1.1 on the port). The
     access log's "$request" shows the version each request came in (HTTP/2.0).
+    `mtls`: https whose clients must show a certificate of the lab's own CA (pki.py, made at
+    start in the server's directory: `ca.pem`, `client.pem`, `client-key.pem` for a plan's
+    `tls`); each request's TLS facts go to `tls.log` (TLS_LOG_FORMAT), beside the access log.
     `profile`: `lab` (the lab's tuning, `workers` worker processes) or `stock` (Debian's
     nginx.conf and default site, profiles.py; `workers` does not apply)."""
 
@@ -63,14 +70,16 @@ class NginxServer(LabServer):
         workers: int = 1,
         extra_conf: str = "",
         tls: bool = False,
+        mtls: bool = False,
         http2: bool = False,
         profile: str = DEFAULT_PROFILE,
         launcher: Launcher = LOCAL,
     ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
-        self.workers, self.extra_conf, self.tls, self.profile = workers, extra_conf, tls, Profile(profile)
+        self.workers, self.extra_conf, self.tls, self.profile = workers, extra_conf, tls or mtls, Profile(profile)
+        self.mtls = mtls
         self.http2 = http2
-        self.scheme = "https" if tls else "http"
+        self.scheme = "https" if self.tls else "http"
         self.docroot = Path(docroot).resolve()
 
     @property
@@ -106,6 +115,7 @@ events {{
 {events}}}
 http {{
 {http}    log_format loadfleet '{LOG_FORMAT}';
+    log_format tls '{TLS_LOG_FORMAT}';
     access_log {self.access_log} loadfleet;
     client_body_temp_path {temp}/body;
     proxy_temp_path {temp}/proxy;
@@ -126,11 +136,27 @@ http {{
             f"        ssl_certificate_key {self.dir / 'key.pem'};\n"
             "        ssl_protocols TLSv1.2 TLSv1.3;\n"
             "        ssl_session_cache shared:loadfleet:1m;\n"
+        ) + (self._mtls_conf() if self.mtls else "")
+
+    def _mtls_conf(self) -> str:
+        return (
+            f"        ssl_client_certificate {self.dir / 'ca.pem'};\n"
+            "        ssl_verify_client on;\n"
+            f"        access_log {self.tls_log} tls;\n"
+            f"        access_log {self.access_log} loadfleet;\n"  # a server-level access_log replaces http's
         )
+
+    @property
+    def tls_log(self) -> Path:
+        """One line per request: TLS_LOG_FORMAT (mtls only)."""
+        return self.dir / "tls.log"
 
     def start(self) -> None:
         (self.dir / "tmp").mkdir(parents=True, exist_ok=True)
-        if self.tls:
+        if self.mtls:
+            lab_pki(self.dir, self.host)
+            self.tls_log.write_text("")
+        elif self.tls:
             self_signed_cert(self.dir, self.host)
         conf = self.dir / "nginx.conf"
         conf.write_text(self.config())

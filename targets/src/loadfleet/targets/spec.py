@@ -62,7 +62,7 @@ Check = tuple[Callable[[Any], object], str]
 PLACED_FIELDS = ("name", "kind", "port")
 # Fields each server kind takes besides the common ones.
 KIND_FIELDS = {
-    "nginx": ("workers", "tls", "profile"),
+    "nginx": ("workers", "tls", "mtls", "profile"),
     "apache": ("mpm", "profile"),
     "php": ("front", "mpm", "workers", "cost", "database", "max_age_s", "profile"),
     "haproxy": ("backends", "front", "mode"),
@@ -100,6 +100,7 @@ class ServerSpec:
     port: int
     workers: int | None = None  # nginx worker processes, PHP-FPM children
     tls: bool = False  # nginx: https with a self-signed certificate
+    mtls: bool = False  # nginx: https asking for a client certificate of the lab's own CA (pki.py)
     mpm: str = DEFAULT_MPM  # apache, php with front apache
     front: str = DEFAULT_FRONT  # php: nginx or apache; haproxy: http1, h2 or h2c (HAPROXY_FRONTS)
     mode: str = "http"  # haproxy: http (balances each request, each h2 stream) or tcp (each connection)
@@ -368,7 +369,9 @@ def _address(placed: Placed, entry: dict[str, Any], kind: str, problems: list[st
     kind); the address is the host's, known once the network is up."""
     where = placed.where
     if placed.on:
-        default = DEFAULT_PORTS.get(kind, DEFAULT_TLS_PORT if entry.get("tls") is True else DEFAULT_PORT)
+        default = DEFAULT_PORTS.get(
+            kind, DEFAULT_TLS_PORT if True in (entry.get("tls"), entry.get("mtls")) else DEFAULT_PORT
+        )
         port = entry.get("port", default)
         if not _is_int(port) or not 1 <= port <= 65535:
             problems.append(f"{where}.port: {port!r} must be a port from 1 to 65535")
@@ -400,6 +403,7 @@ def _check_fields(where: str, kind: str, fields: dict[str, Any], problems: list[
         ),
         "cache": (lambda v: isinstance(v, bool), "true or false"),
         "tls": (lambda v: isinstance(v, bool), "true or false"),
+        "mtls": (lambda v: isinstance(v, bool), "true or false"),
         "database": (lambda v: isinstance(v, str) and v, "the name of a mariadb server of this spec"),
         "seed": (_is_int, "an integer"),
         "items": (lambda v: _is_int(v) and 1 <= v <= MAX_ROWS, f"an integer from 1 to {MAX_ROWS}"),
@@ -439,10 +443,10 @@ def _backend_problems(servers: list[ServerSpec], placed: list[Placed]) -> list[s
                 problems.append(f"{at}.backends: '{backend}' is the server itself")
             elif backend not in seen:
                 problems.append(f"{at}.backends: '{backend}' is not a server of this spec")
-            elif backend in by_name and by_name[backend].tls:
+            elif backend in by_name and (by_name[backend].tls or by_name[backend].mtls):
                 # HAProxy and Varnish here forward plain HTTP.
                 problems.append(
-                    f"{at}.backends: '{backend}' serves https (tls: true); a {server.kind} forwards plain http"
+                    f"{at}.backends: '{backend}' serves https (tls or mtls); a {server.kind} forwards plain http"
                 )
             elif backend in by_name and by_name[backend].kind not in HTTP_KINDS:
                 problems.append(f"{at}.backends: '{backend}' is a {by_name[backend].kind} server, not an HTTP server")
