@@ -59,6 +59,7 @@ from loadfleet.controller.plan.shorthand import add_cli_thresholds, cli_threshol
 from loadfleet.controller.plan.stops import StopConditions
 from loadfleet.controller.plan.sweep import Sweep
 from loadfleet.controller.plan.targettls import inline_tls_files
+from loadfleet.controller.plan.targeturls import replace_target_urls, short
 from loadfleet.controller.plan.thresholds import PlanFacts, threshold_from_doc, threshold_problems, verdict_from_doc
 from loadfleet.controller.plan.workload import request_from_doc, session_from_doc
 from loadfleet.wire import DEFAULT_INTERVAL_MS
@@ -156,7 +157,7 @@ def _parse_doc(
     problems = schema_problems(doc)
     if problems:
         raise PlanError(_capped(problems))
-    problems = _replace_target_urls(doc, target_urls or {})
+    problems = replace_target_urls(doc, target_urls or {})
     if problems:
         raise PlanError(problems)
     if "scenarios" in doc:  # checked, then refused: the run path takes one scenario (issue 31)
@@ -189,28 +190,6 @@ def _scenario_plan_problems(doc: dict[str, Any]) -> list[Problem]:
     return problems + course_problems_of_scenarios(doc) + references + own + driver_problems(doc)
 
 
-def _replace_target_urls(doc: dict[str, Any], target_urls: Mapping[str, str]) -> list[Problem]:
-    """Gives named targets their new urls (checked like the plan's own), so one plan runs
-    against a lab and against real hosts unchanged."""
-    named: dict[str, int] = {}
-    problems = []
-    for i, target in enumerate(doc["targets"]):
-        if "name" not in target:
-            continue
-        if target["name"] in named:
-            problems.append(
-                Problem(f"targets[{i}].name", f"'{target['name']}' names targets[{named[target['name']]}] too")
-            )
-        named.setdefault(target["name"], i)
-    for name, url in target_urls.items():
-        if name not in named:
-            known = ", ".join(sorted(named)) or "none: give targets a `name`"
-            problems.append(Problem("--target", f"no target is named '{_short(name)}' (names: {known})"))
-        else:
-            doc["targets"][named[name]]["url"] = url
-    return problems
-
-
 def _confinement_problems(doc: dict[str, Any]) -> list[Problem]:
     """What a confined plan may not do: make its reader open files."""
     problems = []
@@ -237,10 +216,6 @@ def _capped(problems: list[Problem]) -> list[Problem]:
     if len(problems) <= MAX_PROBLEMS:
         return problems
     return [*problems[:MAX_PROBLEMS], Problem("", f"... and {len(problems) - MAX_PROBLEMS} more problems")]
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _meaning_problems(
@@ -328,7 +303,7 @@ def _session_problems(doc: dict[str, Any], session: dict[str, Any], requests: li
 def _url_problem(url: str) -> str | None:
     if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
         # urlsplit drops tabs and newlines silently; the engine would get them.
-        return f"{_short(repr(url))} has spaces or control characters"
+        return f"{short(repr(url))} has spaces or control characters"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         return f"'{url}' must start with http:// or https://"
@@ -339,7 +314,7 @@ def _url_problem(url: str) -> str | None:
     if ipv4_problem:
         return ipv4_problem
     if parts.username is not None or parts.password is not None:
-        return f"'{_short(url.split('@')[-1])}': credentials in a URL are not sent; give an Authorization header"
+        return f"'{short(url.split('@')[-1])}': credentials in a URL are not sent; give an Authorization header"
     try:
         _ = parts.port  # urllib checks the port only when asked for it
     except ValueError:
