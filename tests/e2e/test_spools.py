@@ -95,7 +95,7 @@ def test_an_agents_spool_past_its_limit_drops_its_oldest_and_the_run_counts_them
 def test_the_influxdb_spool_past_its_limit_during_a_long_outage_drops_the_oldest_and_says_so(
     processes, webs, docroot, tmp_path, influx
 ):
-    spool_kib = 24  # about 3 s of this run's points
+    spool_kib = 64  # 2-3 s of this run's points (an interval's batch is ~25 KB), far less than 14 s of them
     cluster = Cluster(
         processes, tmp_path, controller_args=("--allow-plan-influx", "--influx-spool-limit-mb", str(spool_kib / 1024))
     )
