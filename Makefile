@@ -16,7 +16,7 @@ DEMO_PACKAGES := nginx-light protobuf-compiler python3-venv gcc libc6-dev
 # balancers and NFS of the lab, chromium for the report's browser test, Java and Maven for
 # Gatling, systemd for checking the units, docker-compose for checking the compose file, faketime
 # for an agent whose clock is off (the chaos suite).
-LAB_PACKAGES := wrk docker-compose chromium faketime apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
+LAB_PACKAGES := wrk nghttp2-client docker-compose chromium faketime apache2 php-fpm haproxy varnish openjdk-17-jdk-headless maven nfs-ganesha nfs-ganesha-vfs libnfs-utils fuse3 iproute2 openssl mariadb-server php-mysql dbus-daemon systemd tomcat10 yaws
 PYTHON ?= python3
 
 .PHONY: setup demo-deps system-deps lab python-deps engine report-assets gatling influxdb helm dist demo test lint test-python test-unit test-engine clean

@@ -34,7 +34,7 @@ class BenchNginx(NginxServer):
         tuned = (
             conf.replace(" worker_connections 4096;\n", f" worker_connections {WORKER_CONNECTIONS};\n")
             .replace("events {\n", f"worker_rlimit_nofile {WORKER_CONNECTIONS + 1000};\nevents {{\n", 1)
-            .replace(f"listen {HOST}:{self.port};", f"listen {HOST}:{self.port} backlog={LISTEN_BACKLOG};")
+            .replace(f"listen {HOST}:{self.port}", f"listen {HOST}:{self.port} backlog={LISTEN_BACKLOG}", 1)
         )
         if "worker_rlimit_nofile" not in tuned or "backlog=" not in tuned:
             raise RuntimeError("NginxServer.config() changed shape: bench/engine/target.py must follow it")
@@ -53,13 +53,12 @@ def write_files(docroot: Path, sizes_bytes: dict[str, int]) -> None:
         (docroot / name).write_bytes(b"x" * size)
 
 
-def start_nginx(state_dir: Path, docroot: Path, extra_conf: str = "") -> BenchNginx:
-    """Starts nginx (1 worker, access log off, `extra_conf` in its server block) and pins its
-    master and worker to SERVER_CORE. On a failed pin the server is stopped again before the
-    error propagates."""
-    server = BenchNginx(
-        HOST, free_port(), docroot, state_dir, "nginx", workers=1, extra_conf="        access_log off;\n" + extra_conf
-    )
+def start_nginx(state_dir: Path, docroot: Path, extra_conf: str = "", *, http2: bool = False) -> BenchNginx:
+    """Starts nginx (1 worker, access log off, `extra_conf` in its server block; `http2`: h2c by
+    prior knowledge only) and pins its master and worker to SERVER_CORE. On a failed pin the
+    server is stopped again before the error propagates."""
+    quiet = "        access_log off;\n" + extra_conf
+    server = BenchNginx(HOST, free_port(), docroot, state_dir, "nginx", workers=1, extra_conf=quiet, http2=http2)
     server.start()
     try:
         master = psutil.Process(server.pid)
@@ -79,11 +78,12 @@ def served_files(
     fd_limit: int,
     extra_conf: str = "",
     contents: dict[str, bytes] | None = None,
+    http2: bool = False,
 ) -> Iterator[tuple[str, Path]]:
     """What every engine bench runs in: the open-files limit raised to `fd_limit`, this process
     on the server's core (off the generator's), and nginx serving files of `sizes_bytes` from a
     new work directory (named with `prefix`), and files of `contents` beside them, with
-    `extra_conf` in its server block. Yields (the server's URL, the work directory);
+    `extra_conf` in its server block (`http2`: speaking h2c only). Yields (the server's URL, the work directory);
     stops nginx and removes the directory at the end."""
     raise_fd_limit(fd_limit)
     os.sched_setaffinity(0, {SERVER_CORE})
@@ -93,7 +93,7 @@ def served_files(
         write_files(work / "docroot", sizes_bytes)
         for name, data in (contents or {}).items():
             (work / "docroot" / name).write_bytes(data)
-        server = start_nginx(work / "state", work / "docroot", extra_conf)
+        server = start_nginx(work / "state", work / "docroot", extra_conf, http2=http2)
         yield server.url, work
     finally:
         if server:
