@@ -90,7 +90,7 @@ def run_engine(
     argv = [*wrap, "taskset", "-c", str(GENERATOR_CORE), str(engine)]
     with open(log or os.devnull, "ab") as stderr:  # the child keeps its own descriptor
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
-    with Watchdog(proc.pid, duration_s + OVERRUN_S):
+    with _Watchdog(proc.pid, duration_s + OVERRUN_S):
         try:
             event = _read_event(proc.stdout)
             if event is None or event.WhichOneof("event") != "ready":
@@ -112,9 +112,9 @@ def run_engine(
             proc.stdin.flush()
             reports = _collect(proc, watch)
             proc.stdin.close()
-            user_s, sys_s, sleeps = reap(proc)
+            user_s, sys_s, sleeps = _reap(proc)
         finally:
-            stop_process(proc)
+            _kill(proc)
     rows = [s for r in reports for s in r.stats]
     histogram = Histogram.merge(histogram_of(row) for row in rows)
     p50 = histogram.percentiles([50])[0] if histogram else None
@@ -145,16 +145,22 @@ def run_wrk(url: str, *, connections: int, keep_alive: bool, duration_s: int, wr
     ]
     if not keep_alive:
         argv += ["-H", "Connection: close"]
-    proc = subprocess.Popen([*argv, url], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    with Watchdog(proc.pid, duration_s + OVERRUN_S):
+    return parse_wrk(*run_tool([*argv, url], duration_s, "wrk"))
+
+
+def run_tool(argv: Sequence[str], duration_s: float, tool: str) -> tuple[str, float, float, int]:
+    """Runs a reference load tool to its end (killed past its run by a watchdog): its output and
+    the CPU seconds (user, system) and voluntary context switches the kernel charged to it."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    with _Watchdog(proc.pid, duration_s + OVERRUN_S):
         try:
             out = proc.stdout.read().decode(errors="replace")
-            user_s, sys_s, sleeps = reap(proc)
+            user_s, sys_s, sleeps = _reap(proc)
         finally:
-            stop_process(proc)
+            _kill(proc)
     if proc.returncode != 0:
-        raise RuntimeError(f"wrk exited {proc.returncode}: {out}")
-    return parse_wrk(out, user_s, sys_s, sleeps)
+        raise RuntimeError(f"{tool} exited {proc.returncode}: {out}")
+    return out, user_s, sys_s, sleeps
 
 
 def parse_wrk(out: str, user_s: float, sys_s: float, sleeps: int) -> Measurement:
@@ -236,14 +242,14 @@ def _read_event(stream: BinaryIO) -> engine_pb2.EngineEvent | None:
     return engine_pb2.EngineEvent.FromString(payload)
 
 
-def reap(proc: subprocess.Popen) -> tuple[float, float, int]:
+def _reap(proc: subprocess.Popen) -> tuple[float, float, int]:
     """Waits for the process: its CPU seconds (user, system) and voluntary context switches."""
     _, status, rusage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return rusage.ru_utime, rusage.ru_stime, rusage.ru_nvcsw
 
 
-def stop_process(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen) -> None:
     """Stops the process by PID if it still runs (a failed or overrunning run)."""
     if proc.returncode is None:
         try:
@@ -258,7 +264,7 @@ def stop_process(proc: subprocess.Popen) -> None:
                 pipe.close()
 
 
-class Watchdog:
+class _Watchdog:
     """Kills `pid` if the block has not ended within `limit_s`."""
 
     def __init__(self, pid: int, limit_s: float):
@@ -270,7 +276,7 @@ class Watchdog:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
-    def __enter__(self) -> Watchdog:
+    def __enter__(self) -> _Watchdog:
         self._timer.start()
         return self
 

@@ -20,14 +20,13 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from bench.engine.bench import DEFAULT_ENGINE, read_proc_status, write_results
-from bench.engine.generators import GENERATOR_CORE, OVERRUN_S, Measurement, Watchdog, reap, run_engine, stop_process
+from bench.engine.generators import GENERATOR_CORE, Measurement, run_engine, run_tool
 from bench.engine.target import served_files
 from loadfleet.v1 import job_pb2, stats_pb2
 
@@ -124,16 +123,7 @@ def run_h2load(url: str, *, connections: int, streams: int, duration_s: int) -> 
     """h2load with one thread (as the engine is one) on GENERATOR_CORE, h2c by prior knowledge."""
     argv = ["taskset", "-c", str(GENERATOR_CORE), "h2load", "-t1", f"-c{connections}", f"-m{streams}"]
     argv += [f"-D{duration_s}", url]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    with Watchdog(proc.pid, duration_s + OVERRUN_S):
-        try:
-            out = proc.stdout.read().decode(errors="replace")
-            user_s, sys_s, sleeps = reap(proc)
-        finally:
-            stop_process(proc)
-    if proc.returncode != 0:
-        raise RuntimeError(f"h2load exited {proc.returncode}: {out[-2000:]}")
-    return parse_h2load(out, user_s, sys_s, sleeps)
+    return parse_h2load(*run_tool(argv, duration_s, "h2load"))
 
 
 def parse_h2load(out: str, user_s: float, sys_s: float, sleeps: int) -> Measurement:

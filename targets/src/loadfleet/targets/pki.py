@@ -9,15 +9,12 @@ server's), `client.pem` and `client-key.pem`. Keys are mode 0600.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .daemon import LabError, find_program
-from .tls import CERT_DAYS
+from .tls import CERT_DAYS, NEW_EC_KEY, openssl
 
 SERVER_NAME = "lab.loadfleet.test"  # the DNS name the server certificate holds beside its address
-_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
 _CA_EXTENSIONS = ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"]
 
 
@@ -34,8 +31,8 @@ def lab_pki(directory: Path, host: str) -> LabPki:
     """Makes the CA and the certificates it signs (see the module's docstring)."""
     directory.mkdir(parents=True, exist_ok=True)
     d = directory
-    _openssl(["req", "-x509", *_KEY, "-days", str(CERT_DAYS), "-subj", "/CN=loadfleet-lab-ca", *_CA_EXTENSIONS,
-              "-keyout", str(d / "ca-key.pem"), "-out", str(d / "ca.pem")])  # fmt: skip
+    ca = ["req", "-x509", *NEW_EC_KEY, "-days", str(CERT_DAYS), "-subj", "/CN=loadfleet-lab-ca", *_CA_EXTENSIONS]
+    openssl([*ca, "-keyout", str(d / "ca-key.pem"), "-out", str(d / "ca.pem")], "openssl could not make the lab CA")
     server = f"subjectAltName=IP:{host},DNS:{SERVER_NAME}\nextendedKeyUsage=serverAuth\n"
     _signed(d, "cert.pem", "key.pem", "/CN=loadfleet-lab", server)
     _signed(d, "client.pem", "client-key.pem", "/CN=loadfleet-client", "extendedKeyUsage=clientAuth\n")
@@ -48,15 +45,11 @@ def _signed(d: Path, cert: str, key: str, subject: str, extensions: str) -> None
     """A key and a certificate for it signed by the CA in `d`, with `extensions` (end entity)."""
     request, ext = d / f"{cert}.csr", d / f"{cert}.ext"
     ext.write_text("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n" + extensions)
-    _openssl(["req", *_KEY, "-subj", subject, "-keyout", str(d / key), "-out", str(request)])
-    _openssl(["x509", "-req", "-in", str(request), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca-key.pem"),
-              "-CAcreateserial", "-days", str(CERT_DAYS), "-extfile", str(ext), "-out", str(d / cert)])  # fmt: skip
+    failure = f"openssl could not make {cert}"
+    openssl(["req", *NEW_EC_KEY, "-subj", subject, "-keyout", str(d / key), "-out", str(request)], failure)
+    signing = ["x509", "-req", "-in", str(request), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca-key.pem")]
+    openssl(
+        [*signing, "-CAcreateserial", "-days", str(CERT_DAYS), "-extfile", str(ext), "-out", str(d / cert)], failure
+    )
     request.unlink()
     ext.unlink()
-
-
-def _openssl(args: list[str]) -> None:
-    argv = [find_program("openssl", "openssl", extra_dirs=("/usr/bin",)), *args]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    if result.returncode != 0:
-        raise LabError(f"openssl {args[0]} failed: {result.stderr.strip()[-500:]}")
