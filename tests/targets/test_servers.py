@@ -4,6 +4,7 @@ loadfleet counted equal to what the servers and balancers counted."""
 
 import hashlib
 import json
+import os
 import re
 import socket
 import ssl
@@ -16,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from loadfleet.targets.caps import machine_cpus
 from loadfleet.targets.daemon import LabError
 from loadfleet.targets.lab import Lab, SpecError, parse_spec
 from support.procs import free_port, pid_alive, program
@@ -354,10 +356,12 @@ def test_balancers_over_nfs_backed_nginx_reach_both_backends(open_dir, run_load)
 
 
 def test_apache_and_php_serve_an_nfs_docroot_byte_identical(open_dir, run_load):
-    """As root their workers run as www-data: the FUSE mount must let other users in."""
+    """As root their workers run as www-data: the FUSE mount must let other users in. The NFS
+    path (ganesha, its bus, the FUSE mount) runs on docroot.cpus."""
+    nfs_cpu = machine_cpus()[-1]
     spec = parse_spec(
         {
-            "docroot": {"nfs": True},
+            "docroot": {"nfs": True, "cpus": [nfs_cpu]},
             "workload": {"kind": "tree", "scale": 0.1, "seed": 4},
             "servers": [
                 {"name": "ap", "kind": "apache", "mpm": "worker", "listen": "127.0.0.2:0"},
@@ -389,11 +393,20 @@ def test_apache_and_php_serve_an_nfs_docroot_byte_identical(open_dir, run_load):
             timeout=30,
         )
         assert f"nfs client {client.client}: {client.read_ops}" in status.stdout, status.stdout
+        nfs_path = [s for s in lab.servers if s.kind in ("nfs", "fuse")]
+        assert len(nfs_path) == 2, [s.kind for s in lab.servers]
+        assert {os.sched_getaffinity(p) == {nfs_cpu} for s in nfs_path for p in s.pids} == {True}
+        assert os.sched_getaffinity(webs[0].pid) == set(machine_cpus())  # the servers are not pinned
 
 
 def test_a_bad_docroot_is_named():
     with pytest.raises(SpecError, match="docroot"):
         parse_spec({"docroot": {"nfs": "yes"}, "servers": WEBS})
+    with pytest.raises(SpecError, match=r"docroot.cpus: \[99\] must be a list of distinct CPUs"):
+        parse_spec({"docroot": {"nfs": True, "cpus": [99]}, "servers": WEBS})
+    with pytest.raises(SpecError, match=r"docroot\.cpus: only for an NFS docroot"):
+        parse_spec({"docroot": {"cpus": [0]}, "servers": WEBS})
+    assert parse_spec({"docroot": {"nfs": True, "cpus": [0]}, "servers": WEBS}).nfs_cpus == (0,)
 
 
 def test_nginx_serves_https_with_a_self_signed_certificate(open_dir, run_load):

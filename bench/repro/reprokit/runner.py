@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -49,12 +50,23 @@ def _tool(name: str) -> str:
     return str(beside) if beside.exists() else (shutil.which(name) or name)
 
 
-def derive_plan(study: Study, cell: Cell, options: RunOptions) -> tuple[Path, dict]:
+def cell_sweep(study: Study, cell: Cell, options: RunOptions) -> dict:
+    """The sweep the cell runs (its cluster sizes in the study's order): the plan's, with the
+    study's and the command line's overrides."""
+    plan = yaml.safe_load((options.repo / cell.plan).read_text())
+    return {**plan.get("sweep", {}), **study.sweep, **(options.sweep or {})}
+
+
+def derive_plan(study: Study, cell: Cell, options: RunOptions, pass_no: int = 1) -> tuple[Path, dict]:
     """The cell's plan with the study's sweep, written to the work directory; and the plan as it
-    runs (a plan without a sweep, in a study without one, keeps none)."""
+    runs (a plan without a sweep, in a study without one, keeps none). A study that shuffles its
+    cluster sizes gets them in the order of the pass and cell's own seed."""
     source = options.repo / cell.plan
     plan = yaml.safe_load(source.read_text())
-    sweep = {**plan.get("sweep", {}), **study.sweep, **(options.sweep or {})}
+    sweep = cell_sweep(study, cell, options)
+    if study.shuffle_servers and sweep.get("servers"):
+        sweep["servers"] = list(sweep["servers"])
+        random.Random(f"{study.id}/{cell.name}/{pass_no}").shuffle(sweep["servers"])
     if sweep:
         plan["sweep"] = sweep
     manifest = plan.get("workload", {}).get("manifest")
@@ -167,7 +179,7 @@ def _loadavg() -> float | None:
 
 def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: Callable[[str], None]) -> Path:
     """Runs one cell once and stores its evidence; returns the stored directory."""
-    plan_path, plan = derive_plan(study, cell, options)
+    plan_path, plan = derive_plan(study, cell, options, pass_no)
     sweep = plan.get("sweep") or {}
     command = [
         _tool("loadfleet"),
@@ -255,11 +267,38 @@ def stored_passes(study_dir: Path) -> int:
     return max(passes, default=0)
 
 
+def _design(sweep: dict, shuffled: bool) -> dict:
+    """What two runs of a cell must share for their passes to be one experiment: the sweep, with
+    its cluster sizes as a set when each run shuffles them."""
+    if shuffled and "servers" in sweep:
+        return {**sweep, "servers": sorted(sweep["servers"])}
+    return sweep
+
+
+def check_stored_design(study: Study, options: RunOptions) -> None:
+    """Refuses to add passes to stored runs of another design (other levels, step lengths, cluster
+    sizes): their passes would be averaged with the new ones as if they were one experiment."""
+    stored: dict[str, dict] = {}
+    for path in sorted((options.evidence_dir / study.id).glob("*/cell.json")):
+        record = json.loads(path.read_text())
+        stored.setdefault(record.get("cell", ""), _design(record.get("sweep") or {}, study.shuffle_servers))
+    for cell in study.cells:
+        wanted = _design(cell_sweep(study, cell, options), study.shuffle_servers)
+        if cell.name in stored and stored[cell.name] != wanted:
+            raise RunnerError(
+                f"cell {cell.name}: the runs stored in {options.evidence_dir / study.id} have the sweep "
+                f"{stored[cell.name]}, this run would have {wanted}; passes of two designs cannot be one "
+                "experiment: run with the stored settings, or move the stored runs away to start over"
+            )
+
+
 def run_study(study: Study, options: RunOptions, log: Callable[[str], None]) -> list[str]:
     """Every cell `repeat` times, interleaved (the order reversed on even passes), numbered after the
     passes already stored; returns the failures (empty when every run finished). The labs are down
-    again when it returns."""
+    again when it returns. Raises RunnerError before anything runs when the stored runs are of
+    another design."""
     failures = []
+    check_stored_design(study, options)
     first = stored_passes(options.evidence_dir / study.id) + 1
     with LabSession(study, options, log):
         for pass_no in range(first, first + options.repeat):

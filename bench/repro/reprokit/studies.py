@@ -50,6 +50,9 @@ class Study:
     step_vars: dict = field(default_factory=dict)  # var -> steps.csv field
     generator_cpus: str = ""  # taskset list for the generator, when the lab caps servers to others
     paper_test_s: float | None = None  # the paper's test that each run plays; None: t is the run's own
+    # Each run takes the sweep's cluster sizes (`servers`) in its own random order, seeded by the
+    # pass and the cell, so that a drift over a run does not fall on the largest clusters alone.
+    shuffle_servers: bool = False
     note: str = ""
 
 
@@ -165,25 +168,42 @@ def _study_003() -> Study:
 
 
 def _study_004() -> Study:
-    lab = LabSpec("plans/repro-webbench-nfs.lab.yaml", "build/repro-webbench-nfs")
-    cells = (
+    labs = (
+        LabSpec("plans/repro-webbench-nfs.lab.yaml", "build/repro-webbench-nfs"),
+        LabSpec("plans/repro-webbench-nfs-cto.lab.yaml", "build/repro-webbench-nfs-cto"),
+    )
+    # server -> the third octet of its twelve nodes' addresses in the labs
+    servers = {"nginx": 4, "apache-prefork": 5, "apache-worker": 6, "nginx-reopen": 7}
+    cells = tuple(
         Cell(
-            "nginx",
-            {"server": "nginx"},
+            server,
+            {"server": server},
             "plans/repro-webbench-nfs.yaml",
-            {f"node{i}": f"http://127.0.0.2{i}:18601" for i in range(1, 9)},
-        ),
+            {f"node{i}": f"http://127.0.{octet}.{i}:18601" for i in range(1, 13)},
+        )
+        for server, octet in servers.items()
     )
     return Study(
         "004",
-        "WebBench: 1-8 nginx nodes, each on 5 % of a core, on an NFS docroot",
-        (lab,),
+        "WebBench: 1-12 nodes, each on 2 % of a core, on an NFS docroot; nginx and Apache prefork and worker",
+        labs,
         cells,
-        sweep={"steps": [16, 64], "step_s": 4, "warmup_s": 1, "repeat": 1, "servers": [1, 2, 4, 8]},
+        sweep={
+            "steps": [1, 4, 16, 64],
+            "step_s": 30,
+            "warmup_s": 3,
+            "repeat": 1,
+            "servers": [1, 2, 4, 6, 8, 10, 12],
+        },
         level_vars=("clients",),
         step_vars={"cpus": "servers"},
         generator_cpus="0",
-        note="nginx nodes, each confined to 5 % of CPU 1, stand in for the paper's Apache on 1..12 CPUs",
+        shuffle_servers=True,
+        note="each node, confined to 2 % of CPU 1, stands for one of the paper's CPUs; nginx and Debian's stock "
+        "Apache prefork and worker are labelled analogues of the paper's Apache 1.3.14 and 2.0.8a, not those "
+        "versions; nginx-reopen opens every file over NFS (close-to-open, no open_file_cache), the others keep "
+        "NFS out of the request path after the first read (nginx) or cross the FUSE mount per open (Apache); "
+        "no Tomcat nodes (a JVM held to 2 % of a core does not start within the lab's 60 s)",
     )
 
 

@@ -159,11 +159,14 @@ class Lab:
             ganesha = GaneshaServer(
                 export, self.state_dir / "nfs-server", host=nfs[1].address, port=NFS_PORT, launcher=nfs[1]
             )
+        elif self.spec.nfs_cpus:
+            pinned = LocalLauncher(confine=CpuCap(self.spec.nfs_cpus).confine())
+            ganesha = GaneshaServer(export, self.state_dir / "nfs-server", port=free_port("127.0.0.1"), launcher=pinned)
         else:
             ganesha = GaneshaServer(export, self.state_dir / "nfs-server")
         self._add(ganesha, host=nfs[0].name if nfs else None, start=True)
         if not self.hosts:
-            self.docroot = self._mount(ganesha, "nfs-mount", self.state_dir, LOCAL)
+            self.docroot = self._mount(ganesha, "nfs-mount", self.state_dir, ganesha.launcher)
             return
         for name in dict.fromkeys(s.on for s in self.spec.servers if s.kind in FILE_KINDS and s.on):
             self.hosts.mounts[name] = self._mount(
@@ -176,7 +179,7 @@ class Lab:
             ganesha.url,
             directory / f"nfs-mount-{time.time_ns()}",
             cache=self.spec.nfs_cache,
-            launcher=None if launcher is LOCAL else launcher,
+            launcher=None if launcher is LOCAL else launcher,  # a lab host's, or CPUs of docroot.cpus
             name=name,
         )
         self._add(mount, host=getattr(launcher, "name", None), start=True)

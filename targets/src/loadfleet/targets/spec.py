@@ -150,6 +150,9 @@ class LabSpec:
     # mount (FUSE here; a kernel mount on real hosts), as in the classic cluster studies.
     nfs: bool = False
     nfs_cache: str = DEFAULT_NFS_CACHE
+    # Loopback labs: the CPUs the NFS path (ganesha and the FUSE mount) runs on, so that its work
+    # stays beside the servers it feeds and off the generator's CPUs (empty: any CPU).
+    nfs_cpus: tuple[int, ...] = ()
     hosts: tuple[HostSpec, ...] = ()  # empty: every server on loopback
     subnet: str | None = None  # the hosts' network; None: a free /24 at `up`
     controller: str | None = None  # agents dial this ADDRESS:PORT (a controller the lab does not start)
@@ -185,7 +188,7 @@ def parse_spec(doc: object) -> LabSpec:
     from .hostspec import parse_hosts  # the hosts sections build on this module's server parsing
 
     problems = [f"{key}: not a field of a lab spec ({', '.join(TOP_FIELDS)})" for key in doc if key not in TOP_FIELDS]
-    nfs, nfs_cache = _docroot(doc.get("docroot", {}), problems)
+    nfs, nfs_cache, nfs_cpus = _docroot(doc.get("docroot", {}), problems)
     workload = _workload(doc.get("workload") or {}, problems)
     if "hosts" in doc:
         lab = parse_hosts(doc, nfs, problems)
@@ -198,10 +201,12 @@ def parse_spec(doc: object) -> LabSpec:
     nfs = nfs or bool(lab and any(h.nfs for h in lab.hosts))
     if isinstance(docroot := doc.get("docroot"), dict) and "cache" in docroot and not nfs:
         problems.append("docroot.cache: only for an NFS docroot (docroot.nfs, or a host with nfs: true)")
+    if nfs_cpus and (lab is not None or not nfs):
+        problems.append("docroot.cpus: only for an NFS docroot on loopback (a lab host's caps place its NFS server)")
     if problems:
         raise SpecError(problems)
     if lab is None:
-        return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs, nfs_cache=nfs_cache)
+        return LabSpec(workload, tuple(_start_order(servers)), nfs=nfs, nfs_cache=nfs_cache, nfs_cpus=nfs_cpus)
     return LabSpec(
         workload,
         tuple(_start_order(servers)),
@@ -245,14 +250,20 @@ class Placed:
         return self.entry.get("name", self.default_name) if isinstance(self.entry, dict) else None
 
 
-def _docroot(doc: object, problems: list[str]) -> tuple[bool, str]:
-    if not isinstance(doc, dict) or set(doc) - {"nfs", "cache"} or not isinstance(doc.get("nfs", False), bool):
-        problems.append("docroot: must be {nfs: true|false, cache: " + "|".join(NFS_CACHES) + "}")
-        return False, DEFAULT_NFS_CACHE
+def _docroot(doc: object, problems: list[str]) -> tuple[bool, str, tuple[int, ...]]:
+    fields = {"nfs", "cache", "cpus"}
+    if not isinstance(doc, dict) or set(doc) - fields or not isinstance(doc.get("nfs", False), bool):
+        problems.append("docroot: must be {nfs: true|false, cache: " + "|".join(NFS_CACHES) + ", cpus: [CPU, ...]}")
+        return False, DEFAULT_NFS_CACHE, ()
     cache = doc.get("cache", DEFAULT_NFS_CACHE)
     if cache not in NFS_CACHES:
         problems.append(f"docroot.cache: {cache!r} must be one of {', '.join(NFS_CACHES)}")
-    return doc.get("nfs", False), cache
+    cpus = doc.get("cpus", [])
+    check, wanted = CAP_CHECKS["cpus"]
+    if "cpus" in doc and not check(cpus):
+        problems.append(f"docroot.cpus: {cpus!r} must be {wanted}")
+        cpus = []
+    return doc.get("nfs", False), cache, tuple(cpus)
 
 
 def _workload(doc: object, problems: list[str]) -> WorkloadSpec:
