@@ -30,7 +30,6 @@ from loadfleet.controller.run.pipeline import RunPipeline
 from loadfleet.controller.stream.contract import StepWindow
 from loadfleet.controller.stream.window import IntervalWindow
 from loadfleet.v1 import agent_pb2
-from loadfleet.wire.stats import TOTAL
 
 JOB = "bench-domain"
 START_MS = 1_800_000_000_000
@@ -50,7 +49,7 @@ def main() -> None:
     )
     pairs = [(t.url, r.name) for t in plan.targets for r in plan.requests]
     templates = build_templates(pairs, histogram_pool(), total_row=True)
-    limits = ReportLimits(keys=frozenset(pairs) | {(TOTAL, TOTAL)}, max_rows=len(pairs) + 1)
+    limits = ReportLimits.of_plan(plan, max_unnamed_rows=0)
     agents = [f"sim-{i:04d}" for i in range(args.agents)]
     rng = random.Random(3)
     messages = [

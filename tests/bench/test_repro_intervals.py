@@ -26,7 +26,7 @@ from bench.repro.reprokit.intervals import (
 from bench.repro.reprokit.studies import STUDIES, paper_s_per_run_s
 from bench.repro.reprokit.tables import time_table
 from bench.repro.reprokit.verdicts import Status, evaluate_findings
-from loadfleet.controller.output.rundir import INTERVAL_COLUMNS
+from loadfleet.controller.output.intervalscsv import INTERVAL_COLUMNS
 from support.procs import REPO
 
 INTERVAL_MS = 1000

@@ -30,10 +30,8 @@ from loadfleet.controller.output.sinks.points import (
     event_point,
     host_points,
     http_points,
-    step_host_points,
-    step_point,
-    step_target_points,
 )
+from loadfleet.controller.output.sinks.steppoints import step_host_points, step_point, step_target_points
 from loadfleet.controller.output.sinks.thresholdpoints import threshold_points
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.v1 import stats_pb2

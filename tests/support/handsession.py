@@ -22,8 +22,10 @@ class HandSession:
         self.acked = 0
         self.seq = 0
 
-    async def hello(self, agent_id: str = "fake", labels: dict[str, str] | None = None) -> agent_pb2.Welcome:
-        hello = agent_pb2.Hello(agent_id=agent_id, cores=1, capabilities=["engine"], labels=labels)
+    async def hello(
+        self, agent_id: str = "fake", labels: dict[str, str] | None = None, capabilities: tuple[str, ...] = ("engine",)
+    ) -> agent_pb2.Welcome:
+        hello = agent_pb2.Hello(agent_id=agent_id, cores=1, capabilities=capabilities, labels=labels)
         await self.call.write(agent_pb2.AgentMessage(hello=hello))
         return (await self.call.read()).welcome
 

@@ -255,7 +255,7 @@ def run_summary(plan, intervals: list[FinalInterval]) -> dict:
 
 
 def test_summary_of_a_two_scenario_run_has_a_row_per_scenario_and_every_key_of_a_plain_one():
-    plan = parse_plan(SHOP, runnable_only=False)
+    plan = parse_plan(SHOP)
     step = window(seconds=5)
     doc = run_summary(
         plan, [shop_interval(step, at_s, checkout=None if at_s == 0 else (1, 0, 50.0)) for at_s in range(5)]

@@ -8,7 +8,7 @@ import pytest
 
 from loadfleet.controller.model.csvcells import read_cell, safe_row, text_cell
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
-from loadfleet.controller.output.report.rundata import _interval_rows
+from loadfleet.controller.output.report.intervalsread import _interval_rows
 from loadfleet.controller.output.rundir import RunDirWriter
 from support.streamdata import interval, row, window
 

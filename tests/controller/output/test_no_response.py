@@ -14,9 +14,10 @@ from loadfleet.controller.model.figures import figures_of
 from loadfleet.controller.model.summarydoc import SummaryDoc
 from loadfleet.controller.output import rundir
 from loadfleet.controller.output.console import PROGRESS_HEADER, progress_line, summary_table
-from loadfleet.controller.output.report.html import NO_RESPONSE
+from loadfleet.controller.output.report.figuresrow import NO_RESPONSE
 from loadfleet.controller.output.report.html import summary_table as report_table
-from loadfleet.controller.output.sinks.points import http_points, step_point
+from loadfleet.controller.output.sinks.points import http_points
+from loadfleet.controller.output.sinks.steppoints import step_point
 from loadfleet.controller.output.watchers import IntervalUpdate
 from loadfleet.controller.rpc.runconvert import interval_to_proto, summary_to_proto
 from loadfleet.controller.stream.contract import Scope

@@ -10,7 +10,7 @@ from loadfleet.controller.analysis.summary import summarize
 from loadfleet.controller.analysis.totals import RunTotals
 from loadfleet.controller.model.stepresult import StepState
 from loadfleet.controller.output.console import steps_table
-from loadfleet.controller.output.sinks.points import step_target_points
+from loadfleet.controller.output.sinks.steppoints import step_target_points
 from loadfleet.controller.output.stepscsv import LATENCY_COLUMNS, steps_csv
 from loadfleet.controller.plan.parse import parse_plan
 from loadfleet.controller.plan.steps import expand

@@ -9,7 +9,6 @@ import pytest
 
 from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.plan.parse import parse_plan
-from loadfleet.controller.plan.scenarios import NOT_RUNNABLE
 
 ENGINE = "use driver: engine"
 
@@ -35,8 +34,8 @@ def problems_of(text: str) -> list[tuple[str, str]]:
     return [(p.path, p.message) for p in exc.value.problems]
 
 
-def test_a_gatling_plan_with_scenarios_has_no_problem_but_the_public_refusal():
-    assert problems_of(TWO) == [(NOT_RUNNABLE.path, NOT_RUNNABLE.message)]
+def test_a_gatling_plan_with_scenarios_parses():
+    assert [s.name for s in parse_plan(textwrap.dedent(TWO)).scenarios] == ["browse", "buy"]
 
 
 @pytest.mark.parametrize(
@@ -85,7 +84,7 @@ def test_the_engine_driver_refuses_none_of_those():
     text = TWO.replace("driver: gatling\n", "").replace(
         "load: {model: open, rate: 5}", "load: {model: open, rate: 5}\n    budget: {requests: 100}"
     )
-    assert problems_of(text) == [(NOT_RUNNABLE.path, NOT_RUNNABLE.message)]
+    assert parse_plan(textwrap.dedent(text)).scenarios[1].max_requests == 100
 
 
 PLAIN = """

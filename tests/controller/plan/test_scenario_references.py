@@ -1,7 +1,6 @@
 """What names a scenario in a plan (issue 31 S2): the sweep's, the stop conditions' and the
 thresholds' `scenario` read, kept and written back; a step's plan levels only the swept
-scenario and cuts every scenario's targets. Scenario plans are parsed with
-`runnable_only=False`: the run path refuses them until it takes them (NOT_RUNNABLE)."""
+scenario and cuts every scenario's targets."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from loadfleet.controller.model.errors import PlanError
 from loadfleet.controller.model.load import Load, LoadModel
 from loadfleet.controller.plan import yamlsafe
 from loadfleet.controller.plan.parse import parse_plan
-from loadfleet.controller.plan.scenarios import NOT_RUNNABLE, ScenarioTarget
+from loadfleet.controller.plan.scenarios import ScenarioTarget
 from loadfleet.controller.plan.steps import expand, step_plan, swept_scenario
 from loadfleet.controller.plan.thresholds import Threshold, threshold_from_doc
 
@@ -47,7 +46,7 @@ def doc_of(text: str = SWEPT) -> dict[str, Any]:
 
 def parsed(doc: dict[str, Any] | str = SWEPT, **kw: Any):
     text = doc if isinstance(doc, str) else yamlsafe.dump(doc)
-    return parse_plan(textwrap.dedent(text), runnable_only=False, **kw)
+    return parse_plan(textwrap.dedent(text), **kw)
 
 
 def problems_of(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -68,7 +67,7 @@ def test_references_are_read_and_kept():
 
 def test_a_scenario_plan_writes_its_references_and_reads_back_equal():
     plan = parsed()
-    again = parse_plan(plan.to_yaml(), runnable_only=False)
+    again = parse_plan(plan.to_yaml())
     assert again == plan
     written = yamlsafe.load(plan.to_yaml())
     assert isinstance(written, dict) and written["sweep"]["scenario"] == "search"
@@ -76,12 +75,6 @@ def test_a_scenario_plan_writes_its_references_and_reads_back_equal():
     assert "clients" not in search["load"]  # the steps set it
     background = next(s for s in written["scenarios"] if s["name"] == "background")
     assert background["load"]["rate"] == 200
-
-
-def test_the_public_parse_still_refuses_a_good_scenario_plan():
-    with pytest.raises(PlanError) as exc:
-        parse_plan(textwrap.dedent(SWEPT))
-    assert [(p.path, p.message) for p in exc.value.problems] == [(NOT_RUNNABLE.path, NOT_RUNNABLE.message)]
 
 
 def test_the_shorthand_keeps_its_scenario():
@@ -129,7 +122,7 @@ def test_a_one_scenario_plan_sweeps_its_scenario_without_naming_it():
     plan = parsed(doc)
     assert plan.sweep is not None and plan.sweep.scenario == "" and swept_scenario(plan) == "search"
     assert step_plan(plan, expand(plan)[2]).scenarios[0].load.clients == 40
-    assert parse_plan(plan.to_yaml(), runnable_only=False) == plan
+    assert parse_plan(plan.to_yaml()) == plan
 
 
 @pytest.mark.parametrize(
@@ -166,5 +159,4 @@ def test_a_sweep_over_a_scenario_is_checked_with_paths(change: Any, expected: tu
     change(doc)
     found = problems_of(doc)
     assert any(path == expected[0] and expected[1] in message for path, message in found), found
-    assert (NOT_RUNNABLE.path, NOT_RUNNABLE.message) not in found
     assert len([p for p, _ in found if p == expected[0]]) == 1, found  # said once

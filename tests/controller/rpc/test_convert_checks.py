@@ -15,7 +15,7 @@ from loadfleet.wire.checks import CheckCount
 from loadfleet.wire.stats import TOTAL, StatsRow, total_row
 
 TARGET = "http://t:1"
-LIMITS = ReportLimits(keys=frozenset({(TARGET, "r"), (TARGET, "s"), (TOTAL, TOTAL)}), max_rows=3)
+LIMITS = ReportLimits(keys=frozenset({("", TARGET, "r"), ("", TARGET, "s"), ("", TOTAL, TOTAL)}), max_rows=3)
 
 
 def judged(request: str, n: int, check_failed: int, **checks: tuple[int, int]) -> StatsRow:

@@ -15,7 +15,7 @@ from loadfleet.wire.stats import MAX_ERROR_SAMPLES, TOTAL, StatsRow, total_row
 from loadfleet.wire.text import is_printable
 
 TARGET = "http://t:1"
-LIMITS = ReportLimits(keys=frozenset({(TARGET, "r"), (TARGET, "s"), (TOTAL, TOTAL)}), max_rows=3)
+LIMITS = ReportLimits(keys=frozenset({("", TARGET, "r"), ("", TARGET, "s"), ("", TOTAL, TOTAL)}), max_rows=3)
 
 
 def message(*rows: StatsRow, latency_buckets: bytes | None = None) -> agent_pb2.AgentInterval:

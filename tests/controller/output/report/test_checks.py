@@ -107,7 +107,7 @@ def test_an_unreadable_checks_file_is_named(tmp_path, text, says):
 )
 def test_the_failures_say_which_responses_failed_a_check(errors, status, text):
     from loadfleet.controller.model.summarydoc import Entry
-    from loadfleet.controller.output.report.html import failures_text
+    from loadfleet.controller.output.report.figuresrow import failures_text
 
     assert failures_text(Entry(errors=errors, status=status)) == text
 

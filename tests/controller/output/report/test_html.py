@@ -11,7 +11,8 @@ import pytest
 from loadfleet.controller.model.errors import UsageError
 from loadfleet.controller.output.report import REPORT_FILE, load_run, write_report
 from loadfleet.controller.output.report.html import MAX_LINES, busiest, failure_series, render_report
-from loadfleet.controller.output.report.rundata import IntervalRow, RunData
+from loadfleet.controller.output.report.intervalsread import IntervalRow
+from loadfleet.controller.output.report.rundata import RunData
 
 from .conftest import AGENTS, N_INTERVALS, TARGETS, write_synthetic_run
 
@@ -230,7 +231,8 @@ def test_the_header_counts_the_intervals_that_measured_the_generators():
     from pathlib import Path
 
     from loadfleet.controller.output.report.html import generator_health
-    from loadfleet.controller.output.report.rundata import IntervalRow, RunData
+    from loadfleet.controller.output.report.intervalsread import IntervalRow
+    from loadfleet.controller.output.report.rundata import RunData
 
     def run(*validities):
         from collections import Counter
@@ -272,9 +274,9 @@ def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path,
     """A soak: more intervals than a chart's points and more agents than its lines. Each point
     is the mean of `stride` intervals (max_ms their maximum); agents beyond the busiest are
     one summed line, so the report holds O(points x lines), not a row per agent and interval."""
-    from loadfleet.controller.output.report import rundata
+    from loadfleet.controller.output.report import intervalsread
 
-    monkeypatch.setattr(rundata, "MAX_POINTS", 10)
+    monkeypatch.setattr(intervalsread, "MAX_POINTS", 10)
     path = tmp_path / "intervals.csv"
     lines = ["interval_start_ms,scope,agent,target,request,rps,requests,max_ms,status_2xx"]
     for i in range(95):  # 95 intervals: strides of 10, the last bucket holds 5
@@ -283,7 +285,7 @@ def test_a_long_run_of_many_agents_is_read_in_bounded_points_and_lines(tmp_path,
         lines.append(f"{start},cluster,,*,*,{2 * i},{2 * i},{i},{2 * i}")
         lines += [f"{start},agent,a{n:02},*,*,{n},{n},1,{n}" for n in range(20)]
     path.write_text("\n".join(lines) + "\n")
-    _kinds, total, rows, agents, verdicts = rundata._read_intervals(path)
+    _kinds, total, rows, agents, verdicts, _scenarios = intervalsread.read_intervals(path)
     assert len(total) == 10 and [r.start_ms for r in total[:2]] == [0, 10_000] and verdicts == {"": 95}
     assert total[0].values["rps"] == sum(2 * i for i in range(10)) / 10 and total[0].values["max_ms"] == 9
     assert total[-1].values["requests"] == sum(2 * i for i in range(90, 95)) / 5

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from loadfleet.controller.output.report import interactive, load_run
 from loadfleet.controller.output.report.html import MAX_LINES, render_report
-from loadfleet.controller.output.report.rundata import IntervalRow, RunData
+from loadfleet.controller.output.report.intervalsread import IntervalRow
+from loadfleet.controller.output.report.rundata import RunData
 from loadfleet.controller.output.report.svg import Chart, Marker, Series
 
 DATA = re.compile(r'<script type="application/json" class="chart-data">(.*?)</script>', re.S)

@@ -150,7 +150,7 @@ class RunSummary:
         if self.scenarios:
             doc["scenarios"] = [s.to_json() for s in self.scenarios]
         doc["total"] = self.total.to_json()
-        doc["events"] = [{**asdict(e), "kind": e.kind.value} for e in self.events]
+        doc["events"] = [e.to_doc() for e in self.events]
         for step in doc["steps"]:
             _latency_of_nothing_is_null(step)
             if not step["scenarios"]:  # a plain plan's steps: as before scenarios

@@ -101,6 +101,8 @@ async def _watch(client: RunClient, run_id: str, progress: TextIO) -> run_pb2.Ru
             kind = update.WhichOneof("update")
             if kind == "interval":
                 print(console.progress_line(update.interval), file=progress, flush=True)
+                for line in console.scenario_lines(update.interval):
+                    print(line, file=progress, flush=True)
             elif kind == "event":
                 print(console.event_line(update.event), file=progress, flush=True)
             else:

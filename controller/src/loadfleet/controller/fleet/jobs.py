@@ -68,27 +68,35 @@ class JobReport:
 @dataclass(frozen=True)
 class ReportLimits:
     """What an agent's report for a job may hold, checked before anything is decoded: rows
-    only for the plan's (target, request) pairs (any names when a Gatling project names
-    its own requests) plus the agent's `*`/`*` total, checks only of the names the row's
-    request declares, and histograms of a sane size."""
+    only for the plan's (scenario, target, request) triples (any names when a Gatling project
+    names its own requests) plus the agent's total, checks only of the names the row's request
+    declares, and histograms of a sane size."""
 
-    keys: frozenset[tuple[str, str]] | None
+    # (scenario, target URL, request): a plain plan's scenario is "", and its total
+    # ("", *, *); a plan with scenarios has each scenario's rows and the total (*, *, *).
+    keys: frozenset[tuple[str, str, str]] | None
     max_rows: int
     max_histogram_bytes: int = 256 * 1024
-    # Per request name, the check and extraction names its rows may carry; under `*` those
-    # of every request (the total's). None: any names (a Gatling project's own simulation
-    # names its checks). O(requests × 32 names): the plan's, at most 16 + 16 per request.
+    # Per request name, the check and extraction names its rows may carry (a name two
+    # scenarios share: those of both); under `*` those of every request (the total's). None:
+    # any names (a Gatling project's own simulation names its checks). O(requests × 32 names):
+    # the plan's, at most 16 + 16 per request.
     check_names: Mapping[str, frozenset[str]] | None = None
 
     @classmethod
     def of_plan(cls, plan: Plan, *, max_unnamed_rows: int) -> ReportLimits:
-        """A job's limits from its plan: its (target, request) pairs and declared checks, or
-        any names and `max_unnamed_rows` rows when a Gatling project names its own requests."""
+        """A job's limits from its plan: its (scenario, target, request) triples and declared
+        checks, or any names and `max_unnamed_rows` rows when a Gatling project names its own
+        requests."""
         if plan.gatling and plan.gatling.project:
             return cls(keys=None, max_rows=max_unnamed_rows)
-        names = sorted({r.name for r in plan.requests})
-        keys = frozenset((t.url, n) for t in plan.targets for n in names) | {(TOTAL, TOTAL)}
-        return cls(keys=keys, max_rows=len(keys), check_names=declared_checks(plan))
+        keys = set()
+        for scenario in plan.each_scenario():
+            label = "" if scenario.implicit else scenario.name
+            names = {r.name for r in scenario.requests}
+            keys |= {(label, t.url, n) for t in scenario.targets_of(plan.targets) for n in names}
+        keys.add(("" if not plan.scenarios else TOTAL, TOTAL, TOTAL))
+        return cls(keys=frozenset(keys), max_rows=len(keys), check_names=declared_checks(plan))
 
 
 def declared_checks(plan: Plan) -> dict[str, frozenset[str]]:
@@ -96,7 +104,13 @@ def declared_checks(plan: Plan) -> dict[str, frozenset[str]]:
     extraction's "extract <variable>" (journeys.Extract.name, as the engine and the Gatling
     driver name it); the implicit status check has none (it is counted in check_failed).
     Under `*`, every request's."""
-    names = {r.name: frozenset([*(c.name for c in r.checks), *(e.name for e in r.extracts)]) for r in plan.requests}
+    names: dict[str, frozenset[str]] = {}
+    for scenario in plan.each_scenario():
+        for r in scenario.requests:
+            names[r.name] = names.get(r.name, frozenset()) | {
+                *(c.name for c in r.checks),
+                *(e.name for e in r.extracts),
+            }
     return {**names, TOTAL: frozenset().union(*names.values())}
 
 
@@ -111,3 +125,11 @@ class EngineFailure:
     how: str
     stderr_tail: str
     reported_requests: int
+    # A job with scenarios: (scenario index, requests) its share of each reported.
+    reported_by_scenario: tuple[tuple[int, int], ...] = ()
+
+    def reported(self) -> dict[int | None, int]:
+        """Its requests per scenario index, or under None all of them (a plain plan's)."""
+        if self.reported_by_scenario:
+            return dict(self.reported_by_scenario)
+        return {None: self.reported_requests}

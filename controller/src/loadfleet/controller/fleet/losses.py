@@ -13,6 +13,10 @@
 
 A load with stages is not moved (its ramps would start over on the engines that took it):
 its budget is, and the loss says so.
+
+With scenarios, each scenario's share is lost and handed on on its own (one `Loss` each),
+over every live engine, exactly as that scenario was split; a scenario whose span had ended
+when the share certainly stopped moves nothing, and its loss says so.
 """
 
 from __future__ import annotations
@@ -20,15 +24,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadfleet.controller.fleet.agents import AgentRegistry
 from loadfleet.controller.fleet.jobs import EngineFailure
-from loadfleet.controller.fleet.scheduler import EngineShare, combine
+from loadfleet.controller.fleet.scheduler import EngineShare, ScenarioShare, combine
+from loadfleet.controller.model.codec import OMIT_DEFAULT
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.load import Load, split_exact
 from loadfleet.controller.plan.model import LossPolicy
+from loadfleet.controller.stream.contract import ScenarioSpan
+
+# What an agent used of a step: for a scenario's name (None: all its load), its requests
+# reported in the step and its busiest interval.
+Use = Callable[[str | None], tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -47,12 +57,21 @@ class Loss:
     unreported_bound: int
     taken_by: int = 0  # agents whose engines took the share over (redistribute)
     moved_load: bool = False  # the load moved too, not only the budget
+    # The scenario whose share this was ("": a plain plan's whole load), and whether that
+    # scenario's span had ended when the share certainly stopped (nothing then moves).
+    scenario: str = field(default="", metadata={OMIT_DEFAULT: True})
+    scenario_ended: bool = field(default=False, metadata={OMIT_DEFAULT: True})
 
     def describe(self) -> str:
+        return (f"scenario {self.scenario}: " if self.scenario else "") + self._what_became()
+
+    def _what_became(self) -> str:
         what = f"agent {self.agent_id}" + (f"'s engine {self.engine}" if self.engine is not None else "")
         budget = f" and {self.budget_left:,} requests of its budget" if self.budget_left else ""
         if self.policy is LossPolicy.ABORT:
             return f"{what} lost its share ({self.load}); agents.on_loss is abort: the run ends"
+        if self.scenario_ended:
+            return f"{what} lost its share ({self.load}) after its scenario had ended: nothing to hand on"
         if self.policy is LossPolicy.CONTINUE or not self.taken_by:
             none = "" if self.policy is LossPolicy.CONTINUE else " (no engine was left to take it)"
             return f"{what} lost its share ({self.load}){none}; the step goes on without it"
@@ -69,82 +88,145 @@ class Loss:
         return f"{what} lost: {moved} went to {self.taken_by} other agent(s){bound}"
 
 
+@dataclass(frozen=True)
+class LostShare:
+    """What a lost agent or engine held of one part of the step's load: all of it (a plain
+    plan), or its share of one scenario (`scenario`: the scenario's index in the plan)."""
+
+    load: Load
+    budget_left: int  # of its request budget, not reported (0: none left, or no budget)
+    unreported_bound: int
+    scenario: int | None = None
+    budgeted: bool = False  # it had a request budget
+    first_user: int = 0  # its first user's number (an engine idle in the scenario takes it)
+
+
 def redistributed(
-    lost: Load, budget_left: int, shares: dict[str, tuple[EngineShare, ...]], live: dict[str, tuple[int, ...]]
+    lost: LostShare, shares: dict[str, tuple[EngineShare, ...]], live: dict[str, tuple[int, ...]]
 ) -> dict[str, tuple[EngineShare, ...]]:
     """Each taking agent's engine shares once the lost share is split over the live engines
     (`live`: each agent's live engine positions). A load with stages keeps its engines'
-    loads and hands over its budget only. Agents that get nothing are left out."""
+    loads and hands over its budget only, to the engines that run it. Agents that get nothing
+    are left out."""
     slots = [(agent, index) for agent in sorted(live) for index in live[agent]]
+    if lost.load.stages:
+        slots = [(a, i) for a, i in slots if _held(shares[a][i], lost.scenario) is not None]
     if not slots:
         return {}
     weights = [1] * len(slots)
-    whole = {field: split_exact(getattr(lost, field), weights) for field in ("clients", "users", "max_connections")}
-    budgets = split_exact(budget_left, weights)
+    whole = {
+        field: split_exact(getattr(lost.load, field), weights) for field in ("clients", "users", "max_connections")
+    }
+    budgets = split_exact(lost.budget_left, weights)
     updated: dict[str, list[EngineShare]] = {}
     for i, (agent, index) in enumerate(slots):
-        part = lost.part(1, len(slots), {field: parts[i] for field, parts in whole.items()})
-        moves_load = not lost.stages and part.peak > 0
+        part = lost.load.part(1, len(slots), {field: parts[i] for field, parts in whole.items()})
+        moves_load = not lost.load.stages and part.peak > 0
         if not (moves_load or budgets[i]):
             continue
         engines = updated.setdefault(agent, list(shares[agent]))
-        old = engines[index]
-        engines[index] = replace(  # keeps first_user: the engine's users keep their numbers
-            old,
-            load=combine([old.load, part]) if moves_load else old.load,
-            max_requests=old.max_requests + budgets[i] if old.max_requests else 0,
-        )
+        engines[index] = _taken(engines[index], lost, part if moves_load else None, budgets[i])
     return {agent: tuple(engines) for agent, engines in updated.items()}
+
+
+def _held(engine: EngineShare, scenario: int | None) -> Load | None:
+    """The engine's load of the whole step (scenario None) or of one scenario (None: idle)."""
+    if scenario is None:
+        return engine.load
+    held = engine.scenarios[scenario]
+    return held.load if held else None
+
+
+def _taken(old: EngineShare, lost: LostShare, part: Load | None, budget: int) -> EngineShare:
+    """An engine's share once it took `part` of a lost load (None: only budget) and `budget`
+    requests of its budget. Its users keep their numbers (first_user is kept)."""
+    if lost.scenario is None:
+        load = combine([old.load, part]) if part else old.load
+        return replace(old, load=load, max_requests=old.max_requests + budget if old.max_requests else 0)
+    held = old.scenarios[lost.scenario]
+    if held is None:  # idle in the scenario until now: the lost share's numbers and budget
+        assert part is not None  # a staged load's budget goes only to engines that run it
+        taken = ScenarioShare(part, budget if lost.budgeted else 0, lost.first_user)
+    else:
+        load = combine([held.load, part]) if part else held.load
+        taken = replace(held, load=load, max_requests=held.max_requests + budget if held.max_requests else 0)
+    scenarios = list(old.scenarios)
+    scenarios[lost.scenario] = taken
+    return replace(old, scenarios=tuple(scenarios))
 
 
 class StepShares:
     """Who runs which part of a step's load, as it changes: each agent's engine shares, its
-    dead engines, the requests it reported, and whose jobs ended. O(agents × engines)."""
+    dead engines, the requests it reported, and whose jobs ended. O(agents × engines ×
+    scenarios)."""
 
-    def __init__(self, job_id: str, step: str, interval_ms: int, shares: dict[str, tuple[EngineShare, ...]]):
+    def __init__(
+        self,
+        job_id: str,
+        step: str,
+        interval_ms: int,
+        shares: dict[str, tuple[EngineShare, ...]],
+        scenarios: tuple[ScenarioSpan, ...] = (),
+    ):
         self.job_id = job_id
         self.step = step
         self.interval_ms = interval_ms
         self.shares = dict(shares)
+        self.scenarios = scenarios  # the plan's, in order (empty: a plain plan)
         self.closed = False  # the step has ended: nothing more is handed over
-        self._dead: dict[str, dict[int, int]] = {}  # agent -> dead engine -> requests it reported
+        # agent -> dead engine -> requests it reported, per scenario index (None: a plain plan)
+        self._dead: dict[str, dict[int, dict[int | None, int]]] = {}
         self._gone: set[str] = set()  # lost, or their job ended
 
     def ended(self, agent_id: str) -> None:
         """Its job ended: it takes nothing over."""
         self._gone.add(agent_id)
 
-    def lose_agent(self, agent_id: str, reported: int, busiest: int, silent_ms: int) -> tuple[Load, int, int] | None:
-        """The agent's live share (load, budget not reported, unreported bound), now lost;
-        None when it had none left (its dead engines' shares were handed on already).
-        `reported`: its requests in the step; `busiest`: the most it reported in one
-        interval. It ran unreported for at most `silent_ms` (it stops when its lease runs
-        out), and never past its budget."""
+    def lose_agent(self, agent_id: str, use: Use, silent_ms: int) -> list[LostShare]:
+        """The agent's live shares (one, or one per scenario it had a share of), now lost;
+        none when it had none left (its dead engines' shares were handed on already).
+        `use`: what it reported in the step. It ran unreported for at most `silent_ms` (it
+        stops when its lease runs out), and never past its budget."""
         live = self.live(agent_id)
         self._gone.add(agent_id)
         if not live:
-            return None
-        engines = [self.shares[agent_id][i] for i in live]
-        budget = sum(e.max_requests for e in engines)
-        reported -= sum(self._dead.get(agent_id, {}).values())
-        left = max(0, budget - reported) if budget else 0
+            return []
         intervals = -(-silent_ms // self.interval_ms) + 1  # a partial interval at either end
-        return (
-            combine([e.load for e in engines]),
-            left,
-            min(left, busiest * intervals) if budget else busiest * intervals,
-        )
+        dead = self._dead.get(agent_id, {}).values()
+        lost = []
+        for part in self._parts([self.shares[agent_id][i] for i in live]):
+            reported, busiest = use(None if part.scenario is None else self.scenarios[part.scenario].name)
+            reported -= sum(d.get(part.scenario, 0) for d in dead)
+            lost.append(_left(part, reported, busiest * intervals))
+        return lost
 
-    def lose_engine(self, agent_id: str, index: int, reported: int, busiest: int) -> tuple[Load, int, int] | None:
-        """One engine's share (load, budget it did not report, unreported bound: its part
-        of the agent's busiest interval, for the interval it died in), now lost."""
+    def lose_engine(self, agent_id: str, index: int, reported: dict[int | None, int], busiest: int) -> list[LostShare]:
+        """One engine's shares (budget it did not report, unreported bound: its part of the
+        agent's busiest interval, for the interval it died in), now lost. `reported`: its
+        requests, per scenario index (None: a plain plan)."""
         if agent_id in self._gone or index not in self.live(agent_id):
-            return None
+            return []
         self._dead.setdefault(agent_id, {})[index] = reported
-        share = self.shares[agent_id][index]
-        left = max(0, share.max_requests - reported) if share.max_requests else 0
         unreported = -(-busiest // len(self.shares[agent_id]))
-        return share.load, left, min(left, unreported) if share.max_requests else unreported
+        return [
+            _left(part, reported.get(part.scenario, 0), unreported)
+            for part in self._parts([self.shares[agent_id][index]])
+        ]
+
+    def _parts(self, engines: list[EngineShare]) -> list[LostShare]:
+        """The engines' whole share (a plain plan), or their share of each scenario they have
+        one of, with its whole budget left."""
+        if not self.scenarios:
+            budget = sum(e.max_requests for e in engines)
+            return [LostShare(combine([e.load for e in engines]), budget, 0, budgeted=budget > 0)]
+        parts = []
+        for index in range(len(self.scenarios)):
+            held = [s for e in engines if (s := e.scenarios[index]) is not None]
+            if held:
+                budget = sum(s.max_requests for s in held)
+                load = combine([s.load for s in held])
+                parts.append(LostShare(load, budget, 0, index, budget > 0, min(s.first_user for s in held)))
+        return parts
 
     def live(self, agent_id: str) -> tuple[int, ...]:
         if agent_id in self._gone:
@@ -159,13 +241,24 @@ class StepShares:
     def take_over(self, updated: dict[str, tuple[EngineShare, ...]]) -> None:
         self.shares.update(updated)
 
+    def scenario_ended(self, lost: LostShare, at_ms: int) -> bool:
+        """Whether the lost share's scenario had ended by `at_ms` (a plain plan's: never)."""
+        return lost.scenario is not None and at_ms >= self.scenarios[lost.scenario].end_ms
+
     def restore(self, loss: Loss) -> None:
         """A loss from before a controller restart. (What a dead engine had reported is not
         journaled: a later loss of its agent then hands on less of its budget, never more.)"""
         if loss.engine is None:
             self._gone.add(loss.agent_id)
         else:
-            self._dead.setdefault(loss.agent_id, {})[loss.engine] = 0
+            self._dead.setdefault(loss.agent_id, {})[loss.engine] = {}
+
+
+def _left(part: LostShare, reported: int, bound: int) -> LostShare:
+    """A lost part with what is left of its budget after `reported` requests, and its
+    unreported bound (never past that budget)."""
+    left = max(0, part.budget_left - reported) if part.budgeted else 0
+    return replace(part, budget_left=left, unreported_bound=min(left, bound) if part.budgeted else bound)
 
 
 class FleetLosses:
@@ -221,14 +314,13 @@ class FleetLosses:
                 )
             )
 
-    def agent_lost(self, shares: StepShares, agent_id: str, silent_s: float, use: tuple[int, int]) -> None:
+    def agent_lost(self, shares: StepShares, agent_id: str, silent_s: float, use: Use) -> None:
         """`silent_s`: how long ago it was last heard (its load stops when its lease runs
-        out, counted from then); `use`: its requests in the step and its busiest interval."""
+        out, counted from then); `use`: what it reported in the step."""
         self._late_since.pop(agent_id, None)
         wait_s = max(0.0, self.lease_s - silent_s)
-        lost = shares.lose_agent(agent_id, *use, silent_ms=round((silent_s + wait_s) * 1000))
-        if lost:
-            self._apply(shares, agent_id, None, *lost, wait_s=wait_s)
+        for lost in shares.lose_agent(agent_id, use, silent_ms=round((silent_s + wait_s) * 1000)):
+            self._apply(shares, agent_id, None, lost, wait_s=wait_s)
 
     def engine_failed(self, shares: StepShares, failure: EngineFailure, busiest: int) -> None:
         """`busiest`: the most its agent reported in one interval of the step."""
@@ -240,58 +332,50 @@ class FleetLosses:
                 failure.agent_id,
             )
         )
-        lost = shares.lose_engine(failure.agent_id, failure.engine, failure.reported_requests, busiest)
-        if lost:  # a dead engine sends nothing more: its share moves at once
-            self._apply(shares, failure.agent_id, failure.engine, *lost, wait_s=0.0)
+        for lost in shares.lose_engine(failure.agent_id, failure.engine, failure.reported(), busiest):
+            # a dead engine sends nothing more: its share moves at once
+            self._apply(shares, failure.agent_id, failure.engine, lost, wait_s=0.0)
 
     def in_step(self, step: str) -> int:
         return sum(1 for loss in self.losses if loss.step == step)
 
-    def _apply(
-        self,
-        shares: StepShares,
-        agent_id: str,
-        engine: int | None,
-        load: Load,
-        budget_left: int,
-        bound: int,
-        *,
-        wait_s: float,
-    ) -> None:
+    def _apply(self, shares: StepShares, agent_id: str, engine: int | None, lost: LostShare, *, wait_s: float) -> None:
         loss = Loss(
             step=shares.step,
             agent_id=agent_id,
             engine=engine,
             at_ms=self._clock_ms(),
             policy=self.policy,
-            load=load.describe(),
-            budget_left=budget_left,
-            unreported_bound=bound,
+            load=lost.load.describe(),
+            budget_left=lost.budget_left,
+            unreported_bound=lost.unreported_bound,
+            scenario="" if lost.scenario is None else shares.scenarios[lost.scenario].name,
         )
         if self.policy is LossPolicy.REDISTRIBUTE:  # once the share has certainly stopped
-            asyncio.get_running_loop().call_later(wait_s, self._redistribute, shares, loss, load)
+            asyncio.get_running_loop().call_later(wait_s, self._redistribute, shares, loss, lost)
             return
         self._record(loss)
         if self.policy is LossPolicy.ABORT and not self.abort:
             self.abort = loss.describe()
             self._halt()
 
-    def _redistribute(self, shares: StepShares, loss: Loss, load: Load) -> None:
+    def _redistribute(self, shares: StepShares, loss: Loss, lost: LostShare) -> None:
         if shares.closed:
+            return
+        if shares.scenario_ended(lost, self._clock_ms()):
+            self._record(replace(loss, at_ms=self._clock_ms(), scenario_ended=True))
             return
         links = {
             a: link
             for a in shares.shares
             if (record := self._registry.get(a)) and (link := record.link) and not record.late
         }
-        updated = redistributed(load, loss.budget_left, shares.shares, shares.takers(set(links)))
+        updated = redistributed(lost, shares.shares, shares.takers(set(links)))
         shares.take_over(updated)
         for agent_id, engines in updated.items():
             links[agent_id].adjust(shares.job_id, engines)
-        self._record(
-            replace(loss, at_ms=self._clock_ms(), taken_by=len(updated), moved_load=not load.stages and load.peak > 0),
-            updated,
-        )
+        moved = not lost.load.stages and lost.load.peak > 0
+        self._record(replace(loss, at_ms=self._clock_ms(), taken_by=len(updated), moved_load=moved), updated)
 
     def _record(self, loss: Loss, updated: dict[str, tuple[EngineShare, ...]] | None = None) -> None:
         self.losses.append(loss)

@@ -72,6 +72,11 @@ class AgentShare:
     def max_requests(self) -> int:
         return sum(e.max_requests for e in self.engines)
 
+    def scenario_load(self, index: int) -> Load | None:
+        """The agent's share of one scenario (the plan's `index`-th); None: idle in it."""
+        parts = [s.load for e in self.engines if index < len(e.scenarios) and (s := e.scenarios[index])]
+        return combine(parts) if parts else None
+
 
 def split_over_engines(load: Load, max_requests: int, agents: list[tuple[str, int]]) -> list[AgentShare]:
     """Shares for (agent_id, cores) pairs, one engine per core (at most

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 
 class EventKind(enum.Enum):
@@ -36,6 +36,8 @@ class EventKind(enum.Enum):
     THRESHOLD_RECOVERED = "threshold_recovered"
     THRESHOLD_ABORT = "threshold_abort"  # a failing threshold's `abort` ended the run
     TARGET_FAILED = "target_failed"  # a step's requests failed on the target's side (analysis/genbound.py)
+    SCENARIO_STARTED = "scenario_started"  # a scenario of the plan started its load (Event.scenario)
+    SCENARIO_ENDED = "scenario_ended"
 
 
 @dataclass(frozen=True)
@@ -44,3 +46,12 @@ class Event:
     text: str
     agent_id: str = ""
     at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    scenario: str = ""  # the scenario it is about; "": the whole run
+
+    def to_doc(self) -> dict[str, object]:
+        """As events.jsonl and summary.json hold it: a whole-run event without `scenario`, as
+        before scenarios."""
+        doc: dict[str, object] = {**asdict(self), "kind": self.kind.value}
+        if not self.scenario:
+            del doc["scenario"]
+        return doc

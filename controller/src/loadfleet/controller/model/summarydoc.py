@@ -232,6 +232,20 @@ class EventDoc:
 
 
 @dataclass(frozen=True)
+class ScenarioDoc:
+    """One scenario of a plan with `scenarios:` (summary.ScenarioSummary)."""
+
+    name: str = "?"
+    model: str = ""
+    load: str = ""
+    start_after_s: float = 0.0
+    duration_s: float | None = None
+    budget: int = 0
+    total: Entry = Entry()
+    requests: tuple[Entry, ...] = ()
+
+
+@dataclass(frozen=True)
 class SummaryDoc:
     """summary.json as its readers see it."""
 
@@ -261,6 +275,7 @@ class SummaryDoc:
     verdict: RunVerdict | None = None
     # A unique feed's rows by their state in ledger.csv; empty without one.
     feed_rows: dict[str, int] = field(default_factory=dict)
+    scenarios: tuple[ScenarioDoc, ...] = ()  # a plan with `scenarios:`; empty for a plain plan
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> SummaryDoc:

@@ -54,6 +54,16 @@ def progress_line(s: run_pb2.IntervalSummary) -> str:
     )
 
 
+def scenario_lines(s: run_pb2.IntervalSummary) -> list[str]:
+    """Under the live line, one indented line per scenario with rows in the interval."""
+    lines = []
+    for sc in s.scenarios:
+        p99 = f"p99 {sc.p99_ms:.2f} ms" if sc.latency_measured else f"p99 {NONE}"
+        rates = f"{sc.rps:>10.1f} req/s {sc.ok_rps:>10.1f} ok/s"
+        lines.append(f"  {sc.name:<14} {rates}  {p99}  errors {sc.errors}  users {sc.users}")
+    return lines
+
+
 # The live line's mark of failing thresholds is at most this long (it follows the figures on
 # one terminal line): names past it are counted, not written.
 MAX_THRESHOLD_MARK_CHARS = 60
@@ -105,12 +115,17 @@ def summary_table(s: run_pb2.RunSummary, doc: dict[str, Any]) -> str:
         + (f": {s.message}" if s.message else "")
         + f" — {s.duration_s:.1f} s measured, results in {s.run_dir}"
     ]
-    name_width = max([len("total")] + [len(t.name) + 2 for t in (*s.targets, *s.requests, *s.agents)])
+    name_width = max([len("total")] + [len(t.name) + 2 for t in (*s.scenarios, *s.targets, *s.requests, *s.agents)])
     header = f"{'':<{name_width}}" + "".join(f"  {title:>{w}}" for title, w in _COLUMNS) + "   (latency in ms)"
     lines.append(header)
     lines.append(_row("total", s.total, name_width))
-    for title, group in (("targets", s.targets), ("requests", s.requests), ("agents", s.agents)):
-        if len(group) > 1 or title == "agents":
+    for title, group in (
+        ("scenarios", s.scenarios),
+        ("targets", s.targets),
+        ("requests", s.requests),
+        ("agents", s.agents),
+    ):
+        if len(group) > 1 or title == "agents" or (title == "scenarios" and group):
             lines.append(title)
             lines.extend(_row("  " + t.name, t, name_width) for t in group)
     summary = SummaryDoc.of(doc)
@@ -358,34 +373,3 @@ def _step_lines(st: Step, width: int) -> list[str]:
             for t in st.targets
         ]
     return lines
-
-
-def agents_table(agents: list[run_pb2.AgentInfo]) -> str:
-    if not agents:
-        return "no agents connected"
-    lines = [
-        f"{'agent':<24} {'state':<6} {'host':<16} {'version':<8} {'cores':>5} {'cpu %':>6} {'rss MB':>7} "
-        f"{'clock ms':>9}  labels"
-    ]
-    for a in agents:
-        state = run_pb2.AgentState.Name(a.state).removeprefix("AGENT_STATE_").lower()
-        labels = ",".join(f"{k}={v}" for k, v in sorted(a.labels.items()))
-        watches = f"  monitors {a.monitors}" if a.monitors else ""
-        allows = f"  allows {','.join(a.allow_targets)}" if a.allow_targets and not a.monitors else ""
-        # The agent's clock against the controller's (+: ahead); "?" until it has measured it.
-        clock = f"{-a.clock_offset_ms:+d}" if a.clock_measured else "?"
-        lines.append(
-            f"{a.agent_id:<24} {state:<6} {a.hostname:<16} {a.version:<8} {a.cores:>5} "
-            f"{a.health.cpu_pct:>6.1f} {a.health.rss_mb:>7.1f} {clock:>9}  {labels}{watches}{allows}"
-        )
-    return "\n".join(lines)
-
-
-def runs_table(runs: list[run_pb2.RunInfo]) -> str:
-    if not runs:
-        return "no runs on this controller"
-    lines = [f"{'run':<22} {'state':<9} {'plan':<20} {'requests':>10}  directory"]
-    for r in runs:
-        state = run_pb2.RunState.Name(r.state).removeprefix("RUN_STATE_").lower()
-        lines.append(f"{r.run_id:<22} {state:<9} {r.plan_name:<20} {r.requests:>10}  {r.run_dir}")
-    return "\n".join(lines)

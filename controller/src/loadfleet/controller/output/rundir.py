@@ -4,7 +4,7 @@ plan.yaml at the start; then, appended and flushed as each interval is published
 intervals.csv (one row per interval per scope: `cluster` rows merge all agents, `agent`
 rows are one agent's; within a scope a row per (target, request) and a `*`,`*` row for the
 whole interval), latency.hlog (the same intervals' latency histograms in microseconds, in
-the standard HdrHistogram log format, tagged `cluster` or `agent:<id>`, so that any
+the standard HdrHistogram log format, tagged `cluster`, `scenario:<name>` or `agent:<id>`, so that any
 percentile can be recomputed or merged later; each row ends with the interval's
 generator-health verdict and its reasons, `validity` and `validity_reasons`; with very many
 agents, `StepWindow.agent_detail` off, agents' rows are their totals only and the log has the
@@ -32,7 +32,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from loadfleet.controller.analysis.hosts import COUNTERS_CSV_HEADER, HOSTS_CSV_HEADER, counter_csv_rows, host_csv_rows
@@ -40,72 +40,21 @@ from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.model.csvcells import safe_row
 from loadfleet.controller.model.errors import LoadfleetError
 from loadfleet.controller.model.events import Event
-from loadfleet.controller.model.figures import PERCENTILES, WAITING_PERCENTILES, Figures, Latency
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.selfsample import CONTROLLER_CSV_HEADER, ControllerSample
 from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.model.verdict import VALID
-from loadfleet.controller.output.checkscsv import CHECKS_COLUMNS, CHECKS_FILE, check_csv_rows
+from loadfleet.controller.output.checkscsv import CHECKS_FILE, check_csv_rows, checks_columns
 from loadfleet.controller.output.diskwriter import DiskWriter
+from loadfleet.controller.output.intervalscsv import interval_cells, interval_columns
 from loadfleet.controller.output.report import REPORT_FILE, write_report
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
 from loadfleet.controller.output.stepscsv import steps_csv
 from loadfleet.controller.plan.redact import redact_plan_yaml
-from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
-from loadfleet.wire.phases import PHASE_NAMES
-from loadfleet.wire.stats import COUNTED_ERROR_KINDS, StatsRow, error_kind_name
+from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow, scenario_totals_of
+from loadfleet.wire.stats import StatsRow
 
 log = logging.getLogger(__name__)
-
-INTERVAL_COLUMNS = (
-    [
-        "interval_start_ms",
-        "scope",
-        "agent",
-        "target",
-        "request",
-        "requests",
-        "ok",
-        "failed",
-        # Responses that failed a check (in `failed`), and every declared check's pass %
-        # together (empty when the row's request declares none; each check: checks.csv).
-        "check_failed",
-        "check_pass_pct",
-        "status_1xx",
-        "status_2xx",
-        "status_3xx",
-        "status_4xx",
-        "status_5xx",
-    ]
-    + [f"err_{error_kind_name(k)}" for k in COUNTED_ERROR_KINDS]
-    + [
-        "bytes_in",
-        "bytes_out",
-        "conns_opened",
-        "conns_closed",
-        "active_conns",
-        "users",
-        # HTTP/2 streams open at the interval's end (a gauge like users; 0 on HTTP/1.1).
-        "active_streams",
-        "rps",
-        "ok_rps",
-        "mb_per_s",
-        "mean_ms",
-        "stddev_ms",
-        "min_ms",
-    ]
-    + [f"{name}_ms" for name, _ in PERCENTILES]
-    + ["max_ms", "scheduled", "sent_late", "max_send_lag_ms", "not_sent"]
-    # Redirect hops followed by the row's requests (plan `redirects`).
-    + ["redirects"]
-    # Phases: count, exact sum and max per phase (sums and counts add up across rows and
-    # intervals; docs/results.md), then percentiles of waiting. Zero when not measured.
-    + [f"{name}_{what}" for name in PHASE_NAMES for what in ("count", "sum_ms", "max_ms")]
-    + [f"waiting_{name}_ms" for name, _ in WAITING_PERCENTILES]
-    # The interval's generator-health verdict (genbound.py): the cluster's on cluster rows,
-    # the agent's own on its rows. Text, last (report/rundata.py reads the numbers before).
-    + ["validity", "validity_reasons"]
-)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -165,17 +114,20 @@ class RunDirWriter:
         resume: Offsets | None = None,
         trouble: DiskTrouble | None = None,
         disk: DiskWriter | None = None,
+        scenarios: bool = False,
     ):
-        """`disk` writes the files (the run's, shared with its journal: diskwriter.py)."""
+        """`disk` writes the files (the run's, shared with its journal: diskwriter.py);
+        `scenarios`: the plan has scenarios (intervals.csv's `scenario` column)."""
         self.run_dir = run_dir
         self._target_urls = target_urls
+        self._scenarios = scenarios
         self.trouble = trouble = trouble or DiskTrouble(run_dir)
         self._disk = disk = disk or DiskWriter()
         trouble.attempt(".", lambda: run_dir.mkdir(parents=True, exist_ok=True))
         self._intervals = AppendFile(
             run_dir / INTERVALS_FILE,
             trouble,
-            header=_csv_line(INTERVAL_COLUMNS),
+            header=_csv_line(interval_columns(scenarios)),
             keep_bytes=resume.intervals if resume else None,
             disk=disk,
         )
@@ -198,10 +150,12 @@ class RunDirWriter:
 
     def on_interval(self, interval: FinalInterval) -> None:
         start = interval.start_ms
-        written = [(Scope.CLUSTER, "", row) for row in (*interval.cluster, interval.total)]
+        scenario_rows = interval.scenario_totals
+        written = [(Scope.CLUSTER, "", row) for row in (*interval.cluster, *scenario_rows, interval.total)]
         for agent in interval.agents:
-            rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
-            written += [(Scope.AGENT, agent.agent_id, row) for row in rows]
+            detail = agent.rows if interval.step.agent_detail else ()
+            own = scenario_totals_of(agent.rows) if self._scenarios else ()  # its total per scenario
+            written += [(Scope.AGENT, agent.agent_id, row) for row in (*detail, *own, agent.total)]
         interval.compute_figures([row for _, _, row in written])
         verdict = interval.verdict
         judged = {"": verdict, **verdict.by_agent()}  # by agent id; the cluster's under ""
@@ -212,18 +166,19 @@ class RunDirWriter:
             writer.writerow(
                 safe_row(
                     [
-                        *_csv_row(start, scope, agent_id, row, interval.figures(row)),
+                        *interval_cells(start, scope, agent_id, row, interval.figures(row), scenarios=self._scenarios),
                         own.validity.value,
                         own.reasons_text(),
                     ]
                 )
             )
         self._intervals.write(out.getvalue())
-        if checks := check_csv_rows(start, interval.cluster):
+        if checks := check_csv_rows(start, interval.cluster, scenarios=self._scenarios):
             if self._checks is None:
-                self._checks = self._samples_file(CHECKS_FILE, list(CHECKS_COLUMNS))
+                self._checks = self._samples_file(CHECKS_FILE, checks_columns(self._scenarios))
             self._checks.write("".join(_csv_line(r) for r in checks))
         lines = [_hlog_line("cluster", start, interval.interval_ms, interval.total)]
+        lines += [_hlog_line(f"scenario:{r.scenario}", start, interval.interval_ms, r) for r in scenario_rows]
         if interval.step.agent_detail:
             lines += [_hlog_line(f"agent:{a.agent_id}", start, interval.interval_ms, a.total) for a in interval.agents]
         self._hlog.write("".join(filter(None, lines)))
@@ -232,14 +187,17 @@ class RunDirWriter:
     def on_step_end(self, end: StepEnd) -> None:
         self.results.append(end.result)
         self.trouble.attempt(
-            STEPS_FILE, lambda: write_atomic(self.run_dir / STEPS_FILE, steps_csv(self.results, self._target_urls))
+            STEPS_FILE,
+            lambda: write_atomic(
+                self.run_dir / STEPS_FILE, steps_csv(self.results, self._target_urls, scenarios=self._scenarios)
+            ),
         )
 
     def on_run_end(self) -> None:
         self.close()
 
     def on_event(self, event: Event) -> None:
-        self._events.write(json.dumps({**asdict(event), "kind": event.kind.value}) + "\n")
+        self._events.write(json.dumps(event.to_doc()) + "\n")
         self._events.flush()
 
     def on_host(self, step: StepWindow, host: str, monitor: MonitorInfo, sample: HostSample) -> None:
@@ -331,67 +289,3 @@ def report_written(run_dir: Path, problem: Exception | None, trouble: DiskTroubl
         return False
     log.warning("%s not written: %s", run_dir / REPORT_FILE, problem)
     return True
-
-
-def _csv_row(start: int, scope: Scope, agent: str, row: StatsRow, f: Figures) -> list[object]:
-    return [
-        start,
-        scope.value,
-        agent,
-        row.target,
-        row.request,
-        row.requests,
-        row.ok,
-        row.failed,
-        f.check_failed,
-        "" if f.check_pass_pct is None else round(f.check_pass_pct, 3),
-        *row.status,
-        *(row.errors.get(k, 0) for k in COUNTED_ERROR_KINDS),
-        row.bytes_in,
-        row.bytes_out,
-        row.connections_opened,
-        row.connections_closed,
-        row.active_connections,
-        row.users,
-        row.active_streams,
-        round(f.rps, 3),
-        round(f.ok_rps, 3),
-        round(f.mb_per_s, 6),
-        *_latency_cells(f.latency),
-        row.scheduled,
-        row.sent_late,
-        round(row.max_send_lag_us / 1000, 3),
-        row.not_sent,
-        row.redirects,
-        *_phase_cells(row, f),
-    ]
-
-
-# The latency of nothing (no response carried one) is empty cells, not zeros.
-_NO_LATENCY: list[object] = [""] * (len(PERCENTILES) + 4)
-
-
-def _latency_cells(lat: Latency | None) -> list[object]:
-    """mean, stddev, min, the PERCENTILES and max, in ms."""
-    if lat is None:
-        return _NO_LATENCY
-    return [
-        round(lat.mean_ms, 3),
-        round(lat.stddev_ms, 3),
-        round(lat.min_ms, 3),
-        *(round(getattr(lat, f"{name}_ms"), 3) for name, _ in PERCENTILES),
-        round(lat.max_ms, 3),
-    ]
-
-
-_NO_PHASES: list[object] = [0] * (3 * len(PHASE_NAMES) + len(WAITING_PERCENTILES))
-
-
-def _phase_cells(row: StatsRow, f: Figures) -> list[object]:
-    if row.phases is None or f.phases is None:
-        return _NO_PHASES
-    cells = []
-    for name in PHASE_NAMES:
-        phase = getattr(row.phases, name)
-        cells += [phase.count, phase.sum_us / 1000, phase.max_us / 1000]
-    return cells + [getattr(f.phases, f"waiting_{name}_ms") for name, _ in WAITING_PERCENTILES]

@@ -36,6 +36,8 @@ class IntervalUpdate:
     users: int = 0  # users in progress at the interval's end (IntervalStats.users)
     failing_thresholds: tuple[str, ...] = ()  # the plan's thresholds failing as of this interval, by name
     active_streams: int = 0  # HTTP/2 streams open at the interval's end (IntervalStats.active_streams)
+    # A plan with scenarios: each scenario with rows in the interval, by name, with its users.
+    scenarios: tuple[tuple[str, Figures, int], ...] = ()
 
 
 # What a follower hears: each interval, each event, then the run's summary.
@@ -116,6 +118,10 @@ class Watchers:
             interval.total.users,
             self._failing_thresholds(),
             interval.total.active_streams,
+            tuple(
+                (row.scenario, figures_of(row, interval.interval_ms / 1000), row.users)
+                for row in interval.scenario_totals
+            ),
         )
         self._put(update)
 

@@ -136,6 +136,16 @@ class Plan:
         )
         return (implicit,)
 
+    def describe_load(self) -> str:
+        """The load in words: the plan's, or each scenario's by name."""
+        if not self.scenarios:
+            return self.load.describe()
+        return "; ".join(f"{s.name}: {s.load.describe()}" for s in self.scenarios)
+
+    def rows_per_report(self) -> int:
+        """The (target, request) rows an agent's report can hold, over every scenario."""
+        return sum(len(s.targets_of(self.targets)) * len({r.name for r in s.requests}) for s in self.each_scenario())
+
     def to_yaml(self) -> str:
         """The resolved plan as YAML that `parse_plan` reads back to an equal Plan."""
         doc: dict[str, Any] = {

@@ -47,7 +47,6 @@ from loadfleet.controller.plan.model import (
 )
 from loadfleet.controller.plan.protocol import protocol_problems
 from loadfleet.controller.plan.scenarios import (
-    NOT_RUNNABLE,
     course_problems_of_scenarios,
     reference_problems,
     scenario_problems,
@@ -123,7 +122,6 @@ def parse_plan(
     confined: bool = True,
     target_urls: Mapping[str, str] | None = None,
     thresholds: Sequence[str] = (),
-    runnable_only: bool = True,
 ) -> Plan:
     """Validates a plan. `confined` (the default, and the controller's only mode): the plan
     may name no file (a manifest, a relative Gatling project) since nothing is read on its
@@ -138,10 +136,10 @@ def parse_plan(
     if not isinstance(doc, dict):
         raise PlanError([Problem("", "a plan must be a YAML mapping")])
     if not thresholds:
-        return _parse_doc(doc, base_dir, default_name, confined, target_urls, runnable_only)
+        return _parse_doc(doc, base_dir, default_name, confined, target_urls)
     own = add_cli_thresholds(doc, thresholds)
     try:
-        return _parse_doc(doc, base_dir, default_name, confined, target_urls, runnable_only)
+        return _parse_doc(doc, base_dir, default_name, confined, target_urls)
     except PlanError as exc:
         raise PlanError([cli_threshold_problem(p, own) for p in exc.problems]) from None
 
@@ -152,7 +150,6 @@ def _parse_doc(
     default_name: str,
     confined: bool,
     target_urls: Mapping[str, str] | None,
-    runnable_only: bool = True,
 ) -> Plan:
     problems = schema_problems(doc)
     if problems:
@@ -160,11 +157,15 @@ def _parse_doc(
     problems = replace_target_urls(doc, target_urls or {})
     if problems:
         raise PlanError(problems)
-    if "scenarios" in doc:  # checked, then refused: the run path takes one scenario (issue 31)
-        problems = _scenario_plan_problems(doc)
-        if problems or runnable_only:
-            raise PlanError(_capped([*problems, NOT_RUNNABLE] if runnable_only else problems))
-        return _build(doc, [], default_name, base_dir, None)
+    if "scenarios" in doc:
+        problems = inline_tls_files(doc, base_dir, confined=confined) + _scenario_plan_problems(doc, base_dir, confined)
+        problems = (_confinement_problems(doc) if confined else []) + problems
+        if problems:
+            raise PlanError(_capped(problems))
+        plan = _build(doc, [], default_name, base_dir, None)
+        if not confined:
+            _check_as_sent(plan, inline_requests=0)
+        return plan
     feed, problems = plan_feed(doc, base_dir, confined=confined)  # first: templates read its columns
     problems += inline_body_files(doc, base_dir, confined=confined)
     problems += inline_tls_files(doc, base_dir, confined=confined)
@@ -180,8 +181,15 @@ def _parse_doc(
     return plan
 
 
-def _scenario_plan_problems(doc: dict[str, Any]) -> list[Problem]:
+def _scenario_plan_problems(doc: dict[str, Any], base_dir: Path | None, confined: bool) -> list[Problem]:
     problems = _target_problems(doc["targets"]) + protocol_problems(doc) + scenario_problems(doc)
+    for i, scenario in enumerate(doc["scenarios"]):  # each one's body files and journey, as a plain plan's
+        own = {"workload": scenario["workload"], "load": scenario["load"], "driver": doc.get("driver", DEFAULT_DRIVER)}
+        found = inline_body_files(own, base_dir, confined=confined)
+        if not found:
+            requests = [request_from_doc(r) for r in scenario["workload"].get("requests", [])]
+            found = _journey_problems(own, requests, None)
+        problems += [Problem(f"scenarios[{i}].{p.path}", p.message) for p in found]
     references = reference_problems(doc)
     requests = [request_from_doc(r) for s in doc["scenarios"] for r in s["workload"].get("requests", [])]
     facts = replace(_plan_facts(doc, requests), requests_known=True)

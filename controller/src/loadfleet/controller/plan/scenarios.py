@@ -2,8 +2,7 @@
 targets, start, duration and budget (docs/proposals/scenarios.md §2–§4).
 
 A plan without `scenarios:` is one implicit scenario named `default` (`Plan.each_scenario`).
-The run path does not take several scenarios yet (issue 31): a plan with `scenarios:` is
-checked in full, then refused with one problem at `scenarios` (`NOT_RUNNABLE`).
+An agent runs every scenario of a step in one job (docs/proposals/scenarios.md §5).
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ MAX_SCENARIOS = 16
 DEFAULT_SCENARIO = "default"  # the implicit one; never written to outputs of a plain plan
 # A safe CSV cell, Influx tag value and file name part; `*` is thereby reserved for totals.
 SCENARIO_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
-NOT_RUNNABLE = Problem("scenarios", "several scenarios in one plan are checked but cannot run yet: issue 31")
 # Top-level keys a scenario holds instead, and where they go.
 _PER_SCENARIO_KEYS = ("workload", "load", "budget")
 
@@ -195,6 +193,8 @@ def _workload_problems(workload: dict[str, Any], path: str) -> list[Problem]:
     if not requests:
         return [Problem(path, "give 'requests' (a scenario reads no manifest yet)")]
     problems = []
+    if "feed" in workload:  # the ledger and row split are per plan, not yet per scenario (§9)
+        problems.append(Problem(f"{path}.feed", "a data feed in a scenario is not supported yet (issue 31)"))
     if not any(r.get("weight", 1) > 0 for r in requests):
         problems.append(Problem(path, "at least one request needs a weight above 0"))
     names = {request_from_doc(r).name for r in requests}

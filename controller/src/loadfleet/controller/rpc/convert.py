@@ -18,6 +18,7 @@ from loadfleet.controller.fleet.jobs import EngineFailure, JobReport, JobState, 
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo, ProcessSample
+from loadfleet.controller.plan.scenarios import MAX_SCENARIOS
 from loadfleet.controller.rpc import bounds
 from loadfleet.v1 import agent_pb2, stats_pb2
 from loadfleet.wire.checks import MAX_CHECKS_PER_ROW, names_problem
@@ -247,8 +248,9 @@ def _names_problem(s: stats_pb2.IntervalStats, limits: ReportLimits) -> str | No
     if limits.keys is None:  # names chosen by the driver (a Gatling simulation): keys and columns
         if problem := bounds.name_problem("a target", s.target) or bounds.name_problem("a request", s.request):
             return f"a row with {problem}"
-    elif (s.target, s.request) not in limits.keys:
-        return f"a row for ({s.target!r}, {s.request!r}), which is no target and request of the job"
+    elif (s.scenario, s.target, s.request) not in limits.keys:
+        scenario = f"scenario {s.scenario!r}, " if s.scenario else ""
+        return f"a row for ({scenario}{s.target!r}, {s.request!r}), which is no target and request of the job"
     return _check_names_problem(s, limits)
 
 
@@ -292,4 +294,8 @@ def engine_failure_from_proto(agent_id: str, pb: agent_pb2.EngineFailure) -> Eng
         how=printable(pb.how, bounds.MAX_TEXT_CHARS),
         stderr_tail=printable(lines[-bounds.MAX_STDERR_TAIL :], bounds.MAX_STDERR_TAIL),
         reported_requests=min(pb.reported_requests, bounds.MAX_TOTAL),
+        # at most one count per scenario a plan can have; an index the plan has not is unused
+        reported_by_scenario=tuple(
+            (c.scenario, min(c.requests, bounds.MAX_TOTAL)) for c in pb.reported[:MAX_SCENARIOS]
+        ),
     )

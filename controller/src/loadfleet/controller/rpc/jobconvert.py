@@ -8,7 +8,8 @@ from loadfleet.controller.fleet.jobs import JobAssignment
 from loadfleet.controller.fleet.scheduler import EngineShare, combine
 from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.load import Load, LoadModel, Think, ThinkKind
-from loadfleet.controller.plan.model import Session, SessionStep
+from loadfleet.controller.plan.model import Session, SessionStep, Target
+from loadfleet.controller.plan.scenarios import Scenario
 from loadfleet.controller.rpc.feedwire import add_feed
 from loadfleet.controller.rpc.journeyconvert import add_journey
 from loadfleet.controller.rpc.targetconvert import target_to_proto
@@ -31,20 +32,6 @@ def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
     plan = a.plan
     spec = job_pb2.JobSpec(
         job_id=a.job_id,
-        targets=[target_to_proto(t) for t in plan.targets],
-        requests=[
-            job_pb2.RequestSpec(
-                name=r.name,
-                method=r.method,
-                path=r.path,
-                weight=r.weight,
-                headers=[job_pb2.Header(name=k, value=v) for k, v in r.headers],
-                body=r.body.encode(),
-            )
-            for r in plan.requests
-        ],
-        keep_alive=plan.keep_alive,
-        tls_verify=plan.tls_verify,
         connect_timeout_ms=plan.connect_timeout_ms,
         request_timeout_ms=plan.request_timeout_ms,
         load=load_to_proto(combine([e.load for e in a.engines])),
@@ -63,11 +50,50 @@ def _job_spec(a: JobAssignment) -> job_pb2.JobSpec:
                 project=plan.gatling.project, simulation=plan.gatling.simulation, html_report=plan.gatling.html_report
             )
         )
-    if plan.session:
-        spec.session.CopyFrom(_session(plan.session, [r.name for r in plan.requests]))
-    add_journey(spec, plan)
+    if plan.scenarios:
+        spec.scenarios.extend(_scenario_spec(a, index, scenario) for index, scenario in enumerate(plan.scenarios))
+    else:
+        (implicit,) = plan.each_scenario()
+        _add_workload(spec, implicit, plan.targets)
     add_feed(spec, plan.feed, a.feed_rows)
     return spec
+
+
+def _add_workload(spec: job_pb2.JobSpec, scenario: Scenario, plan_targets: tuple[Target, ...]) -> None:
+    """A scenario's targets, requests, session and journey into `spec` (the job's own, or a
+    ScenarioSpec's nested one)."""
+    spec.targets.extend(target_to_proto(t) for t in scenario.targets_of(plan_targets))
+    spec.requests.extend(
+        job_pb2.RequestSpec(
+            name=r.name,
+            method=r.method,
+            path=r.path,
+            weight=r.weight,
+            headers=[job_pb2.Header(name=k, value=v) for k, v in r.headers],
+            body=r.body.encode(),
+        )
+        for r in scenario.requests
+    )
+    spec.keep_alive = scenario.keep_alive
+    spec.tls_verify = scenario.tls_verify
+    if scenario.session:
+        spec.session.CopyFrom(_session(scenario.session, [r.name for r in scenario.requests]))
+    add_journey(spec, scenario.requests, scenario.cookies)
+
+
+def _scenario_spec(a: JobAssignment, index: int, scenario: Scenario) -> job_pb2.ScenarioSpec:
+    """One scenario of the job: its workload, and this agent's share of its load (the agent
+    gives each engine its own from EngineShare.scenarios; with none here, the scenario's model,
+    which the agent runs at level 0). Timeouts, interval and barrier are the outer spec's."""
+    shares = [s for e in a.engines if (s := e.scenarios[index]) is not None]
+    job = job_pb2.JobSpec(
+        load=load_to_proto(combine([s.load for s in shares]) if shares else scenario.load),
+        max_requests=sum(s.max_requests for s in shares),
+        first_user=shares[0].first_user if shares else 0,
+        duration_ms=round(scenario.duration_s * 1000) if scenario.duration_s is not None else 0,
+    )
+    _add_workload(job, scenario, a.plan.targets)
+    return job_pb2.ScenarioSpec(name=scenario.name, job=job, start_after_ms=round(scenario.start_after_s * 1000))
 
 
 def _session(session: Session, names: list[str]) -> job_pb2.Session:
@@ -84,8 +110,24 @@ def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.
         adjust=agent_pb2.Adjust(
             job_id=job_id,
             load=load_to_proto(combine([e.load for e in engines])),
-            engines=[agent_pb2.EngineShare(load=load_to_proto(e.load), max_requests=e.max_requests) for e in engines],
+            engines=[engine_share_to_proto(e) for e in engines],
         )
+    )
+
+
+def engine_share_to_proto(e: EngineShare) -> agent_pb2.EngineShare:
+    """An engine's share; with scenarios, its share of each (a scenario it has none of is absent:
+    idle there)."""
+    return agent_pb2.EngineShare(
+        load=load_to_proto(e.load),
+        max_requests=e.max_requests,
+        scenarios=[
+            agent_pb2.ScenarioShare(
+                scenario=index, load=load_to_proto(s.load), max_requests=s.max_requests, first_user=s.first_user
+            )
+            for index, s in enumerate(e.scenarios)
+            if s is not None
+        ],
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from loadfleet.controller.plan.journeycheck import variables
 from loadfleet.controller.plan.journeys import Check, Cookies, Extract, ExtractSource, HeaderTest, OnFail
-from loadfleet.controller.plan.model import Plan
+from loadfleet.controller.plan.workload import Request
 from loadfleet.v1 import job_pb2
 
 _ON_FAIL = {
@@ -20,18 +20,18 @@ _ON_FAIL = {
 }
 
 
-def add_journey(spec: job_pb2.JobSpec, plan: Plan) -> None:
-    """Fills `spec` (its requests already in the plan's order) with the plan's journey:
+def add_journey(spec: job_pb2.JobSpec, requests: tuple[Request, ...], cookies: Cookies) -> None:
+    """Fills `spec` (its requests already in `requests`' order) with a workload's journey:
     the variables, each request's extractions, checks and redirects, and the cookie jar."""
-    names = variables(plan.requests)
+    names = variables(requests)
     slots = {name: slot for slot, name in enumerate(names)}
     spec.variables.extend(names)
-    for request_pb, request in zip(spec.requests, plan.requests, strict=True):
+    for request_pb, request in zip(spec.requests, requests, strict=True):
         request_pb.extracts.extend(extract_to_proto(e, slots[e.var]) for e in request.extracts)
         request_pb.checks.extend(check_to_proto(c) for c in request.checks)
         request_pb.max_redirects = request.redirects
-    if plan.cookies != Cookies():
-        spec.cookies.CopyFrom(cookies_to_proto(plan.cookies))
+    if cookies != Cookies():
+        spec.cookies.CopyFrom(cookies_to_proto(cookies))
 
 
 def extract_to_proto(extract: Extract, slot: int) -> job_pb2.Extract:

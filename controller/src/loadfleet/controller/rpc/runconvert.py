@@ -54,6 +54,8 @@ _EVENT_KINDS = {
     EventKind.THRESHOLD_RECOVERED: run_pb2.EVENT_KIND_THRESHOLD_RECOVERED,
     EventKind.THRESHOLD_ABORT: run_pb2.EVENT_KIND_THRESHOLD_ABORT,
     EventKind.TARGET_FAILED: run_pb2.EVENT_KIND_TARGET_FAILED,
+    EventKind.SCENARIO_STARTED: run_pb2.EVENT_KIND_SCENARIO_STARTED,
+    EventKind.SCENARIO_ENDED: run_pb2.EVENT_KIND_SCENARIO_ENDED,
 }
 
 _RUN_STATES = {
@@ -73,7 +75,9 @@ _AGENT_STATES = {
 
 
 def event_to_proto(e: Event) -> run_pb2.RunEvent:
-    return run_pb2.RunEvent(at_ms=e.at_ms, kind=_EVENT_KINDS[e.kind], agent_id=e.agent_id, text=e.text)
+    return run_pb2.RunEvent(
+        at_ms=e.at_ms, kind=_EVENT_KINDS[e.kind], agent_id=e.agent_id, text=e.text, scenario=e.scenario
+    )
 
 
 _UINT64_MAX = 2**64 - 1
@@ -108,6 +112,20 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
         failing_thresholds=u.failing_thresholds,
         checks_passed=_u64(sum(c.passed for c in f.checks.values())),
         checks_failed=_u64(sum(c.failed for c in f.checks.values())),
+        scenarios=[
+            run_pb2.ScenarioFigures(
+                name=name,
+                requests=_u64(sf.requests),
+                errors=_u64(sf.failed),
+                rps=sf.rps,
+                ok_rps=sf.ok_rps,
+                p50_ms=sf.latency.p50_ms if sf.latency else 0.0,
+                p99_ms=sf.latency.p99_ms if sf.latency else 0.0,
+                users=_u64(users),
+                latency_measured=sf.latency is not None,
+            )
+            for name, sf, users in u.scenarios
+        ],
     )
 
 
@@ -149,6 +167,7 @@ def summary_to_proto(s: RunSummary) -> run_pb2.RunSummary:
         requests=[_totals_to_proto(r) for r in s.requests],
         agents=[_totals_to_proto(a) for a in s.agents],
         summary_json=json.dumps(s.to_json(), indent=2),
+        scenarios=[_totals_to_proto(sc.total) for sc in s.scenarios],
     )
 
 

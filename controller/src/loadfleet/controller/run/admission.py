@@ -5,6 +5,8 @@
   problem at `targets[i].url`. The controller resolves no names: a host name that no entry
   names is left to the agents, which resolve it and refuse what their list does not allow.
 - Gatling projects: some such agent runs projects from under a root the project is in.
+- scenarios: a plan with `scenarios:` runs only on agents that advertise the capability
+  `scenarios` (Hello.capabilities); an older agent would run one scenario as the whole job.
 - InfluxDB: a plan may name its own InfluxDB only on a controller started with
   --allow-plan-influx, and its token only from a LOADFLEET_INFLUX_TOKEN* variable of the
   controller (never any other variable: the plan's author does not own the controller's
@@ -42,7 +44,9 @@ def admit(plan: Plan, registry: AgentRegistry, *, allow_plan_influx: bool) -> No
         and r.identity.monitor is None
         and plan.agents.matches(dict(r.identity.labels))
     ]
-    problems = reach_problems(plan, candidates) + project_problems(plan, candidates)
+    problems = (
+        reach_problems(plan, candidates) + project_problems(plan, candidates) + scenario_problems(plan, candidates)
+    )
     problems += influx_problems(plan, allow_plan_influx)
     if problems:
         raise PlanError(problems)
@@ -69,7 +73,27 @@ def refused_targets(identity: AgentIdentity, plan: Plan) -> list[int]:
 
 def may_run(record: AgentRecord, plan: Plan) -> bool:
     """Whether the agent may take a share of the plan, as far as the controller can tell."""
-    return not refused_targets(record.identity, plan) and not _project_refused(record.identity, plan)
+    identity = record.identity
+    return (
+        not refused_targets(identity, plan) and not _project_refused(identity, plan) and runs_scenarios(identity, plan)
+    )
+
+
+SCENARIOS_CAPABILITY = "scenarios"
+
+
+def runs_scenarios(identity: AgentIdentity, plan: Plan) -> bool:
+    """Whether the agent can run the plan's scenarios (a plain plan: any agent)."""
+    return not plan.scenarios or SCENARIOS_CAPABILITY in identity.capabilities
+
+
+def scenario_problems(plan: Plan, candidates: list[AgentIdentity]) -> list[Problem]:
+    if not candidates or any(runs_scenarios(c, plan) for c in candidates):
+        return []
+    names = ", ".join(c.agent_id for c in candidates[:_SHOWN_AGENTS])
+    more = f" and {len(candidates) - _SHOWN_AGENTS} more" if len(candidates) > _SHOWN_AGENTS else ""
+    why = f"{len(candidates)} agent(s) the plan selects run a loadfleet without scenarios ({names}{more}): upgrade them"
+    return [Problem("scenarios", why)]
 
 
 async def choose_agents(registry: AgentRegistry, plan: Plan, *, stopping: Callable[[], bool]) -> list[AgentRecord]:

@@ -14,29 +14,47 @@ from loadfleet.controller.analysis.stops import Condition, StopReason
 from loadfleet.controller.fleet.agents import ClockOffset
 from loadfleet.controller.fleet.scheduler import AgentShare
 from loadfleet.controller.model.events import Event, EventKind
-from loadfleet.controller.model.load import LoadModel
+from loadfleet.controller.model.load import Load, LoadModel
 from loadfleet.controller.model.stepresult import StepResult, StepState
+from loadfleet.controller.plan import steps
 from loadfleet.controller.plan.model import Plan
 from loadfleet.controller.plan.steps import StepSpec
+from loadfleet.controller.stream.contract import StepWindow
 
 # Up to this many agents, an event names each one's share; beyond, it gives their range.
 LISTED_SHARES = 8
 
 
-def shares_described(shares: Sequence[AgentShare]) -> str:
-    """Each agent's share, or for a fleet the range of shares (its details are in the journal)."""
-    if len(shares) <= LISTED_SHARES:
-        return ", ".join(f"{s.agent_id}: {s.load.describe()}" for s in shares)
-    ordered = sorted(shares, key=lambda s: (s.load.clients, s.load.rate, s.load.users))
-    low, high = ordered[0].load.describe(), ordered[-1].load.describe()
-    engines = f"{sum(len(s.engines) for s in shares)} engines; "
-    return engines + (f"{low} each agent" if low == high else f"from {low} to {high} an agent")
+def shares_described(shares: Sequence[AgentShare], scenarios: Sequence[str] = ()) -> str:
+    """Each agent's share, or for a fleet the range of shares (its details are in the journal);
+    with scenarios (their names, in the plan's order), each scenario's."""
+    engines = sum(len(s.engines) for s in shares)
+    if scenarios:
+        return "; ".join(
+            f"{name}: {_described([(s.agent_id, load) for s in shares if (load := s.scenario_load(i))], engines)}"
+            for i, name in enumerate(scenarios)
+        )
+    return _described([(s.agent_id, s.load) for s in shares], engines)
+
+
+def _described(loads: list[tuple[str, Load]], engines: int) -> str:
+    """Agents' loads, each with its agent's name, or for a fleet their range."""
+    if not loads:
+        return "no agent"
+    if len(loads) <= LISTED_SHARES:
+        return ", ".join(f"{agent}: {load.describe()}" for agent, load in loads)
+    ordered = sorted((load for _, load in loads), key=lambda load: (load.clients, load.rate, load.users))
+    low, high = ordered[0].describe(), ordered[-1].describe()
+    return f"{engines} engines; " + (f"{low} each agent" if low == high else f"from {low} to {high} an agent")
 
 
 def sweep_started(run_id: str, plan: Plan, agents: int) -> str:
     sweep = plan.sweep
     assert sweep is not None  # described for sweeps only
-    level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[plan.load.model]
+    swept = next((s for s in plan.scenarios if s.name == steps.swept_scenario(plan)), None)
+    model = swept.load.model if swept else plan.load.model
+    level = {LoadModel.CLOSED: "clients", LoadModel.OPEN: "requests/s", LoadModel.USERS: "users"}[model]
+    level += f" of scenario {swept.name}" if swept and len(plan.scenarios) > 1 else ""
     servers = f" on {', '.join(map(str, sweep.servers))} server(s)" if sweep.servers else ""
     repeat = f", each {sweep.repeat} times" if sweep.repeat > 1 else ""
     return (
@@ -48,19 +66,35 @@ def sweep_started(run_id: str, plan: Plan, agents: int) -> str:
 
 def step_started(run_id: str, plan: Plan, spec: StepSpec, step_plan: Plan, shares: Sequence[AgentShare]) -> Event:
     """A sweep's step starting, or the start of a run without a sweep (its one step)."""
-    split = shares_described(shares)
+    split = shares_described(shares, [s.name for s in step_plan.scenarios])
     if plan.sweep:
         return Event(
             EventKind.STEP_STARTED,
-            f"step {spec.name}: {step_plan.load.describe()} on "
+            f"step {spec.name}: {step_plan.describe_load()} on "
             f"{spec.servers} server(s) for {step_plan.duration_s:g} s ({split})",
         )
-    budget = f", {step_plan.max_requests} requests at most" if step_plan.max_requests else ""
+    budgets = [s.max_requests for s in step_plan.scenarios] or [step_plan.max_requests]
+    budget = f", {sum(budgets)} requests at most" if all(budgets) else ""
     return Event(
         EventKind.RUN_STARTED,
-        f"run {run_id}: {step_plan.load.describe()} on {len(shares)} agent(s) "
+        f"run {run_id}: {step_plan.describe_load()} on {len(shares)} agent(s) "
         f"({split}) for {step_plan.duration_s:g} s{budget}",
     )
+
+
+def scenario_edges(window: StepWindow, start_ms: int, end_ms: int) -> list[Event]:
+    """The scenarios that started or ended in the interval [start_ms, end_ms) as it is
+    published (each interval is, once, in order: each edge is told once). An end is told with
+    the interval that holds its last moment, so a scenario running to the step's end is."""
+    events = []
+    for span in window.scenarios:
+        if start_ms <= span.start_ms < end_ms:
+            text = f"step {window.name}: scenario {span.name} started ({span.load})"
+            events.append(Event(EventKind.SCENARIO_STARTED, text, at_ms=span.start_ms, scenario=span.name))
+        if start_ms < span.end_ms <= end_ms:
+            text = f"step {window.name}: scenario {span.name} ended"
+            events.append(Event(EventKind.SCENARIO_ENDED, text, at_ms=span.end_ms, scenario=span.name))
+    return events
 
 
 def clock_offset(agent_id: str, clock: ClockOffset) -> Event:

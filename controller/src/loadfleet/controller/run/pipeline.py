@@ -86,6 +86,8 @@ class RunPipeline:
         multi_core = plan.driver is Driver.GATLING  # one JVM on every core of its agent
         self.generators = GeneratorHealth(
             heartbeat_ms,
+            # The open model's cap over the fleet; with scenarios (an idle closed plan-level
+            # load) each engine's own is judged.
             max_connections=plan.load.max_connections if plan.load.model is LoadModel.OPEN else 0,
             multi_core_driver=multi_core,
             emit=self.event,
@@ -122,7 +124,11 @@ class RunPipeline:
         """The run has its agents: plan.yaml, the run directory's files, the journal."""
         rundir.write_plan(self.run_dir, self._plan.to_yaml(), self.trouble)
         self.writer = rundir.RunDirWriter(
-            self.run_dir, [t.url for t in self._plan.targets], trouble=self.trouble, disk=self.disk
+            self.run_dir,
+            [t.url for t in self._plan.targets],
+            trouble=self.trouble,
+            disk=self.disk,
+            scenarios=bool(self._plan.scenarios),
         )
         self._journal = RunJournal(self.run_dir, self.trouble, self.disk)
         self.record(RunStarted(tuple(agents), tuple(hostnames), dict(clock_offsets_ms)))
@@ -144,6 +150,7 @@ class RunPipeline:
             resume=recovered.offsets,
             trouble=self.trouble,
             disk=self.disk,
+            scenarios=bool(self._plan.scenarios),
         )
         self.writer.results = list(recovered.progress.results)
         self._journal = RunJournal(self.run_dir, self.trouble, self.disk)
@@ -221,12 +228,13 @@ class RunPipeline:
         """Waits until every interval closed so far is published."""
         await self._publisher.drained()
 
-    def agent_use(self, step: str, agent_id: str) -> tuple[int, int]:
+    def agent_use(self, step: str, agent_id: str, scenario: str | None = None) -> tuple[int, int]:
         """The agent's requests in `step` in the intervals closed so far (published or on
-        their way), and its busiest interval as published."""
-        requests, busiest = self.meter.agent_use(step, agent_id)
+        their way), and its busiest interval as published: of all its load, or of one
+        scenario's share."""
+        requests, busiest = self.meter.agent_use(step, agent_id, scenario)
         queued = (c for c in self._publisher.queued if c.step.name == step and not self.meter.has(step, c.start_ms))
-        return requests + sum(c.requests_of(agent_id) for c in queued), busiest
+        return requests + sum(c.requests_of(agent_id, scenario) for c in queued), busiest
 
     def checkpoint(self, *, watermark_ms: int, late: dict[str, int]) -> None:
         """The running totals on disk as of `watermark_ms` (the interval log starts over);

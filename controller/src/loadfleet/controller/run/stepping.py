@@ -28,6 +28,7 @@ from loadfleet.controller.fleet.scheduler import (
     EngineShare,
     barrier_start_ms,
     split_over_engines,
+    split_scenarios,
 )
 from loadfleet.controller.fleet.spooldrops import AgentSpoolDrop
 from loadfleet.controller.model.driver import Driver
@@ -43,7 +44,7 @@ from loadfleet.controller.run import announcements
 from loadfleet.controller.run.course import Course, step_state
 from loadfleet.controller.run.pipeline import RunPipeline
 from loadfleet.controller.run.records import JobEnded, KneeRecorded, ShareLost, StepHalted, StepStarted
-from loadfleet.controller.stream.contract import AGENT_DETAIL_MAX_ROWS, StepWindow
+from loadfleet.controller.stream.contract import AGENT_DETAIL_MAX_ROWS, ScenarioSpan, StepWindow
 from loadfleet.controller.stream.window import ClosedInterval, IntervalWindow, Outcome
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,11 @@ class StepRunner:
     async def run(self, spec: StepSpec, agents: list[AgentRecord], *, first: bool) -> StepResult:
         """Runs the step on `agents` (connected ones) to its end."""
         plan = steps.step_plan(self._plan, spec)
-        shares = split_over_engines(plan.load, plan.max_requests, [(a.agent_id, a.identity.cores) for a in agents])
+        slots = [(a.agent_id, a.identity.cores) for a in agents]
+        if plan.scenarios:
+            shares = split_scenarios([(s.load, s.max_requests) for s in plan.scenarios], slots)
+        else:
+            shares = split_over_engines(plan.load, plan.max_requests, slots)
         step = self._open(spec, plan, shares, first=first)
         rows = feed_slices(plan.feed, shares)
         self._pipeline.ledger_slices(rows)
@@ -165,6 +170,7 @@ class StepRunner:
         if plan.driver is Driver.GATLING:
             lead_ms = max(lead_ms, GATLING_BARRIER_LEAD_MS)
         load_start = barrier_start_ms(self._clock_ms(), plan.interval_ms, lead_ms)
+        load_end = load_start + int(plan.duration_s * 1000)
         sweep = self._plan.sweep
         window = StepWindow(
             name=spec.name,
@@ -172,16 +178,25 @@ class StepRunner:
             job_id=job_id_for(self._run_id, spec.name, single=sweep is None),
             interval_ms=plan.interval_ms,
             load_start_ms=load_start,
-            load_end_ms=load_start + int(plan.duration_s * 1000),
+            load_end_ms=load_end,
             warmup_ms=round((sweep.warmup_s if sweep else plan.warmup_s) * 1000),
             cooldown_ms=plan.interval_ms if sweep else 0,
-            load=plan.load.describe(),
-            agent_detail=len(shares) * len(plan.targets) * len({r.name for r in plan.requests})
-            <= AGENT_DETAIL_MAX_ROWS,
+            load=plan.describe_load(),
+            agent_detail=len(shares) * plan.rows_per_report() <= AGENT_DETAIL_MAX_ROWS,
+            scenarios=tuple(
+                ScenarioSpan(
+                    s.name,
+                    load_start + round(s.start_after_s * 1000),
+                    load_start + round(s.end_s(plan.duration_s) * 1000),
+                    s.load.describe(),
+                )
+                for s in plan.scenarios
+            ),
         )
         engines = {s.agent_id: len(s.engines) for s in shares}
         by_agent = {s.agent_id: s.engines for s in shares}
-        step = StepRun(spec, window, engines, shares=StepShares(window.job_id, spec.name, plan.interval_ms, by_agent))
+        shares_of_step = StepShares(window.job_id, spec.name, plan.interval_ms, by_agent, window.scenarios)
+        step = StepRun(spec, window, engines, shares=shares_of_step)
         self._pipeline.record(StepStarted(window, engines, by_agent))
         self.resume(step)
         return step
@@ -234,7 +249,7 @@ class StepRunner:
     def _measure(self, step: StepRun, window: StepWindow, *, interrupted: bool) -> StepResult:
         state = step_state(interrupted=interrupted, stopped=window.stopped, ended=list(step.ended.values()))
         measured = self._pipeline.meter.result(step.spec, window, state)
-        demand = (
+        demand = (  # a plan with scenarios has an idle closed plan-level load: none
             measured.offered / measured.achieved_rps
             if self._plan.load.model is LoadModel.OPEN and measured.achieved_rps
             else 0.0
@@ -337,8 +352,11 @@ class StepRunner:
         requests reported and held, and its busiest interval."""
         step = self.current
         if step and step.shares:
-            requests, busiest = self._pipeline.agent_use(step.window.name, agent_id)
-            use = (requests + self.window.held_requests(agent_id), busiest)
+
+            def use(scenario: str | None) -> tuple[int, int]:
+                requests, busiest = self._pipeline.agent_use(step.window.name, agent_id, scenario)
+                return requests + self.window.held_requests(agent_id, scenario), busiest
+
             self.losses.agent_lost(step.shares, agent_id, silent_s, use)
 
     def on_agent_late(self, agent_id: str, reason: str) -> None:
@@ -364,3 +382,5 @@ class StepRunner:
 
     def _publish(self, closed: ClosedInterval) -> None:
         self._pipeline.publish(closed, late=self._progress.late)
+        for event in announcements.scenario_edges(closed.step, closed.start_ms, closed.end_ms):
+            self._emit(event)

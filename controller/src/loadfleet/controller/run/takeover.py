@@ -44,7 +44,9 @@ class TakenOverRun(Run):
     def _running_step(self, step: RecoveredStep | None) -> StepRun | None:
         if step is None:
             return None
-        shares = StepShares(step.window.job_id, step.window.name, step.window.interval_ms, step.shares)
+        shares = StepShares(
+            step.window.job_id, step.window.name, step.window.interval_ms, step.shares, step.window.scenarios
+        )
         for loss in step.losses:
             shares.restore(loss)
         for agent in step.ended:

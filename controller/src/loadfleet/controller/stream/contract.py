@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
+from loadfleet.controller.model.codec import OMIT_DEFAULT
 from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import Figures, figures_of, latencies_of
 from loadfleet.controller.model.health import Health
@@ -41,6 +42,20 @@ class Scope(enum.StrEnum):
 
     CLUSTER = "cluster"
     AGENT = "agent"
+
+
+@dataclass(frozen=True)
+class ScenarioSpan:
+    """When one scenario of a step sends load (absolute ms, within the step's load), and its
+    load in words."""
+
+    name: str
+    start_ms: int
+    end_ms: int
+    load: str
+
+    def running(self, at_ms: int) -> bool:
+        return self.start_ms <= at_ms < self.end_ms
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,9 @@ class StepWindow:
     # unless the fleet is so large that those rows would cost more than the rest of the
     # interval (AGENT_DETAIL_MAX_ROWS).
     agent_detail: bool = True
+    # A plan with scenarios: each one's span, in the plan's order (empty for a plain plan,
+    # and then not in the journal). At most MAX_SCENARIOS.
+    scenarios: tuple[ScenarioSpan, ...] = field(default=(), metadata={OMIT_DEFAULT: True})
 
     @property
     def measured_start_ms(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from loadfleet.controller.model.errors import EXIT_OK
-from loadfleet.controller.output import console
+from loadfleet.controller.output import listings
 
 from ..options import Subcommands, add_client_security, add_controller_option, connect, print_listing
 
@@ -20,5 +20,5 @@ def add_parser(commands: Subcommands, name: str) -> None:
 async def handle(args: argparse.Namespace) -> int:
     async with connect(args) as client:
         agents = await client.list_agents()
-        print_listing(agents, console.agents_table, args.json)
+        print_listing(agents, listings.agents_table, args.json)
     return EXIT_OK

@@ -27,11 +27,13 @@ def add_parser(commands: Subcommands, name: str) -> None:
 async def handle(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan, target_urls(args), args.threshold)
     load = (
-        f"a sweep of {plan.sweep.total_steps} steps of {plan.sweep.step_s:g} s" if plan.sweep else plan.load.describe()
+        f"a sweep of {plan.sweep.total_steps} steps of {plan.sweep.step_s:g} s" if plan.sweep else plan.describe_load()
     )
     thresholds = f", {len(plan.thresholds)} thresholds" if plan.thresholds else ""
+    requests = sum(len(s.requests) for s in plan.each_scenario())
+    scenarios = f", {len(plan.scenarios)} scenarios" if plan.scenarios else ""
     print(
-        f"{args.plan}: ok ({len(plan.targets)} targets, {len(plan.requests)} requests, {load}, "
+        f"{args.plan}: ok ({len(plan.targets)} targets, {requests} requests{scenarios}, {load}, "
         f"{plan.duration_s:g} s{thresholds})"
     )
     return EXIT_OK

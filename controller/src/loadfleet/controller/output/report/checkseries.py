@@ -18,7 +18,7 @@ from pathlib import Path
 
 from loadfleet.controller.model.csvcells import read_cell
 from loadfleet.controller.model.errors import UsageError
-from loadfleet.controller.output.report.rundata import MAX_POINTS
+from loadfleet.controller.output.report.intervalsread import MAX_POINTS
 from loadfleet.controller.output.report.svg import Series
 from loadfleet.wire.checks import pass_pct
 

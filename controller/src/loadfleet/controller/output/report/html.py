@@ -12,15 +12,16 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from loadfleet.controller.model.figures import CHECK_ERRORS
-from loadfleet.controller.model.summarydoc import Entry, SummaryDoc
+from loadfleet.controller.model.summarydoc import SummaryDoc
 from loadfleet.controller.output.report import interactive
 from loadfleet.controller.output.report.checks import checks_section
 from loadfleet.controller.output.report.feed import feed_section
-from loadfleet.controller.output.report.page import facts, fmt_count, fmt_ms, fmt_pct, fmt_rate, page, table
+from loadfleet.controller.output.report.figuresrow import SUMMARY_HEADERS, figures_row
+from loadfleet.controller.output.report.page import facts, page, table
 from loadfleet.controller.output.report.phases import phases_section
 from loadfleet.controller.output.report.rundata import Points, RunData
 from loadfleet.controller.output.report.saturation import saturation_section
+from loadfleet.controller.output.report.scenarios import scenarios_section
 from loadfleet.controller.output.report.svg import Chart, Marker, Series
 from loadfleet.controller.output.report.verdict import verdict_section
 from loadfleet.wire import DEFAULT_INTERVAL_MS
@@ -29,21 +30,6 @@ from loadfleet.wire import DEFAULT_INTERVAL_MS
 MAX_LINES = 10
 # Events worth a vertical line on the time plots (start and finish are the plot's ends).
 _MARKED_EVENTS = ("agent_lost", "agent_joined", "job_failed", "run_stopped", "target_down", "target_up")
-SUMMARY_HEADERS = (
-    "",
-    "requests",
-    "req/s",
-    "ok/s",
-    "MB/s",
-    "err %",
-    "mean ms",
-    "stddev ms",
-    "p50 ms",
-    "p90 ms",
-    "p99 ms",
-    "max ms",
-    "failures",
-)
 
 
 def render_report(run: RunData) -> str:
@@ -55,6 +41,7 @@ def render_report(run: RunData) -> str:
         "<h2>Summary</h2>",
         summary_table(s),
         *_latency_note(s),
+        *scenarios_section(run),
         *checks_section(run),
         *feed_section(run),
         *phases_section(s),
@@ -116,11 +103,11 @@ def controller_health(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
 def summary_table(summary: dict[str, Any]) -> str:
     doc = SummaryDoc.of(summary)
-    rows: list[list[str] | str] = [_figures_row("total", doc.total)]  # a text: a group's title row
+    rows: list[list[str] | str] = [figures_row("total", doc.total)]  # a text: a group's title row
     for group, entries in (("targets", doc.targets), ("requests", doc.requests), ("agents", doc.agents)):
         if entries:
             rows.append(group)
-            rows.extend(_figures_row(e.name, e) for e in entries)
+            rows.extend(figures_row(e.name, e) for e in entries)
     return table(SUMMARY_HEADERS, rows, css_class="summary")
 
 
@@ -213,44 +200,6 @@ def _gatling_section(run: RunData) -> list[str]:
     return ["<h2>Gatling reports</h2>", "<ul>", *links, "</ul>"]
 
 
-def _figures_row(name: str, entry: Entry) -> list[str]:
-    f = entry.figures
-    lat = f.latency
-    latency = (
-        [fmt_ms(ms) for ms in (lat.mean_ms, lat.stddev_ms, lat.p50_ms, lat.p90_ms, lat.p99_ms, lat.max_ms)]
-        if lat is not None
-        else [NO_RESPONSE] + ["-"] * 5  # the latency of nothing is not 0
-    )
-    return [
-        name,
-        fmt_count(f.requests),
-        fmt_rate(f.rps),
-        fmt_rate(f.ok_rps) if f.ok_rps is not None else "-",  # a summary of before ok/s was written
-        f"{f.mb_per_s:,.2f}",
-        fmt_pct(f.error_pct),
-        *latency,
-        failures_text(entry),
-    ]
-
-
-NO_RESPONSE = "no response"
-
-
-def failures_text(entry: Entry) -> str:
-    """Transport errors by kind and the responses that failed, e.g. `connect_refused 12, 5xx 3`.
-    Responses that failed a check are said apart when the plan's checks failed others than
-    the 4xx and 5xx (`failed a check 40 (5xx 3)`): without checks, they are those alone."""
-    status = entry.status
-    parts = [f"{kind} {n:,}" for kind, n in sorted(entry.errors.items()) if n and kind != CHECK_ERRORS]
-    statuses = [f"{c} {status[c]:,}" for c in ("4xx", "5xx") if status.get(c)]
-    checked = entry.errors.get(CHECK_ERRORS, 0)
-    if checked and checked != status.get("4xx", 0) + status.get("5xx", 0):
-        parts.append(f"failed a check {checked:,}" + (f" ({', '.join(statuses)})" if statuses else ""))
-    else:
-        parts += statuses
-    return ", ".join(parts) or "-"
-
-
 def concurrency_series(run: RunData) -> tuple[Series, ...]:
     """Users and connections; HTTP/2 streams too when a run had any (a line at 0 says nothing)."""
     series = [Series("users", run.total_series("users")), Series("connections", run.total_series("active_conns"))]
@@ -277,6 +226,7 @@ def charts(run: RunData) -> list[Chart]:
             concurrency_series(run),
             markers=markers,
         ),
+        *scenario_charts(run, markers),
         Chart("Requests/s by target", "req/s", tuple(busiest(run.by_target("rps"), "other targets")), markers=markers),
         Chart("Requests/s by agent", "req/s", tuple(busiest(run.by_agent("rps"), "other agents")), markers=markers),
         *(
@@ -307,6 +257,18 @@ def charts(run: RunData) -> list[Chart]:
             if run.controller_lag
             else []
         ),
+    ]
+
+
+def scenario_charts(run: RunData, markers: tuple[Marker, ...]) -> list[Chart]:
+    """A plan with scenarios: each one's requests/s and p99 over time (none for a plain plan)."""
+    if not run.scenario_totals:
+        return []
+    rates = tuple(Series(name, points) for name, points in run.by_scenario("rps").items())
+    p99 = tuple(Series(name, points) for name, points in run.by_scenario("p99_ms").items())
+    return [
+        Chart("Requests/s by scenario", "req/s", rates, markers=markers),
+        Chart("p99 by scenario (log scale)", "ms", p99, markers=markers, log_y=True),
     ]
 
 

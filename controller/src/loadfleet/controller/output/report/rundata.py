@@ -2,11 +2,9 @@
 that reports plot (see rundir.py for both formats), and from `plan.yaml` the driver and the
 warm-up.
 
-Only three kinds of rows are kept: the cluster's `*`,`*` row of each interval, the
-cluster's per-(target, request) rows (to split by target) and each agent's `*`,`*` row;
-agents' per-(target, request) rows are skipped unread, which keeps long runs cheap.
-Times are seconds since the load started (`started_ms` of the summary), so runs line up
-at their start. Anything unreadable raises `UsageError` with the file and the reason.
+intervals.csv is read by intervalsread.py. Times are seconds since the load started
+(`started_ms` of the summary), so runs line up at their start. Anything unreadable raises
+`UsageError` with the file and the reason.
 """
 
 from __future__ import annotations
@@ -14,9 +12,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
-import math
-from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +23,7 @@ from loadfleet.controller.model.csvcells import read_cell
 from loadfleet.controller.model.driver import DEFAULT_DRIVER
 from loadfleet.controller.model.errors import UsageError
 from loadfleet.controller.model.summarydoc import Step, SummaryDoc
+from loadfleet.controller.output.report.intervalsread import IntervalRow, read_intervals
 from loadfleet.controller.output.report.summaryshape import summary_problem
 
 SUMMARY_FILE = "summary.json"
@@ -36,23 +33,7 @@ CONTROLLER_FILE = "controller.csv"  # the controller's own health, a line a seco
 PLAN_FILE = "plan.yaml"
 UNKNOWN = "?"  # a run directory without a readable plan.yaml
 GATLING_DIR = "gatling"  # agents' Gatling HTML reports, unpacked under <agent id>/
-TOTAL = "*"
-_KEY_COLUMNS = ("interval_start_ms", "scope", "agent", "target", "request")
-# Columns of text after the numbers (runs before them have none).
-_TEXT_COLUMNS = ("validity", "validity_reasons")
-
 Points = tuple[tuple[float, float], ...]
-
-
-@dataclass(frozen=True)
-class IntervalRow:
-    start_ms: int
-    scope: str
-    agent: str
-    target: str
-    request: str
-    values: dict[str, float]
-    validity: str = ""  # the interval's generator-health verdict ("" in runs from before it)
 
 
 @dataclass(frozen=True)
@@ -71,6 +52,8 @@ class RunData:
     verdicts: dict[str, int] = field(default_factory=dict)
     # The controller's event-loop lag (its worst per second, ms) over time; runs before it: ().
     controller_lag: Points = ()
+    # A plan with scenarios: each scenario's cluster totals over time (agent = its name).
+    scenario_totals: tuple[IntervalRow, ...] = ()
 
     @functools.cached_property  # read once: a report asks for the run's start at every point it draws
     def summary_doc(self) -> SummaryDoc:
@@ -127,6 +110,13 @@ class RunData:
             for target, by_start in sorted(sums.items())
         }
 
+    def by_scenario(self, column: str) -> dict[str, Points]:
+        """A plan with scenarios: `column` of each scenario's totals over time."""
+        series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for row in self.scenario_totals:
+            series[row.agent].append((self.seconds(row.start_ms), row.values.get(column, float("nan"))))
+        return {name: tuple(points) for name, points in series.items()}
+
     def by_agent(self, column: str) -> dict[str, Points]:
         series: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for row in self.agent_totals:
@@ -141,7 +131,7 @@ def _responses(row: IntervalRow) -> float:
 def load_run(run_dir: Path) -> RunData:
     run_dir = Path(run_dir)
     summary = read_summary(run_dir)
-    kinds, total, rows, agents, verdicts = _read_intervals(run_dir / INTERVALS_FILE)
+    kinds, total, rows, agents, verdicts, scenarios = read_intervals(run_dir / INTERVALS_FILE)
     started_ms = int(SummaryDoc.of(summary).started_ms or (total[0].start_ms if total else 0))
     driver, warmup_s = _read_plan_facts(run_dir / PLAN_FILE)
     return RunData(
@@ -156,6 +146,7 @@ def load_run(run_dir: Path) -> RunData:
         warmup_s=warmup_s,
         verdicts=dict(verdicts),
         controller_lag=_read_controller_lag(run_dir / CONTROLLER_FILE, started_ms),
+        scenario_totals=scenarios,
     )
 
 
@@ -227,155 +218,3 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     if problem:
         raise UsageError(f"{path}: not a loadfleet run summary ({problem})")
     return summary
-
-
-# Points per plotted series at most: a report of a 10-hour soak reads intervals.csv in two
-# passes and keeps O(MAX_POINTS x (columns + targets + MAX_AGENT_LINES)) values, not a row per
-# agent and interval. Beyond MAX_POINTS intervals each point stands for `stride` intervals.
-MAX_POINTS = 1500
-# Agents drawn on their own (the busiest by requests/s); the others are one summed line.
-MAX_AGENT_LINES = 9
-
-
-class _Bucket:
-    """The rows of one series in one bucket of `stride` intervals: each column's mean per
-    interval (the rows of one interval summed: the other agents', a target's requests), so
-    counts become counts per interval and per-second rates stay right; `max_ms` its maximum.
-    A figure of nothing (NaN: the latency of an interval without a response) is left out, and
-    its column's mean is over the intervals that had it (a cluster total row is one an interval)."""
-
-    __slots__ = ("_last", "intervals", "missing", "start_ms", "sums")
-
-    def __init__(self, start_ms: int):
-        self.start_ms, self.intervals, self._last = start_ms, 0, -1
-        self.sums: dict[str, float] = {}
-        self.missing: Counter[str] = Counter()
-
-    def add(self, index: int, values: dict[str, float]) -> None:
-        if index != self._last:
-            self.intervals, self._last = self.intervals + 1, index
-        for name, value in values.items():
-            if math.isnan(value):
-                self.missing[name] += 1
-                continue
-            held = self.sums.get(name)
-            self.sums[name] = value if held is None else (max(held, value) if name == "max_ms" else held + value)
-
-    def row(self, scope: str, agent: str, target: str, request: str) -> IntervalRow:
-        return IntervalRow(
-            self.start_ms,
-            scope,
-            agent,
-            target,
-            request,
-            {k: v if k == "max_ms" else v / (self.intervals - self.missing[k]) for k, v in self.sums.items()},
-        )
-
-
-def _read_intervals(
-    path: Path,
-) -> tuple[tuple[str, ...], tuple[IntervalRow, ...], tuple[IntervalRow, ...], tuple[IntervalRow, ...], Counter[str]]:
-    """(error kinds, cluster totals, per-target rows (requests summed), agent totals), in at
-    most MAX_POINTS points each (see MAX_POINTS), agents beyond the busiest summed; and how
-    many intervals had each generator-health verdict (every interval counted)."""
-    if not path.is_file():
-        return (), (), (), (), Counter()
-    kinds, intervals, verdicts, agent_rps = _survey(path)
-    stride = max(1, -(-intervals // MAX_POINTS))
-    shown = set(sorted(agent_rps, key=lambda a: -agent_rps[a])[:MAX_AGENT_LINES])
-    others = f"other agents ({len(agent_rps) - len(shown)})"
-    total: list[IntervalRow] = []
-    rows: list[IntervalRow] = []
-    agents: list[IntervalRow] = []
-    for key, by_bucket in _buckets(path, stride, shown, others).items():
-        scope, _, target, _ = key
-        into = agents if scope != "cluster" else total if target == TOTAL else rows
-        into += [bucket.row(*key) for bucket in by_bucket.values()]
-    return kinds, tuple(total), tuple(rows), tuple(sorted(agents, key=lambda r: (r.agent, r.start_ms))), verdicts
-
-
-def _survey(path: Path) -> tuple[tuple[str, ...], int, Counter[str], defaultdict[str, float]]:
-    """The first pass: the error kinds, the number of intervals, their verdicts, and each
-    agent's requests per second summed (to find the busiest)."""
-    intervals, verdicts = 0, Counter[str]()
-    kinds: tuple[str, ...] = ()
-    agent_rps: defaultdict[str, float] = defaultdict(float)
-    for row in _interval_rows(path):
-        if isinstance(row, tuple):
-            kinds = row
-        elif row.scope == "cluster" and row.target == TOTAL:
-            intervals += 1
-            verdicts[row.validity] += 1
-        elif row.scope != "cluster":
-            agent_rps[row.agent] += row.values.get("rps", 0.0)
-    return kinds, intervals, verdicts, agent_rps
-
-
-def _buckets(
-    path: Path, stride: int, shown: set[str], others: str
-) -> dict[tuple[str, str, str, str], dict[int, _Bucket]]:
-    """The second pass: every series' rows in buckets of `stride` intervals; the agents not
-    `shown` summed as `others`."""
-    buckets: dict[tuple[str, str, str, str], dict[int, _Bucket]] = defaultdict(dict)
-    index, last_start = -1, None
-    for row in _interval_rows(path):
-        if isinstance(row, tuple):
-            continue
-        if row.start_ms != last_start:
-            index, last_start = index + 1, row.start_ms
-        if row.scope != "cluster":
-            key = (row.scope, row.agent if row.agent in shown else others, TOTAL, TOTAL)
-        else:
-            key = (row.scope, "", row.target, row.request if row.target == TOTAL else TOTAL)
-        values = (
-            row.values
-            if row.target == TOTAL and row.scope == "cluster"
-            else {k: row.values.get(k, 0.0) for k in _SERIES_COLUMNS}
-        )
-        bucket = buckets[key].get(index // stride)
-        if bucket is None:
-            bucket = buckets[key][index // stride] = _Bucket(row.start_ms)
-        bucket.add(index, values)
-    return buckets
-
-
-# What reports plot of the per-target and per-agent rows (all of the cluster's total row).
-_SERIES_COLUMNS = ("rps", "requests")
-
-
-def _interval_rows(path: Path) -> Iterator[tuple[str, ...] | IntervalRow]:
-    """The header's (error kinds, numeric columns), then the rows reports use (agents'
-    per-(target, request) rows skipped)."""
-    try:
-        with path.open(newline="") as f:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if header is None or tuple(header[: len(_KEY_COLUMNS)]) != _KEY_COLUMNS:
-                raise UsageError(f"{path}: not a loadfleet intervals file (unexpected header)")
-            numeric = [c for c in header[len(_KEY_COLUMNS) :] if c not in _TEXT_COLUMNS]
-            texts = [c for c in header[len(_KEY_COLUMNS) :] if c in _TEXT_COLUMNS]
-            if header[len(header) - len(texts) :] != texts:
-                raise UsageError(f"{path}: not a loadfleet intervals file (text columns before numbers)")
-            yield tuple(c[len("err_") :] for c in header if c.startswith("err_"))
-            for line_no, cells in enumerate(reader, start=2):
-                row = _row(cells, numeric, texts, path, line_no)
-                if row is not None:
-                    yield row
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UsageError(f"{path}: unreadable: {exc}") from exc
-
-
-def _row(cells: list[str], numeric: list[str], texts: list[str], path: Path, line_no: int) -> IntervalRow | None:
-    expected = len(_KEY_COLUMNS) + len(numeric) + len(texts)
-    if len(cells) != expected:
-        raise UsageError(f"{path}:{line_no}: {len(cells)} columns, expected {expected}")
-    start, scope, agent, target, request = (read_cell(c) for c in cells[: len(_KEY_COLUMNS)])
-    if scope != "cluster" and target != TOTAL:
-        return None  # an agent's per-(target, request) row: no report plots it
-    text = dict(zip(texts, cells[len(_KEY_COLUMNS) + len(numeric) :]))
-    try:
-        # An empty cell is a figure of nothing (the latency of an interval without a response): NaN, a gap.
-        values = {name: float(cell) if cell else math.nan for name, cell in zip(numeric, cells[len(_KEY_COLUMNS) :])}
-        return IntervalRow(int(start), scope, agent, target, request, values, text.get("validity", ""))
-    except ValueError as exc:
-        raise UsageError(f"{path}:{line_no}: {exc}") from exc

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from loadfleet.controller.output.sinks.lineproto import Field, Point
+from loadfleet.controller.output.sinks.points import scenario_tag
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.wire.stats import TOTAL, StatsRow
 
@@ -35,6 +36,7 @@ def check_points(*, run_id: str, step: str, interval_start_ms: int, rows: Iterab
                         ("run", run_id),
                         ("step", step),
                         ("scope", Scope.CLUSTER.value),
+                        *scenario_tag(row.scenario),
                         ("target", row.target),
                         ("request", row.request),
                         ("check", name),

@@ -38,12 +38,15 @@ from loadfleet.controller.output.sinks.points import (
     event_point,
     host_points,
     http_points,
+)
+from loadfleet.controller.output.sinks.steppoints import (
+    scenario_step_points,
     step_host_points,
     step_point,
     step_target_points,
 )
 from loadfleet.controller.output.sinks.thresholdpoints import threshold_points
-from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
+from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow, scenario_totals_of
 
 # While a sink keeps dropping points, a run event about it at most this often.
 DROP_EVENT_PERIOD_S = 60.0
@@ -75,14 +78,16 @@ class InfluxOutput:
             agent="",
             interval_start_ms=start,
             interval_ms=interval_ms,
-            rows=(*interval.cluster, interval.total),
+            rows=(*interval.cluster, *interval.scenario_totals, interval.total),
             figures=interval.figures,
             verdict=verdict,
         )
         points += check_points(run_id=self.run_id, step=step, interval_start_ms=start, rows=interval.cluster)
         per_agent = verdict.by_agent()
         for agent in interval.agents:
-            rows = (*agent.rows, agent.total) if interval.step.agent_detail else (agent.total,)
+            detail = agent.rows if interval.step.agent_detail else ()
+            own = scenario_totals_of(agent.rows) if interval.scenario_totals else ()  # its total per scenario
+            rows = (*detail, *own, agent.total)
             points += http_points(
                 run_id=self.run_id,
                 step=step,
@@ -120,6 +125,11 @@ class InfluxOutput:
                     peak_users=r.peak_users,
                 )
             ]
+        )
+        self._add(
+            scenario_step_points(
+                run_id=self.run_id, step=r.name, servers=r.servers, start_ms=start_ms, scenarios=r.scenarios
+            )
         )
         self._add(
             step_target_points(

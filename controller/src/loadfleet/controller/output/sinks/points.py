@@ -3,11 +3,11 @@
 Measurements: `http` (per interval, scope cluster or agent, per target and request,
 plus `*`/`*` total rows), `agent` (agent health per heartbeat during a run), `host` and
 `host_process` (monitored hosts and their server processes, per heartbeat), `host_counter`
-(the servers' own cumulative counters, per heartbeat), `step` (one point per step),
-`step_host` and `step_host_counter` (each monitored host and its servers' counter rates over
-a step), `drift` (each interval against the run's first hour), `event` (annotations); `check`
-and `threshold` have modules of their own. Times are interval starts (ms), so a
-rewritten interval lands on the same series and timestamp and replaces the old point.
+(the servers' own cumulative counters, per heartbeat), `drift` (each interval against the
+run's first hour), `event` (annotations); `step`, `step_target`, `step_host` and
+`step_host_counter` (steppoints.py), `check` and `threshold` have modules of their own. Times
+are interval starts (ms), so a rewritten interval lands on the same series and timestamp and
+replaces the old point.
 """
 
 from __future__ import annotations
@@ -20,21 +20,16 @@ from loadfleet.controller.model.figures import (
     PERCENTILES,
     WAITING_PERCENTILES,
     Figures,
-    Latency,
-    PhaseFigures,
-    PhaseTime,
     figures_of,
 )
 from loadfleet.controller.model.health import Health
-from loadfleet.controller.model.hostsamples import HostLoad, HostSample, MonitorInfo
+from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.selfsample import ControllerSample
-from loadfleet.controller.model.stepresult import TargetFigures
 from loadfleet.controller.model.verdict import VALID, Validity, Verdict
 from loadfleet.controller.output.sinks.lineproto import Field, Point
-from loadfleet.controller.output.stepscsv import phase_values
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.wire.phases import PHASE_NAMES
-from loadfleet.wire.stats import COUNTED_ERROR_KINDS, StatsRow, error_kind_name
+from loadfleet.wire.stats import COUNTED_ERROR_KINDS, TOTAL, StatsRow, error_kind_name
 
 
 def http_points(
@@ -51,7 +46,8 @@ def http_points(
 ) -> list[Point]:
     """One point per row: rows with one (target, request) each, and the `*`/`*` total.
     `figures`: the rows' figures where already computed; `verdict`: the interval's
-    generator-health verdict for this scope (the cluster's, or the agent's own)."""
+    generator-health verdict for this scope (the cluster's, or the agent's own). A row of a
+    scenario is tagged `scenario`; the whole interval's total never is (its `*`)."""
     figures = figures or (lambda row: figures_of(row, interval_ms / 1000))
     judged = _verdict_fields(verdict)
     return [
@@ -62,6 +58,7 @@ def http_points(
                 ("step", step),
                 ("scope", scope.value),
                 ("agent", agent),
+                *scenario_tag(row.scenario),
                 ("target", row.target),
                 ("request", row.request),
             ),
@@ -70,6 +67,12 @@ def http_points(
         )
         for row in rows
     ]
+
+
+def scenario_tag(scenario: str) -> tuple[tuple[str, str], ...]:
+    """The `scenario` tag of a point: its scenario's name; none for a plain plan's rows, a
+    whole-run event and the whole interval's total (`*`), so a plain run's points are as before."""
+    return () if scenario in ("", TOTAL) else (("scenario", scenario),)
 
 
 def _verdict_fields(verdict: Verdict) -> tuple[Field, ...]:
@@ -214,46 +217,6 @@ def host_points(*, run_id: str, host: str, monitor: MonitorInfo, sample: HostSam
     ]
 
 
-def step_host_points(
-    *, run_id: str, step: str, servers: int, offered: float, start_ms: int, hosts: tuple[HostLoad, ...]
-) -> list[Point]:
-    means = [
-        Point(
-            "step_host",
-            tags=(
-                ("run", run_id),
-                ("step", step),
-                ("servers", str(servers)),
-                ("host", h.host),
-                ("role", h.role),
-                ("target", " ".join(h.targets)),
-            ),
-            fields=(
-                ("offered", offered),
-                ("cpu_pct", h.cpu_pct),
-                ("max_cpu_pct", h.max_cpu_pct),
-                ("process_cpu_pct", h.process_cpu_pct),
-                ("mem_used_pct", h.mem_used_pct),
-                ("net_rx_mb_per_s", h.net_rx_mb_per_s),
-                ("net_tx_mb_per_s", h.net_tx_mb_per_s),
-            ),
-            time_ms=start_ms,
-        )
-        for h in hosts
-    ]
-    rates = [
-        Point(
-            "step_host_counter",
-            tags=(("run", run_id), ("step", step), ("host", h.host), ("counter", name)),
-            fields=(("rate", rate),),
-            time_ms=start_ms,
-        )
-        for h in hosts
-        for name, rate in sorted(h.counter_rates.items())
-    ]
-    return means + rates
-
-
 def drift_point(*, run_id: str, drift: DriftPoint) -> Point:
     fields = [
         ("rps", drift.rps),
@@ -273,108 +236,7 @@ def drift_point(*, run_id: str, drift: DriftPoint) -> Point:
 def event_point(*, run_id: str, event: Event, value: float = 1.0) -> Point:
     return Point(
         "event",
-        tags=(("run", run_id), ("kind", event.kind.value)),
+        tags=(("run", run_id), ("kind", event.kind.value), *scenario_tag(event.scenario)),
         fields=(("text", event.text), ("agent", event.agent_id), ("value", value)),
         time_ms=event.at_ms,
     )
-
-
-def step_target_points(
-    *, run_id: str, step: str, servers: int, offered: float, start_ms: int, targets: Iterable[TargetFigures]
-) -> list[Point]:
-    """Each target's figures over a step, stamped like its `step` point."""
-    return [
-        Point(
-            "step_target",
-            tags=(("run", run_id), ("step", step), ("servers", str(servers)), ("target", t.url)),
-            fields=(
-                ("offered", offered),
-                ("achieved_rps", t.achieved_rps),
-                ("ok_rps", t.ok_rps),
-                ("requests", t.requests),
-                # The latency of nothing (no response carried one) is no field, not 0.
-                *(
-                    (("mean_ms", t.mean_ms), ("stddev_ms", t.stddev_ms), ("p50_ms", t.p50_ms), ("p99_ms", t.p99_ms))
-                    if t.latency_measured
-                    else ()
-                ),
-                ("error_pct", t.error_pct),
-            ),
-            time_ms=start_ms,
-        )
-        for t in targets
-    ]
-
-
-def step_point(
-    *,
-    run_id: str,
-    step: str,
-    servers: int,
-    offered: float,
-    start_ms: int,
-    total: Figures,
-    bytes_per_s: float,
-    generator_bound: bool,
-    losses: int,
-    validity: Validity = Validity.VALID,
-    invalid_intervals: int = 0,
-    suspect_intervals: int = 0,
-    validity_reasons: str = "",
-    concurrent_users: float = 0.0,
-    peak_users: int = 0,
-) -> Point:
-    return Point(
-        "step",
-        tags=(("run", run_id), ("step", step), ("servers", str(servers))),
-        fields=(
-            ("offered", offered),
-            ("achieved_rps", total.rps),
-            ("ok_rps", total.ok_rps),
-            ("bytes_per_s", bytes_per_s),
-            ("requests", total.requests),
-            *_step_latency_fields(total.latency),
-            ("error_pct", total.error_pct),
-            ("rps_per_server", total.rps / max(1, servers)),
-            ("generator_bound", generator_bound),
-            ("losses", losses),
-            ("validity", validity.value),
-            ("validity_code", validity.rank),
-            ("invalid_intervals", invalid_intervals),
-            ("suspect_intervals", suspect_intervals),
-            ("validity_reasons", validity_reasons),
-            ("concurrent_users", concurrent_users),
-            ("peak_users", peak_users),
-            *(_step_phase_fields(total.phases) if total.phases is not None else ()),
-        ),
-        time_ms=start_ms,
-    )
-
-
-def _step_latency_fields(lat: Latency | None) -> tuple[Field, ...]:
-    """A step's latency, ms; nothing when no response carried one (the latency of nothing)."""
-    if lat is None:
-        return ()
-    return (
-        ("mean_ms", lat.mean_ms),
-        ("stddev_ms", lat.stddev_ms),
-        ("p50_ms", lat.p50_ms),
-        ("p90_ms", lat.p90_ms),
-        ("p99_ms", lat.p99_ms),
-    )
-
-
-def _step_phase_fields(phases: PhaseFigures) -> list[Field]:
-    """Where a step's responses' time went: steps.csv's phase columns (the per-response
-    shares and `other_ms` add up to `mean_ms`; time to first byte's percentiles), and the
-    measured phases' counts, means and maxima."""
-    fields: list[Field] = list(phase_values(phases).items())
-    for name in PHASE_NAMES:
-        phase: PhaseTime = getattr(phases, name)
-        if phase.count:
-            fields += [
-                (f"{name}_count", phase.count),
-                (f"{name}_mean_ms", phase.mean_ms),
-                (f"{name}_max_ms", phase.max_ms),
-            ]
-    return fields
