@@ -99,6 +99,10 @@ SKIP: dict[str, str] = {
     ),
     "docs/metrics.md: loadfleet controller --influx-url http://127.0.0.1:8086": "a controller that serves "
     "until stopped, and an InfluxDB on port 8086",
+    "docs/plans.md: loadfleet-lab up targets/specs/journey.yaml --state-dir build/journey": (
+        "HOST:PORT stands for the app's address `up` prints, and the plan runs 60 s; tests/e2e/test_scenarios.py "
+        "runs it shortened against the same app"
+    ),
     "docs/reproductions.md: loadfleet-lab up plans/repro-lb.lab.yaml --state-dir build/repro-lb": (
         "Apache, PHP-FPM and HAProxy for a 45 s run: over this test's time (bench.repro and tests/e2e run the labs)"
     ),

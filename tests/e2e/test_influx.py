@@ -236,7 +236,8 @@ class Collect:
 
 
 def check_dashboards(influx, summary, target_urls):
-    """Every panel query, as Grafana would send it, returns data that matches the run."""
+    """Every panel query, as Grafana would send it, returns data that matches the run (a plain
+    run: the panels of scenarios, and their variable, return nothing)."""
     run_id, total = summary["run_id"], summary["total"]["figures"]["requests"]
     agent_ids = sorted(a["name"] for a in summary["agents"])
     variables = {"run": [run_id], "target": target_urls, "agent": agent_ids}
@@ -246,6 +247,9 @@ def check_dashboards(influx, summary, target_urls):
         assert dashboard["uid"] and dashboard["title"] and dashboard["schemaVersion"] >= 30
         for variable in dashboard["templating"]["list"]:
             values = {v[1] for s in influx.query(render(variable["query"], variables)) for v in s["values"]}
+            if variable["name"] == "scenario":
+                assert not values, values  # a plain run's points carry no scenario
+                continue
             assert set(variables[variable["name"]]) <= values, variable["name"]
         for annotation in dashboard["annotations"]["list"]:
             kinds = {r["kind"] for r in rows_of(influx.query(render(annotation["query"], variables)))}
@@ -258,6 +262,10 @@ def check_dashboards(influx, summary, target_urls):
             assert panel["datasource"]["uid"] == "loadfleet-influxdb"
             assert panel["type"] in ("stat", "timeseries", "table", "xychart")
             for target in panel["targets"]:
+                if "$scenario" in target["query"]:  # All scenarios (its allValue): none in a plain run
+                    everything = {**variables, "scenario": [".*"]}
+                    assert not influx.query(render(target["query"], everything, raw={"scenario"})), panel["title"]
+                    continue
                 series = influx.query(render(target["query"], variables))
                 assert series, f"{dashboard['uid']}: panel {panel['title']!r} returned nothing"
                 check_panel(panel["title"], series, total=total, steps=steps, agents=agent_ids, targets=target_urls)
@@ -485,3 +493,73 @@ PANEL_CHECKS = {
     "Test data: feed rows": check_feed_rows,
 }
 PANEL_PREFIX_CHECKS = [("Controller", check_controller), ("Monitored hosts:", check_monitored_hosts)]
+
+
+def test_a_run_with_scenarios_tags_each_scenarios_points_and_the_dashboards_split_them(
+    cluster, webs, docroot, tmp_path, influx
+):
+    """Two scenarios (a closed one on one server, an open one on the other from 1 s for 2 s):
+    each scenario's points carry its tag and add up to its figures; the whole run's points carry
+    none, so the run-total panels count every request once; the scenario variable lists both and
+    the panels by scenario draw one line each."""
+    for agent_id in ("a1", "a2"):
+        cluster.add_agent(agent_id)
+    cluster.wait_for_agents(2)
+    page = json.loads((docroot / "manifest.json").read_text())["files"][0]["path"]
+    plan = write_plan(
+        tmp_path / "scenarios.yaml",
+        name="influx-scenarios",
+        duration_s=4,
+        targets=[{"name": "web", "url": webs[0].url}, {"name": "api", "url": webs[1].url}],
+        scenarios=[
+            {
+                "name": "browse",
+                "targets": ["web"],
+                "workload": {"requests": [{"name": "home", "path": page}]},
+                "load": {"model": "closed", "clients": 2, "think": {"fixed_ms": 20}},
+            },
+            {
+                "name": "buy",
+                "targets": ["api"],
+                "start_after_s": 1,
+                "duration_s": 2,
+                "workload": {"requests": [{"name": "pay", "path": page + "?pay"}]},
+                "load": {"model": "open", "rate": 40},
+            },
+        ],
+        sinks={"influxdb": {"url": influx.url, "bucket": BUCKET, "org": "-"}},
+    )
+    run = subprocess.run(
+        [program("loadfleet"), "run", str(plan), "--controller", cluster.address, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads(run.stdout)
+    run_id, total = summary["run_id"], summary["total"]["figures"]["requests"]
+    by_name = {s["name"]: s["total"]["figures"]["requests"] for s in summary["scenarios"]}
+    assert by_name["browse"] and by_name["buy"] and sum(by_name.values()) == total
+    assert wait_for(lambda: influx.rows(f"SELECT requests FROM step WHERE run = '{run_id}' AND scenario = 'buy'"))
+    for name, requests in by_name.items():
+        rows = influx.rows(
+            f"SELECT sum(requests) FROM http WHERE run = '{run_id}' AND scope = 'cluster' AND target = '*' "
+            f"AND scenario = '{name}'"
+        )
+        assert rows[0]["sum"] == requests, name
+    whole = influx.rows(f"SELECT sum(requests) FROM http WHERE run = '{run_id}' AND scope = 'cluster' AND target = '*'")
+    assert whole[0]["sum"] == 2 * total  # the run's points and its scenarios': panels keep to one
+    events = influx.rows(f"SELECT text FROM event WHERE run = '{run_id}' AND scenario = 'buy'")
+    assert len(events) == 2  # started, ended
+    variables = {"run": [run_id], "scenario": [".*"]}
+    (live,) = [d for d in dashboards() if d["uid"] == "loadfleet-live-run"]
+    (variable,) = [v for v in live["templating"]["list"] if v["name"] == "scenario"]
+    listed = {v[1] for s in influx.query(render(variable["query"], variables)) for v in s["values"]}
+    assert listed == {"browse", "buy"}
+    panels = {p["title"]: p["targets"][0]["query"] for p in live["panels"]}
+    (stat,) = influx.query(render(panels["Requests (run total)"], variables, raw={"scenario"}))
+    assert stat["values"][0][1] == total
+    lines = influx.query(render(panels["Requests/s by scenario"], variables, raw={"scenario"}))
+    assert sorted(s["tags"]["scenario"] for s in lines) == ["browse", "buy"]
+    only_buy = influx.query(render(panels["p99 by scenario"], {**variables, "scenario": ["buy"]}))
+    assert [s["tags"]["scenario"] for s in only_buy] == ["buy"]

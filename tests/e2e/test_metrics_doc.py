@@ -17,6 +17,7 @@ from loadfleet.controller.model.figures import figures_of
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostLoad, HostSample, MonitorInfo, ProcessSample
 from loadfleet.controller.model.selfsample import ControllerSample
+from loadfleet.controller.model.stepresult import ScenarioStepResult
 from loadfleet.controller.model.thresholdresult import Outcome, ThresholdResult
 from loadfleet.controller.model.verdict import Validity
 from loadfleet.controller.output.sinks.checkpoints import check_points
@@ -31,7 +32,12 @@ from loadfleet.controller.output.sinks.points import (
     host_points,
     http_points,
 )
-from loadfleet.controller.output.sinks.steppoints import step_host_points, step_point, step_target_points
+from loadfleet.controller.output.sinks.steppoints import (
+    scenario_step_points,
+    step_host_points,
+    step_point,
+    step_target_points,
+)
 from loadfleet.controller.output.sinks.thresholdpoints import threshold_points
 from loadfleet.controller.stream.contract import Scope
 from loadfleet.v1 import stats_pb2
@@ -147,6 +153,12 @@ def _step_hosts() -> tuple[HostLoad, ...]:
     )
 
 
+def _in(scenario: str, row: StatsRow) -> StatsRow:
+    """The row as a scenario's (the doc's data is a run of a plan with two scenarios)."""
+    row.scenario = scenario
+    return row
+
+
 def fill(influx) -> None:
     now_ms = int(time.time() * 1000) // 1000 * 1000
     start_ms = now_ms - 30_000
@@ -162,7 +174,10 @@ def fill(influx) -> None:
             step,
             at,
             **{
-                agent: [_row("http://127.0.0.2:80", "home", 20 + i), _row("http://127.0.0.3:80", "home", 10)]
+                agent: [
+                    _in("browse", _row("http://127.0.0.2:80", "home", 20 + i)),
+                    _in("checkout", _row("http://127.0.0.3:80", "home", 10)),
+                ]
                 for agent in ("a1", "a2")
             },
         )
@@ -198,6 +213,7 @@ def fill(influx) -> None:
             validity_reasons="a1: engine at 97 % of its core",
         )
     )
+    points += scenario_step_points(run_id=RUN_ID, step="main", servers=2, start_ms=start_ms, scenarios=[SCENARIO_STEP])
     points += step_host_points(
         run_id=RUN_ID, step="main", servers=2, offered=4.0, start_ms=start_ms, hosts=_step_hosts()
     )
@@ -211,6 +227,8 @@ def fill(influx) -> None:
     )
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "a2 lost", "a2", at_ms=start_ms + 5000)))
     points.append(event_point(run_id=RUN_ID, event=Event(EventKind.THRESHOLD_FAILING, P99.text, at_ms=start_ms + 6000)))
+    started = Event(EventKind.SCENARIO_STARTED, "scenario browse started", at_ms=start_ms, scenario="browse")
+    points.append(event_point(run_id=RUN_ID, event=started))
     output.on_thresholds((P99, NO_DATA), at_ms=now_ms)
     points += feed_points(run_id=RUN_ID, rows={"used": 28, "in_flight_at_loss": 2, "unused": 0}, at_ms=now_ms)
     influx_writer(InfluxConfig(url=influx.url))([p.line() for p in points])
@@ -248,30 +266,35 @@ def doc_schema() -> dict[str, tuple[set[str], set[str]]]:
 
 
 def all_points() -> dict:
-    """One point of each measurement with every field the code can write."""
+    """Points of each measurement with every tag and field the code can write: a plan with
+    scenarios' (`scenario` tags), and for `step` the whole step's point beside a scenario's."""
     row = _row("http://127.0.0.2:80", "home", 5)
     row.scheduled, row.sent_late, row.max_send_lag_us, row.not_sent = 6, 1, 2500, 1
-    total = merge_rows([row], target="*", request="*")[("", "*", "*")]
+    row.scenario = "browse"
+    total = merge_rows([row], target="*", request="*")[("browse", "*", "*")]
     return {
         "http": http_points(
             run_id=RUN_ID, step="main", scope=Scope.AGENT, agent="a1", interval_start_ms=0, interval_ms=1000, rows=[row]
         )[0],
         "agent": agent_point(run_id=RUN_ID, agent_id="a1", health=Health(busiest_engine_wait_pct=3.0), at_ms=0),
-        "event": event_point(run_id=RUN_ID, event=Event(EventKind.AGENT_LOST, "lost", "a1", at_ms=0)),
+        "event": event_point(run_id=RUN_ID, event=Event(EventKind.SCENARIO_STARTED, "started", at_ms=0, scenario="a")),
         "controller": controller_point(
             run_id=RUN_ID, sample=ControllerSample(0, loop_lag_ms=1.0, cpu_pct=5.0, rss_mb=80.0, agents=1)
         ),
-        "step": step_point(
-            run_id=RUN_ID,
-            step="main",
-            servers=1,
-            offered=1.0,
-            start_ms=0,
-            total=figures_of(total, 1),
-            bytes_per_s=1.0,
-            generator_bound=False,
-            losses=0,
-        ),
+        "step": [
+            step_point(
+                run_id=RUN_ID,
+                step="main",
+                servers=1,
+                offered=1.0,
+                start_ms=0,
+                total=figures_of(total, 1),
+                bytes_per_s=1.0,
+                generator_bound=False,
+                losses=0,
+            ),
+            *scenario_step_points(run_id=RUN_ID, step="main", servers=1, start_ms=0, scenarios=[SCENARIO_STEP]),
+        ],
         "host": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[0],
         "host_process": host_points(run_id=RUN_ID, host="web1", monitor=WEB_HOST, sample=_host_sample(0))[1],
         "host_counter": host_points(run_id=RUN_ID, host="lb1", monitor=LB_HOST, sample=_lb_sample(0, 1))[-1],
@@ -302,14 +325,18 @@ def _target_figures(url: str):
     return target_figures(_row(url, "*", 150), 10)
 
 
+SCENARIO_STEP = ScenarioStepResult("browse", 10, 10, 100, 99, 10.0, 9.9, 2.0, 1.5, 3.0, 4.0, 1.0, 4.0, swept=True)
+
+
 def test_the_doc_lists_exactly_the_tags_and_fields_the_controller_writes():
     schema = doc_schema()
     points = all_points()
     assert set(schema) == set(points)
-    for measurement, point in points.items():
+    for measurement, made in points.items():
         tags, fields = schema[measurement]
-        assert tags == {k for k, _ in point.tags}, measurement
-        assert fields == {k for k, _ in point.fields}, measurement
+        made = made if isinstance(made, list) else [made]
+        assert tags == {k for point in made for k, _ in point.tags}, measurement
+        assert fields == {k for point in made for k, _ in point.fields}, measurement
 
 
 def test_the_doc_has_examples_of_every_measurement():

@@ -17,13 +17,19 @@ def dashboards() -> list[dict]:
 
 
 def render(
-    query: str, variables: dict[str, list[str]], *, interval: str = "1s", time_filter: str = "time > now() - 1h"
+    query: str,
+    variables: dict[str, list[str]],
+    *,
+    interval: str = "1s",
+    time_filter: str = "time > now() - 1h",
+    raw: frozenset[str] | set[str] = frozenset(),
 ) -> str:
     """Grafana's InfluxQL interpolation: $timeFilter, $__interval, and regex-formatted
-    variables ((a|b) for several values, escaped)."""
+    variables ((a|b) for several values, escaped); the variables in `raw` as they are (an
+    `allValue` such as `.*`, which Grafana does not escape)."""
 
     def value(name: str) -> str:
-        values = [re.sub(r"([\\/.^$*+?()\[\]{}|:-])", r"\\\1", v) for v in variables[name]]
+        values = [v if name in raw else re.sub(r"([\\/.^$*+?()\[\]{}|:-])", r"\\\1", v) for v in variables[name]]
         return values[0] if len(values) == 1 else "(" + "|".join(values) + ")"
 
     query = query.replace("$timeFilter", time_filter).replace("$__interval", interval)

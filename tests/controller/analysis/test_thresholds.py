@@ -46,13 +46,16 @@ def step(name: str = "main", *, start_ms: int = 0, seconds: int = 100, warmup_s:
     )
 
 
-def row(target=APP, request="page", *, ok=0, s5xx=0, latency_ms=(), waiting_ms=(), connect=(0, 0, 0)) -> StatsRow:
+def row(
+    target=APP, request="page", *, ok=0, s5xx=0, latency_ms=(), waiting_ms=(), connect=(0, 0, 0), queueing=(0, 0, 0)
+) -> StatsRow:
     r = StatsRow(target, request, requests=ok + s5xx)
     r.status[1], r.status[4] = ok, s5xx
     if latency_ms:
         r.histogram = Histogram.of([round(ms * 1000) for ms in latency_ms])
     if waiting_ms or connect[0]:
         r.phases = Phases(
+            queueing=Phase(*queueing),
             connect=Phase(*connect),
             waiting=Phase(len(waiting_ms), round(sum(waiting_ms) * 1000), round(max(waiting_ms, default=0) * 1000)),
             waiting_histogram=Histogram.of([round(ms * 1000) for ms in waiting_ms]) if waiting_ms else Histogram(),
@@ -103,7 +106,14 @@ def feed(w: ThresholdWatch, *intervals: FinalInterval) -> ThresholdWatch:
 
 # ---- values ------------------------------------------------------------------------------
 
-MIXED = row(ok=8, s5xx=2, latency_ms=[1, 2, 3, 4, 5, 6, 7, 8, 9, 100], waiting_ms=[1, 3], connect=(2, 3000, 2500))
+MIXED = row(
+    ok=8,
+    s5xx=2,
+    latency_ms=[1, 2, 3, 4, 5, 6, 7, 8, 9, 100],
+    waiting_ms=[1, 3],
+    connect=(2, 3000, 2500),
+    queueing=(10, 40_000, 9000),  # 4 ms each on average, the longest 9 ms
+)
 
 
 @pytest.mark.parametrize(
@@ -119,6 +129,8 @@ MIXED = row(ok=8, s5xx=2, latency_ms=[1, 2, 3, 4, 5, 6, 7, 8, 9, 100], waiting_m
         (Metric.WAITING, Stat(StatKind.PERCENTILE, 50.0), 1.0),
         (Metric.CONNECT, Stat(StatKind.MEAN), 1.5),
         (Metric.CONNECT, Stat(StatKind.MAX), 2.5),
+        (Metric.QUEUEING, Stat(StatKind.MEAN), 4.0),
+        (Metric.QUEUEING, Stat(StatKind.MAX), 9.0),
         (Metric.ERROR_PCT, None, 20.0),
         (Metric.RPS, None, 5.0),  # 10 requests in 2 s
         (Metric.OK_RPS, None, 4.0),
@@ -366,3 +378,15 @@ def test_a_snapshot_of_other_thresholds_is_refused():
 
 def _end(window: StepWindow) -> StepEnd:
     return StepEnd(window, result=None)  # the watch reads only the step's window
+
+
+def test_a_tally_reads_back_from_its_checkpoint_and_from_one_of_before_the_queueing_phase():
+    tally = Tally.of(MIXED, 2.0)
+    doc = tally.to_doc()
+    again = Tally.from_doc(doc)
+    assert value_of(limit(Metric.QUEUEING, stat=Stat(StatKind.MAX)), again) == 9.0
+    assert value_of(limit(Metric.CONNECT, stat=Stat(StatKind.MEAN)), again) == 1.5
+    del doc["queueing"]  # a checkpoint written by a controller of before the queueing phase
+    older = Tally.from_doc(doc)
+    assert value_of(limit(Metric.QUEUEING, stat=Stat(StatKind.MEAN)), older) is None
+    assert value_of(limit(Metric.CONNECT, stat=Stat(StatKind.MEAN)), older) == 1.5

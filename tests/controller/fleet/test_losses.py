@@ -6,8 +6,8 @@ from __future__ import annotations
 from loadfleet.controller.fleet.losses import Loss, LostShare, StepShares, redistributed
 from loadfleet.controller.fleet.scheduler import EngineShare, ScenarioShare
 from loadfleet.controller.model.load import IDLE_LOAD, Load, Stage
+from loadfleet.controller.model.scenariospan import ScenarioSpan
 from loadfleet.controller.plan.model import LossPolicy
-from loadfleet.controller.stream.contract import ScenarioSpan
 
 
 def shares(*clients, budget=0):

@@ -81,6 +81,19 @@ P99 = Stat(StatKind.PERCENTILE, 99.0)
             Threshold("max connect > 0.5 ms", Metric.CONNECT, 0.5, False, Stat(StatKind.MAX), over=Over(OverKind.STEP)),
         ),
         (
+            "{metric: queueing, stat: mean, target: app, below_ms: 2, over: step}",
+            "target=app:queueing.mean_ms<2@step",
+            Threshold(
+                "mean queueing < 2 ms",
+                Metric.QUEUEING,
+                2.0,
+                True,
+                Stat(StatKind.MEAN),
+                target="app",
+                over=Over(OverKind.STEP),
+            ),
+        ),
+        (
             "{metric: latency, stat: stddev, below_ms: 9}",
             "latency.stddev_ms < 9",
             Threshold("stddev latency < 9 ms", Metric.LATENCY, 9.0, True, Stat(StatKind.STDDEV)),

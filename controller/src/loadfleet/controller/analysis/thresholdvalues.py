@@ -28,7 +28,12 @@ from loadfleet.wire.stats import StatsRow
 
 _US_PER_MS = 1000.0
 # The phases a threshold reads by mean and maximum (sum / count, and the largest value).
-_PHASE_METRICS = {Metric.CONNECT: "connect", Metric.TLS: "tls", Metric.RECEIVING: "receiving"}
+_PHASE_METRICS = {
+    Metric.QUEUEING: "queueing",
+    Metric.CONNECT: "connect",
+    Metric.TLS: "tls",
+    Metric.RECEIVING: "receiving",
+}
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Tally:
     failed: int = 0
     latency: Histogram = EMPTY
     waiting: Histogram = EMPTY
+    queueing: Phase = NO_PHASE
     connect: Phase = NO_PHASE
     tls: Phase = NO_PHASE
     receiving: Phase = NO_PHASE
@@ -59,6 +65,7 @@ class Tally:
             failed=row.failed,
             latency=row.histogram,
             waiting=phases.waiting_histogram if phases else EMPTY,
+            queueing=phases.queueing if phases else NO_PHASE,
             connect=phases.connect if phases else NO_PHASE,
             tls=phases.tls if phases else NO_PHASE,
             receiving=phases.receiving if phases else NO_PHASE,
@@ -73,6 +80,7 @@ class Tally:
         self.failed += other.failed
         self.latency = self.latency + other.latency
         self.waiting = self.waiting + other.waiting
+        self.queueing += other.queueing
         self.connect += other.connect
         self.tls += other.tls
         self.receiving += other.receiving
@@ -89,6 +97,7 @@ class Tally:
         self.requests -= other.requests
         self.ok -= other.ok
         self.failed -= other.failed
+        self.queueing = _less(self.queueing, other.queueing)
         self.connect = _less(self.connect, other.connect)
         self.tls = _less(self.tls, other.tls)
         self.receiving = _less(self.receiving, other.receiving)
@@ -126,7 +135,9 @@ class Tally:
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Tally:
-        phases = {name: Phase(*doc[name]) if doc[name][0] else NO_PHASE for name in _PHASE_METRICS.values()}
+        # a checkpoint of before the queueing phase has none of it
+        held = {name: doc.get(name, (0, 0, 0)) for name in _PHASE_METRICS.values()}
+        phases = {name: Phase(*counts) if counts[0] else NO_PHASE for name, counts in held.items()}
         return cls(
             intervals=doc["intervals"],
             seconds=doc["seconds"],

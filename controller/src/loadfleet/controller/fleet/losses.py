@@ -33,8 +33,8 @@ from loadfleet.controller.fleet.scheduler import EngineShare, ScenarioShare, com
 from loadfleet.controller.model.codec import OMIT_DEFAULT
 from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.load import Load, split_exact
+from loadfleet.controller.model.scenariospan import ScenarioSpan
 from loadfleet.controller.plan.model import LossPolicy
-from loadfleet.controller.stream.contract import ScenarioSpan
 
 # What an agent used of a step: for a scenario's name (None: all its load), its requests
 # reported in the step and its busiest interval.

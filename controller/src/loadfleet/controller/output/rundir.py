@@ -154,8 +154,8 @@ class RunDirWriter:
         written = [(Scope.CLUSTER, "", row) for row in (*interval.cluster, *scenario_rows, interval.total)]
         for agent in interval.agents:
             detail = agent.rows if interval.step.agent_detail else ()
-            own = scenario_totals_of(agent.rows) if self._scenarios else ()  # its total per scenario
-            written += [(Scope.AGENT, agent.agent_id, row) for row in (*detail, *own, agent.total)]
+            per_scenario = scenario_totals_of(agent.rows) if self._scenarios else ()  # its total per scenario
+            written += [(Scope.AGENT, agent.agent_id, row) for row in (*detail, *per_scenario, agent.total)]
         interval.compute_figures([row for _, _, row in written])
         verdict = interval.verdict
         judged = {"": verdict, **verdict.by_agent()}  # by agent id; the cluster's under ""

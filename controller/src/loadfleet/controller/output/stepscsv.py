@@ -116,7 +116,7 @@ def steps_csv(results: list[StepResult], target_urls: list[str], *, scenarios: b
     hosts = sorted({h.host for r in results for h in r.hosts})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    header = [
+    header: list[object] = [
         *STEP_COLUMNS,
         *PHASE_COLUMNS,
         *(f"{column} {url}" for url in target_urls for column in TARGET_COLUMNS),
@@ -140,7 +140,7 @@ def steps_csv(results: list[StepResult], target_urls: list[str], *, scenarios: b
     return out.getvalue()
 
 
-def _with_scenario(row: list, scenario: object) -> list:
+def _with_scenario(row: list[object], scenario: object) -> list[object]:
     """`row` with its scenario after the step's name."""
     return [row[0], scenario, *row[1:]]
 

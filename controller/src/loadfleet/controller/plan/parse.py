@@ -184,11 +184,15 @@ def _parse_doc(
 def _scenario_plan_problems(doc: dict[str, Any], base_dir: Path | None, confined: bool) -> list[Problem]:
     problems = _target_problems(doc["targets"]) + protocol_problems(doc) + scenario_problems(doc)
     for i, scenario in enumerate(doc["scenarios"]):  # each one's body files and journey, as a plain plan's
-        own = {"workload": scenario["workload"], "load": scenario["load"], "driver": doc.get("driver", DEFAULT_DRIVER)}
-        found = inline_body_files(own, base_dir, confined=confined)
+        as_plan = {
+            "workload": scenario["workload"],
+            "load": scenario["load"],
+            "driver": doc.get("driver", DEFAULT_DRIVER),
+        }
+        found = inline_body_files(as_plan, base_dir, confined=confined)
         if not found:
             requests = [request_from_doc(r) for r in scenario["workload"].get("requests", [])]
-            found = _journey_problems(own, requests, None)
+            found = _journey_problems(as_plan, requests, None)
         problems += [Problem(f"scenarios[{i}].{p.path}", p.message) for p in found]
     references = reference_problems(doc)
     requests = [request_from_doc(r) for s in doc["scenarios"] for r in s["workload"].get("requests", [])]

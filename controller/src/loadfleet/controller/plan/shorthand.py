@@ -19,14 +19,14 @@ from loadfleet.controller.plan.thresholds import Metric
 SHORTHAND_GRAMMAR = """\
 --threshold [scenario=NAME:][target=NAME:|request=NAME:]FIGURE(<|>)LIMIT[@run|@step|@window=30s]
   FIGURE: p99_ms p99.9_ms mean_ms min_ms max_ms stddev_ms (latency), waiting.p90_ms
-  waiting.mean_ms waiting.max_ms, connect.mean_ms tls.max_ms receiving.mean_ms (phases: mean,
-  max), error_pct rps ok_rps requests ok, check_pass_pct[CHECK NAME]
+  waiting.mean_ms waiting.max_ms, queueing.mean_ms connect.mean_ms tls.max_ms receiving.mean_ms
+  (phases: mean, max), error_pct rps ok_rps requests ok, check_pass_pct[CHECK NAME]
 examples: --threshold 'p99_ms<250' --threshold 'request=account:error_pct<1@step'
   --threshold 'scenario=checkout:request=pay:p99_ms<300@step'"""
 
 _COUNT_FIGURES = {m.value: m for m in (Metric.ERROR_PCT, Metric.RPS, Metric.OK_RPS, Metric.REQUESTS, Metric.OK)}
 # [metric.]stat_ms; the stat is checked against the metric with the plan (thresholds.py).
-_TIME_FIGURE = re.compile(r"(?:(latency|waiting|connect|tls|receiving)\.)?([a-z]+|p[0-9.]+)_ms")
+_TIME_FIGURE = re.compile(r"(?:(latency|waiting|queueing|connect|tls|receiving)\.)?([a-z]+|p[0-9.]+)_ms")
 _CHECK_FIGURE = "check_pass_pct["
 _WINDOW = re.compile(r"window=([0-9]+(?:\.[0-9]+)?)s?")
 

@@ -21,6 +21,7 @@ class Metric(enum.StrEnum):
 
     LATENCY = "latency"  # a response's latency, from its due time to its last byte
     WAITING = "waiting"  # the phases (docs/metrics.md)
+    QUEUEING = "queueing"  # waiting for a free worker or HTTP/2 stream before going out
     CONNECT = "connect"
     TLS = "tls"
     RECEIVING = "receiving"
@@ -36,7 +37,9 @@ class Metric(enum.StrEnum):
         return self in _TIME_METRICS
 
 
-_TIME_METRICS = frozenset({Metric.LATENCY, Metric.WAITING, Metric.CONNECT, Metric.TLS, Metric.RECEIVING})
+_TIME_METRICS = frozenset(
+    {Metric.LATENCY, Metric.WAITING, Metric.QUEUEING, Metric.CONNECT, Metric.TLS, Metric.RECEIVING}
+)
 
 
 class StatKind(enum.StrEnum):
@@ -157,10 +160,11 @@ MAX_THRESHOLDS = 50
 MAX_WINDOW_INTERVALS = 600
 
 # Which stats each time metric has: latency keeps a histogram, waiting too (its phase's
-# histogram); connect, tls and receiving keep only sums and maxima.
+# histogram); queueing, connect, tls and receiving keep only sums and maxima.
 _STAT_KINDS = {
     Metric.LATENCY: (StatKind.MIN, StatKind.MEAN, StatKind.STDDEV, StatKind.MAX, StatKind.PERCENTILE),
     Metric.WAITING: (StatKind.MEAN, StatKind.MAX, StatKind.PERCENTILE),
+    Metric.QUEUEING: (StatKind.MEAN, StatKind.MAX),
     Metric.CONNECT: (StatKind.MEAN, StatKind.MAX),
     Metric.TLS: (StatKind.MEAN, StatKind.MAX),
     Metric.RECEIVING: (StatKind.MEAN, StatKind.MAX),

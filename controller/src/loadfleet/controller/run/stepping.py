@@ -36,6 +36,7 @@ from loadfleet.controller.model.events import Event, EventKind
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
 from loadfleet.controller.model.load import LoadModel
+from loadfleet.controller.model.scenariospan import ScenarioSpan
 from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.plan import steps
 from loadfleet.controller.plan.model import Plan
@@ -44,7 +45,7 @@ from loadfleet.controller.run import announcements
 from loadfleet.controller.run.course import Course, step_state
 from loadfleet.controller.run.pipeline import RunPipeline
 from loadfleet.controller.run.records import JobEnded, KneeRecorded, ShareLost, StepHalted, StepStarted
-from loadfleet.controller.stream.contract import AGENT_DETAIL_MAX_ROWS, ScenarioSpan, StepWindow
+from loadfleet.controller.stream.contract import AGENT_DETAIL_MAX_ROWS, StepWindow
 from loadfleet.controller.stream.window import ClosedInterval, IntervalWindow, Outcome
 
 log = logging.getLogger(__name__)

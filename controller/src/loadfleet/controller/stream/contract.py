@@ -29,6 +29,7 @@ from loadfleet.controller.model.events import Event
 from loadfleet.controller.model.figures import Figures, figures_of, latencies_of
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import HostSample, MonitorInfo
+from loadfleet.controller.model.scenariospan import ScenarioSpan
 from loadfleet.controller.model.selfsample import ControllerSample
 from loadfleet.controller.model.stepresult import StepResult
 from loadfleet.controller.model.verdict import VALID, Verdict
@@ -42,20 +43,6 @@ class Scope(enum.StrEnum):
 
     CLUSTER = "cluster"
     AGENT = "agent"
-
-
-@dataclass(frozen=True)
-class ScenarioSpan:
-    """When one scenario of a step sends load (absolute ms, within the step's load), and its
-    load in words."""
-
-    name: str
-    start_ms: int
-    end_ms: int
-    load: str
-
-    def running(self, at_ms: int) -> bool:
-        return self.start_ms <= at_ms < self.end_ms
 
 
 @dataclass(frozen=True)
