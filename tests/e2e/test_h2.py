@@ -92,24 +92,34 @@ def test_h2c_to_an_http1_server_is_a_protocol_error_that_says_why(docroot, tmp_p
     assert f"h2_protocol {requests:,}" in console
 
 
-def h2c_run(server: NginxServer, tmp_path: Path, max_streams: int) -> tuple[dict, list[dict[str, str]]]:
-    """8 closed-model clients sharing h2c connections (`max_streams` 8 or more): the summary, and
-    intervals.csv's cluster total rows."""
+# The limited server's run judges its queueing: a threshold that fails (exit 4) on what the
+# 1-stream limit makes clients wait, read from the queueing phase end to end.
+QUEUEING_LIMIT = {"metric": "queueing", "stat": "mean", "below_ms": 0.5}
+
+
+def h2_run(server: NginxServer, tmp_path: Path, max_streams: int, *, tls: bool) -> tuple[dict, list[dict[str, str]]]:
+    """8 closed-model clients sharing h2 connections (`max_streams` 8 or more), over TLS (ALPN)
+    or h2c: the summary, and intervals.csv's cluster total rows."""
+    scheme, protocol = ("https", "h2") if tls else ("http", "h2c")
     plan = write_plan(
-        tmp_path / f"plan-{max_streams}.yaml",
+        tmp_path / f"plan-{protocol}-{max_streams}.yaml",
         duration_s=1.5,
-        targets=[{"url": f"http://{HOST}:{server.port}", "protocol": "h2c", "max_streams": max_streams}],
+        targets=[{"url": f"{scheme}://{HOST}:{server.port}", "protocol": protocol, "max_streams": max_streams}],
         workload={"requests": [{"name": "page", "path": "/manifest.json"}]},
         load={"model": "closed", "clients": 8},
+        thresholds=[QUEUEING_LIMIT],
     )
-    runs = tmp_path / f"runs-{max_streams}"
+    runs = tmp_path / f"runs-{protocol}-{max_streams}"
     argv = [program("loadfleet"), "run", str(plan), "--local", "1", "--json", "--runs-dir", str(runs)]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=90)
-    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    (threshold,) = [t for t in summary["thresholds"] if "queueing" in t["text"]]
+    # exit 4 exactly when the queueing threshold failed
+    assert result.returncode == (4 if threshold["outcome"] == "failed" else 0), result.stderr[-2000:]
     (intervals,) = runs.glob("*/intervals.csv")
     with intervals.open() as f:
         rows = [r for r in csv.DictReader(f) if r["scope"] == "cluster" and r["target"] == "*"]
-    return json.loads(result.stdout), rows
+    return summary, rows
 
 
 def phases_of(summary: dict) -> tuple[dict, float]:
@@ -117,19 +127,22 @@ def phases_of(summary: dict) -> tuple[dict, float]:
     return figures["phases"], figures["latency"]["mean_ms"]
 
 
-def test_a_servers_stream_limit_is_queueing_and_streams_stay_within_it(docroot, tmp_path):
+@pytest.mark.parametrize("tls", [False, True], ids=["h2c", "h2-over-tls"])
+def test_a_servers_stream_limit_is_queueing_and_streams_stay_within_it(docroot, tmp_path, tls):
     """nginx allowing 1 stream per connection: 8 clients sharing a connection wait for it in
     `queueing` (most of their latency), never more than 1 stream is open per connection at an
     interval's end; with streams to spare (max_streams 100, nginx's 128) nothing queues. The
-    phases add up to no more than the latency either way."""
+    phases add up to no more than the latency either way, and the plan's queueing threshold fails
+    on the limited server only. Over h2c and over TLS (ALPN chooses h2)."""
     one_stream = "        http2_max_concurrent_streams 1;\n"
-    limited = NginxServer(HOST, free_port(HOST), docroot, tmp_path / "nginx", "one", http2=True, extra_conf=one_stream)
-    free = NginxServer(HOST, free_port(HOST), docroot, tmp_path / "nginx", "many", http2=True)
+    place = tmp_path / "nginx"
+    limited = NginxServer(HOST, free_port(HOST), docroot, place, "one", tls=tls, http2=True, extra_conf=one_stream)
+    free = NginxServer(HOST, free_port(HOST), docroot, place, "many", tls=tls, http2=True)
     try:
         limited.start()
         free.start()
-        queued, queued_rows = h2c_run(limited, tmp_path, max_streams=8)
-        spare, spare_rows = h2c_run(free, tmp_path, max_streams=100)
+        queued, queued_rows = h2_run(limited, tmp_path, max_streams=8, tls=tls)
+        spare, spare_rows = h2_run(free, tmp_path, max_streams=100, tls=tls)
     finally:
         limited.stop()
         free.stop()
@@ -143,6 +156,10 @@ def test_a_servers_stream_limit_is_queueing_and_streams_stay_within_it(docroot, 
     queueing_ms = phases["queueing"]["per_response_ms"]
     assert queueing_ms > 0.4 * mean_ms, f"{queueing_ms} ms of {mean_ms} ms queued behind 1 stream"
     assert spare_phases["queueing"]["per_response_ms"] < 0.25 * queueing_ms, spare_phases
+    outcomes = [next(t["outcome"] for t in s["thresholds"] if "queueing" in t["text"]) for s in (queued, spare)]
+    assert outcomes == ["failed", "passed"], outcomes
+    if tls:  # every request went over TLS: its handshakes are in the tls phase
+        assert phases["tls"]["count"] > 0 and spare_phases["tls"]["count"] > 0
     for rows, per_connection in ((queued_rows, 1), (spare_rows, 100)):
         assert rows
         assert all(int(r["active_streams"]) <= int(r["active_conns"]) * per_connection for r in rows), rows

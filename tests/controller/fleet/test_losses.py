@@ -167,3 +167,13 @@ def test_an_ended_scenarios_share_is_not_handed_on():
         loss.describe()
         == "scenario buy: agent a1 lost its share (5 requests/s) after its scenario had ended: nothing to hand on"
     )
+
+
+def test_a_budget_goes_only_to_engines_that_run_the_scenario():
+    """1 client of a budgeted scenario over 3 live engines, none of which ran it: the one that
+    takes the client takes the whole budget, the others stay idle without any."""
+    current = {"a1": (two_scenarios(0, 1.0), two_scenarios(0, 1.0)), "a2": (two_scenarios(0, 1.0),)}
+    share = LostShare(Load("closed", clients=1), 30, 0, scenario=0, budgeted=True, first_user=4)
+    out = redistributed(share, current, {"a1": (0, 1), "a2": (0,)})
+    assert list(out) == ["a1"] and out["a1"][0].scenarios[0] == ScenarioShare(Load("closed", clients=1), 30, 4)
+    assert out["a1"][1].scenarios[0] is None

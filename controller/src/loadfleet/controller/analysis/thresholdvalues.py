@@ -129,7 +129,8 @@ class Tally:
         }
         for name in _PHASE_METRICS.values():
             phase: Phase = getattr(self, name)
-            doc[name] = [phase.count, phase.sum_us, phase.max_us]
+            if phase.count or name != "queueing":  # none queued: as a checkpoint of before queueing
+                doc[name] = [phase.count, phase.sum_us, phase.max_us]
         doc["checks"] = [[name, c.passed, c.failed] for name, c in self.checks.items()]
         return doc
 

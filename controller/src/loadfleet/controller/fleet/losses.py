@@ -106,26 +106,27 @@ def redistributed(
 ) -> dict[str, tuple[EngineShare, ...]]:
     """Each taking agent's engine shares once the lost share is split over the live engines
     (`live`: each agent's live engine positions). A load with stages keeps its engines'
-    loads and hands over its budget only, to the engines that run it. Agents that get nothing
-    are left out."""
+    loads and hands over its budget only. The budget goes to the engines that run the load
+    (those that had a share of it, or take part of it now), never to one left idle. Agents
+    that get nothing are left out."""
     slots = [(agent, index) for agent in sorted(live) for index in live[agent]]
-    if lost.load.stages:
-        slots = [(a, i) for a, i in slots if _held(shares[a][i], lost.scenario) is not None]
     if not slots:
         return {}
     weights = [1] * len(slots)
     whole = {
         field: split_exact(getattr(lost.load, field), weights) for field in ("clients", "users", "max_connections")
     }
-    budgets = split_exact(lost.budget_left, weights)
+    parts = [lost.load.part(1, len(slots), {f: split[i] for f, split in whole.items()}) for i in range(len(slots))]
+    moving = [not lost.load.stages and part.peak > 0 for part in parts]
+    running = [moves or _held(shares[a][i], lost.scenario) is not None for moves, (a, i) in zip(moving, slots)]
+    budgets = iter(split_exact(lost.budget_left, [1] * sum(running)) if any(running) else [])
     updated: dict[str, list[EngineShare]] = {}
-    for i, (agent, index) in enumerate(slots):
-        part = lost.load.part(1, len(slots), {field: parts[i] for field, parts in whole.items()})
-        moves_load = not lost.load.stages and part.peak > 0
-        if not (moves_load or budgets[i]):
+    for (agent, index), part, moves, runs in zip(slots, parts, moving, running, strict=True):
+        budget = next(budgets) if runs else 0
+        if not (moves or budget):
             continue
         engines = updated.setdefault(agent, list(shares[agent]))
-        engines[index] = _taken(engines[index], lost, part if moves_load else None, budgets[i])
+        engines[index] = _taken(engines[index], lost, part if moves else None, budget)
     return {agent: tuple(engines) for agent, engines in updated.items()}
 
 
@@ -145,7 +146,7 @@ def _taken(old: EngineShare, lost: LostShare, part: Load | None, budget: int) ->
         return replace(old, load=load, max_requests=old.max_requests + budget if old.max_requests else 0)
     held = old.scenarios[lost.scenario]
     if held is None:  # idle in the scenario until now: the lost share's numbers and budget
-        assert part is not None  # a staged load's budget goes only to engines that run it
+        assert part is not None  # a budget goes only to engines that run the load (redistributed)
         taken = ScenarioShare(part, budget if lost.budgeted else 0, lost.first_user)
     else:
         load = combine([held.load, part]) if part else held.load

@@ -9,11 +9,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
 from loadfleet.controller.model.csvcells import safe_row
 from loadfleet.controller.model.figures import WAITING_PERCENTILES, PhaseFigures
-from loadfleet.controller.model.stepresult import StepResult, TargetFigures
+from loadfleet.controller.model.stepresult import ScenarioStepResult, StepResult, TargetFigures
 from loadfleet.wire.phases import PHASE_NAMES
 
 STEP_COLUMNS = (
@@ -92,20 +92,7 @@ TARGET_COLUMNS = ("rps", "mean_ms", "p99_ms", "error_pct")
 
 # A scenario's row (plan `scenarios:`): the columns that place its step, and its own figures.
 STEP_PLACE_COLUMNS = ("level", "servers", "level_index", "repetition", "state", "start_ms")
-SCENARIO_COLUMNS = (
-    "measured_s",
-    "intervals",
-    "requests",
-    "ok",
-    "achieved_rps",
-    "ok_rps",
-    "mean_ms",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "error_pct",
-    "concurrent_users",
-)
+SCENARIO_COLUMNS = tuple(c for c in STEP_COLUMNS if c in {f.name for f in fields(ScenarioStepResult)})
 
 
 def steps_csv(results: list[StepResult], target_urls: list[str], *, scenarios: bool = False) -> str:

@@ -171,7 +171,6 @@ class StepRunner:
         if plan.driver is Driver.GATLING:
             lead_ms = max(lead_ms, GATLING_BARRIER_LEAD_MS)
         load_start = barrier_start_ms(self._clock_ms(), plan.interval_ms, lead_ms)
-        load_end = load_start + int(plan.duration_s * 1000)
         sweep = self._plan.sweep
         window = StepWindow(
             name=spec.name,
@@ -179,7 +178,7 @@ class StepRunner:
             job_id=job_id_for(self._run_id, spec.name, single=sweep is None),
             interval_ms=plan.interval_ms,
             load_start_ms=load_start,
-            load_end_ms=load_end,
+            load_end_ms=load_start + int(plan.duration_s * 1000),
             warmup_ms=round((sweep.warmup_s if sweep else plan.warmup_s) * 1000),
             cooldown_ms=plan.interval_ms if sweep else 0,
             load=plan.describe_load(),
@@ -250,7 +249,7 @@ class StepRunner:
     def _measure(self, step: StepRun, window: StepWindow, *, interrupted: bool) -> StepResult:
         state = step_state(interrupted=interrupted, stopped=window.stopped, ended=list(step.ended.values()))
         measured = self._pipeline.meter.result(step.spec, window, state)
-        demand = (  # a plan with scenarios has an idle closed plan-level load: none
+        demand = (
             measured.offered / measured.achieved_rps
             if self._plan.load.model is LoadModel.OPEN and measured.achieved_rps
             else 0.0
