@@ -29,6 +29,8 @@ SHUTDOWN_GRACE_S = 2.0
 # 1,000 agents (bench/fleet).
 GC_YOUNG_THRESHOLD = 50_000
 
+# Pings a client sends in a keepalive timeout (one a KEEPALIVE_TIME_MS), and one more.
+MAX_PING_STRIKES = KEEPALIVE_TIMEOUT_MS // KEEPALIVE_TIME_MS + 2
 # The server pings every client as often as clients ping it (loadfleet.wire.dial): an agent
 # or CLI whose host vanished without a FIN or RST has its connection closed within 13 s, so a
 # half-open connection holds no session, stream or socket for long.
@@ -44,6 +46,11 @@ SERVER_KEEPALIVE_OPTIONS = (
     # pings, with half a period of slack for timers and the network.
     ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
     ("grpc.keepalive_permit_without_calls", 1),
+    # A controller that stalls (a GC pause, a stopped process, a VM migrated) reads the pings its
+    # clients sent meanwhile all at once, each a strike: with grpc-core's default of 2 strikes a
+    # 6 s stall cut the CLI's watch and every agent's session ("Connection reset by peer").
+    # Enough strikes for the pings of a whole keepalive timeout, the longest stall ridden out.
+    ("grpc.http2.max_ping_strikes", MAX_PING_STRIKES),
 )
 # The largest message a client may send, as encoded: gRPC refuses a larger one from its
 # length prefix, before it is read whole or decoded, and ends that call (RESOURCE_EXHAUSTED).
