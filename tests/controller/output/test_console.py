@@ -96,6 +96,45 @@ def test_a_fleets_shares_are_summed_up_not_listed():
     assert shares_described(few) == "a1: 2 clients, a2: 2 clients"
 
 
+def test_each_scenarios_shares_are_told_apart_and_an_idle_agent_left_out():
+    from loadfleet.controller.fleet.scheduler import split_scenarios
+    from loadfleet.controller.model.load import Load
+    from loadfleet.controller.run.announcements import shares_described
+
+    two = [(Load("closed", clients=3), 0), (Load("open", rate=1.5), 0)]
+    shares = split_scenarios(two, [("a1", 1), ("a2", 1)])
+    text = shares_described(shares, ["browse", "buy"])
+    assert text == "browse: a1: 2 clients, a2: 1 clients; buy: a1: 0.75/s, a2: 0.75/s", text
+    one_client = split_scenarios(
+        [(Load("closed", clients=1), 0), (Load("closed", clients=1), 0)], [("a1", 1), ("a2", 1)]
+    )
+    assert shares_described(one_client, ["x", "y"]) == "x: a1: 1 clients; y: a2: 1 clients"  # rotated
+    fleet = split_scenarios(two, [(f"a{i}", 1) for i in range(20)])
+    assert shares_described(fleet, ["browse", "buy"]) == (
+        "browse: a0: 1 clients, a1: 1 clients, a2: 1 clients; buy: 20 engines; 0.075/s each agent"
+    )
+
+
+def test_a_scenario_line_follows_the_live_line_per_running_scenario():
+    from loadfleet.controller.output.console import scenario_lines
+    from loadfleet.v1 import run_pb2
+
+    interval = run_pb2.IntervalSummary(
+        scenarios=[
+            run_pb2.ScenarioFigures(
+                name="browse", rps=40.5, ok_rps=40.0, p99_ms=12.345, users=20, latency_measured=True
+            ),
+            run_pb2.ScenarioFigures(name="checkout", rps=5.0, errors=2),
+        ]
+    )
+    browse, checkout = scenario_lines(interval)
+    assert (
+        browse.startswith("  browse ") and "40.5 req/s" in browse and "p99 12.35 ms" in browse and "users 20" in browse
+    )
+    assert "p99 -" in checkout and "errors 2" in checkout
+    assert scenario_lines(run_pb2.IntervalSummary()) == []  # a plain run: none
+
+
 def test_the_progress_line_shows_an_interval_that_measures_the_generators():
     from loadfleet.controller.output.console import progress_line
     from loadfleet.v1 import run_pb2
