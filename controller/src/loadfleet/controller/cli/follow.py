@@ -5,6 +5,7 @@ calls for. The first Ctrl-C asks the controller to stop the run."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -27,6 +28,7 @@ from loadfleet.controller.model.summarydoc import SummaryDoc
 from loadfleet.controller.output import console
 from loadfleet.controller.output.junit import run_junit
 from loadfleet.controller.output.markdown import run_markdown
+from loadfleet.controller.output.watchers import KEPT_EVENTS
 from loadfleet.v1 import run_pb2
 
 from .client import RunClient
@@ -91,31 +93,73 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
+# A watch cut off (the controller restarted, stalled past the keepalive, or its network
+# flapped) is followed again this many times, after these pauses, before `loadfleet run` gives
+# up: the run goes on on the controller either way.
+REFOLLOW_PAUSES_S = (1.0, 2.0, 4.0)
+
+
 async def _watch(client: RunClient, run_id: str, progress: TextIO) -> run_pb2.RunSummary:
-    """Prints the run's progress lines until it ends; returns its summary."""
-    summary = None
+    """Prints the run's progress lines until it ends; returns its summary. A watch cut off is
+    followed again (REFOLLOW_PAUSES_S); the events it replays are not printed twice."""
+    printed = _Printed()
     stopping = _stop_on_interrupt(client, run_id)
     try:
         print(console.PROGRESS_HEADER, file=progress, flush=True)
-        async for update in client.watch(run_id):
-            kind = update.WhichOneof("update")
-            if kind == "interval":
-                print(console.progress_line(update.interval), file=progress, flush=True)
-                for line in console.scenario_lines(update.interval):
-                    print(line, file=progress, flush=True)
-            elif kind == "event":
-                print(console.event_line(update.event), file=progress, flush=True)
-            else:
-                summary = update.finished
-    except ControllerUnreachable as exc:
-        raise ControllerUnreachable(
-            f"{exc}; run {run_id} may still be going: `loadfleet status {run_id}` follows it again"
-        ) from None
+        for pause_s in (*REFOLLOW_PAUSES_S, None):
+            try:
+                summary = await _follow_once(client, run_id, progress, printed)
+                break
+            except ControllerUnreachable as exc:
+                if pause_s is None:
+                    raise ControllerUnreachable(
+                        f"{exc}; run {run_id} may still be going: `loadfleet status {run_id}` follows it again"
+                    ) from None
+                print(f"loadfleet: {exc}; following run {run_id} again in {pause_s:g} s", file=sys.stderr, flush=True)
+                await asyncio.sleep(pause_s)
     finally:
         stopping()
     if summary is None:
         raise LoadfleetError("the controller ended the run without a summary")
     return summary
+
+
+class _Printed:
+    """The events printed, as a watch replays them when followed again: the run's first and last
+    KEPT_EVENTS (output/watchers.py). So this holds as many keys, whatever the run's length."""
+
+    def __init__(self) -> None:
+        self._first: set[tuple[int, int, str]] = set()
+        self._recent: collections.deque[tuple[int, int, str]] = collections.deque(maxlen=KEPT_EVENTS)
+
+    def new(self, event: run_pb2.RunEvent) -> bool:
+        """Whether `event` was not printed yet; it counts as printed from now on."""
+        key = (event.at_ms, event.kind, event.text)
+        if key in self._first or key in self._recent:
+            return False
+        if len(self._first) < KEPT_EVENTS:
+            self._first.add(key)
+        else:
+            self._recent.append(key)
+        return True
+
+
+async def _follow_once(
+    client: RunClient, run_id: str, progress: TextIO, printed: _Printed
+) -> run_pb2.RunSummary | None:
+    """One watch of the run, to its summary (None: the watch ended without one)."""
+    async for update in client.watch(run_id):
+        kind = update.WhichOneof("update")
+        if kind == "interval":
+            print(console.progress_line(update.interval), file=progress, flush=True)
+            for line in console.scenario_lines(update.interval):
+                print(line, file=progress, flush=True)
+        elif kind == "event":
+            if printed.new(update.event):
+                print(console.event_line(update.event), file=progress, flush=True)
+        else:
+            return update.finished
+    return None
 
 
 def _print_tables(summary: run_pb2.RunSummary, doc: dict[str, Any], read: SummaryDoc) -> None:
