@@ -203,7 +203,8 @@ def _study_004() -> Study:
         "Apache prefork and worker are labelled analogues of the paper's Apache 1.3.14 and 2.0.8a, not those "
         "versions; nginx-reopen opens every file over NFS (close-to-open, no open_file_cache), the others keep "
         "NFS out of the request path after the first read (nginx) or cross the FUSE mount per open (Apache); "
-        "no Tomcat nodes (a JVM held to 2 % of a core does not start within the lab's 60 s)",
+        "no Tomcat nodes: a JVM held to 2 % of a core did not listen within the lab's 60 s (at 5 %, its "
+        "initialisation alone took 26 s and it did not listen within 60 s either)",
     )
 
 

@@ -90,7 +90,8 @@ def _scenario_spec(a: JobAssignment, index: int, scenario: Scenario) -> job_pb2.
         load=load_to_proto(combine([s.load for s in shares]) if shares else scenario.load),
         max_requests=sum(s.max_requests for s in shares),
         first_user=shares[0].first_user if shares else 0,
-        duration_ms=round(scenario.duration_s * 1000) if scenario.duration_s is not None else 0,
+        # from its start to its end (its own duration, else the run's or step's end)
+        duration_ms=round((scenario.end_s(a.plan.duration_s) - scenario.start_after_s) * 1000),
     )
     _add_workload(job, scenario, a.plan.targets)
     return job_pb2.ScenarioSpec(name=scenario.name, job=job, start_after_ms=round(scenario.start_after_s * 1000))
