@@ -94,7 +94,7 @@ def test_h2c_to_an_http1_server_is_a_protocol_error_that_says_why(docroot, tmp_p
 
 # The limited server's run judges its queueing: a threshold that fails (exit 4) on what the
 # 1-stream limit makes clients wait, read from the queueing phase end to end.
-QUEUEING_LIMIT = {"metric": "queueing", "stat": "mean", "below_ms": 0.5}
+QUEUEING_LIMIT = {"metric": "queueing", "stat": "mean", "below_ms": 0.05}
 
 
 def h2_run(server: NginxServer, tmp_path: Path, max_streams: int, *, tls: bool) -> tuple[dict, list[dict[str, str]]]:
@@ -113,9 +113,9 @@ def h2_run(server: NginxServer, tmp_path: Path, max_streams: int, *, tls: bool) 
     argv = [program("loadfleet"), "run", str(plan), "--local", "1", "--json", "--runs-dir", str(runs)]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=90)
     summary = json.loads(result.stdout)
-    (threshold,) = [t for t in summary["thresholds"] if "queueing" in t["text"]]
-    # exit 4 exactly when the queueing threshold failed
-    assert result.returncode == (4 if threshold["outcome"] == "failed" else 0), result.stderr[-2000:]
+    # exit 4 exactly when a threshold did not pass (failed, or inconclusive: generator-bound intervals)
+    passed = all(t["outcome"] == "passed" for t in summary["thresholds"])
+    assert result.returncode == (0 if passed else 4), result.stderr[-2000:]
     (intervals,) = runs.glob("*/intervals.csv")
     with intervals.open() as f:
         rows = [r for r in csv.DictReader(f) if r["scope"] == "cluster" and r["target"] == "*"]
@@ -156,8 +156,11 @@ def test_a_servers_stream_limit_is_queueing_and_streams_stay_within_it(docroot, 
     queueing_ms = phases["queueing"]["per_response_ms"]
     assert queueing_ms > 0.4 * mean_ms, f"{queueing_ms} ms of {mean_ms} ms queued behind 1 stream"
     assert spare_phases["queueing"]["per_response_ms"] < 0.25 * queueing_ms, spare_phases
-    outcomes = [next(t["outcome"] for t in s["thresholds"] if "queueing" in t["text"]) for s in (queued, spare)]
-    assert outcomes == ["failed", "passed"], outcomes
+    # The threshold reads the queueing phase: over its limit behind 1 stream, under it with many
+    # (judged, unless a busy machine made a tenth of the intervals the generator's limit).
+    (limited_q, spare_q) = [next(t for t in s["thresholds"] if "queueing" in t["text"]) for s in (queued, spare)]
+    assert limited_q["value"] > QUEUEING_LIMIT["below_ms"] > spare_q["value"], (limited_q, spare_q)
+    assert limited_q["outcome"] in ("failed", "inconclusive") and spare_q["outcome"] in ("passed", "inconclusive")
     if tls:  # every request went over TLS: its handshakes are in the tls phase
         assert phases["tls"]["count"] > 0 and spare_phases["tls"]["count"] > 0
     for rows, per_connection in ((queued_rows, 1), (spare_rows, 100)):
