@@ -178,7 +178,7 @@ def _study_004() -> Study:
         Cell(
             server,
             {"server": server},
-            "plans/repro-webbench-nfs.yaml",
+            "plans/repro-webbench-nfs-cto.yaml" if server == "nginx-reopen" else "plans/repro-webbench-nfs.yaml",
             {f"node{i}": f"http://127.0.{octet}.{i}:18601" for i in range(1, 13)},
         )
         for server, octet in servers.items()

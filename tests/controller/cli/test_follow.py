@@ -78,3 +78,13 @@ def test_the_events_kept_in_mind_are_bounded_like_the_controllers():
     assert not printed.new(run_pb2.RunEvent(at_ms=0, text="e0"))  # among the first, as the controller keeps
     assert not printed.new(run_pb2.RunEvent(at_ms=2999, text="e2999"))  # among the last
     assert len(printed._first) + len(printed._recent) == 2 * following.KEPT_EVENTS
+
+
+def test_a_silent_controller_is_said_at_once_not_followed_again():
+    """No keepalive answer for 11 s: following again would wait as long again (the fleet
+    promises the CLI notices within 15 s, tests/e2e/test_keepalive.py)."""
+    silent = following.ControllerSilent("lost the controller at 127.0.0.1:7700 (it answered no keepalive ping ...)")
+    client = CutOffClient([silent], [run_pb2.RunUpdate(finished=SUMMARY)])
+    with pytest.raises(ControllerUnreachable, match=r"no keepalive ping .*`loadfleet status r1` follows it again"):
+        asyncio.run(following.follow(client, "r1", as_json=False))  # type: ignore[arg-type]
+    assert client.followed == 1

@@ -10,6 +10,7 @@ import grpc
 
 from loadfleet.controller.model.errors import (
     AccessDenied,
+    ControllerSilent,
     ControllerUnreachable,
     PlanError,
     Problem,
@@ -106,9 +107,9 @@ def _translate(exc: grpc.aio.AioRpcError, address: str) -> Exception:
     if code == grpc.StatusCode.UNAVAILABLE:
         details = exc.details() or "unavailable"
         if _PING_TIMEOUT_DETAIL in details:
-            details = (
-                f"it answered no keepalive ping for {KEEPALIVE_TIMEOUT_MS / 1000:g} s: its host or "
-                "network is down, or its process is stopped"
+            return ControllerSilent(
+                f"lost the controller at {address} (it answered no keepalive ping for "
+                f"{KEEPALIVE_TIMEOUT_MS / 1000:g} s: its host or network is down, or its process is stopped)"
             )
         return ControllerUnreachable(f"lost the controller at {address} ({details})")
     return RunFailed(f"controller error {code.name}: {exc.details()}")

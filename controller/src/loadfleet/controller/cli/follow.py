@@ -20,6 +20,7 @@ from loadfleet.controller.model.errors import (
     EXIT_RUN_FAILED,
     EXIT_STOPPED_BY_CONDITION,
     EXIT_THRESHOLD_FAILED,
+    ControllerSilent,
     ControllerUnreachable,
     LoadfleetError,
     UsageError,
@@ -93,9 +94,9 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-# A watch cut off (the controller restarted, stalled past the keepalive, or its network
-# flapped) is followed again this many times, after these pauses, before `loadfleet run` gives
-# up: the run goes on on the controller either way.
+# A watch cut off (the controller restarted, or its connection was reset) is followed again
+# this many times, after these pauses, before `loadfleet run` gives up: the run goes on on the
+# controller either way. A controller silent past the keepalive is not: it is said at once.
 REFOLLOW_PAUSES_S = (1.0, 2.0, 4.0)
 
 
@@ -111,7 +112,7 @@ async def _watch(client: RunClient, run_id: str, progress: TextIO) -> run_pb2.Ru
                 summary = await _follow_once(client, run_id, progress, printed)
                 break
             except ControllerUnreachable as exc:
-                if pause_s is None:
+                if pause_s is None or isinstance(exc, ControllerSilent):  # silent: it would wait as long again
                     raise ControllerUnreachable(
                         f"{exc}; run {run_id} may still be going: `loadfleet status {run_id}` follows it again"
                     ) from None

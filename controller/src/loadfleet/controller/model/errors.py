@@ -72,6 +72,11 @@ class ControllerUnreachable(LoadfleetError):
     pass
 
 
+class ControllerSilent(ControllerUnreachable):
+    """The controller answered no keepalive ping: its host, network or process is down or
+    stopped, so following it again at once would only wait as long again."""
+
+
 class RunNotFound(LoadfleetError):
     exit_code = EXIT_BAD_INPUT
 
