@@ -4,6 +4,7 @@ warm, a restart that fails. `loadfleet-lab restart` itself is faked at the proce
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -81,7 +82,10 @@ def test_a_cells_evidence_records_its_restart_next_to_the_load_average(tmp_path,
             order.append("restart")
             return subprocess.CompletedProcess(argv, 0, OUTPUT[argv[argv.index("--state-dir") + 1]], "")
         order.append("run")
-        summary = {"run_id": "run-1", "run_dir": str(run_dir), "state": "finished", "steps": []}
+        assert Path(kwargs["cwd"]) == tmp_path  # the repository: the command's paths are relative to it
+        relative = str(run_dir.relative_to(tmp_path))  # as loadfleet names it, given a relative --runs-dir
+        summary = {"run_id": "run-1", "run_dir": relative, "state": "finished", "steps": []}
+        (run_dir / "summary.json").write_text(json.dumps(summary))
         return subprocess.CompletedProcess(argv, 0, json.dumps(summary), "")
 
     monkeypatch.setattr(restarts.subprocess, "run", run)
@@ -96,3 +100,7 @@ def test_a_cells_evidence_records_its_restart_next_to_the_load_average(tmp_path,
     assert lab["state_dir"] == "build/a" and [s["name"] for s in lab["servers"]] == ["web1", "lb"]
     assert lab["servers"][0]["new_pids"] == [200, 201]
     assert "loadavg_1m" in cell and cell["idle_pct_before"] == 90.0
+    # No machine's directories in the evidence: the command names the plan and runs relative to the repository.
+    assert cell["command"][2:3] == ["work/plans/900-nginx.yaml"] and "work/runs" in cell["command"]
+    # its relative run_dir found in the repository (this test runs elsewhere), its files kept
+    assert json.loads((stored / "summary.json").read_text())["run_dir"] == "runs/run-1"

@@ -177,6 +177,13 @@ def _loadavg() -> float | None:
         return None
 
 
+def _in_repo(path: Path, options: RunOptions) -> Path:
+    """`path` as the run's command names it: relative to the repository, where the command runs,
+    so the evidence kept of it (cell.json's command, summary.json's run_dir) names no machine's
+    directories."""
+    return path.relative_to(options.repo) if path.is_relative_to(options.repo) else path
+
+
 def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: Callable[[str], None]) -> Path:
     """Runs one cell once and stores its evidence; returns the stored directory."""
     plan_path, plan = derive_plan(study, cell, options, pass_no)
@@ -184,12 +191,12 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
     command = [
         _tool("loadfleet"),
         "run",
-        str(plan_path),
+        str(_in_repo(plan_path, options)),
         "--local",
         str(options.local_agents),
         "--json",
         "--runs-dir",
-        str(options.work_dir / "runs"),
+        str(_in_repo(options.work_dir / "runs", options)),
     ]
     for name, url in cell.targets.items():
         command += ["--target", f"{name}={url}"]
@@ -212,7 +219,7 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         raise RunnerError(
             f"{cell.name}: loadfleet run exited {done.returncode} without a JSON summary: {done.stderr.strip()[-800:]}"
         ) from exc
-    run_dir = Path(summary.get("run_dir") or options.work_dir / "runs" / summary["run_id"])
+    run_dir = options.repo / Path(summary.get("run_dir") or options.work_dir / "runs" / summary["run_id"])
     record = {
         "study": study.id,
         "cell": cell.name,
