@@ -26,6 +26,15 @@ KEPT_EVENTS = 1_000
 
 
 @dataclass(frozen=True)
+class ScenarioUpdate:
+    """One scenario's figures in an interval, and its users in progress at the interval's end."""
+
+    name: str
+    figures: Figures
+    users: int
+
+
+@dataclass(frozen=True)
 class IntervalUpdate:
     interval_start_ms: int
     agents: int  # agents whose reports are merged into the interval
@@ -36,8 +45,8 @@ class IntervalUpdate:
     users: int = 0  # users in progress at the interval's end (IntervalStats.users)
     failing_thresholds: tuple[str, ...] = ()  # the plan's thresholds failing as of this interval, by name
     active_streams: int = 0  # HTTP/2 streams open at the interval's end (IntervalStats.active_streams)
-    # A plan with scenarios: each scenario with rows in the interval, by name, with its users.
-    scenarios: tuple[tuple[str, Figures, int], ...] = ()
+    # A plan with scenarios: each scenario with rows in the interval (empty for a plain plan).
+    scenarios: tuple[ScenarioUpdate, ...] = ()
 
 
 # What a follower hears: each interval, each event, then the run's summary.
@@ -119,7 +128,7 @@ class Watchers:
             self._failing_thresholds(),
             interval.total.active_streams,
             tuple(
-                (row.scenario, figures_of(row, interval.interval_ms / 1000), row.users)
+                ScenarioUpdate(row.scenario, figures_of(row, interval.interval_ms / 1000), row.users)
                 for row in interval.scenario_totals
             ),
         )

@@ -7,6 +7,7 @@ range (`_u64`)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from loadfleet.controller.analysis.summary import NamedFigures, RunSummary
 from loadfleet.controller.fleet.agents import AgentRecord, AgentState
@@ -95,38 +96,35 @@ def interval_to_proto(u: IntervalUpdate) -> run_pb2.IntervalSummary:
     return run_pb2.IntervalSummary(
         interval_start_ms=u.interval_start_ms,
         agents=u.agents,
-        requests=_u64(f.requests),
-        errors=_u64(f.failed),
-        rps=f.rps,
+        **_live_figures(f),
         mb_per_s=f.mb_per_s,
-        p50_ms=f.latency.p50_ms if f.latency else 0.0,
-        p99_ms=f.latency.p99_ms if f.latency else 0.0,
         missing_agents=u.missing,
         lost_agents=u.lost,
         validity=_VALIDITIES[u.verdict.validity],
         validity_reasons=u.verdict.reasons_text(),
         users=_u64(u.users),
         active_streams=_u64(u.active_streams),
-        ok_rps=f.ok_rps,
-        latency_measured=f.latency is not None,
         failing_thresholds=u.failing_thresholds,
         checks_passed=_u64(sum(c.passed for c in f.checks.values())),
         checks_failed=_u64(sum(c.failed for c in f.checks.values())),
         scenarios=[
-            run_pb2.ScenarioFigures(
-                name=name,
-                requests=_u64(sf.requests),
-                errors=_u64(sf.failed),
-                rps=sf.rps,
-                ok_rps=sf.ok_rps,
-                p50_ms=sf.latency.p50_ms if sf.latency else 0.0,
-                p99_ms=sf.latency.p99_ms if sf.latency else 0.0,
-                users=_u64(users),
-                latency_measured=sf.latency is not None,
-            )
-            for name, sf, users in u.scenarios
+            run_pb2.ScenarioFigures(name=s.name, **_live_figures(s.figures), users=_u64(s.users)) for s in u.scenarios
         ],
     )
+
+
+def _live_figures(f: Figures) -> dict[str, Any]:
+    """The figures the live line shows, of the interval or of one scenario in it: the latency of
+    nothing is 0 with `latency_measured` false."""
+    return {
+        "requests": _u64(f.requests),
+        "errors": _u64(f.failed),
+        "rps": f.rps,
+        "ok_rps": f.ok_rps,
+        "p50_ms": f.latency.p50_ms if f.latency else 0.0,
+        "p99_ms": f.latency.p99_ms if f.latency else 0.0,
+        "latency_measured": f.latency is not None,
+    }
 
 
 _VALIDITIES = {
