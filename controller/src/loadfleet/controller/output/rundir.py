@@ -51,7 +51,7 @@ from loadfleet.controller.output.report import REPORT_FILE, write_report
 from loadfleet.controller.output.rundisk import AppendFile, DiskTrouble
 from loadfleet.controller.output.stepscsv import steps_csv
 from loadfleet.controller.plan.redact import redact_plan_yaml
-from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow, scenario_totals_of
+from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
 from loadfleet.wire.stats import StatsRow
 
 log = logging.getLogger(__name__)
@@ -154,8 +154,8 @@ class RunDirWriter:
         written = [(Scope.CLUSTER, "", row) for row in (*interval.cluster, *scenario_rows, interval.total)]
         for agent in interval.agents:
             detail = agent.rows if interval.step.agent_detail else ()
-            per_scenario = scenario_totals_of(agent.rows) if self._scenarios else ()  # its total per scenario
-            written += [(Scope.AGENT, agent.agent_id, row) for row in (*detail, *per_scenario, agent.total)]
+            by_scenario = agent.scenario_totals if self._scenarios else ()  # a plain run's: none, not looked for
+            written += [(Scope.AGENT, agent.agent_id, row) for row in (*detail, *by_scenario, agent.total)]
         interval.compute_figures([row for _, _, row in written])
         verdict = interval.verdict
         judged = {"": verdict, **verdict.by_agent()}  # by agent id; the cluster's under ""

@@ -19,6 +19,7 @@ cannot cost the others their data.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -98,6 +99,11 @@ class AgentRows:
     agent_id: str
     rows: tuple[StatsRow, ...]
     total: StatsRow
+
+    @functools.cached_property  # merged once for all the consumers that write it (files, InfluxDB)
+    def scenario_totals(self) -> tuple[StatsRow, ...]:
+        """The agent's own `(scenario, *, *)` total per scenario it has rows of (none in a plain run)."""
+        return scenario_totals_of(self.rows)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from loadfleet.controller.output.sinks.steppoints import (
     step_target_points,
 )
 from loadfleet.controller.output.sinks.thresholdpoints import threshold_points
-from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow, scenario_totals_of
+from loadfleet.controller.stream.contract import FinalInterval, Scope, StepEnd, StepWindow
 
 # While a sink keeps dropping points, a run event about it at most this often.
 DROP_EVENT_PERIOD_S = 60.0
@@ -86,7 +86,7 @@ class InfluxOutput:
         per_agent = verdict.by_agent()
         for agent in interval.agents:
             detail = agent.rows if interval.step.agent_detail else ()
-            own = scenario_totals_of(agent.rows) if interval.scenario_totals else ()  # its total per scenario
+            own = agent.scenario_totals if interval.scenario_totals else ()  # a plain run's: none, not looked for
             rows = (*detail, *own, agent.total)
             points += http_points(
                 run_id=self.run_id,
