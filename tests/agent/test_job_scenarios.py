@@ -54,6 +54,9 @@ class FakeEngine:
     async def adjust_scenario(self, scenario, load, max_requests):
         self.commands.append((scenario, load.closed.clients, max_requests))
 
+    async def append_rows(self, blocks):
+        self.commands.append(("rows", [(b.first_row, len(b.rows)) for b in blocks]))
+
 
 def test_adjust_sends_one_scenario_adjust_per_changed_scenario_share():
     runner = JobRunner(two_engines(), "unused", lambda m: None)

@@ -29,7 +29,7 @@ DURATION_S = 3
 
 @pytest.fixture
 def lab(tmp_path):
-    with journey_app(tmp_path / "lab", users=100, db_address="127.0.0.76", app_address="127.0.0.77") as running:
+    with journey_app(tmp_path / "lab", users=240, db_address="127.0.0.76", app_address="127.0.0.77") as running:
         yield running
 
 
@@ -42,6 +42,7 @@ def feed_plan(
     url: str = "",
     on_exhausted: str = "stop_user",
     mode: str = "unique",
+    on_loss: str = "continue",
 ) -> Path:
     rows = [["user", "password"], *([f"user{n}", f"pw{n}"] for n in range(accounts))]
     with (tmp_path / "accounts.csv").open("w", newline="") as f:
@@ -85,7 +86,7 @@ def feed_plan(
             },
         },
         "load": {"model": "open", "rate": rate},
-        "agents": {"wait_s": 20, "on_loss": "continue"},
+        "agents": {"wait_s": 20, "on_loss": on_loss},
     }
     path = tmp_path / "feed.yaml"
     path.write_text(yaml.safe_dump(plan, sort_keys=False))
@@ -176,6 +177,50 @@ def test_a_killed_agents_rows_are_in_flight_and_the_database_agrees_with_the_led
     # A live agent's used rows logged in, but for a user cut short by the run's end (one a second).
     cut = [row for row in by_state["used"] if ledger[row]["agent"] != "a4" and f"user{row}" not in carts]
     assert len(cut) <= 3, cut
+
+
+def test_a_killed_agents_rows_it_cannot_have_taken_go_to_the_others_and_each_is_used_once(lab, cluster, tmp_path):
+    """on_loss: redistribute. 4 agents share 240 accounts (60 each, 6 arrivals a second each);
+    one is killed after about 2 s of load. Its rows it may have taken unreported (its busiest
+    interval's, for each interval of its lease) are in flight; the rest go with its load to
+    the 3 others, which take them once their own run out. The database and the ledger agree:
+    no account logged in twice; the rows handed on were used by the others."""
+    for agent_id in ("a1", "a2", "a3", "a4"):
+        cluster.add_agent(agent_id)
+    cluster.wait_for_agents(4)
+    plan = feed_plan(tmp_path, accounts=240, rate=24, duration_s=12, url=lab.app.url, on_loss="redistribute")
+    run = cluster.start_run(plan)
+    deadline = time.monotonic() + 20
+    while not cluster.engine_pids("a4") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2 + 2)  # the barrier start is 2 s after the engines start; then 2 s of load
+    os.kill(cluster.agents["a4"].pid, signal.SIGKILL)
+    out, err = run.communicate(timeout=90)
+    assert run.returncode == 0, err[-3000:]
+    summary = json.loads(out)
+    [loss] = [e for e in summary["events"] if e["kind"] == "loss_policy"]
+    assert "rows of its feed not taken went with it" in loss["text"], loss["text"]
+    with (cluster.runs_dir / summary["run_id"] / "ledger.csv").open() as f:
+        ledger = {int(r["row"]) - 1: r for r in csv.DictReader(f)}
+    assert sorted(ledger) == list(range(240))
+    carts = lab.app.cart_rows()
+    assert all(n == 1 for n in carts.values()), carts  # no account logged in twice
+    lost_slice = range(180, 240)  # a4's: the last of four slices of 60
+    in_flight = [row for row in lost_slice if ledger[row]["state"] == "in_flight_at_loss"]
+    handed = [row for row in lost_slice if ledger[row]["agent"] not in ("a4", "")]
+    assert in_flight and all(ledger[row]["agent"] == "a4" for row in in_flight)
+    assert handed and min(handed) > max(in_flight)  # in take order: those it may have taken first
+    used_by_others = [row for row in handed if ledger[row]["state"] == "used"]
+    assert len(used_by_others) >= len(handed) // 2, (len(used_by_others), len(handed))
+    assert sum(f"user{row}" in carts for row in used_by_others) >= len(used_by_others) - 6
+    # A used row's user adds its cart row, but for those cut short by the run's end (its last second).
+    cut = [row for row, r in ledger.items() if r["state"] == "used" and f"user{row}" not in carts]
+    assert len(cut) <= 6, cut
+    for row, entry in ledger.items():
+        if entry["state"] == "unused":
+            assert f"user{row}" not in carts, row  # the ledger says nobody took it: the database agrees
+    counts = {state: sum(r["state"] == state for r in ledger.values()) for state in summary["feed_rows"]}
+    assert summary["feed_rows"] == counts and sum(counts.values()) == 240
 
 
 @pytest.mark.parametrize("mode", ["circular", "random"])

@@ -7,6 +7,7 @@
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::feed::Feed;
 use crate::journey::{Journey, Journeys};
 use crate::template::{Context, MAX_REQUEST_BYTES};
 use crate::user::UserState;
@@ -35,7 +36,8 @@ pub fn compose(
 ) -> Result<(), String> {
     let UserState { index, vars, jar, iteration, write_buf: out, rng, row, .. } = user;
     out.clear();
-    let row = journeys.feed.as_ref().zip(*row).map(|(feed, at)| feed.row(at));
+    let held = journeys.feed.as_ref().map(Feed::held);
+    let row = held.as_deref().zip(*row).map(|(rows, at)| rows.row(at));
     let mut ctx = Context { vars, row, user: *index, agent: journeys.agent, iteration: *iteration, now_ms, rng };
     out.extend_from_slice(journey.method.as_bytes());
     out.push(b' ');

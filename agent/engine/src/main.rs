@@ -74,6 +74,7 @@ async fn first_job(commands: &mut mpsc::UnboundedReceiver<Command>) -> Option<pb
             Some(Command::Adjust(_)) => eprintln!("loadfleet-engine: adjust before start ignored"),
             Some(Command::Budget(_)) => eprintln!("loadfleet-engine: budget before start ignored"),
             Some(Command::ScenarioAdjust(_)) => eprintln!("loadfleet-engine: scenario adjust before start ignored"),
+            Some(Command::FeedAppend(_)) => eprintln!("loadfleet-engine: feed rows before start ignored"),
             None => return None,
         }
     }
@@ -117,8 +118,8 @@ async fn steer(prepared: Prepared, commands: &mut mpsc::UnboundedReceiver<Comman
     }
 }
 
-/// One command of the agent for a running job: adjust and budget act on the first (a plain
-/// job's only) scenario, scenario_adjust on the scenario it names, stop on all.
+/// One command of the agent for a running job: adjust, budget and feed_append act on the first
+/// (a plain job's only) scenario, scenario_adjust on the scenario it names, stop on all.
 fn follow(command: Command, steerings: &[Steering]) {
     match command {
         Command::Adjust(share) => match Load::from_proto(&share) {
@@ -139,6 +140,11 @@ fn follow(command: Command, steerings: &[Steering]) {
                 None => {}
             }
             steering.raise_budget(adjust.max_requests);
+        }
+        Command::FeedAppend(append) => {
+            if let Err(e) = steerings[0].append_rows(&append.blocks) {
+                eprintln!("loadfleet-engine: feed rows ignored: {e}");
+            }
         }
         Command::Start(_) => eprintln!("loadfleet-engine: a job is already running; start ignored"),
     }

@@ -29,6 +29,7 @@ pub struct Steering {
     control: Rc<watch::Sender<Control>>,
     adjusted: Rc<RefCell<Option<Load>>>,
     budget: Rc<Cell<u64>>,
+    shared: Rc<Shared>,
 }
 
 impl Steering {
@@ -49,6 +50,19 @@ impl Steering {
             self.budget.set(max_requests);
             self.control.send_modify(|_| {}); // wakes the run loop and a waiting scheduler
         }
+    }
+
+    /// Rows of the job's unique feed handed to it (a lost share's): its users take them after
+    /// the rows it holds. Returns how many blocks were new; or why the rows were refused.
+    pub fn append_rows(&self, blocks: &[pb::FeedBlock]) -> Result<usize, String> {
+        let Some(feed) = self.shared.job.journeys.as_ref().and_then(|j| j.feed.as_ref()) else {
+            return Err("the job has no feed".into());
+        };
+        let mut added = 0;
+        for block in blocks {
+            added += usize::from(feed.append(block)?);
+        }
+        Ok(added)
     }
 }
 
@@ -88,11 +102,12 @@ impl Run {
         let think = job.load.think;
         let (sender, control) = watch::channel(Control { stopped: false, clients: 0, rate_per_s: 0.0, think });
         let budget = Rc::new(Cell::new(job.max_requests));
-        let shared = Shared::new(job, reactor, Rc::clone(&budget));
+        let shared = Rc::new(Shared::new(job, reactor, Rc::clone(&budget)));
+        let adjusted = Rc::new(RefCell::new(None));
         Run {
-            shared: Rc::new(shared),
+            steering: Steering { control: Rc::new(sender), adjusted, budget, shared: Rc::clone(&shared) },
+            shared,
             control,
-            steering: Steering { control: Rc::new(sender), adjusted: Rc::new(RefCell::new(None)), budget },
             backlog: Rc::new(Backlog::default()),
             visitors: None,
             tasks: Vec::new(),

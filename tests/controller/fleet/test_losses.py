@@ -3,7 +3,8 @@ keep their engines' loads and hand over their budget only."""
 
 from __future__ import annotations
 
-from loadfleet.controller.fleet.losses import Loss, LostShare, StepShares, redistributed
+from loadfleet.controller.fleet.handover import LostShare, redistributed
+from loadfleet.controller.fleet.losses import Loss, StepShares
 from loadfleet.controller.fleet.scheduler import EngineShare, ScenarioShare
 from loadfleet.controller.model.load import IDLE_LOAD, Load, Stage
 from loadfleet.controller.model.scenariospan import ScenarioSpan

@@ -16,23 +16,41 @@ from loadfleet.wire.stats import StatsRow
 WINDOW = StepWindow(name="main", index=0, job_id="r", load="", interval_ms=1000, load_start_ms=0, load_end_ms=10_000)
 
 
-def interval(taken: dict[str, list[tuple[int, int]]], lost: tuple[str, ...] = ()) -> FinalInterval:
+def interval(taken: dict[str, list[tuple[int, int]]]) -> FinalInterval:
     agents = tuple(AgentRows(a, (), StatsRow("*", "*", feed_taken=ranges)) for a, ranges in taken.items())
-    return FinalInterval(WINDOW, 0, agents, (), StatsRow("*", "*"), lost=lost)
+    return FinalInterval(WINDOW, 0, agents, (), StatsRow("*", "*"))
+
+
+def states(ledger: FeedLedger) -> str:
+    marks = {RowState.USED: "U", RowState.UNUSED: ".", RowState.IN_FLIGHT_AT_LOSS: "?"}
+    return "".join(marks[state] for _, state, _ in ledger.rows())
 
 
 def test_rows_taken_by_live_agents_are_used_the_rest_unused_and_a_lost_agents_in_flight():
     ledger = FeedLedger(12)
     ledger.assign({"a": (0, 4), "b": (4, 8), "c": (8, 12)})
     ledger.on_interval(interval({"a": [(0, 2)], "b": [(4, 5)]}))
-    ledger.on_interval(interval({"a": [(2, 3)], "c": [(8, 9)]}, lost=("c",)))
+    ledger.on_interval(interval({"a": [(2, 3)], "c": [(8, 9)]}))
+    ledger.lost("c", [(9, 11)])  # c may have taken 2 rows unreported; its last is certainly unused
     rows = list(ledger.rows())
     assert [r for r, _, _ in rows] == list(range(12))  # every row of the file once
-    states = "".join({RowState.USED: "U", RowState.UNUSED: ".", RowState.IN_FLIGHT_AT_LOSS: "?"}[s] for _, s, _ in rows)
-    assert states == "UUU.U...U???"
+    assert states(ledger) == "UUU.U...U??."
     assert [agent for _, _, agent in rows] == ["a"] * 4 + ["b"] * 4 + ["c"] * 4
-    assert ledger.counts() == {RowState.USED: 5, RowState.IN_FLIGHT_AT_LOSS: 3, RowState.UNUSED: 4}
+    assert ledger.counts() == {RowState.USED: 5, RowState.IN_FLIGHT_AT_LOSS: 2, RowState.UNUSED: 5}
     assert sum(ledger.counts().values()) == 12
+
+
+def test_rows_handed_on_are_held_by_their_taker_and_used_by_whoever_reported_them():
+    ledger = FeedLedger(12)
+    ledger.assign({"a": (0, 6), "c": (6, 12)})
+    ledger.on_interval(interval({"c": [(6, 7)]}))
+    ledger.lost("c", [(7, 9)])
+    ledger.hand_on("a", [(9, 12)])  # the rows c cannot have taken went to a
+    ledger.on_interval(interval({"a": [(0, 6), (9, 10)]}))
+    assert states(ledger) == "UUUUUUU??U.."
+    assert [agent for _, _, agent in ledger.rows()][6:] == ["c", "c", "c", "a", "a", "a"]
+    ledger.on_interval(interval({"c": [(7, 8)]}))  # c's late report: the row it took is used after all
+    assert states(ledger) == "UUUUUUUU?U.."
 
 
 def test_the_csv_numbers_rows_from_1_and_rows_no_agent_held_are_unused():

@@ -49,6 +49,8 @@ class Adjustable(Protocol):
 
     async def adjust_scenario(self, scenario: int, load: job_pb2.LoadShare, max_requests: int) -> None: ...
 
+    async def append_rows(self, blocks: list[job_pb2.FeedBlock]) -> None: ...
+
 
 @runtime_checkable
 class Announcing(Protocol):

@@ -76,6 +76,11 @@ class EngineProcess(ChildProcess):
         with contextlib.suppress(EngineError):
             await self._send(engine_pb2.EngineCommand(scenario_adjust=adjust))
 
+    async def append_rows(self, blocks: list[job_pb2.FeedBlock]) -> None:
+        """Rows of the job's unique feed handed to this engine, taken after its own."""
+        with contextlib.suppress(EngineError):
+            await self._send(engine_pb2.EngineCommand(feed_append=engine_pb2.FeedAppend(blocks=blocks)))
+
     async def stop(self) -> None:
         """Graceful: in-flight requests finish, the partial interval is reported."""
         with contextlib.suppress(EngineError):

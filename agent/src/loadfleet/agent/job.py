@@ -80,6 +80,12 @@ def split_feed(feed: job_pb2.FeedSpec, specs: list[job_pb2.JobSpec]) -> None:
         spec.feed.first_row = start
 
 
+def new_blocks(old: agent_pb2.EngineShare, new: agent_pb2.EngineShare) -> list[job_pb2.FeedBlock]:
+    """The feed blocks handed to an engine that its last share did not hold (blocks only grow)."""
+    held = {block.first_row for block in old.feed_added}
+    return [block for block in new.feed_added if block.first_row not in held]
+
+
 class JobRunner:
     """Runs one job; `send` queues a message for the controller (never blocks)."""
 
@@ -155,22 +161,27 @@ class JobRunner:
         return self._report_state(Outcome.FINISHED, "; ".join(self._failures))
 
     async def adjust(self, shares: list[agent_pb2.EngineShare]) -> None:
-        """Each live engine's new share (Adjust: the loss policy moved a lost share here)."""
+        """Each live engine's new share (Adjust: the loss policy moved a lost share here).
+        Rows of a unique feed handed on go first, so the users the share adds find them."""
         for index, share in enumerate(shares):
             engine = self._engines[index] if index < len(self._engines) else None
             if index in self._live and isinstance(engine, Adjustable):
+                old = self._shares[index] if index < len(self._shares) else agent_pb2.EngineShare()
+                if added := new_blocks(old, share):
+                    await engine.append_rows(added)
                 if self.spec.scenarios:
-                    await self._adjust_scenarios(index, engine, share)
+                    await self._adjust_scenarios(index, engine, old, share)
                 else:
                     await engine.adjust(share.load, share.max_requests)
+                if index < len(self._shares):
+                    self._shares[index] = share
 
-    async def _adjust_scenarios(self, index: int, engine: Adjustable, share: agent_pb2.EngineShare) -> None:
+    async def _adjust_scenarios(
+        self, index: int, engine: Adjustable, old: agent_pb2.EngineShare, share: agent_pb2.EngineShare
+    ) -> None:
         """One `scenario_adjust` per scenario whose share changed on this engine."""
-        old = self._shares[index] if index < len(self._shares) else agent_pb2.EngineShare()
         for change in changed_scenarios(self.spec, old, share):
             await engine.adjust_scenario(change.scenario, change.load, change.max_requests)
-        if index < len(self._shares):
-            self._shares[index] = share
 
     async def stop(self) -> None:
         """Graceful stop: engines finish in-flight requests and report the partial interval."""

@@ -21,6 +21,7 @@ from loadfleet.controller.fleet.scheduler import EngineShare
 from loadfleet.controller.model.errors import AgentIdInUse
 from loadfleet.controller.model.health import Health
 from loadfleet.controller.model.hostsamples import MonitorInfo
+from loadfleet.controller.plan.feeds import Feed
 from loadfleet.wire import DEFAULT_HEARTBEAT_MS
 
 LOST_AFTER_HEARTBEATS = 3
@@ -58,8 +59,9 @@ class AgentLink(Protocol):
     def settle(self, seq: int) -> None:
         """The agent's message `seq` is stored for good: its session may acknowledge it."""
 
-    def adjust(self, job_id: str, engines: tuple[EngineShare, ...]) -> None:
-        """Each engine's share of the running job from now on (scheduler.EngineShare)."""
+    def adjust(self, job_id: str, engines: tuple[EngineShare, ...], feed: Feed | None = None) -> None:
+        """Each engine's share of the running job from now on (scheduler.EngineShare), with
+        the cells of the rows of the plan's unique `feed` handed to them."""
 
     def close(self) -> None: ...
 

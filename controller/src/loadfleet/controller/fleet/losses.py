@@ -7,7 +7,8 @@
   split (scheduler.py), and sent to their agents as `Adjust`: the fleet's offered load stays
   what the plan asked for, and a budget stays exact. Requests the lost share sent but never
   reported (its last interval at most) may reach the servers on top of the budget; each
-  `Loss` states that bound.
+  `Loss` states that bound. The rows of a unique feed it cannot have taken go with its load
+  (feedrows.py); those it may have taken unreported are in flight, handed to nobody.
 - `continue`: the step goes on without the share.
 - `abort`: the run ends, its results written, with exit code 1.
 
@@ -28,13 +29,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadfleet.controller.fleet.agents import AgentRegistry
+from loadfleet.controller.fleet.feedrows import FeedRows, LostRows, RowRanges
+from loadfleet.controller.fleet.handover import LostShare, redistributed
 from loadfleet.controller.fleet.jobs import EngineFailure
-from loadfleet.controller.fleet.scheduler import EngineShare, ScenarioShare, combine
+from loadfleet.controller.fleet.scheduler import EngineShare, combine
 from loadfleet.controller.model.codec import OMIT_DEFAULT
 from loadfleet.controller.model.events import Event, EventKind
-from loadfleet.controller.model.load import Load, split_exact
 from loadfleet.controller.model.scenariospan import ScenarioSpan
 from loadfleet.controller.plan.model import LossPolicy
+from loadfleet.wire.feedranges import count_rows
 
 # What an agent used of a step: for a scenario's name (None: all its load), its requests
 # reported in the step and its busiest interval.
@@ -61,9 +64,22 @@ class Loss:
     # scenario's span had ended when the share certainly stopped (nothing then moves).
     scenario: str = field(default="", metadata={OMIT_DEFAULT: True})
     scenario_ended: bool = field(default=False, metadata={OMIT_DEFAULT: True})
+    # A unique feed's rows it held and was not heard taking (feedrows.py): those it may have
+    # taken unreported, and how many of the rest went to other engines (`rows_left` of them).
+    rows_in_flight: RowRanges = field(default=(), metadata={OMIT_DEFAULT: True})
+    rows_left: int = field(default=0, metadata={OMIT_DEFAULT: True})
+    rows_moved: bool = field(default=False, metadata={OMIT_DEFAULT: True})
 
     def describe(self) -> str:
-        return (f"scenario {self.scenario}: " if self.scenario else "") + self._what_became()
+        return (f"scenario {self.scenario}: " if self.scenario else "") + self._what_became() + self._rows()
+
+    def _rows(self) -> str:
+        if not (self.rows_in_flight or self.rows_left):
+            return ""
+        left = f"{self.rows_left:,} rows of its feed not taken " + (
+            "went with it" if self.rows_moved else "stay unused"
+        )
+        return f"; {left}, {count_rows(self.rows_in_flight):,} it may have taken unreported are in flight"
 
     def _what_became(self) -> str:
         what = f"agent {self.agent_id}" + (f"'s engine {self.engine}" if self.engine is not None else "")
@@ -88,74 +104,6 @@ class Loss:
         return f"{what} lost: {moved} went to {self.taken_by} other agent(s){bound}"
 
 
-@dataclass(frozen=True)
-class LostShare:
-    """What a lost agent or engine held of one part of the step's load: all of it (a plain
-    plan), or its share of one scenario (`scenario`: the scenario's index in the plan)."""
-
-    load: Load
-    budget_left: int  # of its request budget, not reported (0: none left, or no budget)
-    unreported_bound: int
-    scenario: int | None = None
-    budgeted: bool = False  # it had a request budget
-    first_user: int = 0  # its first user's number (an engine idle in the scenario takes it)
-
-
-def redistributed(
-    lost: LostShare, shares: dict[str, tuple[EngineShare, ...]], live: dict[str, tuple[int, ...]]
-) -> dict[str, tuple[EngineShare, ...]]:
-    """Each taking agent's engine shares once the lost share is split over the live engines
-    (`live`: each agent's live engine positions). A load with stages keeps its engines'
-    loads and hands over its budget only. The budget goes to the engines that run the load
-    (those that had a share of it, or take part of it now), never to one left idle. Agents
-    that get nothing are left out."""
-    slots = [(agent, index) for agent in sorted(live) for index in live[agent]]
-    if not slots:
-        return {}
-    weights = [1] * len(slots)
-    whole = {
-        field: split_exact(getattr(lost.load, field), weights) for field in ("clients", "users", "max_connections")
-    }
-    parts = [lost.load.part(1, len(slots), {f: split[i] for f, split in whole.items()}) for i in range(len(slots))]
-    moving = [not lost.load.stages and part.peak > 0 for part in parts]
-    running = [moves or _held(shares[a][i], lost.scenario) is not None for moves, (a, i) in zip(moving, slots)]
-    budgets = iter(split_exact(lost.budget_left, [1] * sum(running)) if any(running) else [])
-    updated: dict[str, list[EngineShare]] = {}
-    for (agent, index), part, moves, runs in zip(slots, parts, moving, running, strict=True):
-        budget = next(budgets) if runs else 0
-        if not (moves or budget):
-            continue
-        engines = updated.setdefault(agent, list(shares[agent]))
-        engines[index] = _taken(engines[index], lost, part if moves else None, budget)
-    return {agent: tuple(engines) for agent, engines in updated.items()}
-
-
-def _held(engine: EngineShare, scenario: int | None) -> Load | None:
-    """The engine's load of the whole step (scenario None) or of one scenario (None: idle)."""
-    if scenario is None:
-        return engine.load
-    held = engine.scenarios[scenario]
-    return held.load if held else None
-
-
-def _taken(old: EngineShare, lost: LostShare, part: Load | None, budget: int) -> EngineShare:
-    """An engine's share once it took `part` of a lost load (None: only budget) and `budget`
-    requests of its budget. Its users keep their numbers (first_user is kept)."""
-    if lost.scenario is None:
-        load = combine([old.load, part]) if part else old.load
-        return replace(old, load=load, max_requests=old.max_requests + budget if old.max_requests else 0)
-    held = old.scenarios[lost.scenario]
-    if held is None:  # idle in the scenario until now: the lost share's numbers and budget
-        assert part is not None  # a budget goes only to engines that run the load (redistributed)
-        taken = ScenarioShare(part, budget if lost.budgeted else 0, lost.first_user)
-    else:
-        load = combine([held.load, part]) if part else held.load
-        taken = replace(held, load=load, max_requests=held.max_requests + budget if held.max_requests else 0)
-    scenarios = list(old.scenarios)
-    scenarios[lost.scenario] = taken
-    return replace(old, scenarios=tuple(scenarios))
-
-
 class StepShares:
     """Who runs which part of a step's load, as it changes: each agent's engine shares, its
     dead engines, the requests it reported, and whose jobs ended. O(agents × engines ×
@@ -168,12 +116,16 @@ class StepShares:
         interval_ms: int,
         shares: dict[str, tuple[EngineShare, ...]],
         scenarios: tuple[ScenarioSpan, ...] = (),
+        feed_rows: FeedRows | None = None,
     ):
         self.job_id = job_id
         self.step = step
         self.interval_ms = interval_ms
         self.shares = dict(shares)
         self.scenarios = scenarios  # the plan's, in order (empty: a plain plan)
+        # A unique feed's rows (a plain plan's; None after a takeover, whose heard rows are
+        # unknown: its lost rows are then handed to nobody)
+        self.feed_rows = feed_rows
         self.closed = False  # the step has ended: nothing more is handed over
         # agent -> dead engine -> requests it reported, per scenario index (None: a plain plan)
         self._dead: dict[str, dict[int, dict[int | None, int]]] = {}
@@ -198,7 +150,7 @@ class StepShares:
         for part in self._parts([self.shares[agent_id][i] for i in live]):
             reported, busiest = use(None if part.scenario is None else self.scenarios[part.scenario].name)
             reported -= sum(d.get(part.scenario, 0) for d in dead)
-            lost.append(_left(part, reported, busiest * intervals))
+            lost.append(_left(part, reported, busiest * intervals, self._rows(agent_id, live, intervals)))
         return lost
 
     def lose_engine(self, agent_id: str, index: int, reported: dict[int | None, int], busiest: int) -> list[LostShare]:
@@ -209,10 +161,21 @@ class StepShares:
             return []
         self._dead.setdefault(agent_id, {})[index] = reported
         unreported = -(-busiest // len(self.shares[agent_id]))
+        rows = self._rows(agent_id, (index,), intervals=2)  # the interval it died in, partial at either end
         return [
-            _left(part, reported.get(part.scenario, 0), unreported)
+            _left(part, reported.get(part.scenario, 0), unreported, rows)
             for part in self._parts([self.shares[agent_id][index]])
         ]
+
+    def heard_rows(self, agent_id: str, taken: list[tuple[int, int]]) -> None:
+        """One of the agent's reports says it took these rows of the feed."""
+        if self.feed_rows is not None:
+            self.feed_rows.heard(agent_id, taken)
+
+    def _rows(self, agent_id: str, engines: tuple[int, ...], intervals: int) -> LostRows:
+        if self.feed_rows is None:
+            return LostRows()
+        return self.feed_rows.lose(agent_id, self.shares[agent_id], engines, intervals)
 
     def _parts(self, engines: list[EngineShare]) -> list[LostShare]:
         """The engines' whole share (a plain plan), or their share of each scenario they have
@@ -255,11 +218,17 @@ class StepShares:
             self._dead.setdefault(loss.agent_id, {})[loss.engine] = {}
 
 
-def _left(part: LostShare, reported: int, bound: int) -> LostShare:
-    """A lost part with what is left of its budget after `reported` requests, and its
-    unreported bound (never past that budget)."""
+def _rows_added(before: dict[str, tuple[EngineShare, ...]], after: dict[str, tuple[EngineShare, ...]]) -> bool:
+    """Whether an engine of `after` holds feed rows it did not in `before`."""
+    return any(len(e.feed_added) > len(before[a][i].feed_added) for a, es in after.items() for i, e in enumerate(es))
+
+
+def _left(part: LostShare, reported: int, bound: int, rows: LostRows) -> LostShare:
+    """A lost part with what is left of its budget after `reported` requests, its unreported
+    bound (never past that budget) and, a plain plan's, its feed's rows not heard taken."""
     left = max(0, part.budget_left - reported) if part.budgeted else 0
-    return replace(part, budget_left=left, unreported_bound=min(left, bound) if part.budgeted else bound)
+    bound = min(left, bound) if part.budgeted else bound
+    return replace(part, budget_left=left, unreported_bound=bound, rows=rows if part.scenario is None else LostRows())
 
 
 class FleetLosses:
@@ -278,6 +247,7 @@ class FleetLosses:
         halt: Callable[[], None],
         clock_ms: Callable[[], int],
         losses: list[Loss] | None = None,
+        rows_lost: Callable[[str, RowRanges], None] = lambda agent_id, rows: None,
     ):
         self.policy = policy
         self.lease_s = lease_s  # a job's load goes on this long without word from the controller
@@ -289,6 +259,7 @@ class FleetLosses:
         self._journal = journal  # (loss, agents' shares that changed)
         self._halt = halt
         self._clock_ms = clock_ms
+        self._rows_lost = rows_lost  # (agent, a unique feed's rows it may have taken unreported)
         self._late_since: dict[str, int] = {}  # agents late now -> since when (ms)
 
     def late(self, agent_id: str, reason: str) -> None:
@@ -351,7 +322,11 @@ class FleetLosses:
             budget_left=lost.budget_left,
             unreported_bound=lost.unreported_bound,
             scenario="" if lost.scenario is None else shares.scenarios[lost.scenario].name,
+            rows_in_flight=lost.rows.in_flight,
+            rows_left=count_rows(lost.rows.left),
         )
+        if lost.rows.in_flight:  # told now: a step that ends before the share is handed on keeps them
+            self._rows_lost(agent_id, lost.rows.in_flight)
         if self.policy is LossPolicy.REDISTRIBUTE:  # once the share has certainly stopped
             asyncio.get_running_loop().call_later(wait_s, self._redistribute, shares, loss, lost)
             return
@@ -372,11 +347,14 @@ class FleetLosses:
             if (record := self._registry.get(a)) and (link := record.link) and not record.late
         }
         updated = redistributed(lost, shares.shares, shares.takers(set(links)))
-        shares.take_over(updated)
-        for agent_id, engines in updated.items():
-            links[agent_id].adjust(shares.job_id, engines)
         moved = not lost.load.stages and lost.load.peak > 0
-        self._record(replace(loss, at_ms=self._clock_ms(), taken_by=len(updated), moved_load=moved), updated)
+        rows_moved = _rows_added(shares.shares, updated)
+        shares.take_over(updated)
+        feed = shares.feed_rows.feed if shares.feed_rows else None  # the cells of rows handed on
+        for agent_id, engines in updated.items():
+            links[agent_id].adjust(shares.job_id, engines, feed)
+        loss = replace(loss, at_ms=self._clock_ms(), taken_by=len(updated), moved_load=moved, rows_moved=rows_moved)
+        self._record(loss, updated)
 
     def _record(self, loss: Loss, updated: dict[str, tuple[EngineShare, ...]] | None = None) -> None:
         self.losses.append(loss)

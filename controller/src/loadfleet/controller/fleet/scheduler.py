@@ -38,6 +38,9 @@ class EngineShare:
     # the plan's order (None: idle in it); `load` is then IDLE_LOAD. Empty for a plain plan,
     # and then not in the journal (a plain run's journal as before scenarios).
     scenarios: tuple[ScenarioShare | None, ...] = field(default=(), metadata={OMIT_DEFAULT: True})
+    # A unique feed's rows handed to this engine after a loss (handover.py), as ranges of the
+    # file taken in order after its own slice; empty (and not in the journal) until then.
+    feed_added: tuple[tuple[int, int], ...] = field(default=(), metadata={OMIT_DEFAULT: True})
 
 
 @dataclass(frozen=True)

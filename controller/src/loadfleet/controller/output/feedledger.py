@@ -1,21 +1,22 @@
 """ledger.csv: what became of each row of a unique feed (docs/plans.md "Test data").
 
-Each agent holds a slice of the file (fleet/feedsplit.py); its engines report the rows they
-took first in each interval as ranges (IntervalStats.feed_taken), which this consumer joins
-per agent. At the run's end every row of the file gets one state, so the ledger always adds
-up to the file:
+Each agent holds a slice of the file (fleet/feedsplit.py), and rows a lost share had not taken
+may be handed to others (fleet/feedrows.py); engines report the rows they took first in each
+interval as ranges (IntervalStats.feed_taken), which this consumer joins per agent. At the
+run's end every row of the file gets one state, so the ledger always adds up to the file:
 
-- `used`: an engine reported taking it (a user started a session with it);
-- `in_flight_at_loss`: in the slice of an agent lost before its end, not reported taken: it
-  may have been taken after the agent's last report reached the controller (the server's
-  side tells), and no other engine took it (the lost agent's rows are not redistributed);
-- `unused`: no engine took it.
+- `used`: an engine reported taking it (a user started a session with it), by that agent;
+- `in_flight_at_loss`: not reported taken, and held by a share lost before its end, which may
+  have taken it after its last report reached the controller (the server's side tells); no
+  other engine was given it;
+- `unused`: no engine took it (the agent is the one that held it last: its slice's, or the
+  one it was handed to).
 
 The ledger lives in the controller's memory, not in the run's journal: a run a restarted
 controller took over writes no ledger.csv (its rows taken before the restart are unknown to it).
 
-Bounds: per agent its slice and its taken rows as joined ranges, at most one per engine of
-the agent (each engine takes its part of the slice in order): O(engines) for the run.
+Bounds: per agent its slice, and its taken and handed rows as joined ranges (at most one per
+engine and block): O(agents × engines × losses) for the run; the CSV is built row by row.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import csv
 import enum
 import io
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from loadfleet.controller.output.diskwriter import DiskWriter
@@ -34,6 +35,8 @@ from loadfleet.controller.stream.contract import FinalInterval, StepEnd
 from loadfleet.wire.feedranges import join_ranges
 
 LEDGER_FILE = "ledger.csv"
+
+Ranges = Sequence[tuple[int, int]]
 
 
 class RowState(enum.StrEnum):
@@ -48,8 +51,9 @@ class FeedLedger:
     def __init__(self, file_rows: int):
         self.file_rows = file_rows
         self._slices: dict[str, tuple[int, int]] = {}  # agent -> its rows [start, end): O(agents)
-        self._taken: dict[str, list[tuple[int, int]]] = {}  # agent -> joined ranges: O(engines)
-        self._lost: set[str] = set()  # O(agents)
+        self._handed: dict[str, list[tuple[int, int]]] = {}  # agent -> rows handed to it, joined
+        self._taken: dict[str, list[tuple[int, int]]] = {}  # agent -> joined ranges
+        self._in_flight: dict[str, list[tuple[int, int]]] = {}  # lost agent -> joined ranges
 
     def assign(self, slices: dict[str, tuple[int, int]]) -> None:
         """The agents' slices of the file, as the step's assignments gave them."""
@@ -63,26 +67,33 @@ class FeedLedger:
     def on_interval(self, interval: FinalInterval) -> None:
         for agent in interval.agents:
             if agent.total.feed_taken:
-                held = self._taken.get(agent.agent_id, [])
-                self._taken[agent.agent_id] = join_ranges(held + agent.total.feed_taken)
-        self._lost.update(interval.lost)
+                self._taken[agent.agent_id] = _joined(self._taken.get(agent.agent_id), agent.total.feed_taken)
 
-    def lost(self, agent_id: str) -> None:
-        self._lost.add(agent_id)
+    def lost(self, agent_id: str, in_flight: Ranges) -> None:
+        """A share of the agent was lost; it may have taken `in_flight` unreported."""
+        self._in_flight[agent_id] = _joined(self._in_flight.get(agent_id), in_flight)
+
+    def hand_on(self, agent_id: str, rows: Ranges) -> None:
+        """The agent's engines were handed `rows` of a lost share (all they hold so far)."""
+        self._handed[agent_id] = _joined(self._handed.get(agent_id), rows)
 
     def rows(self) -> Iterator[tuple[int, RowState, str]]:
-        """(row index, state, agent holding it) for every row of the file, in order."""
-        owner = sorted((start, end, agent) for agent, (start, end) in self._slices.items() if end > start)
-        at = 0
-        for start, end, agent in owner:
-            yield from ((row, RowState.UNUSED, "") for row in range(at, start))
-            taken = self._taken.get(agent, [])
-            rest = RowState.IN_FLIGHT_AT_LOSS if agent in self._lost else RowState.UNUSED
-            for row in range(start, end):
-                used = any(a <= row < b for a, b in taken)
-                yield row, RowState.USED if used else rest, agent
-            at = end
-        yield from ((row, RowState.UNUSED, "") for row in range(at, self.file_rows))
+        """(row index, state, agent) for every row of the file, in order: O(file rows)."""
+        holder = [""] * self.file_rows
+        state = [RowState.UNUSED] * self.file_rows
+        for ranges, mark in (
+            ({a: [r] for a, r in self._slices.items()}, None),
+            (self._handed, None),
+            (self._in_flight, RowState.IN_FLIGHT_AT_LOSS),
+            (self._taken, RowState.USED),
+        ):
+            for agent, held in ranges.items():
+                for start, end in held:
+                    end = min(end, self.file_rows)
+                    holder[start:end] = [agent] * max(0, end - start)
+                    if mark is not None:
+                        state[start:end] = [mark] * max(0, end - start)
+        yield from zip(range(self.file_rows), state, holder)
 
     def counts(self) -> dict[RowState, int]:
         found = Counter(state for _, state, _ in self.rows())
@@ -94,6 +105,10 @@ class FeedLedger:
         writer.writerow(["row", "state", "agent"])
         writer.writerows((row + 1, state.value, agent) for row, state, agent in self.rows())
         return out.getvalue()
+
+
+def _joined(held: list[tuple[int, int]] | None, more: Ranges) -> list[tuple[int, int]]:
+    return join_ranges([*(held or ()), *more])
 
 
 class LedgerOutput:

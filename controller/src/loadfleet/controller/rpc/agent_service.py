@@ -12,6 +12,7 @@ import grpc
 from loadfleet.controller.fleet.jobs import JobAssignment
 from loadfleet.controller.fleet.scheduler import EngineShare
 from loadfleet.controller.fleet.spooldrops import NoticeLog
+from loadfleet.controller.plan.feeds import Feed
 from loadfleet.controller.rpc import convert, jobconvert
 from loadfleet.controller.rpc.inbox import Inbox
 from loadfleet.controller.service.controller import Controller
@@ -117,8 +118,8 @@ class AgentSession:
     def stop_job(self, job_id: str) -> None:
         self._send(agent_pb2.ControllerMessage(stop=agent_pb2.StopJob(job_id=job_id)))
 
-    def adjust(self, job_id: str, engines: tuple[EngineShare, ...]) -> None:
-        self._send(jobconvert.adjust_to_proto(job_id, engines))
+    def adjust(self, job_id: str, engines: tuple[EngineShare, ...], feed: Feed | None = None) -> None:
+        self._send(jobconvert.adjust_to_proto(job_id, engines, feed))
 
     def renew_lease(self, lease_ms: int, agent_sent_at_ms: int = 0) -> None:
         """With `agent_sent_at_ms` (a heartbeat's clock), the controller's clock now answers it."""

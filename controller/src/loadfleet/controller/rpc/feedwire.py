@@ -23,6 +23,14 @@ def add_feed(spec: job_pb2.JobSpec, feed: Feed | None, rows: tuple[int, int]) ->
         spec.feed.CopyFrom(feed_to_proto(feed, rows))
 
 
+def feed_blocks(feed: Feed, ranges: tuple[tuple[int, int], ...]) -> list[job_pb2.FeedBlock]:
+    """The rows of `feed` in `ranges` (handed to an engine after a loss), with their cells."""
+    return [
+        job_pb2.FeedBlock(first_row=start, rows=[job_pb2.FeedRow(cells=row) for row in feed.rows[start:end]])
+        for start, end in ranges
+    ]
+
+
 def feed_to_proto(feed: Feed, rows: tuple[int, int]) -> job_pb2.FeedSpec:
     """The feed an agent gets: a unique feed's slice `rows` of the file, or every row."""
     start, end = rows if feed.mode is FeedMode.UNIQUE else (0, len(feed.rows))

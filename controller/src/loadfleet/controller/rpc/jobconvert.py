@@ -8,9 +8,10 @@ from loadfleet.controller.fleet.jobs import JobAssignment
 from loadfleet.controller.fleet.scheduler import EngineShare, combine
 from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.load import Load, LoadModel, Think, ThinkKind
+from loadfleet.controller.plan.feeds import Feed
 from loadfleet.controller.plan.model import Session, SessionStep, Target
 from loadfleet.controller.plan.scenarios import Scenario
-from loadfleet.controller.rpc.feedwire import add_feed
+from loadfleet.controller.rpc.feedwire import add_feed, feed_blocks
 from loadfleet.controller.rpc.journeyconvert import add_journey
 from loadfleet.controller.rpc.targetconvert import target_to_proto
 from loadfleet.v1 import agent_pb2, job_pb2
@@ -106,20 +107,23 @@ def _session(session: Session, names: list[str]) -> job_pb2.Session:
     return job_pb2.Session(steps=steps(session.steps), repeat=session.repeat, once=steps(session.once))
 
 
-def adjust_to_proto(job_id: str, engines: tuple[EngineShare, ...]) -> agent_pb2.ControllerMessage:
+def adjust_to_proto(
+    job_id: str, engines: tuple[EngineShare, ...], feed: Feed | None = None
+) -> agent_pb2.ControllerMessage:
     return agent_pb2.ControllerMessage(
         adjust=agent_pb2.Adjust(
             job_id=job_id,
             load=load_to_proto(combine([e.load for e in engines])),
-            engines=[engine_share_to_proto(e) for e in engines],
+            engines=[engine_share_to_proto(e, feed) for e in engines],
         )
     )
 
 
-def engine_share_to_proto(e: EngineShare) -> agent_pb2.EngineShare:
+def engine_share_to_proto(e: EngineShare, feed: Feed | None = None) -> agent_pb2.EngineShare:
     """An engine's share; with scenarios, its share of each (a scenario it has none of is absent:
-    idle there)."""
+    idle there); the rows of the plan's unique `feed` handed to it with their cells."""
     return agent_pb2.EngineShare(
+        feed_added=feed_blocks(feed, e.feed_added) if feed else [],
         load=load_to_proto(e.load),
         max_requests=e.max_requests,
         scenarios=[

@@ -29,6 +29,7 @@ from loadfleet.controller.analysis.summary import RunSummary
 from loadfleet.controller.analysis.targethealth import TargetHealth
 from loadfleet.controller.analysis.thresholds import ThresholdWatch
 from loadfleet.controller.analysis.totals import RunTotals
+from loadfleet.controller.fleet.scheduler import EngineShare
 from loadfleet.controller.model.codec import to_doc
 from loadfleet.controller.model.driver import Driver
 from loadfleet.controller.model.events import Event, EventKind
@@ -219,6 +220,17 @@ class RunPipeline:
         """The agents' slices of a unique feed (fleet/feedsplit.py), for ledger.csv."""
         if self.ledger is not None:
             self.ledger.ledger.assign(slices)
+
+    def ledger_rows_lost(self, agent_id: str, in_flight: tuple[tuple[int, int], ...]) -> None:
+        """A lost share's rows of a unique feed that it may have taken unreported."""
+        if self.ledger is not None:
+            self.ledger.ledger.lost(agent_id, in_flight)
+
+    def ledger_handed(self, updated: dict[str, tuple[EngineShare, ...]]) -> None:
+        """The rows of a unique feed the agents that took a lost share over hold now."""
+        if self.ledger is not None:
+            for agent_id, engines in updated.items():
+                self.ledger.ledger.hand_on(agent_id, [r for e in engines for r in e.feed_added])
 
     def settle(self, agent_id: str, seq: int) -> None:
         """Settles an agent's message once the intervals closed so far are published."""

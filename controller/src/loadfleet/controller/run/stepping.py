@@ -19,6 +19,7 @@ from functools import cached_property
 from loadfleet.controller.analysis.genbound import is_loopback
 from loadfleet.controller.analysis.progress import RunProgress
 from loadfleet.controller.fleet.agents import AgentRecord, AgentRegistry
+from loadfleet.controller.fleet.feedrows import FeedRows
 from loadfleet.controller.fleet.feedsplit import feed_slices
 from loadfleet.controller.fleet.jobs import EngineFailure, JobAssignment, JobReport, JobState, ReportLimits, job_id_for
 from loadfleet.controller.fleet.losses import FleetLosses, Loss, StepShares
@@ -117,6 +118,7 @@ class StepRunner:
             halt=self.halt,
             clock_ms=clock_ms,
             losses=progress.losses,
+            rows_lost=pipeline.ledger_rows_lost,
         )
         self.outcomes: dict[JobState, int] = {}  # jobs ended, by state
         self._job_steps: dict[str, str] = {}  # job id -> step name: O(steps)
@@ -146,8 +148,8 @@ class StepRunner:
             shares = split_scenarios([(s.load, s.max_requests) for s in plan.scenarios], slots)
         else:
             shares = split_over_engines(plan.load, plan.max_requests, slots)
-        step = self._open(spec, plan, shares, first=first)
         rows = feed_slices(plan.feed, shares)
+        step = self._open(spec, plan, shares, rows, first=first)
         self._pipeline.ledger_slices(rows)
         for agent_index, share in enumerate(shares):
             start_at_ms = step.window.load_start_ms
@@ -166,7 +168,9 @@ class StepRunner:
         self._emit(announcements.step_started(self._run_id, self._plan, spec, plan, shares))
         return await self.collect()
 
-    def _open(self, spec: StepSpec, plan: Plan, shares: list[AgentShare], *, first: bool) -> StepRun:
+    def _open(
+        self, spec: StepSpec, plan: Plan, shares: list[AgentShare], rows: dict[str, tuple[int, int]], *, first: bool
+    ) -> StepRun:
         lead_ms = DEFAULT_BARRIER_LEAD_MS if first else STEP_BARRIER_LEAD_MS
         if plan.driver is Driver.GATLING:
             lead_ms = max(lead_ms, GATLING_BARRIER_LEAD_MS)
@@ -195,7 +199,8 @@ class StepRunner:
         )
         engines = {s.agent_id: len(s.engines) for s in shares}
         by_agent = {s.agent_id: s.engines for s in shares}
-        shares_of_step = StepShares(window.job_id, spec.name, plan.interval_ms, by_agent, window.scenarios)
+        feed_rows = FeedRows(plan.feed, rows, plan.interval_ms) if plan.feed and rows else None
+        shares_of_step = StepShares(window.job_id, spec.name, plan.interval_ms, by_agent, window.scenarios, feed_rows)
         step = StepRun(spec, window, engines, shares=shares_of_step)
         self._pipeline.record(StepStarted(window, engines, by_agent))
         self.resume(step)
@@ -282,6 +287,9 @@ class StepRunner:
 
     def on_report(self, report: JobReport) -> None:
         outcome = self.window.add(report)
+        step = self.current
+        if report.total.feed_taken and step and step.shares and report.job_id == step.window.job_id:
+            step.shares.heard_rows(report.agent_id, report.total.feed_taken)  # at once, published or not
         if outcome is Outcome.ACCEPTED:
             self.window.publish_due(self._clock_ms())
         elif outcome is Outcome.UNEXPECTED and report.agent_id not in self._off_grid:
@@ -297,7 +305,6 @@ class StepRunner:
         elif outcome is Outcome.LATE:
             late = self._progress.late
             late[report.agent_id] = late.get(report.agent_id, 0) + report.total.requests
-            step = self.current
             if step is not None and step.window.name not in self._late_told:  # once a step: a fleet can be late at once
                 self._late_told.add(step.window.name)
                 self._emit(announcements.late_reports(step.window.name, report.agent_id, report.interval_start_ms))
@@ -379,6 +386,7 @@ class StepRunner:
 
     def _journal_loss(self, loss: Loss, updated: dict[str, tuple[EngineShare, ...]]) -> None:
         self._pipeline.record(ShareLost(loss, updated))
+        self._pipeline.ledger_handed(updated)
 
     def _publish(self, closed: ClosedInterval) -> None:
         self._pipeline.publish(closed, late=self._progress.late)
