@@ -69,3 +69,39 @@ def test_passes_of_another_design_are_refused_before_anything_runs(options, stor
     store(options, stored)
     with pytest.raises(runner.RunnerError, match="passes of two designs cannot be one experiment"):
         runner.run_study(study(shuffle=True), options, lambda line: None)
+
+
+def three_cells() -> Study:
+    cells = tuple(Cell(name, {"server": name}, "plans/p.yaml") for name in ("nginx", "apache", "tomcat"))
+    return Study("999", "t", (), cells, {"steps": [1], "step_s": 5}, ("clients",))
+
+
+def stored_cell(options, name: str, pass_no: int) -> None:
+    run = options.evidence_dir / "999" / f"{name}-{pass_no}"
+    run.mkdir(parents=True)
+    (run / "cell.json").write_text(json.dumps({"cell": name, "pass": pass_no}))
+
+
+def names(passes: list[tuple[int, tuple[Cell, ...]]]) -> list[tuple[int, list[str]]]:
+    return [(number, [c.name for c in cells]) for number, cells in passes]
+
+
+def test_a_pass_a_session_left_unfinished_is_completed_first_in_its_own_order(options):
+    s = three_cells()
+    study_dir = options.evidence_dir / "999"
+    assert names(runner.passes_to_run(s, study_dir, 2)) == [
+        (1, ["nginx", "apache", "tomcat"]),
+        (2, ["tomcat", "apache", "nginx"]),
+    ]
+    stored_cell(options, "nginx", 1)
+    stored_cell(options, "apache", 1)
+    stored_cell(options, "tomcat", 1)
+    stored_cell(options, "tomcat", 2)  # pass 2 runs in reverse: tomcat first, then the session ended
+    assert names(runner.passes_to_run(s, study_dir, 1)) == [(2, ["apache", "nginx"])]
+    assert names(runner.passes_to_run(s, study_dir, 2)) == [
+        (2, ["apache", "nginx"]),
+        (3, ["nginx", "apache", "tomcat"]),
+    ]
+    stored_cell(options, "apache", 2)
+    stored_cell(options, "nginx", 2)
+    assert names(runner.passes_to_run(s, study_dir, 1)) == [(3, ["nginx", "apache", "tomcat"])]

@@ -274,6 +274,28 @@ def stored_passes(study_dir: Path) -> int:
     return max(passes, default=0)
 
 
+def pass_order(study: Study, pass_no: int) -> tuple[Cell, ...]:
+    """The cells of a pass in the order it runs them: as listed, reversed on even passes."""
+    return study.cells if pass_no % 2 else tuple(reversed(study.cells))
+
+
+def passes_to_run(study: Study, study_dir: Path, repeat: int) -> list[tuple[int, tuple[Cell, ...]]]:
+    """`repeat` passes as (pass number, its cells in order): first the rest of the last stored pass
+    when a session ended (or a cell failed) before it was whole, then new passes after it."""
+    last = stored_passes(study_dir)
+    done = {
+        record.get("cell")
+        for path in study_dir.glob("*/cell.json")
+        if (record := json.loads(path.read_text())).get("pass") == last
+    }
+    passes = []
+    missing = tuple(c for c in pass_order(study, last) if c.name not in done) if last else ()
+    if missing:
+        passes.append((last, missing))
+    passes += [(n, pass_order(study, n)) for n in range(last + 1, last + 1 + repeat - len(passes))]
+    return passes
+
+
 def _design(sweep: dict, shuffled: bool) -> dict:
     """What two runs of a cell must share for their passes to be one experiment: the sweep, with
     its cluster sizes as a set when each run shuffles them."""
@@ -301,18 +323,18 @@ def check_stored_design(study: Study, options: RunOptions) -> None:
 
 def run_study(study: Study, options: RunOptions, log: Callable[[str], None]) -> list[str]:
     """Every cell `repeat` times, interleaved (the order reversed on even passes), numbered after the
-    passes already stored; returns the failures (empty when every run finished). The labs are down
-    again when it returns. Raises RunnerError before anything runs when the stored runs are of
-    another design."""
+    passes already stored (the first completing the last stored pass if it is not whole); returns
+    the failures (empty when every run finished). The labs are down again when it returns. Raises
+    RunnerError before anything runs when the stored runs are of another design."""
     failures = []
     check_stored_design(study, options)
-    first = stored_passes(options.evidence_dir / study.id) + 1
+    passes = passes_to_run(study, options.evidence_dir / study.id, options.repeat)
     with LabSession(study, options, log):
-        for pass_no in range(first, first + options.repeat):
-            order = study.cells if pass_no % 2 else tuple(reversed(study.cells))
+        for number, (pass_no, order) in enumerate(passes, 1):
+            rest = " (the rest of it)" if len(order) < len(study.cells) else ""
             for index, cell in enumerate(order, 1):
                 log(
-                    f"[study {study.id} pass {pass_no - first + 1}/{options.repeat} (stored as {pass_no})]"
+                    f"[study {study.id} pass {number}/{options.repeat} (stored as {pass_no}){rest}]"
                     f" {index}/{len(order)} {cell.name}"
                     f" (load {_loadavg() or 0:.1f})"
                 )
