@@ -4,8 +4,8 @@ and the engine's memory with 10,000 streams open.
 
 Run:  .venv/bin/python -m bench.engine.h2 [--engine PATH] [--runs 3] [--duration-s 5]
 
-Needs h2load (Debian's nghttp2-client). nginx (1 worker, core 0) serves 1 KiB over h2c by prior
-knowledge; each generator runs on core 1 and is charged the user + system CPU the kernel
+Needs h2load (Debian's nghttp2-client). nginx (1 worker, core 0, sendfile off: SERVER_CONF) serves
+1 KiB over h2c by prior knowledge; each generator runs on core 1 and is charged the user + system CPU the kernel
 accounted to it. Per case, CONNECTIONS connections each carrying `streams` concurrent streams:
 h2load `-c CONNECTIONS -m streams`, the engine `streams × CONNECTIONS` closed clients sharing
 connections of `max_streams: streams`. Runs alternate who goes first; the result per case is
@@ -40,9 +40,18 @@ DEFAULT_DURATION_S = 5
 FILE = "1k.bin"
 
 
+# nginx sends an h2 response's body with sendfile apart from its frame header, and with one
+# stream a connection the body's segment then waits for the client's delayed ACK: ~40 ms a
+# request for h2load and the engine alike (measured, docs/benchmarks.md). Not what is measured.
+SERVER_CONF = "sendfile off;"
+
+
 def main() -> int:
     args = parse_args()
-    with served_files("loadfleet-bench-h2-", {FILE: 1024}, fd_limit=4 * MEMORY_CONNECTIONS, http2=True) as (url, work):
+    files = served_files(
+        "loadfleet-bench-h2-", {FILE: 1024}, fd_limit=4 * MEMORY_CONNECTIONS, http2=True, extra_conf=SERVER_CONF
+    )
+    with files as (url, work):
         cases = [throughput(args, url, work, streams) for streams in STREAMS]
         memory = memory_at_10k_streams(args, url, work)
     for case in cases:

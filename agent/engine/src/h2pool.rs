@@ -16,6 +16,7 @@ use std::rc::Rc;
 use tokio::sync::OnceCell;
 
 use crate::h2live::Live;
+use crate::h2request::Conversions;
 use crate::job::Job;
 
 /// A connection of a target, opened by its first request (the others of its lanes wait for
@@ -28,6 +29,8 @@ pub struct H2Pool {
     /// Per target: streams per connection.
     max_streams: Vec<usize>,
     lanes: RefCell<BTreeSet<usize>>,
+    /// Each target's last request as HTTP/2 (h2request.rs).
+    pub conversions: Conversions,
 }
 
 impl H2Pool {
@@ -36,6 +39,7 @@ impl H2Pool {
             slots: job.targets.iter().map(|_| RefCell::default()).collect(),
             max_streams: job.targets.iter().map(|t| t.h2.max_streams as usize).collect(),
             lanes: RefCell::default(),
+            conversions: Conversions::new(job.targets.len()),
         }
     }
 
@@ -90,6 +94,7 @@ mod tests {
             slots: max_streams.iter().map(|_| RefCell::default()).collect(),
             max_streams: max_streams.to_vec(),
             lanes: RefCell::default(),
+            conversions: Conversions::new(max_streams.len()),
         }
     }
 

@@ -3,6 +3,9 @@
 //! HTTP/2 forbids (RFC 9113 8.2.2) are left out, the rest are sent as written. And an HTTP/2
 //! response's head written back as HTTP/1.1, for what a journey inspects (cookies, checks).
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use bytes::Bytes;
 
 /// Headers a rendering may carry (ours plus a plan's); more is an error, not a truncation.
@@ -37,6 +40,35 @@ pub fn to_h2(wire: &[u8], https: bool) -> Result<Converted, String> {
     }
     let request = builder.body(()).map_err(|e| format!("HTTP/2: the request cannot be sent: {e}"))?;
     Ok(Converted { request, body: Bytes::copy_from_slice(&wire[length..]) })
+}
+
+/// The last request converted for each target: a static request's rendering is the same every
+/// time, so it is parsed and built once, not per request (a journey's, which changes, is
+/// converted each time). Bounds: one rendering per target.
+pub struct Conversions {
+    last: Vec<RefCell<Option<Last>>>,
+}
+
+/// A rendering and what it converted to.
+type Last = (Vec<u8>, Rc<Converted>);
+
+impl Conversions {
+    pub fn new(targets: usize) -> Self {
+        Conversions { last: (0..targets).map(|_| RefCell::default()).collect() }
+    }
+
+    /// `wire` (a request to `target`) as an HTTP/2 request, as `to_h2` converts it.
+    pub fn convert(&self, target: usize, wire: &[u8], https: bool) -> Result<Rc<Converted>, String> {
+        let mut last = self.last[target].borrow_mut();
+        if let Some((held, converted)) = last.as_ref() {
+            if held.as_slice() == wire {
+                return Ok(Rc::clone(converted));
+            }
+        }
+        let converted = Rc::new(to_h2(wire, https)?);
+        *last = Some((wire.to_vec(), Rc::clone(&converted)));
+        Ok(converted)
+    }
 }
 
 /// The size of a response's head as HTTP/1.1 would write it ("HTTP/1.1 200 OK\r\n", each
@@ -75,6 +107,19 @@ mod tests {
         assert_eq!(names, ["user-agent", "x-test", "content-length"]);
         assert_eq!(&body[..], b"hello");
         assert!(to_h2(b"GET / HTTP/1.1\r\nHost: a\r\n", false).unwrap_err().contains("incomplete"));
+    }
+
+    #[test]
+    fn a_request_sent_again_is_converted_once_and_another_anew() {
+        let conversions = Conversions::new(2);
+        let a = conversions.convert(1, b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n", false).unwrap();
+        let again = conversions.convert(1, b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n", false).unwrap();
+        assert!(Rc::ptr_eq(&a, &again));
+        let b = conversions.convert(1, b"GET /b HTTP/1.1\r\nHost: h\r\n\r\n", false).unwrap();
+        assert_eq!(b.request.uri().path(), "/b");
+        let other_target = conversions.convert(0, b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n", true).unwrap();
+        assert_eq!(other_target.request.uri().scheme_str(), Some("https"));
+        assert!(conversions.convert(0, b"GET / HTTP/1.1\r\n", false).is_err());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::h2conn::{open, Opened};
 use crate::h2error::{h2_failure, Unprocessed};
 use crate::h2live::Live;
 use crate::h2pool::Slot;
-use crate::h2request::{to_h2, Converted};
+use crate::h2request::Converted;
 use crate::phases::Phases;
 use crate::shared::Shared;
 use crate::stats::Outcome;
@@ -58,7 +58,8 @@ pub async fn send(
     started: Instant,
     (connect_timer, request_timer): (&mut Timer, &mut Timer),
 ) -> Option<H2Ended> {
-    let converted = match to_h2(exchange.wire, shared.job.targets[exchange.target].tls.is_some()) {
+    let https = shared.job.targets[exchange.target].tls.is_some();
+    let converted = match shared.h2.conversions.convert(exchange.target, exchange.wire, https) {
         Ok(converted) => converted,
         Err(message) => return Some(H2Ended::failed(Failure::new(ErrorKind::Template, message), 0)),
     };
