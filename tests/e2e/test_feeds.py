@@ -142,14 +142,13 @@ def logged(lab, request: str, status: int) -> int:
     return sum(needle in line for line in lab.app.access_log.read_text().splitlines())
 
 
-def test_a_killed_agents_rows_are_in_flight_and_the_database_agrees_with_the_ledger(lab, cluster, tmp_path):
-    """4 agents share 100 accounts (25 each, 3 arrivals a second each); one is killed mid-run.
-    Every account the database saw log in once is `used` or was the lost agent's; none twice;
-    the ledger adds up to the file, the lost agent's untaken rows `in_flight_at_loss`."""
+def run_killing_a4(cluster, plan: Path) -> tuple[dict, dict[int, dict[str, str]]]:
+    """`plan` on 4 agents, a4 killed after about 2 s of load: the run's summary and its ledger by
+    row (from 0)."""
     for agent_id in ("a1", "a2", "a3", "a4"):
         cluster.add_agent(agent_id)
     cluster.wait_for_agents(4)
-    run = cluster.start_run(feed_plan(tmp_path, accounts=100, rate=12, duration_s=7, url=lab.app.url))
+    run = cluster.start_run(plan)
     deadline = time.monotonic() + 20
     while not cluster.engine_pids("a4") and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -160,7 +159,15 @@ def test_a_killed_agents_rows_are_in_flight_and_the_database_agrees_with_the_led
     summary = json.loads(out)
     assert [e["agent_id"] for e in summary["events"] if e["kind"] == "agent_lost"] == ["a4"]
     with (cluster.runs_dir / summary["run_id"] / "ledger.csv").open() as f:
-        ledger = {int(r["row"]) - 1: r for r in csv.DictReader(f)}
+        return summary, {int(r["row"]) - 1: r for r in csv.DictReader(f)}
+
+
+def test_a_killed_agents_rows_are_in_flight_and_the_database_agrees_with_the_ledger(lab, cluster, tmp_path):
+    """4 agents share 100 accounts (25 each, 3 arrivals a second each); one is killed mid-run.
+    Every account the database saw log in once is `used` or was the lost agent's; none twice;
+    the ledger adds up to the file, the lost agent's untaken rows `in_flight_at_loss`."""
+    plan = feed_plan(tmp_path, accounts=100, rate=12, duration_s=7, url=lab.app.url)
+    summary, ledger = run_killing_a4(cluster, plan)
     assert sorted(ledger) == list(range(100))
     carts = lab.app.cart_rows()
     assert all(n == 1 for n in carts.values()), carts  # no account logged in twice
@@ -185,23 +192,10 @@ def test_a_killed_agents_rows_it_cannot_have_taken_go_to_the_others_and_each_is_
     interval's, for each interval of its lease) are in flight; the rest go with its load to
     the 3 others, which take them once their own run out. The database and the ledger agree:
     no account logged in twice; the rows handed on were used by the others."""
-    for agent_id in ("a1", "a2", "a3", "a4"):
-        cluster.add_agent(agent_id)
-    cluster.wait_for_agents(4)
     plan = feed_plan(tmp_path, accounts=240, rate=24, duration_s=12, url=lab.app.url, on_loss="redistribute")
-    run = cluster.start_run(plan)
-    deadline = time.monotonic() + 20
-    while not cluster.engine_pids("a4") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(2 + 2)  # the barrier start is 2 s after the engines start; then 2 s of load
-    os.kill(cluster.agents["a4"].pid, signal.SIGKILL)
-    out, err = run.communicate(timeout=90)
-    assert run.returncode == 0, err[-3000:]
-    summary = json.loads(out)
+    summary, ledger = run_killing_a4(cluster, plan)
     [loss] = [e for e in summary["events"] if e["kind"] == "loss_policy"]
     assert "rows of its feed not taken went with it" in loss["text"], loss["text"]
-    with (cluster.runs_dir / summary["run_id"] / "ledger.csv").open() as f:
-        ledger = {int(r["row"]) - 1: r for r in csv.DictReader(f)}
     assert sorted(ledger) == list(range(240))
     carts = lab.app.cart_rows()
     assert all(n == 1 for n in carts.values()), carts  # no account logged in twice
