@@ -3,9 +3,6 @@ JobRunner and the real engine, against a loopback server the test starts: the en
 own rows, then the handed ones, each once, and reports both as ranges of the file."""
 
 import asyncio
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import pytest
 
@@ -13,24 +10,9 @@ from loadfleet.agent.engine import find_engine
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.v1 import agent_pb2, job_pb2
 from loadfleet.wire.feedranges import join_ranges
+from support.okserver import ok_server
 
 pytestmark = pytest.mark.process
-
-
-class Paths(BaseHTTPRequestHandler):
-    seen: ClassVar[list[str]] = []
-    lock = threading.Lock()
-
-    def do_GET(self):  # http.server's name for a GET handler
-        with Paths.lock:
-            Paths.seen.append(self.path)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
 
 
 def rows(first: int, count: int) -> list[job_pb2.FeedRow]:
@@ -38,11 +20,7 @@ def rows(first: int, count: int) -> list[job_pb2.FeedRow]:
 
 
 def test_an_engine_takes_rows_handed_to_it_after_its_own_each_once():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Paths)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with ok_server() as (url, paths):
         open_rate = job_pb2.LoadShare(open=job_pb2.OpenModel(rate_per_s=40))
         spec = job_pb2.JobSpec(
             job_id="j",
@@ -77,11 +55,8 @@ def test_an_engine_takes_rows_handed_to_it_after_its_own_each_once():
             return await job
 
         outcome = asyncio.run(asyncio.wait_for(run(), 30))
-    finally:
-        server.shutdown()
-        thread.join(5)
     assert outcome is Outcome.FINISHED, [m.job_status.message for m in sent if m.HasField("job_status")]
-    users = [int(path.removeprefix("/u/u")) for path in Paths.seen]
+    users = [int(path.removeprefix("/u/u")) for path in paths]
     assert users == [10, 11, 12, 13, 14, 60, 61, 62, 90, 91]  # its own, then the handed rows in order, once
     totals = [s for m in sent if m.HasField("interval") for s in m.interval.report.stats if s.target == "*"]
     taken = [(r.start, r.end) for s in totals for r in s.feed_taken]

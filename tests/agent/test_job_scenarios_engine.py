@@ -2,32 +2,15 @@
 loopback server the test starts: each scenario's rows, added up, are what the server served."""
 
 import asyncio
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from loadfleet.agent.engine import find_engine
 from loadfleet.agent.job import JobRunner, Outcome
 from loadfleet.v1 import agent_pb2, job_pb2
+from support.okserver import ok_server
 
 pytestmark = pytest.mark.process
-
-
-class Counting(BaseHTTPRequestHandler):
-    served = 0
-    lock = threading.Lock()
-
-    def do_GET(self):  # http.server's name for a GET handler
-        with Counting.lock:
-            Counting.served += 1
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
 
 
 def scenario(name, url, budget):
@@ -42,11 +25,8 @@ def scenario(name, url, budget):
 
 
 def test_two_scenarios_give_rows_per_scenario_that_add_up_to_the_servers_count():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/"
+    with ok_server() as (base, served):
+        url = f"{base}/"
         spec = job_pb2.JobSpec(
             job_id="j",
             duration_ms=1500,
@@ -60,13 +40,10 @@ def test_two_scenarios_give_rows_per_scenario_that_add_up_to_the_servers_count()
         assignment = agent_pb2.Assignment(spec=spec, engines=[agent_pb2.EngineShare(scenarios=shares)])
         sent = []
         outcome = asyncio.run(asyncio.wait_for(JobRunner(assignment, find_engine(), sent.append).run(), 30))
-    finally:
-        server.shutdown()
-        thread.join(5)
     assert outcome is Outcome.FINISHED, [m.job_status.message for m in sent if m.HasField("job_status")]
     stats = [s for m in sent if m.HasField("interval") for s in m.interval.report.stats]
     per_scenario = {}
     for s in stats:
         per_scenario[s.scenario] = per_scenario.get(s.scenario, 0) + s.requests
     assert per_scenario["browse"] == 60 and per_scenario["buy"] == 25  # each its own budget
-    assert per_scenario["browse"] + per_scenario["buy"] == per_scenario["*"] == Counting.served
+    assert per_scenario["browse"] + per_scenario["buy"] == per_scenario["*"] == len(served)
