@@ -53,16 +53,15 @@ impl Steering {
     }
 
     /// Rows of the job's unique feed handed to it (a lost share's): its users take them after
-    /// the rows it holds. Returns how many blocks were new; or why the rows were refused.
-    pub fn append_rows(&self, blocks: &[pb::FeedBlock]) -> Result<usize, String> {
+    /// the rows it holds. Err: why the rows were refused.
+    pub fn append_rows(&self, blocks: &[pb::FeedBlock]) -> Result<(), String> {
         let Some(feed) = self.shared.job.journeys.as_ref().and_then(|j| j.feed.as_ref()) else {
             return Err("the job has no feed".into());
         };
-        let mut added = 0;
         for block in blocks {
-            added += usize::from(feed.append(block)?);
+            feed.append(block)?;
         }
-        Ok(added)
+        Ok(())
     }
 }
 

@@ -268,12 +268,6 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
     return stored
 
 
-def stored_passes(study_dir: Path) -> int:
-    """The highest pass already stored for the study (0 when none): new passes follow it."""
-    passes = [json.loads(p.read_text()).get("pass", 0) for p in study_dir.glob("*/cell.json")]
-    return max(passes, default=0)
-
-
 def pass_order(study: Study, pass_no: int) -> tuple[Cell, ...]:
     """The cells of a pass in the order it runs them: as listed, reversed on even passes."""
     return study.cells if pass_no % 2 else tuple(reversed(study.cells))
@@ -282,12 +276,9 @@ def pass_order(study: Study, pass_no: int) -> tuple[Cell, ...]:
 def passes_to_run(study: Study, study_dir: Path, repeat: int) -> list[tuple[int, tuple[Cell, ...]]]:
     """`repeat` passes as (pass number, its cells in order): first the rest of the last stored pass
     when a session ended (or a cell failed) before it was whole, then new passes after it."""
-    last = stored_passes(study_dir)
-    done = {
-        record.get("cell")
-        for path in study_dir.glob("*/cell.json")
-        if (record := json.loads(path.read_text())).get("pass") == last
-    }
+    stored = [json.loads(path.read_text()) for path in study_dir.glob("*/cell.json")]
+    last = max((record.get("pass", 0) for record in stored), default=0)  # new passes follow it
+    done = {record.get("cell") for record in stored if record.get("pass") == last}
     passes = []
     missing = tuple(c for c in pass_order(study, last) if c.name not in done) if last else ()
     if missing:
