@@ -136,16 +136,25 @@ def latency(args: argparse.Namespace, url: str, work: Path) -> dict:
     """p50 with few connections, where the generator's own time per request shows."""
     file, pairs = "1k.bin", []
     for run in range(args.runs):
-        e = run_engine(
-            args.engine,
-            url,
-            f"/{file}",
-            clients=LATENCY_CONNECTIONS,
-            keep_alive=True,
-            duration_s=args.duration_s,
-            log=work / "engine.log",
-        )
-        w = run_wrk(f"{url}/{file}", connections=LATENCY_CONNECTIONS, keep_alive=True, duration_s=args.duration_s)
+
+        def engine() -> Measurement:
+            return run_engine(
+                args.engine,
+                url,
+                f"/{file}",
+                clients=LATENCY_CONNECTIONS,
+                keep_alive=True,
+                duration_s=args.duration_s,
+                log=work / "engine.log",
+            )
+
+        def wrk() -> Measurement:
+            return run_wrk(
+                f"{url}/{file}", connections=LATENCY_CONNECTIONS, keep_alive=True, duration_s=args.duration_s
+            )
+
+        # Alternated as in throughput(): the engine always went first before.
+        e, w = (engine(), wrk()) if run % 2 == 0 else reversed((wrk(), engine()))
         pairs.append((e, w))
         progress(f"latency run {run + 1}", e, w)
     return summarise(pairs, file=file, mode=f"keep-alive, {LATENCY_CONNECTIONS} connections", metric="p50_us")

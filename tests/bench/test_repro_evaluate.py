@@ -11,7 +11,7 @@ import pytest
 from bench.repro.reprokit.evaluate import Grain, NotEvaluable, Observation, evaluate_metric
 from bench.repro.reprokit.findings import Finding, load_findings
 from bench.repro.reprokit.metric import MetricSyntaxError, parse_metric
-from bench.repro.reprokit.verdicts import Status, compare, evaluate_findings
+from bench.repro.reprokit.verdicts import Status, compare, evaluate_findings, format_value
 from support.procs import REPO
 
 
@@ -159,6 +159,22 @@ def test_at_each_must_hold_at_every_level():
     result = verdict("diff(error_pct[server=apache], error_pct[server=nginx]) @ each requests", "<=", 0, rows)
     assert result.value == {"10": pytest.approx(-0.5), "20": pytest.approx(0.8)}
     assert result.status is Status.FAILS
+
+
+def test_each_may_be_nested_and_must_hold_at_every_pair_of_levels():
+    rows = [
+        obs(server=s, requests=r, design=d, error_pct=e + (1.0 if d == "growing" and r == 20 else 0.0))
+        for d in ("fixed", "growing")
+        for s, r, e in (("apache", 10, 0.0), ("nginx", 10, 0.5), ("apache", 20, 0.0), ("nginx", 20, 0.2))
+    ]
+    metric = "diff(error_pct[server=apache], error_pct[server=nginx]) @ each requests @ each design"
+    result = verdict(metric, "<=", 0, rows)
+    assert result.value == {
+        "fixed": {"10": pytest.approx(-0.5), "20": pytest.approx(-0.2)},
+        "growing": {"10": pytest.approx(-0.5), "20": pytest.approx(0.8)},
+    }
+    assert result.status is Status.FAILS
+    assert format_value(result.value).startswith("fixed: (10: -0.5, 20: -0.2), growing: (10: -0.5, ")
 
 
 def test_growth_onset_and_derived_client_sweep_figures():

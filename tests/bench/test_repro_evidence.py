@@ -91,7 +91,7 @@ def test_every_study_names_its_levels():
         records = level_records(study, study.sweep.get("steps", []))  # 003's plans run as written
         assert len(records) == len(study.sweep.get("steps", []))
         assert all(set(study.level_vars) <= set(r) for r in records)
-    assert level_records(STUDIES["000"], [200])[0] == {"users": 200, "requests": 2000}
+    assert level_records(STUDIES["001"], [[1000, 250]]) == [{"users": 1000, "spawn_rate": 250}]
 
 
 def test_a_selection_emptied_by_failed_steps_says_so():

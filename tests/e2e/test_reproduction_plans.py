@@ -5,6 +5,7 @@ the workloads are generated into a temporary copy of the repository's layout."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shutil
 import subprocess
@@ -50,7 +51,7 @@ def test_the_header_gives_the_commands_to_run_the_plan(plan):
     text = header(plan)
     spec, state_dir = lab_of(plan)
     assert spec.is_file(), f"{plan.name}: {spec} does not exist"
-    assert f"loadfleet run plans/{plan.name} " in text
+    assert re.search(rf"loadfleet run plans/{re.escape(plan.name)}(\s|$)", text, re.MULTILINE)
     assert f"loadfleet-lab down --state-dir {state_dir}" in text
     assert DOC_LINK.search(text), f"{plan.name}: the header needs a link to its section of docs/reproductions.md"
 
@@ -67,11 +68,20 @@ def test_the_header_links_to_a_section_of_the_doc(plan):
         assert anchor in anchors, f"{plan.name}: docs/reproductions.md has no section #{anchor}"
 
 
+def served_urls(spec) -> set[str]:
+    """The servers' URLs: on loopback as listed, on lab hosts at their host's address (a fixed
+    subnet's addresses go to the hosts in spec order from its 10th on, as `loadfleet-lab up` gives them)."""
+    if not spec.hosts:
+        return {f"http://{s.host}:{s.port}" for s in spec.servers}
+    assert spec.subnet, "a lab on hosts that plans name needs a fixed network.subnet"
+    addresses = dict(zip((h.name for h in spec.hosts), list(ipaddress.IPv4Network(spec.subnet).hosts())[9:]))
+    return {f"http://{addresses[s.on]}:{s.port}" for s in spec.servers}
+
+
 @pytest.mark.parametrize("plan", REPRO_PLANS, ids=lambda p: p.name)
 def test_the_targets_are_servers_of_the_lab(plan):
     spec_path, _ = lab_of(plan)
-    spec = load_spec(spec_path)
-    served = {f"http://{s.host}:{s.port}" for s in spec.servers}
+    served = served_urls(load_spec(spec_path))
     targets = {t["url"].rstrip("/") for t in yaml.safe_load(plan.read_text())["targets"]}
     assert targets <= served, f"{plan.name}: {sorted(targets - served)} are not in {spec_path.name}"
 

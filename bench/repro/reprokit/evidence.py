@@ -19,7 +19,8 @@ and the step fields named by `step_vars` (e.g. {"cpus": "servers"}); and, for a 
 its intervals, every interval and the run itself (intervals.py). A step's observation says why
 its figures are not used (`left_out`: failed in its window; `invalid`: loadfleet marked it so;
 `fails_cell`: it measured nothing under load), and its `error_pct` counts the failures after its
-window (late.py).
+window (late.py). A run with a request budget and no sweep (study 000's thread groups) is observed
+whole instead, from its totals (`whole_run_observation`).
 """
 
 from __future__ import annotations
@@ -54,13 +55,19 @@ class EvidenceError(Exception):
     """A stored run that cannot be read (a file missing or malformed)."""
 
 
-def store_run(run_dir: Path, study_dir: Path, cell_record: dict) -> Path:
-    """Copies the run's small files and writes its cell.json; returns the stored directory."""
+def store_run(run_dir: Path, study_dir: Path, cell_record: dict, named_run_dir: str = "") -> Path:
+    """Copies the run's small files and writes its cell.json; returns the stored directory.
+    `named_run_dir`: the summary's run_dir as the evidence names it (relative to the repository,
+    for a run a lab's controller wrote under an absolute path)."""
     target = study_dir / Path(run_dir).name
     target.mkdir(parents=True, exist_ok=True)
     for name in STORED_FILES:
         if (Path(run_dir) / name).exists():
             shutil.copyfile(Path(run_dir) / name, target / name)
+    if named_run_dir:
+        summary = json.loads((target / "summary.json").read_text())
+        summary["run_dir"] = named_run_dir
+        (target / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     keep_cluster_intervals(Path(run_dir), target)
     (target / CELL_FILE).write_text(json.dumps(cell_record, indent=1, sort_keys=True) + "\n")
     return target
@@ -168,9 +175,46 @@ def step_observation(
     )
 
 
+def budget_of(plan: dict) -> int | None:
+    """The request budget of a run observed whole (no sweep: it ends when the budget is spent)."""
+    budget = (plan.get("budget") or {}).get("requests")
+    return None if plan.get("sweep") or not budget else int(budget)
+
+
+def whole_run_observation(cell: dict, summary: dict, budget: int) -> Observation:
+    """A run that ends with its request budget (a JMeter thread group), observed whole from its
+    totals: every response, however late, as JMeter's aggregate report counts it; no window, so no
+    failure falls after one. A run that ended short of its budget (its time bound, a lost agent)
+    fails its cell: the test did not run to its size."""
+    totals = summary.get("total", {}).get("figures", {})
+    latency = totals.get("latency") or {}
+    figures = {name: float(latency[name]) for name in FIGURES if latency.get(name) is not None}
+    requests = float(totals.get("requests") or 0)
+    figures["error_pct"] = float(totals.get("error_pct") or 0)
+    figures["achieved_rps"] = float(totals.get("rps") or 0)
+    figures["ok_rps"] = figures["achieved_rps"] * float(totals.get("ok") or 0) / requests if requests else 0.0
+    figures["requests"] = requests
+    steps = summary.get("steps") or [{}]
+    figures["generator_bound"] = 1.0 if any(step.get("generator_bound") for step in steps) else 0.0
+    counted = requests + sum((summary.get("late_requests") or {}).values())
+    short = f"the run ended with {counted:,.0f} of its {budget:,} requests" if counted < budget else ""
+    return Observation(
+        vars=dict(cell.get("vars", {})),
+        figures=figures,
+        pass_no=int(cell.get("pass", 1)),
+        run_id=str(cell.get("run_id", "")),
+        invalid="; ".join(filter(None, (invalid_reason(step) for step in steps))),
+        fails_cell=short,
+    )
+
+
 def run_step_observations(run_dir: Path, cell: dict, summary: dict) -> list[Observation]:
-    """The observations of every step of a stored run, failures after their windows attributed."""
+    """The observations of every step of a stored run, failures after their windows attributed; a
+    run with a budget and no sweep is one observation, of the whole run."""
     plan = read_plan(run_dir)
+    budget = budget_of(plan)
+    if budget is not None:
+        return [whole_run_observation(cell, summary, budget)]
     late = late_failures(summary, plan, read_interval_rows(run_dir))
     losses = summary.get("losses") or []
     return [

@@ -1,7 +1,7 @@
 """The metric expressions of findings.yaml (its header defines the vocabulary), parsed into a
 small syntax tree that `evaluate` walks. Parsing knows nothing of runs.
 
-    expr     := arith ['@' 'each' NAME]
+    expr     := arith ('@' 'each' NAME)*     (the last `each` outermost)
     arith    := term (('*' | '/') term)*
     term     := NUMBER | NAME '(' args ')' | NAME '[' sel (',' sel)* ']' | NAME
     args     := arg (',' arg)*          arg := NAME '=' (NAME | NUMBER '->' NUMBER) | arith
@@ -129,7 +129,7 @@ class _Parser:
 
     def expr(self):
         body = self.arith()
-        if self.at("@"):
+        while self.at("@"):
             self.take("op", "@")
             if self.take("name") != "each":
                 raise MetricSyntaxError(f"expected 'each' after '@' in {self.text!r}")

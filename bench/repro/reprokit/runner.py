@@ -1,5 +1,6 @@
 """Runs a study: its labs up, its cells interleaved and repeated, each run's evidence stored, the
-labs down again (also on failure or Ctrl-C). Only loopback labs of the repository's specs.
+labs down again (also on failure or Ctrl-C). Only labs of the repository's specs: on loopback, or
+on hosts of their own (network namespaces behind the guard route) whose controller runs the cells.
 
 Progress goes to `log` (stderr from the CLI), one line per event.
 """
@@ -57,12 +58,20 @@ def cell_sweep(study: Study, cell: Cell, options: RunOptions) -> dict:
     return {**plan.get("sweep", {}), **study.sweep, **(options.sweep or {})}
 
 
+def merged(plan: dict, changes: dict) -> dict:
+    """`plan` with `changes` over it: mappings merged key by key, any other value replaced."""
+    out = dict(plan)
+    for key, value in changes.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def derive_plan(study: Study, cell: Cell, options: RunOptions, pass_no: int = 1) -> tuple[Path, dict]:
-    """The cell's plan with the study's sweep, written to the work directory; and the plan as it
-    runs (a plan without a sweep, in a study without one, keeps none). A study that shuffles its
-    cluster sizes gets them in the order of the pass and cell's own seed."""
+    """The cell's plan with its changes and the study's sweep, written to the work directory; and
+    the plan as it runs (a plan without a sweep, in a study without one, keeps none). A study that
+    shuffles its cluster sizes gets them in the order of the pass and cell's own seed."""
     source = options.repo / cell.plan
-    plan = yaml.safe_load(source.read_text())
+    plan = merged(yaml.safe_load(source.read_text()), cell.changes)
     sweep = cell_sweep(study, cell, options)
     if study.shuffle_servers and sweep.get("servers"):
         sweep["servers"] = list(sweep["servers"])
@@ -184,23 +193,34 @@ def _in_repo(path: Path, options: RunOptions) -> Path:
     return path.relative_to(options.repo) if path.is_relative_to(options.repo) else path
 
 
+def run_command(study: Study, cell: Cell, plan_path: Path, options: RunOptions) -> list[str]:
+    """The cell's `loadfleet run`: with `--local` agents writing to the work directory, or on the
+    lab's `run_on` host with the lab's agents (its controller writes the run under the lab's state
+    directory)."""
+    run = [_tool("loadfleet"), "run", str(_in_repo(plan_path, options)), "--json"]
+    for name, url in cell.targets.items():
+        run += ["--target", f"{name}={url}"]
+    if study.run_on:
+        (lab,) = study.labs  # one lab: the one whose hosts run the cell
+        exec_prefix = [_tool("loadfleet-lab"), "exec", "--state-dir", lab.state_dir, study.run_on, "--"]
+        return _niced(exec_prefix + run, options, study.generator_cpus)
+    local = ["--local", str(options.local_agents), "--runs-dir", str(_in_repo(options.work_dir / "runs", options))]
+    return _niced(run + local, options, study.generator_cpus)
+
+
+def _named_command(command: list[str]) -> list[str]:
+    """The command as the evidence keeps it: from the first of our tools on, each by its name (no
+    venv path, no nice/taskset prefix: the generator's CPUs are recorded apart)."""
+    tools = {_tool("loadfleet-lab"): "loadfleet-lab", _tool("loadfleet"): "loadfleet"}
+    first = next(index for index, part in enumerate(command) if part in tools)
+    return [tools.get(part, part) for part in command[first:]]
+
+
 def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: Callable[[str], None]) -> Path:
     """Runs one cell once and stores its evidence; returns the stored directory."""
     plan_path, plan = derive_plan(study, cell, options, pass_no)
     sweep = plan.get("sweep") or {}
-    command = [
-        _tool("loadfleet"),
-        "run",
-        str(_in_repo(plan_path, options)),
-        "--local",
-        str(options.local_agents),
-        "--json",
-        "--runs-dir",
-        str(_in_repo(options.work_dir / "runs", options)),
-    ]
-    for name, url in cell.targets.items():
-        command += ["--target", f"{name}={url}"]
-    command = _niced(command, options, study.generator_cpus)
+    command = run_command(study, cell, plan_path, options)
     try:  # the servers restarted (or kept warm) just before the load average and idle share
         restart = restart_labs(study.labs, cell, lambda lab: _restart_command(lab, options), str(options.repo))
     except RestartError as exc:
@@ -228,13 +248,14 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         "run_id": summary["run_id"],
         "plan": cell.plan,
         "targets": cell.targets,
+        "changes": cell.changes,
         "lab_specs": [lab.spec for lab in study.labs],
         "level_vars": list(study.level_vars),
         "levels": level_records(study, sweep.get("steps", [])),
         "step_vars": study.step_vars,
         "sweep": sweep,
         "paper_s_per_run_s": paper_s_per_run_s(study, plan),
-        "command": ["loadfleet", *command[command.index(_tool("loadfleet")) + 1 :]],
+        "command": _named_command(command),
         "generator_cpus": study.generator_cpus,
         "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "loadavg_1m": load,
@@ -244,7 +265,7 @@ def run_cell(study: Study, cell: Cell, pass_no: int, options: RunOptions, log: C
         "exit_code": done.returncode,
         "state": summary.get("state"),
     }
-    stored = store_run(run_dir, options.evidence_dir / study.id, record)
+    stored = store_run(run_dir, options.evidence_dir / study.id, record, str(_in_repo(run_dir, options)))
     log(
         f"  stored {stored.relative_to(options.repo) if stored.is_relative_to(options.repo) else stored}"
         f" ({summary.get('state')}, exit {done.returncode})"
@@ -287,26 +308,27 @@ def passes_to_run(study: Study, study_dir: Path, repeat: int) -> list[tuple[int,
     return passes
 
 
-def _design(sweep: dict, shuffled: bool) -> dict:
+def _design(sweep: dict, changes: dict, shuffled: bool) -> dict:
     """What two runs of a cell must share for their passes to be one experiment: the sweep, with
-    its cluster sizes as a set when each run shuffles them."""
+    its cluster sizes as a set when each run shuffles them, and the cell's changes to its plan."""
     if shuffled and "servers" in sweep:
-        return {**sweep, "servers": sorted(sweep["servers"])}
-    return sweep
+        sweep = {**sweep, "servers": sorted(sweep["servers"])}
+    return {"sweep": sweep, "changes": changes} if changes else sweep
 
 
 def check_stored_design(study: Study, options: RunOptions) -> None:
     """Refuses to add passes to stored runs of another design (other levels, step lengths, cluster
-    sizes): their passes would be averaged with the new ones as if they were one experiment."""
+    sizes, plan changes): their passes would be averaged with the new ones as if they were one experiment."""
     stored: dict[str, dict] = {}
     for path in sorted((options.evidence_dir / study.id).glob("*/cell.json")):
         record = json.loads(path.read_text())
-        stored.setdefault(record.get("cell", ""), _design(record.get("sweep") or {}, study.shuffle_servers))
+        design = _design(record.get("sweep") or {}, record.get("changes") or {}, study.shuffle_servers)
+        stored.setdefault(record.get("cell", ""), design)
     for cell in study.cells:
-        wanted = _design(cell_sweep(study, cell, options), study.shuffle_servers)
+        wanted = _design(cell_sweep(study, cell, options), cell.changes, study.shuffle_servers)
         if cell.name in stored and stored[cell.name] != wanted:
             raise RunnerError(
-                f"cell {cell.name}: the runs stored in {options.evidence_dir / study.id} have the sweep "
+                f"cell {cell.name}: the runs stored in {options.evidence_dir / study.id} have the design "
                 f"{stored[cell.name]}, this run would have {wanted}; passes of two designs cannot be one "
                 "experiment: run with the stored settings, or move the stored runs away to start over"
             )

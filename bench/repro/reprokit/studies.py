@@ -4,10 +4,18 @@ A cell is one server/setup × page/scenario: a repository plan run with its name
 at the lab (`--target NAME=URL`). Cells of a study run interleaved (pass 1 in order, pass 2 in
 reverse, ...). `sweep` replaces the plan's sweep levels and step lengths so that a whole study
 takes minutes here; `level_vars` names what a level's entries are (a users sweep of
-[users, spawn_rate] pairs: ("users", "spawn_rate")), `scale_vars` adds variables computed from a
-level (study 000: requests = users x 10), `step_vars` takes variables from a step's own fields.
-Plans are copied with these changes into the work directory; the repository's plans are not
-changed.
+[users, spawn_rate] pairs: ("users", "spawn_rate")), `step_vars` takes variables from a step's
+own fields. A cell's `changes` go into its plan over the plan's own (study 000: each test size's
+threads, loops and budget). Plans are copied with these changes into the work directory; the
+repository's plans are not changed.
+
+A run without a sweep that ends with its request budget (study 000: a JMeter thread group) is
+observed whole, from its totals: every response counts, however late, as in JMeter's aggregate
+report (evidence.py).
+
+`run_on`: a study whose lab has hosts of its own (network namespaces, shaped links) runs each cell
+on the lab's controller host with the lab's agents (`loadfleet-lab exec HOST -- loadfleet run`),
+not with `--local` agents beside the repository.
 
 `paper_test_s`: when the paper's findings are about time (study 003: two 2-minute arrival
 phases, 240 s) and each run plays the paper's whole test in fewer seconds, the test's length in
@@ -36,6 +44,9 @@ class Cell:
     # Why the lab's servers are NOT restarted before this cell (e.g. a soak that must keep its warm
     # state); empty: they are restarted (restarts.py).
     keep_warm: str = ""
+    # Set in the cell's plan over the plan's own, section by section (mappings merged, other values
+    # replaced): {"load": {"users": 100}, "budget": {"requests": 70000}}.
+    changes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,34 +57,70 @@ class Study:
     cells: tuple[Cell, ...]
     sweep: dict  # overrides of the plan's sweep
     level_vars: tuple[str, ...]
-    scale_vars: dict = field(default_factory=dict)  # var -> (level var, factor)
     step_vars: dict = field(default_factory=dict)  # var -> steps.csv field
     generator_cpus: str = ""  # taskset list for the generator, when the lab caps servers to others
     paper_test_s: float | None = None  # the paper's test that each run plays; None: t is the run's own
     # Each run takes the sweep's cluster sizes (`servers`) in its own random order, seeded by the
     # pass and the cell, so that a drift over a run does not fall on the largest clusters alone.
     shuffle_servers: bool = False
+    # The lab host (of the study's one lab with hosts) that runs each cell's `loadfleet run`, with
+    # the lab's own agents; "": the kit's `--local` agents, pinned to generator_cpus.
+    run_on: str = ""
     note: str = ""
 
 
+# Study 000's test sizes: the paper's seven tests of 10,000 .. 70,000 requests.
+TEST_SIZES_000 = tuple(range(10_000, 70_001, 10_000))
+# Its two thread-group designs (the paper gives no thread count): design -> (threads, loops) of a
+# test of `requests`. `fixed`: 100 threads whose loop count grows with the test; `growing`: a
+# thread per 10 requests, so the threads (1,000 .. 7,000) cross prefork's 150 workers and nginx's
+# 768 connections from the first test on.
+THREAD_GROUPS_000 = {
+    "fixed": lambda requests: (100, requests // 100),
+    "growing": lambda requests: (requests // 10, 10),
+}
+
+
+def _thread_group(threads: int, loops: int) -> dict:
+    """A JMeter thread group as plan changes: `threads` users started within a second (JMeter's
+    default ramp-up), `loops` requests each, and the test's requests as the run's budget."""
+    return {
+        "load": {"users": threads, "spawn_rate": threads},
+        "workload": {"session": {"repeat": loops}},
+        "budget": {"requests": threads * loops},
+    }
+
+
 def _study_000() -> Study:
-    lab = LabSpec("targets/specs/study-000-static.yaml", "build/study-000")
-    urls = {"nginx": "http://127.0.0.31:18711", "apache": "http://127.0.0.32:18711"}
+    lab = LabSpec("targets/specs/study-000-hosts.yaml", "build/study-000-hosts")
+    urls = {"nginx": "http://10.231.100.10:80", "apache": "http://10.231.100.11:80"}
+    # size by size, and within a size design by design and server by server, so that a drift over
+    # a pass falls on every server and design alike
     cells = tuple(
-        Cell(server, {"server": server}, f"plans/repro-nginx-vs-apache-{plan}.yaml", {"web": url})
-        for (server, url), plan in zip(urls.items(), ("nginx", "prefork"))
+        Cell(
+            f"{server}-{design}-{requests // 1000}k",
+            {"server": server, "design": design, "requests": requests},
+            "plans/repro-jmeter-thread-group.yaml",
+            {"web": url},
+            changes=_thread_group(*threads_and_loops(requests)),
+        )
+        for requests in TEST_SIZES_000
+        for design, threads_and_loops in THREAD_GROUPS_000.items()
+        for server, url in urls.items()
     )
     return Study(
         "000",
-        "JMeter: nginx vs Apache prefork, stock, growing request counts",
+        "JMeter: nginx vs Apache prefork, stock, over a 100 Mbit/s link; thread groups of 10k .. 70k requests",
         (lab,),
         cells,
-        # 1,000, 5,000 and 7,000 users x 10 requests: the paper's 10k, 50k and 70k-request tests, so its
-        # findings apply as written; users start at 1,000/s, so 7,000 need 7 s of a 10 s step
-        sweep={"steps": [1000, 5000, 7000], "step_s": 10, "repeat": 1},
-        level_vars=("users",),
-        scale_vars={"requests": ("users", 10)},
-        generator_cpus="0",
+        sweep={},  # each cell is one test, run to its budget
+        level_vars=(),
+        generator_cpus="0",  # the lab's agent and controller hosts are on CPU 0 (the lab spec)
+        run_on="ctrl",
+        note="each server on a host of its own behind a 100 Mbit/s link, on half of CPU 1, stock configuration; "
+        "a JMeter thread group per test (threads started within 1 s, each looping on its keep-alive connection, "
+        "no client timeout), run until every thread has looped and observed whole; the paper gives no thread "
+        "count, so both a fixed 100 threads and a thread per 10 requests are run",
     )
 
 
@@ -231,11 +278,4 @@ def load_s(plan: dict) -> float:
 
 def level_records(study: Study, steps: list) -> list[dict]:
     """Per level of the sweep (in order), the variables it sets."""
-    records = []
-    for level in steps:
-        values = level if isinstance(level, (list, tuple)) else [level]
-        record = dict(zip(study.level_vars, values))
-        for var, (source, factor) in study.scale_vars.items():
-            record[var] = record[source] * factor
-        records.append(record)
-    return records
+    return [dict(zip(study.level_vars, level if isinstance(level, (list, tuple)) else [level])) for level in steps]

@@ -147,8 +147,8 @@ def evaluate_findings(findings: list[Finding], observations: list[Observation]) 
 
 
 def format_value(value) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {format_value(v)}" for k, v in value.items())
+    if isinstance(value, dict):  # `@ each`; nested levels in parentheses
+        return ", ".join(f"{k}: ({format_value(v)})" if isinstance(v, dict) else f"{k}: {format_value(v)}" for k, v in value.items())
     numeric = number(value)
     if numeric is None:
         return str(value)
