@@ -96,6 +96,10 @@ def interval_excludes(interval: tuple[float, float], comparison: str, threshold)
 
 
 def _verdict_of(finding: Finding, observations: list[Observation]) -> tuple[Status, object, str]:
+    if isinstance(finding.threshold, str) and not any(
+        same(v, finding.threshold) for o in observations for v in o.vars.values()
+    ):  # "is IIS the best?" asked of runs without IIS: whatever the runs' best is, it cannot answer
+        return Status.NOT_EVALUABLE, None, f"no run has {finding.threshold!r} (the lab has no such cell)"
     try:
         value, scrutiny = scrutinised_metric(finding.metric, observations)
         if isinstance(value, CellSet):
@@ -104,10 +108,6 @@ def _verdict_of(finding: Finding, observations: list[Observation]) -> tuple[Stat
         return Status.FAILS, None, f"a cell failed: {exc}"
     except (NotEvaluable, MetricSyntaxError) as exc:
         return Status.NOT_EVALUABLE, None, str(exc)
-    if isinstance(finding.threshold, str) and not any(
-        same(v, finding.threshold) for o in observations for v in o.vars.values()
-    ):  # "is IIS the best?" asked of runs without IIS: the runs' best cannot answer it
-        return Status.NOT_EVALUABLE, value, f"no run has {finding.threshold!r} (the lab has no such cell)"
     holds = compare(value, finding.comparison, finding.threshold)
     return (Status.HOLDS if holds else Status.FAILS), value, scrutiny.text()
 
@@ -148,7 +148,8 @@ def evaluate_findings(findings: list[Finding], observations: list[Observation]) 
 
 def format_value(value) -> str:
     if isinstance(value, dict):  # `@ each`; nested levels in parentheses
-        return ", ".join(f"{k}: ({format_value(v)})" if isinstance(v, dict) else f"{k}: {format_value(v)}" for k, v in value.items())
+        shown = ((k, format_value(v), isinstance(v, dict)) for k, v in value.items())
+        return ", ".join(f"{k}: ({text})" if nested else f"{k}: {text}" for k, text, nested in shown)
     numeric = number(value)
     if numeric is None:
         return str(value)
