@@ -64,10 +64,12 @@ def store_run(run_dir: Path, study_dir: Path, cell_record: dict, named_run_dir: 
     for name in STORED_FILES:
         if (Path(run_dir) / name).exists():
             shutil.copyfile(Path(run_dir) / name, target / name)
-    if named_run_dir:
-        summary = json.loads((target / "summary.json").read_text())
-        summary["run_dir"] = named_run_dir
-        (target / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary_path = target / "summary.json"
+    if named_run_dir and summary_path.exists():
+        summary = json.loads(summary_path.read_text())
+        if summary.get("run_dir") != named_run_dir:  # a --local run names it so already: kept as written
+            summary["run_dir"] = named_run_dir
+            summary_path.write_text(json.dumps(summary, indent=2) + "\n")
     keep_cluster_intervals(Path(run_dir), target)
     (target / CELL_FILE).write_text(json.dumps(cell_record, indent=1, sort_keys=True) + "\n")
     return target

@@ -119,7 +119,8 @@ def _study_000() -> Study:
         run_on="ctrl",
         note="each server on a host of its own behind a 100 Mbit/s link, on half of CPU 1, stock configuration; "
         "a JMeter thread group per test (threads started within 1 s, each looping on its keep-alive connection, "
-        "no client timeout), run until every thread has looped and observed whole; the paper gives no thread "
+        "no connect timeout, a 60 s response timeout), run until every thread has looped and observed whole; "
+        "the paper gives no thread "
         "count, so both a fixed 100 threads and a thread per 10 requests are run",
     )
 

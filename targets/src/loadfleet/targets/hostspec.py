@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .netns import BRIDGE_NS, check_subnet
+from .netns import BRIDGE_NS, FIRST_HOST, check_subnet
 from .spec import CAP_CHECKS, HostSpec, Placed, _is_int, _split_listen
 
 HOST_FIELDS = ("servers", "controller", "nfs", "cpus", "cpu_pct", "link_mbit")
@@ -37,7 +37,6 @@ MAX_AGENTS = 32
 MAX_AGENT_CORES = 16
 MAX_HOSTS = 64
 MAX_LINK_MBIT = 100_000
-FIRST_HOST = 9  # LabNetwork hands out addresses from the subnet's 10th on
 _HOST_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # it goes into namespace names
 
 

@@ -47,6 +47,7 @@ BRIDGE_NS = "sw"
 BRIDGE = "br0"
 START_TIMEOUT_S = 10.0
 AUTO_SUBNETS = "10.231.0.0/16"  # where LabNetwork() picks a free /24
+FIRST_HOST = 9  # hosts get a subnet's addresses from its 10th on: low addresses read as gateways
 SHAPE_LATENCY_MS = 50  # how long a shaped link queues at most before it drops
 _SEQUENCE = itertools.count(1)
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # short: it goes into namespace names
@@ -218,7 +219,7 @@ class LabNetwork:
             self._guard()
             self._record()
         assert self.subnet is not None  # _guard picked one (or raised)
-        self._addresses = iter(list(self.subnet.hosts())[9:])  # .10 on: low addresses read as gateways
+        self._addresses = iter(host_addresses(self.subnet))
         try:
             self._add_namespace(self.bridge_netns)
             ip("-n", self.bridge_netns, "link", "add", BRIDGE, "type", "bridge")
@@ -410,6 +411,11 @@ class LabNetwork:
         owner = {"owner": str(self._owner)} if self._owner else {}
         record = {"pid": os.getpid(), **owner, "tag": self.tag, "subnet": str(self.subnet)}
         _state_file(self.tag).write_text(json.dumps(record) + "\n")
+
+
+def host_addresses(subnet: ipaddress.IPv4Network) -> list[ipaddress.IPv4Address]:
+    """The addresses a LabNetwork on `subnet` gives its hosts, in the order they are added."""
+    return list(subnet.hosts())[FIRST_HOST:]
 
 
 def check_subnet(subnet: str) -> ipaddress.IPv4Network:
