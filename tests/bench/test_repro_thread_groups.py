@@ -5,6 +5,7 @@ to that budget and observed whole from the run's totals), on a lab whose hosts r
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -114,6 +115,17 @@ def test_a_study_on_lab_hosts_runs_its_cells_on_the_labs_controller_host(options
     assert named[:7] == ["loadfleet-lab", "exec", "--state-dir", "build/hosts", "ctrl", "--", "loadfleet"]
     local = runner.run_command(STUDIES["004"], STUDIES["004"].cells[0], plan_path, options)
     assert "--local" in local and runner._named_command(local)[:2] == ["loadfleet", "run"]
+
+
+def test_a_study_runs_as_many_local_agents_as_it_declares(options):
+    """Study 003 holds more connections than one process may open: two agents, each an engine."""
+
+    def agents(study):
+        command = runner.run_command(study, study.cells[0], Path("plan.yaml"), options)
+        return command[command.index("--local") + 1]
+
+    assert agents(STUDIES["004"]) == "1"
+    assert agents(STUDIES["003"]) == "2"
 
 
 def test_passes_of_other_thread_groups_are_refused(options):

@@ -42,7 +42,6 @@ class RunOptions:
     work_dir: Path
     repeat: int = 3
     nice: int = 5
-    local_agents: int = 1
     sweep: dict | None = None  # overrides of the study's own sweep overrides
 
 
@@ -204,7 +203,7 @@ def run_command(study: Study, cell: Cell, plan_path: Path, options: RunOptions) 
         (lab,) = study.labs  # one lab: the one whose hosts run the cell
         exec_prefix = [_tool("loadfleet-lab"), "exec", "--state-dir", lab.state_dir, study.run_on, "--"]
         return _niced(exec_prefix + run, options, study.generator_cpus)
-    local = ["--local", str(options.local_agents), "--runs-dir", str(_in_repo(options.work_dir / "runs", options))]
+    local = ["--local", str(study.local_agents), "--runs-dir", str(_in_repo(options.work_dir / "runs", options))]
     return _niced(run + local, options, study.generator_cpus)
 
 
