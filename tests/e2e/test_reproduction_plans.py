@@ -70,10 +70,11 @@ def test_the_header_links_to_a_section_of_the_doc(plan):
 
 
 def served_urls(spec) -> set[str]:
-    """The servers' URLs: on loopback as listed, on lab hosts at their host's address (a fixed
-    subnet's addresses go to the hosts in spec order, as `loadfleet-lab up` gives them)."""
+    """The servers' URLs: on loopback as listed (each address it listens on), on lab hosts at their
+    host's address (a fixed subnet's addresses go to the hosts in spec order, as `loadfleet-lab up`
+    gives them)."""
     if not spec.hosts:
-        return {f"http://{s.host}:{s.port}" for s in spec.servers}
+        return {f"http://{host}:{s.port}" for s in spec.servers for host in (s.host, *s.also_listen)}
     assert spec.subnet, "a lab on hosts that plans name needs a fixed network.subnet"
     addresses = dict(zip((h.name for h in spec.hosts), host_addresses(ipaddress.IPv4Network(spec.subnet))))
     return {f"http://{addresses[s.on]}:{s.port}" for s in spec.servers}

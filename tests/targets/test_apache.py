@@ -52,3 +52,18 @@ def test_only_loopback_and_known_mpms(tmp_path):
         ApacheServer("10.1.2.3", 80, tmp_path, tmp_path, "ap")
     with pytest.raises(ValueError, match="mpm"):
         ApacheServer("127.0.0.1", 80, tmp_path, tmp_path, "ap", mpm="threads")
+
+
+def test_a_pid_file_left_by_a_stopped_server_does_not_stop_the_next(open_dir):
+    """A server stopped with thousands of connections can linger as a zombie whose PID is still in
+    httpd.pid, and httpd would refuse to start "already running" (study 003's restarts did)."""
+    first = generate_tree(open_dir / "docroot", scale=0.1, seed=5).files[0]
+    server = ApacheServer("127.0.0.2", free_port("127.0.0.2"), open_dir / "docroot", open_dir, "ap-stale")
+    server.pid_file.parent.mkdir(parents=True, exist_ok=True)
+    server.pid_file.write_text(f"{os.getpid()}\n")  # a live process that is not this server
+    server.start()
+    try:
+        with urllib.request.urlopen(server.url + first.path) as response:
+            assert response.read() == (open_dir / "docroot" / first.path.lstrip("/")).read_bytes()
+    finally:
+        server.stop()

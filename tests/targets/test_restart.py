@@ -4,17 +4,39 @@ the same ports with new PIDs, the balancer still forwarding to its restarted bac
 import json
 import socket
 import subprocess
+import sys
+import time
 import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
 
+from loadfleet.targets import daemon
 from loadfleet.targets.daemon import stop_pid
 from loadfleet.targets.restart import UnknownServers, restart_order
 from support.procs import pid_alive, program
 
 # The lab's start order as a spec with a database, PHP on it, two web servers and a balancer.
 START_ORDER = ["db", "shop", "web1", "web2", "lb"]
+
+
+def test_stop_pid_returns_only_once_a_process_that_ignores_sigterm_is_gone(monkeypatch):
+    """SIGKILL is not instant for a process with thousands of sockets to close: stop_pid waits,
+    so that a server started in its place does not find it still there."""
+    monkeypatch.setattr(daemon, "STOP_TIMEOUT_S", 0.3)
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"],
+        start_new_session=True,
+    )
+    try:
+        time.sleep(0.5)  # its SIGTERM handler is set
+        started = time.monotonic()
+        stop_pid(stubborn.pid)
+        assert time.monotonic() - started >= 0.3  # SIGTERM was ignored for the whole timeout
+        assert not pid_alive(stubborn.pid)  # and SIGKILL's end was waited for (stop_pid reaps its child)
+    finally:
+        stubborn.kill()
+        stubborn.wait()
 
 
 def test_restart_all_stops_dependents_first_and_starts_dependencies_first():

@@ -122,6 +122,35 @@ def test_tomcat_and_yaws_serve_the_tree_under_real_load(open_dir, run_load):
             assert_bodies_match(server.url, lab)
 
 
+def test_apache_and_yaws_serve_and_log_at_every_address_they_listen_on(open_dir, run_load):
+    """also_listen: one server, several loopback destinations at its port (study 003 holds more
+    connections than one destination has ephemeral ports for); every address served and logged."""
+    port = free_port("127.0.0.2")
+    spec = parse_spec(
+        {
+            "workload": {"kind": "single", "bytes": 1024},
+            "servers": [
+                {"name": "web", "kind": "apache", "mpm": "worker", "listen": f"127.0.0.2:{port}",
+                 "also_listen": ["127.0.0.4", "127.0.0.5"]},
+                {"name": "erlang", "kind": "yaws", "listen": f"127.0.0.3:{port}", "also_listen": ["127.0.0.6"]},
+            ],
+        }
+    )
+    with Lab(spec, open_dir / "lab") as lab:
+        web, erlang = lab.server("web"), lab.server("erlang")
+        urls = {
+            web: [f"http://{host}:{port}" for host in ("127.0.0.2", "127.0.0.4", "127.0.0.5")],
+            erlang: [f"http://{host}:{port}" for host in ("127.0.0.3", "127.0.0.6")],
+        }
+        summary = run_load([url for each in urls.values() for url in each], requests=[{"path": "/single.html"}])
+        assert only_2xx(summary), summary["total"]
+        counted = requests_by_target(summary)
+        for server, addresses in urls.items():
+            assert all(counted[url] > 0 for url in addresses), counted
+            expected = sum(counted[url] for url in addresses)
+            assert settled(server.access_log_lines, expected) == expected, server.name
+
+
 def settled(count, expected: int, timeout_s: float = 3.0) -> int:
     """Servers log a request after its response (Yaws a moment later): wait for the last lines."""
     deadline = time.monotonic() + timeout_s

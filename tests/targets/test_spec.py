@@ -95,6 +95,17 @@ def test_a_database_starts_before_its_php_servers_and_tls_is_an_nginx_field():
         ([{"kind": "mariadb", "items": 5, "categories": 6, "listen": "127.0.0.1:0"}], "servers[0].categories"),
         ([{"kind": "mariadb", "seed": "x", "listen": "127.0.0.1:0"}], "servers[0].seed"),
         ([{"kind": "mariadb", "workers": 2, "listen": "127.0.0.1:0"}], "servers[0].workers"),
+        ([{"kind": "nginx", "also_listen": ["127.0.0.3"], "listen": "127.0.0.2:80"}], "servers[0].also_listen"),
+        ([{"kind": "yaws", "also_listen": ["10.0.0.3"], "listen": "127.0.0.2:80"}], "servers[0].also_listen"),
+        ([{"kind": "yaws", "also_listen": ["127.0.0.3", "127.0.0.3"], "listen": "127.0.0.2:80"}], "servers[0].also_listen"),
+        ([{"kind": "apache", "also_listen": ["127.0.0.3"], "listen": "127.0.0.2:0"}], "servers[0].also_listen: only"),
+        (
+            [
+                {"name": "a", "kind": "apache", "also_listen": ["127.0.0.3"], "listen": "127.0.0.2:80"},
+                {"name": "b", "kind": "nginx", "listen": "127.0.0.3:80"},
+            ],
+            "servers: 'b' and 'a' both listen on 127.0.0.3:80",
+        ),
     ],
 )
 def test_bad_servers_are_named_by_field(servers, field):
@@ -130,3 +141,10 @@ def test_every_problem_is_reported_at_once():
         )
     fields = sorted(p.split(":")[0] for p in error.value.problems)
     assert fields == ["servers[0].listen", "servers[0].mpm", "servers[1].kind", "workload.bytes"]
+
+
+def test_apache_and_yaws_may_listen_on_more_loopback_addresses_at_their_port():
+    spec = parse_spec(
+        {"servers": [{"name": "erlang", "kind": "yaws", "listen": "127.0.0.62:18641", "also_listen": ["127.0.0.63"]}]}
+    )
+    assert spec.servers[0].also_listen == ("127.0.0.63",)

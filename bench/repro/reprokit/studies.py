@@ -195,14 +195,13 @@ def _study_002() -> Study:
 
 def _study_003() -> Study:
     lab = LabSpec("plans/repro-tsung.lab.yaml", "build/repro-tsung")
+    # each server at four addresses (the lab's also_listen), one target each: server -> last octet
+    def addresses(octet: int) -> dict:
+        return {f"web{i}": f"http://127.0.{i - 1}.{octet}:18641" for i in range(1, 5)}
+
     cells = (
-        Cell(
-            "apache-worker",
-            {"server": "apache-worker"},
-            "plans/repro-tsung-apache-worker.yaml",
-            {"web": "http://127.0.0.61:18641"},
-        ),
-        Cell("erlang", {"server": "erlang"}, "plans/repro-tsung-yaws.yaml", {"web": "http://127.0.0.62:18641"}),
+        Cell("apache-worker", {"server": "apache-worker"}, "plans/repro-tsung-apache-worker.yaml", addresses(61)),
+        Cell("erlang", {"server": "erlang"}, "plans/repro-tsung-yaws.yaml", addresses(62)),
     )
     return Study(
         "003",

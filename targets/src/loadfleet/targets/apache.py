@@ -41,9 +41,11 @@ class ApacheServer(LabServer):
         modules: tuple[str, ...] = (),
         extra_conf: str = "",
         profile: str = DEFAULT_PROFILE,
+        also_listen: tuple[str, ...] = (),
         launcher: Launcher = LOCAL,
     ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
+        self.also_listen = also_listen  # more addresses, at the same port (spec.py)
         if mpm not in MPMS:
             raise ValueError(f"mpm '{mpm}' is not one of {', '.join(MPMS)}")
         self.mpm, self.modules, self.extra_conf, self.profile = mpm, modules, extra_conf, Profile(profile)
@@ -69,8 +71,8 @@ class ApacheServer(LabServer):
         return f"""ServerRoot {self.dir}
 DefaultRuntimeDir {self.dir}
 {modules}ServerName {self.host}
-Listen {host_port(self.host, self.port)}
-{identity}PidFile {self.dir / "httpd.pid"}
+{self.listen_lines}
+{identity}PidFile {self.pid_file}
 ErrorLog {self.error_log}
 LogLevel warn
 LogFormat "{LOG_FORMAT}" loadfleet
@@ -94,8 +96,8 @@ DirectoryIndex index.html
         return f"""ServerRoot {self.dir}
 DefaultRuntimeDir {self.dir}
 {apache_stock_modules(self.mpm, self.modules)}{apache_stock_settings()}ServerName {self.host}
-Listen {host_port(self.host, self.port)}
-{identity}PidFile {self.dir / "httpd.pid"}
+{self.listen_lines}
+{identity}PidFile {self.pid_file}
 ErrorLog {self.error_log}
 LogLevel warn
 LogFormat "{LOG_FORMAT}" loadfleet
@@ -117,6 +119,14 @@ DocumentRoot {self.docroot}
 </Directory>
 {self.extra_conf}"""
 
+    @property
+    def listen_lines(self) -> str:
+        return "\n".join(f"Listen {host_port(host, self.port)}" for host in (self.host, *self.also_listen))
+
+    @property
+    def pid_file(self) -> Path:
+        return self.dir / "httpd.pid"
+
     def start(self) -> None:
         user = group = None
         if os.geteuid() == 0:
@@ -127,6 +137,9 @@ DocumentRoot {self.docroot}
         conf.write_text(self.config(user, group))
         for log in (self.access_log, self.error_log):
             log.write_text("")
+        # The lab stops a server before it starts one here; a PID file left behind names a process
+        # that is dead, or a zombie not yet reaped, which httpd would take for itself "already running".
+        self.pid_file.unlink(missing_ok=True)
         proc = self.start_listening(
             [apache_program(), "-f", str(conf), "-DFOREGROUND"], what=f"apache {self.name}", log=self.dir / "stderr.log"
         )

@@ -261,7 +261,16 @@ class Lab:
                 **common,
             )
         if spec.kind == "apache":
-            return ApacheServer(*args, docroot, self.state_dir, spec.name, mpm=spec.mpm, profile=spec.profile, **common)
+            return ApacheServer(
+                *args,
+                docroot,
+                self.state_dir,
+                spec.name,
+                mpm=spec.mpm,
+                profile=spec.profile,
+                also_listen=spec.also_listen,
+                **common,
+            )
         if spec.kind == "php":
             database = self.server(spec.database) if spec.database else None
             return PhpServer(
@@ -281,7 +290,7 @@ class Lab:
         if spec.kind == "tomcat":
             return TomcatServer(*args, docroot, self.state_dir, spec.name, **common)
         # The last of FILE_KINDS: yaws.
-        return YawsServer(*args, docroot, self.state_dir, spec.name, **common)
+        return YawsServer(*args, docroot, self.state_dir, spec.name, also_listen=spec.also_listen, **common)
 
     def _capped(self, spec: ServerSpec) -> Launcher:
         """A loopback server's launcher: with its CPU caps, if it has any."""

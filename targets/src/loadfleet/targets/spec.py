@@ -63,13 +63,13 @@ PLACED_FIELDS = ("name", "kind", "port")
 # Fields each server kind takes besides the common ones.
 KIND_FIELDS = {
     "nginx": ("workers", "tls", "mtls", "profile"),
-    "apache": ("mpm", "profile"),
+    "apache": ("mpm", "profile", "also_listen"),
     "php": ("front", "mpm", "workers", "cost", "database", "max_age_s", "profile"),
     "haproxy": ("backends", "front", "mode"),
     "varnish": ("backends", "cache"),
     "mariadb": ("seed", "items", "categories"),
     "tomcat": (),
-    "yaws": (),
+    "yaws": ("also_listen",),
     "journey": ("database", "workers", "users"),
 }
 WORKLOAD_FIELDS = {"tree": ("scale",), "single": ("bytes",), "files30k": ("count",), "files100k": ("count",)}
@@ -117,6 +117,10 @@ class ServerSpec:
     cpus: tuple[int, ...] = ()  # loopback servers: CPUs it may run on (caps.py)
     cpu_pct: int | None = None  # loopback servers: CPU quota, % of one CPU
     on: str | None = None  # the lab host it runs on (hosts:); host is then its address
+    # apache, yaws: more loopback addresses it listens on, at its port: each is a destination of
+    # its own for a client's ephemeral ports (about 28,000 per destination), so that one client
+    # can hold more connections to the server than one address allows (study 003)
+    also_listen: tuple[str, ...] = ()
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -319,10 +323,10 @@ def _server(placed: Placed, problems: list[str]) -> ServerSpec | None:
     _check_fields(where, kind, fields, problems)
     if len(problems) > before:
         return None
-    if (problem := _combination_problem(where, kind, fields)) is not None:
+    if (problem := _combination_problem(where, kind, fields, port, placed.on)) is not None:
         problems.append(problem)
         return None
-    for key in ("backends", "cpus"):
+    for key in ("backends", "cpus", "also_listen"):
         if key in fields:
             fields[key] = tuple(fields[key])
     return ServerSpec(name, kind, host, port, on=placed.on, **fields)
@@ -360,8 +364,12 @@ def _unknown_server_fields(placed: Placed, entry: dict[str, Any], kind: str) -> 
     return problems
 
 
-def _combination_problem(where: str, kind: str, fields: dict[str, Any]) -> str | None:
+def _combination_problem(
+    where: str, kind: str, fields: dict[str, Any], port: int = 0, placed_on: str | None = None
+) -> str | None:
     """A problem of fields that are each valid but not together."""
+    if fields.get("also_listen") and (placed_on or port == 0):
+        return f"{where}.also_listen: only for a loopback server with a fixed port (listen: HOST:PORT, PORT not 0)"
     if fields.get("categories", DEFAULT_CATEGORIES) > fields.get("items", DEFAULT_ITEMS):
         return f"{where}.categories: must not be more than items (every category has an item)"
     if kind == "haproxy" and fields.get("mode") == "tcp" and fields["front"] != HAPROXY_FRONTS[0]:
@@ -413,6 +421,7 @@ def _check_fields(where: str, kind: str, fields: dict[str, Any], problems: list[
             "a list of distinct server names",
         ),
         "cache": (lambda v: isinstance(v, bool), "true or false"),
+        "also_listen": (_is_loopback_list, "a list of distinct loopback addresses (no port: the server's)"),
         "tls": (lambda v: isinstance(v, bool), "true or false"),
         "mtls": (lambda v: isinstance(v, bool), "true or false"),
         "database": (lambda v: isinstance(v, str) and v, "the name of a mariadb server of this spec"),
@@ -488,11 +497,12 @@ def _listen_problems(servers: list[ServerSpec]) -> list[str]:
     taken: dict[tuple[str, int], str] = {}
     for server in servers:
         place = server.on or server.host  # on a lab host: the host's address, unknown until up
-        if server.port and (place, server.port) in taken:
-            problems.append(
-                f"servers: '{server.name}' and '{taken[place, server.port]}' both listen on {place}:{server.port}"
-            )
-        taken.setdefault((place, server.port), server.name)
+        for host in (place, *server.also_listen):
+            if server.port and (host, server.port) in taken:
+                problems.append(
+                    f"servers: '{server.name}' and '{taken[host, server.port]}' both listen on {host}:{server.port}"
+                )
+            taken.setdefault((host, server.port), server.name)
     return problems
 
 
@@ -509,6 +519,17 @@ def _start_order(servers: list[ServerSpec]) -> list[ServerSpec]:
                 placed.add(server.name)
                 progress = True
     return ordered
+
+
+def _is_loopback_list(value: Any) -> bool:
+    if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
+        return False
+    try:
+        for host in value:
+            check_loopback(str(host))
+    except ValueError:
+        return False
+    return True
 
 
 def _split_listen(listen: str) -> tuple[str, int | None]:

@@ -17,23 +17,50 @@ class YawsServer(LabServer):
 
     kind = "yaws"
 
-    def __init__(self, host: str, port: int, docroot: Path, state_dir: Path, name: str, *, launcher: Launcher = LOCAL):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        docroot: Path,
+        state_dir: Path,
+        name: str,
+        *,
+        also_listen: tuple[str, ...] = (),
+        launcher: Launcher = LOCAL,
+    ):
         super().__init__(host, port, state_dir, name, launcher=launcher)
         self.docroot = Path(docroot).resolve()
+        self.also_listen = also_listen  # more addresses, at the same port (spec.py)
+
+    @property
+    def virtual_servers(self) -> list[tuple[str, str]]:
+        """(name, address) of each `<server>` block: Yaws binds one address per block, so each
+        address of also_listen is a block of its own, named apart so that each has its own log."""
+        return [(self.name, self.host)] + [(f"{self.name}.{i}", host) for i, host in enumerate(self.also_listen, 1)]
 
     @property
     def access_log(self) -> Path:
         """Yaws names it after the virtual server: `<server name>:<port>.access`."""
-        return self.dir / "logs" / f"{self.name}:{self.port}.access"
+        return self._log_of(self.name)
+
+    def _log_of(self, server: str) -> Path:
+        return self.dir / "logs" / f"{server}:{self.port}.access"
+
+    def access_log_lines(self) -> int:
+        """Requests logged at every address."""
+        total = 0
+        for server, _ in self.virtual_servers:
+            with self._log_of(server).open("rb") as f:
+                total += sum(1 for _ in f)
+        return total
 
     def config(self) -> str:
         # nodelay: Yaws writes headers and body separately; with Nagle on, the body waits for
         # the client's delayed ACK (measured: ~40 ms per request, 180 req/s with 8 clients).
-        return f"""logdir = {self.dir / "logs"}
-keepalive_timeout = 65000
-<server {self.name}>
+        blocks = "".join(
+            f"""<server {server}>
     port = {self.port}
-    listen = {self.host}
+    listen = {host}
     docroot = {self.docroot}
     access_log = true
     <listen_opts>
@@ -41,12 +68,18 @@ keepalive_timeout = 65000
     </listen_opts>
 </server>
 """
+            for server, host in self.virtual_servers
+        )
+        return f"""logdir = {self.dir / "logs"}
+keepalive_timeout = 65000
+{blocks}"""
 
     def start(self) -> None:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         conf = self.dir / "yaws.conf"
         conf.write_text(self.config())
-        self.access_log.write_text("")
+        for server, _ in self.virtual_servers:
+            self._log_of(server).write_text("")
         (self.dir / "stderr.log").write_text("")
         # What /usr/bin/yaws -i runs, without a shell; yaws keeps its control file under $HOME
         # (`env` execs the VM, so the PID is the server's).
