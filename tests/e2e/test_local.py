@@ -85,3 +85,29 @@ def test_arriving_users_walk_their_session(webs, tmp_path):
     assert sum(by_request.values()) == webs[0].server.access_log_lines()
     # Little's law: 50 users a second who stay about 200 ms are about 10 in progress.
     assert 8 <= summary["steps"][0]["peak_users"] <= 16, summary["steps"][0]
+
+
+def test_a_user_walking_a_session_keeps_one_target_and_its_one_connection(webs, tmp_path):
+    """Users spread over the targets, each on one all session long (as a Tsung user keeps its
+    server): one connection per user, where re-picking per request held one per target picked."""
+    session = {"steps": [{"request": "page", "think": {"fixed_ms": 50}}] * 3 + [{"request": "page"}]}
+    workload = {"requests": [{"name": "page", "path": "/manifest.json"}], "session": session}
+    targets = [{"url": web.url} for web in webs]
+    for name, load in (
+        ("arrivals", {"model": "open", "rate": 40}),
+        ("clients", {"model": "closed", "clients": 6}),
+    ):
+        plan = write_plan(tmp_path / f"{name}.yaml", duration_s=2, targets=targets, workload=workload, load=load)
+        result = subprocess.run(
+            [program("loadfleet"), "run", str(plan), "--local", "1", "--json", "--runs-dir", str(tmp_path / name)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert result.returncode == 0, result.stderr
+        summary = json.loads(result.stdout)
+        by_target = {t["name"]: t["figures"] for t in summary["targets"]}
+        assert all(figures["requests"] > 0 for figures in by_target.values()), by_target
+        connects = summary["total"]["figures"]["phases"]["connect"]["count"]
+        users = 80 if name == "arrivals" else 6  # 40 a second for 2 s; the 6 clients
+        assert connects == users, (name, connects, users)

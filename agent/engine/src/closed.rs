@@ -18,6 +18,7 @@ pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receive
     let mut connections = Connections::new(&shared);
     // The slot this client is counted under as a user: its current or last request's.
     let mut slot = UserSlot::default();
+    let mut kept_target: Option<usize> = None;
     while control.borrow().runs(id) {
         let (request, think_after) = match &mut walker {
             Some(walker) => match walker.next(&mut user) {
@@ -37,7 +38,13 @@ pub async fn run_client(id: u32, shared: Rc<Shared>, mut control: watch::Receive
         if !shared.take_ticket() {
             break;
         }
-        let target = job.target_choice.pick(&mut user.rng);
+        // A client walking a session keeps the target it picked first (one connection, as a
+        // browser keeps its server); a client of the request mix picks one per request.
+        let target = match (&walker, kept_target) {
+            (Some(_), Some(target)) => target,
+            _ => job.target_choice.pick(&mut user.rng),
+        };
+        kept_target = Some(target);
         let at = slot.moves_to(&shared, target, request);
         let sent = connections.request_for(target, request, None, &mut user).await;
         if !follow(&shared, at, sent.then, &mut user, walker.as_mut()) {
