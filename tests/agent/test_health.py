@@ -44,6 +44,33 @@ def test_busiest_destination_counts_sockets_per_peer_and_skips_listeners(tmp_pat
     assert busiest_destination([tmp_path / "tcp", tmp_path / "tcp6-missing"]) == 5
 
 
+def test_the_exact_port_count_walks_the_socket_table_at_most_every_ten_seconds(tmp_path):
+    """/proc/net/tcp lists every TCP socket of the host: read once a second by each agent, it
+    starved their engines and loops; between reads the last exact count stands."""
+    proc = tmp_path / "proc"
+    (proc / "sys/net/ipv4").mkdir(parents=True)
+    (proc / "net").mkdir()
+    (proc / "sys/net/ipv4/ip_local_port_range").write_text("60000\t60099\n")  # 100 ports
+    header = "  sl  local_address rem_address   st\n"
+
+    def table(sockets: int) -> None:
+        rows = (f"   {i}: 0100007F:{0x8000 + i:04X} 0200007F:0050 01\n" for i in range(sockets))
+        (proc / "net/tcp").write_text(header + "".join(rows))
+        (proc / "net/sockstat").write_text(f"TCP: inuse {sockets} orphan 0 tw 0 alloc {sockets} mem 1\n")
+
+    now = [0.0]
+    monitor = HealthMonitor(proc=proc, clock=lambda: now[0])
+    table(30)
+    assert monitor.sample([], 0.0).local_ports_used == 30  # under half the range: the host's count
+    table(60)
+    assert monitor.sample([], 0.0).local_ports_used == 60  # the exact count, read now
+    table(70)
+    now[0] = 9.9
+    assert monitor.sample([], 0.0).local_ports_used == 60  # not read again yet
+    now[0] = 10.0
+    assert monitor.sample([], 0.0).local_ports_used == 70
+
+
 @pytest.mark.process
 def test_a_process_that_waits_for_the_cpu_and_holds_descriptors_shows_both():
     cpu = max(os.sched_getaffinity(0))
