@@ -330,8 +330,8 @@ def check_readable_by(path: Path, user: str, *, what: str) -> None:
 def stop_pid(pid: int) -> None:
     """SIGTERM (a fast shutdown for nginx, Apache, HAProxy, Varnish and PHP-FPM), then
     SIGKILL for the whole process group if it lingers, and a wait until it is gone: a server
-    holding thousands of connections takes seconds to die even then (Apache worker with 11,000
-    measured), and one started in its place would find it still there."""
+    holding thousands of connections can take seconds to go even then, and one started in its
+    place would find it still there (study 003's Apache worker, stopped with 11,000 users)."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
