@@ -130,8 +130,13 @@ def test_apache_and_yaws_serve_and_log_at_every_address_they_listen_on(open_dir,
         {
             "workload": {"kind": "single", "bytes": 1024},
             "servers": [
-                {"name": "web", "kind": "apache", "mpm": "worker", "listen": f"127.0.0.2:{port}",
-                 "also_listen": ["127.0.0.4", "127.0.0.5"]},
+                {
+                    "name": "web",
+                    "kind": "apache",
+                    "mpm": "worker",
+                    "listen": f"127.0.0.2:{port}",
+                    "also_listen": ["127.0.0.4", "127.0.0.5"],
+                },
                 {"name": "erlang", "kind": "yaws", "listen": f"127.0.0.3:{port}", "also_listen": ["127.0.0.6"]},
             ],
         }

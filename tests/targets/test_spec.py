@@ -97,7 +97,10 @@ def test_a_database_starts_before_its_php_servers_and_tls_is_an_nginx_field():
         ([{"kind": "mariadb", "workers": 2, "listen": "127.0.0.1:0"}], "servers[0].workers"),
         ([{"kind": "nginx", "also_listen": ["127.0.0.3"], "listen": "127.0.0.2:80"}], "servers[0].also_listen"),
         ([{"kind": "yaws", "also_listen": ["10.0.0.3"], "listen": "127.0.0.2:80"}], "servers[0].also_listen"),
-        ([{"kind": "yaws", "also_listen": ["127.0.0.3", "127.0.0.3"], "listen": "127.0.0.2:80"}], "servers[0].also_listen"),
+        (
+            [{"kind": "yaws", "also_listen": ["127.0.0.3", "127.0.0.3"], "listen": "127.0.0.2:80"}],
+            "servers[0].also_listen",
+        ),
         ([{"kind": "apache", "also_listen": ["127.0.0.3"], "listen": "127.0.0.2:0"}], "servers[0].also_listen: only"),
         (
             [

@@ -195,6 +195,7 @@ def _study_002() -> Study:
 
 def _study_003() -> Study:
     lab = LabSpec("plans/repro-tsung.lab.yaml", "build/repro-tsung")
+
     # each server at four addresses (the lab's also_listen), one target each: server -> last octet
     def addresses(octet: int) -> dict:
         return {f"web{i}": f"http://127.0.{i - 1}.{octet}:18641" for i in range(1, 5)}

@@ -122,8 +122,7 @@ def health_reasons(agent: str, h: Health, engines: int, *, multi_core_driver: bo
         add(
             Signal.PORTS,
             Validity.SUSPECT,
-            f"{h.local_ports_used} TCP sockets on the host against {h.local_port_range} ephemeral ports "
-            "(at most that many toward one destination)",
+            f"{h.local_ports_used} TCP sockets on the host, {h.local_port_range} ephemeral ports per destination",
         )
     return tuple(out)
 
