@@ -150,10 +150,18 @@ class LabServer:
         """Kinds that log each request override this (nginx, Apache, Tomcat, Yaws)."""
         raise LabError(f"{self.kind} server {self.name} keeps no access log")
 
+    @property
+    def access_logs(self) -> list[Path]:
+        """Every access log of the server: its `access_log`, unless it keeps one per address (Yaws)."""
+        return [self.access_log]
+
     def access_log_lines(self) -> int:
         """Requests the server logged, for kinds with an `access_log` (one line per request)."""
-        with self.access_log.open("rb") as f:
-            return sum(1 for _ in f)
+        total = 0
+        for log in self.access_logs:
+            with log.open("rb") as f:
+                total += sum(1 for _ in f)
+        return total
 
     def start_listening(
         self, argv: list[str], *, what: str, log: Path | None = None, timeout_s: float = START_TIMEOUT_S

@@ -364,9 +364,7 @@ def _unknown_server_fields(placed: Placed, entry: dict[str, Any], kind: str) -> 
     return problems
 
 
-def _combination_problem(
-    where: str, kind: str, fields: dict[str, Any], port: int = 0, placed_on: str | None = None
-) -> str | None:
+def _combination_problem(where: str, kind: str, fields: dict[str, Any], port: int, placed_on: str | None) -> str | None:
     """A problem of fields that are each valid but not together."""
     if fields.get("also_listen") and (placed_on or port == 0):
         return f"{where}.also_listen: only for a loopback server with a fixed port (listen: HOST:PORT, PORT not 0)"

@@ -43,16 +43,13 @@ class YawsServer(LabServer):
         """Yaws names it after the virtual server: `<server name>:<port>.access`."""
         return self._log_of(self.name)
 
+    @property
+    def access_logs(self) -> list[Path]:
+        """One per `<server>` block, so one per address."""
+        return [self._log_of(server) for server, _ in self.virtual_servers]
+
     def _log_of(self, server: str) -> Path:
         return self.dir / "logs" / f"{server}:{self.port}.access"
-
-    def access_log_lines(self) -> int:
-        """Requests logged at every address."""
-        total = 0
-        for server, _ in self.virtual_servers:
-            with self._log_of(server).open("rb") as f:
-                total += sum(1 for _ in f)
-        return total
 
     def config(self) -> str:
         # nodelay: Yaws writes headers and body separately; with Nagle on, the body waits for
@@ -78,8 +75,8 @@ keepalive_timeout = 65000
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         conf = self.dir / "yaws.conf"
         conf.write_text(self.config())
-        for server, _ in self.virtual_servers:
-            self._log_of(server).write_text("")
+        for log in self.access_logs:
+            log.write_text("")
         (self.dir / "stderr.log").write_text("")
         # What /usr/bin/yaws -i runs, without a shell; yaws keeps its control file under $HOME
         # (`env` execs the VM, so the PID is the server's).
